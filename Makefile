@@ -1,0 +1,152 @@
+# stacksnap - GNU make build. `make` builds the library, the CLI and
+# stacksnap.pc; `make check` builds and runs every test, also under
+# AddressSanitizer + UndefinedBehaviorSanitizer; `make demo` runs the CLI on
+# a built-in demo target; `make fuzz`, `make bench`, `make install`.
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+PKGDIR ?= $(LIBDIR)/pkgconfig
+
+VERSION := 0.1.0
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+O ?= build
+PKGS := libelf libdw liblzma
+
+# Missing build dependencies are installed by scripts/install-deps.sh the
+# first time; the stamp keeps later builds from asking pkg-config again.
+DEPS_STAMP := $(O)/.deps-ok
+$(DEPS_STAMP): scripts/install-deps.sh
+	@mkdir -p $(@D)
+	@scripts/install-deps.sh
+	@touch $@
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=gnu11 $(WARN) -g -fno-omit-frame-pointer -Iinclude -Isrc
+CFLAGS ?= -O2
+ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
+LIBS = $(PKG_LIBS) -lstdc++ -lpthread
+SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+LIB_SRCS := $(sort $(wildcard src/*/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
+LIB_PIC_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o)
+SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)
+CLI_SRCS := $(sort $(wildcard tools/stacksnap/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
+UNIT_SAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests-san/%)
+TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+TOOL_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests/%)
+TOOL_SAN_BINS := $(TOOL_SRCS:tests/tools/%.c=$(O)/tests-san/%)
+FUZZ_SRCS := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
+BENCH_SRCS := $(sort $(wildcard bench/bench_*.c))
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
+
+.PHONY: all lib cli check unit unit-san integration demo fuzz fuzz-check bench install clean deps
+
+all: lib cli $(O)/stacksnap.pc
+lib: $(O)/libstacksnap.a $(O)/libstacksnap.so
+cli: $(O)/stacksnap
+deps: $(DEPS_STAMP)
+
+$(O)/obj/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+$(O)/pic/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+$(O)/san/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(O)/libstacksnap.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+$(O)/libstacksnap-san.a: $(SAN_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+$(O)/libstacksnap.so: $(LIB_PIC_OBJS) src/libstacksnap.map
+	$(CC) -shared -Wl,-soname,libstacksnap.so.0 -Wl,--version-script=src/libstacksnap.map -o $@ $(LIB_PIC_OBJS) $(LIBS)
+
+$(O)/stacksnap: $(CLI_OBJS) $(O)/libstacksnap.a
+	$(CC) -o $@ $(CLI_OBJS) $(O)/libstacksnap.a $(LIBS)
+
+$(O)/stacksnap.pc: stacksnap.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(PKGS)|' $< > $@
+
+# Unit tests and test tools link the static library, so they can reach
+# internal functions as well as the public API.
+$(O)/tests/%: tests/unit/%.c tests/unit/harness.h $(O)/libstacksnap.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(O)/libstacksnap.a $(LIBS)
+$(O)/tests-san/%: tests/unit/%.c tests/unit/harness.h $(O)/libstacksnap-san.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(O)/libstacksnap-san.a $(LIBS)
+$(O)/tests/%: tests/tools/%.c $(O)/libstacksnap.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libstacksnap.a $(LIBS)
+$(O)/tests-san/%: tests/tools/%.c $(O)/libstacksnap-san.a
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(O)/libstacksnap-san.a $(LIBS)
+
+# Every test program prints a closing `N passed, N failed` line;
+# tests/run-all sums them into the closing line of `make check`.
+check: all $(UNIT_BINS) $(UNIT_SAN_BINS) $(TOOL_BINS) $(TOOL_SAN_BINS) fuzz-bins
+	@O=$(O) tests/run-all
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do $$t || exit 1; done
+
+# Fuzz targets: libFuzzer + ASan + UBSan, the library built by clang.
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+$(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@
+$(O)/fuzz/%: fuzz/%.c $(FUZZ_LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIBS)
+.PHONY: fuzz-bins
+fuzz-bins: $(FUZZ_BINS)
+# `make fuzz FUZZ_SECONDS=600` for a longer run of every target.
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZ_BINS)
+	@for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(O)/fuzz-corpus/$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS)s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(O)/fuzz-corpus/$$n fuzz/corpus/$$n || exit 1; done
+
+$(O)/bench/%: bench/%.c $(O)/libstacksnap.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O2 -o $@ $< $(O)/libstacksnap.a $(LIBS) $(shell pkg-config --libs libunwind-ptrace libunwind-generic 2>/dev/null)
+bench: all $(BENCH_BINS)
+	@O=$(O) bench/run
+
+demo: all
+	@O=$(O) scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGDIR)
+	install -m 644 $(O)/libstacksnap.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(O)/libstacksnap.so $(DESTDIR)$(LIBDIR)/libstacksnap.so.$(VERSION)
+	ln -sf libstacksnap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libstacksnap.so.0
+	ln -sf libstacksnap.so.0 $(DESTDIR)$(LIBDIR)/libstacksnap.so
+	install -m 644 include/stacksnap.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(O)/stacksnap.pc $(DESTDIR)$(PKGDIR)/
+	install -m 755 $(O)/stacksnap $(DESTDIR)$(BINDIR)/
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,313 @@
+/* stacksnap.h - the public API of libstacksnap: unwind x86_64 Linux user stacks
+ * from registers plus a way to read stack memory, using DWARF CFI compiled
+ * into compact tables, and symbolize the frames.
+ *
+ * Conventions (the ones libbpf users know):
+ *  - opaque objects used through functions named object__verb;
+ *  - options structs whose first field is `size_t sz`, set by STACKSNAP_OPTS,
+ *    so they can grow without breaking callers built against older headers;
+ *  - functions return 0 (or a count) on success and a negative errno on
+ *    failure, with errno set too; constructors return NULL and set errno;
+ *  - the library never prints: messages go to the log callback of the context.
+ */
+#ifndef STACKSNAP_H
+#define STACKSNAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STACKSNAP_API __attribute__((visibility("default")))
+
+#define STACKSNAP_VERSION_MAJOR 0
+#define STACKSNAP_VERSION_MINOR 1
+
+/* Declares an options struct NAME of type TYPE with sz set and the named
+ * fields initialised: STACKSNAP_OPTS(stacksnap_ctx_opts, o, .log = cb); */
+#define STACKSNAP_OPTS(TYPE, NAME, ...)                                        \
+	struct TYPE NAME = ({                                                  \
+		memset(&NAME, 0, sizeof(struct TYPE));                         \
+		(struct TYPE){ .sz = sizeof(struct TYPE), __VA_ARGS__ };       \
+	})
+
+STACKSNAP_API const char *stacksnap_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Context: log callback and the caches shared by every address space */
+
+enum stacksnap_log_level {
+	STACKSNAP_LOG_ERROR = 0,
+	STACKSNAP_LOG_WARN = 1,
+	STACKSNAP_LOG_INFO = 2,
+	STACKSNAP_LOG_DEBUG = 3,
+};
+
+typedef void (*stacksnap_log_fn)(enum stacksnap_log_level level,
+				 const char *msg, void *user);
+
+struct stacksnap_ctx_opts {
+	size_t sz;
+	stacksnap_log_fn log;	   /* NULL: messages are dropped */
+	void *log_user;		   /* passed to log */
+	enum stacksnap_log_level log_level; /* most verbose level delivered */
+	/* Colon-separated roots searched for separate debug files, in order.
+	 * NULL: "/usr/lib/debug". */
+	const char *debug_dirs;
+	/* Root of the target's filesystem view ("/proc/PID/root" style
+	 * prefix for module paths). NULL: paths are opened as they are. */
+	const char *sysroot;
+	size_t :0;
+};
+
+struct stacksnap_ctx;
+
+STACKSNAP_API struct stacksnap_ctx *
+stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts);
+STACKSNAP_API void stacksnap_ctx__free(struct stacksnap_ctx *ctx);
+
+/* ------------------------------------------------------------------ */
+/* Registers */
+
+/* DWARF register numbers of x86_64, used as indexes into regs[]. */
+enum stacksnap_reg {
+	STACKSNAP_REG_RAX = 0,
+	STACKSNAP_REG_RDX = 1,
+	STACKSNAP_REG_RCX = 2,
+	STACKSNAP_REG_RBX = 3,
+	STACKSNAP_REG_RSI = 4,
+	STACKSNAP_REG_RDI = 5,
+	STACKSNAP_REG_RBP = 6,
+	STACKSNAP_REG_RSP = 7,
+	STACKSNAP_REG_R8 = 8,
+	STACKSNAP_REG_R9 = 9,
+	STACKSNAP_REG_R10 = 10,
+	STACKSNAP_REG_R11 = 11,
+	STACKSNAP_REG_R12 = 12,
+	STACKSNAP_REG_R13 = 13,
+	STACKSNAP_REG_R14 = 14,
+	STACKSNAP_REG_R15 = 15,
+	STACKSNAP_REG_RIP = 16,
+	STACKSNAP_REG_COUNT = 17,
+};
+
+/* A register set. valid has bit (1 << reg) set for every known register;
+ * rip and rsp must be valid to start a walk. */
+struct stacksnap_regs {
+	uint64_t regs[STACKSNAP_REG_COUNT];
+	uint32_t valid;
+};
+
+struct user_regs_struct;
+/* Fills regs from the kernel's ptrace register layout (all valid). */
+STACKSNAP_API void stacksnap_regs__from_user_regs(struct stacksnap_regs *regs,
+						  const struct user_regs_struct *u);
+/* Fills regs from perf's PERF_SAMPLE_REGS_USER layout: mask is the
+ * sample_regs_user bitmask of the perf_event_attr, vals the values in
+ * ascending bit order, as many as mask has bits set. */
+STACKSNAP_API void stacksnap_regs__from_perf(struct stacksnap_regs *regs,
+					     uint64_t mask,
+					     const uint64_t *vals);
+
+/* ------------------------------------------------------------------ */
+/* Memory sources: how the unwinder reads the target's stack */
+
+struct stacksnap_mem;
+
+/* Reads len bytes at addr into buf; returns 0, or a negative errno
+ * (-EFAULT for unmapped or outside the available bytes). */
+typedef int (*stacksnap_read_fn)(void *user, uint64_t addr, void *buf,
+				 size_t len);
+
+/* A copied range of stack bytes starting at address base. Reads outside
+ * it fail with -EFAULT. The bytes are not copied: they must outlive the
+ * source (or the next stacksnap_mem__set_copy()). */
+STACKSNAP_API struct stacksnap_mem *
+stacksnap_mem__new_copy(const void *bytes, size_t len, uint64_t base);
+/* Points an existing copy source at new bytes, without allocating. */
+STACKSNAP_API int stacksnap_mem__set_copy(struct stacksnap_mem *mem,
+					  const void *bytes, size_t len,
+					  uint64_t base);
+/* Live memory of another process (process_vm_readv). */
+STACKSNAP_API struct stacksnap_mem *stacksnap_mem__new_pid(pid_t pid);
+/* Memory of the calling process (for in-process use). */
+STACKSNAP_API struct stacksnap_mem *stacksnap_mem__new_self(void);
+/* Any other source, through a read callback. */
+STACKSNAP_API struct stacksnap_mem *
+stacksnap_mem__new_callback(stacksnap_read_fn read, void *user);
+/* A copy first, then a fallback source for reads outside it (e.g. a
+ * snapshot of the stack backed by live memory for everything else).
+ * fallback is not owned. */
+STACKSNAP_API int stacksnap_mem__set_fallback(struct stacksnap_mem *mem,
+					      struct stacksnap_mem *fallback);
+STACKSNAP_API int stacksnap_mem__read(struct stacksnap_mem *mem, uint64_t addr,
+				      void *buf, size_t len);
+STACKSNAP_API void stacksnap_mem__free(struct stacksnap_mem *mem);
+
+/* ------------------------------------------------------------------ */
+/* Address spaces: mappings -> modules -> unwind tables and symbols */
+
+struct stacksnap_addrspace;
+
+/* One mapping as the caller knows it (from perf MMAP2 records, an eBPF
+ * map, or its own reading of /proc/PID/maps). */
+struct stacksnap_mapping {
+	size_t sz;
+	uint64_t start;		/* first address */
+	uint64_t end;		/* one past the last address */
+	uint64_t offset;	/* file offset of start */
+	const char *path;	/* backing file; NULL or "[anon]" for none */
+	const uint8_t *build_id; /* NULL when unknown */
+	size_t build_id_len;
+	uint32_t prot;		/* PROT_* bits; 0 means PROT_READ|PROT_EXEC */
+	uint64_t inode;		/* 0 when unknown */
+	uint64_t dev;		/* 0 when unknown */
+	size_t :0;
+};
+
+/* Address space of a live process, from /proc/PID/maps. The vDSO image is
+ * read from the process's memory. */
+STACKSNAP_API struct stacksnap_addrspace *
+stacksnap_addrspace__from_pid(struct stacksnap_ctx *ctx, pid_t pid);
+/* An empty address space the caller fills with add_mapping(). */
+STACKSNAP_API struct stacksnap_addrspace *
+stacksnap_addrspace__new(struct stacksnap_ctx *ctx);
+STACKSNAP_API int
+stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
+				 const struct stacksnap_mapping *map);
+/* Forgets mappings overlapping [start, end) (munmap). */
+STACKSNAP_API int stacksnap_addrspace__remove_range(struct stacksnap_addrspace *as,
+						    uint64_t start, uint64_t end);
+/* Re-reads /proc/PID/maps of a pid address space, keeping modules that
+ * did not change. */
+STACKSNAP_API int stacksnap_addrspace__refresh(struct stacksnap_addrspace *as);
+STACKSNAP_API void stacksnap_addrspace__free(struct stacksnap_addrspace *as);
+
+/* ------------------------------------------------------------------ */
+/* Unwinding */
+
+/* Which stepper produced a frame. */
+enum stacksnap_stepper {
+	STACKSNAP_STEP_START = 0,   /* frame 0: the registers given */
+	STACKSNAP_STEP_TABLE,	    /* compiled CFI table */
+	STACKSNAP_STEP_DWARF,	    /* DWARF evaluated for this one address */
+	STACKSNAP_STEP_PLT,	    /* PLT entry rule */
+	STACKSNAP_STEP_SIGNAL,	    /* registers from a signal frame */
+	STACKSNAP_STEP_FP,	    /* frame pointer chain */
+	STACKSNAP_STEP_SCAN,	    /* stack scan (a guess) */
+};
+
+enum stacksnap_trust {
+	STACKSNAP_TRUST_CONTEXT = 0, /* registers as captured */
+	STACKSNAP_TRUST_CFI,	     /* from unwind information */
+	STACKSNAP_TRUST_FP,	     /* from the frame pointer chain */
+	STACKSNAP_TRUST_SCAN,	     /* found by scanning: low trust */
+};
+
+/* Why a walk ended. */
+enum stacksnap_end {
+	STACKSNAP_END_NONE = 0,	     /* not ended yet */
+	STACKSNAP_END_COMPLETE,	     /* reached the bottom of the stack */
+	STACKSNAP_END_NO_MODULE,     /* pc is not in any known mapping */
+	STACKSNAP_END_NO_CFI,	     /* no unwind information and no fallback */
+	STACKSNAP_END_BAD_MEMORY,    /* a read of the stack failed */
+	STACKSNAP_END_STACK_COPY,    /* read outside the copied stack */
+	STACKSNAP_END_FRAME_LIMIT,   /* max_frames reached */
+	STACKSNAP_END_LOOP,	     /* the stack pointer did not move up */
+	STACKSNAP_END_BAD_CFI,	     /* unwind information could not be used */
+	STACKSNAP_END_BAD_PC,	     /* return address is not code */
+	STACKSNAP_END_NO_MEMORY,     /* out of memory */
+};
+
+STACKSNAP_API const char *stacksnap_end__str(enum stacksnap_end end);
+STACKSNAP_API const char *stacksnap_stepper__str(enum stacksnap_stepper s);
+STACKSNAP_API const char *stacksnap_trust__str(enum stacksnap_trust t);
+
+#define STACKSNAP_FRAME_SIGNAL 0x1 /* this frame was interrupted by a signal:
+				      its pc is exact, not a return address */
+
+struct stacksnap_frame {
+	uint64_t pc;	/* instruction pointer (a return address after frame 0) */
+	uint64_t sp;	/* stack pointer of this frame */
+	uint64_t cfa;	/* canonical frame address (0 when not computed) */
+	uint8_t stepper; /* enum stacksnap_stepper that produced this frame */
+	uint8_t trust;	/* enum stacksnap_trust */
+	uint8_t flags;	/* STACKSNAP_FRAME_* */
+};
+
+struct stacksnap_unwind_opts {
+	size_t sz;
+	unsigned max_frames;	/* 0: 1024 */
+	bool stack_scan;	/* try stack scanning when nothing else works */
+	bool no_frame_pointer;	/* disable the frame-pointer stepper */
+	size_t :0;
+};
+
+/* A reusable unwinder: allocate once, walk many stacks; walking does not
+ * allocate once the modules it meets have their tables compiled. */
+struct stacksnap_unwinder;
+
+STACKSNAP_API struct stacksnap_unwinder *
+stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts);
+STACKSNAP_API void stacksnap_unwinder__free(struct stacksnap_unwinder *uw);
+
+/* Begins a walk from regs, reading memory through mem. */
+STACKSNAP_API int stacksnap_unwinder__start(struct stacksnap_unwinder *uw,
+					    struct stacksnap_addrspace *as,
+					    const struct stacksnap_regs *regs,
+					    struct stacksnap_mem *mem);
+/* Produces the next frame (the first call gives frame 0). Returns 1 with
+ * *frame filled, 0 when the walk has ended (see end()), or -errno. */
+STACKSNAP_API int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
+					   struct stacksnap_frame *frame);
+STACKSNAP_API enum stacksnap_end
+stacksnap_unwinder__end(const struct stacksnap_unwinder *uw);
+
+/* Walks a whole stack into frames[0..max). Returns the number of frames
+ * (>= 0) and sets *end, or -errno. */
+STACKSNAP_API int stacksnap_unwind(struct stacksnap_unwinder *uw,
+				   struct stacksnap_addrspace *as,
+				   const struct stacksnap_regs *regs,
+				   struct stacksnap_mem *mem,
+				   struct stacksnap_frame *frames, size_t max,
+				   enum stacksnap_end *end);
+
+/* ------------------------------------------------------------------ */
+/* Symbolization */
+
+#define STACKSNAP_SYM_LINES 0x1	      /* file:line and inline frames */
+#define STACKSNAP_SYM_NO_DEMANGLE 0x2 /* keep C++ names mangled */
+
+/* One symbolized location. Strings belong to the context's caches and
+ * stay valid until the module leaves the cache (ctx or addrspace free). */
+struct stacksnap_sym {
+	const char *module;	/* path of the module, NULL if none */
+	const char *function;	/* NULL when unknown */
+	uint64_t offset;	/* pc - function start */
+	uint64_t module_offset;	/* pc relative to the module's link address */
+	const char *file;	/* NULL without line info */
+	int line;		/* 0 without line info */
+	int column;
+	bool inlined;		/* an inline frame inside the next entry */
+};
+
+/* Symbolizes pc. For a return address pass is_return = true: the lookup is
+ * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
+ * inline chain is returned innermost first, then the containing function,
+ * so up to max entries may be filled. Returns the count (>= 1 when the pc is
+ * in a module, 0 when in none), or -errno. */
+STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
+						 uint64_t pc, bool is_return,
+						 unsigned flags,
+						 struct stacksnap_sym *out,
+						 size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STACKSNAP_H */

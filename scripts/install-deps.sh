@@ -1,0 +1,32 @@
+#!/bin/sh
+# install-deps.sh - installs what building and testing stacksnap needs on
+# Debian 12, when something is missing. Called by the Makefile.
+set -e
+need=""
+pkgconf_ok() { pkg-config --exists "$@" 2>/dev/null; }
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+pkgconf_ok libelf || need="$need libelf-dev"
+pkgconf_ok libdw || need="$need libdw-dev"
+pkgconf_ok liblzma || need="$need liblzma-dev"
+pkgconf_ok libunwind-ptrace libunwind-generic || need="$need libunwind-dev"
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+command -v g++ >/dev/null 2>&1 || need="$need g++"
+command -v clang >/dev/null 2>&1 || need="$need clang"
+command -v gdb >/dev/null 2>&1 || need="$need gdb"
+command -v eu-stack >/dev/null 2>&1 || need="$need elfutils"
+command -v python3 >/dev/null 2>&1 || need="$need python3"
+command -v xz >/dev/null 2>&1 || need="$need xz-utils"
+command -v objcopy >/dev/null 2>&1 || need="$need binutils"
+[ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need="$need libc6-dbg"
+dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || need="$need libclang-rt-14-dev"
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need="$need libc6-dev"
+[ -z "$need" ] && exit 0
+echo "install-deps: installing:$need"
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: not root; run: sudo apt-get install$need" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends $need >/dev/null 2>&1 || {
+	apt-get update >/dev/null && apt-get install -y --no-install-recommends $need
+}

@@ -1,0 +1,81 @@
+/* cursor.h - bounds-checked reading of untrusted bytes: fixed-size
+ * little-endian integers and LEB128. A read past the end sets `bad` and
+ * yields 0; callers check `bad` once after a group of reads. */
+#ifndef SS_BASE_CURSOR_H
+#define SS_BASE_CURSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Invariant: start <= p <= end; once bad is set, every read returns 0 and
+ * p no longer moves. */
+struct cursor {
+	const uint8_t *start; /* first byte of the range (for offsets) */
+	const uint8_t *p;     /* next byte to read */
+	const uint8_t *end;   /* one past the last readable byte */
+	bool bad;	      /* a read went past end, or a LEB128 overflowed */
+};
+
+static inline void cursor_init(struct cursor *c, const void *data, size_t len)
+{
+	c->start = c->p = (const uint8_t *)data;
+	c->end = c->p + len;
+	c->bad = false;
+}
+
+static inline size_t cursor_left(const struct cursor *c)
+{
+	return (size_t)(c->end - c->p);
+}
+
+static inline size_t cursor_offset(const struct cursor *c)
+{
+	return (size_t)(c->p - c->start);
+}
+
+/* Returns a pointer to the next n bytes and skips them, or NULL (and sets
+ * bad) when fewer remain. */
+static inline const uint8_t *cursor_take(struct cursor *c, size_t n)
+{
+	const uint8_t *r = c->p;
+
+	if (c->bad || n > cursor_left(c)) {
+		c->bad = true;
+		return NULL;
+	}
+	c->p += n;
+	return r;
+}
+
+static inline bool cursor_skip(struct cursor *c, size_t n)
+{
+	return cursor_take(c, n) != NULL;
+}
+
+#define CURSOR_FIXED(name, type)                                               \
+	static inline type cursor_##name(struct cursor *c)                     \
+	{                                                                      \
+		type v = 0;                                                    \
+		const uint8_t *q = cursor_take(c, sizeof(type));               \
+		if (q)                                                         \
+			memcpy(&v, q, sizeof(type));                           \
+		return v;                                                      \
+	}
+CURSOR_FIXED(u8, uint8_t)
+CURSOR_FIXED(u16, uint16_t)
+CURSOR_FIXED(u32, uint32_t)
+CURSOR_FIXED(u64, uint64_t)
+CURSOR_FIXED(s8, int8_t)
+CURSOR_FIXED(s16, int16_t)
+CURSOR_FIXED(s32, int32_t)
+CURSOR_FIXED(s64, int64_t)
+#undef CURSOR_FIXED
+
+uint64_t cursor_uleb(struct cursor *c);
+int64_t cursor_sleb(struct cursor *c);
+/* A NUL-terminated string inside the range, or NULL (and bad). */
+const char *cursor_cstr(struct cursor *c);
+
+#endif

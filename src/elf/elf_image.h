@@ -1,0 +1,102 @@
+/* elf_image.h - one ELF image (a file on disk, or bytes in memory such as
+ * the vDSO or a .gnu_debugdata payload) read through libelf: load segments,
+ * build-id, the sections unwinding and symbolization need, and the search
+ * for its separate debug files. */
+#ifndef SS_ELF_IMAGE_H
+#define SS_ELF_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/log.h"
+
+typedef struct Elf Elf;
+
+/* A PT_LOAD program header. */
+struct elf_segment {
+	uint64_t vaddr;	 /* p_vaddr */
+	uint64_t memsz;	 /* p_memsz */
+	uint64_t offset; /* p_offset */
+	uint64_t filesz; /* p_filesz */
+	uint32_t flags;	 /* PF_R | PF_W | PF_X */
+};
+
+/* A section's bytes. Invariant: data == NULL iff size == 0 (absent, or
+ * SHT_NOBITS). data points into the image's mapping; it lives as long as
+ * the image. */
+struct elf_section {
+	const uint8_t *data;
+	size_t size;
+	uint64_t vaddr;	 /* sh_addr (0 for non-alloc sections) */
+	uint64_t offset; /* sh_offset */
+};
+
+#define ELF_BUILD_ID_MAX 64
+
+struct elf_image {
+	char *path;		/* file it came from, or a name for memory images */
+	Elf *elf;		/* libelf handle over the bytes below */
+	const uint8_t *bytes;	/* the whole image (mmap of the file, or a copy) */
+	size_t size;
+	bool bytes_mmapped;	/* bytes is an mmap to munmap, else malloc'ed */
+	uint16_t e_type;	/* ET_EXEC, ET_DYN, ... */
+	uint64_t e_entry;
+	uint64_t dev, ino, mtime_ns; /* identity of the file (0 for memory) */
+
+	uint8_t build_id[ELF_BUILD_ID_MAX];
+	size_t build_id_len;	/* 0 when the image has none */
+
+	struct elf_segment *segs; /* PT_LOAD headers in file order */
+	size_t nsegs;
+
+	struct elf_section eh_frame;
+	struct elf_section eh_frame_hdr;
+	struct elf_section debug_frame;
+	struct elf_section text;
+	struct elf_section plt;	    /* .plt */
+	struct elf_section plt_sec; /* .plt.sec (IBT layouts), may be absent */
+	struct elf_section plt_got; /* .plt.got, may be absent */
+	struct elf_section gnu_debugdata; /* xz-compressed MiniDebugInfo */
+
+	const char *debuglink;	/* .gnu_debuglink file name, NULL if none */
+	uint32_t debuglink_crc;
+	bool has_symtab;	/* a .symtab with entries */
+	bool has_dwarf_info;	/* a .debug_info with bytes */
+};
+
+/* Opens the ELF file at path. Returns 0 and *out, or -errno with a message
+ * naming the file and the problem (-ENOEXEC: not a valid x86_64 ELF). */
+int elf_image__open(const char *path, const struct log_sink *log,
+		    struct elf_image **out);
+/* An image from bytes in memory (copied). name labels it in messages. */
+int elf_image__open_mem(const void *bytes, size_t len, const char *name,
+			const struct log_sink *log, struct elf_image **out);
+void elf_image__free(struct elf_image *img);
+
+/* The bias to add to link-time addresses of img to get run-time addresses,
+ * for a mapping of the file at map_start from file offset map_offset
+ * (any of the image's mapped pieces will do). Returns 0, or -ENOENT when no
+ * PT_LOAD covers map_offset. */
+int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
+			 uint64_t map_offset, uint64_t *bias);
+
+/* Finds and opens the separate debug file of img: first by build-id in
+ * each of debug_dirs (DIR/.build-id/xx/yyyy.debug), then by .gnu_debuglink
+ * next to the file, in its .debug/ subdirectory and in DIR/<dirname of the
+ * file>/, checking the CRC. debug_dirs is NULL-terminated. Returns 0 with
+ * *out (NULL when there is none, which is not an error) or -errno. */
+int elf_image__open_debug(const struct elf_image *img,
+			  const char *const *debug_dirs,
+			  const struct log_sink *log, struct elf_image **out);
+
+/* Opens the MiniDebugInfo embedded in .gnu_debugdata (xz-decompressed).
+ * *out is NULL when the image has none. */
+int elf_image__open_minidebug(const struct elf_image *img,
+			      const struct log_sink *log,
+			      struct elf_image **out);
+
+/* The CRC-32 used by .gnu_debuglink over a whole file. */
+int elf_file_crc32(const char *path, uint32_t *crc);
+
+#endif

@@ -1,0 +1,50 @@
+/* symbolize.h - per-module symbol lookup: function symbols from .symtab
+ * (of the separate debug file, the image, or its MiniDebugInfo) and
+ * .dynsym; C++ demangling; file:line and inline frames through libdw. */
+#ifndef SS_SYMBOLIZE_SYMBOLIZE_H
+#define SS_SYMBOLIZE_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/log.h"
+#include "elf/elf_image.h"
+#include "stacksnap.h"
+
+struct symtab;
+
+/* Builds a module's function-symbol index from images of the same link
+ * (the main image, its debug file, its MiniDebugInfo; NULL entries are
+ * skipped). All share link-time addresses. Returns 0 and *out or -errno. */
+int symtab__build(const struct elf_image *const *imgs, size_t nimgs,
+		  const struct log_sink *log, struct symtab **out);
+void symtab__free(struct symtab *st);
+
+/* The function containing link-time address vaddr: its name (demangled
+ * unless no_demangle; the string lives as long as st) and start address.
+ * NULL when no symbol covers vaddr. */
+const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
+			   uint64_t *start);
+
+/* Demangles a C++ (Itanium ABI) name; returns a malloc'ed string or NULL
+ * when name is not mangled. */
+char *demangle(const char *name);
+
+struct line_info;
+
+/* Opens DWARF line and scope information of img (a debug file or an
+ * image with .debug_info). *out is NULL when there is none. */
+int line_info__open(const struct elf_image *img, const struct log_sink *log,
+		    struct line_info **out);
+void line_info__free(struct line_info *li);
+
+/* Fills out[] for link-time vaddr with the inline chain, innermost first
+ * (inlined = true, function = the inlined function, file:line = where in
+ * it vaddr is), then the containing function (inlined = false, file:line
+ * of vaddr, or of the outermost inline call site). Only function, file,
+ * line, column and inlined are set; strings live as long as li. Returns the
+ * number filled (0 when vaddr has no line info) or -errno. */
+int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
+		      struct stacksnap_sym *out, size_t max);
+
+#endif

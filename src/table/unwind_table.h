@@ -1,0 +1,90 @@
+/* unwind_table.h - a module's DWARF CFI compiled into a compact table: a
+ * sorted array of start addresses beside an array of small fixed rows, with
+ * a block index so that a lookup is a short binary search (the shape of the
+ * kernel's ORC tables). Rows that do not fit the fixed shape point back to
+ * their FDE and are evaluated from the DWARF, bounded, when reached. */
+#ifndef SS_TABLE_UNWIND_TABLE_H
+#define SS_TABLE_UNWIND_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/log.h"
+#include "stacksnap.h"
+
+/* How to find the canonical frame address (the caller's rsp). For every
+ * kind but NONE, UNDEFINED_RA and DWARF, the return address is at CFA - 8. */
+enum ut_cfa_kind {
+	UT_CFA_NONE = 0,     /* no CFI covers this address */
+	UT_CFA_RSP,	     /* CFA = rsp + cfa_off */
+	UT_CFA_RBP,	     /* CFA = rbp + cfa_off */
+	UT_CFA_PLT,	     /* CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0): the
+				lazy-binding PLT's DW_CFA_def_cfa_expression */
+	UT_CFA_UNDEFINED_RA, /* return address undefined: outermost frame */
+	UT_CFA_DWARF,	     /* evaluate the DWARF for this address; cfa_off
+				is an index into the table's FDE list */
+};
+
+/* Where the caller's rbp is. */
+enum ut_rbp_kind {
+	UT_RBP_SAME = 0,    /* unchanged (callee did not save it) */
+	UT_RBP_CFA_OFF,	    /* saved at CFA + rbp_off */
+	UT_RBP_UNDEFINED,   /* undefined: the caller's value is unknown */
+};
+
+/* One row: how to unwind from any address in [start[i], start[i+1]).
+ * 8 bytes; the on-disk form, if any, is encoded field by field. */
+struct unwind_row {
+	int32_t cfa_off;  /* offset for RSP/RBP kinds; FDE index for DWARF */
+	int16_t rbp_off;  /* for UT_RBP_CFA_OFF */
+	uint8_t cfa_kind; /* enum ut_cfa_kind */
+	uint8_t rbp_kind; /* enum ut_rbp_kind */
+};
+
+/* CFI bytes to compile: .eh_frame or .debug_frame of an image. */
+struct cfi_input {
+	const uint8_t *data; /* section bytes; must outlive the table */
+	size_t size;
+	uint64_t vaddr;	     /* sh_addr of the section (for pc-relative) */
+	int is_eh_frame;     /* 1: .eh_frame format, 0: .debug_frame */
+};
+
+struct unwind_table;
+
+/* Compiles the CFI of one module (link-time addresses). Rows from earlier
+ * inputs win where inputs overlap (pass .eh_frame first). Returns 0 and
+ * *out, or -errno; malformed CIEs/FDEs are skipped with a warning, never
+ * trusted. */
+int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
+			  const struct log_sink *log, struct unwind_table **out);
+void unwind_table__free(struct unwind_table *t);
+
+/* The row covering link-time address vaddr, or NULL if the table has no
+ * row there (equivalent to UT_CFA_NONE). Does not allocate. */
+const struct unwind_row *unwind_table__lookup(const struct unwind_table *t,
+					      uint64_t vaddr);
+
+/* For a UT_CFA_DWARF row: runs the CFI of its FDE up to link-time address
+ * vaddr and applies every register rule to regs (run-time values; bias is
+ * what to add to link-time addresses), reading memory through read/user.
+ * Fills *caller with the caller's registers (valid bits for what could be
+ * recovered, rip always from the return-address rule) and *cfa. Bounded in
+ * steps and expression stack depth. Returns 0 or -errno (-EINVAL: CFI not
+ * usable, -EFAULT: a memory read failed). */
+int unwind_table__eval_dwarf(const struct unwind_table *t,
+			     const struct unwind_row *row, uint64_t vaddr,
+			     uint64_t bias, const struct stacksnap_regs *regs,
+			     stacksnap_read_fn read, void *user,
+			     struct stacksnap_regs *caller, uint64_t *cfa);
+
+/* Statistics for --stats and benchmarks. */
+struct unwind_table_stats {
+	size_t rows;
+	size_t dwarf_rows;
+	size_t fdes;
+	size_t bytes; /* memory used by the table */
+};
+void unwind_table__stats(const struct unwind_table *t,
+			 struct unwind_table_stats *st);
+
+#endif
