@@ -16,6 +16,10 @@ struct symtab;
 /* Builds a module's function-symbol index from images of the same link
  * (the main image, its debug file, its MiniDebugInfo; NULL entries are
  * skipped). All share link-time addresses. Returns 0 and *out or -errno. */
+/* imgs[0] must be the main image (the loaded file): like gdb, its symbols
+ * (its .symtab, or its .dynsym when stripped) win over the debug images'
+ * at equal addresses, which is what picks e.g. "clock_nanosleep" over the
+ * debug file's "__GI___clock_nanosleep" for libc's minimal symbols. */
 int symtab__build(const struct elf_image *const *imgs, size_t nimgs,
 		  const struct log_sink *log, struct symtab **out);
 void symtab__free(struct symtab *st);
@@ -46,5 +50,24 @@ void line_info__free(struct line_info *li);
  * number filled (0 when vaddr has no line info) or -errno. */
 int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
 		      struct stacksnap_sym *out, size_t max);
+
+/* line_info__lookup that also gives the link-time entry address of the
+ * containing (not inlined) function, 0 when unknown. */
+int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
+			    int no_demangle, struct stacksnap_sym *out,
+			    size_t max, uint64_t *entry);
+
+/* THE call for symbolizing a frame the way gdb's `bt` names it. li may be
+ * NULL (no DWARF). Fills out[] like line_info__lookup (inline chain
+ * innermost first, then the containing function) and also offset
+ * (vaddr - start of the containing function, for every entry). The
+ * containing function is named as gdb does: by its DWARF subprogram's
+ * linkage name (C++: demangled, without parameters), unless the ELF symbol
+ * at vaddr starts after that subprogram's entry (".cold" parts), or there
+ * is no DWARF: then by the symtab__lookup name (C++: demangled with
+ * parameters, as gdb prints minimal symbols). module and module_offset
+ * are left 0 for the caller. Returns the count (0: nothing known). */
+int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
+		      int no_demangle, struct stacksnap_sym *out, size_t max);
 
 #endif

@@ -1,0 +1,118 @@
+/* demangle.c - C++ demangling through the C++ runtime, and the renamings
+ * gdb applies to symbol names before printing them. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/symbolize.h"
+#include "symbolize/sym_internal.h"
+
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *demangle(const char *name)
+{
+	int status = 0;
+	char *s;
+
+	if (!name || strncmp(name, "_Z", 2) != 0)
+		return NULL;
+	s = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Index of the '(' matching the ')' at s[close], or -1. */
+static long matching_open(const char *s, long close)
+{
+	int depth = 0;
+
+	for (long i = close; i >= 0; i--) {
+		if (s[i] == ')')
+			depth++;
+		else if (s[i] == '(' && --depth == 0)
+			return i;
+	}
+	return -1;
+}
+
+void sym_strip_params(char *s)
+{
+	long n = (long)strlen(s), open, space = -1;
+	int depth = 0;
+
+	/* Trailing qualifiers (" const", " &&", " [clone .cold]") sit after
+	 * the parameter list; the list is the last balanced "(...)" that
+	 * is not part of a "[clone ...]". */
+	while (n > 0 && s[n - 1] != ')')
+		n--;
+	if (n == 0)
+		return;
+	open = matching_open(s, n - 1);
+	if (open <= 0)
+		return;
+	s[open] = 0;
+	/* A template function's demangling starts with its return type,
+	 * separated by the last top-level space not belonging to an
+	 * "operator" name. */
+	for (long i = 0; i < open; i++) {
+		char c = s[i];
+
+		if (c == '<' || c == '(' || c == '[')
+			depth++;
+		else if ((c == '>' || c == ')' || c == ']') && depth > 0)
+			depth--;
+		else if (c == ' ' && depth == 0 &&
+			 !(i >= 8 && !strncmp(s + i - 8, "operator", 8)))
+			space = i;
+	}
+	if (space >= 0)
+		memmove(s, s + space + 1, strlen(s + space + 1) + 1);
+}
+
+/* gdb tries its Ada decoder on every minimal symbol name; on lower-case
+ * C names with GCC clone suffixes it succeeds, so "f.cold" prints as
+ * "f[cold]" and a trailing ".N" ("f.part.0", "f.isra.0") is dropped.
+ * Names with a leading '_' or an upper-case letter are left alone. */
+static void ada_like_rename(char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (!n || s[0] == '_' || !strchr(s, '.'))
+		return;
+	for (i = 0; i < n; i++)
+		if (isupper((unsigned char)s[i]))
+			return;
+	if (n > 5 && !strcmp(s + n - 5, ".cold")) {
+		strcpy(s + n - 5, "[cold]"); /* the caller left room */
+		return;
+	}
+	i = n;
+	while (i > 0 && isdigit((unsigned char)s[i - 1]))
+		i--;
+	if (i < n && i > 0 && s[i - 1] == '.')
+		s[i - 1] = 0;
+}
+
+char *sym_gdb_name(const char *name, size_t len, bool want_demangle,
+		   bool dwarf_function)
+{
+	char *raw = malloc(len + 2); /* +1: ".cold" grows to "[cold]" */
+	char *d;
+
+	if (!raw)
+		return NULL;
+	memcpy(raw, name, len);
+	raw[len] = 0;
+	if (want_demangle && (d = demangle(raw))) {
+		free(raw);
+		if (dwarf_function)
+			sym_strip_params(d);
+		return d;
+	}
+	if (!dwarf_function)
+		ada_like_rename(raw);
+	return raw;
+}

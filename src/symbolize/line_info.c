@@ -1,0 +1,263 @@
+/* line_info.c - file:line and inline frames for an address, read from
+ * DWARF through libdw, with the function names gdb's bt would show. */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/symbolize.h"
+#include "symbolize/sym_internal.h"
+
+/* A demangled name, keyed by the DWARF string it came from. */
+struct name_slot {
+	const char *key;	/* linkage name in the DWARF string section */
+	char *value;		/* owned: gdb-style display name */
+};
+
+/* Invariant: dw reads img's Elf, which outlives li (the image is owned by
+ * the module that owns li). names is an open-addressing table with at
+ * most half its cap slots used, cap a power of two or 0. */
+struct line_info {
+	Dwarf *dw;
+	const struct log_sink *log;
+	struct name_slot *names;
+	size_t nnames, cap;
+};
+
+int line_info__open(const struct elf_image *img, const struct log_sink *log,
+		    struct line_info **out)
+{
+	struct line_info *li;
+	Dwarf *dw;
+
+	*out = NULL;
+	if (!img || !img->elf || !img->has_dwarf_info)
+		return 0;
+	dw = dwarf_begin_elf(img->elf, DWARF_C_READ, NULL);
+	if (!dw) {
+		log_info(log, "%s: DWARF unreadable: %s", img->path,
+			 dwarf_errmsg(-1));
+		return 0;
+	}
+	li = calloc(1, sizeof(*li));
+	if (!li) {
+		dwarf_end(dw);
+		return fail(-ENOMEM);
+	}
+	li->dw = dw;
+	li->log = log;
+	*out = li;
+	return 0;
+}
+
+void line_info__free(struct line_info *li)
+{
+	if (!li)
+		return;
+	for (size_t i = 0; i < li->cap; i++)
+		free(li->names[i].value);
+	free(li->names);
+	dwarf_end(li->dw);
+	free(li);
+}
+
+static size_t hash_ptr(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static struct name_slot *name_find(struct line_info *li, const char *key)
+{
+	if (!li->cap)
+		return NULL;
+	for (size_t i = hash_ptr(key) & (li->cap - 1);; i = (i + 1) & (li->cap - 1)) {
+		if (!li->names[i].key || li->names[i].key == key)
+			return &li->names[i];
+	}
+}
+
+/* Caches value for key; on failure value is freed and NULL returned. */
+static const char *name_put(struct line_info *li, const char *key, char *value)
+{
+	struct name_slot *slot;
+
+	if ((li->nnames + 1) * 2 > li->cap) {
+		size_t ncap = li->cap ? li->cap * 2 : 64;
+		struct name_slot *old = li->names, *nn = calloc(ncap, sizeof(*nn));
+		size_t ocap = li->cap;
+
+		if (!nn) {
+			free(value);
+			return NULL;
+		}
+		li->names = nn;
+		li->cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].key)
+				*name_find(li, old[i].key) = old[i];
+		free(old);
+	}
+	slot = name_find(li, key);
+	slot->key = key;
+	slot->value = value;
+	li->nnames++;
+	return value;
+}
+
+/* gdb names a DWARF function by its linkage name when it has one (so libc
+ * internals print as "__GI___nanosleep"), C++ ones demangled without
+ * parameters; otherwise by DW_AT_name. */
+static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
+				     int no_demangle)
+{
+	Dwarf_Attribute a;
+	const char *link = NULL, *name;
+	struct name_slot *slot;
+	char *d;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		link = dwarf_formstring(&a);
+	if (!link) {
+		name = dwarf_attr_integrate(die, DW_AT_name, &a)
+			       ? dwarf_formstring(&a)
+			       : NULL;
+		return name;
+	}
+	if (no_demangle || strncmp(link, "_Z", 2) != 0)
+		return link;
+	slot = name_find(li, link);
+	if (slot && slot->key)
+		return slot->value;
+	d = sym_gdb_name(link, strlen(link), true, true);
+	if (!d)
+		return link;
+	return name_put(li, link, d) ?: link;
+}
+
+static const char *file_name(Dwarf_Files *files, Dwarf_Word idx)
+{
+	if (!files)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
+			    int no_demangle, struct stacksnap_sym *out,
+			    size_t max, uint64_t *entry)
+{
+	Dwarf_Die cudie, *scopes = NULL;
+	Dwarf_Line *line;
+	Dwarf_Files *files = NULL;
+	size_t nfiles;
+	const char *file = NULL;
+	int lineno = 0, col = 0, nscopes, n = 0;
+
+	if (entry)
+		*entry = 0;
+	if (!li || !max)
+		return 0;
+	if (!dwarf_addrdie(li->dw, vaddr, &cudie))
+		return 0;
+	line = dwarf_getsrc_die(&cudie, vaddr);
+	if (line) {
+		file = dwarf_linesrc(line, NULL, NULL);
+		dwarf_lineno(line, &lineno);
+		dwarf_linecol(line, &col);
+	}
+	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+		files = NULL;
+	nscopes = dwarf_getscopes(&cudie, vaddr, &scopes);
+	for (int i = 0; i < nscopes && (size_t)n < max; i++) {
+		Dwarf_Die *s = &scopes[i];
+		int tag = dwarf_tag(s);
+		struct stacksnap_sym *o;
+		Dwarf_Attribute a;
+		Dwarf_Word w;
+
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		o = &out[n++];
+		o->function = die_function_name(li, s, no_demangle);
+		o->file = file;
+		o->line = lineno;
+		o->column = col;
+		o->inlined = tag == DW_TAG_inlined_subroutine;
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr pc;
+
+			if (entry && dwarf_lowpc(s, &pc) == 0)
+				*entry = pc;
+			else if (entry && dwarf_entrypc(s, &pc) == 0)
+				*entry = pc;
+			break;
+		}
+		/* The caller's location is this inline's call site. */
+		file = dwarf_formudata(dwarf_attr(s, DW_AT_call_file, &a), &w) == 0
+			       ? file_name(files, w)
+			       : NULL;
+		lineno = dwarf_formudata(dwarf_attr(s, DW_AT_call_line, &a), &w) == 0
+				 ? (int)w
+				 : 0;
+		col = dwarf_formudata(dwarf_attr(s, DW_AT_call_column, &a), &w) == 0
+			      ? (int)w
+			      : 0;
+	}
+	free(scopes);
+	if (n == 0 && line && max) {
+		/* Line info without a subprogram (assembly): keep the line. */
+		memset(&out[0], 0, sizeof(out[0]));
+		out[0].file = file;
+		out[0].line = lineno;
+		out[0].column = col;
+		n = 1;
+	}
+	return n;
+}
+
+int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
+		      struct stacksnap_sym *out, size_t max)
+{
+	return line_info__lookup_entry(li, vaddr, no_demangle, out, max, NULL);
+}
+
+int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
+		      int no_demangle, struct stacksnap_sym *out, size_t max)
+{
+	uint64_t entry = 0, mstart = 0;
+	const char *msym;
+	int n;
+
+	if (!max)
+		return 0;
+	for (size_t i = 0; i < max; i++)
+		memset(&out[i], 0, sizeof(out[i]));
+	n = line_info__lookup_entry(li, vaddr, no_demangle, out, max, &entry);
+	if (n < 0)
+		n = 0;
+	msym = symtab__lookup(st, vaddr, no_demangle, &mstart);
+	if (n == 0) {
+		if (!msym)
+			return 0;
+		out[0].function = msym;
+		out[0].offset = vaddr - mstart;
+		return 1;
+	}
+	/* gdb's bt takes the DWARF function's name, unless a minimal symbol
+	 * starts after the function's entry (a ".cold" part, or DWARF that
+	 * covers more than the symbol): then the minimal symbol's. */
+	if (!out[n - 1].inlined && msym &&
+	    (!out[n - 1].function || mstart > entry)) {
+		out[n - 1].function = msym;
+		entry = mstart;
+	}
+	for (int i = 0; i < n; i++)
+		out[i].offset = entry ? vaddr - entry : 0;
+	return n;
+}
