@@ -228,8 +228,11 @@ STACKSNAP_API const char *stacksnap_end__str(enum stacksnap_end end);
 STACKSNAP_API const char *stacksnap_stepper__str(enum stacksnap_stepper s);
 STACKSNAP_API const char *stacksnap_trust__str(enum stacksnap_trust t);
 
-#define STACKSNAP_FRAME_SIGNAL 0x1 /* this frame was interrupted by a signal:
-				      its pc is exact, not a return address */
+#define STACKSNAP_FRAME_SIGNAL 0x1    /* this frame was interrupted by a
+					 signal: its pc is exact, not a
+					 return address */
+#define STACKSNAP_FRAME_SIGRETURN 0x2 /* this frame is the signal trampoline
+					 (gdb's <signal handler called>) */
 
 struct stacksnap_frame {
 	uint64_t pc;	/* instruction pointer (a return address after frame 0) */
@@ -306,6 +309,69 @@ STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 						 unsigned flags,
 						 struct stacksnap_sym *out,
 						 size_t max);
+
+/* ------------------------------------------------------------------ */
+/* Snapshots of live processes: freeze every thread, copy registers and
+ * stacks, let the process run again; unwind afterwards from the copy. */
+
+struct stacksnap_snapshot_opts {
+	size_t sz;
+	size_t stack_size;	/* bytes copied per thread from rsp up;
+				   0: 256 KiB. Clamped to the stack mapping. */
+	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */
+	bool proc_mem;		/* copy through /proc/PID/mem instead of
+				   process_vm_readv */
+	const pid_t *tids;	/* only these threads; NULL: all */
+	size_t ntids;
+	size_t :0;
+};
+
+struct stacksnap_snapshot;
+
+/* Why a thread has no usable capture. */
+enum stacksnap_thread_error {
+	STACKSNAP_THREAD_OK = 0,
+	STACKSNAP_THREAD_GONE,	      /* exited during the capture */
+	STACKSNAP_THREAD_NOT_STOPPED, /* did not stop within the timeout */
+	STACKSNAP_THREAD_NO_REGS,     /* registers could not be read */
+	STACKSNAP_THREAD_NO_STACK,    /* stack could not be copied */
+};
+
+struct stacksnap_thread {
+	pid_t tid;
+	char name[16];		/* comm */
+	char state;		/* as in /proc/PID/task/TID/stat before the freeze */
+	int error;		/* enum stacksnap_thread_error */
+	struct stacksnap_regs regs;
+	const uint8_t *stack;	/* copied bytes at stack_base; NULL if none */
+	size_t stack_len;
+	uint64_t stack_base;
+};
+
+struct stacksnap_snapshot_stats {
+	uint64_t freeze_ns;	/* first thread stopped .. last resumed */
+	uint64_t capture_ns;	/* whole capture call */
+	size_t bytes_copied;
+	unsigned threads;
+	unsigned rescans;	/* task-list rescans to catch new threads */
+};
+
+/* Freezes pid, captures every thread (or opts->tids) and lets it run again.
+ * The target is never left stopped: threads are seized (PTRACE_SEIZE), so
+ * the kernel detaches them if the caller dies. Returns NULL and sets errno:
+ * ESRCH no such process, EPERM not permitted, EBUSY traced by another
+ * debugger, ECHILD a zombie, EINVAL a kernel thread; the log names them. */
+STACKSNAP_API struct stacksnap_snapshot *
+stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
+			    const struct stacksnap_snapshot_opts *opts);
+STACKSNAP_API size_t
+stacksnap_snapshot__thread_count(const struct stacksnap_snapshot *snap);
+STACKSNAP_API const struct stacksnap_thread *
+stacksnap_snapshot__thread(const struct stacksnap_snapshot *snap, size_t i);
+STACKSNAP_API void
+stacksnap_snapshot__stats(const struct stacksnap_snapshot *snap,
+			  struct stacksnap_snapshot_stats *st);
+STACKSNAP_API void stacksnap_snapshot__free(struct stacksnap_snapshot *snap);
 
 #ifdef __cplusplus
 }

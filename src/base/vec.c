@@ -27,3 +27,10 @@ int vec_reserve(void **items, size_t *cap, size_t need, size_t elem)
 	*cap = ncap;
 	return 0;
 }
+
+void *vec_push(void **items, size_t *n, size_t *cap, size_t elem)
+{
+	if (vec_reserve(items, cap, *n + 1, elem))
+		return NULL;
+	return (char *)*items + (*n)++ * elem;
+}

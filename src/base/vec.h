@@ -8,11 +8,11 @@
  * capacity *cap), doubling. Returns 0 or -ENOMEM (items unchanged). */
 int vec_reserve(void **items, size_t *cap, size_t need, size_t elem);
 
-/* Appends one element slot and returns it, or NULL on -ENOMEM. Usage:
- *   struct row *r = VEC_PUSH(rows, n, cap); */
+/* Appends one element slot (contents undefined) and returns it,
+ * or NULL on -ENOMEM. Usage: struct row *r = VEC_PUSH(rows, n, cap); */
+void *vec_push(void **items, size_t *n, size_t *cap, size_t elem);
 #define VEC_PUSH(items, n, cap)                                                \
-	(vec_reserve((void **)&(items), &(cap), (n) + 1, sizeof(*(items)))     \
-		 ? NULL                                                        \
-		 : &(items)[(n)++])
+	((__typeof__(items))vec_push((void **)&(items), &(n), &(cap),          \
+				     sizeof(*(items))))
 
 #endif

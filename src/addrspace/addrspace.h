@@ -1,0 +1,39 @@
+/* addrspace.h - an address space: the target's mappings, sorted, each
+ * executable one tied to a module and the bias between the module's
+ * link-time addresses and the run-time ones. */
+#ifndef SS_ADDRSPACE_ADDRSPACE_H
+#define SS_ADDRSPACE_ADDRSPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "addrspace/module.h"
+
+/* One mapping. Invariant: start < end; mod != NULL implies bias is valid
+ * (run-time = link-time + bias). Executable mappings without a module
+ * (anonymous, JIT) are kept so steppers know the address is code. */
+struct as_map {
+	uint64_t start, end, offset;
+	uint64_t bias;
+	struct module *mod; /* holds a reference; NULL for anonymous code */
+	uint32_t prot;
+	char *path;	    /* as the target names it; NULL for anonymous */
+};
+
+/* Invariant: maps is sorted by start and non-overlapping. last is the
+ * index of the most recent lookup hit (consecutive frames are usually in
+ * the same module), always < n when n > 0. */
+struct stacksnap_addrspace {
+	struct stacksnap_ctx *ctx;
+	pid_t pid;		/* 0 for caller-supplied mappings */
+	struct as_map *maps;
+	size_t n, cap;
+	size_t last;
+};
+
+/* The mapping containing addr, or NULL. Does not allocate. */
+const struct as_map *addrspace__find(struct stacksnap_addrspace *as,
+				     uint64_t addr);
+
+#endif

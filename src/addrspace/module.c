@@ -1,0 +1,316 @@
+/* module.c - the context's module cache and the lazy parts of a module:
+ * debug files, unwind table, symbols, line information. */
+#define _GNU_SOURCE
+#include "module.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "symbolize/symbolize.h"
+#include "table/unwind_table.h"
+
+static bool same_build_id(const struct elf_image *img, const uint8_t *id,
+			  size_t len)
+{
+	return len && img->build_id_len == len &&
+	       !memcmp(img->build_id, id, len);
+}
+
+static struct module *find_by_build_id(struct stacksnap_ctx *ctx,
+				       const uint8_t *id, size_t len)
+{
+	for (struct module *m = ctx->modules; m; m = m->next)
+		if (same_build_id(m->img, id, len))
+			return m;
+	return NULL;
+}
+
+static struct module *find_by_file(struct stacksnap_ctx *ctx,
+				   const struct stat *st)
+{
+	for (struct module *m = ctx->modules; m; m = m->next) {
+		const struct elf_image *img = m->img;
+		uint64_t mtime = (uint64_t)st->st_mtim.tv_sec * 1000000000u +
+				 (uint64_t)st->st_mtim.tv_nsec;
+
+		if (!m->is_vdso && img->dev == st->st_dev &&
+		    img->ino == st->st_ino && img->mtime_ns == mtime)
+			return m;
+	}
+	return NULL;
+}
+
+static int module_add(struct stacksnap_ctx *ctx, const char *name,
+		      struct elf_image *img, struct module **out)
+{
+	struct module *m = calloc(1, sizeof(*m));
+
+	if (!m || !(m->name = strdup(name))) {
+		free(m);
+		elf_image__free(img);
+		return -ENOMEM;
+	}
+	m->img = img;
+	m->refs = 1;
+	m->next = ctx->modules;
+	ctx->modules = m;
+	ctx->nmodules++;
+	*out = m;
+	return 0;
+}
+
+int module__get_file(struct stacksnap_ctx *ctx, const char *path,
+		     const char *open_path, const uint8_t *build_id,
+		     size_t build_id_len, struct module **out)
+{
+	struct elf_image *img;
+	struct module *m;
+	struct stat st;
+	int err;
+
+	if (build_id_len && (m = find_by_build_id(ctx, build_id, build_id_len)))
+		goto found;
+	if (stat(open_path, &st) == 0 && (m = find_by_file(ctx, &st)))
+		goto found;
+	err = elf_image__open(open_path, &ctx->log, &img);
+	if (err)
+		return err;
+	if (build_id_len && img->build_id_len &&
+	    !same_build_id(img, build_id, build_id_len))
+		log_warn(&ctx->log,
+			 "%s: build-id differs from the one recorded for the "
+			 "mapping; the file changed since, symbols and unwind "
+			 "data may be wrong",
+			 path);
+	/* Another path to the same file (a hard link, another sysroot). */
+	if (img->build_id_len &&
+	    (m = find_by_build_id(ctx, img->build_id, img->build_id_len))) {
+		elf_image__free(img);
+		goto found;
+	}
+	return module_add(ctx, path, img, out);
+found:
+	m->refs++;
+	*out = m;
+	return 0;
+}
+
+int module__get_image(struct stacksnap_ctx *ctx, const char *name,
+		      struct elf_image *img, struct module **out)
+{
+	struct module *m;
+	int err;
+
+	if (img->build_id_len &&
+	    (m = find_by_build_id(ctx, img->build_id, img->build_id_len))) {
+		elf_image__free(img);
+		m->refs++;
+		*out = m;
+		return 0;
+	}
+	err = module_add(ctx, name, img, out);
+	if (!err)
+		(*out)->is_vdso = true;
+	return err;
+}
+
+void module__put(struct module *m)
+{
+	if (m && m->refs)
+		m->refs--;
+}
+
+static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
+{
+	if (m->debug_tried)
+		return;
+	m->debug_tried = true;
+	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
+				  &ctx->log, &m->debug))
+		m->debug = NULL;
+	if (elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
+		m->minidebug = NULL;
+}
+
+const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
+					 struct module *m)
+{
+	struct cfi_input in[3];
+	size_t n = 0;
+
+	if (m->table_tried)
+		return m->table;
+	m->table_tried = true;
+	if (m->img->eh_frame.size)
+		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
+					      m->img->eh_frame.size,
+					      m->img->eh_frame.vaddr, 1 };
+	if (m->img->debug_frame.size)
+		in[n++] = (struct cfi_input){ m->img->debug_frame.data,
+					      m->img->debug_frame.size,
+					      m->img->debug_frame.vaddr, 0 };
+	/* .debug_frame may live only in the separate debug file; opening it
+	 * costs a few file lookups, so do it only when the image lacks
+	 * .eh_frame or has .debug_frame-only code. */
+	if (!m->img->debug_frame.size) {
+		module_open_debug(ctx, m);
+		if (m->debug && m->debug->debug_frame.size)
+			in[n++] = (struct cfi_input){
+				m->debug->debug_frame.data,
+				m->debug->debug_frame.size,
+				m->debug->debug_frame.vaddr, 0
+			};
+	}
+	if (!n) {
+		log_info(&ctx->log, "%s: no CFI (.eh_frame or .debug_frame)",
+			 m->name);
+		return NULL;
+	}
+	if (unwind_table__compile(in, n, &ctx->log, &m->table))
+		m->table = NULL;
+	return m->table;
+}
+
+struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
+{
+	if (m->symtab_tried)
+		return m->symtab;
+	m->symtab_tried = true;
+	module_open_debug(ctx, m);
+	const struct elf_image *imgs[3] = { m->debug, m->img, m->minidebug };
+	if (symtab__build(imgs, 3, &ctx->log, &m->symtab))
+		m->symtab = NULL;
+	return m->symtab;
+}
+
+struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m)
+{
+	if (m->lines_tried)
+		return m->lines;
+	m->lines_tried = true;
+	module_open_debug(ctx, m);
+	if (m->debug && m->debug->has_dwarf_info) {
+		if (line_info__open(m->debug, &ctx->log, &m->lines))
+			m->lines = NULL;
+	} else if (m->img->has_dwarf_info) {
+		if (line_info__open(m->img, &ctx->log, &m->lines))
+			m->lines = NULL;
+	}
+	return m->lines;
+}
+
+int module__read_code(const struct module *m, uint64_t vaddr, void *buf,
+		      size_t len)
+{
+	const struct elf_image *img = m->img;
+
+	for (size_t i = 0; i < img->nsegs; i++) {
+		const struct elf_segment *s = &img->segs[i];
+
+		if (vaddr < s->vaddr || vaddr - s->vaddr >= s->filesz ||
+		    len > s->filesz - (vaddr - s->vaddr))
+			continue;
+		uint64_t off = s->offset + (vaddr - s->vaddr);
+		if (off > img->size || len > img->size - off)
+			return -EFAULT;
+		memcpy(buf, img->bytes + off, len);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+static void module_free(struct module *m)
+{
+	line_info__free(m->lines);
+	symtab__free(m->symtab);
+	unwind_table__free(m->table);
+	elf_image__free(m->minidebug);
+	elf_image__free(m->debug);
+	elf_image__free(m->img);
+	free(m->name);
+	free(m);
+}
+
+/* ---- the context ---- */
+
+static int split_dirs(const char *dirs, char ***out)
+{
+	size_t n = 1;
+	char *copy, *save = NULL, **v;
+
+	for (const char *p = dirs; *p; p++)
+		n += *p == ':';
+	v = calloc(n + 1, sizeof(*v));
+	copy = strdup(dirs);
+	if (!v || !copy) {
+		free(v);
+		free(copy);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (char *tok = strtok_r(copy, ":", &save); tok;
+	     tok = strtok_r(NULL, ":", &save))
+		if (!(v[n++] = strdup(tok))) {
+			free(copy);
+			for (size_t i = 0; i < n; i++)
+				free(v[i]);
+			free(v);
+			return -ENOMEM;
+		}
+	free(copy);
+	*out = v;
+	return 0;
+}
+
+struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
+{
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_ctx_opts o = { 0 };
+
+	if (opts) {
+		if (opts->sz < sizeof(size_t)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		/* Read only what the caller's (maybe older) struct has. */
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
+	if (split_dirs(o.debug_dirs ? o.debug_dirs : "/usr/lib/debug",
+		       &ctx->debug_dirs) ||
+	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot)))) {
+		stacksnap_ctx__free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return ctx;
+}
+
+void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	while (ctx->modules) {
+		struct module *m = ctx->modules;
+
+		ctx->modules = m->next;
+		module_free(m);
+	}
+	for (char **d = ctx->debug_dirs; d && *d; d++)
+		free(*d);
+	free(ctx->debug_dirs);
+	free(ctx->sysroot);
+	free(ctx);
+}
+
+const char *stacksnap_version(void)
+{
+	return "0.1.0";
+}

@@ -1,0 +1,71 @@
+/* module.h - a module is one ELF image as the unwinder and symbolizer see
+ * it: the image, its separate debug files, its compiled unwind table and
+ * its symbols, each made on first use and cached in the context, shared by
+ * every address space that maps the same file (keyed by build-id, or by
+ * device + inode + mtime when the file has none). */
+#ifndef SS_ADDRSPACE_MODULE_H
+#define SS_ADDRSPACE_MODULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/log.h"
+#include "elf/elf_image.h"
+#include "stacksnap.h"
+
+struct unwind_table;
+struct symtab;
+struct line_info;
+
+/* Invariant: img is never NULL. Each *_tried flag is set once the lazy
+ * member was attempted, so a failure is not retried on every frame. refs
+ * counts the address-space mappings using the module; the cache keeps
+ * modules with refs == 0 until the context is freed. */
+struct module {
+	struct module *next;	   /* in the context's cache list */
+	unsigned refs;
+	char *name;		   /* path as the target names it, or [vdso] */
+	struct elf_image *img;
+	struct elf_image *debug;   /* separate debug file, may be NULL */
+	struct elf_image *minidebug; /* .gnu_debugdata, may be NULL */
+	struct unwind_table *table;
+	struct symtab *symtab;
+	struct line_info *lines;
+	bool debug_tried, table_tried, symtab_tried, lines_tried;
+	bool is_vdso;
+};
+
+struct stacksnap_ctx {
+	struct log_sink log;
+	char **debug_dirs;	/* NULL-terminated */
+	char *sysroot;		/* may be NULL */
+	struct module *modules; /* the module cache */
+	size_t nmodules;
+};
+
+/* Finds or opens the module for the file at path (opened at open_path,
+ * which may differ: /proc/PID/root/..., map_files). A build-id given by the
+ * caller is looked up in the cache first. Takes a reference. */
+int module__get_file(struct stacksnap_ctx *ctx, const char *path,
+		     const char *open_path, const uint8_t *build_id,
+		     size_t build_id_len, struct module **out);
+/* The same for an image read from memory (the vDSO). Takes ownership of
+ * img on success and on failure. */
+int module__get_image(struct stacksnap_ctx *ctx, const char *name,
+		      struct elf_image *img, struct module **out);
+void module__put(struct module *m);
+
+/* Lazy members; NULL when the module has none. */
+const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
+					 struct module *m);
+struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
+struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
+
+/* Copies up to len code bytes at link-time address vaddr from the image
+ * (for recognising signal trampolines and call instructions without
+ * touching the target). Returns 0 or -EFAULT when not in a file-backed
+ * part of a PT_LOAD. */
+int module__read_code(const struct module *m, uint64_t vaddr, void *buf,
+		      size_t len);
+
+#endif

@@ -1,0 +1,544 @@
+/* snapshot.c - live capture: seize and interrupt every thread of a process,
+ * read registers and copy stacks in one batched read, detach; everything
+ * that can be read before the freeze (thread list, names, states, stack
+ * mappings) is read before it, so the target is stopped only for the
+ * ptrace round trips and the copy. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addrspace/module.h"
+#include "base/log.h"
+#include "base/vec.h"
+#include "stacksnap.h"
+
+#define DEFAULT_STACK_SIZE (256u << 10)
+#define DEFAULT_STOP_TIMEOUT_MS 1000
+#define RED_ZONE 128	    /* bytes below rsp a leaf function may use */
+#define MAX_RESCANS 16	    /* task-list rescans before giving up on stability */
+
+/* A writable mapping, to clamp stack copies to the stack they are on. */
+struct rw_map {
+	uint64_t start, end;
+};
+
+/* Per-thread capture state. Invariant: seized implies the thread must be
+ * detached before the capture returns. */
+struct cap_thread {
+	struct stacksnap_thread pub;
+	bool seized, stopped;
+	uint64_t copy_start, copy_len;
+};
+
+struct stacksnap_snapshot {
+	pid_t pid;
+	struct cap_thread *threads;
+	size_t n, cap;
+	uint8_t *stack_bytes; /* one buffer for every thread's copy */
+	struct stacksnap_snapshot_stats stats;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int read_small_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return (int)n;
+}
+
+/* State letter and the kernel-thread flag from /proc/PID/task/TID/stat. */
+static char task_state(pid_t pid, pid_t tid, unsigned long *flags)
+{
+	char path[64], buf[1024], *p;
+	unsigned long fl = 0;
+	char st;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')'); /* comm may contain spaces and parens */
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &st, &fl) < 2)
+		return 0;
+	if (flags)
+		*flags = fl;
+	return st;
+}
+
+static void task_name(pid_t pid, pid_t tid, char name[16])
+{
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0)
+		buf[0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	snprintf(name, 16, "%s", buf);
+}
+
+static struct cap_thread *find_thread(struct stacksnap_snapshot *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].pub.tid == tid)
+			return &s->threads[i];
+	return NULL;
+}
+
+static bool wanted(const struct stacksnap_snapshot_opts *o, pid_t tid)
+{
+	if (!o->tids)
+		return true;
+	for (size_t i = 0; i < o->ntids; i++)
+		if (o->tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* Adds threads of /proc/PID/task not yet known. Returns how many were new,
+ * or -errno. */
+static int scan_tasks(struct stacksnap_snapshot *s,
+		      const struct stacksnap_snapshot_opts *o)
+{
+	char path[64];
+	struct dirent *de;
+	int added = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+		struct cap_thread *t;
+
+		if (tid <= 0 || !wanted(o, tid) || find_thread(s, tid))
+			continue;
+		t = VEC_PUSH(s->threads, s->n, s->cap);
+		if (!t) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		memset(t, 0, sizeof(*t));
+		t->pub.tid = tid;
+		added++;
+	}
+	closedir(d);
+	return added;
+}
+
+static void detach_all(struct stacksnap_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (t->seized)
+			ptrace(PTRACE_DETACH, t->pub.tid, NULL, NULL);
+		t->seized = false;
+	}
+}
+
+/* Seizes and interrupts every known thread not yet seized. A thread that
+ * vanished is marked gone; EPERM on any thread fails the capture. */
+static int seize_new(struct stacksnap_snapshot *s, const struct log_sink *log,
+		     uint64_t *freeze_start)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (t->seized || t->pub.error)
+			continue;
+		if (ptrace(PTRACE_SEIZE, t->pub.tid, NULL, NULL) != 0) {
+			if (errno == ESRCH) {
+				t->pub.error = STACKSNAP_THREAD_GONE;
+				continue;
+			}
+			return -errno;
+		}
+		t->seized = true;
+		if (!*freeze_start)
+			*freeze_start = now_ns();
+		if (ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL) != 0)
+			t->pub.error = STACKSNAP_THREAD_GONE;
+	}
+	return 0;
+}
+
+/* Waits until every seized thread reports its stop, or the deadline. */
+static void wait_stops(struct stacksnap_snapshot *s, uint64_t deadline)
+{
+	size_t pending;
+
+	do {
+		pending = 0;
+		for (size_t i = 0; i < s->n; i++) {
+			struct cap_thread *t = &s->threads[i];
+			int status;
+			pid_t r;
+
+			if (!t->seized || t->stopped || t->pub.error)
+				continue;
+			r = waitpid(t->pub.tid, &status, __WALL | WNOHANG);
+			if (r == t->pub.tid && WIFSTOPPED(status)) {
+				t->stopped = true;
+			} else if (r == t->pub.tid || (r < 0 && errno == ECHILD)) {
+				t->pub.error = STACKSNAP_THREAD_GONE;
+				t->seized = false;
+			} else {
+				pending++;
+			}
+		}
+		if (pending) {
+			struct timespec ts = { 0, 20000 };
+			nanosleep(&ts, NULL);
+		}
+	} while (pending && now_ns() < deadline);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].seized && !s->threads[i].stopped &&
+		    !s->threads[i].pub.error)
+			s->threads[i].pub.error = STACKSNAP_THREAD_NOT_STOPPED;
+}
+
+static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
+{
+	char path[64], line[512];
+	struct rw_map *v = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char perms[8];
+
+		if (!strchr(line, '\n') && !feof(f)) { /* long path: skip rest */
+			int c;
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+		}
+		if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 ||
+		    perms[1] != 'w')
+			continue;
+		struct rw_map *m = VEC_PUSH(v, n, cap);
+		if (!m) {
+			fclose(f);
+			free(v);
+			return -ENOMEM;
+		}
+		m->start = a;
+		m->end = b;
+	}
+	fclose(f);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* Copies every stopped thread's stack: one process_vm_readv for all of
+ * them (in batches of IOV_MAX), or /proc/PID/mem reads. */
+static int copy_stacks(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o,
+		       const struct rw_map *maps, size_t nmaps)
+{
+	size_t total = 0, off = 0;
+	struct iovec *local, *remote;
+	size_t *which, niov = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+		uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
+		uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
+
+		if (!t->stopped || t->pub.error)
+			continue;
+		for (size_t k = 0; k < nmaps; k++)
+			if (sp >= maps[k].start && sp < maps[k].end) {
+				if (lo < maps[k].start)
+					lo = maps[k].start;
+				hi = maps[k].end;
+				break;
+			}
+		if (!hi) {
+			t->pub.error = STACKSNAP_THREAD_NO_STACK;
+			continue;
+		}
+		if (hi - lo > o->stack_size)
+			hi = lo + o->stack_size;
+		t->copy_start = lo;
+		t->copy_len = hi - lo;
+		total += t->copy_len;
+	}
+	s->stack_bytes = malloc(total ? total : 1);
+	local = calloc(s->n + 1, sizeof(*local));
+	remote = calloc(s->n + 1, sizeof(*remote));
+	which = calloc(s->n + 1, sizeof(*which));
+	if (!s->stack_bytes || !local || !remote || !which) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (!t->copy_len)
+			continue;
+		local[niov] = (struct iovec){ s->stack_bytes + off, t->copy_len };
+		remote[niov] = (struct iovec){ (void *)(uintptr_t)t->copy_start,
+					       t->copy_len };
+		which[niov++] = i;
+		off += t->copy_len;
+	}
+	if (o->proc_mem) {
+		char path[64];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		for (size_t k = 0; k < niov; k++) {
+			ssize_t r = fd < 0 ? -1
+					   : pread(fd, local[k].iov_base,
+						   local[k].iov_len,
+						   (off_t)(uintptr_t)remote[k].iov_base);
+			if (r != (ssize_t)local[k].iov_len)
+				s->threads[which[k]].pub.error =
+					STACKSNAP_THREAD_NO_STACK;
+		}
+		if (fd >= 0)
+			close(fd);
+	} else {
+		for (size_t k = 0; k < niov; k += IOV_MAX) {
+			size_t cnt = niov - k < IOV_MAX ? niov - k : IOV_MAX;
+			ssize_t r = process_vm_readv(s->pid, local + k, cnt,
+						     remote + k, cnt, 0);
+			size_t want = 0;
+
+			for (size_t j = k; j < k + cnt; j++)
+				want += local[j].iov_len;
+			if (r == (ssize_t)want)
+				continue;
+			/* A partial read stops at the first failing range:
+			 * redo them one by one to know which. */
+			for (size_t j = k; j < k + cnt; j++)
+				if (process_vm_readv(s->pid, &local[j], 1,
+						     &remote[j], 1, 0) !=
+				    (ssize_t)local[j].iov_len)
+					s->threads[which[j]].pub.error =
+						STACKSNAP_THREAD_NO_STACK;
+		}
+	}
+	for (size_t k = 0; k < niov; k++) {
+		struct cap_thread *t = &s->threads[which[k]];
+
+		if (t->pub.error)
+			continue;
+		t->pub.stack = local[k].iov_base;
+		t->pub.stack_len = t->copy_len;
+		t->pub.stack_base = t->copy_start;
+		s->stats.bytes_copied += t->copy_len;
+	}
+out:
+	free(local);
+	free(remote);
+	free(which);
+	return err;
+}
+
+/* Says why pid cannot be captured, or 0. */
+static int check_target(pid_t pid, const struct log_sink *log)
+{
+	char path[64], buf[4096];
+	unsigned long flags = 0;
+	char *tp;
+	char st;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_small_file(path, buf, sizeof(buf)) < 0) {
+		log_err(log, "pid %d: no such process", pid);
+		return -ESRCH;
+	}
+	st = task_state(pid, pid, &flags);
+	if (st == 'Z' || st == 'X') {
+		log_err(log, "pid %d: the process is a zombie (it exited; its "
+			     "parent has not reaped it)", pid);
+		return -ECHILD;
+	}
+	if (flags & 0x00200000 /* PF_KTHREAD */) {
+		log_err(log, "pid %d: a kernel thread has no user stack", pid);
+		return -EINVAL;
+	}
+	tp = strstr(buf, "TracerPid:");
+	if (tp && strtol(tp + 10, NULL, 10) != 0) {
+		log_err(log, "pid %d: already traced by pid %ld (a debugger?); "
+			     "detach it first", pid, strtol(tp + 10, NULL, 10));
+		return -EBUSY;
+	}
+	return 0;
+}
+
+struct stacksnap_snapshot *
+stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
+			    const struct stacksnap_snapshot_opts *opts)
+{
+	struct stacksnap_snapshot_opts o = { 0 };
+	const struct log_sink *log = ctx ? &ctx->log : NULL;
+	struct stacksnap_snapshot *s;
+	struct rw_map *maps = NULL;
+	size_t nmaps = 0;
+	uint64_t t0 = now_ns(), freeze_start = 0;
+	int err, added;
+
+	if (opts)
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (!o.stack_size)
+		o.stack_size = DEFAULT_STACK_SIZE;
+	if (!o.stop_timeout_ms)
+		o.stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
+	if (pid <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = check_target(pid, log);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->pid = pid;
+	/* Before the freeze: tasks, names, states and writable mappings. */
+	err = scan_tasks(s, &o);
+	if (err >= 0)
+		err = read_rw_maps(pid, &maps, &nmaps);
+	if (err < 0)
+		goto fail;
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		task_name(pid, t->pub.tid, t->pub.name);
+		t->pub.state = task_state(pid, t->pub.tid, NULL);
+	}
+	/* The freeze. */
+	uint64_t deadline = now_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
+	err = seize_new(s, log, &freeze_start);
+	/* Threads created between the scan and the seize: the seized ones
+	 * cannot clone any more once stopped, so rescan until stable. */
+	while (!err && s->stats.rescans < MAX_RESCANS &&
+	       (added = scan_tasks(s, &o)) != 0) {
+		s->stats.rescans++;
+		if (added < 0) {
+			err = added == -ENOENT ? -ESRCH : added;
+			break;
+		}
+		err = seize_new(s, log, &freeze_start);
+	}
+	if (err)
+		goto fail_detach;
+	wait_stops(s, deadline);
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+		struct user_regs_struct u;
+		struct iovec iov = { &u, sizeof(u) };
+
+		if (!t->stopped || t->pub.error)
+			continue;
+		if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS,
+			   &iov) != 0) {
+			t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
+						      : STACKSNAP_THREAD_NO_REGS;
+			continue;
+		}
+		stacksnap_regs__from_user_regs(&t->pub.regs, &u);
+	}
+	err = copy_stacks(s, &o, maps, nmaps);
+	detach_all(s);
+	s->stats.freeze_ns = freeze_start ? now_ns() - freeze_start : 0;
+	if (err)
+		goto fail;
+	free(maps);
+	s->stats.threads = (unsigned)s->n;
+	s->stats.capture_ns = now_ns() - t0;
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->threads[i].pub.error)
+			return s;
+	/* Not one thread captured: the process is gone or unreachable. */
+	err = -ESRCH;
+	log_err(log, "pid %d: no thread could be captured (the process "
+		     "exited during the capture?)", pid);
+	goto fail;
+fail_detach:
+	detach_all(s);
+	if (err == -EPERM)
+		log_err(log, "pid %d: ptrace not permitted (run as root or as "
+			     "the process owner, or set "
+			     "kernel.yama.ptrace_scope=0)", pid);
+	else if (err == -ESRCH)
+		log_err(log, "pid %d: the process exited during the capture",
+			pid);
+	else
+		log_err(log, "pid %d: capture failed: %s", pid, strerror(-err));
+fail:
+	free(maps);
+	stacksnap_snapshot__free(s);
+	errno = -err;
+	return NULL;
+}
+
+size_t stacksnap_snapshot__thread_count(const struct stacksnap_snapshot *s)
+{
+	return s ? s->n : 0;
+}
+
+const struct stacksnap_thread *
+stacksnap_snapshot__thread(const struct stacksnap_snapshot *s, size_t i)
+{
+	return s && i < s->n ? &s->threads[i].pub : NULL;
+}
+
+void stacksnap_snapshot__stats(const struct stacksnap_snapshot *s,
+			       struct stacksnap_snapshot_stats *st)
+{
+	if (s && st)
+		*st = s->stats;
+}
+
+void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
+{
+	if (!s)
+		return;
+	free(s->stack_bytes);
+	free(s->threads);
+	free(s);
+}

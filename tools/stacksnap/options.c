@@ -1,0 +1,170 @@
+/* options.c - parsing of the stacksnap command line. */
+#define _GNU_SOURCE
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stacksnap.h"
+
+static const char usage[] =
+"Usage: stacksnap [OPTIONS] PID\n"
+"Print the stack of every thread of a running process. The process is\n"
+"frozen only while registers and stacks are copied (microseconds), then\n"
+"resumed; unwinding (DWARF CFI) and symbolization happen afterwards.\n"
+"\n"
+"Options:\n"
+"  -t, --thread TID       only this thread (repeatable)\n"
+"      --lines            show file:line and inlined frames (needs debug info)\n"
+"      --no-demangle      print C++ names as they are in the symbol table\n"
+"      --raw              addresses only, no symbols\n"
+"      --json             one JSON object (schema in the README)\n"
+"      --show-rsp         print each frame's stack pointer\n"
+"      --stack-size SIZE  stack bytes copied per thread (e.g. 64k, 1m;\n"
+"                         default 256k); deeper stacks end as truncated\n"
+"      --stop-timeout MS  how long to wait for a thread to stop (default 1000)\n"
+"      --proc-mem         copy stacks through /proc/PID/mem\n"
+"      --max-frames N     frames per thread (default 1024)\n"
+"      --scan             guess frames by stack scanning where unwind info\n"
+"                         is missing (JIT code); such frames are marked\n"
+"      --stats            print freeze time, bytes copied and timings\n"
+"  -v, --verbose          print diagnostics and --stats\n"
+"  -h, --help             this text\n"
+"  -V, --version          the version\n"
+"\n"
+"Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted,\n"
+"4 traced by another debugger, 5 zombie, 6 kernel thread, 7 the process\n"
+"exited during the capture, 8 some threads not captured, 9 other errors.\n";
+
+/* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end || v == 0 || v > (SIZE_MAX >> shift) || (v << shift) > (1ull << 32))
+		return -EINVAL;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv)
+{
+	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
+	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS };
+	static const struct option longopts[] = {
+		{ "thread", required_argument, NULL, 't' },
+		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-demangle", no_argument, NULL, O_NODEM },
+		{ "raw", no_argument, NULL, O_RAW },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "show-rsp", no_argument, NULL, O_RSP },
+		{ "stack-size", required_argument, NULL, O_STACK },
+		{ "stop-timeout", required_argument, NULL, O_TMO },
+		{ "proc-mem", no_argument, NULL, O_PROCMEM },
+		{ "max-frames", required_argument, NULL, O_MAXF },
+		{ "scan", no_argument, NULL, O_SCAN },
+		{ "stats", no_argument, NULL, O_STATS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	unsigned long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	while ((c = getopt_long(argc, argv, "t:vhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+				fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", optarg);
+				return EXIT_USAGE;
+			}
+			if (o->ntids == MAX_TIDS) {
+				fprintf(stderr, "stacksnap: at most %d --thread options\n", MAX_TIDS);
+				return EXIT_USAGE;
+			}
+			o->tids[o->ntids++] = (pid_t)v;
+			break;
+		case O_LINES: o->lines = true; break;
+		case O_NODEM: o->no_demangle = true; break;
+		case O_RAW: o->raw = true; break;
+		case O_JSON: o->json = true; break;
+		case O_RSP: o->show_rsp = true; break;
+		case O_STACK:
+			if (parse_size(optarg, &o->stack_size)) {
+				fprintf(stderr, "stacksnap: --stack-size: '%s' is not a size (examples: 65536, 64k, 1m; at most 4g)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case O_TMO:
+			if (parse_uint(optarg, 3600000, &v) || !v) {
+				fprintf(stderr, "stacksnap: --stop-timeout: '%s' is not a number of milliseconds (1..3600000)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->stop_timeout_ms = (unsigned)v;
+			break;
+		case O_PROCMEM: o->proc_mem = true; break;
+		case O_MAXF:
+			if (parse_uint(optarg, 1000000, &v) || !v) {
+				fprintf(stderr, "stacksnap: --max-frames: '%s' is not a number (1..1000000)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->max_frames = (unsigned)v;
+			break;
+		case O_SCAN: o->stack_scan = true; break;
+		case O_STATS: o->stats = true; break;
+		case 'v': o->verbose = true; o->stats = true; break;
+		case 'h': fputs(usage, stdout); return -1;
+		case 'V':
+			printf("stacksnap %s\n", stacksnap_version());
+			return -1;
+		default:
+			fputs("Try 'stacksnap --help'.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
+					       : "stacksnap: one PID only\n");
+		fputs("Try 'stacksnap --help'.\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
+		fprintf(stderr, "stacksnap: '%s' is not a process id\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	o->pid = (pid_t)v;
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* options.h - the stacksnap command line, parsed. */
+#ifndef STACKSNAP_TOOL_OPTIONS_H
+#define STACKSNAP_TOOL_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define MAX_TIDS 256
+
+/* Everything the command line said. Invariant after options_parse
+ * succeeded: pid > 0 and ntids <= MAX_TIDS. */
+struct options {
+	pid_t pid;
+	pid_t tids[MAX_TIDS];
+	size_t ntids;
+	size_t stack_size;	/* 0: library default */
+	unsigned stop_timeout_ms;
+	unsigned max_frames;
+	bool proc_mem, show_rsp, lines, no_demangle, raw, json, stats;
+	bool verbose, stack_scan;
+};
+
+/* Exit codes, also listed in --help and the README. */
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_USAGE = 1,
+	EXIT_NO_PROCESS = 2,
+	EXIT_NOT_PERMITTED = 3,
+	EXIT_TRACED = 4,
+	EXIT_ZOMBIE = 5,
+	EXIT_KERNEL_THREAD = 6,
+	EXIT_EXITED = 7,	/* the target exited during the capture */
+	EXIT_PARTIAL = 8,	/* some threads could not be captured */
+	EXIT_ERROR = 9,		/* anything else */
+};
+
+/* Parses argv; on a usage error prints a message to stderr and returns
+ * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
+int options_parse(struct options *o, int argc, char **argv);
+
+#endif

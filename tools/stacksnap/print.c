@@ -1,0 +1,183 @@
+/* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
+#include "print.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INLINE 32
+
+const char *thread_error_str(int error)
+{
+	switch (error) {
+	case STACKSNAP_THREAD_OK: return "ok";
+	case STACKSNAP_THREAD_GONE: return "thread exited during the capture";
+	case STACKSNAP_THREAD_NOT_STOPPED: return "thread did not stop within the timeout";
+	case STACKSNAP_THREAD_NO_REGS: return "registers could not be read";
+	case STACKSNAP_THREAD_NO_STACK: return "stack could not be copied";
+	}
+	return "unknown error";
+}
+
+static unsigned sym_flags(const struct options *o)
+{
+	return (o->lines ? STACKSNAP_SYM_LINES : 0) |
+	       (o->no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0);
+}
+
+int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
+		     struct thread_result *r)
+{
+	struct stacksnap_sym sym[MAX_INLINE];
+	size_t cap = (size_t)r->nframes + 8;
+
+	r->out = malloc(cap * sizeof(*r->out));
+	if (!r->out)
+		return -ENOMEM;
+	r->nout = 0;
+	for (int i = 0; i < r->nframes; i++) {
+		const struct stacksnap_frame *fr = &r->frames[i];
+		int ns = 0;
+
+		if (!o->raw)
+			ns = stacksnap_addrspace__symbolize(
+				as, fr->pc,
+				i > 0 && !(fr->flags & STACKSNAP_FRAME_SIGNAL),
+				sym_flags(o), sym, MAX_INLINE);
+		if (ns <= 0) {
+			memset(sym, 0, sizeof(sym[0]));
+			ns = 1;
+		}
+		if (r->nout + (size_t)ns > cap) {
+			cap = 2 * cap + (size_t)ns;
+			void *p = realloc(r->out, cap * sizeof(*r->out));
+			if (!p)
+				return -ENOMEM;
+			r->out = p;
+		}
+		for (int k = 0; k < ns; k++)
+			r->out[r->nout++] = (struct out_frame){ fr, sym[k] };
+	}
+	return 0;
+}
+
+void print_text(FILE *f, const struct options *o,
+		const struct thread_result *r, size_t n)
+{
+	for (size_t t = 0; t < n; t++) {
+		const struct stacksnap_thread *th = r[t].thread;
+
+		fprintf(f, "%sThread %d (%s) state %c:\n", t ? "\n" : "",
+			(int)th->tid, th->name, th->state ? th->state : '?');
+		if (th->error) {
+			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
+			continue;
+		}
+		for (size_t i = 0; i < r[t].nout; i++) {
+			const struct stacksnap_frame *fr = r[t].out[i].frame;
+			const struct stacksnap_sym *s = &r[t].out[i].sym;
+
+			fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
+			if (o->show_rsp)
+				fprintf(f, " sp=0x%016" PRIx64, fr->sp);
+			if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
+				fputs(" <signal handler called>", f);
+			else if (s->function && s->inlined)
+				fprintf(f, " in %s [inlined]", s->function);
+			else if (s->function)
+				fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
+			else if (!o->raw)
+				fputs(" in ??", f);
+			if (s->module)
+				fprintf(f, " (%s)", s->module);
+			if (s->file)
+				fprintf(f, " at %s:%d", s->file, s->line);
+			if (fr->trust == STACKSNAP_TRUST_SCAN)
+				fputs(" [guess: stack scan]", f);
+			else if (o->verbose)
+				fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
+			fputc('\n', f);
+		}
+		if (r[t].end != STACKSNAP_END_COMPLETE)
+			fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r[t].end));
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void print_json(FILE *f, const struct options *o,
+		const struct thread_result *r, size_t n,
+		const struct dump_totals *tot)
+{
+	fprintf(f, "{\"pid\":%d,\"freeze_us\":%.1f,\"bytes_copied\":%zu,"
+		   "\"unwind_us\":%.1f,\"symbolize_us\":%.1f,\"threads\":[",
+		(int)o->pid, tot->snap->freeze_ns / 1e3, tot->snap->bytes_copied,
+		tot->unwind_ns / 1e3, tot->symbolize_ns / 1e3);
+	for (size_t t = 0; t < n; t++) {
+		const struct stacksnap_thread *th = r[t].thread;
+		char state[2] = { th->state ? th->state : '?', 0 };
+
+		fprintf(f, "%s{\"tid\":%d,\"name\":", t ? "," : "", (int)th->tid);
+		json_str(f, th->name);
+		fputs(",\"state\":", f);
+		json_str(f, state);
+		fprintf(f, ",\"complete\":%s,\"end\":",
+			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
+		json_str(f, th->error ? thread_error_str(th->error)
+				      : stacksnap_end__str(r[t].end));
+		fputs(",\"frames\":[", f);
+		for (size_t i = 0; !th->error && i < r[t].nout; i++) {
+			const struct stacksnap_frame *fr = r[t].out[i].frame;
+			const struct stacksnap_sym *s = &r[t].out[i].sym;
+
+			fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":\"0x%" PRIx64 "\",\"function\":",
+				i ? "," : "", fr->pc, fr->sp);
+			json_str(f, fr->flags & STACKSNAP_FRAME_SIGRETURN
+					    ? "<signal handler called>"
+					    : s->function);
+			fprintf(f, ",\"offset\":%" PRIu64 ",\"module\":", s->offset);
+			json_str(f, s->module);
+			fputs(",\"file\":", f);
+			json_str(f, s->file);
+			if (s->line)
+				fprintf(f, ",\"line\":%d", s->line);
+			else
+				fputs(",\"line\":null", f);
+			fprintf(f, ",\"inlined\":%s,\"stepper\":\"%s\",\"trust\":\"%s\"}",
+				s->inlined ? "true" : "false",
+				stacksnap_stepper__str(fr->stepper),
+				stacksnap_trust__str(fr->trust));
+		}
+		fputs("]}", f);
+	}
+	fputs("]}\n", f);
+}
+
+void print_stats(FILE *f, const struct dump_totals *tot)
+{
+	const struct stacksnap_snapshot_stats *s = tot->snap;
+
+	fprintf(f, "stacksnap: freeze %.1f us, %u threads, %zu bytes copied, "
+		   "capture %.1f us, unwind %.1f us (%u frames), symbolize %.1f us\n",
+		s->freeze_ns / 1e3, s->threads, s->bytes_copied, s->capture_ns / 1e3,
+		tot->unwind_ns / 1e3, tot->frames, tot->symbolize_ns / 1e3);
+}

@@ -1,0 +1,43 @@
+/* print.h - the stacksnap output formats: text and JSON. */
+#ifndef STACKSNAP_TOOL_PRINT_H
+#define STACKSNAP_TOOL_PRINT_H
+
+#include <stdio.h>
+
+#include "options.h"
+#include "stacksnap.h"
+
+/* One printed line: a frame, or one of the inline frames at its pc. */
+struct out_frame {
+	const struct stacksnap_frame *frame;
+	struct stacksnap_sym sym;
+};
+
+/* One unwound and symbolized thread, ready to print. */
+struct thread_result {
+	const struct stacksnap_thread *thread;
+	struct stacksnap_frame *frames;
+	int nframes;
+	enum stacksnap_end end;
+	struct out_frame *out;	/* nout lines, innermost first */
+	size_t nout;
+};
+
+struct dump_totals {
+	const struct stacksnap_snapshot_stats *snap;
+	uint64_t unwind_ns, symbolize_ns;
+	unsigned frames;
+};
+
+/* Fills r->out from r->frames. Returns 0 or -ENOMEM. */
+int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
+		     struct thread_result *r);
+void print_text(FILE *f, const struct options *o,
+		const struct thread_result *r, size_t n);
+void print_json(FILE *f, const struct options *o,
+		const struct thread_result *r, size_t n,
+		const struct dump_totals *tot);
+void print_stats(FILE *f, const struct dump_totals *tot);
+const char *thread_error_str(int error);
+
+#endif
