@@ -309,7 +309,12 @@ int elf_image__open(const char *path, const struct log_sink *log,
 		log_warn(log, "%s: not a regular ELF file", path);
 		return fail(S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC);
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	/* Private and writable: libelf (elf_compress, also when libdw
+	 * inflates .debug_* sections) rewrites section headers in place in
+	 * an ELF_C_READ_MMAP image. Copy-on-write keeps the file untouched
+	 * and copies only the pages written. */
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+		   fd, 0);
 	err = -errno;
 	close(fd);
 	if (map == MAP_FAILED) {

@@ -1,6 +1,7 @@
 /* demangle.c - C++ demangling through the C++ runtime, and the renamings
  * gdb applies to symbol names before printing them. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,58 @@
 #include "symbolize/sym_internal.h"
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* The C++ runtime prints the standard substitutions (Ss, Si, So, Sd) by
+ * their typedef names; gdb's demangler spells them out. */
+static const struct {
+	const char *abbrev, *full;
+} std_abbrevs[] = {
+	{ "std::string", "std::basic_string<char, std::char_traits<char>, std::allocator<char> >" },
+	{ "std::istream", "std::basic_istream<char, std::char_traits<char> >" },
+	{ "std::ostream", "std::basic_ostream<char, std::char_traits<char> >" },
+	{ "std::iostream", "std::basic_iostream<char, std::char_traits<char> >" },
+};
+
+static bool ident_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Returns s with the abbreviations expanded (s itself when none). */
+static char *expand_std(char *s)
+{
+	for (size_t k = 0; k < sizeof(std_abbrevs) / sizeof(std_abbrevs[0]); k++) {
+		const char *a = std_abbrevs[k].abbrev, *f = std_abbrevs[k].full;
+		size_t al = strlen(a), fl = strlen(f);
+		char *p = s;
+
+		while ((p = strstr(p, a))) {
+			size_t off = (size_t)(p - s), len = strlen(s);
+			char *g;
+
+			if ((off > 0 && (ident_char(s[off - 1]) || s[off - 1] == ':')) ||
+			    ident_char(p[al])) {
+				p += al;
+				continue;
+			}
+			/* "> >": gdb keeps nested closers apart. */
+			bool sep = p[al] == '>';
+
+			g = malloc(len - al + fl + sep + 1);
+			if (!g)
+				return s;
+			memcpy(g, s, off);
+			memcpy(g + off, f, fl);
+			if (sep)
+				g[off + fl] = ' ';
+			memcpy(g + off + fl + sep, p + al, len - off - al + 1);
+			free(s);
+			s = g;
+			p = s + off + fl;
+		}
+	}
+	return s;
+}
 
 char *demangle(const char *name)
 {
@@ -21,7 +74,7 @@ char *demangle(const char *name)
 		free(s);
 		return NULL;
 	}
-	return s;
+	return expand_std(s);
 }
 
 /* Index of the '(' matching the ')' at s[close], or -1. */

@@ -148,6 +148,28 @@ static const char *file_name(Dwarf_Files *files, Dwarf_Word idx)
 	return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
+/* The assembler emits one subprogram per symbol of a function (getgid,
+ * __getgid, __GI_getgid all at one address); gdb's block search ends on
+ * the last of them in DIE order, so name the function after that one. */
+static Dwarf_Die *last_same_start(Dwarf_Die *die, uint64_t vaddr)
+{
+	static __thread Dwarf_Die best;
+	Dwarf_Die sib = *die;
+	Dwarf_Addr lo, lo2;
+	int guard = 0;
+
+	if (dwarf_lowpc(die, &lo) != 0)
+		return die;
+	best = *die;
+	while (dwarf_siblingof(&sib, &sib) == 0 && guard++ < 4096) {
+		if (dwarf_tag(&sib) == DW_TAG_subprogram &&
+		    dwarf_lowpc(&sib, &lo2) == 0 && lo2 == lo &&
+		    dwarf_haspc(&sib, vaddr) > 0)
+			best = sib;
+	}
+	return &best;
+}
+
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			    int no_demangle, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry)
@@ -158,6 +180,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	size_t nfiles;
 	const char *file = NULL;
 	int lineno = 0, col = 0, nscopes, n = 0;
+	bool asm_cu;
 
 	if (entry)
 		*entry = 0;
@@ -173,7 +196,23 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	}
 	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
+	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
 	nscopes = dwarf_getscopes(&cudie, vaddr, &scopes);
+	/* dwarf_getscopes continues past an inline instance into the scopes
+	 * of its abstract definition; the callers are the concrete parents,
+	 * which dwarf_getscopes_die gives from the innermost function scope. */
+	for (int i = 0; i < nscopes; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Die inner = scopes[i];
+
+			free(scopes);
+			scopes = NULL;
+			nscopes = dwarf_getscopes_die(&inner, &scopes);
+			break;
+		}
+	}
 	for (int i = 0; i < nscopes && (size_t)n < max; i++) {
 		Dwarf_Die *s = &scopes[i];
 		int tag = dwarf_tag(s);
@@ -184,6 +223,8 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
 			continue;
 		o = &out[n++];
+		if (tag == DW_TAG_subprogram && asm_cu)
+			s = last_same_start(s, vaddr);
 		o->function = die_function_name(li, s, no_demangle);
 		o->file = file;
 		o->line = lineno;
@@ -249,11 +290,10 @@ int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 		out[0].offset = vaddr - mstart;
 		return 1;
 	}
-	/* gdb's bt takes the DWARF function's name, unless a minimal symbol
-	 * starts after the function's entry (a ".cold" part, or DWARF that
-	 * covers more than the symbol): then the minimal symbol's. */
-	if (!out[n - 1].inlined && msym &&
-	    (!out[n - 1].function || mstart > entry)) {
+	/* gdb's bt (find_frame_funname) names a frame by its DWARF function
+	 * whenever there is one, also inside a ".cold" part the function's
+	 * ranges cover; the minimal symbol only when there is none. */
+	if (!out[n - 1].inlined && msym && !out[n - 1].function) {
 		out[n - 1].function = msym;
 		entry = mstart;
 	}

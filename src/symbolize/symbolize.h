@@ -62,10 +62,11 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
  * innermost first, then the containing function) and also offset
  * (vaddr - start of the containing function, for every entry). The
  * containing function is named as gdb does: by its DWARF subprogram's
- * linkage name (C++: demangled, without parameters), unless the ELF symbol
- * at vaddr starts after that subprogram's entry (".cold" parts), or there
- * is no DWARF: then by the symtab__lookup name (C++: demangled with
- * parameters, as gdb prints minimal symbols). module and module_offset
+ * linkage name, else DW_AT_name (C++: demangled, without parameters or
+ * return type; for assembler CUs with several subprograms at one address,
+ * the last), and only when no DWARF subprogram covers vaddr by the
+ * symtab__lookup name (C++: demangled with parameters, as gdb prints
+ * minimal symbols). module and module_offset
  * are left 0 for the caller. Returns the count (0: nothing known). */
 int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 		      int no_demangle, struct stacksnap_sym *out, size_t max);

@@ -107,8 +107,10 @@ static int add_symbols(struct sym_table *t, const struct elf_image *img,
 		e->size_nonzero = s.st_size != 0;
 		e->limit = s.st_size ? s.st_value + s.st_size
 				     : tsh.sh_addr + tsh.sh_size;
-		if (e->limit <= e->addr)
-			e->limit = e->addr + 1;
+		/* A zero-sized marker at its section's end (_etext) covers
+		 * nothing: limit == addr. */
+		if (e->limit < e->addr)
+			e->limit = e->addr;
 		e->name = name;
 		at = strchr(name, '@');
 		/* "foo@plt"-style names are gdb's synthetic ones; keep them. */

@@ -1,0 +1,360 @@
+/* test_symbolize.c - symbol names and inline chains compared with what gdb
+ * and eu-addr2line say for the same addresses of real libraries and of a
+ * fixture built here. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf/elf_image.h"
+#include "harness.h"
+#include "symbolize/symbolize.h"
+
+static char tmpdir[] = "/tmp/ss_symtest.XXXXXX";
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* gdb prints, per address: the minimal symbol ("info symbol"), and the
+ * name `bt` gives the containing function (find_frame_funname): the
+ * outermost DWARF function of the block, else the minimal symbol. */
+static const char gdb_script[] =
+	"import gdb\n"
+	"out = open(OUT, 'w')\n"
+	"for line in open(ADDRS):\n"
+	"    a = int(line, 16)\n"
+	"    ms = gdb.execute('info symbol 0x%x' % a, to_string=True).strip()\n"
+	"    mname, mstart = '-', 0\n"
+	"    if ' in section ' in ms:\n"
+	"        head = ms.split(' in section ')[0]\n"
+	"        if ' + ' in head:\n"
+	"            mname, off = head.rsplit(' + ', 1)\n"
+	"            mstart = a - int(off)\n"
+	"        else:\n"
+	"            mname, mstart = head, a\n"
+	"    b = gdb.block_for_pc(a)\n"
+	"    f, fstart = None, 0\n"
+	"    while b is not None and not b.is_global and not b.is_static:\n"
+	"        if b.function is not None:\n"
+	"            f, fstart = b.function, b.start\n"
+	"        b = b.superblock\n"
+	"    bt = mname\n"
+	"    if f is not None:\n"
+	"        bt = f.print_name\n"
+	"    out.write('%x\\t%s\\t%s\\n' % (a, mname, bt))\n"
+	"out.close()\n";
+
+struct gdb_row {
+	uint64_t addr;
+	char msym[1024];
+	char bt[1024];
+};
+
+/* Runs gdb once over file for every address in addrs[]; fills rows. */
+static size_t ask_gdb(const char *file, const uint64_t *addrs, size_t n,
+		      struct gdb_row *rows)
+{
+	char apath[256], opath[256], spath[256], line[4096];
+	FILE *f;
+	size_t got = 0;
+
+	snprintf(apath, sizeof(apath), "%s/addrs.txt", tmpdir);
+	snprintf(opath, sizeof(opath), "%s/gdb_out.txt", tmpdir);
+	snprintf(spath, sizeof(spath), "%s/q.py", tmpdir);
+	f = fopen(apath, "w");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%lx\n", (unsigned long)addrs[i]);
+	fclose(f);
+	f = fopen(spath, "w");
+	fprintf(f, "OUT = '%s'\nADDRS = '%s'\n%s", opath, apath, gdb_script);
+	fclose(f);
+	unlink(opath);
+	if (sh("timeout 300 gdb -batch -nx -ex 'source %s' %s >/dev/null 2>&1",
+	       spath, file) != 0)
+		return 0;
+	f = fopen(opath, "r");
+	if (!f)
+		return 0;
+	while (got < n && fgets(line, sizeof(line), f)) {
+		char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+
+		if (!t2)
+			continue;
+		*t1 = *t2 = 0;
+		line[strcspn(line, "\n")] = 0;
+		t2[1 + strcspn(t2 + 1, "\n")] = 0;
+		rows[got].addr = strtoull(line, NULL, 16);
+		snprintf(rows[got].msym, sizeof(rows[got].msym), "%s", t1 + 1);
+		snprintf(rows[got].bt, sizeof(rows[got].bt), "%s", t2 + 1);
+		got++;
+	}
+	fclose(f);
+	return got;
+}
+
+/* Addresses one byte into every step-th function symbol nm lists. */
+static size_t pick_addrs(const char *nm_cmd, size_t step, uint64_t *addrs,
+			 size_t n, size_t max)
+{
+	char line[4096];
+	FILE *p = popen(nm_cmd, "r");
+	size_t k = 0;
+
+	if (!p)
+		return n;
+	while (fgets(line, sizeof(line), p) && n < max) {
+		char type;
+		unsigned long long a;
+
+		if (sscanf(line, "%llx %c", &a, &type) != 2 ||
+		    !strchr("TtWiI", type))
+			continue;
+		if (k++ % step == 0)
+			addrs[n++] = a + 1;
+	}
+	pclose(p);
+	return n;
+}
+
+/* Compares our minimal-symbol and bt names for a library with gdb's. */
+static void compare_with_gdb(const char *lib, size_t step_dyn, size_t step_dbg)
+{
+	struct elf_image *img = NULL, *dbg = NULL;
+	struct symtab *st = NULL;
+	struct line_info *li = NULL;
+	static uint64_t addrs[2048];
+	static struct gdb_row rows[2048];
+	char cmd[1024];
+	size_t n = 0, got, msym_bad = 0, bt_bad = 0;
+
+	CHECK(elf_image__open(lib, NULL, &img) == 0);
+	if (!img)
+		return;
+	elf_image__open_debug(img, NULL, NULL, &dbg);
+	{
+		const struct elf_image *imgs[] = { img, dbg };
+
+		CHECK(symtab__build(imgs, 2, NULL, &st) == 0);
+	}
+	line_info__open(dbg ? dbg : img, NULL, &li);
+
+	snprintf(cmd, sizeof(cmd), "nm -D --defined-only %s 2>/dev/null | sort -u", lib);
+	n = pick_addrs(cmd, step_dyn, addrs, n, 2048);
+	if (dbg) {
+		snprintf(cmd, sizeof(cmd), "nm %s 2>/dev/null | sort -u", dbg->path);
+		n = pick_addrs(cmd, step_dbg, addrs, n, 2048);
+	}
+	got = ask_gdb(lib, addrs, n, rows);
+	CHECKF(got == n && n > 100, "%s: gdb answered %zu of %zu", lib, got, n);
+	for (size_t i = 0; i < got; i++) {
+		uint64_t start;
+		const char *ours = symtab__lookup(st, rows[i].addr, 0, &start);
+		struct stacksnap_sym out[16];
+		int k = symbolize__lookup(st, li, rows[i].addr, 0, out, 16);
+		const char *bt = k > 0 ? out[k - 1].function : NULL;
+
+		if (strcmp(ours ? ours : "-", rows[i].msym) != 0) {
+			if (msym_bad++ < 10)
+				fprintf(stderr, "  %s %#lx: symtab '%s', gdb info symbol '%s'\n",
+					lib, (unsigned long)rows[i].addr,
+					ours ? ours : "-", rows[i].msym);
+		}
+		if (strcmp(bt ? bt : "-", rows[i].bt) != 0) {
+			if (bt_bad++ < 10)
+				fprintf(stderr, "  %s %#lx: symbolize '%s', gdb bt '%s'\n",
+					lib, (unsigned long)rows[i].addr,
+					bt ? bt : "-", rows[i].bt);
+		}
+	}
+	printf("  %s: %zu addresses, %zu minimal-symbol and %zu bt-name mismatches\n",
+	       lib, got, msym_bad, bt_bad);
+	CHECK(msym_bad == 0);
+	CHECK(bt_bad == 0);
+	line_info__free(li);
+	symtab__free(st);
+	elf_image__free(dbg);
+	elf_image__free(img);
+}
+
+static void gdb_names_libc(void)
+{
+	compare_with_gdb("/lib/x86_64-linux-gnu/libc.so.6", 7, 23);
+}
+
+static void gdb_names_ld_so(void)
+{
+	compare_with_gdb("/lib64/ld-linux-x86-64.so.2", 1, 3);
+}
+
+static void gdb_names_libstdcxx(void)
+{
+	compare_with_gdb("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", 13, 1);
+}
+
+/* The fixture for file:line and inlines: -O2 -g with inlined calls. */
+static const char inline_src[] =
+	"#include <stdio.h>\n"
+	"#include <stdlib.h>\n"
+	"static inline __attribute__((always_inline)) int leaf(int x)\n"
+	"{\n"
+	"\tif (x == 12345) abort();\n"
+	"\treturn x * 3 + 1;\n"
+	"}\n"
+	"static inline __attribute__((always_inline)) int mid(int x)\n"
+	"{\n"
+	"\tint r = leaf(x + 1);\n"
+	"\treturn r ^ 5;\n"
+	"}\n"
+	"__attribute__((noinline)) int outer(int x)\n"
+	"{\n"
+	"\tint s = mid(x);\n"
+	"\treturn s + mid(s);\n"
+	"}\n"
+	"namespace ns { template <typename T> __attribute__((noinline)) T twice(T v) { return v + v; } }\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\tprintf(\"%d\\n\", outer(argc) + ns::twice<int>(argc));\n"
+	"\treturn 0;\n"
+	"}\n";
+
+/* Runs eu-addr2line -i -f for addr; returns pairs of (function, file:line)
+ * lines, up to max pairs. */
+static int addr2line(const char *file, uint64_t addr, char fn[][256],
+		     char loc[][512], int max)
+{
+	char cmd[1024], a[256], b[512];
+	FILE *p;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "eu-addr2line -i -f -C -e %s %#lx", file,
+		 (unsigned long)addr);
+	p = popen(cmd, "r");
+	if (!p)
+		return 0;
+	while (n < max && fgets(a, sizeof(a), p) && fgets(b, sizeof(b), p)) {
+		a[strcspn(a, "\n")] = 0;
+		b[strcspn(b, "\n")] = 0;
+		strcpy(fn[n], a);
+		strcpy(loc[n], b);
+		n++;
+	}
+	pclose(p);
+	return n;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = p ? strrchr(p, '/') : NULL;
+
+	return s ? s + 1 : p;
+}
+
+static void inline_chain_vs_addr2line(void)
+{
+	char src[512], bin[512];
+	struct elf_image *img = NULL;
+	struct symtab *st = NULL;
+	struct line_info *li = NULL;
+	size_t checked = 0, with_inlines = 0, bad = 0;
+
+	snprintf(src, sizeof(src), "%s/inl.cc", tmpdir);
+	snprintf(bin, sizeof(bin), "%s/inl", tmpdir);
+	{
+		FILE *f = fopen(src, "w");
+
+		fputs(inline_src, f);
+		fclose(f);
+	}
+	CHECK(sh("g++ -O2 -g -o %s %s", bin, src) == 0);
+	CHECK(elf_image__open(bin, NULL, &img) == 0);
+	if (!img)
+		return;
+	{
+		const struct elf_image *imgs[] = { img };
+
+		CHECK(symtab__build(imgs, 1, NULL, &st) == 0);
+	}
+	CHECK(line_info__open(img, NULL, &li) == 0 && li);
+	for (uint64_t a = img->text.vaddr; li && a < img->text.vaddr + img->text.size; a++) {
+		struct stacksnap_sym out[8];
+		char fn[8][256], loc[8][512];
+		int k = line_info__lookup(li, a, 0, out, 8);
+		int m;
+		uint64_t start;
+		const char *name = symtab__lookup(st, a, 0, &start);
+
+		if (k <= 0 || !name ||
+		    (strncmp(name, "outer", 5) && strncmp(name, "ns::twice", 9) &&
+		     strncmp(name, "main", 4)))
+			continue;
+		m = addr2line(bin, a, fn, loc, 8);
+		checked++;
+		if (k > 1)
+			with_inlines++;
+		if (m != k) {
+			if (bad++ < 5)
+				fprintf(stderr, "  %#lx: %d frames, eu-addr2line %d\n",
+					(unsigned long)a, k, m);
+			continue;
+		}
+		for (int i = 0; i < k; i++) {
+			char mine[600];
+
+			snprintf(mine, sizeof(mine), "%s:%d", base_name(out[i].file),
+				 out[i].line);
+			/* eu-addr2line adds ":column"; compare file:line. */
+			if (!strstr(loc[i], mine) ||
+			    strncmp(fn[i], out[i].function ? out[i].function : "??",
+				    strlen(out[i].function ? out[i].function : "??"))) {
+				if (bad++ < 5)
+					fprintf(stderr, "  %#lx frame %d: ours %s %s, eu-addr2line %s %s\n",
+						(unsigned long)a, i, out[i].function, mine,
+						fn[i], loc[i]);
+			}
+		}
+		if (checked > 400)
+			break;
+	}
+	printf("  %zu addresses checked, %zu with inline frames, %zu mismatches\n",
+	       checked, with_inlines, bad);
+	CHECK(checked > 20 && with_inlines > 5 && bad == 0);
+	line_info__free(li);
+	symtab__free(st);
+	elf_image__free(img);
+}
+
+static void demangle_and_strip(void)
+{
+	char *d = demangle("_ZN2ns5twiceIiEET_S1_");
+
+	CHECK(d && !strcmp(d, "int ns::twice<int>(int)"));
+	free(d);
+	CHECK(demangle("main") == NULL);
+	CHECK(demangle("_Znotvalid") == NULL);
+}
+
+static void setup(void)
+{
+	CHECK(mkdtemp(tmpdir) != NULL);
+}
+
+static void cleanup(void)
+{
+	sh("rm -rf %s", tmpdir);
+}
+
+TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip),
+	  TEST(inline_chain_vs_addr2line), TEST(gdb_names_libc),
+	  TEST(gdb_names_ld_so), TEST(gdb_names_libstdcxx), TEST(cleanup))
