@@ -70,12 +70,20 @@ const struct unwind_row *unwind_table__lookup(const struct unwind_table *t,
  * Fills *caller with the caller's registers (valid bits for what could be
  * recovered, rip always from the return-address rule) and *cfa. Bounded in
  * steps and expression stack depth. Returns 0 or -errno (-EINVAL: CFI not
- * usable, -EFAULT: a memory read failed). */
+ * usable, -EFAULT: a memory read failed). A return address that is
+ * undefined (outermost frame) or has no rule returns 0 with rip's valid
+ * bit clear; a register other than rip whose saved value cannot be read
+ * is just left invalid. */
 int unwind_table__eval_dwarf(const struct unwind_table *t,
 			     const struct unwind_row *row, uint64_t vaddr,
 			     uint64_t bias, const struct stacksnap_regs *regs,
 			     stacksnap_read_fn read, void *user,
 			     struct stacksnap_regs *caller, uint64_t *cfa);
+
+/* The link-time address range [*lo, *hi) the table's rows span (both 0
+ * for an empty table). Lookups outside it return NULL. */
+void unwind_table__range(const struct unwind_table *t, uint64_t *lo,
+			 uint64_t *hi);
 
 /* Statistics for --stats and benchmarks. */
 struct unwind_table_stats {
