@@ -517,10 +517,16 @@ static void compare_file(const char *path, int want, unsigned step)
 		close(fd);
 		return;
 	}
-	if (want & WANT_EH)
-		CHECKF(compare_section(path, elf, ".eh_frame",
-				       dwarf_getcfi_elf(elf), step),
+	if (want & WANT_EH) {
+		/* This CFI is ours to end; the .debug_frame one belongs to
+		 * its Dwarf. */
+		Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
+
+		CHECKF(compare_section(path, elf, ".eh_frame", cfi, step),
 		       "%s: no .eh_frame", path);
+		if (cfi)
+			dwarf_cfi_end(cfi);
+	}
 	if (want & WANT_DEBUG) {
 		dbg = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		CHECKF(dbg != NULL, "%s: no DWARF", path);
