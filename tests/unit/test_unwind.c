@@ -1,0 +1,361 @@
+/* test_unwind.c - the unwinder on this process's own stack, checked
+ * against glibc's backtrace() (libgcc's unwinder, an independent
+ * implementation), through each memory source; truncation reasons; caller
+ * supplied mappings; memory sources' bounds. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "stacksnap.h"
+
+#define NOINLINE __attribute__((noinline))
+#define MAXF 8192
+
+static struct stacksnap_ctx *ctx;
+static struct stacksnap_addrspace *self_as;
+
+/* What the innermost function saw: its registers at a known point and
+ * glibc's backtrace from the same function. */
+struct capture {
+	struct stacksnap_regs regs;
+	void *bt[MAXF];
+	int nbt;
+	uint8_t *stack_copy;	/* copy of [rsp, rsp + copy_len) */
+	size_t copy_len;
+	struct stacksnap_frame frames[MAXF];
+	int nframes;
+	enum stacksnap_end end;
+};
+
+static struct capture cap;
+static unsigned copy_bytes = 1 << 20;
+static unsigned max_frames = MAXF;
+
+static int read_stack_end(uint64_t sp, uint64_t *end)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		if (sscanf(line, "%llx-%llx", &a, &b) == 2 && sp >= a && sp < b) {
+			*end = b;
+			found = 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Captures the registers at this point, copies the stack, and unwinds
+ * while the frames above are still live. */
+NOINLINE static void innermost(struct stacksnap_mem *mem_kind_self, int use_copy)
+{
+	uint64_t rip, rsp, rbp, end = 0;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(rip), "=r"(rsp), "=r"(rbp));
+	memset(&cap.regs, 0, sizeof(cap.regs));
+	cap.regs.regs[STACKSNAP_REG_RIP] = rip;
+	cap.regs.regs[STACKSNAP_REG_RSP] = rsp;
+	cap.regs.regs[STACKSNAP_REG_RBP] = rbp;
+	cap.regs.valid = (1u << STACKSNAP_REG_RIP) | (1u << STACKSNAP_REG_RSP) |
+			 (1u << STACKSNAP_REG_RBP);
+	cap.nbt = backtrace(cap.bt, MAXF);
+	/* Under AddressSanitizer backtrace() is intercepted: drop the
+	 * interceptor's own frame. */
+	Dl_info info;
+	if (cap.nbt > 0 && dladdr(cap.bt[0], &info) && info.dli_fname &&
+	    strstr(info.dli_fname, "libasan")) {
+		memmove(cap.bt, cap.bt + 1, --cap.nbt * sizeof(cap.bt[0]));
+	}
+
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = max_frames);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uo);
+	struct stacksnap_mem *mem = mem_kind_self;
+
+	if (use_copy) {
+		CHECK(read_stack_end(rsp, &end) == 0);
+		cap.copy_len = end - rsp < copy_bytes ? end - rsp : copy_bytes;
+		cap.stack_copy = malloc(cap.copy_len);
+		/* Through the kernel: a plain memcpy of live stack would trip
+		 * AddressSanitizer's redzones. */
+		struct iovec l = { cap.stack_copy, cap.copy_len };
+		struct iovec r = { (void *)(uintptr_t)rsp, cap.copy_len };
+		CHECK(process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)cap.copy_len);
+		mem = stacksnap_mem__new_copy(cap.stack_copy, cap.copy_len, rsp);
+	}
+	cap.nframes = stacksnap_unwind(uw, self_as, &cap.regs, mem, cap.frames,
+				       MAXF, &cap.end);
+	if (use_copy) {
+		stacksnap_mem__free(mem);
+		free(cap.stack_copy);
+	}
+	stacksnap_unwinder__free(uw);
+	__asm__ volatile("" ::: "memory");
+}
+
+static volatile int sink;
+NOINLINE static void recurse(int depth, struct stacksnap_mem *m, int use_copy)
+{
+	if (depth > 0)
+		recurse(depth - 1, m, use_copy);
+	else
+		innermost(m, use_copy);
+	sink++; /* no tail call */
+}
+
+/* Frames 1.. of ours are return addresses, as bt[1..] are (bt[0] is the
+ * return address into innermost after the backtrace() call). */
+static void check_matches_backtrace(const char *what)
+{
+	int n = cap.nframes < cap.nbt ? cap.nframes : cap.nbt;
+	int mismatches = 0;
+
+	CHECKF(cap.nframes > 3, "%s: %d frames", what, cap.nframes);
+	CHECKF(cap.nframes == cap.nbt, "%s: %d frames, backtrace() %d", what,
+	       cap.nframes, cap.nbt);
+	for (int i = 1; i < n; i++)
+		if (cap.frames[i].pc != (uint64_t)(uintptr_t)cap.bt[i])
+			mismatches++;
+	if (mismatches || cap.nframes != cap.nbt)
+		for (int i = 0; i < cap.nframes || i < cap.nbt; i++)
+			fprintf(stderr, "    #%d ours %#llx backtrace() %p\n", i,
+				i < cap.nframes ? (unsigned long long)cap.frames[i].pc : 0ull,
+				i < cap.nbt ? cap.bt[i] : NULL);
+	CHECKF(mismatches == 0, "%s: %d pcs differ from backtrace()", what,
+	       mismatches);
+	CHECKF(cap.end == STACKSNAP_END_COMPLETE, "%s: ended with %s", what,
+	       stacksnap_end__str(cap.end));
+	for (int i = 1; i < cap.nframes; i++)
+		CHECK(cap.frames[i].sp > cap.frames[i - 1].sp);
+}
+
+static void self_live_memory(void)
+{
+	struct stacksnap_mem *m = stacksnap_mem__new_self();
+
+	recurse(20, m, 0);
+	check_matches_backtrace("self memory");
+	stacksnap_mem__free(m);
+}
+
+static void self_copied_stack(void)
+{
+	recurse(20, NULL, 1);
+	check_matches_backtrace("copied stack");
+}
+
+static void self_pid_memory(void)
+{
+	struct stacksnap_mem *m = stacksnap_mem__new_pid(getpid());
+
+	recurse(20, m, 0);
+	check_matches_backtrace("pid memory");
+	stacksnap_mem__free(m);
+}
+
+static void deep_recursion(void)
+{
+	recurse(6000, NULL, 1);
+	CHECKF(cap.nframes > 6000, "%d frames", cap.nframes);
+	check_matches_backtrace("6000 frames");
+}
+
+static void frame_limit(void)
+{
+	max_frames = 10;
+	recurse(50, NULL, 1);
+	max_frames = MAXF;
+	CHECK(cap.nframes == 10);
+	CHECK(cap.end == STACKSNAP_END_FRAME_LIMIT);
+}
+
+static void stack_copy_too_small(void)
+{
+	copy_bytes = 8192;
+	recurse(1000, NULL, 1);
+	copy_bytes = 1 << 20;
+	CHECK(cap.end == STACKSNAP_END_STACK_COPY);
+	CHECKF(cap.nframes > 1 && cap.nframes < 1000, "%d frames", cap.nframes);
+	/* Every frame produced lies inside the copy. */
+	for (int i = 1; i < cap.nframes; i++)
+		CHECK(cap.frames[i].sp <= cap.regs.regs[STACKSNAP_REG_RSP] + 8192);
+}
+
+static void symbolize_self(void)
+{
+	struct stacksnap_sym sym[8];
+	int n, found_recurse = 0, found_innermost = 0;
+
+	recurse(3, NULL, 1);
+	for (int i = 0; i < cap.nframes; i++) {
+		n = stacksnap_addrspace__symbolize(self_as, cap.frames[i].pc, i > 0,
+						   0, sym, 8);
+		CHECK(n >= 1);
+		if (n >= 1 && sym[0].function) {
+			found_innermost += !strcmp(sym[0].function, "innermost");
+			found_recurse += !strcmp(sym[0].function, "recurse");
+		}
+	}
+	CHECK(found_innermost == 1);
+	CHECK(found_recurse == 4);
+}
+
+/* A pc outside every mapping ends the walk at once. */
+static void pc_outside_mappings(void)
+{
+	struct stacksnap_addrspace *as = stacksnap_addrspace__new(ctx);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	uint64_t stack[4] = { 0 };
+	struct stacksnap_mem *m = stacksnap_mem__new_copy(stack, sizeof(stack), 0x1000);
+	struct stacksnap_regs r = { .valid = (1u << STACKSNAP_REG_RIP) | (1u << STACKSNAP_REG_RSP) };
+	struct stacksnap_frame f[4];
+	enum stacksnap_end end;
+
+	r.regs[STACKSNAP_REG_RIP] = 0x400000;
+	r.regs[STACKSNAP_REG_RSP] = 0x1000;
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .no_frame_pointer = true);
+	struct stacksnap_unwinder *nofp = stacksnap_unwinder__new(&uo);
+	CHECK(stacksnap_unwind(nofp, as, &r, m, f, 4, &end) == 1);
+	CHECK(end == STACKSNAP_END_NO_MODULE);
+	/* Registers without rsp are refused. */
+	r.valid = 1u << STACKSNAP_REG_RIP;
+	CHECK(stacksnap_unwind(uw, as, &r, m, f, 4, &end) == -EINVAL);
+	stacksnap_unwinder__free(nofp);
+	stacksnap_unwinder__free(uw);
+	stacksnap_mem__free(m);
+	stacksnap_addrspace__free(as);
+}
+
+/* The frame-pointer stepper over anonymous code: [rbp] = caller's rbp,
+ * [rbp + 8] = return address, until a return address of 0. */
+static void frame_pointer_chain(void)
+{
+	struct stacksnap_addrspace *as = stacksnap_addrspace__new(ctx);
+	STACKSNAP_OPTS(stacksnap_mapping, code, .start = 0x10000, .end = 0x20000,
+		       .prot = PROT_READ | PROT_EXEC);
+	uint64_t stack[16] = { 0 };
+	const uint64_t base = 0x7000;
+	/* frame A at base+0x10: saved rbp -> base+0x30, ra 0x10100
+	 * frame B at base+0x30: saved rbp -> 0, ra 0 (bottom) */
+	stack[2] = base + 0x30;
+	stack[3] = 0x10100;
+	stack[6] = 0;
+	stack[7] = 0;
+	struct stacksnap_mem *m = stacksnap_mem__new_copy(stack, sizeof(stack), base);
+	struct stacksnap_regs r = { .valid = 0x1ffff };
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	struct stacksnap_frame f[8];
+	enum stacksnap_end end;
+	int n;
+
+	CHECK(stacksnap_addrspace__add_mapping(as, &code) == 0);
+	r.regs[STACKSNAP_REG_RIP] = 0x10010;
+	r.regs[STACKSNAP_REG_RSP] = base;
+	r.regs[STACKSNAP_REG_RBP] = base + 0x10;
+	n = stacksnap_unwind(uw, as, &r, m, f, 8, &end);
+	CHECK(n == 2);
+	CHECK(end == STACKSNAP_END_COMPLETE);
+	CHECK(n == 2 && f[1].pc == 0x10100 && f[1].stepper == STACKSNAP_STEP_FP &&
+	      f[1].trust == STACKSNAP_TRUST_FP && f[1].sp == base + 0x20);
+	/* The return address leaves every executable mapping: BAD_PC. */
+	stack[3] = 0x90000;
+	n = stacksnap_unwind(uw, as, &r, m, f, 8, &end);
+	CHECK(n == 1 && end == STACKSNAP_END_BAD_PC);
+	/* Punching the code out of the space: the pc has no mapping. */
+	CHECK(stacksnap_addrspace__remove_range(as, 0x10000, 0x11000) == 0);
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .no_frame_pointer = true);
+	struct stacksnap_unwinder *nofp = stacksnap_unwinder__new(&uo);
+	n = stacksnap_unwind(nofp, as, &r, m, f, 8, &end);
+	CHECK(n == 1 && end == STACKSNAP_END_NO_MODULE);
+	stacksnap_unwinder__free(nofp);
+	stacksnap_unwinder__free(uw);
+	stacksnap_mem__free(m);
+	stacksnap_addrspace__free(as);
+}
+
+static int cb_reads;
+static int read_cb(void *user, uint64_t addr, void *buf, size_t len)
+{
+	cb_reads++;
+	if (addr < 0x1000 || addr + len > 0x1010)
+		return -EFAULT;
+	memset(buf, 0xab, len);
+	return 0;
+}
+
+static void memory_sources(void)
+{
+	uint8_t bytes[16];
+	uint64_t v = 0;
+	struct stacksnap_mem *copy, *cb;
+
+	for (int i = 0; i < 16; i++)
+		bytes[i] = (uint8_t)i;
+	copy = stacksnap_mem__new_copy(bytes, sizeof(bytes), 0x2000);
+	CHECK(stacksnap_mem__read(copy, 0x2008, &v, 8) == 0);
+	CHECK(v == 0x0f0e0d0c0b0a0908ull);
+	CHECK(stacksnap_mem__read(copy, 0x2009, &v, 8) == -ENODATA);
+	CHECK(stacksnap_mem__read(copy, 0x1ff8, &v, 8) == -ENODATA);
+	CHECK(stacksnap_mem__read(copy, UINT64_MAX - 3, &v, 8) == -ENODATA);
+	cb = stacksnap_mem__new_callback(read_cb, NULL);
+	CHECK(stacksnap_mem__set_fallback(copy, cb) == 0);
+	CHECK(stacksnap_mem__read(copy, 0x1000, &v, 8) == 0 && v == 0xababababababababull);
+	CHECK(stacksnap_mem__read(copy, 0x2000, &v, 8) == 0 && v == 0x0706050403020100ull);
+	CHECK(cb_reads == 1);
+	CHECK(stacksnap_mem__read(copy, 0x100c, &v, 8) == -EFAULT);
+	CHECK(stacksnap_mem__set_fallback(copy, copy) == -EINVAL);
+	CHECK(stacksnap_mem__new_pid(-1) == NULL && errno == EINVAL);
+	/* Live reads of an unmapped page fail cleanly. */
+	struct stacksnap_mem *self = stacksnap_mem__new_pid(getpid());
+	CHECK(stacksnap_mem__read(self, 8, &v, 8) == -EFAULT);
+	CHECK(stacksnap_mem__read(self, (uint64_t)(uintptr_t)bytes, &v, 8) == 0);
+	stacksnap_mem__free(self);
+	stacksnap_mem__free(cb);
+	stacksnap_mem__free(copy);
+}
+
+static void perf_register_layout(void)
+{
+	/* sample_regs_user with AX, SP, IP, R15 (bits 0, 7, 8, 23). */
+	uint64_t mask = 1ull << 0 | 1ull << 7 | 1ull << 8 | 1ull << 23;
+	uint64_t vals[] = { 11, 22, 33, 44 };
+	struct stacksnap_regs r;
+
+	stacksnap_regs__from_perf(&r, mask, vals);
+	CHECK(r.regs[STACKSNAP_REG_RAX] == 11 && r.regs[STACKSNAP_REG_RSP] == 22 &&
+	      r.regs[STACKSNAP_REG_RIP] == 33 && r.regs[STACKSNAP_REG_R15] == 44);
+	CHECK(r.valid == (1u << STACKSNAP_REG_RAX | 1u << STACKSNAP_REG_RSP |
+			  1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_R15));
+}
+
+static void setup(void)
+{
+	ctx = stacksnap_ctx__new(NULL);
+	CHECK(ctx != NULL);
+	self_as = stacksnap_addrspace__from_pid(ctx, getpid());
+	CHECK(self_as != NULL);
+}
+
+static void cleanup(void)
+{
+	stacksnap_addrspace__free(self_as);
+	stacksnap_ctx__free(ctx);
+}
+
+TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack),
+	  TEST(self_pid_memory), TEST(deep_recursion), TEST(frame_limit),
+	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
+	  TEST(frame_pointer_chain), TEST(memory_sources), TEST(perf_register_layout),
+	  TEST(cleanup))
