@@ -148,33 +148,71 @@ static const char *file_name(Dwarf_Files *files, Dwarf_Word idx)
 	return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
-/* The assembler emits one subprogram per symbol of a function (getgid,
- * __getgid, __GI_getgid all at one address); gdb's block search ends on
- * the last of them in DIE order, so name the function after that one. */
-static Dwarf_Die *last_same_start(Dwarf_Die *die, uint64_t vaddr)
-{
-	static __thread Dwarf_Die best;
-	Dwarf_Die sib = *die;
-	Dwarf_Addr lo, lo2;
-	int guard = 0;
+/* Longest inline nesting followed; deeper chains are cut (hostile DWARF). */
+#define SCOPE_DEPTH_MAX 64
+/* DIEs visited per lookup before giving up (hostile or huge CUs). */
+#define SCOPE_VISIT_MAX 2000000
 
-	if (dwarf_lowpc(die, &lo) != 0)
-		return die;
-	best = *die;
-	while (dwarf_siblingof(&sib, &sib) == 0 && guard++ < 4096) {
-		if (dwarf_tag(&sib) == DW_TAG_subprogram &&
-		    dwarf_lowpc(&sib, &lo2) == 0 && lo2 == lo &&
-		    dwarf_haspc(&sib, vaddr) > 0)
-			best = sib;
+static bool is_function(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* Walks the CU's concrete DIE tree down to pc, filling chain[]
+ * outermost first with the subprogram and the inline instances around
+ * pc. (dwarf_getscopes would do it, but it follows abstract origins
+ * instead of the concrete callers and leaks on malformed DWARF.)
+ * The assembler emits one subprogram per symbol of a function (getgid,
+ * __getgid, __GI_getgid at one address); gdb's block search ends on the
+ * last of them, so with last_match the last top-level match is taken. */
+static int scope_chain(Dwarf_Die *cu, uint64_t pc, bool last_match,
+		       Dwarf_Die *chain, int max)
+{
+	Dwarf_Die cur = *cu, child;
+	int n = 0;
+	long visits = 0;
+
+	while (n < max && dwarf_child(&cur, &child) == 0) {
+		bool found = false;
+		Dwarf_Die pick;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if (++visits > SCOPE_VISIT_MAX)
+				return n;
+			if (tag == DW_TAG_namespace && n == 0 &&
+			    dwarf_haschildren(&child) > 0) {
+				/* Functions inside namespaces: look in. */
+				int k = scope_chain(&child, pc, last_match, chain, max);
+
+				if (k > 0)
+					return k;
+				continue;
+			}
+			if (!is_function(tag) && tag != DW_TAG_lexical_block)
+				continue;
+			if (dwarf_haspc(&child, pc) <= 0)
+				continue;
+			pick = child;
+			found = true;
+			if (!(last_match && n == 0 && tag == DW_TAG_subprogram))
+				break;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+		if (is_function(dwarf_tag(&pick)))
+			chain[n++] = pick;
+		cur = pick;
 	}
-	return &best;
+	return n;
 }
 
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			    int no_demangle, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry)
 {
-	Dwarf_Die cudie, *scopes = NULL;
+	Dwarf_Die cudie, scopes[SCOPE_DEPTH_MAX];
 	Dwarf_Line *line;
 	Dwarf_Files *files = NULL;
 	size_t nfiles;
@@ -197,34 +235,15 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
 	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
-	nscopes = dwarf_getscopes(&cudie, vaddr, &scopes);
-	/* dwarf_getscopes continues past an inline instance into the scopes
-	 * of its abstract definition; the callers are the concrete parents,
-	 * which dwarf_getscopes_die gives from the innermost function scope. */
-	for (int i = 0; i < nscopes; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
-			Dwarf_Die inner = scopes[i];
-
-			free(scopes);
-			scopes = NULL;
-			nscopes = dwarf_getscopes_die(&inner, &scopes);
-			break;
-		}
-	}
-	for (int i = 0; i < nscopes && (size_t)n < max; i++) {
+	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);
+	for (int i = nscopes - 1; i >= 0 && (size_t)n < max; i--) {
 		Dwarf_Die *s = &scopes[i];
 		int tag = dwarf_tag(s);
 		struct stacksnap_sym *o;
 		Dwarf_Attribute a;
 		Dwarf_Word w;
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-			continue;
 		o = &out[n++];
-		if (tag == DW_TAG_subprogram && asm_cu)
-			s = last_same_start(s, vaddr);
 		o->function = die_function_name(li, s, no_demangle);
 		o->file = file;
 		o->line = lineno;
@@ -250,7 +269,6 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			      ? (int)w
 			      : 0;
 	}
-	free(scopes);
 	if (n == 0 && line && max) {
 		/* Line info without a subprogram (assembly): keep the line. */
 		memset(&out[0], 0, sizeof(out[0]));
