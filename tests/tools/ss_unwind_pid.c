@@ -280,8 +280,13 @@ static int dump_thread(struct stacksnap_unwinder *uw,
 	for (int i = 0; i < n; i++) {
 		const struct stacksnap_frame *f = &frames[i];
 		/* Caller frames hold return addresses: the call is at pc - 1.
-		 * A frame a signal interrupted holds the exact pc. */
-		bool is_return = i > 0 && !(f->flags & STACKSNAP_FRAME_SIGNAL);
+		 * A frame a signal interrupted holds the exact pc. So does the
+		 * frame above it, the signal trampoline: the handler returns
+		 * to the trampoline's first instruction, no call precedes it,
+		 * and pc - 1 would fall before __restore_rt. */
+		bool is_return = i > 0 && !(f->flags & STACKSNAP_FRAME_SIGNAL) &&
+				 !(i + 1 < n && (frames[i + 1].flags &
+						 STACKSNAP_FRAME_SIGNAL));
 		int ns = stacksnap_addrspace__symbolize(as, f->pc, is_return,
 							sym_flags, syms,
 							MAX_INLINE);
