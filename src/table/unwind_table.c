@@ -465,10 +465,12 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 		struct cfi_fde fde;
 
 		if (!r || (i > 0 && r->input != refs[i - 1].input)) {
-			/* Input done: its ranges are claimed for later ones. */
-			err = claim(&claimed, &nclaimed, &capclaimed,
-				    cc.frags + input_frags,
-				    cc.nfrags - input_frags);
+			/* Input done: its ranges are claimed for the FDEs
+			 * of later inputs, if any follow. */
+			if (r)
+				err = claim(&claimed, &nclaimed, &capclaimed,
+					    cc.frags + input_frags,
+					    cc.nfrags - input_frags);
 			if (err)
 				goto out;
 			if (!r)
@@ -580,14 +582,14 @@ const struct unwind_row *unwind_table__lookup(const struct unwind_table *t,
 	o = (uint32_t)off;
 	lo = t->block[off >> t->block_shift];
 	hi = t->block[(off >> t->block_shift) + 1];
-	/* Last row with starts[row] <= o, within [lo, hi]. */
-	while (lo < hi) {
-		size_t mid = (lo + hi + 1) / 2;
+	/* Last row with starts[row] <= o, within [lo, hi]. Branch-free:
+	 * the comparison becomes a conditional move, so random addresses
+	 * cost no mispredictions. */
+	for (size_t n = hi - lo + 1; n > 1;) {
+		size_t half = n / 2;
 
-		if (t->starts[mid] <= o)
-			lo = mid;
-		else
-			hi = mid - 1;
+		lo = t->starts[lo + half] <= o ? lo + half : lo;
+		n -= half;
 	}
 	if (t->rows[lo].cfa_kind == UT_CFA_NONE)
 		return NULL;
