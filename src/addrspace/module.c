@@ -134,6 +134,42 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 		m->minidebug = NULL;
 }
 
+/* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
+ * `mov $15,%eax; syscall` (musl and others). Finding them once per module
+ * keeps the check off the per-frame path. */
+static void find_sigreturn(struct module *m)
+{
+	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+					0x00, 0x00, 0x0f, 0x05 };
+	static const uint8_t movl[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	const struct elf_image *img = m->img;
+
+	for (size_t i = 0; i < img->nsegs; i++) {
+		const struct elf_segment *s = &img->segs[i];
+
+		if (!(s->flags & 1 /* PF_X */) || s->offset > img->size ||
+		    s->filesz > img->size - s->offset)
+			continue;
+		const uint8_t *code = img->bytes + s->offset;
+		for (const uint8_t *p = code;
+		     (p = memmem(p, s->filesz - (size_t)(p - code), movl + 5, 2));
+		     p++) {
+			/* p is at the syscall: see which mov precedes it. */
+			size_t at = (size_t)(p - code);
+			size_t start;
+
+			if (at >= 7 && !memcmp(p - 7, movq, sizeof(movq)))
+				start = at - 7;
+			else if (at >= 5 && !memcmp(p - 5, movl, sizeof(movl)))
+				start = at - 5;
+			else
+				continue;
+			if (m->nsigreturn < MODULE_MAX_SIGRETURN)
+				m->sigreturn[m->nsigreturn++] = s->vaddr + start;
+		}
+	}
+}
+
 const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
 					 struct module *m)
 {
@@ -143,6 +179,7 @@ const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
 	if (m->table_tried)
 		return m->table;
 	m->table_tried = true;
+	find_sigreturn(m);
 	if (m->img->eh_frame.size)
 		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
 					      m->img->eh_frame.size,

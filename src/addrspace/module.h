@@ -17,6 +17,8 @@ struct unwind_table;
 struct symtab;
 struct line_info;
 
+#define MODULE_MAX_SIGRETURN 4
+
 /* Invariant: img is never NULL. Each *_tried flag is set once the lazy
  * member was attempted, so a failure is not retried on every frame. refs
  * counts the address-space mappings using the module; the cache keeps
@@ -33,6 +35,11 @@ struct module {
 	struct line_info *lines;
 	bool debug_tried, table_tried, symtab_tried, lines_tried;
 	bool is_vdso;
+	/* Link-time addresses of rt_sigreturn trampolines in the image's
+	 * code, found once with the table (a module rarely has more than
+	 * one: glibc's __restore_rt). */
+	uint64_t sigreturn[MODULE_MAX_SIGRETURN];
+	unsigned nsigreturn;
 };
 
 struct stacksnap_ctx {
@@ -60,6 +67,16 @@ const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
 					 struct module *m);
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
+
+/* Is link-time vaddr the start of a signal-return trampoline? Valid after
+ * module__table() was called. */
+static inline bool module__is_sigreturn(const struct module *m, uint64_t vaddr)
+{
+	for (unsigned i = 0; i < m->nsigreturn; i++)
+		if (m->sigreturn[i] == vaddr)
+			return true;
+	return false;
+}
 
 /* Copies up to len code bytes at link-time address vaddr from the image
  * (for recognising signal trampolines and call instructions without

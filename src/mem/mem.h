@@ -67,10 +67,16 @@ static inline int mem_read(struct stacksnap_mem *m, uint64_t addr, void *buf,
 	return mem_read_slow(m, addr, buf, len);
 }
 
+/* The common case, a word inside the copy, without a memcpy call. */
 static inline int mem_read_u64(struct stacksnap_mem *m, uint64_t addr,
 			       uint64_t *v)
 {
-	return mem_read(m, addr, v, sizeof(*v));
+	if (m->bytes && addr - m->base < m->len &&
+	    m->len - (addr - m->base) >= sizeof(*v)) {
+		memcpy(v, m->bytes + (addr - m->base), sizeof(*v));
+		return 0;
+	}
+	return mem_read_slow(m, addr, v, sizeof(*v));
 }
 
 /* stacksnap_read_fn adapter so lower modules can read through a source. */

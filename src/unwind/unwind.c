@@ -39,6 +39,9 @@ struct stacksnap_unwinder {
 	struct stacksnap_mem *mem;
 	struct frame_state cur;
 	bool have_cur;
+	/* The mapping of cur's pc - 1, found when cur was checked; saves the
+	 * next step a lookup. NULL when not known. */
+	const struct as_map *cur_map;
 	unsigned nframes;	/* frames emitted */
 	unsigned nsignals;	/* signal frames crossed */
 	enum stacksnap_end end;
@@ -91,6 +94,7 @@ int stacksnap_unwinder__start(struct stacksnap_unwinder *uw,
 	uw->cur.trust = STACKSNAP_TRUST_CONTEXT;
 	uw->cur.flags = 0;
 	uw->have_cur = true;
+	uw->cur_map = NULL;
 	uw->nframes = 0;
 	uw->nsignals = 0;
 	uw->end = STACKSNAP_END_NONE;
@@ -109,27 +113,14 @@ static enum stacksnap_end mem_end(int err)
 			       : STACKSNAP_END_BAD_MEMORY;
 }
 
-/* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
- * `mov $15,%eax; syscall` (musl and others). */
-static bool is_sigreturn(const struct module *mod, uint64_t vaddr)
-{
-	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
-					0x00, 0x00, 0x0f, 0x05 };
-	static const uint8_t movl[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-	uint8_t code[sizeof(movq)];
-
-	if (!module__read_code(mod, vaddr, code, sizeof(movq)) &&
-	    !memcmp(code, movq, sizeof(movq)))
-		return true;
-	return !module__read_code(mod, vaddr, code, sizeof(movl)) &&
-	       !memcmp(code, movl, sizeof(movl));
-}
+/* The steppers below turn st, a frame's state, into its caller's state
+ * in place, and return END_NONE; or return why the walk ends, leaving st
+ * undefined. *cfa receives the frame's canonical frame address. */
 
 /* The interrupted context from the ucontext the kernel pushed: when the
  * handler has returned into the trampoline, rsp points at the ucontext. */
 static enum stacksnap_end step_signal(struct stacksnap_unwinder *uw,
-				      const struct frame_state *cur,
-				      struct frame_state *next, uint64_t *cfa)
+				      struct frame_state *st, uint64_t *cfa)
 {
 	/* Kernel order of mcontext gregs for the registers we track. */
 	static const struct {
@@ -146,7 +137,7 @@ static enum stacksnap_end step_signal(struct stacksnap_unwinder *uw,
 		{ REG_RIP, STACKSNAP_REG_RIP },
 	};
 	uint64_t gregs[REG_RIP + 1];
-	uint64_t uc = cur->regs.regs[STACKSNAP_REG_RSP];
+	uint64_t uc = st->regs.regs[STACKSNAP_REG_RSP];
 	int err;
 
 	if (++uw->nsignals > MAX_SIGNAL_FRAMES)
@@ -156,24 +147,50 @@ static enum stacksnap_end step_signal(struct stacksnap_unwinder *uw,
 	if (err)
 		return mem_end(err);
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		next->regs.regs[map[i].dwarf] = gregs[map[i].greg];
-	next->regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
-	next->stepper = STACKSNAP_STEP_SIGNAL;
-	next->trust = STACKSNAP_TRUST_CFI;
-	next->flags = STACKSNAP_FRAME_SIGNAL;
+		st->regs.regs[map[i].dwarf] = gregs[map[i].greg];
+	st->regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	st->stepper = STACKSNAP_STEP_SIGNAL;
+	st->trust = STACKSNAP_TRUST_CFI;
+	st->flags = STACKSNAP_FRAME_SIGNAL;
 	*cfa = uc;
 	return STACKSNAP_END_NONE;
 }
 
-static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
+/* A row that does not fit the compact shape: evaluate its DWARF. */
+static enum stacksnap_end step_dwarf(struct stacksnap_unwinder *uw,
 				     const struct unwind_table *table,
 				     const struct unwind_row *row,
 				     uint64_t vaddr, uint64_t bias,
-				     const struct frame_state *cur,
-				     struct frame_state *next, uint64_t *cfa)
+				     struct frame_state *st, uint64_t *cfa)
 {
-	const uint64_t *r = cur->regs.regs;
-	uint64_t ra, rbp;
+	struct stacksnap_regs caller;
+	int err;
+
+	err = unwind_table__eval_dwarf(table, row, vaddr, bias, &st->regs,
+				       mem_read_cb, uw->mem, &caller, cfa);
+	if (err == -ENODATA)
+		return STACKSNAP_END_STACK_COPY;
+	if (err == -EFAULT)
+		return STACKSNAP_END_BAD_MEMORY;
+	if (err)
+		return STACKSNAP_END_BAD_CFI;
+	if (!(caller.valid & BIT(STACKSNAP_REG_RIP)))
+		return STACKSNAP_END_COMPLETE; /* return address undefined */
+	st->regs = caller;
+	st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
+	st->regs.valid |= BIT(STACKSNAP_REG_RSP);
+	st->stepper = STACKSNAP_STEP_DWARF;
+	st->trust = STACKSNAP_TRUST_CFI;
+	return STACKSNAP_END_NONE;
+}
+
+static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
+				     const struct unwind_row *row,
+				     struct frame_state *st, uint64_t *cfa)
+{
+	uint64_t *r = st->regs.regs;
+	uint64_t ra, rbp = r[STACKSNAP_REG_RBP];
+	uint32_t valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
 	int err;
 
 	switch (row->cfa_kind) {
@@ -181,7 +198,7 @@ static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
 		*cfa = r[STACKSNAP_REG_RSP] + row->cfa_off;
 		break;
 	case UT_CFA_RBP:
-		if (!(cur->regs.valid & BIT(STACKSNAP_REG_RBP)))
+		if (!(st->regs.valid & BIT(STACKSNAP_REG_RBP)))
 			return STACKSNAP_END_BAD_CFI;
 		*cfa = r[STACKSNAP_REG_RBP] + row->cfa_off;
 		break;
@@ -191,76 +208,61 @@ static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
 		break;
 	case UT_CFA_UNDEFINED_RA:
 		return STACKSNAP_END_COMPLETE;
-	case UT_CFA_DWARF:
-		err = unwind_table__eval_dwarf(table, row, vaddr, bias,
-					       &cur->regs, mem_read_cb, uw->mem,
-					       &next->regs, cfa);
-		if (err == -EFAULT || err == -ENODATA)
-			return STACKSNAP_END_BAD_MEMORY;
-		if (err)
-			return STACKSNAP_END_BAD_CFI;
-		if (!(next->regs.valid & BIT(STACKSNAP_REG_RIP)))
-			return STACKSNAP_END_COMPLETE; /* RA undefined */
-		next->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-		next->regs.valid |= BIT(STACKSNAP_REG_RSP);
-		next->stepper = STACKSNAP_STEP_DWARF;
-		next->trust = STACKSNAP_TRUST_CFI;
-		return STACKSNAP_END_NONE;
 	default:
 		return STACKSNAP_END_NO_CFI;
 	}
 	err = mem_read_u64(uw->mem, *cfa - 8, &ra);
 	if (err)
 		return mem_end(err);
-	/* Registers the compact row does not describe are unknown in the
-	 * caller; only rsp, rip and rbp are carried. */
-	next->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
 	switch (row->rbp_kind) {
 	case UT_RBP_SAME:
-		next->regs.valid |= cur->regs.valid & BIT(STACKSNAP_REG_RBP);
-		rbp = r[STACKSNAP_REG_RBP];
+		valid |= st->regs.valid & BIT(STACKSNAP_REG_RBP);
 		break;
 	case UT_RBP_CFA_OFF:
 		err = mem_read_u64(uw->mem, *cfa + row->rbp_off, &rbp);
 		if (err)
 			return mem_end(err);
-		next->regs.valid |= BIT(STACKSNAP_REG_RBP);
+		valid |= BIT(STACKSNAP_REG_RBP);
 		break;
 	default:
 		rbp = 0;
 		break;
 	}
-	next->regs.regs[STACKSNAP_REG_RBP] = rbp;
-	next->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-	next->regs.regs[STACKSNAP_REG_RIP] = ra;
-	next->stepper = row->cfa_kind == UT_CFA_PLT ? STACKSNAP_STEP_PLT
-						    : STACKSNAP_STEP_TABLE;
-	next->trust = STACKSNAP_TRUST_CFI;
+	/* Registers the compact row does not describe are unknown in the
+	 * caller; only rsp, rip and rbp are carried. */
+	st->regs.valid = valid;
+	r[STACKSNAP_REG_RBP] = rbp;
+	r[STACKSNAP_REG_RSP] = *cfa;
+	r[STACKSNAP_REG_RIP] = ra;
+	st->stepper = row->cfa_kind == UT_CFA_PLT ? STACKSNAP_STEP_PLT
+						  : STACKSNAP_STEP_TABLE;
+	st->trust = STACKSNAP_TRUST_CFI;
+	st->flags = 0;
 	return STACKSNAP_END_NONE;
 }
 
 /* The classic chain: [rbp] = caller's rbp, [rbp + 8] = return address. */
 static enum stacksnap_end step_fp(struct stacksnap_unwinder *uw,
-				  const struct frame_state *cur,
-				  struct frame_state *next, uint64_t *cfa)
+				  struct frame_state *st, uint64_t *cfa)
 {
-	uint64_t rbp = cur->regs.regs[STACKSNAP_REG_RBP], pair[2];
+	uint64_t rbp = st->regs.regs[STACKSNAP_REG_RBP], pair[2];
 	int err;
 
-	if (!(cur->regs.valid & BIT(STACKSNAP_REG_RBP)) || (rbp & 7) ||
-	    rbp < cur->regs.regs[STACKSNAP_REG_RSP])
+	if (!(st->regs.valid & BIT(STACKSNAP_REG_RBP)) || (rbp & 7) ||
+	    rbp < st->regs.regs[STACKSNAP_REG_RSP])
 		return STACKSNAP_END_NO_CFI;
 	err = mem_read(uw->mem, rbp, pair, sizeof(pair));
 	if (err)
 		return mem_end(err);
 	*cfa = rbp + 16;
-	next->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
-			   BIT(STACKSNAP_REG_RBP);
-	next->regs.regs[STACKSNAP_REG_RBP] = pair[0];
-	next->regs.regs[STACKSNAP_REG_RIP] = pair[1];
-	next->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-	next->stepper = STACKSNAP_STEP_FP;
-	next->trust = STACKSNAP_TRUST_FP;
+	st->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
+			 BIT(STACKSNAP_REG_RBP);
+	st->regs.regs[STACKSNAP_REG_RBP] = pair[0];
+	st->regs.regs[STACKSNAP_REG_RIP] = pair[1];
+	st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
+	st->stepper = STACKSNAP_STEP_FP;
+	st->trust = STACKSNAP_TRUST_FP;
+	st->flags = 0;
 	return STACKSNAP_END_NONE;
 }
 
@@ -298,10 +300,9 @@ static bool follows_call(struct stacksnap_unwinder *uw, const struct as_map *m,
 /* Looks up the stack for a word that is a plausible return address. A
  * guess: frames found this way are marked low trust. */
 static enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
-				    const struct frame_state *cur,
-				    struct frame_state *next, uint64_t *cfa)
+				    struct frame_state *st, uint64_t *cfa)
 {
-	uint64_t sp = cur->regs.regs[STACKSNAP_REG_RSP], words[64];
+	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP], words[64];
 
 	for (unsigned base = 0; base < SCAN_MAX_WORDS; base += 64) {
 		uint64_t at = sp + base * 8;
@@ -315,84 +316,90 @@ static enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
 			    !follows_call(uw, m, words[i]))
 				continue;
 			*cfa = at + i * 8 + 8;
-			next->regs.valid = BIT(STACKSNAP_REG_RIP) |
-					   BIT(STACKSNAP_REG_RSP);
-			next->regs.regs[STACKSNAP_REG_RIP] = words[i];
-			next->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-			next->stepper = STACKSNAP_STEP_SCAN;
-			next->trust = STACKSNAP_TRUST_SCAN;
+			st->regs.valid = BIT(STACKSNAP_REG_RIP) |
+					 BIT(STACKSNAP_REG_RSP);
+			st->regs.regs[STACKSNAP_REG_RIP] = words[i];
+			st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
+			st->stepper = STACKSNAP_STEP_SCAN;
+			st->trust = STACKSNAP_TRUST_SCAN;
+			st->flags = 0;
 			return STACKSNAP_END_NONE;
 		}
 	}
 	return STACKSNAP_END_NO_CFI;
 }
 
-/* Computes the caller of cur into next. Returns END_NONE on success, else
- * why the walk ends. Sets *sigreturn when cur is the signal trampoline. */
-static enum stacksnap_end step(struct stacksnap_unwinder *uw,
-			       const struct frame_state *cur,
-			       struct frame_state *next, uint64_t *cfa,
+/* Turns uw->cur into its caller. Returns END_NONE on success, else why the
+ * walk ends. Sets *sigreturn when cur is the signal trampoline. */
+static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 			       bool *sigreturn)
 {
-	uint64_t pc = cur->regs.regs[STACKSNAP_REG_RIP];
-	uint64_t sp = cur->regs.regs[STACKSNAP_REG_RSP];
+	struct frame_state *st = &uw->cur;
+	uint64_t pc = st->regs.regs[STACKSNAP_REG_RIP];
+	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP];
 	/* A return address points after the call, possibly past the end of
 	 * the caller's function: look up the call itself. Frame 0 and frames
 	 * interrupted by a signal have an exact pc. */
-	bool exact = uw->nframes == 0 || (cur->flags & STACKSNAP_FRAME_SIGNAL);
+	bool exact = uw->nframes == 0 || (st->flags & STACKSNAP_FRAME_SIGNAL);
 	uint64_t lookup = exact ? pc : pc - 1;
-	const struct as_map *m = addrspace__find(uw->as, lookup);
+	const struct as_map *m = !exact && uw->cur_map
+					 ? uw->cur_map
+					 : addrspace__find(uw->as, lookup);
 	enum stacksnap_end end = m ? STACKSNAP_END_NO_CFI : STACKSNAP_END_NO_MODULE;
 
-	next->flags = 0;
 	if (m && m->mod) {
-		const struct unwind_table *t;
+		const struct unwind_table *t = module__table(uw->as->ctx, m->mod);
 		const struct unwind_row *row;
 
-		if (is_sigreturn(m->mod, pc - m->bias)) {
+		if (module__is_sigreturn(m->mod, pc - m->bias)) {
 			*sigreturn = true;
-			end = step_signal(uw, cur, next, cfa);
+			end = step_signal(uw, st, cfa);
 			if (end != STACKSNAP_END_NONE)
 				return end;
 			/* On sigaltstack the interrupted stack may be
 			 * anywhere: only insist that something changed. */
-			if (next->regs.regs[STACKSNAP_REG_RSP] == sp &&
-			    next->regs.regs[STACKSNAP_REG_RIP] == pc)
+			if (st->regs.regs[STACKSNAP_REG_RSP] == sp &&
+			    st->regs.regs[STACKSNAP_REG_RIP] == pc)
 				return STACKSNAP_END_LOOP;
+			uw->cur_map = NULL; /* an exact pc: looked up anew */
 			return STACKSNAP_END_NONE;
 		}
-		t = module__table(uw->as->ctx, m->mod);
 		row = t ? unwind_table__lookup(t, lookup - m->bias) : NULL;
+		if (row && row->cfa_kind == UT_CFA_DWARF) {
+			end = step_dwarf(uw, t, row, lookup - m->bias, m->bias,
+					 st, cfa);
+			goto check;
+		}
 		if (row && row->cfa_kind != UT_CFA_NONE) {
-			end = step_table(uw, t, row, lookup - m->bias, m->bias,
-					 cur, next, cfa);
+			end = step_table(uw, row, st, cfa);
 			goto check;
 		}
 	}
 	if (!uw->no_fp) {
-		end = step_fp(uw, cur, next, cfa);
+		end = step_fp(uw, st, cfa);
 		if (end == STACKSNAP_END_NONE)
 			goto check;
 	}
 	if (uw->stack_scan)
-		end = step_scan(uw, cur, next, cfa);
+		end = step_scan(uw, st, cfa);
 check:
 	if (end != STACKSNAP_END_NONE)
 		return end;
-	if (next->regs.regs[STACKSNAP_REG_RIP] == 0)
+	pc = st->regs.regs[STACKSNAP_REG_RIP];
+	if (pc == 0)
 		return STACKSNAP_END_COMPLETE; /* the outermost frame's marker */
-	if (next->regs.regs[STACKSNAP_REG_RSP] <= sp)
+	if (st->regs.regs[STACKSNAP_REG_RSP] <= sp)
 		return STACKSNAP_END_LOOP;
-	m = addrspace__find(uw->as, next->regs.regs[STACKSNAP_REG_RIP] - 1);
+	m = addrspace__find(uw->as, pc - 1);
 	if (!m || !(m->prot & PROT_EXEC))
 		return STACKSNAP_END_BAD_PC;
+	uw->cur_map = m;
 	return STACKSNAP_END_NONE;
 }
 
 int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 			     struct stacksnap_frame *frame)
 {
-	struct frame_state next;
 	bool sigreturn = false;
 	uint64_t cfa = 0;
 
@@ -405,17 +412,17 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 		uw->end = STACKSNAP_END_FRAME_LIMIT;
 		return 0;
 	}
-	uw->end = step(uw, &uw->cur, &next, &cfa, &sigreturn);
 	frame->pc = uw->cur.regs.regs[STACKSNAP_REG_RIP];
 	frame->sp = uw->cur.regs.regs[STACKSNAP_REG_RSP];
-	frame->cfa = uw->end == STACKSNAP_END_NONE ? cfa : 0;
 	frame->stepper = uw->cur.stepper;
 	frame->trust = uw->cur.trust;
-	frame->flags = uw->cur.flags | (sigreturn ? STACKSNAP_FRAME_SIGRETURN : 0);
+	frame->flags = uw->cur.flags;
+	uw->end = step(uw, &cfa, &sigreturn);
+	frame->cfa = uw->end == STACKSNAP_END_NONE ? cfa : 0;
+	if (sigreturn)
+		frame->flags |= STACKSNAP_FRAME_SIGRETURN;
 	uw->nframes++;
-	if (uw->end == STACKSNAP_END_NONE)
-		uw->cur = next;
-	else
+	if (uw->end != STACKSNAP_END_NONE)
 		uw->have_cur = false;
 	return 1;
 }
