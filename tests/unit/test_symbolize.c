@@ -345,6 +345,74 @@ static void demangle_and_strip(void)
 	CHECK(demangle("_Znotvalid") == NULL);
 }
 
+/* gdb's bt for C++: with DWARF "foo<int>" / "ns::W<int>::run"; from ELF
+ * symbols only, the full demangling "int foo<int>(int)" (checked by hand
+ * on live processes with gdb 13). */
+static void cxx_frame_names(void)
+{
+	static const char src[] =
+		"#include <unistd.h>\n"
+		"namespace ns { template <typename T> struct W { __attribute__((noinline)) T run(T v) { pause(); return v; } }; }\n"
+		"template <typename T> __attribute__((noinline)) T foo(T v) { ns::W<T> w; return w.run(v) + 1; }\n"
+		"int main(int argc, char **) { return foo<int>(argc); }\n";
+	static const struct {
+		const char *mangled, *dwarf, *elf;
+	} want[] = {
+		{ "_Z3fooIiET_S0_", "foo<int>", "int foo<int>(int)" },
+		{ "_ZN2ns1WIiE3runEi", "ns::W<int>::run", "ns::W<int>::run(int)" },
+	};
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cx.cc", tmpdir);
+	f = fopen(path, "w");
+	fputs(src, f);
+	fclose(f);
+	CHECK(sh("cd %s && g++ -O1 -g -o cx cx.cc", tmpdir) == 0);
+	for (int dbg = 1; dbg >= 0; dbg--) {
+		struct elf_image *img = NULL;
+		struct symtab *st = NULL;
+		struct line_info *li = NULL;
+
+		snprintf(path, sizeof(path), "%s/cx", tmpdir);
+		if (!dbg)
+			CHECK(sh("strip -g %s", path) == 0);
+		CHECK(elf_image__open(path, NULL, &img) == 0);
+		if (!img)
+			return;
+		{
+			const struct elf_image *imgs[] = { img };
+
+			CHECK(symtab__build(imgs, 1, NULL, &st) == 0);
+		}
+		line_info__open(img, NULL, &li);
+		CHECK(!li == !dbg);
+		for (size_t i = 0; i < 2; i++) {
+			char cmd[700], line[256];
+			unsigned long long a = 0;
+			struct stacksnap_sym out[4];
+			FILE *p;
+			int k;
+
+			snprintf(cmd, sizeof(cmd), "nm %s | awk '$3==\"%s\"{print $1}'",
+				 path, want[i].mangled);
+			p = popen(cmd, "r");
+			if (p && fgets(line, sizeof(line), p))
+				a = strtoull(line, NULL, 16);
+			if (p)
+				pclose(p);
+			k = symbolize__lookup(st, li, a + 1, 0, out, 4);
+			CHECKF(k >= 1 && !strcmp(out[k - 1].function,
+						 dbg ? want[i].dwarf : want[i].elf),
+			       "%s: got '%s'", want[i].mangled,
+			       k >= 1 ? out[k - 1].function : "-");
+		}
+		line_info__free(li);
+		symtab__free(st);
+		elf_image__free(img);
+	}
+}
+
 static void setup(void)
 {
 	CHECK(mkdtemp(tmpdir) != NULL);
@@ -355,6 +423,6 @@ static void cleanup(void)
 	sh("rm -rf %s", tmpdir);
 }
 
-TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip),
+TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip), TEST(cxx_frame_names),
 	  TEST(inline_chain_vs_addr2line), TEST(gdb_names_libc),
 	  TEST(gdb_names_ld_so), TEST(gdb_names_libstdcxx), TEST(cleanup))
