@@ -82,9 +82,12 @@ $(O)/libstacksnap.so: $(LIB_PIC_OBJS) src/libstacksnap.map
 $(O)/stacksnap: $(CLI_OBJS) $(O)/libstacksnap.a
 	$(CC) -o $@ $(CLI_OBJS) $(O)/libstacksnap.a $(LIBS)
 
+# The .pc names the install prefix, so `make install` writes it anew for
+# the PREFIX it is given.
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(PKGS)|'
 $(O)/stacksnap.pc: stacksnap.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(PKGS)|' $< > $@
+	$(PC_SED) $< > $@
 
 # Unit tests and test tools link the static library, so they can reach
 # internal functions as well as the public API.
@@ -143,7 +146,7 @@ install: all
 	ln -sf libstacksnap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libstacksnap.so.0
 	ln -sf libstacksnap.so.0 $(DESTDIR)$(LIBDIR)/libstacksnap.so
 	install -m 644 include/stacksnap.h $(DESTDIR)$(INCDIR)/
-	install -m 644 $(O)/stacksnap.pc $(DESTDIR)$(PKGDIR)/
+	$(PC_SED) stacksnap.pc.in > $(DESTDIR)$(PKGDIR)/stacksnap.pc
 	install -m 755 $(O)/stacksnap $(DESTDIR)$(BINDIR)/
 
 clean:

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "addrspace/addrspace.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -38,6 +39,7 @@ struct capture {
 static struct capture cap;
 static unsigned copy_bytes = 1 << 20;
 static unsigned max_frames = MAXF;
+static int keep_copy; /* innermost only captures; the test unwinds later */
 
 static int read_stack_end(uint64_t sp, uint64_t *end)
 {
@@ -94,6 +96,11 @@ NOINLINE static void innermost(struct stacksnap_mem *mem_kind_self, int use_copy
 		struct iovec r = { (void *)(uintptr_t)rsp, cap.copy_len };
 		CHECK(process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)cap.copy_len);
 		mem = stacksnap_mem__new_copy(cap.stack_copy, cap.copy_len, rsp);
+		if (keep_copy) {
+			stacksnap_mem__free(mem);
+			stacksnap_unwinder__free(uw);
+			return;
+		}
 	}
 	cap.nframes = stacksnap_unwind(uw, self_as, &cap.regs, mem, cap.frames,
 				       MAXF, &cap.end);
@@ -340,6 +347,55 @@ static void perf_register_layout(void)
 			  1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_R15));
 }
 
+/* Mappings described by the caller (as a perf or eBPF consumer would),
+ * read here from /proc/self/maps: the same walk as the pid address space,
+ * and the modules come from the context's cache, not opened again. */
+static void caller_supplied_mappings(void)
+{
+	struct stacksnap_addrspace *as = stacksnap_addrspace__new(ctx);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	static struct stacksnap_frame a[256], b[256];
+	enum stacksnap_end enda, endb;
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int na, nb, added = 0;
+	size_t before = ctx->nmodules;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8], path[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &lo, &hi, perms,
+			   &off, path) < 4 || perms[2] != 'x' || path[0] != '/')
+			continue;
+		STACKSNAP_OPTS(stacksnap_mapping, m, .start = lo, .end = hi,
+			       .offset = off, .path = path);
+		CHECK(stacksnap_addrspace__add_mapping(as, &m) == 0);
+		added++;
+	}
+	if (f)
+		fclose(f);
+	CHECK(added >= 2);
+	CHECK(ctx->nmodules == before);
+
+	/* One capture, unwound in both address spaces. */
+	keep_copy = 1;
+	recurse(10, NULL, 1);
+	keep_copy = 0;
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy(
+		cap.stack_copy, cap.copy_len, cap.regs.regs[STACKSNAP_REG_RSP]);
+	na = stacksnap_unwind(uw, self_as, &cap.regs, mem, a, 256, &enda);
+	nb = stacksnap_unwind(uw, as, &cap.regs, mem, b, 256, &endb);
+	CHECK(na > 12 && na == nb && enda == STACKSNAP_END_COMPLETE && endb == enda);
+	for (int i = 0; i < na && i < nb; i++)
+		CHECK(a[i].pc == b[i].pc && a[i].sp == b[i].sp && a[i].cfa == b[i].cfa);
+	stacksnap_mem__free(mem);
+	free(cap.stack_copy);
+	stacksnap_unwinder__free(uw);
+	stacksnap_addrspace__free(as);
+	CHECK(ctx->nmodules == before);
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -357,5 +413,6 @@ static void cleanup(void)
 TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack),
 	  TEST(self_pid_memory), TEST(deep_recursion), TEST(frame_limit),
 	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
-	  TEST(frame_pointer_chain), TEST(memory_sources), TEST(perf_register_layout),
+	  TEST(frame_pointer_chain), TEST(caller_supplied_mappings),
+	  TEST(memory_sources), TEST(perf_register_layout),
 	  TEST(cleanup))
