@@ -363,7 +363,7 @@ static int run_program(struct cfi_state *s, const struct cfi_input *in,
 			u = cursor_uleb(&c);
 			*rule_for(s, reg, &scratch) = (struct cfi_rule){
 				.kind = CFI_RULE_OFFSET,
-				.off = -scaled(u, cie->data_align) };
+				.off = scaled(0 - u, cie->data_align) };
 			break;
 		case DW_CFA_val_offset:
 			reg = cursor_uleb(&c);
