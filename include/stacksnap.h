@@ -351,6 +351,9 @@ struct stacksnap_thread {
 struct stacksnap_snapshot_stats {
 	uint64_t freeze_ns;	/* first thread stopped .. last resumed */
 	uint64_t capture_ns;	/* whole capture call */
+	/* The freeze, phase by phase: interrupting and waiting for every
+	 * thread to stop, reading registers, copying stacks, detaching. */
+	uint64_t stop_ns, regs_ns, copy_ns, detach_ns;
 	size_t bytes_copied;
 	unsigned threads;
 	unsigned rescans;	/* task-list rescans to catch new threads */

@@ -16,6 +16,7 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,8 @@
 #define DEFAULT_STOP_TIMEOUT_MS 1000
 #define RED_ZONE 128	    /* bytes below rsp a leaf function may use */
 #define MAX_RESCANS 16	    /* task-list rescans before giving up on stability */
+#define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
+#define PREFAULT_MAX (16u << 20)
 
 /* A writable mapping, to clamp stack copies to the stack they are on. */
 struct rw_map {
@@ -39,7 +42,7 @@ struct rw_map {
  * detached before the capture returns. */
 struct cap_thread {
 	struct stacksnap_thread pub;
-	bool seized, stopped;
+	bool seized, interrupted, stopped;
 	uint64_t copy_start, copy_len;
 };
 
@@ -48,6 +51,7 @@ struct stacksnap_snapshot {
 	struct cap_thread *threads;
 	size_t n, cap;
 	uint8_t *stack_bytes; /* one buffer for every thread's copy */
+	size_t stack_cap;     /* bytes of stack_bytes already faulted in */
 	struct stacksnap_snapshot_stats stats;
 };
 
@@ -165,10 +169,10 @@ static void detach_all(struct stacksnap_snapshot *s)
 	}
 }
 
-/* Seizes and interrupts every known thread not yet seized. A thread that
- * vanished is marked gone; EPERM on any thread fails the capture. */
-static int seize_new(struct stacksnap_snapshot *s, const struct log_sink *log,
-		     uint64_t *freeze_start)
+/* Seizes every known thread not yet seized. PTRACE_SEIZE does not stop a
+ * thread, so this happens before the freeze. A thread that vanished is
+ * marked gone; any other failure fails the capture. */
+static int seize_new(struct stacksnap_snapshot *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
@@ -183,45 +187,69 @@ static int seize_new(struct stacksnap_snapshot *s, const struct log_sink *log,
 			return -errno;
 		}
 		t->seized = true;
-		if (!*freeze_start)
-			*freeze_start = now_ns();
-		if (ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL) != 0)
-			t->pub.error = STACKSNAP_THREAD_GONE;
 	}
 	return 0;
 }
 
-/* Waits until every seized thread reports its stop, or the deadline. */
+/* Asks every seized thread not yet asked to stop. */
+static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (!t->seized || t->interrupted || t->pub.error)
+			continue;
+		if (!*freeze_start)
+			*freeze_start = now_ns();
+		t->interrupted = true;
+		if (ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL) != 0)
+			t->pub.error = STACKSNAP_THREAD_GONE;
+	}
+}
+
+/* Collects stops until every interrupted thread reported, or the deadline.
+ * waitpid(-1) takes whichever tracee stopped first; between empty polls
+ * the CPU is yielded (the stopping threads may need it, and a sleep would
+ * cost the timer slack, ~50 us, each time). */
 static void wait_stops(struct stacksnap_snapshot *s, uint64_t deadline)
 {
-	size_t pending;
+	size_t pending = 0;
+	unsigned idle = 0;
 
-	do {
-		pending = 0;
-		for (size_t i = 0; i < s->n; i++) {
-			struct cap_thread *t = &s->threads[i];
-			int status;
-			pid_t r;
-
-			if (!t->seized || t->stopped || t->pub.error)
-				continue;
-			r = waitpid(t->pub.tid, &status, __WALL | WNOHANG);
-			if (r == t->pub.tid && WIFSTOPPED(status)) {
-				t->stopped = true;
-			} else if (r == t->pub.tid || (r < 0 && errno == ECHILD)) {
-				t->pub.error = STACKSNAP_THREAD_GONE;
-				t->seized = false;
-			} else {
-				pending++;
-			}
-		}
-		if (pending) {
-			struct timespec ts = { 0, 20000 };
-			nanosleep(&ts, NULL);
-		}
-	} while (pending && now_ns() < deadline);
 	for (size_t i = 0; i < s->n; i++)
-		if (s->threads[i].seized && !s->threads[i].stopped &&
+		pending += s->threads[i].interrupted && !s->threads[i].stopped &&
+			   !s->threads[i].pub.error;
+	while (pending) {
+		int status;
+		pid_t r = waitpid(-1, &status, __WALL | WNOHANG);
+		struct cap_thread *t = r > 0 ? find_thread(s, r) : NULL;
+
+		if (r < 0 && errno == ECHILD)
+			break; /* nothing left to wait for: all gone */
+		if (!t) {
+			if (now_ns() >= deadline)
+				break;
+			if (++idle < 1000) {
+				sched_yield();
+			} else {
+				struct timespec ts = { 0, 50000 };
+				nanosleep(&ts, NULL);
+			}
+			continue;
+		}
+		idle = 0;
+		if (t->stopped || t->pub.error)
+			continue;
+		if (WIFSTOPPED(status)) {
+			t->stopped = true;
+		} else { /* exited or killed while we waited */
+			t->pub.error = STACKSNAP_THREAD_GONE;
+			t->seized = false;
+		}
+		pending--;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].interrupted && !s->threads[i].stopped &&
 		    !s->threads[i].pub.error)
 			s->threads[i].pub.error = STACKSNAP_THREAD_NOT_STOPPED;
 }
@@ -299,7 +327,13 @@ static int copy_stacks(struct stacksnap_snapshot *s,
 		t->copy_len = hi - lo;
 		total += t->copy_len;
 	}
-	s->stack_bytes = malloc(total ? total : 1);
+	/* The buffer was faulted in before the freeze; page faults on a
+	 * fresh one would be paid inside it. */
+	if (total > s->stack_cap) {
+		free(s->stack_bytes);
+		s->stack_bytes = malloc(total);
+		s->stack_cap = total;
+	}
 	local = calloc(s->n + 1, sizeof(*local));
 	remote = calloc(s->n + 1, sizeof(*remote));
 	which = calloc(s->n + 1, sizeof(*which));
@@ -450,23 +484,40 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		task_name(pid, t->pub.tid, t->pub.name);
 		t->pub.state = task_state(pid, t->pub.tid, NULL);
 	}
-	/* The freeze. */
+	err = seize_new(s);
+	if (err)
+		goto fail_detach;
+	size_t prefault = s->n * (o.stack_size < PREFAULT_PER_THREAD ? o.stack_size
+								     : PREFAULT_PER_THREAD);
+	if (prefault > PREFAULT_MAX)
+		prefault = PREFAULT_MAX;
+	s->stack_bytes = malloc(prefault);
+	if (!s->stack_bytes) {
+		err = -ENOMEM;
+		goto fail_detach;
+	}
+	memset(s->stack_bytes, 0, prefault);
+	s->stack_cap = prefault;
+	/* The freeze. Threads created between the scan and the interrupts are
+	 * found by rescanning: once every known thread is stopped, no new one
+	 * can appear, so the list is stable when a rescan finds nothing. */
 	uint64_t deadline = now_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
-	err = seize_new(s, log, &freeze_start);
-	/* Threads created between the scan and the seize: the seized ones
-	 * cannot clone any more once stopped, so rescan until stable. */
-	while (!err && s->stats.rescans < MAX_RESCANS &&
-	       (added = scan_tasks(s, &o)) != 0) {
+	interrupt_new(s, &freeze_start);
+	while (s->stats.rescans < MAX_RESCANS && (added = scan_tasks(s, &o)) != 0) {
 		s->stats.rescans++;
 		if (added < 0) {
 			err = added == -ENOENT ? -ESRCH : added;
 			break;
 		}
-		err = seize_new(s, log, &freeze_start);
+		err = seize_new(s);
+		if (err)
+			break;
+		interrupt_new(s, &freeze_start);
 	}
 	if (err)
 		goto fail_detach;
 	wait_stops(s, deadline);
+	uint64_t t_stopped = now_ns();
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
 		struct user_regs_struct u;
@@ -482,9 +533,16 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		}
 		stacksnap_regs__from_user_regs(&t->pub.regs, &u);
 	}
+	uint64_t t_regs = now_ns();
 	err = copy_stacks(s, &o, maps, nmaps);
+	uint64_t t_copied = now_ns();
 	detach_all(s);
-	s->stats.freeze_ns = freeze_start ? now_ns() - freeze_start : 0;
+	uint64_t t_end = now_ns();
+	s->stats.freeze_ns = freeze_start ? t_end - freeze_start : 0;
+	s->stats.stop_ns = freeze_start ? t_stopped - freeze_start : 0;
+	s->stats.regs_ns = t_regs - t_stopped;
+	s->stats.copy_ns = t_copied - t_regs;
+	s->stats.detach_ns = t_end - t_copied;
 	if (err)
 		goto fail;
 	free(maps);
