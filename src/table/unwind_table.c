@@ -467,7 +467,7 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 		if (!r || (i > 0 && r->input != refs[i - 1].input)) {
 			/* Input done: its ranges are claimed for the FDEs
 			 * of later inputs, if any follow. */
-			if (r)
+			if (r && cc.nfrags > input_frags)
 				err = claim(&claimed, &nclaimed, &capclaimed,
 					    cc.frags + input_frags,
 					    cc.nfrags - input_frags);
