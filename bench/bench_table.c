@@ -154,13 +154,14 @@ static void bench_file(const char *path)
 		}
 		eval[b] = (now_ns() - t0) / n;
 	}
+	char ev[32] = "-";
+
+	if (ndwarf)
+		snprintf(ev, sizeof(ev), "%.1f", median(eval, BATCHES));
 	printf("%-38s %9.3f %9zu %9zu %6.1f%% %7zu %6zu %8.1f %9s\n", path,
 	       median(compile, COMPILE_RUNS), in.size, st.bytes,
 	       100.0 * st.bytes / in.size, st.rows, st.dwarf_rows,
-	       median(lookup, BATCHES),
-	       ndwarf ? "" : "-");
-	if (ndwarf)
-		printf("%-38s %68.1f\n", "", median(eval, BATCHES));
+	       median(lookup, BATCHES), ev);
 	if (sink == 42)
 		puts("");
 	free(addrs);
