@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <elf.h>
 
 #include "base/vec.h"
 #include "symbolize/symbolize.h"
@@ -139,8 +140,8 @@ static int add_one(struct stacksnap_addrspace *as,
 		if (err)
 			mod = NULL; /* elf_image__open logged why */
 	}
-	if (mod && elf_image__load_bias(mod->img, mp->start, mp->offset,
-					&m.bias)) {
+	if (mod && elf_image__load_bias_prot(mod->img, mp->start, mp->offset,
+					     PF_X, &m.bias)) {
 		log_warn(&as->ctx->log,
 			 "%s: mapping %#" PRIx64 "-%#" PRIx64 " at offset %#" PRIx64
 			 " matches no PT_LOAD segment; ignoring its module",
@@ -377,7 +378,7 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 				   bool is_return, unsigned flags,
 				   struct stacksnap_sym *out, size_t max)
 {
-	uint64_t lookup = is_return ? pc - 1 : pc, start;
+	uint64_t lookup = is_return ? pc - 1 : pc;
 	int no_demangle = !!(flags & STACKSNAP_SYM_NO_DEMANGLE);
 	const struct as_map *m;
 	struct module *mod;
@@ -396,29 +397,25 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	}
 	uint64_t vaddr = lookup - m->bias;
 	struct symtab *st = module__symtab(as->ctx, mod);
-	const char *name = st ? symtab__lookup(st, vaddr, no_demangle, &start)
-			      : NULL;
+	struct line_info *li = module__lines(as->ctx, mod);
+	bool lines = flags & STACKSNAP_SYM_LINES;
 
-	if (flags & STACKSNAP_SYM_LINES) {
-		struct line_info *li = module__lines(as->ctx, mod);
-
-		if (li)
-			n = line_info__lookup(li, vaddr, no_demangle, out, max);
-		if (n < 0)
-			n = 0;
-	}
-	if (n == 0) {
+	/* Names come from DWARF where there is some, as debuggers show them;
+	 * without --lines only the containing function is reported. */
+	n = st || li ? symbolize__lookup(st, li, vaddr, no_demangle, out, max) : 0;
+	if (n <= 0) {
 		memset(out, 0, sizeof(*out));
 		n = 1;
-	}
-	/* The outermost entry is the real (not inlined) function: name it the
-	 * way the symbol table does, which is what debuggers show. */
-	struct stacksnap_sym *outer = &out[n - 1];
-	if (name) {
-		outer->function = name;
-		outer->offset = pc - (start + m->bias);
+	} else if (!lines) {
+		out[0] = out[n - 1];
+		out[0].file = NULL;
+		out[0].line = out[0].column = 0;
+		out[0].inlined = false;
+		n = 1;
 	}
 	for (int i = 0; i < n; i++) {
+		if (out[i].function)
+			out[i].offset += pc - lookup; /* offsets are of pc itself */
 		out[i].module = m->path ? m->path : mod->name;
 		out[i].module_offset = pc - m->bias;
 	}

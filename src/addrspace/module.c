@@ -130,7 +130,9 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
-	if (elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
+	/* MiniDebugInfo is a stripped-down stand-in for a debug file. */
+	if (!m->debug &&
+	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
 		m->minidebug = NULL;
 }
 
@@ -216,8 +218,11 @@ struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
 		return m->symtab;
 	m->symtab_tried = true;
 	module_open_debug(ctx, m);
-	const struct elf_image *imgs[3] = { m->debug, m->img, m->minidebug };
-	if (symtab__build(imgs, 3, &ctx->log, &m->symtab))
+	/* The loaded image first: like gdb, its symbols win ties. */
+	const struct elf_image *imgs[2] = {
+		m->img, m->debug ? m->debug : m->minidebug
+	};
+	if (symtab__build(imgs, 2, &ctx->log, &m->symtab))
 		m->symtab = NULL;
 	return m->symtab;
 }
