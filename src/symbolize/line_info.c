@@ -18,12 +18,82 @@ struct name_slot {
 /* Invariant: dw reads img's Elf, which outlives li (the image is owned by
  * the module that owns li). names is an open-addressing table with at
  * most half its cap slots used, cap a power of two or 0. */
+/* One address range of a compile unit. */
+struct cu_range {
+	uint64_t lo, hi;     /* [lo, hi) */
+	Dwarf_Off cu_off;    /* offset of the CU's DIE */
+};
+
 struct line_info {
 	Dwarf *dw;
 	const struct log_sink *log;
+	/* CU ranges sorted by lo, from each CU DIE's DW_AT_ranges or
+	 * low/high pc: libdw's dwarf_addrdie needs .debug_aranges, which
+	 * clang does not emit. */
+	struct cu_range *ranges;
+	size_t nranges;
 	struct name_slot *names;
 	size_t nnames, cap;
 };
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static int index_cus(struct line_info *li)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize, cap = 0;
+
+	while (dwarf_nextcu(li->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t it = 0;
+
+		if (dwarf_offdie(li->dw, off + hsize, &cu)) {
+			while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (li->nranges == cap) {
+					size_t ncap = cap ? 2 * cap : 64;
+					void *p = realloc(li->ranges, ncap * sizeof(*li->ranges));
+					if (!p)
+						return -ENOMEM;
+					li->ranges = p;
+					cap = ncap;
+				}
+				li->ranges[li->nranges++] =
+					(struct cu_range){ lo, hi, off + hsize };
+			}
+		}
+		off = next;
+	}
+	qsort(li->ranges, li->nranges, sizeof(*li->ranges), cmp_range);
+	return 0;
+}
+
+/* The CU containing vaddr: our index first, then libdw's aranges. */
+static bool find_cu(struct line_info *li, uint64_t vaddr, Dwarf_Die *cu)
+{
+	size_t lo = 0, hi = li->nranges;
+
+	while (lo < hi) { /* last range with lo <= vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (li->ranges[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges of different CUs may nest (rarely); look back a little. */
+	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
+		if (vaddr < li->ranges[i].hi)
+			return dwarf_offdie(li->dw, li->ranges[i].cu_off, cu) != NULL;
+	return dwarf_addrdie(li->dw, vaddr, cu) != NULL;
+}
 
 int line_info__open(const struct elf_image *img, const struct log_sink *log,
 		    struct line_info **out)
@@ -47,6 +117,10 @@ int line_info__open(const struct elf_image *img, const struct log_sink *log,
 	}
 	li->dw = dw;
 	li->log = log;
+	if (index_cus(li)) {
+		line_info__free(li);
+		return fail(-ENOMEM);
+	}
 	*out = li;
 	return 0;
 }
@@ -58,6 +132,7 @@ void line_info__free(struct line_info *li)
 	for (size_t i = 0; i < li->cap; i++)
 		free(li->names[i].value);
 	free(li->names);
+	free(li->ranges);
 	dwarf_end(li->dw);
 	free(li);
 }
@@ -224,7 +299,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 		*entry = 0;
 	if (!li || !max)
 		return 0;
-	if (!dwarf_addrdie(li->dw, vaddr, &cudie))
+	if (!find_cu(li, vaddr, &cudie))
 		return 0;
 	line = dwarf_getsrc_die(&cudie, vaddr);
 	if (line) {
