@@ -188,11 +188,92 @@ static const char *name_put(struct line_info *li, const char *key, char *value)
 /* gdb names a DWARF function by its linkage name when it has one (so libc
  * internals print as "__GI___nanosleep"), C++ ones demangled without
  * parameters; otherwise by DW_AT_name. */
+/* Longest inline nesting followed; deeper chains are cut (hostile DWARF). */
+#define SCOPE_DEPTH_MAX 64
+
+/* Finds the chain of DIEs from cu down to the DIE at offset target,
+ * outermost first, by descending into the child whose subtree spans the
+ * offset (a DIE's children lie between it and its next sibling). libdw
+ * keeps no parent links. Returns the chain length, 0 when not found. */
+static int die_path(Dwarf_Die *cu, Dwarf_Off target, Dwarf_Die *path, int max)
+{
+	Dwarf_Die cur = *cu, child;
+	int n = 0;
+
+	while (n < max && dwarf_dieoffset(&cur) != target) {
+		Dwarf_Die pick;
+		bool found = false;
+
+		if (dwarf_child(&cur, &child) != 0)
+			return 0;
+		do {
+			if (dwarf_dieoffset(&child) > target)
+				break;
+			pick = child;
+			found = true;
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			return 0;
+		path[n++] = pick;
+		cur = pick;
+	}
+	return n;
+}
+
+/* "ns::Class::name" for a function DIE without a linkage name (gcc omits
+ * it for functions with internal linkage): the name of the declaration the
+ * DIE refers to, qualified by the namespaces and classes around that
+ * declaration, as debuggers print it. NULL when it has no name. */
+static char *qualified_name(Dwarf_Die *die)
+{
+	Dwarf_Die decl = *die, cu, path[SCOPE_DEPTH_MAX];
+	Dwarf_Attribute a;
+	const char *name;
+	size_t len = 0;
+	char *out;
+	int n;
+
+	/* Follow DW_AT_specification / DW_AT_abstract_origin to the DIE that
+	 * names the function (bounded: hostile DWARF may loop). */
+	for (int hops = 0; hops < 8 && !dwarf_hasattr(&decl, DW_AT_name); hops++)
+		if (!dwarf_formref_die(dwarf_attr(&decl, DW_AT_specification, &a), &decl) &&
+		    !dwarf_formref_die(dwarf_attr(&decl, DW_AT_abstract_origin, &a), &decl))
+			break;
+	name = dwarf_diename(&decl);
+	if (!name || !dwarf_diecu(&decl, &cu, NULL, NULL))
+		return NULL;
+	n = die_path(&cu, dwarf_dieoffset(&decl), path, SCOPE_DEPTH_MAX);
+	for (int i = 0; i < n - 1; i++) {
+		const char *sn = dwarf_diename(&path[i]);
+		int tag = dwarf_tag(&path[i]);
+
+		if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+		    tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
+			len += strlen(sn ? sn : "(anonymous namespace)") + 2;
+	}
+	out = malloc(len + strlen(name) + 1);
+	if (!out)
+		return NULL;
+	out[0] = 0;
+	for (int i = 0; i < n - 1; i++) {
+		const char *sn = dwarf_diename(&path[i]);
+		int tag = dwarf_tag(&path[i]);
+
+		if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+		    tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+			strcat(out, sn ? sn : "(anonymous namespace)");
+			strcat(out, "::");
+		}
+	}
+	strcat(out, name);
+	return out;
+}
+
 static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
 				     int no_demangle)
 {
 	Dwarf_Attribute a;
-	const char *link = NULL, *name;
+	const char *link = NULL;
 	struct name_slot *slot;
 	char *d;
 
@@ -200,10 +281,20 @@ static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
 	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
 		link = dwarf_formstring(&a);
 	if (!link) {
-		name = dwarf_attr_integrate(die, DW_AT_name, &a)
+		/* Cached under the DIE's own bytes, unique per DIE (a name
+		 * string is shared by every function of that name). */
+		const char *key = (const char *)die->addr;
+
+		slot = name_find(li, key);
+		if (slot && slot->key)
+			return slot->value;
+		d = qualified_name(die);
+		const char *q = d ? name_put(li, key, d) : NULL; /* frees d on failure */
+		if (q)
+			return q;
+		return dwarf_attr_integrate(die, DW_AT_name, &a)
 			       ? dwarf_formstring(&a)
 			       : NULL;
-		return name;
 	}
 	if (no_demangle || strncmp(link, "_Z", 2) != 0)
 		return link;
@@ -223,8 +314,6 @@ static const char *file_name(Dwarf_Files *files, Dwarf_Word idx)
 	return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
-/* Longest inline nesting followed; deeper chains are cut (hostile DWARF). */
-#define SCOPE_DEPTH_MAX 64
 /* DIEs visited per lookup before giving up (hostile or huge CUs). */
 #define SCOPE_VISIT_MAX 2000000
 
