@@ -71,7 +71,8 @@ static int index_cus(struct line_info *li)
 		}
 		off = next;
 	}
-	qsort(li->ranges, li->nranges, sizeof(*li->ranges), cmp_range);
+	if (li->nranges)
+		qsort(li->ranges, li->nranges, sizeof(*li->ranges), cmp_range);
 	return 0;
 }
 
