@@ -11,6 +11,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "subcommands.h"
 #include "stacksnap.h"
 
 static bool verbose;
@@ -51,7 +52,26 @@ static int cmp_tid(const void *a, const void *b)
 	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
 }
 
+/* `stacksnap PID` dumps a live process; other jobs are subcommands named by
+ * the first argument, each in its own file. */
+static const struct subcommand {
+	const char *name;
+	int (*main)(int argc, char **argv);
+} subcommands[] = {
+	{ "perf-script", perf_script_main },
+};
+
+static int dump_main(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+	for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (!strcmp(argv[1], subcommands[i].name))
+			return subcommands[i].main(argc - 1, argv + 1);
+	return dump_main(argc, argv);
+}
+
+static int dump_main(int argc, char **argv)
 {
 	struct options o;
 	struct stacksnap_ctx *ctx = NULL;
