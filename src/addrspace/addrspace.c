@@ -31,16 +31,11 @@ static void maps_clear(struct stacksnap_addrspace *as)
 	as->last = 0;
 }
 
-const struct as_map *addrspace__find(struct stacksnap_addrspace *as,
-				     uint64_t addr)
+const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
+					  uint64_t addr)
 {
 	size_t lo = 0, hi = as->n;
 
-	if (!as->n)
-		return NULL;
-	if (addr - as->maps[as->last].start <
-	    as->maps[as->last].end - as->maps[as->last].start)
-		return &as->maps[as->last];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 

@@ -32,8 +32,21 @@ struct stacksnap_addrspace {
 	size_t last;
 };
 
-/* The mapping containing addr, or NULL. Does not allocate. */
-const struct as_map *addrspace__find(struct stacksnap_addrspace *as,
-				     uint64_t addr);
+const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
+					  uint64_t addr);
+
+/* The mapping containing addr, or NULL. Does not allocate. Consecutive
+ * frames are mostly in one mapping: that case is inlined. */
+static inline const struct as_map *addrspace__find(struct stacksnap_addrspace *as,
+						   uint64_t addr)
+{
+	if (as->n) {
+		const struct as_map *m = &as->maps[as->last];
+
+		if (addr - m->start < m->end - m->start)
+			return m;
+	}
+	return addrspace__find_slow(as, addr);
+}
 
 #endif

@@ -172,8 +172,8 @@ static void find_sigreturn(struct module *m)
 	}
 }
 
-const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
-					 struct module *m)
+const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
+					      struct module *m)
 {
 	struct cfi_input in[3];
 	size_t n = 0;

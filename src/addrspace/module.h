@@ -63,8 +63,13 @@ int module__get_image(struct stacksnap_ctx *ctx, const char *name,
 void module__put(struct module *m);
 
 /* Lazy members; NULL when the module has none. */
-const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
-					 struct module *m);
+const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
+					      struct module *m);
+static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
+						       struct module *m)
+{
+	return m->table_tried ? m->table : module__table_slow(ctx, m);
+}
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
 

@@ -13,31 +13,6 @@
  * (at least). */
 #define UT_BLOCK_SHIFT 8
 
-/* Where a DWARF row's program lives: an FDE of one input. */
-struct ut_fde {
-	uint32_t off;	/* section offset of the FDE */
-	uint32_t input;	/* index into the table's inputs */
-};
-
-/* Invariants: starts[] is strictly increasing, starts[0] == 0, and row i
- * covers [lo + starts[i], lo + starts[i + 1]) (the last row up to hi);
- * hi - lo <= UINT32_MAX. block[b] is the row covering lo + (b << shift), for
- * b in [0, nblocks], so the row for an address in block b lies in
- * [block[b], block[b + 1]]. Rows of kind DWARF index fdes[]. */
-struct unwind_table {
-	uint64_t lo, hi;
-	uint32_t *starts;
-	struct unwind_row *rows;
-	size_t nrows;
-	uint32_t *block;
-	size_t nblocks;
-	unsigned block_shift;	/* UT_BLOCK_SHIFT unless the range is sparse */
-	struct ut_fde *fdes;
-	size_t nfdes;
-	struct cfi_input *inputs;
-	size_t ninputs;
-};
-
 /* An FDE found while scanning, before any program runs. */
 struct fde_ref {
 	uint64_t begin, end;
@@ -567,33 +542,6 @@ void unwind_table__free(struct unwind_table *t)
 	free(t->fdes);
 	free(t->inputs);
 	free(t);
-}
-
-const struct unwind_row *unwind_table__lookup(const struct unwind_table *t,
-					      uint64_t vaddr)
-{
-	uint64_t off;
-	size_t lo, hi;
-	uint32_t o;
-
-	if (vaddr < t->lo || vaddr >= t->hi)
-		return NULL;
-	off = vaddr - t->lo;
-	o = (uint32_t)off;
-	lo = t->block[off >> t->block_shift];
-	hi = t->block[(off >> t->block_shift) + 1];
-	/* Last row with starts[row] <= o, within [lo, hi]. Branch-free:
-	 * the comparison becomes a conditional move, so random addresses
-	 * cost no mispredictions. */
-	for (size_t n = hi - lo + 1; n > 1;) {
-		size_t half = n / 2;
-
-		lo = t->starts[lo + half] <= o ? lo + half : lo;
-		n -= half;
-	}
-	if (t->rows[lo].cfa_kind == UT_CFA_NONE)
-		return NULL;
-	return &t->rows[lo];
 }
 
 /* One register's caller value from its rule. Returns 0 with *valid set

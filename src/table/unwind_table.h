@@ -59,10 +59,61 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 			  const struct log_sink *log, struct unwind_table **out);
 void unwind_table__free(struct unwind_table *t);
 
+/* The table's layout is visible so that the lookup, on the unwinder's
+ * per-frame path, can be inlined there. */
+/* Where a DWARF row's program lives: an FDE of one input. */
+struct ut_fde {
+	uint32_t off;	/* section offset of the FDE */
+	uint32_t input;	/* index into the table's inputs */
+};
+
+/* Invariants: starts[] is strictly increasing, starts[0] == 0, and row i
+ * covers [lo + starts[i], lo + starts[i + 1]) (the last row up to hi);
+ * hi - lo <= UINT32_MAX. block[b] is the row covering lo + (b << shift), for
+ * b in [0, nblocks], so the row for an address in block b lies in
+ * [block[b], block[b + 1]]. Rows of kind DWARF index fdes[]. */
+struct unwind_table {
+	uint64_t lo, hi;
+	uint32_t *starts;
+	struct unwind_row *rows;
+	size_t nrows;
+	uint32_t *block;
+	size_t nblocks;
+	unsigned block_shift;	/* UT_BLOCK_SHIFT unless the range is sparse */
+	struct ut_fde *fdes;
+	size_t nfdes;
+	struct cfi_input *inputs;
+	size_t ninputs;
+};
+
 /* The row covering link-time address vaddr, or NULL if the table has no
  * row there (equivalent to UT_CFA_NONE). Does not allocate. */
-const struct unwind_row *unwind_table__lookup(const struct unwind_table *t,
-					      uint64_t vaddr);
+static inline const struct unwind_row *
+unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr)
+{
+	uint64_t off;
+	size_t lo, hi;
+	uint32_t o;
+
+	if (vaddr < t->lo || vaddr >= t->hi)
+		return NULL;
+	off = vaddr - t->lo;
+	o = (uint32_t)off;
+	lo = t->block[off >> t->block_shift];
+	hi = t->block[(off >> t->block_shift) + 1];
+	/* Last row with starts[row] <= o, within [lo, hi]. Branch-free:
+	 * the comparison becomes a conditional move, so random addresses
+	 * cost no mispredictions. */
+	for (size_t n = hi - lo + 1; n > 1;) {
+		size_t half = n / 2;
+
+		lo = t->starts[lo + half] <= o ? lo + half : lo;
+		n -= half;
+	}
+	if (t->rows[lo].cfa_kind == UT_CFA_NONE)
+		return NULL;
+	return &t->rows[lo];
+}
 
 /* For a UT_CFA_DWARF row: runs the CFI of its FDE up to link-time address
  * vaddr and applies every register rule to regs (run-time values; bias is
