@@ -4,6 +4,7 @@
 #ifndef SS_TEST_HARNESS_H
 #define SS_TEST_HARNESS_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,21 @@ static int harness_failed_checks;
 	CHECKF((unsigned long long)(a) == (unsigned long long)(b),             \
 	       "%#llx != %#llx", (unsigned long long)(a),                      \
 	       (unsigned long long)(b))
+
+/* Runs a shell command built printf-style (tests build their own fixture
+ * programs with the compilers); returns system()'s status. */
+static inline int harness_sh(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline int harness_sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
 
 struct harness_test {
 	const char *name;

@@ -16,17 +16,6 @@
 
 static char tmpdir[] = "/tmp/ss_elftest.XXXXXX";
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static const char prog_src[] =
 	"#include <stdio.h>\n"
@@ -164,7 +153,7 @@ static void layouts(void)
 		char *bin = fixture(v[i].name);
 		struct elf_image *img = NULL;
 
-		if (sh("gcc -O1 -g -Wl,--build-id %s -o %s %s 2>/dev/null",
+		if (harness_sh("gcc -O1 -g -Wl,--build-id %s -o %s %s 2>/dev/null",
 		       v[i].flags, bin, src) != 0) {
 			printf("  %s: cannot build, skipped\n", v[i].name);
 			continue;
@@ -256,7 +245,7 @@ static void debuglink_crc(void)
 	uint32_t crc = 0;
 	const char *dirs[] = { fixture("nodebug"), NULL };
 
-	CHECK(sh("gcc -O1 -g -Wl,--build-id=none -o %s %s && "
+	CHECK(harness_sh("gcc -O1 -g -Wl,--build-id=none -o %s %s && "
 		 "objcopy --only-keep-debug %s %s && strip --strip-debug --strip-unneeded %s && "
 		 "cd %s && objcopy --add-gnu-debuglink=linked.debug linked",
 		 bin, src, bin, dbgf, bin, tmpdir) == 0);
@@ -282,11 +271,11 @@ static void debuglink_crc(void)
 		dbg = NULL;
 	}
 	/* In .debug/ too, and a changed debug file is refused. */
-	CHECK(sh("mkdir -p %s/.debug && mv %s %s/.debug/", tmpdir, dbgf, tmpdir) == 0);
+	CHECK(harness_sh("mkdir -p %s/.debug && mv %s %s/.debug/", tmpdir, dbgf, tmpdir) == 0);
 	CHECK(elf_image__open_debug(img, dirs, NULL, &dbg) == 0 && dbg);
 	elf_image__free(dbg);
 	dbg = NULL;
-	CHECK(sh("printf x >> %s/.debug/linked.debug", tmpdir) == 0);
+	CHECK(harness_sh("printf x >> %s/.debug/linked.debug", tmpdir) == 0);
 	CHECK(elf_image__open_debug(img, dirs, NULL, &dbg) == 0 && !dbg);
 	elf_image__free(img);
 }
@@ -296,7 +285,7 @@ static void debug_frame_only(void)
 	char *src = fixture("prog.c"), *bin = fixture("dframe");
 	struct elf_image *img = NULL;
 
-	CHECK(sh("gcc -O1 -g -fno-asynchronous-unwind-tables -fno-unwind-tables "
+	CHECK(harness_sh("gcc -O1 -g -fno-asynchronous-unwind-tables -fno-unwind-tables "
 		 "-Wl,--no-eh-frame-hdr -o %s %s", bin, src) == 0);
 	CHECK(elf_image__open(bin, NULL, &img) == 0);
 	if (!img)
@@ -304,7 +293,7 @@ static void debug_frame_only(void)
 	CHECK(img->debug_frame.data && img->debug_frame.size > 0);
 	elf_image__free(img);
 	/* Compressed .debug_frame (debug files often are): inflated. */
-	CHECK(sh("objcopy --compress-debug-sections=zlib %s %s.z", bin, bin) == 0);
+	CHECK(harness_sh("objcopy --compress-debug-sections=zlib %s %s.z", bin, bin) == 0);
 	strcat(bin, ".z");
 	CHECK(elf_image__open(bin, NULL, &img) == 0);
 	if (img) {
@@ -320,7 +309,7 @@ static void minidebuginfo(void)
 	struct symtab *st = NULL;
 	uint64_t fvaddr;
 
-	CHECK(sh("cd %s && gcc -O1 -g -o mini prog.c && "
+	CHECK(harness_sh("cd %s && gcc -O1 -g -o mini prog.c && "
 		 "nm -D mini --format=posix --defined-only | awk '{print $1}' | sort > dynsyms && "
 		 "nm mini --format=posix --defined-only | awk '$2 ~ /[TtD]/ {print $1}' | sort > funcsyms && "
 		 "comm -13 dynsyms funcsyms > keep_symbols && "
@@ -463,7 +452,7 @@ static void setup(void)
 
 static void cleanup(void)
 {
-	sh("rm -rf %s", tmpdir);
+	harness_sh("rm -rf %s", tmpdir);
 }
 
 TEST_MAIN("elf", TEST(setup), TEST(not_elf_or_wrong_arch), TEST(layouts),

@@ -15,17 +15,6 @@
 
 static char tmpdir[] = "/tmp/ss_symtest.XXXXXX";
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 /* gdb prints, per address: the minimal symbol ("info symbol"), and the
  * name `bt` gives the containing function (find_frame_funname): the
@@ -81,7 +70,7 @@ static size_t ask_gdb(const char *file, const uint64_t *addrs, size_t n,
 	fprintf(f, "OUT = '%s'\nADDRS = '%s'\n%s", opath, apath, gdb_script);
 	fclose(f);
 	unlink(opath);
-	if (sh("timeout 300 gdb -batch -nx -ex 'source %s' %s >/dev/null 2>&1",
+	if (harness_sh("timeout 300 gdb -batch -nx -ex 'source %s' %s >/dev/null 2>&1",
 	       spath, file) != 0)
 		return 0;
 	f = fopen(opath, "r");
@@ -277,7 +266,7 @@ static void inline_chain_vs_addr2line(void)
 		fputs(inline_src, f);
 		fclose(f);
 	}
-	CHECK(sh("g++ -O2 -g -o %s %s", bin, src) == 0);
+	CHECK(harness_sh("g++ -O2 -g -o %s %s", bin, src) == 0);
 	CHECK(elf_image__open(bin, NULL, &img) == 0);
 	if (!img)
 		return;
@@ -368,7 +357,7 @@ static void cxx_frame_names(void)
 	f = fopen(path, "w");
 	fputs(src, f);
 	fclose(f);
-	CHECK(sh("cd %s && g++ -O1 -g -o cx cx.cc", tmpdir) == 0);
+	CHECK(harness_sh("cd %s && g++ -O1 -g -o cx cx.cc", tmpdir) == 0);
 	for (int dbg = 1; dbg >= 0; dbg--) {
 		struct elf_image *img = NULL;
 		struct symtab *st = NULL;
@@ -376,7 +365,7 @@ static void cxx_frame_names(void)
 
 		snprintf(path, sizeof(path), "%s/cx", tmpdir);
 		if (!dbg)
-			CHECK(sh("strip -g %s", path) == 0);
+			CHECK(harness_sh("strip -g %s", path) == 0);
 		CHECK(elf_image__open(path, NULL, &img) == 0);
 		if (!img)
 			return;
@@ -420,7 +409,7 @@ static void setup(void)
 
 static void cleanup(void)
 {
-	sh("rm -rf %s", tmpdir);
+	harness_sh("rm -rf %s", tmpdir);
 }
 
 TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip), TEST(cxx_frame_names),
