@@ -170,6 +170,8 @@ static int on_row(void *user, uint64_t start, uint64_t end,
 		memset(&row, 0, sizeof(row));
 		row.cfa_kind = UT_CFA_DWARF;
 		row.cfa_off = cc->fde_index;
+		if (cc->cie->signal_frame)
+			row.rbp_kind = UT_DWARF_SIGNAL_FRAME;
 	}
 	for (size_t i = 0; i < cc->nclip; i++) {
 		uint64_t b = start > cc->clip[i].begin ? start : cc->clip[i].begin;

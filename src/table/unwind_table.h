@@ -32,6 +32,11 @@ enum ut_rbp_kind {
 	UT_RBP_UNDEFINED,   /* undefined: the caller's value is unknown */
 };
 
+/* For UT_CFA_DWARF rows, rbp_kind holds flags instead: the FDE's CIE
+ * says 'S', a signal frame, whose caller was interrupted (its pc is exact,
+ * not a return address). */
+#define UT_DWARF_SIGNAL_FRAME 1
+
 /* One row: how to unwind from any address in [start[i], start[i+1]).
  * 8 bytes; the on-disk form, if any, is encoded field by field. */
 struct unwind_row {

@@ -140,8 +140,6 @@ static enum stacksnap_end step_signal(struct stacksnap_unwinder *uw,
 	uint64_t uc = st->regs.regs[STACKSNAP_REG_RSP];
 	int err;
 
-	if (++uw->nsignals > MAX_SIGNAL_FRAMES)
-		return STACKSNAP_END_LOOP;
 	err = mem_read(uw->mem, uc + offsetof(ucontext_t, uc_mcontext.gregs),
 		       gregs, sizeof(gregs));
 	if (err)
@@ -181,6 +179,9 @@ static enum stacksnap_end step_dwarf(struct stacksnap_unwinder *uw,
 	st->regs.valid |= BIT(STACKSNAP_REG_RSP);
 	st->stepper = STACKSNAP_STEP_DWARF;
 	st->trust = STACKSNAP_TRUST_CFI;
+	/* A signal frame described by CFI (an 'S' CIE) rather than found by
+	 * its trampoline code: the caller was interrupted, not calling. */
+	st->flags = row->rbp_kind & UT_DWARF_SIGNAL_FRAME ? STACKSNAP_FRAME_SIGNAL : 0;
 	return STACKSNAP_END_NONE;
 }
 
@@ -329,6 +330,22 @@ static enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
 	return STACKSNAP_END_NO_CFI;
 }
 
+/* The checks after stepping into an interrupted frame. On sigaltstack the
+ * interrupted stack may be anywhere, so the stack-direction rule does not
+ * apply: only insist that something changed (nested signal frames are
+ * bounded by MAX_SIGNAL_FRAMES). */
+static enum stacksnap_end signal_done(struct stacksnap_unwinder *uw,
+				      const struct frame_state *st, uint64_t sp,
+				      uint64_t pc)
+{
+	if (++uw->nsignals > MAX_SIGNAL_FRAMES ||
+	    (st->regs.regs[STACKSNAP_REG_RSP] == sp &&
+	     st->regs.regs[STACKSNAP_REG_RIP] == pc))
+		return STACKSNAP_END_LOOP;
+	uw->cur_map = NULL; /* an exact pc: looked up anew */
+	return STACKSNAP_END_NONE;
+}
+
 /* Turns uw->cur into its caller. Returns END_NONE on success, else why the
  * walk ends. Sets *sigreturn when cur is the signal trampoline. */
 static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
@@ -356,18 +373,16 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 			end = step_signal(uw, st, cfa);
 			if (end != STACKSNAP_END_NONE)
 				return end;
-			/* On sigaltstack the interrupted stack may be
-			 * anywhere: only insist that something changed. */
-			if (st->regs.regs[STACKSNAP_REG_RSP] == sp &&
-			    st->regs.regs[STACKSNAP_REG_RIP] == pc)
-				return STACKSNAP_END_LOOP;
-			uw->cur_map = NULL; /* an exact pc: looked up anew */
-			return STACKSNAP_END_NONE;
+			return signal_done(uw, st, sp, pc);
 		}
 		row = t ? unwind_table__lookup(t, lookup - m->bias) : NULL;
 		if (row && row->cfa_kind == UT_CFA_DWARF) {
 			end = step_dwarf(uw, t, row, lookup - m->bias, m->bias,
 					 st, cfa);
+			*sigreturn = end == STACKSNAP_END_NONE &&
+				     (st->flags & STACKSNAP_FRAME_SIGNAL);
+			if (*sigreturn)
+				return signal_done(uw, st, sp, pc);
 			goto check;
 		}
 		if (row && row->cfa_kind != UT_CFA_NONE) {

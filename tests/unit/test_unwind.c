@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
@@ -396,6 +398,86 @@ static void caller_supplied_mappings(void)
 	CHECK(ctx->nmodules == before);
 }
 
+/* A signal trampoline of our own that the code scan does not know
+ * (`xor %eax,%eax; mov $15,%al; syscall`), described only by its CFI, the
+ * way glibc describes __restore_rt: an 'S' CIE, CFA = the interrupted rsp
+ * read from the ucontext at rsp, rip and rbp by DW_CFA_expression. The
+ * unwinder must cross it through the DWARF rows. Offsets: the ucontext's
+ * gregs start at 40; REG_RSP 15 -> 160, REG_RIP 16 -> 168, REG_RBP 10 -> 120. */
+__asm__(".text\n"
+	".type test_restorer_fde, @function\n"
+	"test_restorer_fde:\n"
+	".cfi_startproc simple\n"
+	".cfi_signal_frame\n"
+	".cfi_escape 0x0f, 0x04, 0x77, 0xa0, 0x01, 0x06\n" /* CFA = *(rsp+160) */
+	".cfi_escape 0x10, 0x10, 0x03, 0x77, 0xa8, 0x01\n" /* rip at rsp+168 */
+	".cfi_escape 0x10, 0x06, 0x03, 0x77, 0xf8, 0x00\n" /* rbp at rsp+120 */
+	"nop\n" /* a return-address lookup at pc-1 lands inside the FDE */
+	".globl test_restorer\n"
+	"test_restorer:\n"
+	"xor %eax, %eax\n"
+	"mov $15, %al\n"
+	"syscall\n"
+	".cfi_endproc\n"
+	".size test_restorer_fde, .-test_restorer_fde\n");
+void test_restorer(void);
+
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+static volatile int in_victim;
+
+static void usr1_handler(int sig)
+{
+	struct stacksnap_mem *m = stacksnap_mem__new_self();
+
+	innermost(m, 0);
+	stacksnap_mem__free(m);
+}
+
+NOINLINE static void victim(void)
+{
+	in_victim = 1;
+	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+	in_victim = 0;
+}
+
+static void signal_frame_from_cfi(void)
+{
+	struct kernel_sigaction ka = { usr1_handler, 0x04000000 /* SA_RESTORER */,
+				       test_restorer, 0 }, old;
+	struct stacksnap_sym sym;
+	int i, tramp = -1;
+
+	CHECK(syscall(SYS_rt_sigaction, SIGUSR1, &ka, &old, 8) == 0);
+	victim();
+	syscall(SYS_rt_sigaction, SIGUSR1, &old, NULL, 8);
+	CHECK(cap.end == STACKSNAP_END_COMPLETE);
+	for (i = 0; i < cap.nframes; i++)
+		if (cap.frames[i].flags & STACKSNAP_FRAME_SIGRETURN)
+			tramp = i;
+	CHECKF(tramp > 0 && tramp + 2 < cap.nframes, "trampoline frame %d of %d", tramp,
+	       cap.nframes);
+	if (tramp <= 0 || tramp + 2 >= cap.nframes)
+		return;
+	/* The frame after the trampoline was interrupted, restored through the
+	 * DWARF expressions, inside libc's syscall(); then victim. */
+	const struct stacksnap_frame *f = &cap.frames[tramp + 1];
+	CHECK(f->stepper == STACKSNAP_STEP_DWARF);
+	CHECK(f->flags & STACKSNAP_FRAME_SIGNAL);
+	CHECK(stacksnap_addrspace__symbolize(self_as, cap.frames[tramp + 2].pc, true, 0,
+					     &sym, 1) == 1);
+	CHECKF(sym.function && !strcmp(sym.function, "victim"), "got %s",
+	       sym.function ? sym.function : "??");
+	CHECK(stacksnap_addrspace__symbolize(self_as, cap.frames[tramp].pc, true, 0,
+					     &sym, 1) == 1);
+	CHECK(sym.function && strstr(sym.function, "test_restorer"));
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -414,5 +496,5 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(self_pid_memory), TEST(deep_recursion), TEST(frame_limit),
 	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
 	  TEST(frame_pointer_chain), TEST(caller_supplied_mappings),
-	  TEST(memory_sources), TEST(perf_register_layout),
+	  TEST(signal_frame_from_cfi), TEST(memory_sources), TEST(perf_register_layout),
 	  TEST(cleanup))
