@@ -1,4 +1,4 @@
-/* vec.h - growable arrays: `T *items; size_t n, cap;` grown by vec_grow. */
+/* vec.h - growable arrays: `T *items; size_t n, cap;` grown by VEC_PUSH. */
 #ifndef SS_BASE_VEC_H
 #define SS_BASE_VEC_H
 
