@@ -442,6 +442,102 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 	return 1;
 }
 
+/* The common case of a walk, kept in locals: a return address whose row
+ * is CFA = rsp|rbp + offset, a copied stack holding every word read, and a
+ * caller in a module whose table is ready. Emits frames exactly as
+ * stacksnap_unwinder__next would, and stops, leaving uw->cur as the next
+ * frame to emit, at the first thing it does not handle; the general
+ * stepper takes it from there. */
+static size_t walk_fast(struct stacksnap_unwinder *uw,
+			struct stacksnap_frame *frames, size_t max)
+{
+	const struct stacksnap_mem *mem = uw->mem;
+	const struct as_map *m = uw->cur_map;
+	const struct unwind_table *t = m->mod->table;
+	struct frame_state *st = &uw->cur;
+	uint64_t pc = st->regs.regs[STACKSNAP_REG_RIP];
+	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP];
+	uint64_t rbp = st->regs.regs[STACKSNAP_REG_RBP];
+	bool rbp_ok = st->regs.valid & BIT(STACKSNAP_REG_RBP);
+	uint8_t stepper = st->stepper, trust = st->trust;
+	size_t n = 0;
+
+	if (max > uw->max_frames - uw->nframes)
+		max = uw->max_frames - uw->nframes;
+	while (n < max) {
+		const struct unwind_row *row;
+		uint64_t cfa, ra;
+
+		if (m->mod->nsigreturn && module__is_sigreturn(m->mod, pc - m->bias))
+			break;
+		row = unwind_table__lookup(t, pc - 1 - m->bias);
+		if (!row)
+			break;
+		if (row->cfa_kind == UT_CFA_RSP)
+			cfa = sp + row->cfa_off;
+		else if (row->cfa_kind == UT_CFA_RBP && rbp_ok)
+			cfa = rbp + row->cfa_off;
+		else
+			break;
+		if (cfa <= sp || cfa - 8 - mem->base > mem->len - 8 ||
+		    mem->len < 8)
+			break;
+		memcpy(&ra, mem->bytes + (cfa - 8 - mem->base), 8);
+		if (ra == 0)
+			break; /* the bottom: let the general path end it */
+		const struct as_map *next = addrspace__find(uw->as, ra - 1);
+		if (!next || !(next->prot & PROT_EXEC) || !next->mod ||
+		    !next->mod->table)
+			break;
+		uint64_t caller_rbp = rbp;
+		bool caller_rbp_ok = rbp_ok;
+		if (row->rbp_kind == UT_RBP_CFA_OFF) {
+			uint64_t at = cfa + row->rbp_off;
+
+			if (at - mem->base > mem->len - 8)
+				break;
+			memcpy(&caller_rbp, mem->bytes + (at - mem->base), 8);
+			caller_rbp_ok = true;
+		} else if (row->rbp_kind != UT_RBP_SAME) {
+			break;
+		}
+		frames[n++] = (struct stacksnap_frame){ .pc = pc, .sp = sp,
+							.cfa = cfa,
+							.stepper = stepper,
+							.trust = trust };
+		pc = ra;
+		sp = cfa;
+		rbp = caller_rbp;
+		rbp_ok = caller_rbp_ok;
+		stepper = STACKSNAP_STEP_TABLE;
+		trust = STACKSNAP_TRUST_CFI;
+		m = next;
+		t = next->mod->table;
+	}
+	if (n) {
+		st->regs.regs[STACKSNAP_REG_RIP] = pc;
+		st->regs.regs[STACKSNAP_REG_RSP] = sp;
+		st->regs.regs[STACKSNAP_REG_RBP] = rbp;
+		st->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
+				 (rbp_ok ? BIT(STACKSNAP_REG_RBP) : 0);
+		st->stepper = stepper;
+		st->trust = trust;
+		st->flags = 0;
+		uw->cur_map = m;
+		uw->nframes += (unsigned)n;
+	}
+	return n;
+}
+
+/* Can walk_fast take the current frame? A return address (not frame 0,
+ * not interrupted), a copied stack, a known mapping with a table. */
+static bool fast_ok(const struct stacksnap_unwinder *uw)
+{
+	return uw->nframes > 0 && !(uw->cur.flags & STACKSNAP_FRAME_SIGNAL) &&
+	       uw->mem->bytes && uw->cur_map && uw->cur_map->mod &&
+	       uw->cur_map->mod->table;
+}
+
 int stacksnap_unwind(struct stacksnap_unwinder *uw,
 		     struct stacksnap_addrspace *as,
 		     const struct stacksnap_regs *regs,
@@ -449,15 +545,23 @@ int stacksnap_unwind(struct stacksnap_unwinder *uw,
 		     size_t max, enum stacksnap_end *end)
 {
 	size_t n = 0;
-	int err;
+	int err = 0;
 
 	if (!frames && max)
 		return fail(-EINVAL);
 	err = stacksnap_unwinder__start(uw, as, regs, mem);
 	if (err)
 		return err;
-	while (n < max && (err = stacksnap_unwinder__next(uw, &frames[n])) > 0)
+	while (n < max && uw->have_cur) {
+		if (fast_ok(uw))
+			n += walk_fast(uw, frames + n, max - n);
+		if (n == max)
+			break;
+		err = stacksnap_unwinder__next(uw, &frames[n]);
+		if (err <= 0)
+			break;
 		n++;
+	}
 	if (err < 0)
 		return err;
 	if (n == max && uw->have_cur) {

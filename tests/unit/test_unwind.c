@@ -478,6 +478,47 @@ static void signal_frame_from_cfi(void)
 	CHECK(sym.function && strstr(sym.function, "test_restorer"));
 }
 
+/* stacksnap_unwind's batch fast path and frame-at-a-time next() must give
+ * the same frames (every field) and the same end, whole or truncated. */
+static void batch_equals_stepwise(void)
+{
+	static const struct {
+		size_t copy, max;
+	} cases[] = { { 1 << 20, 4096 }, { 4096, 4096 }, { 1 << 20, 57 } };
+	static struct stacksnap_frame a[4096], b[4096];
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+
+	keep_copy = 1;
+	recurse(300, NULL, 1);
+	keep_copy = 0;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t len = cases[c].copy < cap.copy_len ? cases[c].copy : cap.copy_len;
+		struct stacksnap_mem *mem = stacksnap_mem__new_copy(
+			cap.stack_copy, len, cap.regs.regs[STACKSNAP_REG_RSP]);
+		enum stacksnap_end enda;
+		int na, nb = 0;
+
+		na = stacksnap_unwind(uw, self_as, &cap.regs, mem, a, cases[c].max, &enda);
+		CHECK(stacksnap_unwinder__start(uw, self_as, &cap.regs, mem) == 0);
+		while ((size_t)nb < cases[c].max && stacksnap_unwinder__next(uw, &b[nb]) == 1)
+			nb++;
+		if ((size_t)nb == cases[c].max)
+			CHECK(enda == STACKSNAP_END_FRAME_LIMIT);
+		else
+			CHECK(enda == stacksnap_unwinder__end(uw));
+		CHECKF(na == nb, "case %zu: batch %d frames, stepwise %d", c, na, nb);
+		for (int i = 0; i < na && i < nb; i++)
+			CHECKF(a[i].pc == b[i].pc && a[i].sp == b[i].sp &&
+			       a[i].cfa == b[i].cfa && a[i].stepper == b[i].stepper &&
+			       a[i].trust == b[i].trust && a[i].flags == b[i].flags,
+			       "case %zu frame %d differs", c, i);
+		CHECK(na > 50);
+		stacksnap_mem__free(mem);
+	}
+	free(cap.stack_copy);
+	stacksnap_unwinder__free(uw);
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -496,5 +537,6 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(self_pid_memory), TEST(deep_recursion), TEST(frame_limit),
 	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
 	  TEST(frame_pointer_chain), TEST(caller_supplied_mappings),
-	  TEST(signal_frame_from_cfi), TEST(memory_sources), TEST(perf_register_layout),
+	  TEST(signal_frame_from_cfi), TEST(batch_equals_stepwise),
+	  TEST(memory_sources), TEST(perf_register_layout),
 	  TEST(cleanup))
