@@ -507,11 +507,12 @@ static void batch_equals_stepwise(void)
 		else
 			CHECK(enda == stacksnap_unwinder__end(uw));
 		CHECKF(na == nb, "case %zu: batch %d frames, stepwise %d", c, na, nb);
-		for (int i = 0; i < na && i < nb; i++)
-			CHECKF(a[i].pc == b[i].pc && a[i].sp == b[i].sp &&
-			       a[i].cfa == b[i].cfa && a[i].stepper == b[i].stepper &&
-			       a[i].trust == b[i].trust && a[i].flags == b[i].flags,
-			       "case %zu frame %d differs", c, i);
+		int i = 0;
+		while (i < na && i < nb && a[i].pc == b[i].pc && a[i].sp == b[i].sp &&
+		       a[i].cfa == b[i].cfa && a[i].stepper == b[i].stepper &&
+		       a[i].trust == b[i].trust && a[i].flags == b[i].flags)
+			i++;
+		CHECKF(i == na && i == nb, "case %zu: first difference at frame %d", c, i);
 		CHECK(na > 50);
 		stacksnap_mem__free(mem);
 	}
