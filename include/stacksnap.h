@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -62,6 +63,11 @@ struct stacksnap_ctx_opts {
 	/* Root of the target's filesystem view ("/proc/PID/root" style
 	 * prefix for module paths). NULL: paths are opened as they are. */
 	const char *sysroot;
+	/* stacksnap_addrspace__from_pid: leave out mappings of files deleted
+	 * since they were mapped ("(deleted)" in /proc/PID/maps; frames there
+	 * are unknown). Default: such files are read through
+	 * /proc/PID/map_files, as they were mapped. */
+	bool ignore_deleted;
 	size_t :0;
 };
 
@@ -323,6 +329,16 @@ struct stacksnap_snapshot_opts {
 				   process_vm_readv */
 	const pid_t *tids;	/* only these threads; NULL: all */
 	size_t ntids;
+	/* Leave every captured thread stopped when the capture returns, until
+	 * stacksnap_snapshot__release() or __free(): to unwind live memory
+	 * under ptrace (stacksnap_mem__new_pid), e.g. stacks deeper than a
+	 * copy. The freeze then lasts until the release. */
+	bool hold;
+	bool no_copy;		/* copy no stack bytes (with hold: read live) */
+	/* Polled while the threads are stopped (a signal handler sets it):
+	 * once non-zero, every thread is detached and the capture fails with
+	 * EINTR. NULL: not polled. */
+	const volatile sig_atomic_t *cancel;
 	size_t :0;
 };
 
@@ -359,11 +375,19 @@ struct stacksnap_snapshot_stats {
 	unsigned rescans;	/* task-list rescans to catch new threads */
 };
 
+/* Says whether pid can be captured, from /proc alone (no ptrace): 0, or
+ * -ESRCH no such process, -ECHILD a zombie, -EINVAL a kernel thread,
+ * -EBUSY traced by another debugger (errno set too; the log says which). */
+STACKSNAP_API int stacksnap_snapshot__check(struct stacksnap_ctx *ctx,
+					    pid_t pid);
 /* Freezes pid, captures every thread (or opts->tids) and lets it run again.
  * The target is never left stopped: threads are seized (PTRACE_SEIZE), so
- * the kernel detaches them if the caller dies. Returns NULL and sets errno:
- * ESRCH no such process, EPERM not permitted, EBUSY traced by another
- * debugger, ECHILD a zombie, EINVAL a kernel thread; the log names them. */
+ * the kernel detaches them if the caller dies, and a signal that arrives
+ * while a thread is stopped is given back to it on detach. Returns NULL and
+ * sets errno: ESRCH no such process (or it exited during the capture),
+ * EPERM not permitted, EBUSY traced by another debugger, ECHILD a zombie,
+ * EINVAL a kernel thread, EINTR opts->cancel was set; the log names them.
+ * Uses waitpid() on the threads only (never on the caller's children). */
 STACKSNAP_API struct stacksnap_snapshot *
 stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			    const struct stacksnap_snapshot_opts *opts);
@@ -374,6 +398,11 @@ stacksnap_snapshot__thread(const struct stacksnap_snapshot *snap, size_t i);
 STACKSNAP_API void
 stacksnap_snapshot__stats(const struct stacksnap_snapshot *snap,
 			  struct stacksnap_snapshot_stats *st);
+/* Lets the threads of a capture made with opts->hold run again (and
+ * completes the freeze statistics). Returns 0, or -EINVAL when nothing is
+ * held. */
+STACKSNAP_API int stacksnap_snapshot__release(struct stacksnap_snapshot *snap);
+/* Frees the snapshot; releases held threads first. */
 STACKSNAP_API void stacksnap_snapshot__free(struct stacksnap_snapshot *snap);
 
 #ifdef __cplusplus

@@ -294,7 +294,12 @@ static int read_maps(struct stacksnap_addrspace *as)
 			size_t l = strlen(mp.path);
 			const char *del = " (deleted)";
 
-			if (l > strlen(del) && !strcmp(mp.path + l - strlen(del), del))
+			bool deleted = l > strlen(del) &&
+				       !strcmp(mp.path + l - strlen(del), del);
+
+			if (deleted && as->ctx->ignore_deleted)
+				continue;
+			if (deleted)
 				snprintf(open_path, sizeof(open_path),
 					 "/proc/%d/map_files/%llx-%llx",
 					 (int)as->pid, start, end);

@@ -46,6 +46,7 @@ struct stacksnap_ctx {
 	struct log_sink log;
 	char **debug_dirs;	/* NULL-terminated */
 	char *sysroot;		/* may be NULL */
+	bool ignore_deleted;	/* from_pid skips "(deleted)" mappings */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 };

@@ -32,6 +32,7 @@
 #define MAX_RESCANS 16	    /* task-list rescans before giving up on stability */
 #define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
 #define PREFAULT_MAX (16u << 20)
+#define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
 
 /* A writable mapping, to clamp stack copies to the stack they are on. */
 struct rw_map {
@@ -39,10 +40,12 @@ struct rw_map {
 };
 
 /* Per-thread capture state. Invariant: seized implies the thread must be
- * detached before the capture returns. */
+ * detached before the capture returns (or, with hold, before release). */
 struct cap_thread {
 	struct stacksnap_thread pub;
 	bool seized, interrupted, stopped;
+	int pending_sig;	/* a signal whose delivery-stop we took for our
+				   interrupt: given back on detach */
 	uint64_t copy_start, copy_len;
 };
 
@@ -52,6 +55,9 @@ struct stacksnap_snapshot {
 	size_t n, cap;
 	uint8_t *stack_bytes; /* one buffer for every thread's copy */
 	size_t stack_cap;     /* bytes of stack_bytes already faulted in */
+	bool held;	      /* threads stopped until __release() */
+	unsigned stop_timeout_ms;
+	uint64_t freeze_start, t_copied; /* for the stats of a release */
 	struct stacksnap_snapshot_stats stats;
 };
 
@@ -107,6 +113,18 @@ static void task_name(pid_t pid, pid_t tid, char name[16])
 	snprintf(name, 16, "%s", buf);
 }
 
+/* TracerPid of a thread, 0 when untraced, -1 when unknown. */
+static long tracer_pid(pid_t pid, pid_t tid)
+{
+	char path[64], buf[4096], *tp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	if (read_small_file(path, buf, sizeof(buf)) < 0 ||
+	    !(tp = strstr(buf, "TracerPid:")))
+		return -1;
+	return strtol(tp + 10, NULL, 10);
+}
+
 static struct cap_thread *find_thread(struct stacksnap_snapshot *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -152,19 +170,29 @@ static int scan_tasks(struct stacksnap_snapshot *s,
 		}
 		memset(t, 0, sizeof(*t));
 		t->pub.tid = tid;
+		task_name(s->pid, tid, t->pub.name);
+		t->pub.state = task_state(s->pid, tid, NULL);
+		/* A leader that called pthread_exit() stays a zombie while the
+		 * others run; it would never report a stop. */
+		if (t->pub.state == 'Z' || t->pub.state == 'X')
+			t->pub.error = STACKSNAP_THREAD_GONE;
 		added++;
 	}
 	closedir(d);
 	return added;
 }
 
-static void detach_all(struct stacksnap_snapshot *s)
+/* Detaches every seized thread that is stopped (a running tracee cannot
+ * be detached; see detach_late()). */
+static void detach_all_stopped(struct stacksnap_snapshot *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
 
-		if (t->seized)
-			ptrace(PTRACE_DETACH, t->pub.tid, NULL, NULL);
+		if (!t->seized || !t->stopped)
+			continue;
+		ptrace(PTRACE_DETACH, t->pub.tid, NULL,
+		       (void *)(long)t->pending_sig);
 		t->seized = false;
 	}
 }
@@ -172,7 +200,7 @@ static void detach_all(struct stacksnap_snapshot *s)
 /* Seizes every known thread not yet seized. PTRACE_SEIZE does not stop a
  * thread, so this happens before the freeze. A thread that vanished is
  * marked gone; any other failure fails the capture. */
-static int seize_new(struct stacksnap_snapshot *s)
+static int seize_new(struct stacksnap_snapshot *s, const struct log_sink *log)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
@@ -180,11 +208,24 @@ static int seize_new(struct stacksnap_snapshot *s)
 		if (t->seized || t->pub.error)
 			continue;
 		if (ptrace(PTRACE_SEIZE, t->pub.tid, NULL, NULL) != 0) {
-			if (errno == ESRCH) {
+			int err = -errno;
+			long tracer;
+
+			if (err == -ESRCH) {
 				t->pub.error = STACKSNAP_THREAD_GONE;
 				continue;
 			}
-			return -errno;
+			/* One thread may be traced (strace -p TID) when the
+			 * leader is not: say so rather than "not permitted". */
+			tracer = tracer_pid(s->pid, t->pub.tid);
+			if (err == -EPERM && tracer > 0) {
+				log_err(log, "pid %d: thread %d is already traced "
+					     "by pid %ld (a debugger or strace?); "
+					     "detach it first",
+					s->pid, t->pub.tid, tracer);
+				return -EBUSY;
+			}
+			return err;
 		}
 		t->seized = true;
 	}
@@ -207,24 +248,72 @@ static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
 	}
 }
 
-/* Collects stops until every interrupted thread reported, or the deadline.
- * waitpid(-1) takes whichever tracee stopped first; between empty polls
- * the CPU is yielded (the stopping threads may need it, and a sleep would
- * cost the timer slack, ~50 us, each time). */
-static void wait_stops(struct stacksnap_snapshot *s, uint64_t deadline)
+/* Takes one wait status of a tracee without ever reaping a child of the
+ * caller: waitid(WNOWAIT) looks first, and only a status of one of our
+ * threads is consumed. Once a foreign child shows up (it would stay first
+ * in line), the threads are polled one by one instead. Returns the
+ * thread, NULL when none has news, and sets *none_left when there is no
+ * child at all. */
+static struct cap_thread *next_status(struct stacksnap_snapshot *s,
+				      bool *foreign, int *status,
+				      bool *none_left)
+{
+	*none_left = false;
+	if (!*foreign) {
+		siginfo_t si;
+
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG |
+					     WNOWAIT | __WALL) != 0) {
+			*none_left = errno == ECHILD;
+			return NULL;
+		}
+		if (!si.si_pid)
+			return NULL;
+		struct cap_thread *t = find_thread(s, si.si_pid);
+		if (t && waitpid(si.si_pid, status, __WALL | WNOHANG) == si.si_pid)
+			return t;
+		if (t)
+			return NULL;
+		*foreign = true;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (!t->interrupted || t->stopped || t->pub.error)
+			continue;
+		if (waitpid(t->pub.tid, status, __WALL | WNOHANG) == t->pub.tid)
+			return t;
+	}
+	return NULL;
+}
+
+static bool cancelled(const volatile sig_atomic_t *cancel)
+{
+	return cancel && *cancel;
+}
+
+/* Collects stops until every interrupted thread reported, the deadline,
+ * or a cancel. Between empty polls the CPU is yielded (the stopping
+ * threads may need it, and a sleep would cost the timer slack, ~50 us,
+ * each time). A signal-delivery stop is as good as our interrupt's stop;
+ * its signal is given back on detach. */
+static void wait_stops(struct stacksnap_snapshot *s,
+		       const volatile sig_atomic_t *cancel, uint64_t deadline)
 {
 	size_t pending = 0;
 	unsigned idle = 0;
+	bool foreign = false;
 
 	for (size_t i = 0; i < s->n; i++)
 		pending += s->threads[i].interrupted && !s->threads[i].stopped &&
 			   !s->threads[i].pub.error;
-	while (pending) {
+	while (pending && !cancelled(cancel)) {
 		int status;
-		pid_t r = waitpid(-1, &status, __WALL | WNOHANG);
-		struct cap_thread *t = r > 0 ? find_thread(s, r) : NULL;
+		bool none_left;
+		struct cap_thread *t = next_status(s, &foreign, &status, &none_left);
 
-		if (r < 0 && errno == ECHILD)
+		if (none_left)
 			break; /* nothing left to wait for: all gone */
 		if (!t) {
 			if (now_ns() >= deadline)
@@ -242,6 +331,8 @@ static void wait_stops(struct stacksnap_snapshot *s, uint64_t deadline)
 			continue;
 		if (WIFSTOPPED(status)) {
 			t->stopped = true;
+			if (status >> 16 != PTRACE_EVENT_STOP)
+				t->pending_sig = WSTOPSIG(status);
 		} else { /* exited or killed while we waited */
 			t->pub.error = STACKSNAP_THREAD_GONE;
 			t->seized = false;
@@ -412,7 +503,7 @@ static int check_target(pid_t pid, const struct log_sink *log)
 {
 	char path[64], buf[4096];
 	unsigned long flags = 0;
-	char *tp;
+	char *tp, *th;
 	char st;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
@@ -421,7 +512,10 @@ static int check_target(pid_t pid, const struct log_sink *log)
 		return -ESRCH;
 	}
 	st = task_state(pid, pid, &flags);
-	if (st == 'Z' || st == 'X') {
+	th = strstr(buf, "Threads:");
+	/* A leader that called pthread_exit() is a zombie too, but the
+	 * process lives while it has other threads. */
+	if ((st == 'Z' || st == 'X') && (!th || strtol(th + 8, NULL, 10) <= 1)) {
 		log_err(log, "pid %d: the process is a zombie (it exited; its "
 			     "parent has not reaped it)", pid);
 		return -ECHILD;
@@ -432,11 +526,81 @@ static int check_target(pid_t pid, const struct log_sink *log)
 	}
 	tp = strstr(buf, "TracerPid:");
 	if (tp && strtol(tp + 10, NULL, 10) != 0) {
-		log_err(log, "pid %d: already traced by pid %ld (a debugger?); "
-			     "detach it first", pid, strtol(tp + 10, NULL, 10));
+		log_err(log, "pid %d: already traced by pid %ld (a debugger or "
+			     "strace?); detach it first",
+			pid, strtol(tp + 10, NULL, 10));
 		return -EBUSY;
 	}
 	return 0;
+}
+
+int stacksnap_snapshot__check(struct stacksnap_ctx *ctx, pid_t pid)
+{
+	if (pid <= 0)
+		return fail(-EINVAL);
+	int err = check_target(pid, ctx ? &ctx->log : NULL);
+	return err ? fail(err) : 0;
+}
+
+static void read_regs(struct stacksnap_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+		struct user_regs_struct u;
+		struct iovec iov = { &u, sizeof(u) };
+
+		if (!t->stopped || t->pub.error)
+			continue;
+		if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS,
+			   &iov) != 0) {
+			t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
+						      : STACKSNAP_THREAD_NO_REGS;
+			continue;
+		}
+		stacksnap_regs__from_user_regs(&t->pub.regs, &u);
+	}
+}
+
+/* Threads that did not stop in time are still seized with a stop
+ * pending, and only a stopped tracee can be detached: any that stopped
+ * since are let go here. One still running stops when it leaves its
+ * uninterruptible wait, and is let go by the kernel when the caller's
+ * thread exits at the latest. */
+static void detach_late(struct stacksnap_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+		int status;
+
+		if (!t->seized || t->stopped)
+			continue;
+		if (waitpid(t->pub.tid, &status, __WALL | WNOHANG) != t->pub.tid)
+			continue;
+		if (WIFSTOPPED(status))
+			ptrace(PTRACE_DETACH, t->pub.tid, NULL,
+			       (void *)(long)(status >> 16 == PTRACE_EVENT_STOP
+						      ? 0 : WSTOPSIG(status)));
+		t->seized = false;
+	}
+}
+
+/* Detaches everything and completes the freeze statistics. Only a
+ * stopped tracee can be detached, and one seized but running would stop
+ * at its next signal: on error paths, threads seized but not yet stopped
+ * are stopped first (briefly: a cancel asks for a quick exit). */
+static void thaw(struct stacksnap_snapshot *s)
+{
+	uint64_t t_end, timeout = s->stop_timeout_ms < THAW_WAIT_MS
+					  ? s->stop_timeout_ms : THAW_WAIT_MS;
+
+	interrupt_new(s, &s->freeze_start);
+	wait_stops(s, NULL, now_ns() + timeout * 1000000u);
+	detach_all_stopped(s);
+	t_end = now_ns();
+	detach_late(s);
+	s->stats.freeze_ns = s->freeze_start ? t_end - s->freeze_start : 0;
+	s->stats.detach_ns = s->t_copied ? t_end - s->t_copied : 0;
+	s->held = false;
 }
 
 struct stacksnap_snapshot *
@@ -448,8 +612,8 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	struct stacksnap_snapshot *s;
 	struct rw_map *maps = NULL;
 	size_t nmaps = 0;
-	uint64_t t0 = now_ns(), freeze_start = 0;
-	int err, added;
+	uint64_t t0 = now_ns();
+	int err, added = 0;
 
 	if (opts)
 		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
@@ -472,92 +636,87 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		return NULL;
 	}
 	s->pid = pid;
+	s->stop_timeout_ms = o.stop_timeout_ms;
 	/* Before the freeze: tasks, names, states and writable mappings. */
 	err = scan_tasks(s, &o);
 	if (err >= 0)
-		err = read_rw_maps(pid, &maps, &nmaps);
-	if (err < 0)
-		goto fail;
-	for (size_t i = 0; i < s->n; i++) {
-		struct cap_thread *t = &s->threads[i];
-
-		task_name(pid, t->pub.tid, t->pub.name);
-		t->pub.state = task_state(pid, t->pub.tid, NULL);
+		err = o.no_copy ? 0 : read_rw_maps(pid, &maps, &nmaps);
+	if (err < 0) {
+		if (err == -ENOENT)
+			err = -ESRCH;
+		goto fail_detach;
 	}
-	err = seize_new(s);
+	err = seize_new(s, log);
 	if (err)
 		goto fail_detach;
 	size_t prefault = s->n * (o.stack_size < PREFAULT_PER_THREAD ? o.stack_size
 								     : PREFAULT_PER_THREAD);
 	if (prefault > PREFAULT_MAX)
 		prefault = PREFAULT_MAX;
-	s->stack_bytes = malloc(prefault);
+	if (o.no_copy)
+		prefault = 0;
+	s->stack_bytes = malloc(prefault ? prefault : 1);
 	if (!s->stack_bytes) {
 		err = -ENOMEM;
 		goto fail_detach;
 	}
 	memset(s->stack_bytes, 0, prefault);
 	s->stack_cap = prefault;
-	/* The freeze. Threads created between the scan and the interrupts are
-	 * found by rescanning: once every known thread is stopped, no new one
-	 * can appear, so the list is stable when a rescan finds nothing. */
+	/* The freeze. Threads created after the first scan are found by
+	 * rescanning once every known thread is stopped: a stopped thread
+	 * creates none, so the list is complete when a rescan adds nothing. */
 	uint64_t deadline = now_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
-	interrupt_new(s, &freeze_start);
-	while (s->stats.rescans < MAX_RESCANS && (added = scan_tasks(s, &o)) != 0) {
-		s->stats.rescans++;
-		if (added < 0) {
-			err = added == -ENOENT ? -ESRCH : added;
+	for (;;) {
+		interrupt_new(s, &s->freeze_start);
+		wait_stops(s, o.cancel, deadline);
+		if (cancelled(o.cancel)) {
+			err = -EINTR;
 			break;
 		}
-		err = seize_new(s);
+		if (s->stats.rescans == MAX_RESCANS)
+			break;
+		added = scan_tasks(s, &o);
+		if (added <= 0) {
+			if (added == -ENOENT)
+				err = -ESRCH; /* the process is gone */
+			else if (added < 0)
+				err = added;
+			break;
+		}
+		s->stats.rescans++;
+		err = seize_new(s, log);
 		if (err)
 			break;
-		interrupt_new(s, &freeze_start);
 	}
 	if (err)
 		goto fail_detach;
-	wait_stops(s, deadline);
 	uint64_t t_stopped = now_ns();
-	for (size_t i = 0; i < s->n; i++) {
-		struct cap_thread *t = &s->threads[i];
-		struct user_regs_struct u;
-		struct iovec iov = { &u, sizeof(u) };
-
-		if (!t->stopped || t->pub.error)
-			continue;
-		if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS,
-			   &iov) != 0) {
-			t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
-						      : STACKSNAP_THREAD_NO_REGS;
-			continue;
-		}
-		stacksnap_regs__from_user_regs(&t->pub.regs, &u);
-	}
+	read_regs(s);
 	uint64_t t_regs = now_ns();
-	err = copy_stacks(s, &o, maps, nmaps);
-	uint64_t t_copied = now_ns();
-	detach_all(s);
-	uint64_t t_end = now_ns();
-	s->stats.freeze_ns = freeze_start ? t_end - freeze_start : 0;
-	s->stats.stop_ns = freeze_start ? t_stopped - freeze_start : 0;
+	if (!o.no_copy)
+		err = copy_stacks(s, &o, maps, nmaps);
+	s->t_copied = now_ns();
+	s->stats.stop_ns = s->freeze_start ? t_stopped - s->freeze_start : 0;
 	s->stats.regs_ns = t_regs - t_stopped;
-	s->stats.copy_ns = t_copied - t_regs;
-	s->stats.detach_ns = t_end - t_copied;
+	s->stats.copy_ns = s->t_copied - t_regs;
 	if (err)
-		goto fail;
+		goto fail_detach;
+	s->held = o.hold;
+	if (!s->held)
+		thaw(s);
 	free(maps);
 	s->stats.threads = (unsigned)s->n;
 	s->stats.capture_ns = now_ns() - t0;
+	/* Threads that did not stop are reported in the snapshot; only when
+	 * every thread exited is the process gone. */
 	for (size_t i = 0; i < s->n; i++)
-		if (!s->threads[i].pub.error)
+		if (s->threads[i].pub.error != STACKSNAP_THREAD_GONE)
 			return s;
-	/* Not one thread captured: the process is gone or unreachable. */
 	err = -ESRCH;
-	log_err(log, "pid %d: no thread could be captured (the process "
-		     "exited during the capture?)", pid);
+	log_err(log, "pid %d: the process exited during the capture", pid);
 	goto fail;
 fail_detach:
-	detach_all(s);
+	thaw(s);
 	if (err == -EPERM)
 		log_err(log, "pid %d: ptrace not permitted (run as root or as "
 			     "the process owner, or set "
@@ -565,13 +724,24 @@ fail_detach:
 	else if (err == -ESRCH)
 		log_err(log, "pid %d: the process exited during the capture",
 			pid);
-	else
+	else if (err == -EINTR)
+		log_info(log, "pid %d: capture cancelled; every thread detached",
+			 pid);
+	else if (err != -EBUSY)
 		log_err(log, "pid %d: capture failed: %s", pid, strerror(-err));
 fail:
 	free(maps);
 	stacksnap_snapshot__free(s);
 	errno = -err;
 	return NULL;
+}
+
+int stacksnap_snapshot__release(struct stacksnap_snapshot *s)
+{
+	if (!s || !s->held)
+		return fail(-EINVAL);
+	thaw(s);
+	return 0;
 }
 
 size_t stacksnap_snapshot__thread_count(const struct stacksnap_snapshot *s)
@@ -596,6 +766,9 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 {
 	if (!s)
 		return;
+	if (s->held)
+		thaw(s);
+	detach_late(s);
 	free(s->stack_bytes);
 	free(s->threads);
 	free(s);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "print.h"
@@ -36,13 +38,86 @@ static uint64_t now_ns(void)
 static int exit_code_for(int err)
 {
 	switch (err) {
-	case ESRCH: return EXIT_NO_PROCESS;
+	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
 	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
 	case EBUSY: return EXIT_TRACED;
 	case ECHILD: return EXIT_ZOMBIE;
 	case EINVAL: return EXIT_KERNEL_THREAD;
 	}
 	return EXIT_ERROR;
+}
+
+/* SIGINT, SIGTERM and SIGHUP. While threads may be stopped (in_freeze),
+ * the handler only records the signal: the capture polls it, detaches
+ * every thread and returns, and we exit. Otherwise nothing of the target
+ * is held and the handler exits at once. */
+static volatile sig_atomic_t stop_signal, in_freeze;
+
+static const char *signal_name(int sig)
+{
+	return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM"
+		: sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+static void on_stop_signal(int sig)
+{
+	static const char msg[] = "stacksnap: interrupted; no thread is stopped\n";
+
+	stop_signal = sig;
+	if (!in_freeze) {
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		_exit(EXIT_SIGNAL_BASE + sig);
+	}
+}
+
+static void catch_stop_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < 3; i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static int interrupted_exit(void)
+{
+	fprintf(stderr, "stacksnap: interrupted by %s; every thread was "
+			"detached\n", signal_name(stop_signal));
+	return EXIT_SIGNAL_BASE + stop_signal;
+}
+
+/* Reads of /proc/PID/mem for --ptrace --proc-mem. */
+static int proc_mem_read(void *user, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t r = pread(*(int *)user, buf, len, (off_t)addr);
+
+	return r == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Says on stderr which threads were not captured and why. */
+static void report_thread_errors(const struct options *o,
+				 struct stacksnap_snapshot *snap)
+{
+	for (size_t i = 0; i < stacksnap_snapshot__thread_count(snap); i++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
+
+		if (th->error == STACKSNAP_THREAD_NOT_STOPPED)
+			fprintf(stderr, "stacksnap: pid %d: thread %d (%s, state %c%s) "
+					"did not stop within %u ms; not captured\n",
+				(int)o->pid, (int)th->tid, th->name,
+				th->state ? th->state : '?',
+				th->state == 'D' ? ": uninterruptible sleep" : "",
+				o->stop_timeout_ms ? o->stop_timeout_ms : 1000);
+		else if (th->error && th->error != STACKSNAP_THREAD_GONE)
+			fprintf(stderr, "stacksnap: pid %d: thread %d (%s): %s\n",
+				(int)o->pid, (int)th->tid, th->name,
+				thread_error_str(th->error));
+	}
 }
 
 static int cmp_tid(const void *a, const void *b)
@@ -83,43 +158,76 @@ static int dump_main(int argc, char **argv)
 	struct stacksnap_snapshot_stats st;
 	struct dump_totals tot = { .snap = &st };
 	size_t n = 0;
-	int rc, partial = 0;
+	int rc, partial = 0, mem_fd = -1;
 
 	rc = options_parse(&o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
 	verbose = o.verbose;
-	/* Threads are seized, not SIGSTOPped: if we die here the kernel
-	 * detaches them and they run on. Ignore SIGPIPE so a closed pager
-	 * ends the output, not the process, mid-capture. */
+	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
+	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
+	 * output, not the process, mid-capture. */
 	signal(SIGPIPE, SIG_IGN);
+	catch_stop_signals();
 
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = log_to_stderr,
-		       .log_level = o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR);
+		       .log_level = o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .ignore_deleted = o.ignore_deleted);
 	ctx = stacksnap_ctx__new(&copts);
 	if (!ctx) {
 		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
 		return EXIT_ERROR;
 	}
+	/* What is wrong with the target, said before anything else fails on
+	 * it: no such process, zombie, kernel thread, traced. */
+	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
+		rc = exit_code_for(errno);
+		goto out;
+	}
 	/* Maps, modules and the vDSO image are read before the freeze. */
 	as = stacksnap_addrspace__from_pid(ctx, o.pid);
 	if (!as) {
-		rc = exit_code_for(errno);
-		if (errno == ENOENT)
-			rc = EXIT_NO_PROCESS;
+		if (errno == EACCES || errno == EPERM) {
+			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
+					"its memory (run as root or as the process "
+					"owner, or set kernel.yama.ptrace_scope=0)\n",
+				(int)o.pid);
+			rc = EXIT_NOT_PERMITTED;
+		} else {
+			/* It existed a moment ago. */
+			rc = kill(o.pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED
+								   : EXIT_ERROR;
+		}
 		goto out;
 	}
 	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o.stack_size,
 		       .stop_timeout_ms = o.stop_timeout_ms, .proc_mem = o.proc_mem,
-		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids);
-	snap = stacksnap_snapshot__capture(ctx, o.pid, &sopts);
-	if (!snap) {
-		rc = errno == ESRCH ? (kill(o.pid, 0) == 0 || errno != ESRCH
-					       ? EXIT_EXITED : EXIT_NO_PROCESS)
-				    : exit_code_for(errno);
+		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
+		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &stop_signal);
+	in_freeze = 1;
+	if (stop_signal) { /* came before in_freeze was set */
+		rc = interrupted_exit();
 		goto out;
 	}
-	stacksnap_snapshot__stats(snap, &st);
+	snap = stacksnap_snapshot__capture(ctx, o.pid, &sopts);
+	if (!snap) {
+		int err = errno;
+
+		in_freeze = 0;
+		if (err == EINTR || stop_signal) {
+			rc = interrupted_exit();
+			goto out;
+		}
+		/* It passed the check: ESRCH now means it exited meanwhile. */
+		rc = err == ESRCH ? EXIT_EXITED : exit_code_for(err);
+		goto out;
+	}
+	if (!o.ptrace)
+		in_freeze = 0;
+	if (stop_signal && !o.ptrace) {
+		rc = interrupted_exit();
+		goto out;
+	}
 	n = stacksnap_snapshot__thread_count(snap);
 	if (o.ntids && n < o.ntids) {
 		fprintf(stderr, "stacksnap: pid %d: %zu of the %zu threads asked for "
@@ -129,18 +237,36 @@ static int dump_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o.max_frames,
 		       .stack_scan = o.stack_scan);
 	uw = stacksnap_unwinder__new(&uopts);
-	mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	if (o.ptrace && o.proc_mem) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)o.pid);
+		mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		mem = mem_fd >= 0 ? stacksnap_mem__new_callback(proc_mem_read, &mem_fd)
+				  : NULL;
+	} else if (o.ptrace) {
+		mem = stacksnap_mem__new_pid(o.pid);
+	} else {
+		mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	}
 	res = calloc(n ? n : 1, sizeof(*res));
 	unsigned max_frames = o.max_frames ? o.max_frames : 1024;
 	if (!uw || !mem || !res) {
 		rc = EXIT_ERROR;
-		fprintf(stderr, "stacksnap: out of memory\n");
+		fprintf(stderr, "stacksnap: %s\n", mem || !o.ptrace ? "out of memory"
+				: "cannot read the process's memory");
 		goto out;
 	}
 	uint64_t t0 = now_ns();
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
 
+		if (stop_signal) { /* --ptrace: threads are held */
+			stacksnap_snapshot__release(snap);
+			in_freeze = 0;
+			rc = interrupted_exit();
+			goto out;
+		}
 		res[i].thread = th;
 		if (th->error) {
 			partial = 1;
@@ -151,7 +277,9 @@ static int dump_main(int argc, char **argv)
 			rc = EXIT_ERROR;
 			goto out;
 		}
-		stacksnap_mem__set_copy(mem, th->stack, th->stack_len, th->stack_base);
+		if (!o.ptrace)
+			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
+						th->stack_base);
 		res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem, res[i].frames,
 						  max_frames, &res[i].end);
 		if (res[i].nframes < 0) {
@@ -161,6 +289,16 @@ static int dump_main(int argc, char **argv)
 		tot.frames += (unsigned)res[i].nframes;
 	}
 	tot.unwind_ns = now_ns() - t0;
+	if (o.ptrace) {
+		stacksnap_snapshot__release(snap);
+		in_freeze = 0;
+		if (stop_signal) {
+			rc = interrupted_exit();
+			goto out;
+		}
+	}
+	stacksnap_snapshot__stats(snap, &st);
+	report_thread_errors(&o, snap);
 	t0 = now_ns();
 	for (size_t i = 0; i < n; i++)
 		if (symbolize_thread(&o, as, &res[i])) {
@@ -184,6 +322,8 @@ out:
 	}
 	free(res);
 	stacksnap_mem__free(mem);
+	if (mem_fd >= 0)
+		close(mem_fd);
 	stacksnap_unwinder__free(uw);
 	stacksnap_snapshot__free(snap);
 	stacksnap_addrspace__free(as);

@@ -29,6 +29,10 @@ static const char usage[] =
 "                         default 256k); deeper stacks end as truncated\n"
 "      --stop-timeout MS  how long to wait for a thread to stop (default 1000)\n"
 "      --proc-mem         copy stacks through /proc/PID/mem\n"
+"      --ptrace           no copy: keep the threads stopped and unwind their\n"
+"                         live memory (slower; for stacks deeper than a copy)\n"
+"      --ignore-deleted   leave out files deleted since they were mapped\n"
+"                         (default: read them through /proc/PID/map_files)\n"
 "      --max-frames N     frames per thread (default 1024)\n"
 "      --scan             guess frames by stack scanning where unwind info\n"
 "                         is missing (JIT code); such frames are marked\n"
@@ -39,7 +43,8 @@ static const char usage[] =
 "\n"
 "Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted,\n"
 "4 traced by another debugger, 5 zombie, 6 kernel thread, 7 the process\n"
-"exited during the capture, 8 some threads not captured, 9 other errors.\n";
+"exited during the capture, 8 some threads not captured, 9 other errors,\n"
+"128+N ended by signal N (every thread detached first).\n";
 
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
 static int parse_size(const char *s, size_t *out)
@@ -81,7 +86,7 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 int options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
-	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS };
+	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL };
 	static const struct option longopts[] = {
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, O_LINES },
@@ -92,6 +97,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "stack-size", required_argument, NULL, O_STACK },
 		{ "stop-timeout", required_argument, NULL, O_TMO },
 		{ "proc-mem", no_argument, NULL, O_PROCMEM },
+		{ "ptrace", no_argument, NULL, O_PTRACE },
+		{ "ignore-deleted", no_argument, NULL, O_IGNDEL },
 		{ "max-frames", required_argument, NULL, O_MAXF },
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "stats", no_argument, NULL, O_STATS },
@@ -136,6 +143,8 @@ int options_parse(struct options *o, int argc, char **argv)
 			o->stop_timeout_ms = (unsigned)v;
 			break;
 		case O_PROCMEM: o->proc_mem = true; break;
+		case O_PTRACE: o->ptrace = true; break;
+		case O_IGNDEL: o->ignore_deleted = true; break;
 		case O_MAXF:
 			if (parse_uint(optarg, 1000000, &v) || !v) {
 				fprintf(stderr, "stacksnap: --max-frames: '%s' is not a number (1..1000000)\n", optarg);

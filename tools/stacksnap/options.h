@@ -19,6 +19,8 @@ struct options {
 	unsigned max_frames;
 	bool proc_mem, show_rsp, lines, no_demangle, raw, json, stats;
 	bool verbose, stack_scan;
+	bool ptrace;		/* unwind live memory, threads held stopped */
+	bool ignore_deleted;	/* skip mappings of deleted files */
 };
 
 /* Exit codes, also listed in --help and the README. */
@@ -33,6 +35,9 @@ enum exit_code {
 	EXIT_EXITED = 7,	/* the target exited during the capture */
 	EXIT_PARTIAL = 8,	/* some threads could not be captured */
 	EXIT_ERROR = 9,		/* anything else */
+	/* A signal (SIGINT, SIGTERM, SIGHUP) ended the run: 128 + its number,
+	 * after every thread was detached. */
+	EXIT_SIGNAL_BASE = 128,
 };
 
 /* Parses argv; on a usage error prints a message to stderr and returns
