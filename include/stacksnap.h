@@ -405,6 +405,194 @@ STACKSNAP_API int stacksnap_snapshot__release(struct stacksnap_snapshot *snap);
 /* Frees the snapshot; releases held threads first. */
 STACKSNAP_API void stacksnap_snapshot__free(struct stacksnap_snapshot *snap);
 
+/* ------------------------------------------------------------------ */
+/* Samples: processes followed over time from events, and unwinding of
+ * one sample (registers + a copy of the user stack), the way profilers
+ * and tracers capture them (perf's PERF_SAMPLE_REGS_USER +
+ * PERF_SAMPLE_STACK_USER, or an eBPF program's copy).
+ *
+ * A process table keeps, per pid, the address space as the events describe
+ * it (mmap, fork/clone, exec, exit) and, per thread, its name. Modules,
+ * unwind tables and symbols live in the context and are shared by every
+ * process and sample; unwinding a sample does not allocate once the
+ * modules it meets are loaded. The typical flow (an eBPF profiler):
+ *
+ *   ctx = stacksnap_ctx__new(NULL);
+ *   procs = stacksnap_procs__new(ctx, NULL);
+ *   uw = stacksnap_unwinder__new(NULL);
+ *   once per new process:  stacksnap_procs__attach_pid(procs, pid);
+ *     (or, from recorded events: stacksnap_procs__mmap / __fork / __comm /
+ *      __exit as they come)
+ *   per event:  n = stacksnap_procs__unwind_sample(procs, uw, &sample,
+ *                                                   frames, max, &end);
+ *               stacksnap_addrspace__symbolize(
+ *                   stacksnap_procs__addrspace(procs, pid), frames[i].pc, ...);
+ */
+
+struct stacksnap_procs;
+
+struct stacksnap_procs_opts {
+	size_t sz;
+	size_t :0;
+};
+
+STACKSNAP_API struct stacksnap_procs *
+stacksnap_procs__new(struct stacksnap_ctx *ctx,
+		     const struct stacksnap_procs_opts *opts);
+STACKSNAP_API void stacksnap_procs__free(struct stacksnap_procs *procs);
+
+/* A mapping appeared in pid (perf MMAP/MMAP2). Mappings without PROT_EXEC
+ * are ignored (only code needs a module). */
+STACKSNAP_API int stacksnap_procs__mmap(struct stacksnap_procs *procs, pid_t pid,
+					const struct stacksnap_mapping *map);
+/* [start, end) was unmapped in pid. */
+STACKSNAP_API int stacksnap_procs__munmap(struct stacksnap_procs *procs,
+					  pid_t pid, uint64_t start,
+					  uint64_t end);
+/* Thread tid of process pid was created by thread ptid of ppid (perf FORK).
+ * A new process (pid != ppid) starts with a copy of the parent's mappings;
+ * a new thread (pid == ppid) shares them. */
+STACKSNAP_API int stacksnap_procs__fork(struct stacksnap_procs *procs,
+					pid_t ppid, pid_t ptid, pid_t pid,
+					pid_t tid);
+/* Thread tid of pid is now named comm (perf COMM). exec: the process ran
+ * execve(): its old mappings are forgotten. */
+STACKSNAP_API int stacksnap_procs__comm(struct stacksnap_procs *procs,
+					pid_t pid, pid_t tid, const char *comm,
+					bool exec);
+/* Thread tid of pid exited (perf EXIT). When the last thread has gone the
+ * process is kept until its pid is reused or the table is freed, so
+ * samples ordered after the exit still find its mappings. */
+STACKSNAP_API int stacksnap_procs__exit(struct stacksnap_procs *procs,
+					pid_t pid, pid_t tid);
+/* Replaces pid's mappings with those of the live process, read from
+ * /proc/PID/maps (the eBPF profiler's "map the address space once"). */
+STACKSNAP_API int stacksnap_procs__attach_pid(struct stacksnap_procs *procs,
+					      pid_t pid);
+/* The address space of pid (created empty when the pid is new), for
+ * symbolizing its frames. NULL and errno set on failure. Owned by procs. */
+STACKSNAP_API struct stacksnap_addrspace *
+stacksnap_procs__addrspace(struct stacksnap_procs *procs, pid_t pid);
+/* The name of thread tid as the last COMM gave it (or the parent's); NULL
+ * when unknown. Valid until the next event for tid. */
+STACKSNAP_API const char *stacksnap_procs__comm_of(struct stacksnap_procs *procs,
+						   pid_t tid);
+/* Counts every change to the code mappings of any process, so a caller
+ * may cache symbolized addresses while it does not move. */
+STACKSNAP_API uint64_t stacksnap_procs__generation(const struct stacksnap_procs *procs);
+
+/* One sample. Registers are given either as a register set (regs) or in
+ * perf's layout (perf_regs_mask + perf_regs, as PERF_SAMPLE_REGS_USER has
+ * them). The stack copy is stack_len bytes read from stack_start up (0: from
+ * the sample's rsp, as perf and eBPF copy it). */
+struct stacksnap_sample {
+	size_t sz;
+	pid_t pid;
+	pid_t tid;
+	const struct stacksnap_regs *regs;	/* NULL: use perf_regs */
+	uint64_t perf_regs_mask;
+	const uint64_t *perf_regs;
+	const void *stack;
+	size_t stack_len;
+	uint64_t stack_start;
+	size_t :0;
+};
+
+/* Unwinds a sample against pid's mappings as they are now (feed events in
+ * time order). A read outside the stack copy ends the walk with
+ * STACKSNAP_END_STACK_COPY. Returns the number of frames and sets *end,
+ * or -errno. Does not allocate once the modules met are loaded. */
+STACKSNAP_API int
+stacksnap_procs__unwind_sample(struct stacksnap_procs *procs,
+			       struct stacksnap_unwinder *uw,
+			       const struct stacksnap_sample *sample,
+			       struct stacksnap_frame *frames, size_t max,
+			       enum stacksnap_end *end);
+
+/* The mapping holding addr, copied into *out (path owned by as, valid
+ * until its mappings change). Returns 0, or -ENOENT when none does. */
+STACKSNAP_API int stacksnap_addrspace__find_mapping(struct stacksnap_addrspace *as,
+						    uint64_t addr,
+						    struct stacksnap_mapping *out);
+
+/* ------------------------------------------------------------------ */
+/* perf.data files, read as a stream of events in time order (the order
+ * `perf script` processes them: sorted within perf's flush rounds), with
+ * the memory of two rounds, never of the whole file. */
+
+struct stacksnap_perf_data;
+
+struct stacksnap_perf_data_opts {
+	size_t sz;
+	bool file_order;	/* do not sort by time: records as written */
+	size_t :0;
+};
+
+/* PERF_RECORD_* types the reader decodes; others come as
+ * STACKSNAP_PERF_OTHER with only type, offset and size set. */
+enum stacksnap_perf_event_type {
+	STACKSNAP_PERF_OTHER = 0,
+	STACKSNAP_PERF_MMAP,	/* MMAP and MMAP2: map */
+	STACKSNAP_PERF_COMM,	/* comm, exec */
+	STACKSNAP_PERF_FORK,	/* ppid, ptid -> pid, tid */
+	STACKSNAP_PERF_EXIT,	/* pid, tid */
+	STACKSNAP_PERF_SAMPLE,	/* everything under "sample" */
+	STACKSNAP_PERF_LOST,	/* lost: records the kernel dropped */
+};
+
+/* One decoded record. Pointers point into the file's bytes (valid until
+ * the reader is freed); map.path, map.build_id and comm likewise. */
+struct stacksnap_perf_event {
+	enum stacksnap_perf_event_type type;
+	uint32_t record_type;	/* PERF_RECORD_* as in the file */
+	uint16_t misc;		/* the record header's misc */
+	uint64_t offset;	/* file offset of the record */
+	uint32_t size;		/* record size in bytes */
+	pid_t pid, tid;		/* -1 when the record has none */
+	pid_t ppid, ptid;	/* FORK */
+	uint64_t time;		/* 0 when the record has none */
+	uint32_t cpu;
+	struct stacksnap_mapping map; /* MMAP: build_id from the record or
+					 the file's build-id table */
+	const char *comm;	/* COMM */
+	bool exec;		/* COMM from execve() */
+	uint64_t lost;		/* LOST */
+	/* SAMPLE */
+	const char *event_name;	/* "cpu-clock", or "" when unknown */
+	uint64_t ip, period;
+	uint64_t callchain_nr;
+	const uint64_t *callchain; /* PERF_CONTEXT_* markers included */
+	uint64_t regs_abi;	/* 0: no user registers */
+	uint64_t regs_mask;	/* sample_regs_user of the event */
+	const uint64_t *regs;	/* as many values as regs_mask has bits */
+	const uint8_t *stack;	/* user stack copy from regs' sp */
+	uint64_t stack_len;	/* bytes valid (dyn_size) */
+};
+
+/* Opens and checks a perf.data file (mmap'ed, not read). Errors name the
+ * file and the offset of what is wrong, through the context's log; NULL
+ * and errno set (EINVAL for a corrupt or unsupported file). */
+STACKSNAP_API struct stacksnap_perf_data *
+stacksnap_perf_data__open(struct stacksnap_ctx *ctx, const char *path,
+			  const struct stacksnap_perf_data_opts *opts);
+/* The same over bytes in memory (not copied; they must outlive it). */
+STACKSNAP_API struct stacksnap_perf_data *
+stacksnap_perf_data__open_mem(struct stacksnap_ctx *ctx, const void *data,
+			      size_t len,
+			      const struct stacksnap_perf_data_opts *opts);
+/* The next event: 1 with *ev filled, 0 at the end, -errno on a corrupt
+ * record (logged with its offset; the stream ends there). */
+STACKSNAP_API int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
+					    struct stacksnap_perf_event *ev);
+/* A message describing the last error ("" when none). */
+STACKSNAP_API const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd);
+STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
+
+/* Feeds an MMAP, COMM, FORK or EXIT event to procs (others are ignored):
+ * the glue between the reader and the process table. */
+STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,
+						    const struct stacksnap_perf_event *ev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -365,6 +365,44 @@ int stacksnap_addrspace__refresh(struct stacksnap_addrspace *as)
 	return err ? fail(err) : 0;
 }
 
+int addrspace__add_with_module(struct stacksnap_addrspace *as,
+			       const struct stacksnap_mapping *map,
+			       struct module *mod)
+{
+	int err;
+
+	mod->refs++; /* add_one consumes one reference, also on failure */
+	err = add_one(as, map, NULL, mod);
+	maps_sort(as);
+	return err;
+}
+
+struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *src)
+{
+	struct stacksnap_addrspace *as = as_new(src->ctx, src->pid);
+
+	if (!as)
+		return NULL;
+	as->maps = calloc(src->n ? src->n : 1, sizeof(*as->maps));
+	if (!as->maps)
+		goto nomem;
+	as->cap = src->n ? src->n : 1;
+	for (size_t i = 0; i < src->n; i++) {
+		struct as_map m = src->maps[i];
+
+		if (m.path && !(m.path = strdup(m.path)))
+			goto nomem;
+		if (m.mod)
+			m.mod->refs++;
+		as->maps[as->n++] = m;
+	}
+	return as;
+nomem:
+	stacksnap_addrspace__free(as);
+	errno = ENOMEM;
+	return NULL;
+}
+
 void stacksnap_addrspace__free(struct stacksnap_addrspace *as)
 {
 	if (!as)

@@ -49,4 +49,14 @@ static inline const struct as_map *addrspace__find(struct stacksnap_addrspace *a
 	return addrspace__find_slow(as, addr);
 }
 
+/* A new address space with the same mappings (modules referenced again),
+ * for a forked process. NULL and errno set on failure. */
+/* Adds a mapping backed by a module the caller already holds (an image
+ * that is not a file, such as a vDSO); takes a reference of its own. */
+int addrspace__add_with_module(struct stacksnap_addrspace *as,
+			       const struct stacksnap_mapping *map,
+			       struct module *mod);
+
+struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *as);
+
 #endif

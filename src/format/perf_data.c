@@ -1,0 +1,1004 @@
+/* perf_data.c - a reader of perf.data files (file and pipe layouts): the
+ * header, the event attributes, the build-id and event-description
+ * features, and the record stream, delivered in perf's time order with the
+ * memory of two flush rounds. Every byte comes from outside: all reads go
+ * through the bounds-checked cursor and errors name the file offset. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "addrspace/module.h"
+#include "base/cursor.h"
+#include "base/vec.h"
+#include "format/perf_data.h"
+
+#define MAX_ATTRS 4096
+#define MAX_NAME 64
+
+/* What a record's layout depends on, for one event (perf_event_attr). */
+struct perf_attr {
+	uint64_t type, config, sample_type, read_format;
+	uint64_t branch_sample_type, regs_user;
+	bool sample_id_all;
+	char name[MAX_NAME];
+};
+
+/* Sample id -> attribute index. Sorted by id once the header is read. */
+struct id_attr {
+	uint64_t id;
+	size_t attr;
+};
+
+/* One entry of the build-id table: filename points into the file. */
+struct build_id {
+	const char *filename;
+	uint8_t id[20];
+	uint8_t len;
+};
+
+/* A record waiting for its turn: sorted by (time, seq). */
+struct queued {
+	uint64_t time;
+	uint64_t seq;
+	uint64_t offset;
+};
+
+/* Invariants: data[data_off .. data_end) is the record stream and pos
+ * (aligned to 8) lies inside it; ready[next_ready .. nready) are sorted
+ * and due; pending holds the records read since, unsorted. */
+struct stacksnap_perf_data {
+	struct stacksnap_ctx *ctx;
+	const uint8_t *data;
+	size_t len;
+	bool mapped;
+	char name[256];		/* file name for messages */
+	bool pipe;
+	uint64_t data_off, data_end, pos;
+	struct perf_attr *attrs;
+	size_t nattrs, capattrs;
+	struct id_attr *ids;
+	size_t nids, capids;
+	bool ids_sorted;
+	struct build_id *bids;
+	size_t nbids, capbids;
+	bool sort;		/* every record has a time: sort them */
+	bool sort_decided;
+	struct queued *pending, *ready;
+	size_t npending, cappending, nready, capready, next_ready;
+	uint64_t seq, max_time, flush_limit;
+	bool eof;
+	int err;		/* sticky: the stream ended with it */
+	char errmsg[704];	/* name + offset + what */
+};
+
+__attribute__((format(printf, 3, 4)))
+static int corrupt(struct stacksnap_perf_data *pd, uint64_t off,
+		   const char *fmt, ...)
+{
+	char what[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(pd->errmsg, sizeof(pd->errmsg),
+		 "%s: corrupt perf.data at offset %#" PRIx64 ": %s", pd->name,
+		 off, what);
+	log_err(&pd->ctx->log, "%s", pd->errmsg);
+	pd->err = -EINVAL;
+	return fail(-EINVAL);
+}
+
+static void default_name(struct perf_attr *a)
+{
+	static const char *const sw[] = { "cpu-clock", "task-clock",
+					  "page-faults", "context-switches",
+					  "cpu-migrations", "minor-faults",
+					  "major-faults" };
+	static const char *const hw[] = { "cycles", "instructions",
+					  "cache-references", "cache-misses",
+					  "branches", "branch-misses" };
+	const char *n = "";
+
+	if (a->type == 1 && a->config < sizeof(sw) / sizeof(sw[0]))
+		n = sw[a->config];
+	else if (a->type == 0 && a->config < sizeof(hw) / sizeof(hw[0]))
+		n = hw[a->config];
+	snprintf(a->name, sizeof(a->name), "%s", n);
+}
+
+/* Reads a perf_event_attr of attr_len bytes at c; fields past its own
+ * size stay 0. */
+static int parse_attr(struct stacksnap_perf_data *pd, struct cursor *c,
+		      size_t attr_len, struct perf_attr *a)
+{
+	uint64_t off = cursor_offset(c);
+	const uint8_t *p = cursor_take(c, attr_len);
+	uint8_t buf[PA_SAMPLE_STACK_USER + 8] = { 0 };
+
+	if (!p || attr_len < PA_READ_FORMAT + 8)
+		return corrupt(pd, off, "event attribute of %zu bytes", attr_len);
+	memcpy(buf, p, attr_len < sizeof(buf) ? attr_len : sizeof(buf));
+	memset(a, 0, sizeof(*a));
+	uint32_t t;
+	memcpy(&t, buf + PA_TYPE, 4);
+	a->type = t;
+	memcpy(&a->config, buf + PA_CONFIG, 8);
+	memcpy(&a->sample_type, buf + PA_SAMPLE_TYPE, 8);
+	memcpy(&a->read_format, buf + PA_READ_FORMAT, 8);
+	uint64_t flags;
+	memcpy(&flags, buf + PA_FLAGS, 8);
+	a->sample_id_all = flags & PA_FLAG_SAMPLE_ID_ALL;
+	memcpy(&a->branch_sample_type, buf + PA_BRANCH_SAMPLE_TYPE, 8);
+	memcpy(&a->regs_user, buf + PA_SAMPLE_REGS_USER, 8);
+	default_name(a);
+	return 0;
+}
+
+static int add_attr(struct stacksnap_perf_data *pd, const struct perf_attr *a,
+		    uint64_t off)
+{
+	struct perf_attr *slot;
+
+	if (pd->nattrs >= MAX_ATTRS)
+		return corrupt(pd, off, "more than %d event attributes", MAX_ATTRS);
+	if (pd->nattrs && (a->sample_id_all != pd->attrs[0].sample_id_all))
+		return corrupt(pd, off, "events disagree on sample_id_all");
+	slot = VEC_PUSH(pd->attrs, pd->nattrs, pd->capattrs);
+	if (!slot)
+		return fail(-ENOMEM);
+	*slot = *a;
+	return 0;
+}
+
+static int add_id(struct stacksnap_perf_data *pd, uint64_t id, size_t attr)
+{
+	struct id_attr *e = VEC_PUSH(pd->ids, pd->nids, pd->capids);
+
+	if (!e)
+		return fail(-ENOMEM);
+	e->id = id;
+	e->attr = attr;
+	pd->ids_sorted = false;
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_attr *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The file's attribute section: attr_size-byte entries, each an attribute
+ * followed by the file section holding its sample ids. */
+static int read_attrs(struct stacksnap_perf_data *pd, uint64_t attr_size,
+		      uint64_t off, uint64_t size)
+{
+	if (attr_size < PA_READ_FORMAT + 8 + 16 || attr_size > 4096)
+		return corrupt(pd, 16, "attribute entry size %" PRIu64, attr_size);
+	if (off > pd->len || size > pd->len - off)
+		return corrupt(pd, 40, "attribute section %#" PRIx64 "+%#" PRIx64
+			       " is outside the file (%zu bytes)", off, size, pd->len);
+	if (size / attr_size == 0 || size % attr_size)
+		return corrupt(pd, 48, "attribute section of %" PRIu64
+			       " bytes for entries of %" PRIu64, size, attr_size);
+	for (uint64_t i = 0; i < size / attr_size; i++) {
+		struct cursor c;
+		struct perf_attr a;
+		uint64_t at = off + i * attr_size;
+
+		cursor_init(&c, pd->data, pd->len);
+		cursor_skip(&c, at);
+		if (parse_attr(pd, &c, attr_size - 16, &a))
+			return pd->err ? pd->err : -ENOMEM;
+		uint64_t ids_off = cursor_u64(&c), ids_size = cursor_u64(&c);
+		if (ids_off > pd->len || ids_size > pd->len - ids_off || ids_size % 8)
+			return corrupt(pd, at + attr_size - 16, "sample ids at %#" PRIx64
+				       "+%#" PRIx64 " are outside the file",
+				       ids_off, ids_size);
+		if (add_attr(pd, &a, at))
+			return pd->err ? pd->err : -ENOMEM;
+		for (uint64_t j = 0; j < ids_size / 8; j++) {
+			uint64_t id;
+
+			memcpy(&id, pd->data + ids_off + j * 8, 8);
+			if (add_id(pd, id, pd->nattrs - 1))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* One build-id record (feature section or pipe record) at c, of size
+ * bytes including its header. */
+static int read_build_id(struct stacksnap_perf_data *pd, struct cursor *c,
+			 uint64_t off, uint16_t misc, uint16_t size)
+{
+	struct build_id *b;
+	const uint8_t *id;
+	const char *fname;
+
+	if (size < 8 + 4 + 24 + 1 || size > cursor_left(c) + 8)
+		return corrupt(pd, off, "build-id record of %u bytes", size);
+	cursor_skip(c, 4); /* pid */
+	id = cursor_take(c, 24);
+	fname = (const char *)cursor_take(c, size - 8 - 4 - 24);
+	if (!id || !fname || !memchr(fname, 0, size - 8 - 4 - 24))
+		return corrupt(pd, off, "build-id record without a file name");
+	b = VEC_PUSH(pd->bids, pd->nbids, pd->capbids);
+	if (!b)
+		return fail(-ENOMEM);
+	b->filename = fname;
+	b->len = misc & PERF_MISC_BUILD_ID_SIZE ? id[20] : 20;
+	if (b->len > 20)
+		b->len = 20;
+	memcpy(b->id, id, b->len);
+	return 0;
+}
+
+static int read_build_ids(struct stacksnap_perf_data *pd, uint64_t off,
+			  uint64_t size)
+{
+	struct cursor c;
+
+	cursor_init(&c, pd->data + off, size);
+	while (cursor_left(&c) >= 8) {
+		uint64_t at = off + cursor_offset(&c);
+		cursor_u32(&c);
+		uint16_t misc = cursor_u16(&c), rsize = cursor_u16(&c);
+
+		if (read_build_id(pd, &c, at, misc, rsize))
+			return pd->err ? pd->err : -ENOMEM;
+	}
+	return 0;
+}
+
+/* perf's header string: u32 length (padded), then the bytes. */
+static const char *header_string(struct cursor *c)
+{
+	uint32_t len = cursor_u32(c);
+	const char *s = (const char *)cursor_take(c, len);
+
+	return s && len && memchr(s, 0, len) ? s : NULL;
+}
+
+/* EVENT_DESC: the event names, matched to attributes by their ids. */
+static int read_event_desc(struct stacksnap_perf_data *pd, uint64_t off,
+			   uint64_t size)
+{
+	struct cursor c;
+
+	cursor_init(&c, pd->data + off, size);
+	uint32_t nr = cursor_u32(&c), asz = cursor_u32(&c);
+	for (uint32_t i = 0; i < nr && !c.bad; i++) {
+		struct perf_attr a;
+		if (asz < PA_READ_FORMAT + 8 || asz > cursor_left(&c) ||
+		    parse_attr(pd, &c, asz, &a)) {
+			pd->err = 0; /* names are optional: keep defaults */
+			return 0;
+		}
+		uint32_t nids = cursor_u32(&c);
+		const char *name = header_string(&c);
+		if (!name || nids > cursor_left(&c) / 8)
+			return 0;
+		for (uint32_t j = 0; j < nids; j++) {
+			uint64_t id = cursor_u64(&c);
+
+			for (size_t k = 0; k < pd->nids; k++)
+				if (pd->ids[k].id == id)
+					snprintf(pd->attrs[pd->ids[k].attr].name,
+						 MAX_NAME, "%s", name);
+		}
+		if (nids == 0 && i < pd->nattrs)
+			snprintf(pd->attrs[i].name, MAX_NAME, "%s", name);
+	}
+	return 0;
+}
+
+static int read_features(struct stacksnap_perf_data *pd, const uint64_t feat[4])
+{
+	uint64_t at = pd->data_end;
+
+	for (unsigned bit = 0; bit < 256; bit++) {
+		if (!(feat[bit / 64] >> (bit % 64) & 1))
+			continue;
+		struct cursor c;
+		cursor_init(&c, pd->data, pd->len);
+		if (!cursor_skip(&c, at) || cursor_left(&c) < 16)
+			return corrupt(pd, at, "feature section table is cut short "
+				       "(the file is truncated)");
+		uint64_t off = cursor_u64(&c), size = cursor_u64(&c);
+		if (off > pd->len || size > pd->len - off)
+			return corrupt(pd, at, "feature %u at %#" PRIx64 "+%#" PRIx64
+				       " is outside the file (%zu bytes)", bit, off,
+				       size, pd->len);
+		if (bit == PERF_FEAT_BUILD_ID && read_build_ids(pd, off, size))
+			return pd->err ? pd->err : -ENOMEM;
+		if (bit == PERF_FEAT_EVENT_DESC && read_event_desc(pd, off, size))
+			return -ENOMEM;
+		at += 16;
+	}
+	return 0;
+}
+
+static int read_header(struct stacksnap_perf_data *pd)
+{
+	struct cursor c;
+
+	cursor_init(&c, pd->data, pd->len);
+	uint64_t magic = cursor_u64(&c), hsize = cursor_u64(&c);
+	if (c.bad || magic != PERF_MAGIC2) {
+		if (!c.bad && magic == __builtin_bswap64(PERF_MAGIC2))
+			return corrupt(pd, 0, "big-endian perf.data is not supported");
+		return corrupt(pd, 0, "not a perf.data file (no PERFILE2 magic)");
+	}
+	if (hsize == PERF_PIPE_HEADER_SIZE) {
+		pd->pipe = true;
+		pd->data_off = pd->pos = PERF_PIPE_HEADER_SIZE;
+		pd->data_end = pd->len;
+		return 0;
+	}
+	if (hsize < PERF_FILE_HEADER_SIZE || hsize > pd->len)
+		return corrupt(pd, 8, "header size %" PRIu64 " (file of %zu bytes)",
+			       hsize, pd->len);
+	uint64_t attr_size = cursor_u64(&c);
+	uint64_t aoff = cursor_u64(&c), asize = cursor_u64(&c);
+	uint64_t doff = cursor_u64(&c), dsize = cursor_u64(&c);
+	cursor_skip(&c, 16); /* event_types: unused since 2010 */
+	uint64_t feat[4];
+	for (int i = 0; i < 4; i++)
+		feat[i] = cursor_u64(&c);
+	if (doff > pd->len || dsize > pd->len - doff)
+		return corrupt(pd, 56, "data section %#" PRIx64 "+%#" PRIx64
+			       " is outside the file (%zu bytes; truncated?)",
+			       doff, dsize, pd->len);
+	if (doff % 8)
+		return corrupt(pd, 56, "data section at unaligned offset %#" PRIx64,
+			       doff);
+	pd->data_off = pd->pos = doff;
+	pd->data_end = doff + dsize;
+	if (read_attrs(pd, attr_size, aoff, asize))
+		return pd->err ? pd->err : -ENOMEM;
+	return read_features(pd, feat);
+}
+
+static struct stacksnap_perf_data *
+pd_new(struct stacksnap_ctx *ctx, const char *name,
+       const struct stacksnap_perf_data_opts *opts)
+{
+	struct stacksnap_perf_data *pd;
+
+	if (!ctx || (opts && opts->sz < sizeof(size_t))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ctx = ctx;
+	snprintf(pd->name, sizeof(pd->name), "%s", name);
+	pd->sort = !(opts && opts->sz > offsetof(struct stacksnap_perf_data_opts,
+						  file_order) &&
+		     opts->file_order);
+	return pd;
+}
+
+static struct stacksnap_perf_data *pd_start(struct stacksnap_perf_data *pd)
+{
+	int err = read_header(pd);
+
+	if (err) {
+		stacksnap_perf_data__free(pd);
+		errno = -err;
+		return NULL;
+	}
+	return pd;
+}
+
+struct stacksnap_perf_data *
+stacksnap_perf_data__open_mem(struct stacksnap_ctx *ctx, const void *data,
+			      size_t len, const struct stacksnap_perf_data_opts *opts)
+{
+	struct stacksnap_perf_data *pd = pd_new(ctx, "perf.data", opts);
+
+	if (!pd)
+		return NULL;
+	if ((!data && len) || (uintptr_t)data % 8) {
+		/* Records are read in place as arrays of u64. */
+		free(pd);
+		errno = EINVAL;
+		return NULL;
+	}
+	pd->data = data;
+	pd->len = len;
+	return pd_start(pd);
+}
+
+struct stacksnap_perf_data *
+stacksnap_perf_data__open(struct stacksnap_ctx *ctx, const char *path,
+			  const struct stacksnap_perf_data_opts *opts)
+{
+	struct stacksnap_perf_data *pd;
+	struct stat st;
+	int fd, err;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = pd_new(ctx, path, opts);
+	if (!pd)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = errno;
+		log_err(&ctx->log, "%s: cannot open: %s", path, strerror(err));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		log_err(&ctx->log, "%s: not a regular file (a pipe-mode stream "
+			"must be saved to a file first)", path);
+		goto fail;
+	}
+	pd->len = st.st_size;
+	if (pd->len) {
+		void *m = mmap(NULL, pd->len, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (m == MAP_FAILED) {
+			err = errno;
+			log_err(&ctx->log, "%s: cannot map: %s", path, strerror(err));
+			goto fail;
+		}
+		/* Records are read once, front to back. */
+		madvise(m, pd->len, MADV_SEQUENTIAL);
+		pd->data = m;
+		pd->mapped = true;
+	}
+	close(fd);
+	return pd_start(pd);
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(pd);
+	errno = err;
+	return NULL;
+}
+
+void stacksnap_perf_data__free(struct stacksnap_perf_data *pd)
+{
+	if (!pd)
+		return;
+	if (pd->mapped)
+		munmap((void *)pd->data, pd->len);
+	free(pd->attrs);
+	free(pd->ids);
+	free(pd->bids);
+	free(pd->pending);
+	free(pd->ready);
+	free(pd);
+}
+
+const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd)
+{
+	return pd ? pd->errmsg : "";
+}
+
+/* The attribute a record belongs to, from its sample id. */
+static const struct perf_attr *attr_for_id(struct stacksnap_perf_data *pd,
+					   uint64_t id)
+{
+	size_t lo = 0, hi = pd->nids;
+
+	if (!pd->ids_sorted) {
+		qsort(pd->ids, pd->nids, sizeof(*pd->ids), cmp_id);
+		pd->ids_sorted = true;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pd->ids[mid].id < id)
+			lo = mid + 1;
+		else if (pd->ids[mid].id > id)
+			hi = mid;
+		else
+			return &pd->attrs[pd->ids[mid].attr];
+	}
+	return NULL;
+}
+
+static unsigned popcount64(uint64_t v)
+{
+	return (unsigned)__builtin_popcountll(v);
+}
+
+/* The attribute of a record at rec (body of blen bytes after the header). */
+static const struct perf_attr *record_attr(struct stacksnap_perf_data *pd,
+					   uint32_t type, const uint8_t *body,
+					   size_t blen)
+{
+	const struct perf_attr *a0 = &pd->attrs[0];
+	uint64_t st = a0->sample_type, id;
+	size_t pos;
+
+	if (pd->nattrs == 1)
+		return a0;
+	if (type == PERF_REC_SAMPLE) {
+		if (st & PS_IDENTIFIER)
+			pos = 0;
+		else if (st & PS_ID)
+			pos = 8 * popcount64(st & (PS_IP | PS_TID | PS_TIME | PS_ADDR));
+		else
+			return a0;
+	} else {
+		if (!a0->sample_id_all)
+			return a0;
+		if (st & PS_IDENTIFIER)
+			pos = blen - 8;
+		else if (st & PS_ID)
+			pos = blen - 8 * popcount64(st & (PS_ID | PS_STREAM_ID |
+							  PS_CPU | PS_IDENTIFIER));
+		else
+			return a0;
+	}
+	if (pos + 8 > blen)
+		return NULL;
+	memcpy(&id, body + pos, 8);
+	return attr_for_id(pd, id);
+}
+
+/* The sample_id_all trailer of a non-sample record: time and cpu. */
+static void read_trailer(const struct perf_attr *a, const uint8_t *body,
+			 size_t blen, struct stacksnap_perf_event *ev)
+{
+	uint64_t st = a->sample_type;
+	size_t n = 8 * popcount64(st & (PS_TID | PS_TIME | PS_ID | PS_STREAM_ID |
+					PS_CPU | PS_IDENTIFIER));
+	struct cursor c;
+
+	if (!a->sample_id_all || n > blen)
+		return;
+	cursor_init(&c, body + blen - n, n);
+	if (st & PS_TID)
+		cursor_skip(&c, 8);
+	if (st & PS_TIME)
+		ev->time = cursor_u64(&c);
+	if (st & PS_ID)
+		cursor_skip(&c, 8);
+	if (st & PS_STREAM_ID)
+		cursor_skip(&c, 8);
+	if (st & PS_CPU)
+		ev->cpu = cursor_u32(&c);
+}
+
+/* The time of a record for sorting; false when it has none. */
+static bool record_time(struct stacksnap_perf_data *pd, uint32_t type,
+			const uint8_t *body, size_t blen, uint64_t *t)
+{
+	const struct perf_attr *a;
+	struct stacksnap_perf_event ev = { 0 };
+
+	if (type >= PERF_REC_USER_START || !pd->nattrs)
+		return false;
+	a = record_attr(pd, type, body, blen);
+	if (!a || !(a->sample_type & PS_TIME))
+		return false;
+	if (type == PERF_REC_SAMPLE) {
+		size_t pos = 8 * popcount64(a->sample_type &
+					    (PS_IDENTIFIER | PS_IP | PS_TID));
+		if (pos + 8 > blen)
+			return false;
+		memcpy(t, body + pos, 8);
+		return true;
+	}
+	if (!a->sample_id_all)
+		return false;
+	read_trailer(a, body, blen, &ev);
+	*t = ev.time;
+	return true;
+}
+
+static void fill_build_id(struct stacksnap_perf_data *pd,
+			  struct stacksnap_mapping *m)
+{
+	if (m->build_id || !m->path)
+		return;
+	for (size_t i = 0; i < pd->nbids; i++)
+		if (!strcmp(pd->bids[i].filename, m->path)) {
+			m->build_id = pd->bids[i].id;
+			m->build_id_len = pd->bids[i].len;
+			return;
+		}
+}
+
+static int decode_sample(struct stacksnap_perf_data *pd,
+			 const struct perf_attr *a, struct cursor *c,
+			 uint64_t off, struct stacksnap_perf_event *ev)
+{
+	uint64_t st = a->sample_type;
+
+	ev->event_name = a->name;
+	if (st & PS_IDENTIFIER)
+		cursor_skip(c, 8);
+	if (st & PS_IP)
+		ev->ip = cursor_u64(c);
+	if (st & PS_TID) {
+		ev->pid = (pid_t)cursor_u32(c);
+		ev->tid = (pid_t)cursor_u32(c);
+	}
+	if (st & PS_TIME)
+		ev->time = cursor_u64(c);
+	if (st & PS_ADDR)
+		cursor_skip(c, 8);
+	if (st & PS_ID)
+		cursor_skip(c, 8);
+	if (st & PS_STREAM_ID)
+		cursor_skip(c, 8);
+	if (st & PS_CPU) {
+		ev->cpu = cursor_u32(c);
+		cursor_skip(c, 4);
+	}
+	if (st & PS_PERIOD)
+		ev->period = cursor_u64(c);
+	if (st & PS_READ) {
+		uint64_t rf = a->read_format;
+		uint64_t per = 1 + !!(rf & PR_ID) + !!(rf & PR_LOST);
+
+		if (rf & PR_GROUP) {
+			uint64_t nr = cursor_u64(c);
+
+			cursor_skip(c, 8 * popcount64(rf & (PR_TOTAL_TIME_ENABLED |
+							   PR_TOTAL_TIME_RUNNING)));
+			if (nr > cursor_left(c) / 8 / per)
+				return corrupt(pd, off, "sample read group of %" PRIu64
+					       " values", nr);
+			cursor_skip(c, nr * per * 8);
+		} else {
+			cursor_skip(c, 8 * (per + popcount64(rf & (PR_TOTAL_TIME_ENABLED |
+								   PR_TOTAL_TIME_RUNNING))));
+		}
+	}
+	if (st & PS_CALLCHAIN) {
+		uint64_t nr = cursor_u64(c);
+
+		if (nr > cursor_left(c) / 8)
+			return corrupt(pd, off, "callchain of %" PRIu64
+				       " entries in a record of %u bytes", nr, ev->size);
+		ev->callchain_nr = nr;
+		ev->callchain = (const uint64_t *)cursor_take(c, nr * 8);
+	}
+	if (st & PS_RAW) {
+		uint32_t n = cursor_u32(c);
+
+		if (!cursor_skip(c, n))
+			return corrupt(pd, off, "raw data of %u bytes", n);
+	}
+	if (st & PS_BRANCH_STACK) {
+		uint64_t nr = cursor_u64(c);
+
+		if (a->branch_sample_type & PERF_BRANCH_HW_INDEX)
+			cursor_skip(c, 8);
+		if (nr > cursor_left(c) / 24)
+			return corrupt(pd, off, "branch stack of %" PRIu64 " entries", nr);
+		cursor_skip(c, nr * 24);
+	}
+	if (st & PS_REGS_USER) {
+		ev->regs_abi = cursor_u64(c);
+		ev->regs_mask = a->regs_user;
+		if (ev->regs_abi) {
+			size_t n = popcount64(a->regs_user);
+
+			ev->regs = (const uint64_t *)cursor_take(c, n * 8);
+			if (!ev->regs)
+				return corrupt(pd, off, "user registers cut short");
+		}
+	}
+	if (st & PS_STACK_USER) {
+		uint64_t size = cursor_u64(c);
+
+		if (size) {
+			if (size > cursor_left(c))
+				return corrupt(pd, off, "user stack of %" PRIu64
+					       " bytes in a record of %u bytes",
+					       size, ev->size);
+			ev->stack = cursor_take(c, size);
+			uint64_t dyn = cursor_u64(c);
+			ev->stack_len = dyn < size ? dyn : size;
+		}
+	}
+	if (c->bad)
+		return corrupt(pd, off, "sample record of %u bytes is too short "
+			       "for its sample_type %#" PRIx64, ev->size, st);
+	if (!ev->regs)
+		ev->regs_abi = 0;
+	return 0;
+}
+
+/* Decodes the record at off (its size already checked) into ev. */
+static int decode(struct stacksnap_perf_data *pd, uint64_t off,
+		  struct stacksnap_perf_event *ev)
+{
+	const uint8_t *rec = pd->data + off;
+	uint32_t type;
+	uint16_t misc, size;
+	struct cursor c;
+
+	memcpy(&type, rec, 4);
+	memcpy(&misc, rec + 4, 2);
+	memcpy(&size, rec + 6, 2);
+	memset(ev, 0, sizeof(*ev));
+	ev->record_type = type;
+	ev->misc = misc;
+	ev->offset = off;
+	ev->size = size;
+	ev->pid = ev->tid = ev->ppid = ev->ptid = -1;
+	ev->map.sz = sizeof(ev->map);
+	ev->event_name = "";
+	cursor_init(&c, rec + 8, size - 8);
+	if (type >= PERF_REC_USER_START || !pd->nattrs)
+		return 0;
+	const struct perf_attr *a = record_attr(pd, type, rec + 8, size - 8);
+	if (!a)
+		return corrupt(pd, off, "record of type %u has an unknown sample id",
+			       type);
+	if (type != PERF_REC_SAMPLE)
+		read_trailer(a, rec + 8, size - 8, ev);
+	switch (type) {
+	case PERF_REC_MMAP:
+	case PERF_REC_MMAP2:
+		ev->type = STACKSNAP_PERF_MMAP;
+		ev->pid = (pid_t)cursor_u32(&c);
+		ev->tid = (pid_t)cursor_u32(&c);
+		ev->map.start = cursor_u64(&c);
+		uint64_t len = cursor_u64(&c);
+		ev->map.end = ev->map.start + len;
+		ev->map.offset = cursor_u64(&c);
+		if (type == PERF_REC_MMAP2) {
+			if (misc & PERF_MISC_MMAP_BUILD_ID) {
+				uint8_t blen = cursor_u8(&c);
+
+				cursor_skip(&c, 3);
+				ev->map.build_id = cursor_take(&c, 20);
+				ev->map.build_id_len = blen > 20 ? 20 : blen;
+				if (!blen)
+					ev->map.build_id = NULL;
+			} else {
+				uint32_t maj = cursor_u32(&c), min = cursor_u32(&c);
+
+				ev->map.dev = ((uint64_t)maj << 8) | min;
+				ev->map.inode = cursor_u64(&c);
+				cursor_skip(&c, 8); /* ino_generation */
+			}
+			ev->map.prot = cursor_u32(&c);
+			cursor_skip(&c, 4); /* flags */
+			/* PROT_NONE (a guard area) must not read as 0,
+			 * which stacksnap_mapping takes for r-x. */
+			if (!ev->map.prot)
+				ev->map.prot = PROT_READ;
+		} else {
+			ev->map.prot = misc & PERF_MISC_MMAP_DATA
+					       ? PROT_READ | PROT_WRITE
+					       : PROT_READ | PROT_EXEC;
+		}
+		ev->map.path = (const char *)c.p;
+		if (c.bad || !memchr(c.p, 0, cursor_left(&c)) || len == 0 ||
+		    ev->map.end < ev->map.start)
+			return corrupt(pd, off, "mmap record of %u bytes is malformed",
+				       size);
+		fill_build_id(pd, &ev->map);
+		return 0;
+	case PERF_REC_COMM:
+		ev->type = STACKSNAP_PERF_COMM;
+		ev->pid = (pid_t)cursor_u32(&c);
+		ev->tid = (pid_t)cursor_u32(&c);
+		ev->comm = (const char *)c.p;
+		ev->exec = misc & PERF_MISC_COMM_EXEC;
+		if (c.bad || !memchr(c.p, 0, cursor_left(&c)))
+			return corrupt(pd, off, "comm record without a name");
+		return 0;
+	case PERF_REC_FORK:
+	case PERF_REC_EXIT:
+		ev->type = type == PERF_REC_FORK ? STACKSNAP_PERF_FORK
+						 : STACKSNAP_PERF_EXIT;
+		ev->pid = (pid_t)cursor_u32(&c);
+		ev->ppid = (pid_t)cursor_u32(&c);
+		ev->tid = (pid_t)cursor_u32(&c);
+		ev->ptid = (pid_t)cursor_u32(&c);
+		ev->time = cursor_u64(&c);
+		if (c.bad)
+			return corrupt(pd, off, "fork/exit record of %u bytes", size);
+		return 0;
+	case PERF_REC_LOST:
+		ev->type = STACKSNAP_PERF_LOST;
+		cursor_skip(&c, 8);
+		ev->lost = cursor_u64(&c);
+		return 0;
+	case PERF_REC_SAMPLE:
+		ev->type = STACKSNAP_PERF_SAMPLE;
+		return decode_sample(pd, a, &c, off, ev);
+	}
+	return 0;
+}
+
+/* Pipe-mode records that describe the stream rather than the process:
+ * attributes and build-ids come inline instead of in the header. */
+static int pipe_record(struct stacksnap_perf_data *pd, uint64_t off,
+		       uint32_t type, uint16_t misc, uint16_t size)
+{
+	struct cursor c;
+
+	cursor_init(&c, pd->data + off + 8, size - 8);
+	if (type == PERF_REC_HEADER_ATTR) {
+		struct perf_attr a;
+		uint32_t asz;
+
+		memcpy(&asz, pd->data + off + 8 + PA_SIZE,
+		       size >= 8 + PA_SIZE + 4 ? 4 : 0);
+		if (size < 8 + PA_SIZE + 4 || asz < PA_READ_FORMAT + 8 ||
+		    asz > size - 8u)
+			return corrupt(pd, off, "attribute record of %u bytes", size);
+		if (parse_attr(pd, &c, asz, &a) || add_attr(pd, &a, off))
+			return pd->err ? pd->err : -ENOMEM;
+		while (cursor_left(&c) >= 8)
+			if (add_id(pd, cursor_u64(&c), pd->nattrs - 1))
+				return -ENOMEM;
+	} else if (type == PERF_REC_HEADER_BUILD_ID) {
+		return read_build_id(pd, &c, off, misc, size);
+	}
+	return 0;
+}
+
+/* Reads records up to the end of the next round (or of the data),
+ * queueing them; handles what perf adds to the stream itself. */
+static int scan_round(struct stacksnap_perf_data *pd)
+{
+	while (pd->pos < pd->data_end) {
+		uint64_t off = pd->pos;
+		uint32_t type;
+		uint16_t misc, size;
+
+		if (pd->data_end - off < 8)
+			return corrupt(pd, off, "record header cut short (the data "
+				       "section ends at %#" PRIx64 ")", pd->data_end);
+		memcpy(&type, pd->data + off, 4);
+		memcpy(&misc, pd->data + off + 4, 2);
+		memcpy(&size, pd->data + off + 6, 2);
+		if (size < 8 || size % 8)
+			return corrupt(pd, off, "record of type %u has size %u",
+				       type, size);
+		if (size > pd->data_end - off)
+			return corrupt(pd, off, "record of type %u and %u bytes goes "
+				       "past the end of the data at %#" PRIx64
+				       " (the file is truncated)", type, size,
+				       pd->data_end);
+		pd->pos += size;
+		if (type == PERF_REC_COMPRESSED)
+			return corrupt(pd, off, "compressed records (perf record -z) "
+				       "are not supported; record without -z");
+		if (type == PERF_REC_AUXTRACE) {
+			uint64_t aux;
+
+			if (size < 16)
+				return corrupt(pd, off, "auxtrace record of %u bytes", size);
+			memcpy(&aux, pd->data + off + 8, 8);
+			if (aux % 8 || aux > pd->data_end - pd->pos)
+				return corrupt(pd, off, "auxtrace data of %" PRIu64
+					       " bytes", aux);
+			pd->pos += aux;
+			continue;
+		}
+		if (pd->pipe && pipe_record(pd, off, type, misc, size))
+			return pd->err ? pd->err : -ENOMEM;
+		if (type == PERF_REC_FINISHED_ROUND && pd->sort)
+			return 1;
+		if (type >= PERF_REC_USER_START)
+			continue;
+		if (!pd->nattrs)
+			return corrupt(pd, off, "record of type %u before any event "
+				       "attribute", type);
+		struct queued *q = VEC_PUSH(pd->pending, pd->npending, pd->cappending);
+		if (!q)
+			return fail(-ENOMEM);
+		q->offset = off;
+		q->seq = pd->seq++;
+		q->time = 0;
+		if (pd->sort) {
+			uint64_t t;
+
+			if (!record_time(pd, type, pd->data + off + 8, size - 8, &t)) {
+				/* A record without a time: perf delivers these
+				 * as they come. Keep them in their place. */
+				t = pd->max_time;
+			}
+			q->time = t;
+			if (t > pd->max_time)
+				pd->max_time = t;
+		}
+		if (!pd->sort)
+			return 1;
+	}
+	pd->eof = true;
+	return 0;
+}
+
+static int cmp_queued(const void *a, const void *b)
+{
+	const struct queued *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Moves the due part of pending into ready: everything at the end of the
+ * data, else what is not later than the largest time of the rounds before
+ * this one (perf's rule: a later round may still hold earlier records). */
+static int refill(struct stacksnap_perf_data *pd)
+{
+	size_t due = 0;
+
+	pd->nready = pd->next_ready = 0;
+	while (!pd->nready) {
+		if (pd->eof && !pd->npending)
+			return 0;
+		uint64_t limit = pd->flush_limit;
+		if (!pd->eof) {
+			int r = scan_round(pd);
+
+			if (r < 0)
+				return r;
+		}
+		if (!pd->sort) {
+			due = pd->npending;
+		} else {
+			qsort(pd->pending, pd->npending, sizeof(*pd->pending),
+			      cmp_queued);
+			due = 0;
+			if (pd->eof)
+				due = pd->npending;
+			else
+				while (due < pd->npending &&
+				       pd->pending[due].time <= limit)
+					due++;
+			pd->flush_limit = pd->max_time;
+		}
+		if (vec_reserve((void **)&pd->ready, &pd->capready, due ? due : 1,
+				sizeof(*pd->ready)))
+			return fail(-ENOMEM);
+		memcpy(pd->ready, pd->pending, due * sizeof(*pd->ready));
+		memmove(pd->pending, pd->pending + due,
+			(pd->npending - due) * sizeof(*pd->pending));
+		pd->npending -= due;
+		pd->nready = due;
+	}
+	return 1;
+}
+
+int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
+			      struct stacksnap_perf_event *ev)
+{
+	int r;
+
+	if (!pd || !ev)
+		return fail(-EINVAL);
+	if (pd->err)
+		return fail(pd->err);
+	if (pd->next_ready == pd->nready) {
+		r = refill(pd);
+		if (r <= 0)
+			return r;
+	}
+	r = decode(pd, pd->ready[pd->next_ready++].offset, ev);
+	return r < 0 ? r : 1;
+}
