@@ -133,7 +133,19 @@ fuzz: $(FUZZ_BINS)
 $(O)/bench/%: bench/%.c $(O)/libstacksnap.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O2 -o $@ $< $(O)/libstacksnap.a $(LIBS) $(shell pkg-config --libs libunwind-ptrace libunwind-generic 2>/dev/null)
-bench: all $(BENCH_BINS)
+# What the benchmarks dump is built the way release code is: -O2 and no
+# frame pointers, so every unwinder has to use the CFI.
+BENCH_TARGET_CFLAGS := -std=gnu11 $(WARN) -g -O2 -fomit-frame-pointer
+$(O)/bench/stall_target: bench/stall_target.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_TARGET_CFLAGS) -o $@ $< -lpthread -ldl
+$(O)/bench/libhop.so: bench/hop.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_TARGET_CFLAGS) -fPIC -shared -o $@ $<
+# Tools and helpers of the benchmarks (not run by bench/run on their own).
+BENCH_TOOLS := $(O)/bench/stall_target $(O)/bench/libhop.so $(O)/bench/lu_dump
+$(O)/bench/lu_dump $(BENCH_BINS): bench/lu_remote.h
+bench: all $(BENCH_BINS) $(BENCH_TOOLS)
 	@O=$(O) bench/run
 
 demo: all

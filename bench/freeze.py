@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""freeze.py - the freeze benchmark: one full dump of the stall target by
+each tool (stacksnap, eu-stack, gdb, and the two libunwind baselines of
+lu_dump), repeated and interleaved with idle windows of the same length,
+reporting the stall the target measured, the whole command's wall time and
+whether every stack came out complete.
+
+usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64] [--modes sleep,spin]
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import O, BENCH, Target, run_tool, med, fmt, table, load  # noqa: E402
+
+DEPTH = 40  # chain_a/b/c frames per worker thread (plus ~10 more)
+
+TOOLS = [
+    ("stacksnap", lambda pid: [os.path.join(O, "stacksnap"), "--json", str(pid)]),
+    ("eu-stack", lambda pid: ["eu-stack", "-p", str(pid)]),
+    ("gdb", lambda pid: ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", "-p", str(pid)]),
+    ("libunwind ptrace", lambda pid: [os.path.join(BENCH, "lu_dump"), "--ptrace", str(pid)]),
+    ("libunwind copy", lambda pid: [os.path.join(BENCH, "lu_dump"), "--copy", str(pid)]),
+]
+
+# After a tool exits, wait this long before reading the stats (so every
+# thread has woken and recorded); the idle window waits the same.
+SETTLE = 0.02
+
+
+def parse_stacksnap(out):
+    d = json.loads(out)
+    return ({t["tid"]: ([f.get("function") or "??" for f in t["frames"]], t["complete"])
+             for t in d["threads"]}, d.get("freeze_us"))
+
+
+def parse_blocks(out, start_re, frame_re, bottom):
+    """Threads of eu-stack, gdb or lu_dump output: {tid: (function names,
+    whether the walk reached the bottom of the stack)}; bottom(header line,
+    names) says the latter."""
+    threads, cur, head = {}, None, ""
+    for line in out.splitlines() + ["TID 0:"]:
+        m = start_re.search(line)
+        if m or line == "TID 0:":
+            if cur is not None:
+                threads[cur[0]] = (cur[1], bottom(head, cur[1]))
+            cur, head = ((int(m.group(1)), []), line) if m else (None, "")
+            continue
+        m = frame_re.match(line)
+        if m and cur is not None:
+            cur[1].append(m.group(1))
+    return threads
+
+
+EU_START = re.compile(r"^TID (\d+):")
+EU_FRAME = re.compile(r"^#\d+\s+0x[0-9a-f]+\s*(\S*)")
+GDB_START = re.compile(r"^Thread \d+ .*\(LWP (\d+)\)")
+GDB_FRAME = re.compile(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(")
+LU_FRAME = re.compile(r"^#\d+\s+0x[0-9a-f]+ (\S+?)\+0x")
+CHAIN = re.compile(r"^chain_[abc]$")
+
+
+def bottom_by_name(head, names):
+    # gdb stops at main by design (backtrace past-main is off).
+    return bool(names) and ("clone" in names[-1] or names[-1] == "_start"
+                            or (names[-1] == "main" and "thread_main" not in names))
+
+
+def parse(tool, out, err):
+    text = out.decode(errors="replace")
+    if tool == "stacksnap":
+        return parse_stacksnap(text)
+    freeze = None
+    m = re.search(r"freeze_us=([\d.]+)", err.decode(errors="replace"))
+    if m:
+        freeze = float(m.group(1))
+    if tool == "eu-stack":
+        return parse_blocks(text, EU_START, EU_FRAME, bottom_by_name), freeze
+    if tool == "gdb":
+        return parse_blocks(text, GDB_START, GDB_FRAME, bottom_by_name), freeze
+    # libunwind names libc's frames by its dynamic symbols only (nearest
+    # exported name), so the bottom is what unw_step said.
+    return parse_blocks(text, EU_START, LU_FRAME,
+                        lambda head, names: "end of stack" in head), freeze
+
+
+def thread_complete(names, bottom, target):
+    """The same test for every tool: the walk reached the bottom of the
+    stack and has every frame of the target's own code that the thread is
+    known to have (a frame missed in the middle counts as incomplete)."""
+    if not names or not bottom:
+        return False
+    if "thread_main" not in names:  # the main thread: pause, main, ..., _start
+        return "main" in names
+    return ("compare_then_work" in names and "enter_libc" in names
+            and any("qsort" in n for n in names)
+            and sum(1 for n in names if CHAIN.match(n)) == target.depth
+            and names.count("hop_enter") == target.nhops)
+
+
+def dump_complete(threads, target):
+    good = sum(1 for names, bottom in threads.values()
+               if thread_complete(names, bottom, target))
+    return good, target.threads + 1
+
+
+def run_config(mode, nthreads, reps, results):
+    target = Target(nthreads, mode, depth=DEPTH)
+    try:
+        # One unmeasured run per tool: page cache and any on-disk caches
+        # warm for everyone alike.
+        for name, argv in TOOLS:
+            run_tool(argv(target.pid), keep_output=False)
+        for rep in range(reps):
+            # Rotate the order so no tool always follows the same one.
+            order = TOOLS[rep % len(TOOLS):] + TOOLS[:rep % len(TOOLS)]
+            for name, argv in order:
+                r = results.setdefault((mode, nthreads, name), {
+                    "stall": [], "thread": [], "idle": [], "idle_thread": [],
+                    "wall": [], "complete": 0, "runs": 0, "freeze": [],
+                    "incomplete": [], "failed": []})
+                target.reset()
+                code, out, err, wall, _, _ = run_tool(argv(target.pid))
+                time.sleep(SETTLE)
+                stall, per_thread = target.read()
+                # Idle window of the same length: the noise floor.
+                target.reset()
+                time.sleep(wall + SETTLE)
+                idle, idle_thread = target.read()
+                r["stall"].append(stall)
+                r["thread"].append(per_thread)
+                r["idle"].append(idle)
+                r["idle_thread"].append(idle_thread)
+                r["wall"].append(wall * 1e3)
+                r["runs"] += 1
+                if code != 0:
+                    r["failed"].append("exit %d: %s" % (code, err.decode(errors="replace").strip()[-200:]))
+                try:
+                    threads, freeze = parse(name, out, err)
+                except (ValueError, KeyError) as e:
+                    threads, freeze = {}, None
+                    r["failed"].append("unparsable output: %s" % e)
+                if freeze is not None:
+                    r["freeze"].append(freeze)
+                good, want = dump_complete(threads, target)
+                if good == want and len(threads) == want:
+                    r["complete"] += 1
+                else:
+                    r["incomplete"].append("%d/%d threads complete" % (good, want))
+    finally:
+        target.stop()
+
+
+def report(mode, nthreads, results):
+    what = ("process-wide gap (no thread read the clock)" if mode == "spin"
+            else "largest wake-up lateness of any thread")
+    print("\n### %d %s thread%s (+ main): stall = %s, us\n"
+          % (nthreads, "spinning" if mode == "spin" else "sleeping",
+             "s" if nthreads > 1 else "", what))
+    base = results.get((mode, nthreads, "stacksnap"))
+    rows = []
+    for name, _ in TOOLS:
+        r = results.get((mode, nthreads, name))
+        if not r:
+            continue
+        st, wall = med(r["stall"]), med(r["wall"])
+        ratio_s = ratio_w = "-"
+        if base and name != "stacksnap":
+            ratio_s = "%.1fx" % (st / med(base["stall"])) if med(base["stall"]) else "-"
+            ratio_w = "%.1fx" % (wall / med(base["wall"])) if med(base["wall"]) else "-"
+        rows.append([name,
+                     fmt(st), fmt(max(r["stall"])),
+                     "%s / %s" % (fmt(med(r["idle"])), fmt(max(r["idle"]))),
+                     fmt(med(r["freeze"])) if r["freeze"] else "-",
+                     "%s (%s-%s)" % (fmt(wall, 1), fmt(min(r["wall"]), 1), fmt(max(r["wall"]), 1)),
+                     "%d/%d" % (r["complete"], r["runs"]),
+                     ratio_s, ratio_w])
+    table(["tool", "stall med", "stall max", "idle med / max", "own freeze med",
+           "wall ms med (min-max)", "complete", "stall vs stacksnap", "wall vs stacksnap"], rows)
+    for name, _ in TOOLS:
+        r = results.get((mode, nthreads, name))
+        if r and (r["failed"] or r["incomplete"]):
+            notes = sorted(set(r["failed"] + r["incomplete"]))
+            print("  %s: %s" % (name, "; ".join(notes[:3])))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--threads", default="1,8,64")
+    ap.add_argument("--modes", default="sleep,spin")
+    a = ap.parse_args()
+    print("== freeze: one full dump per tool, %d reps interleaved with equal idle windows" % a.reps)
+    print("target pinned to CPU %d, tools to CPU %d; %d-deep chains (-O2, no frame pointers), "
+          "through qsort in libc; load average before: %s"
+          % (1, 0, DEPTH, " ".join(load())))
+    print("own freeze = what the tool reports (stacksnap --json freeze_us, lu_dump's "
+          "stop..detach); complete = runs where every thread's stack reached the bottom "
+          "with every expected frame")
+    results = {}
+    for mode in a.modes.split(","):
+        for n in [int(x) for x in a.threads.split(",")]:
+            run_config(mode, n, a.reps, results)
+            report(mode, n, results)
+    print("load average after: %s" % " ".join(load()))
+
+
+if __name__ == "__main__":
+    main()
