@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <execinfo.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -520,6 +521,66 @@ static void batch_equals_stepwise(void)
 	stacksnap_unwinder__free(uw);
 }
 
+/* Counts calls into the allocator while counting is on, by interposing on
+ * glibc's malloc family (not under AddressSanitizer, which owns them). */
+static volatile int counting;
+static volatile long alloc_calls;
+#ifndef __SANITIZE_ADDRESS__
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+void *malloc(size_t n)
+{
+	alloc_calls += counting;
+	return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t size)
+{
+	alloc_calls += counting;
+	return __libc_calloc(n, size);
+}
+void *realloc(void *p, size_t n)
+{
+	alloc_calls += counting;
+	return __libc_realloc(p, n);
+}
+#endif
+
+/* Once the modules met have their tables, walking allocates nothing, not
+ * even transiently: through both the batch path and next(). */
+static void no_allocation_when_warm(void)
+{
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	static struct stacksnap_frame f[1024];
+	struct stacksnap_frame one;
+	enum stacksnap_end end;
+	struct mallinfo2 before, after;
+
+	keep_copy = 1;
+	recurse(100, NULL, 1);
+	keep_copy = 0;
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy(
+		cap.stack_copy, cap.copy_len, cap.regs.regs[STACKSNAP_REG_RSP]);
+	CHECK(stacksnap_unwind(uw, self_as, &cap.regs, mem, f, 1024, &end) > 100);
+	before = mallinfo2();
+	counting = 1;
+	for (int i = 0; i < 100; i++) {
+		stacksnap_unwind(uw, self_as, &cap.regs, mem, f, 1024, &end);
+		stacksnap_unwinder__start(uw, self_as, &cap.regs, mem);
+		while (stacksnap_unwinder__next(uw, &one) == 1)
+			;
+	}
+	counting = 0;
+	after = mallinfo2();
+	CHECKF(alloc_calls == 0, "%ld allocator calls", alloc_calls);
+	CHECK(end == STACKSNAP_END_COMPLETE);
+	CHECK(before.uordblks == after.uordblks && before.hblks == after.hblks &&
+	      before.arena == after.arena);
+	stacksnap_mem__free(mem);
+	free(cap.stack_copy);
+	stacksnap_unwinder__free(uw);
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -539,5 +600,6 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
 	  TEST(frame_pointer_chain), TEST(caller_supplied_mappings),
 	  TEST(signal_frame_from_cfi), TEST(batch_equals_stepwise),
+	  TEST(no_allocation_when_warm),
 	  TEST(memory_sources), TEST(perf_register_layout),
 	  TEST(cleanup))
