@@ -162,8 +162,11 @@ void print_json(FILE *f, const struct options *o,
 				fprintf(f, ",\"line\":%d", s->line);
 			else
 				fputs(",\"line\":null", f);
-			fprintf(f, ",\"inlined\":%s,\"stepper\":\"%s\",\"trust\":\"%s\"}",
+			fprintf(f, ",\"inlined\":%s,\"sigreturn\":%s,\"signal\":%s,"
+				   "\"stepper\":\"%s\",\"trust\":\"%s\"}",
 				s->inlined ? "true" : "false",
+				fr->flags & STACKSNAP_FRAME_SIGRETURN ? "true" : "false",
+				fr->flags & STACKSNAP_FRAME_SIGNAL ? "true" : "false",
 				stacksnap_stepper__str(fr->stepper),
 				stacksnap_trust__str(fr->trust));
 		}

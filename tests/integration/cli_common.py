@@ -1,0 +1,191 @@
+"""cli_common - shared helpers of the stacksnap CLI tests (cli_*): building
+their targets, starting them and waiting until they are blocked, reading
+thread states, and turning `stacksnap --json` into gdb_compare's frame
+objects. gdb_compare itself is imported, not copied: its gdb reader and
+its documented normalisations are the ones every comparison uses."""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ among the test executables
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+O = os.environ.get('O', 'build')
+BUILD = O if os.path.isabs(O) else os.path.join(ROOT, O)
+SRC = os.path.join(ROOT, 'tests', 'targets')
+OUT = os.path.join(BUILD, 'targets', 'cli')
+STACKSNAP = os.path.join(BUILD, 'stacksnap')
+
+_loader = importlib.machinery.SourceFileLoader(
+    'gdb_compare', os.path.join(HERE, 'gdb_compare'))
+_spec = importlib.util.spec_from_loader('gdb_compare', _loader)
+gdbc = importlib.util.module_from_spec(_spec)
+_loader.exec_module(gdbc)
+
+CaseError = gdbc.CaseError
+spawn, reap, run_tool = gdbc.spawn, gdbc.reap, gdbc.run_tool
+
+
+class Results:
+    """`ok   NAME` / `FAIL NAME: why` lines and the closing count."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, cond, why=''):
+        if cond:
+            self.passed += 1
+            print('ok   %s' % name, flush=True)
+        else:
+            self.failed += 1
+            print('FAIL %s: %s' % (name, why), flush=True)
+        return cond
+
+    def finish(self):
+        print('%d passed, %d failed' % (self.passed, self.failed))
+        return 1 if self.failed else 0
+
+
+# Compilers and flags of the target variants: (name, compiler, language).
+VARIANTS = {
+    'gcc-O2-nofp': ('gcc', 'c', ['-O2', '-fomit-frame-pointer']),
+    'clang-O2-nofp': ('clang', 'c', ['-O2', '-fomit-frame-pointer']),
+    'gxx-O2-nofp': ('g++', 'c++', ['-O2', '-fomit-frame-pointer']),
+    'clangxx-O0-fp': ('clang++', 'c++', ['-O0', '-fno-omit-frame-pointer']),
+    'gcc-O3-nofp': ('gcc', 'c', ['-O3', '-fomit-frame-pointer']),
+}
+
+
+def build(variant, prog='cli_mt'):
+    """Builds tests/targets/PROG.c in a variant (and cli_mt's library);
+    returns the binary's path. Rebuilt only when a source is newer."""
+    cc, lang, flags = VARIANTS[variant]
+    d = os.path.join(OUT, variant)
+    os.makedirs(d, exist_ok=True)
+    common = [cc, '-x', lang, '-g', '-Wall', '-pthread', '-I', SRC] + flags
+    out = os.path.join(d, prog)
+    steps = [(out, common + ['-o', out, os.path.join(SRC, prog + '.c'),
+                             '-x', 'none', '-ldl'])]
+    if prog == 'cli_mt':
+        lib = os.path.join(d, 'libcli_dl.so')
+        steps.insert(0, (lib, common + ['-fPIC', '-shared', '-o', lib,
+                                        os.path.join(SRC, 'cli_dl_lib.c')]))
+    newest = max(os.path.getmtime(os.path.join(SRC, f))
+                 for f in os.listdir(SRC))
+    for path, cmd in steps:
+        if os.path.exists(path) and os.path.getmtime(path) >= newest:
+            continue
+        rc, o, e = run_tool(cmd, 180)
+        if rc != 0:
+            raise CaseError('build: %s: %s' % (' '.join(cmd), (o + e)[-500:]))
+    return out
+
+
+def start(argv, settle=True):
+    """Starts a target, waits for `ready N` and, when settle, until every
+    non-spinning thread sleeps in the kernel. Returns (Popen, N)."""
+    p = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+              stderr=subprocess.PIPE)
+    try:
+        n = gdbc.read_ready(p, 20)
+        if settle:
+            wait_settled(p.pid, n)
+    except Exception:
+        reap(p)
+        raise
+    return p, n
+
+
+def wait_settled(pid, n, timeout=15):
+    """gdb_compare's wait, but a thread whose name says it spins or ticks
+    is not waited for."""
+    deadline = time.monotonic() + timeout
+    prev = None
+    while time.monotonic() < deadline:
+        tids = gdbc.list_tids(pid)
+        snap, ok = {}, len(tids) == n
+        for t in tids if ok else ():
+            if comm(pid, t) in ('spin', 'ticker'):
+                continue
+            try:
+                with open('/proc/%d/task/%d/syscall' % (pid, t)) as f:
+                    sc = f.read().strip()
+            except OSError:
+                sc = 'running'
+            if sc.startswith('running') or sc.startswith('-1'):
+                ok = False
+                break
+            snap[t] = sc
+        if ok and snap == prev:
+            return
+        prev = snap if ok else None
+        time.sleep(0.1)
+    raise CaseError('target threads did not settle')
+
+
+def comm(pid, tid):
+    return gdbc.thread_comm(pid, tid)
+
+
+def thread_states(pid):
+    """{tid: state letter} from /proc/PID/task/*/stat."""
+    out = {}
+    for t in gdbc.list_tids(pid):
+        try:
+            with open('/proc/%d/task/%d/stat' % (pid, t)) as f:
+                s = f.read()
+            out[t] = s[s.rindex(')') + 2]
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def stopped_threads(pid):
+    """Threads in a ptrace or group stop ('t', 'T')."""
+    return sorted(t for t, s in thread_states(pid).items() if s in 'tT')
+
+
+def stacksnap(args, timeout=60):
+    return run_tool([STACKSNAP] + [str(a) for a in args], timeout)
+
+
+def json_to_threads(doc):
+    """stacksnap --json as gdb_compare Thread objects. The signal
+    trampoline frame becomes glibc's __restore_rt followed by a frame
+    flagged as interrupted: the form gdb_compare matches against gdb's
+    `<signal handler called>`."""
+    threads = {}
+    for th in doc['threads']:
+        t = gdbc.Thread(th['tid'])
+        t.end = 'complete' if th['complete'] else th['end']
+        for fr in th['frames']:
+            name = fr['function'] or '??'
+            if fr['sigreturn']:
+                name = '__restore_rt'
+            f = gdbc.Frame('inline' if fr['inlined'] else 'normal',
+                           int(fr['pc'], 16), name, module=fr['module'],
+                           signal=fr['signal'])
+            if fr['function'] and not fr['inlined']:
+                f.start = f.pc - fr['offset']
+            t.frames.append(f)
+        t.nframes = len(t.physical())
+        threads[t.tid] = t
+    return threads
+
+
+def parse_json(out):
+    return json.loads(out)
+
+
+def kill_quiet(p, sig=signal.SIGKILL):
+    try:
+        p.send_signal(sig)
+    except OSError:
+        pass
