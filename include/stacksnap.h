@@ -291,6 +291,9 @@ STACKSNAP_API int stacksnap_unwind(struct stacksnap_unwinder *uw,
 
 #define STACKSNAP_SYM_LINES 0x1	      /* file:line and inline frames */
 #define STACKSNAP_SYM_NO_DEMANGLE 0x2 /* keep C++ names mangled */
+#define STACKSNAP_SYM_SYMTAB 0x4      /* names from the ELF symbol tables
+					 only, as perf and nm show them (no
+					 DWARF: faster; ignores LINES) */
 
 /* One symbolized location. Strings belong to the context's caches and
  * stay valid until the module leaves the cache (ctx or addrspace free). */
@@ -559,6 +562,7 @@ struct stacksnap_perf_event {
 	uint64_t lost;		/* LOST */
 	/* SAMPLE */
 	const char *event_name;	/* "cpu-clock", or "" when unknown */
+	uint64_t sample_type;	/* the event's PERF_SAMPLE_* bits */
 	uint64_t ip, period;
 	uint64_t callchain_nr;
 	const uint64_t *callchain; /* PERF_CONTEXT_* markers included */

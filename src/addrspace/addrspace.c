@@ -435,12 +435,21 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	}
 	uint64_t vaddr = lookup - m->bias;
 	struct symtab *st = module__symtab(as->ctx, mod);
-	struct line_info *li = module__lines(as->ctx, mod);
-	bool lines = flags & STACKSNAP_SYM_LINES;
+	bool symtab_only = flags & STACKSNAP_SYM_SYMTAB;
+	struct line_info *li = symtab_only ? NULL : module__lines(as->ctx, mod);
+	bool lines = !symtab_only && (flags & STACKSNAP_SYM_LINES);
 
 	/* Names come from DWARF where there is some, as debuggers show them;
 	 * without --lines only the containing function is reported. */
-	n = st || li ? symbolize__lookup(st, li, vaddr, no_demangle, out, max) : 0;
+	if (symtab_only) {
+		uint64_t start = 0;
+
+		out->function = symtab__lookup(st, vaddr, no_demangle, &start);
+		out->offset = out->function ? vaddr - start : 0;
+		n = 1;
+	} else {
+		n = st || li ? symbolize__lookup(st, li, vaddr, no_demangle, out, max) : 0;
+	}
 	if (n <= 0) {
 		memset(out, 0, sizeof(*out));
 		n = 1;

@@ -629,6 +629,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 	uint64_t st = a->sample_type;
 
 	ev->event_name = a->name;
+	ev->sample_type = st;
 	if (st & PS_IDENTIFIER)
 		cursor_skip(c, 8);
 	if (st & PS_IP)

@@ -1,0 +1,115 @@
+/* perf_folded.c - counting folded stacks for `perf-script --folded`: a hash
+ * table of distinct stack strings with their sample counts. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_script.h"
+
+/* Invariant: cap is a power of two and n < cap / 2; an empty slot has
+ * key == NULL. */
+struct folded {
+	struct fentry { char *key; size_t len; uint64_t count; uint64_t hash; } *slots;
+	size_t n, cap;
+};
+
+static uint64_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+	return h;
+}
+
+struct folded *folded_new(void)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+
+	if (f && !(f->slots = calloc(f->cap = 1024, sizeof(*f->slots)))) {
+		free(f);
+		f = NULL;
+	}
+	return f;
+}
+
+static struct fentry *slot_for(struct fentry *slots, size_t cap, uint64_t h,
+			       const char *key, size_t len)
+{
+	for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!slots[i].key || (slots[i].hash == h && slots[i].len == len &&
+				      !memcmp(slots[i].key, key, len)))
+			return &slots[i];
+}
+
+int folded_add(struct folded *f, const char *key, size_t len, uint64_t count)
+{
+	uint64_t h = hash_bytes(key, len);
+	struct fentry *e = slot_for(f->slots, f->cap, h, key, len);
+
+	if (e->key) {
+		e->count += count;
+		return 0;
+	}
+	if (f->n + 1 >= f->cap / 2) {
+		size_t ncap = f->cap * 2;
+		struct fentry *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		for (size_t i = 0; i < f->cap; i++)
+			if (f->slots[i].key)
+				*slot_for(ns, ncap, f->slots[i].hash, f->slots[i].key,
+					  f->slots[i].len) = f->slots[i];
+		free(f->slots);
+		f->slots = ns;
+		f->cap = ncap;
+		e = slot_for(f->slots, f->cap, h, key, len);
+	}
+	e->key = malloc(len + 1);
+	if (!e->key)
+		return -ENOMEM;
+	memcpy(e->key, key, len);
+	e->key[len] = 0;
+	e->len = len;
+	e->hash = h;
+	e->count = count;
+	f->n++;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct fentry *x = *(struct fentry *const *)a;
+	const struct fentry *y = *(struct fentry *const *)b;
+
+	return strcmp(x->key, y->key);
+}
+
+int folded_print(struct folded *f, FILE *out)
+{
+	struct fentry **v = malloc((f->n ? f->n : 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->slots[i].key)
+			v[k++] = &f->slots[i];
+	qsort(v, k, sizeof(*v), cmp_entry);
+	for (size_t i = 0; i < k; i++)
+		fprintf(out, "%s %llu\n", v[i]->key, (unsigned long long)v[i]->count);
+	free(v);
+	return 0;
+}
+
+void folded_free(struct folded *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->cap; i++)
+		free(f->slots[i].key);
+	free(f->slots);
+	free(f);
+}

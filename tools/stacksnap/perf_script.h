@@ -1,0 +1,27 @@
+/* perf_script.h - pieces of `stacksnap perf-script` shared between its
+ * files: kernel symbols from /proc/kallsyms and the folded-stack counter. */
+#ifndef STACKSNAP_TOOL_PERF_SCRIPT_H
+#define STACKSNAP_TOOL_PERF_SCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Kernel symbols, loaded on first use. NULL name when unknown (no
+ * /proc/kallsyms, or addresses hidden by kptr_restrict). */
+struct kallsyms;
+struct kallsyms *kallsyms_load(void);
+const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off);
+void kallsyms_free(struct kallsyms *ks);
+
+/* Counts of distinct folded stacks ("comm;outer;...;inner"): memory
+ * follows the number of distinct stacks, not of samples. */
+struct folded;
+struct folded *folded_new(void);
+/* Adds count to the stack in key[0..len). Returns 0 or -ENOMEM. */
+int folded_add(struct folded *f, const char *key, size_t len, uint64_t count);
+/* Prints "stack count" lines sorted by stack, as stackcollapse-perf.pl. */
+int folded_print(struct folded *f, FILE *out);
+void folded_free(struct folded *f);
+
+#endif
