@@ -1,0 +1,438 @@
+/* bench_unwind_cmp.c - unwinding speed side by side: the same captured
+ * snapshots of the stall target (registers + copied stacks) unwound by
+ * stacksnap, by libunwind remote-from-copy (unw_create_addr_space with
+ * accessors reading the copy) and by libdw (dwfl_attach_state fed the same
+ * registers and memory, dwfl_getthread_frames); ns per frame warm and cold,
+ * for a deep-stack case and a many-libraries case. */
+#define _GNU_SOURCE
+#include "lu_remote.h"
+
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <libgen.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "stacksnap.h"
+
+#define MAX_THREADS 64
+#define MAX_FRAMES 2048
+#define COLD_RUNS 5
+#define WARM_BATCHES 9
+
+static char target_path[4096], hop_path[4096];
+static struct lu_thread threads[MAX_THREADS];
+static int nthreads;
+static int target_pid;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct result {
+	double cold[COLD_RUNS], warm[WARM_BATCHES];
+	long frames;	/* per walk of every thread */
+	int complete;	/* threads whose walk reached the bottom */
+	int ok;		/* 0: the unwinder could not run at all */
+};
+
+/* ---- stacksnap ---- */
+
+static struct stacksnap_regs ss_regs(const struct lu_thread *t)
+{
+	struct stacksnap_regs r = { .valid = (1u << STACKSNAP_REG_COUNT) - 1 };
+
+	memcpy(r.regs, t->regs, sizeof(r.regs));
+	return r;
+}
+
+static long ss_walk_all(struct stacksnap_addrspace *as,
+			struct stacksnap_unwinder *uw,
+			struct stacksnap_mem *mem, int *complete)
+{
+	static struct stacksnap_frame frames[MAX_FRAMES];
+	long total = 0;
+
+	*complete = 0;
+	for (int i = 0; i < nthreads; i++) {
+		struct stacksnap_regs r = ss_regs(&threads[i]);
+		enum stacksnap_end end;
+		int n;
+
+		stacksnap_mem__set_copy(mem, threads[i].stack, threads[i].stack_len,
+					threads[i].stack_base);
+		n = stacksnap_unwind(uw, as, &r, mem, frames, MAX_FRAMES, &end);
+		total += n > 0 ? n : 0;
+		*complete += end == STACKSNAP_END_COMPLETE;
+	}
+	return total;
+}
+
+static void bench_stacksnap(struct result *res, int warm_iters)
+{
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = MAX_FRAMES);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uo);
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy("", 0, 0);
+	struct stacksnap_ctx *ctx = NULL;
+	struct stacksnap_addrspace *as = NULL;
+
+	/* Cold: a new context (empty module cache) and address space, then
+	 * one walk of every thread: maps, ELF, table compilation included. */
+	for (int r = 0; r < COLD_RUNS; r++) {
+		if (as)
+			stacksnap_addrspace__free(as);
+		if (ctx)
+			stacksnap_ctx__free(ctx);
+		uint64_t t0 = now_ns();
+		ctx = stacksnap_ctx__new(NULL);
+		as = stacksnap_addrspace__from_pid(ctx, target_pid);
+		if (!as)
+			return;
+		res->frames = ss_walk_all(as, uw, mem, &res->complete);
+		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+	}
+	for (int b = 0; b < WARM_BATCHES; b++) {
+		int complete;
+		uint64_t t0 = now_ns();
+		long f = 0;
+
+		for (int i = 0; i < warm_iters; i++)
+			f += ss_walk_all(as, uw, mem, &complete);
+		res->warm[b] = (double)(now_ns() - t0) / (f ? f : 1);
+	}
+	res->ok = 1;
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(ctx);
+	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(uw);
+}
+
+/* ---- libunwind, remote from the copy ---- */
+
+static long lu_walk_all(unw_addr_space_t as, struct lu_walk *w, int *complete)
+{
+	static uint64_t pcs[MAX_FRAMES];
+	long total = 0;
+
+	*complete = 0;
+	for (int i = 0; i < nthreads; i++) {
+		int step_ret;
+
+		w->thread = &threads[i];
+		total += lu_walk_copy(as, w, pcs, MAX_FRAMES, &step_ret);
+		*complete += step_ret == 0;
+	}
+	return total;
+}
+
+static void bench_libunwind(struct result *res, int warm_iters)
+{
+	static struct lu_maps maps;
+	struct lu_walk w = { .maps = &maps };
+	unw_addr_space_t as = NULL;
+
+	for (int r = 0; r < COLD_RUNS; r++) {
+		if (as) {
+			unw_destroy_addr_space(as);
+			_UPT_destroy(w.upt);
+			lu_maps_release(&maps);
+		}
+		uint64_t t0 = now_ns();
+		lu_maps_read(&maps, target_pid);
+		as = unw_create_addr_space(&lu_copy_accessors, 0);
+		unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
+		w.upt = _UPT_create(target_pid);
+		res->frames = lu_walk_all(as, &w, &res->complete);
+		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+	}
+	for (int b = 0; b < WARM_BATCHES; b++) {
+		int complete;
+		uint64_t t0 = now_ns();
+		long f = 0;
+
+		for (int i = 0; i < warm_iters; i++)
+			f += lu_walk_all(as, &w, &complete);
+		res->warm[b] = (double)(now_ns() - t0) / (f ? f : 1);
+	}
+	res->ok = 1;
+	unw_destroy_addr_space(as);
+	_UPT_destroy(w.upt);
+	lu_maps_release(&maps);
+}
+
+/* ---- libdw: dwfl_attach_state over the copy ---- */
+
+static const struct lu_thread *dw_current;
+
+static pid_t dw_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	intptr_t i = (intptr_t)*thread_argp;
+
+	if (i >= nthreads)
+		return 0;
+	*thread_argp = (void *)(i + 1);
+	return threads[i].tid;
+}
+
+static bool dw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	for (int i = 0; i < nthreads; i++)
+		if (threads[i].tid == tid) {
+			*thread_argp = (void *)(intptr_t)(i + 1);
+			return true;
+		}
+	return false;
+}
+
+/* Reads of the stack only, from the copy (libdw reads CFI from the module
+ * files itself). */
+static bool dw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			   void *arg)
+{
+	const struct lu_thread *t = dw_current;
+
+	if (addr < t->stack_base || addr + 8 > t->stack_base + t->stack_len)
+		return false;
+	memcpy(result, t->stack + (addr - t->stack_base), 8);
+	return true;
+}
+
+static bool dw_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct lu_thread *t = &threads[(intptr_t)thread_arg - 1];
+
+	/* DWARF 0..15 are the general registers, 16 the return address
+	 * column, which holds rip in the first frame. */
+	if (!dwfl_thread_state_registers(thread, 0, LU_REGS, t->regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, t->regs[16]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks dw_thread_callbacks = {
+	.next_thread = dw_next_thread,
+	.get_thread = dw_get_thread,
+	.memory_read = dw_memory_read,
+	.set_initial_registers = dw_set_initial_registers,
+};
+
+static const Dwfl_Callbacks dw_proc_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static int dw_frame(Dwfl_Frame *state, void *arg)
+{
+	Dwarf_Addr pc;
+
+	if (!dwfl_frame_pc(state, &pc, NULL))
+		return DWARF_CB_ABORT;
+	return ++*(long *)arg >= MAX_FRAMES ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+static Dwfl *dw_open(void)
+{
+	Dwfl *d = dwfl_begin(&dw_proc_callbacks);
+
+	if (!d)
+		return NULL;
+	dwfl_report_begin(d);
+	if (dwfl_linux_proc_report(d, target_pid) || dwfl_report_end(d, NULL, NULL) ||
+	    !dwfl_attach_state(d, NULL, target_pid, &dw_thread_callbacks, NULL)) {
+		fprintf(stderr, "libdw: %s\n", dwfl_errmsg(-1));
+		dwfl_end(d);
+		return NULL;
+	}
+	return d;
+}
+
+static long dw_walk_all(Dwfl *d, int *complete)
+{
+	long total = 0;
+
+	*complete = 0;
+	for (int i = 0; i < nthreads; i++) {
+		long n = 0;
+
+		dw_current = &threads[i];
+		/* 0: the walk reached the outermost frame. */
+		*complete += dwfl_getthread_frames(d, threads[i].tid, dw_frame, &n) == 0;
+		total += n;
+	}
+	return total;
+}
+
+static void bench_libdw(struct result *res, int warm_iters)
+{
+	Dwfl *d = NULL;
+
+	for (int r = 0; r < COLD_RUNS; r++) {
+		if (d)
+			dwfl_end(d);
+		uint64_t t0 = now_ns();
+		if (!(d = dw_open()))
+			return;
+		res->frames = dw_walk_all(d, &res->complete);
+		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+	}
+	for (int b = 0; b < WARM_BATCHES; b++) {
+		int complete;
+		uint64_t t0 = now_ns();
+		long f = 0;
+
+		for (int i = 0; i < warm_iters; i++)
+			f += dw_walk_all(d, &complete);
+		res->warm[b] = (double)(now_ns() - t0) / (f ? f : 1);
+	}
+	res->ok = 1;
+	dwfl_end(d);
+}
+
+/* ---- the target and its snapshot ---- */
+
+static int start_target(int n, int depth, int nhops)
+{
+	char sn[16], sd[16], sh[16];
+	int fds[2];
+
+	snprintf(sn, sizeof(sn), "%d", n);
+	snprintf(sd, sizeof(sd), "%d", depth);
+	snprintf(sh, sizeof(sh), "%d", nhops);
+	if (pipe(fds))
+		return -1;
+	target_pid = fork();
+	if (target_pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(target_path, target_path, "--threads", sn, "--mode", "sleep",
+		      "--depth", sd, "--hops", hop_path, "--nhops", sh, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	char line[64] = "";
+	ssize_t got = read(fds[0], line, sizeof(line) - 1);
+	close(fds[0]);
+	if (got <= 0 || strncmp(line, "ready", 5)) {
+		fprintf(stderr, "bench_unwind_cmp: %s did not start\n", target_path);
+		return -1;
+	}
+	return 0;
+}
+
+static void stop_target(void)
+{
+	kill(target_pid, SIGTERM);
+	waitpid(target_pid, NULL, 0);
+}
+
+static int capture(void)
+{
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(NULL);
+	struct stacksnap_snapshot *snap = stacksnap_snapshot__capture(ctx, target_pid, NULL);
+
+	if (!snap) {
+		fprintf(stderr, "bench_unwind_cmp: capture of pid %d: %s\n",
+			target_pid, strerror(errno));
+		return -1;
+	}
+	nthreads = 0;
+	for (size_t i = 0; i < stacksnap_snapshot__thread_count(snap) && nthreads < MAX_THREADS; i++) {
+		const struct stacksnap_thread *st = stacksnap_snapshot__thread(snap, i);
+		struct lu_thread *t = &threads[nthreads];
+
+		if (st->error || !st->stack)
+			continue;
+		free(t->stack);
+		t->tid = st->tid;
+		memcpy(t->regs, st->regs.regs, sizeof(t->regs));
+		t->stack = malloc(st->stack_len);
+		memcpy(t->stack, st->stack, st->stack_len);
+		t->stack_len = st->stack_len;
+		t->stack_base = st->stack_base;
+		nthreads++;
+	}
+	stacksnap_snapshot__free(snap);
+	stacksnap_ctx__free(ctx);
+	return 0;
+}
+
+static void print_row(const char *name, struct result *r, double base_warm, double base_cold)
+{
+	if (!r->ok) {
+		printf("| %-22s | %s |\n", name, "failed to run");
+		return;
+	}
+	qsort(r->warm, WARM_BATCHES, sizeof(double), cmp_double);
+	qsort(r->cold, COLD_RUNS, sizeof(double), cmp_double);
+	double w = r->warm[WARM_BATCHES / 2], c = r->cold[COLD_RUNS / 2];
+	char rw[32] = "-", rc[32] = "-";
+	if (base_warm > 0) {
+		snprintf(rw, sizeof(rw), "%.1fx", w / base_warm);
+		snprintf(rc, sizeof(rc), "%.1fx", c / base_cold);
+	}
+	printf("| %-22s | %9.1f | %6.1f-%-8.1f | %10.0f | %7.0f-%-9.0f | %6ld | %5d/%-5d | %6s | %6s |\n",
+	       name, w, r->warm[0], r->warm[WARM_BATCHES - 1], c, r->cold[0],
+	       r->cold[COLD_RUNS - 1], r->frames, r->complete, nthreads, rw, rc);
+}
+
+static void run_case(const char *label, int n, int depth, int nhops, int warm_iters)
+{
+	struct result ss = { 0 }, lu = { 0 }, dw = { 0 };
+
+	if (start_target(n, depth, nhops))
+		return;
+	if (capture()) {
+		stop_target();
+		return;
+	}
+	bench_stacksnap(&ss, warm_iters);
+	bench_libunwind(&lu, warm_iters);
+	bench_libdw(&dw, warm_iters);
+	stop_target();
+	printf("\n### %s: %d threads, %d-deep chain, %d hop libraries\n\n", label,
+	       nthreads, depth, nhops);
+	printf("| unwinder               | warm ns/f | warm min-max    | cold ns/f  | cold min-max      | frames | complete    | warm vs stacksnap | cold vs stacksnap |\n");
+	printf("|------------------------|-----------|-----------------|------------|-------------------|--------|-------------|--------|--------|\n");
+	print_row("stacksnap", &ss, 0, 0);
+	qsort(ss.warm, WARM_BATCHES, sizeof(double), cmp_double);
+	qsort(ss.cold, COLD_RUNS, sizeof(double), cmp_double);
+	print_row("libunwind remote copy", &lu, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2]);
+	print_row("libdw getthread_frames", &dw, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2]);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	char self[2048];
+	const char *dir;
+
+	/* The target and hop library are built next to this program. */
+	snprintf(self, sizeof(self), "%s", argv[0]);
+	dir = dirname(self);
+	snprintf(target_path, sizeof(target_path), "%s/stall_target", dir);
+	snprintf(hop_path, sizeof(hop_path), "%s/libhop.so", dir);
+	if (access(target_path, X_OK)) {
+		printf("== bench_unwind_cmp: %s not built (make bench builds it)\n", target_path);
+		return 0;
+	}
+	printf("== bench_unwind_cmp: the same snapshots of the stall target unwound by each library "
+	       "(ns per frame; warm = median of %d batches with caches filled, cold = new "
+	       "context/address space + first walk of every thread, median of %d)\n",
+	       WARM_BATCHES, COLD_RUNS);
+	run_case("deep stacks", 4, 400, 0, 20);
+	run_case("many libraries", 4, 10, 40, 50);
+	return 0;
+}
