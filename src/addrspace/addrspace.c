@@ -448,7 +448,11 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 		out->offset = out->function ? vaddr - start : 0;
 		n = 1;
 	} else {
-		n = st || li ? symbolize__lookup(st, li, vaddr, no_demangle, out, max) : 0;
+		n = st || li ? symbolize__lookup(st, li, vaddr,
+						 (no_demangle ? SYM_NO_DEMANGLE : 0) |
+							 (lines ? 0 : SYM_NO_LINES),
+						 out, max)
+			     : 0;
 	}
 	if (n <= 0) {
 		memset(out, 0, sizeof(*out));

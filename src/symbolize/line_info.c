@@ -43,37 +43,78 @@ static int cmp_range(const void *a, const void *b)
 	return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
+static int add_range(struct line_info *li, size_t *cap, uint64_t lo,
+		     uint64_t hi, Dwarf_Off cu_off)
+{
+	if (li->nranges == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 64;
+		void *p = realloc(li->ranges, ncap * sizeof(*li->ranges));
+
+		if (!p)
+			return -ENOMEM;
+		li->ranges = p;
+		*cap = ncap;
+	}
+	li->ranges[li->nranges++] = (struct cu_range){ lo, hi, cu_off };
+	return 0;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+	Dwarf_Off x = *(const Dwarf_Off *)a, y = *(const Dwarf_Off *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The CU address index: .debug_aranges where the producer wrote it (gcc
+ * does; reading it is ten times cheaper than opening every CU), and the
+ * CU DIE's own ranges for the CUs it leaves out (clang writes none). */
 static int index_cus(struct line_info *li)
 {
-	Dwarf_Off off = 0, next;
-	size_t hsize, cap = 0;
+	Dwarf_Aranges *ar = NULL;
+	Dwarf_Off off = 0, next, *listed = NULL;
+	size_t hsize, cap = 0, nar = 0;
+	int err = 0;
 
+	if (dwarf_getaranges(li->dw, &ar, &nar) != 0)
+		nar = 0;
+	if (nar && !(listed = malloc(nar * sizeof(*listed))))
+		return -ENOMEM;
+	for (size_t i = 0; i < nar; i++) {
+		Dwarf_Addr addr;
+		Dwarf_Word len;
+		Dwarf_Off cu;
+
+		listed[i] = (Dwarf_Off)-1;
+		if (dwarf_getarangeinfo(dwarf_onearange(ar, i), &addr, &len, &cu) ||
+		    !len)
+			continue;
+		listed[i] = cu;
+		if ((err = add_range(li, &cap, addr, addr + len, cu)))
+			goto out;
+	}
+	if (nar)
+		qsort(listed, nar, sizeof(*listed), cmp_off);
 	while (dwarf_nextcu(li->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Off die_off = off + hsize;
 		Dwarf_Die cu;
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t it = 0;
 
-		if (dwarf_offdie(li->dw, off + hsize, &cu)) {
-			while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0) {
-				if (hi <= lo)
-					continue;
-				if (li->nranges == cap) {
-					size_t ncap = cap ? 2 * cap : 64;
-					void *p = realloc(li->ranges, ncap * sizeof(*li->ranges));
-					if (!p)
-						return -ENOMEM;
-					li->ranges = p;
-					cap = ncap;
-				}
-				li->ranges[li->nranges++] =
-					(struct cu_range){ lo, hi, off + hsize };
-			}
-		}
 		off = next;
+		if (nar && bsearch(&die_off, listed, nar, sizeof(*listed), cmp_off))
+			continue;
+		if (!dwarf_offdie(li->dw, die_off, &cu))
+			continue;
+		while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0)
+			if (hi > lo && (err = add_range(li, &cap, lo, hi, die_off)))
+				goto out;
 	}
 	if (li->nranges)
 		qsort(li->ranges, li->nranges, sizeof(*li->ranges), cmp_range);
-	return 0;
+out:
+	free(listed);
+	return err;
 }
 
 /* The CU containing vaddr: our index first, then libdw's aranges. */
@@ -374,9 +415,10 @@ static int scope_chain(Dwarf_Die *cu, uint64_t pc, bool last_match,
 }
 
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
-			    int no_demangle, struct stacksnap_sym *out,
+			    unsigned flags, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry)
 {
+	int no_demangle = !!(flags & SYM_NO_DEMANGLE);
 	Dwarf_Die cudie, scopes[SCOPE_DEPTH_MAX];
 	Dwarf_Line *line;
 	Dwarf_Files *files = NULL;
@@ -391,7 +433,8 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 		return 0;
 	if (!find_cu(li, vaddr, &cudie))
 		return 0;
-	line = dwarf_getsrc_die(&cudie, vaddr);
+	/* Decoding a CU's line program costs milliseconds: only for lines. */
+	line = flags & SYM_NO_LINES ? NULL : dwarf_getsrc_die(&cudie, vaddr);
 	if (line) {
 		file = dwarf_linesrc(line, NULL, NULL);
 		dwarf_lineno(line, &lineno);
@@ -448,12 +491,14 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
 		      struct stacksnap_sym *out, size_t max)
 {
-	return line_info__lookup_entry(li, vaddr, no_demangle, out, max, NULL);
+	return line_info__lookup_entry(li, vaddr, no_demangle ? SYM_NO_DEMANGLE : 0,
+				       out, max, NULL);
 }
 
 int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
-		      int no_demangle, struct stacksnap_sym *out, size_t max)
+		      unsigned flags, struct stacksnap_sym *out, size_t max)
 {
+	int no_demangle = !!(flags & SYM_NO_DEMANGLE);
 	uint64_t entry = 0, mstart = 0;
 	const char *msym;
 	int n;
@@ -462,7 +507,7 @@ int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 		return 0;
 	for (size_t i = 0; i < max; i++)
 		memset(&out[i], 0, sizeof(out[i]));
-	n = line_info__lookup_entry(li, vaddr, no_demangle, out, max, &entry);
+	n = line_info__lookup_entry(li, vaddr, flags, out, max, &entry);
 	if (n < 0)
 		n = 0;
 	msym = symtab__lookup(st, vaddr, no_demangle, &mstart);

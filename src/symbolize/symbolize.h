@@ -53,8 +53,12 @@ int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
 
 /* line_info__lookup that also gives the link-time entry address of the
  * containing (not inlined) function, 0 when unknown. */
+/* Flags of the lookups below. */
+#define SYM_NO_DEMANGLE 0x1 /* keep C++ names mangled */
+#define SYM_NO_LINES 0x2    /* function names only: no file:line (faster) */
+
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
-			    int no_demangle, struct stacksnap_sym *out,
+			    unsigned flags, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry);
 
 /* THE call for symbolizing a frame the way gdb's `bt` names it. li may be
@@ -69,6 +73,6 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
  * minimal symbols). module and module_offset
  * are left 0 for the caller. Returns the count (0: nothing known). */
 int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
-		      int no_demangle, struct stacksnap_sym *out, size_t max);
+		      unsigned flags, struct stacksnap_sym *out, size_t max);
 
 #endif
