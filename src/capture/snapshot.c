@@ -113,6 +113,17 @@ static void task_name(pid_t pid, pid_t tid, char name[16])
 	snprintf(name, 16, "%s", buf);
 }
 
+/* Whether a thread is gone or on its way out: the kernel refuses to
+ * attach to an exiting task with EPERM, which is not a permission
+ * problem. */
+static bool thread_exiting(pid_t pid, pid_t tid)
+{
+	unsigned long flags = 0;
+	char st = task_state(pid, tid, &flags);
+
+	return !st || st == 'Z' || st == 'X' || (flags & 0x4 /* PF_EXITING */);
+}
+
 /* TracerPid of a thread, 0 when untraced, -1 when unknown. */
 static long tracer_pid(pid_t pid, pid_t tid)
 {
@@ -211,7 +222,8 @@ static int seize_new(struct stacksnap_snapshot *s, const struct log_sink *log)
 			int err = -errno;
 			long tracer;
 
-			if (err == -ESRCH) {
+			if (err == -ESRCH || (err == -EPERM &&
+					      thread_exiting(s->pid, t->pub.tid))) {
 				t->pub.error = STACKSNAP_THREAD_GONE;
 				continue;
 			}
@@ -705,6 +717,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	if (!s->held)
 		thaw(s);
 	free(maps);
+	maps = NULL;
 	s->stats.threads = (unsigned)s->n;
 	s->stats.capture_ns = now_ns() - t0;
 	/* Threads that did not stop are reported in the snapshot; only when

@@ -4,13 +4,16 @@ thread states, and turning `stacksnap --json` into gdb_compare's frame
 objects. gdb_compare itself is imported, not copied: its gdb reader and
 its documented normalisations are the ones every comparison uses."""
 
+import atexit
 import importlib.machinery
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ among the test executables
@@ -21,7 +24,26 @@ O = os.environ.get('O', 'build')
 BUILD = O if os.path.isabs(O) else os.path.join(ROOT, O)
 SRC = os.path.join(ROOT, 'tests', 'targets')
 OUT = os.path.join(BUILD, 'targets', 'cli')
-STACKSNAP = os.path.join(BUILD, 'stacksnap')
+BUILT_STACKSNAP = os.path.join(BUILD, 'stacksnap')
+
+
+def _private_stacksnap():
+    """A private copy of the CLI: a rebuild in the same tree while the tests
+    run (make relinks in place) must not swap or hide it mid-run."""
+    d = tempfile.mkdtemp(prefix='cli-tests-')
+    atexit.register(shutil.rmtree, d, True)
+    dst = os.path.join(d, 'stacksnap')
+    for _ in range(50):
+        try:
+            shutil.copy2(BUILT_STACKSNAP, dst)
+            os.chmod(d, 0o755)
+            return dst
+        except OSError:
+            time.sleep(0.1)
+    return BUILT_STACKSNAP
+
+
+STACKSNAP = _private_stacksnap()
 
 _loader = importlib.machinery.SourceFileLoader(
     'gdb_compare', os.path.join(HERE, 'gdb_compare'))

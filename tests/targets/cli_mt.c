@@ -28,7 +28,7 @@ static int started;
 static pthread_mutex_t never_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never_cond = PTHREAD_COND_INITIALIZER;
 static int block_pipe[2];
-static volatile int sig_arrived, sig_waiting;
+static volatile int sig_arrived, sig_waiting, announced;
 static volatile unsigned long spin_count;
 static void *dl_handle;
 
@@ -196,7 +196,7 @@ static void *cli_ticker(void *arg)
 	cli_started();
 	for (;;) {
 		nanosleep(&ts, NULL);
-		if (write(STDOUT_FILENO, ".", 1) != 1)
+		if (announced && write(STDOUT_FILENO, ".", 1) != 1)
 			_exit(0); /* the harness went away */
 	}
 	return NULL;
@@ -268,6 +268,7 @@ int main(int argc, char **argv)
 		start(n, cli_spinner, 0, "spin");
 	wait_started(expect + nspin);
 	target_ready(n + 1);
+	announced = 1; /* the ticker's dots come after the ready line */
 	cli_join(threads, n);
 	return 0;
 }

@@ -197,6 +197,10 @@ static int dump_main(int argc, char **argv)
 			/* It existed a moment ago. */
 			rc = kill(o.pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED
 								   : EXIT_ERROR;
+			if (rc == EXIT_EXITED)
+				fprintf(stderr, "stacksnap: pid %d: the process "
+						"exited during the capture\n",
+					(int)o.pid);
 		}
 		goto out;
 	}
@@ -220,6 +224,9 @@ static int dump_main(int argc, char **argv)
 		}
 		/* It passed the check: ESRCH now means it exited meanwhile. */
 		rc = err == ESRCH ? EXIT_EXITED : exit_code_for(err);
+		if (rc == EXIT_EXITED)
+			fprintf(stderr, "stacksnap: pid %d: the process exited "
+					"during the capture\n", (int)o.pid);
 		goto out;
 	}
 	if (!o.ptrace)
