@@ -220,6 +220,15 @@ static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
 		valid |= st->regs.valid & BIT(STACKSNAP_REG_RBP);
 		break;
 	case UT_RBP_CFA_OFF:
+		/* A save slot below sp is in an epilogue after its pop:
+		 * CFI does not say "restored" there, but rbp already holds
+		 * the caller's value, and the slot may be outside a copied
+		 * stack (which starts at sp) or overwritten. */
+		if (*cfa + row->rbp_off < r[STACKSNAP_REG_RSP]) {
+			valid |= st->regs.valid & BIT(STACKSNAP_REG_RBP);
+			rbp = r[STACKSNAP_REG_RBP];
+			break;
+		}
 		err = mem_read_u64(uw->mem, *cfa + row->rbp_off, &rbp);
 		if (err)
 			return mem_end(err);

@@ -291,7 +291,7 @@ static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *
 		comm = comm_buf;
 	}
 	/* Kernel frames come from the sample's own callchain. */
-	bool in_kernel = false;
+	bool in_kernel = false, add_marker = false;
 	for (uint64_t i = 0; i < ev->callchain_nr && n < maxfr; i++) {
 		uint64_t ip = ev->callchain[i];
 
@@ -324,8 +324,21 @@ static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *
 
 		if (nf < 0 || !as)
 			nf = 0;
-		if (end != STACKSNAP_END_COMPLETE)
+		/* perf ends a walk that ran out of copied stack with a
+		 * frame at -1, [unknown]; print it the same (a consumer
+		 * of perf script's output sees a truncated stack as it
+		 * would from perf). */
+		if (end == STACKSNAP_END_STACK_COPY && nf > 0 &&
+		    (unsigned)nf < ps->o.max_stack && n + (unsigned)nf < maxfr)
+			add_marker = true;
+		if (end != STACKSNAP_END_COMPLETE) {
 			ps->truncated++;
+			if (verbose)
+				fprintf(stderr, "stacksnap: sample at offset %#" PRIx64
+					" (tid %d): walk ended after %d frames: %s\n",
+					ev->offset, (int)ev->tid, nf,
+					stacksnap_end__str(end));
+		}
 		ps->frames_total += (unsigned)nf;
 		for (int i = 0; i < nf && n < maxfr; i++) {
 			const struct stacksnap_frame *f = &ps->frames[i];
@@ -342,6 +355,10 @@ static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *
 			fr[n].kernel = false;
 			n++;
 		}
+	}
+	if (add_marker) {
+		fr[n] = (struct out_frame){ .addr = UINT64_MAX };
+		n++;
 	}
 	ps->samples++;
 	return emit(ps, ev, comm, fr, n);

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""compare.py - compares, sample by sample, the user-space frames of
+`perf script --no-inline` and `stacksnap perf-script` on one perf.data.
+
+Usage: compare.py PERF_OUT STACKSNAP_OUT [LABEL]
+Prints a summary line per kind of disagreement and closes with
+"LABEL: N samples, M identical (P%)"; exit status 0 when P >= 99.5.
+
+Normalisations (each one a difference of presentation, not of unwinding):
+ - frames are identified by (module path, function start) where the start
+   is the printed address minus the printed offset: perf names functions
+   from the ELF symbol tables with its own alias choices
+   (__libc_start_main@@GLIBC_2.34, __GI___qsort_r, msort_with_tmp.part.0),
+   we with ours (__libc_start_main, qsort_r, msort_with_tmp.part); the
+   address of the function they name is the same;
+ - the printed addresses themselves are compared too (both print the
+   module-relative address of the call instruction's last byte, ret - 1);
+ - kernel frames ([kernel.kallsyms]) are left out: both take them from the
+   sample's callchain as recorded; only user frames are unwound;
+ - samples are matched by (tid, time, occurrence), not by position;
+ - PLT stubs: perf synthesizes names for PLT entries (rand_r@plt, and
+   "@plt" for libc's own IRELATIVE slots) from the relocations; our symbol
+   tables have no entry there and print [unknown]. A sample whose only
+   difference is such a frame, at the same address, counts as identical
+   (and is counted separately in the summary);
+ - perf ends a walk that ran out of copied stack with a frame at address
+   ffffffffffffffff, [unknown]; stacksnap perf-script prints the same
+   marker, so it is compared like any frame.
+
+Kinds of disagreement, each explained in the summary:
+ - perf-stopped-early: perf's frames are a strict prefix of ours. libunwind
+   (perf's unwinder here) gives up at frames it cannot step through where
+   the compiled CFI still can, e.g. when the stack copy ends inside the
+   outermost frame; checked: our extra frames are real callers;
+ - ours-stopped-early: the reverse;
+ - perf-unknown: perf's walk goes on past an address it cannot map (its
+   [unknown] frames, read from the stack after its unwinding went wrong);
+ - different: anything else (a real disagreement; details printed).
+"""
+import collections
+import os
+import re
+import sys
+
+HDR = re.compile(r'^(\S.*?)\s+(\d+)\s+(?:\[\d+\]\s+)?(\d+\.\d+):')
+FRAME = re.compile(r"^\s+([0-9a-f]+) (.*) \(([^()]*)\)$")
+
+
+def parse(path):
+    samples = collections.OrderedDict()
+    seen = collections.Counter()
+    cur = None
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            if not line:
+                cur = None
+                continue
+            if cur is None:
+                m = HDR.match(line)
+                if not m:
+                    continue
+                key = (m.group(2), m.group(3))
+                seen[key] += 1
+                cur = []
+                samples[key + (seen[key],)] = cur
+                continue
+            m = FRAME.match(line)
+            if not m:
+                continue
+            addr, sym, dso = m.groups()
+            if dso == '[kernel.kallsyms]':
+                continue
+            addr = int(addr, 16)
+            mo = re.match(r'^(.*)\+0x([0-9a-f]+)$', sym)
+            if mo and sym != '[unknown]':
+                func = (dso, addr - int(mo.group(2), 16))
+                name = mo.group(1)
+            else:
+                func = (dso, '?', addr)
+                name = '[unknown]'
+            cur.append((func, addr, name))
+    return samples
+
+
+def plt_only(pf, of):
+    """Same addresses; every differing frame is a PLT stub perf names from
+    the relocations (foo@plt) and our symbol tables leave [unknown]."""
+    if [a for _, a, _ in pf] != [a for _, a, _ in of]:
+        return False
+    for (f1, _, n1), (f2, _, n2) in zip(pf, of):
+        if f1 != f2 and not (n1.endswith('@plt') and n2 == '[unknown]'):
+            return False
+    return True
+
+
+def main():
+    perf, ours = parse(sys.argv[1]), parse(sys.argv[2])
+    label = sys.argv[3] if len(sys.argv) > 3 else 'perf_compare'
+    kinds = collections.Counter()
+    examples = {}
+    same = plt = 0
+    for key, pf in perf.items():
+        of = ours.get(key)
+        if of is None:
+            kinds['missing-in-ours'] += 1
+            continue
+        pfun = [f for f, _, _ in pf]
+        ofun = [f for f, _, _ in of]
+        if pfun == ofun and [a for _, a, _ in pf] == [a for _, a, _ in of]:
+            same += 1
+            continue
+        if plt_only(pf, of):
+            same += 1
+            plt += 1
+            continue
+        if len(pf) < len(of) and pfun == ofun[:len(pf)]:
+            kind = 'perf-stopped-early'
+        elif len(of) < len(pf) and ofun == pfun[:len(of)]:
+            kind = 'ours-stopped-early'
+            # perf's extra frames all [unknown]: it read on past the end.
+            if all(n == '[unknown]' for _, _, n in pf[len(of):]):
+                kind = 'perf-unknown'
+        else:
+            kind = 'different'
+        kinds[kind] += 1
+        examples.setdefault(kind, []).append((key, pf, of))
+    extra = len(set(ours) - set(perf))
+    if extra:
+        kinds['missing-in-perf'] += extra
+    total = len(perf)
+    pct = 100.0 * same / total if total else 0.0
+    for kind, n in sorted(kinds.items()):
+        print('  %s: %d sample(s)' % (kind, n))
+        for key, pf, of in examples.get(kind, [])[:2]:
+            print('    sample tid %s time %s:' % key[:2])
+            for i in range(max(len(pf), len(of))):
+                a = '%x %s' % (pf[i][1], pf[i][2]) if i < len(pf) else ''
+                b = '%x %s' % (of[i][1], of[i][2]) if i < len(of) else ''
+                print('      %-3d %-45s | %s%s' % (i, a[:45], b[:45],
+                                                  '' if a == b else '   <-'))
+    if plt:
+        print('  (%d of the identical samples have a PLT stub frame: perf '
+              'names it foo@plt, we print [unknown] at the same address)' % plt)
+    print('%s: %d samples, %d identical (%.2f%%)' % (label, total, same, pct))
+    return 0 if total and pct >= 99.5 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
