@@ -1,0 +1,474 @@
+/* addrspace.c - building address spaces from /proc/PID/maps or from the
+ * caller's mappings, lookups, and symbolization of addresses. */
+#define _GNU_SOURCE
+#include "addrspace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <elf.h>
+
+#include "base/vec.h"
+#include "symbolize/symbolize.h"
+
+static void map_release(struct as_map *m)
+{
+	module__put(m->mod);
+	free(m->path);
+}
+
+static void maps_clear(struct stacksnap_addrspace *as)
+{
+	for (size_t i = 0; i < as->n; i++)
+		map_release(&as->maps[i]);
+	as->n = 0;
+	as->last = 0;
+}
+
+const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
+					  uint64_t addr)
+{
+	size_t lo = 0, hi = as->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < as->maps[mid].start)
+			hi = mid;
+		else if (addr >= as->maps[mid].end)
+			lo = mid + 1;
+		else {
+			as->last = mid;
+			return &as->maps[mid];
+		}
+	}
+	return NULL;
+}
+
+/* Removes [start, end) from every mapping, splitting where needed. */
+static int maps_punch(struct stacksnap_addrspace *as, uint64_t start,
+		      uint64_t end)
+{
+	for (size_t i = 0; i < as->n; i++) {
+		struct as_map *m = &as->maps[i];
+
+		if (m->end <= start || m->start >= end)
+			continue;
+		if (m->start < start && m->end > end) { /* split in two */
+			struct as_map tail = *m;
+
+			tail.start = end;
+			tail.offset += end - m->start;
+			tail.path = m->path ? strdup(m->path) : NULL;
+			if (m->path && !tail.path)
+				return -ENOMEM;
+			if (tail.mod)
+				tail.mod->refs++;
+			m->end = start;
+			if (!VEC_PUSH(as->maps, as->n, as->cap)) {
+				map_release(&tail);
+				return -ENOMEM;
+			}
+			as->maps[as->n - 1] = tail;
+			continue;
+		}
+		if (m->start < start) {
+			m->end = start;
+		} else if (m->end > end) {
+			m->offset += end - m->start;
+			m->start = end;
+		} else {
+			map_release(m);
+			as->maps[i--] = as->maps[--as->n];
+		}
+	}
+	return 0;
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct as_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void maps_sort(struct stacksnap_addrspace *as)
+{
+	qsort(as->maps, as->n, sizeof(*as->maps), map_cmp);
+	as->last = 0;
+}
+
+static bool is_special(const char *path)
+{
+	return !path || !*path || path[0] == '[';
+}
+
+/* Adds one mapping: ties file-backed executable mappings to modules. A
+ * module that cannot be opened is reported and the mapping kept as
+ * anonymous code, so one bad file does not fail the whole space. */
+static int add_one(struct stacksnap_addrspace *as,
+		   const struct stacksnap_mapping *mp, const char *open_path,
+		   struct module *mod)
+{
+	struct as_map m = { .start = mp->start, .end = mp->end,
+			    .offset = mp->offset,
+			    .prot = mp->prot ? mp->prot : PROT_READ | PROT_EXEC };
+	int err;
+
+	if (mp->end <= mp->start)
+		return -EINVAL;
+	if (mp->path && strcmp(mp->path, "[anon]") &&
+	    !(m.path = strdup(mp->path)))
+		return -ENOMEM;
+	if (!mod && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
+		err = module__get_file(as->ctx, mp->path,
+				       open_path ? open_path : mp->path,
+				       mp->build_id, mp->build_id_len, &mod);
+		if (err == -ENOMEM)
+			goto fail;
+		if (err)
+			mod = NULL; /* elf_image__open logged why */
+	}
+	if (mod && elf_image__load_bias_prot(mod->img, mp->start, mp->offset,
+					     PF_X, &m.bias)) {
+		log_warn(&as->ctx->log,
+			 "%s: mapping %#" PRIx64 "-%#" PRIx64 " at offset %#" PRIx64
+			 " matches no PT_LOAD segment; ignoring its module",
+			 mod->name, mp->start, mp->end, mp->offset);
+		module__put(mod);
+		mod = NULL;
+	}
+	m.mod = mod;
+	err = maps_punch(as, mp->start, mp->end);
+	if (err)
+		goto fail;
+	if (!VEC_PUSH(as->maps, as->n, as->cap)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	as->maps[as->n - 1] = m;
+	return 0;
+fail:
+	module__put(mod);
+	free(m.path);
+	return err;
+}
+
+static struct stacksnap_addrspace *as_new(struct stacksnap_ctx *ctx, pid_t pid)
+{
+	struct stacksnap_addrspace *as;
+
+	if (!ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	as = calloc(1, sizeof(*as));
+	if (!as) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	as->ctx = ctx;
+	as->pid = pid;
+	return as;
+}
+
+struct stacksnap_addrspace *stacksnap_addrspace__new(struct stacksnap_ctx *ctx)
+{
+	return as_new(ctx, 0);
+}
+
+int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
+				     const struct stacksnap_mapping *map)
+{
+	int err;
+
+	if (!as || !map || map->sz < offsetof(struct stacksnap_mapping, path))
+		return fail(-EINVAL);
+	struct stacksnap_mapping m = { 0 };
+	memcpy(&m, map, map->sz < sizeof(m) ? map->sz : sizeof(m));
+	err = add_one(as, &m, NULL, NULL);
+	if (err)
+		return fail(err);
+	maps_sort(as);
+	return 0;
+}
+
+int stacksnap_addrspace__remove_range(struct stacksnap_addrspace *as,
+				      uint64_t start, uint64_t end)
+{
+	int err;
+
+	if (!as || end <= start)
+		return fail(-EINVAL);
+	err = maps_punch(as, start, end);
+	maps_sort(as);
+	return err ? fail(err) : 0;
+}
+
+/* The vDSO is not a file: read its image out of the target. */
+static int add_vdso(struct stacksnap_addrspace *as,
+		    const struct stacksnap_mapping *mp)
+{
+	size_t len = mp->end - mp->start;
+	struct elf_image *img;
+	struct module *mod;
+	void *buf;
+	int err;
+
+	if (len > (64u << 20))
+		return -EFBIG;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)mp->start, len };
+	if (process_vm_readv(as->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
+		err = -errno;
+		free(buf);
+		log_warn(&as->ctx->log, "pid %d: cannot read the vDSO: %s",
+			 (int)as->pid, strerror(-err));
+		return err;
+	}
+	err = elf_image__open_mem(buf, len, "[vdso]", &as->ctx->log, &img);
+	free(buf);
+	if (err)
+		return err;
+	err = module__get_image(as->ctx, "[vdso]", img, &mod);
+	if (err)
+		return err;
+	return add_one(as, mp, NULL, mod);
+}
+
+/* Parses /proc/PID/maps into the address space. */
+static int read_maps(struct stacksnap_addrspace *as)
+{
+	char fname[64], line[4096 + 256], open_path[4096 + 64];
+	FILE *f;
+	int err = 0;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)as->pid);
+	f = fopen(fname, "re");
+	if (!f) {
+		err = -errno;
+		log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
+			(int)as->pid, fname, strerror(errno));
+		return err;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		struct stacksnap_mapping mp = { .sz = sizeof(mp) };
+		char perms[8], path[4096] = "";
+		unsigned dmaj, dmin;
+		unsigned long long start, end, off, ino;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]",
+			   &start, &end, perms, &off, &dmaj, &dmin, &ino,
+			   path) < 7)
+			continue;
+		mp.start = start;
+		mp.end = end;
+		mp.offset = off;
+		mp.inode = ino;
+		mp.prot = (perms[0] == 'r' ? PROT_READ : 0) |
+			  (perms[1] == 'w' ? PROT_WRITE : 0) |
+			  (perms[2] == 'x' ? PROT_EXEC : 0);
+		char *p = path + strspn(path, " ");
+		mp.path = *p ? p : NULL;
+		if (!(mp.prot & PROT_EXEC))
+			continue; /* only code needs a module */
+		if (mp.path && !strcmp(mp.path, "[vdso]")) {
+			err = add_vdso(as, &mp);
+			if (err == -ENOMEM)
+				break;
+			err = 0;
+			continue;
+		}
+		const char *op = NULL;
+		if (mp.path && mp.path[0] == '/') {
+			size_t l = strlen(mp.path);
+			const char *del = " (deleted)";
+
+			bool deleted = l > strlen(del) &&
+				       !strcmp(mp.path + l - strlen(del), del);
+
+			if (deleted && as->ctx->ignore_deleted)
+				continue;
+			if (deleted)
+				snprintf(open_path, sizeof(open_path),
+					 "/proc/%d/map_files/%llx-%llx",
+					 (int)as->pid, start, end);
+			else if (as->ctx->sysroot)
+				snprintf(open_path, sizeof(open_path), "%s%s",
+					 as->ctx->sysroot, mp.path);
+			else
+				snprintf(open_path, sizeof(open_path),
+					 "/proc/%d/root%s", (int)as->pid,
+					 mp.path);
+			op = open_path;
+		}
+		err = add_one(as, &mp, op, NULL);
+		if (err == -ENOMEM)
+			break;
+		err = 0;
+	}
+	fclose(f);
+	maps_sort(as);
+	return err;
+}
+
+struct stacksnap_addrspace *stacksnap_addrspace__from_pid(struct stacksnap_ctx *ctx,
+							  pid_t pid)
+{
+	struct stacksnap_addrspace *as;
+	int err;
+
+	if (pid <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	as = as_new(ctx, pid);
+	if (!as)
+		return NULL;
+	err = read_maps(as);
+	if (err) {
+		stacksnap_addrspace__free(as);
+		errno = -err;
+		return NULL;
+	}
+	return as;
+}
+
+int stacksnap_addrspace__refresh(struct stacksnap_addrspace *as)
+{
+	struct as_map *old;
+	size_t nold;
+	int err;
+
+	if (!as || !as->pid)
+		return fail(-EINVAL);
+	/* Keep the old references until the new maps hold theirs, so
+	 * modules that did not change are found in the cache as they are. */
+	old = as->maps;
+	nold = as->n;
+	as->maps = NULL;
+	as->n = as->cap = 0;
+	err = read_maps(as);
+	for (size_t i = 0; i < nold; i++)
+		map_release(&old[i]);
+	free(old);
+	return err ? fail(err) : 0;
+}
+
+int addrspace__add_with_module(struct stacksnap_addrspace *as,
+			       const struct stacksnap_mapping *map,
+			       struct module *mod)
+{
+	int err;
+
+	mod->refs++; /* add_one consumes one reference, also on failure */
+	err = add_one(as, map, NULL, mod);
+	maps_sort(as);
+	return err;
+}
+
+struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *src)
+{
+	struct stacksnap_addrspace *as = as_new(src->ctx, src->pid);
+
+	if (!as)
+		return NULL;
+	as->maps = calloc(src->n ? src->n : 1, sizeof(*as->maps));
+	if (!as->maps)
+		goto nomem;
+	as->cap = src->n ? src->n : 1;
+	for (size_t i = 0; i < src->n; i++) {
+		struct as_map m = src->maps[i];
+
+		if (m.path && !(m.path = strdup(m.path)))
+			goto nomem;
+		if (m.mod)
+			m.mod->refs++;
+		as->maps[as->n++] = m;
+	}
+	return as;
+nomem:
+	stacksnap_addrspace__free(as);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void stacksnap_addrspace__free(struct stacksnap_addrspace *as)
+{
+	if (!as)
+		return;
+	maps_clear(as);
+	free(as->maps);
+	free(as);
+}
+
+int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
+				   bool is_return, unsigned flags,
+				   struct stacksnap_sym *out, size_t max)
+{
+	uint64_t lookup = is_return ? pc - 1 : pc;
+	int no_demangle = !!(flags & STACKSNAP_SYM_NO_DEMANGLE);
+	const struct as_map *m;
+	struct module *mod;
+	int n = 0;
+
+	if (!as || !out || !max)
+		return fail(-EINVAL);
+	m = addrspace__find(as, lookup);
+	if (!m)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->module = m->path;
+	if (!(mod = m->mod)) {
+		out->module_offset = pc - m->start;
+		return 1;
+	}
+	uint64_t vaddr = lookup - m->bias;
+	struct symtab *st = module__symtab(as->ctx, mod);
+	bool symtab_only = flags & STACKSNAP_SYM_SYMTAB;
+	struct line_info *li = symtab_only ? NULL : module__lines(as->ctx, mod);
+	bool lines = !symtab_only && (flags & STACKSNAP_SYM_LINES);
+
+	/* Names come from DWARF where there is some, as debuggers show them;
+	 * without --lines only the containing function is reported. */
+	if (symtab_only) {
+		uint64_t start = 0;
+
+		out->function = symtab__lookup(st, vaddr, no_demangle, &start);
+		out->offset = out->function ? vaddr - start : 0;
+		n = 1;
+	} else {
+		n = st || li ? symbolize__lookup(st, li, vaddr,
+						 (no_demangle ? SYM_NO_DEMANGLE : 0) |
+							 (lines ? 0 : SYM_NO_LINES),
+						 out, max)
+			     : 0;
+	}
+	if (n <= 0) {
+		memset(out, 0, sizeof(*out));
+		n = 1;
+	} else if (!lines) {
+		out[0] = out[n - 1];
+		out[0].file = NULL;
+		out[0].line = out[0].column = 0;
+		out[0].inlined = false;
+		n = 1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (out[i].function)
+			out[i].offset += pc - lookup; /* offsets are of pc itself */
+		out[i].module = m->path ? m->path : mod->name;
+		out[i].module_offset = pc - m->bias;
+	}
+	return n;
+}

@@ -326,7 +326,6 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 	}
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
 	ctx->ignore_deleted = o.ignore_deleted;
-	ctx->ignore_deleted = o.ignore_deleted;
 	if (split_dirs(o.debug_dirs ? o.debug_dirs : "/usr/lib/debug",
 		       &ctx->debug_dirs) ||
 	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot)))) {

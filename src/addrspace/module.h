@@ -47,7 +47,6 @@ struct stacksnap_ctx {
 	char **debug_dirs;	/* NULL-terminated */
 	char *sysroot;		/* may be NULL */
 	bool ignore_deleted;	/* from_pid skips "(deleted)" mappings */
-	bool ignore_deleted;	/* from_pid skips "(deleted)" mappings */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 };
