@@ -4,6 +4,7 @@
 #include "module.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -122,6 +123,28 @@ void module__put(struct module *m)
 		m->refs--;
 }
 
+/* A compressed debug file found outside the cache: store an uncompressed
+ * copy and use it (inflating once here, instead of in libdw every run). */
+static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
+{
+	struct elf_image *copy;
+	char *path = NULL;
+
+	if (elf_debug_cache__store(m->debug, ctx->cache_dir, &ctx->log, &path) ||
+	    !path)
+		return;
+	if (elf_image__open(path, &ctx->log, &copy) == 0) {
+		if (copy->build_id_len == m->debug->build_id_len &&
+		    !memcmp(copy->build_id, m->debug->build_id, copy->build_id_len)) {
+			elf_image__free(m->debug);
+			m->debug = copy;
+		} else {
+			elf_image__free(copy);
+		}
+	}
+	free(path);
+}
+
 static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 {
 	if (m->debug_tried)
@@ -130,6 +153,9 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
+	if (m->debug && ctx->cache_dir &&
+	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir)))
+		use_debug_cache(ctx, m);
 	/* MiniDebugInfo is a stripped-down stand-in for a debug file. */
 	if (!m->debug &&
 	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
@@ -326,13 +352,21 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 	}
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
 	ctx->ignore_deleted = o.ignore_deleted;
-	if (split_dirs(o.debug_dirs ? o.debug_dirs : "/usr/lib/debug",
-		       &ctx->debug_dirs) ||
-	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot)))) {
+	/* The cache has a debug directory's layout: searched first. */
+	char *dirs = NULL;
+	if (asprintf(&dirs, "%s%s%s", o.cache_dir && *o.cache_dir ? o.cache_dir : "",
+		     o.cache_dir && *o.cache_dir ? ":" : "",
+		     o.debug_dirs ? o.debug_dirs : "/usr/lib/debug") < 0)
+		dirs = NULL;
+	if (!dirs || split_dirs(dirs, &ctx->debug_dirs) ||
+	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot))) ||
+	    (o.cache_dir && *o.cache_dir && !(ctx->cache_dir = strdup(o.cache_dir)))) {
+		free(dirs);
 		stacksnap_ctx__free(ctx);
 		errno = ENOMEM;
 		return NULL;
 	}
+	free(dirs);
 	return ctx;
 }
 
@@ -350,6 +384,7 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 		free(*d);
 	free(ctx->debug_dirs);
 	free(ctx->sysroot);
+	free(ctx->cache_dir);
 	free(ctx);
 }
 

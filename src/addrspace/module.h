@@ -47,6 +47,7 @@ struct stacksnap_ctx {
 	char **debug_dirs;	/* NULL-terminated */
 	char *sysroot;		/* may be NULL */
 	bool ignore_deleted;	/* from_pid skips "(deleted)" mappings */
+	char *cache_dir;	/* uncompressed debug files; NULL: none */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 };

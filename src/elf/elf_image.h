@@ -104,6 +104,13 @@ int elf_image__open_minidebug(const struct elf_image *img,
 			      const struct log_sink *log,
 			      struct elf_image **out);
 
+/* If the separate debug image dbg has compressed sections, writes an
+ * uncompressed copy of it to CACHE/.build-id/xx/yyyy.debug (atomically) and
+ * returns its path in *cached_path (malloc'ed), else *cached_path is NULL.
+ * Failing to write the cache is not an error (logged at info level). */
+int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
+			   const struct log_sink *log, char **cached_path);
+
 /* The CRC-32 used by .gnu_debuglink over a whole file. */
 int elf_file_crc32(const char *path, uint32_t *crc);
 
