@@ -110,7 +110,8 @@ static void task_name(pid_t pid, pid_t tid, char name[16])
 	if (read_small_file(path, buf, sizeof(buf)) <= 0)
 		buf[0] = 0;
 	buf[strcspn(buf, "\n")] = 0;
-	snprintf(name, 16, "%s", buf);
+	buf[15] = 0; /* comm is at most 15 characters */
+	memcpy(name, buf, strlen(buf) + 1);
 }
 
 /* Whether a thread is gone or on its way out: the kernel refuses to
