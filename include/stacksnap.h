@@ -549,7 +549,8 @@ enum stacksnap_perf_event_type {
 };
 
 /* One decoded record. Pointers point into the file's bytes (valid until
- * the reader is freed); map.path, map.build_id and comm likewise. */
+ * the reader is freed); map.path, map.build_id and comm likewise, except
+ * in pipe-mode files, where they are valid until the next call. */
 struct stacksnap_perf_event {
 	enum stacksnap_perf_event_type type;
 	uint32_t record_type;	/* PERF_RECORD_* as in the file */

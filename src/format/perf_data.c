@@ -76,6 +76,9 @@ struct stacksnap_perf_data {
 	uint64_t seq, max_time, flush_limit;
 	bool eof;
 	int err;		/* sticky: the stream ended with it */
+	/* A record at an unaligned offset (pipe mode: perf's own records
+	 * there need not be multiples of 8) is copied here to decode. */
+	uint64_t scratch[65536 / 8];
 	char errmsg[704];	/* name + offset + what */
 };
 
@@ -738,6 +741,10 @@ static int decode(struct stacksnap_perf_data *pd, uint64_t off,
 	memcpy(&type, rec, 4);
 	memcpy(&misc, rec + 4, 2);
 	memcpy(&size, rec + 6, 2);
+	if ((uintptr_t)rec % 8) {
+		memcpy(pd->scratch, rec, size);
+		rec = (const uint8_t *)pd->scratch;
+	}
 	memset(ev, 0, sizeof(*ev));
 	ev->record_type = type;
 	ev->misc = misc;
@@ -875,7 +882,9 @@ static int scan_round(struct stacksnap_perf_data *pd)
 		memcpy(&type, pd->data + off, 4);
 		memcpy(&misc, pd->data + off + 4, 2);
 		memcpy(&size, pd->data + off + 6, 2);
-		if (size < 8 || size % 8)
+		/* The kernel pads its records to 8 bytes; perf's own
+		 * records in pipe mode may not be. */
+		if (size < 8 || (size % 8 && !(pd->pipe && type >= PERF_REC_USER_START)))
 			return corrupt(pd, off, "record of type %u has size %u",
 				       type, size);
 		if (size > pd->data_end - off)

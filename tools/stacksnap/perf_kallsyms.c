@@ -3,7 +3,11 @@
  * script uses too when the recording has no kallsyms copy). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <unistd.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "perf_script.h"
@@ -22,50 +26,78 @@ static int cmp_ksym(const void *a, const void *b)
 	return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
+/* Reads all of path (a /proc file: its size is not known in advance). */
+static char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 1 << 20, n = 0;
+	char *buf = NULL;
+	ssize_t r;
+
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		if (!buf || n + 65536 > cap) {
+			char *b = realloc(buf, cap *= 2);
+
+			if (!b)
+				break;
+			buf = b;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf)
+		buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* Lines are "ADDR TYPE NAME[\t[module]]": parsed in place (sscanf would
+ * cost more than the rest of a perf-script run). Only text symbols. */
 struct kallsyms *kallsyms_load(void)
 {
 	struct kallsyms *ks = calloc(1, sizeof(*ks));
-	FILE *f = fopen("/proc/kallsyms", "re");
-	size_t len = 0, cap = 0, ncap = 0;
-	char line[512];
+	size_t len = 0, ncap = 0;
+	bool sorted = true;
 
-	if (!ks || !f)
-		goto out;
-	/* Names are kept in one buffer; record offsets first, pointers after
-	 * it stops moving. */
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long addr;
-		char type, name[256];
+	if (!ks || !(ks->text = slurp("/proc/kallsyms", &len)))
+		return ks;
+	for (char *p = ks->text, *end = ks->text + len; p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		uint64_t addr = 0;
+		char *q = p;
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || !addr)
-			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		size_t l = strlen(name) + 1;
-		if (len + l > cap) {
-			char *t = realloc(ks->text, cap = (cap + l) * 2);
-			if (!t)
-				goto out;
-			ks->text = t;
+		if (!nl)
+			nl = end;
+		*nl = 0;
+		for (; *q && *q != ' '; q++)
+			addr = addr << 4 | (uint64_t)(*q <= '9' ? *q - '0' : (*q | 32) - 'a' + 10);
+		if (q[0] == ' ' && q[1] && q[2] == ' ' && addr &&
+		    strchr("tTwW", q[1])) {
+			char *name = q + 3, *tab = strchr(name, '\t');
+
+			if (tab)
+				*tab = 0;
+			if (ks->n == ncap) {
+				struct ksym *ns = realloc(ks->syms, (ncap = ncap ? ncap * 2 : 65536) *
+								      sizeof(*ns));
+				if (!ns)
+					break;
+				ks->syms = ns;
+			}
+			if (ks->n && ks->syms[ks->n - 1].addr > addr)
+				sorted = false;
+			ks->syms[ks->n].addr = addr;
+			ks->syms[ks->n++].name = name;
 		}
-		if (ks->n == ncap) {
-			struct ksym *s = realloc(ks->syms, (ncap = ncap ? ncap * 2 : 4096) *
-							     sizeof(*s));
-			if (!s)
-				goto out;
-			ks->syms = s;
-		}
-		memcpy(ks->text + len, name, l);
-		ks->syms[ks->n].addr = addr;
-		ks->syms[ks->n++].name = (const char *)(uintptr_t)len;
-		len += l;
+		p = nl + 1;
 	}
-	for (size_t i = 0; i < ks->n; i++)
-		ks->syms[i].name = ks->text + (uintptr_t)ks->syms[i].name;
-	qsort(ks->syms, ks->n, sizeof(*ks->syms), cmp_ksym);
-out:
-	if (f)
-		fclose(f);
+	if (!sorted)
+		qsort(ks->syms, ks->n, sizeof(*ks->syms), cmp_ksym);
 	return ks;
 }
 

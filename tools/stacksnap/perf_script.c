@@ -187,16 +187,14 @@ static int key_add(struct perf_script *ps, size_t *len, const char *name,
 		}
 	}
 	n = strlen(name);
-	if (n && name[n - 1] == ')' && name[0] != '(') {
-		/* Cut the trailing parameter list, balancing parentheses. */
-		int depth = 0;
-		for (size_t i = n; i-- > 0;) {
-			depth += name[i] == ')' ? 1 : name[i] == '(' ? -1 : 0;
-			if (!depth) {
-				n = i;
+	/* stackcollapse-perf.pl's rule: cut at the first '(' that does not
+	 * open "(anonymous namespace)" (Java lambdas' ".(...)." aside). */
+	if (!strstr(name, ".(")) {
+		for (const char *q = strchr(name, '('); q; q = strchr(q + 1, '('))
+			if (strncmp(q + 1, "anonymous namespace)", 20)) {
+				n = (size_t)(q - name);
 				break;
 			}
-		}
 	}
 	if (*len + n + 8 > ps->keycap) {
 		size_t cap = (ps->keycap + n + 8) * 2;
