@@ -66,6 +66,7 @@
 /* header misc bits */
 #define PERF_MISC_CPUMODE_MASK 7
 #define PERF_MISC_KERNEL 1
+#define PERF_MISC_USER_MODE 2
 #define PERF_MISC_MMAP_DATA (1u << 13)
 #define PERF_MISC_COMM_EXEC (1u << 13)
 #define PERF_MISC_MMAP_BUILD_ID (1u << 14)
