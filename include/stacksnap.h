@@ -63,10 +63,13 @@ struct stacksnap_ctx_opts {
 	/* Root of the target's filesystem view ("/proc/PID/root" style
 	 * prefix for module paths). NULL: paths are opened as they are. */
 	const char *sysroot;
-	/* stacksnap_addrspace__from_pid: leave out mappings of files deleted
-	 * since they were mapped ("(deleted)" in /proc/PID/maps; frames there
-	 * are unknown). Default: such files are read through
-	 * /proc/PID/map_files, as they were mapped. */
+	/* stacksnap_addrspace__from_pid reads a file deleted since it was
+	 * mapped ("(deleted)" in /proc/PID/maps) through /proc/PID/map_files,
+	 * the bytes actually mapped; where that is not permitted (it needs
+	 * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), frames there are unknown.
+	 * With ignore_deleted (tbstack's --ignore-deleted), the file now at
+	 * that path is opened instead, which may be another version (after an
+	 * upgrade): a warning says so when its build-id differs. */
 	bool ignore_deleted;
 	/* A directory where uncompressed copies of compressed separate debug
 	 * files are kept, by build-id, and searched first: later contexts

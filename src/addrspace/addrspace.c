@@ -114,7 +114,7 @@ static bool is_special(const char *path)
  * anonymous code, so one bad file does not fail the whole space. */
 static int add_one(struct stacksnap_addrspace *as,
 		   const struct stacksnap_mapping *mp, const char *open_path,
-		   struct module *mod)
+		   struct module *mod, bool no_file)
 {
 	struct as_map m = { .start = mp->start, .end = mp->end,
 			    .offset = mp->offset,
@@ -126,7 +126,7 @@ static int add_one(struct stacksnap_addrspace *as,
 	if (mp->path && strcmp(mp->path, "[anon]") &&
 	    !(m.path = strdup(mp->path)))
 		return -ENOMEM;
-	if (!mod && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
+	if (!mod && !no_file && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
 		err = module__get_file(as->ctx, mp->path,
 				       open_path ? open_path : mp->path,
 				       mp->build_id, mp->build_id_len, &mod);
@@ -192,7 +192,7 @@ int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
 		return fail(-EINVAL);
 	struct stacksnap_mapping m = { 0 };
 	memcpy(&m, map, map->sz < sizeof(m) ? map->sz : sizeof(m));
-	err = add_one(as, &m, NULL, NULL);
+	err = add_one(as, &m, NULL, NULL, false);
 	if (err)
 		return fail(err);
 	maps_sort(as);
@@ -242,7 +242,47 @@ static int add_vdso(struct stacksnap_addrspace *as,
 	err = module__get_image(as->ctx, "[vdso]", img, &mod);
 	if (err)
 		return err;
-	return add_one(as, mp, NULL, mod);
+	return add_one(as, mp, NULL, mod, false);
+}
+
+/* Where to read the file behind a mapping of the target: under the
+ * target's root; for a file deleted since it was mapped, the bytes actually
+ * mapped through /proc/PID/map_files, or (ignore_deleted, tbstack's
+ * --ignore-deleted) whatever file now has its path. NULL: nothing to read,
+ * the mapping's frames are unknown. */
+static const char *file_to_open(struct stacksnap_addrspace *as,
+				const char *path, unsigned long long start,
+				unsigned long long end, char *buf, size_t size)
+{
+	static const char del[] = " (deleted)";
+	const size_t l = strlen(path), dl = sizeof(del) - 1;
+	const char *root = as->ctx->sysroot;
+	const int pid = (int)as->pid;
+
+	if (l <= dl || strcmp(path + l - dl, del)) {
+		if (root)
+			snprintf(buf, size, "%s%s", root, path);
+		else
+			snprintf(buf, size, "/proc/%d/root%s", pid, path);
+		return buf;
+	}
+	snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", pid, start, end);
+	if (access(buf, R_OK) == 0)
+		return buf;
+	log_info(&as->ctx->log,
+		 "pid %d: %s: not readable through map_files (%s): %s", pid,
+		 path, strerror(errno),
+		 as->ctx->ignore_deleted
+			 ? "opening the file now at its path"
+			 : "its frames are unknown (--ignore-deleted opens the "
+			   "file now at its path)");
+	if (!as->ctx->ignore_deleted)
+		return NULL;
+	if (root)
+		snprintf(buf, size, "%s%.*s", root, (int)(l - dl), path);
+	else
+		snprintf(buf, size, "/proc/%d/root%.*s", pid, (int)(l - dl), path);
+	return buf;
 }
 
 /* Parses /proc/PID/maps into the address space. */
@@ -290,29 +330,13 @@ static int read_maps(struct stacksnap_addrspace *as)
 			continue;
 		}
 		const char *op = NULL;
+		bool no_file = false;
 		if (mp.path && mp.path[0] == '/') {
-			size_t l = strlen(mp.path);
-			const char *del = " (deleted)";
-
-			bool deleted = l > strlen(del) &&
-				       !strcmp(mp.path + l - strlen(del), del);
-
-			if (deleted && as->ctx->ignore_deleted)
-				continue;
-			if (deleted)
-				snprintf(open_path, sizeof(open_path),
-					 "/proc/%d/map_files/%llx-%llx",
-					 (int)as->pid, start, end);
-			else if (as->ctx->sysroot)
-				snprintf(open_path, sizeof(open_path), "%s%s",
-					 as->ctx->sysroot, mp.path);
-			else
-				snprintf(open_path, sizeof(open_path),
-					 "/proc/%d/root%s", (int)as->pid,
-					 mp.path);
-			op = open_path;
+			op = file_to_open(as, mp.path, start, end, open_path,
+					  sizeof(open_path));
+			no_file = !op;
 		}
-		err = add_one(as, &mp, op, NULL);
+		err = add_one(as, &mp, op, NULL, no_file);
 		if (err == -ENOMEM)
 			break;
 		err = 0;
@@ -372,7 +396,7 @@ int addrspace__add_with_module(struct stacksnap_addrspace *as,
 	int err;
 
 	mod->refs++; /* add_one consumes one reference, also on failure */
-	err = add_one(as, map, NULL, mod);
+	err = add_one(as, map, NULL, mod, false);
 	maps_sort(as);
 	return err;
 }

@@ -46,7 +46,7 @@ struct stacksnap_ctx {
 	struct log_sink log;
 	char **debug_dirs;	/* NULL-terminated */
 	char *sysroot;		/* may be NULL */
-	bool ignore_deleted;	/* from_pid skips "(deleted)" mappings */
+	bool ignore_deleted;	/* from_pid may open "(deleted)" files by path */
 	char *cache_dir;	/* uncompressed debug files; NULL: none */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
