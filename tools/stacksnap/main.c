@@ -172,7 +172,8 @@ static int dump_main(int argc, char **argv)
 
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = log_to_stderr,
 		       .log_level = o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
-		       .ignore_deleted = o.ignore_deleted);
+		       .ignore_deleted = o.ignore_deleted,
+		       .cache_dir = o.no_cache ? NULL : default_cache_dir());
 	ctx = stacksnap_ctx__new(&copts);
 	if (!ctx) {
 		fprintf(stderr, "stacksnap: %s\n", strerror(errno));

@@ -19,6 +19,7 @@ struct options {
 	unsigned max_frames;
 	bool proc_mem, show_rsp, lines, no_demangle, raw, json, stats;
 	bool verbose, stack_scan;
+	bool no_cache;		/* --no-cache */
 	bool ptrace;		/* unwind live memory, threads held stopped */
 	bool ignore_deleted;	/* skip mappings of deleted files */
 };
@@ -39,6 +40,11 @@ enum exit_code {
 	 * after every thread was detached. */
 	EXIT_SIGNAL_BASE = 128,
 };
+
+/* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
+ * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
+ * can be named. The string is static. */
+const char *default_cache_dir(void);
 
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
