@@ -44,6 +44,7 @@ struct rw_map {
 struct cap_thread {
 	struct stacksnap_thread pub;
 	bool seized, interrupted, stopped;
+	bool have_regs;		/* registers read (as soon as it stopped) */
 	int pending_sig;	/* a signal whose delivery-stop we took for our
 				   interrupt: given back on detach */
 	uint64_t copy_start, copy_len;
@@ -301,6 +302,22 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 	return NULL;
 }
 
+static void read_thread_regs(struct cap_thread *t)
+{
+	struct user_regs_struct u;
+	struct iovec iov = { &u, sizeof(u) };
+
+	if (t->have_regs)
+		return;
+	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0) {
+		t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
+					      : STACKSNAP_THREAD_NO_REGS;
+		return;
+	}
+	stacksnap_regs__from_user_regs(&t->pub.regs, &u);
+	t->have_regs = true;
+}
+
 static bool cancelled(const volatile sig_atomic_t *cancel)
 {
 	return cancel && *cancel;
@@ -312,7 +329,8 @@ static bool cancelled(const volatile sig_atomic_t *cancel)
  * each time). A signal-delivery stop is as good as our interrupt's stop;
  * its signal is given back on detach. */
 static void wait_stops(struct stacksnap_snapshot *s,
-		       const volatile sig_atomic_t *cancel, uint64_t deadline)
+		       const volatile sig_atomic_t *cancel, uint64_t deadline,
+		       bool regs)
 {
 	size_t pending = 0;
 	unsigned idle = 0;
@@ -346,6 +364,9 @@ static void wait_stops(struct stacksnap_snapshot *s,
 			t->stopped = true;
 			if (status >> 16 != PTRACE_EVENT_STOP)
 				t->pending_sig = WSTOPSIG(status);
+			/* While the others are still on their way to stop. */
+			if (regs)
+				read_thread_regs(t);
 		} else { /* exited or killed while we waited */
 			t->pub.error = STACKSNAP_THREAD_GONE;
 			t->seized = false;
@@ -557,21 +578,9 @@ int stacksnap_snapshot__check(struct stacksnap_ctx *ctx, pid_t pid)
 
 static void read_regs(struct stacksnap_snapshot *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		struct cap_thread *t = &s->threads[i];
-		struct user_regs_struct u;
-		struct iovec iov = { &u, sizeof(u) };
-
-		if (!t->stopped || t->pub.error)
-			continue;
-		if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS,
-			   &iov) != 0) {
-			t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
-						      : STACKSNAP_THREAD_NO_REGS;
-			continue;
-		}
-		stacksnap_regs__from_user_regs(&t->pub.regs, &u);
-	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].stopped && !s->threads[i].pub.error)
+			read_thread_regs(&s->threads[i]);
 }
 
 /* Threads that did not stop in time are still seized with a stop
@@ -607,7 +616,7 @@ static void thaw(struct stacksnap_snapshot *s)
 					  ? s->stop_timeout_ms : THAW_WAIT_MS;
 
 	interrupt_new(s, &s->freeze_start);
-	wait_stops(s, NULL, now_ns() + timeout * 1000000u);
+	wait_stops(s, NULL, now_ns() + timeout * 1000000u, false);
 	detach_all_stopped(s);
 	t_end = now_ns();
 	detach_late(s);
@@ -681,7 +690,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	uint64_t deadline = now_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
 	for (;;) {
 		interrupt_new(s, &s->freeze_start);
-		wait_stops(s, o.cancel, deadline);
+		wait_stops(s, o.cancel, deadline, true);
 		if (cancelled(o.cancel)) {
 			err = -EINTR;
 			break;
