@@ -972,8 +972,9 @@ static int refill(struct stacksnap_perf_data *pd)
 		if (!pd->sort) {
 			due = pd->npending;
 		} else {
-			qsort(pd->pending, pd->npending, sizeof(*pd->pending),
-			      cmp_queued);
+			if (pd->npending)
+				qsort(pd->pending, pd->npending,
+				      sizeof(*pd->pending), cmp_queued);
 			due = 0;
 			if (pd->eof)
 				due = pd->npending;
@@ -986,9 +987,11 @@ static int refill(struct stacksnap_perf_data *pd)
 		if (vec_reserve((void **)&pd->ready, &pd->capready, due ? due : 1,
 				sizeof(*pd->ready)))
 			return fail(-ENOMEM);
-		memcpy(pd->ready, pd->pending, due * sizeof(*pd->ready));
-		memmove(pd->pending, pd->pending + due,
-			(pd->npending - due) * sizeof(*pd->pending));
+		if (due) /* pending may still be NULL */
+			memcpy(pd->ready, pd->pending, due * sizeof(*pd->ready));
+		if (due && pd->npending > due)
+			memmove(pd->pending, pd->pending + due,
+				(pd->npending - due) * sizeof(*pd->pending));
 		pd->npending -= due;
 		pd->nready = due;
 	}
