@@ -81,7 +81,7 @@ class Target:
             pass
 
 
-def run_tool(argv, cpu=TOOL_CPU, keep_output=True):
+def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60):
     """Runs argv; returns (exit code, stdout bytes, stderr bytes, wall s,
     CPU s, peak RSS KiB), with the child's own rusage from wait4. Output
     goes to unlinked temporary files, so the tool never blocks on a pipe
@@ -91,6 +91,10 @@ def run_tool(argv, cpu=TOOL_CPU, keep_output=True):
         p = subprocess.Popen(argv, stdout=out if keep_output else subprocess.DEVNULL,
                              stderr=err,
                              preexec_fn=pin(cpu) if cpu is not None else None)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()  # reported as a failure (exit -9) by the caller
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)

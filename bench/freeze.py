@@ -30,6 +30,7 @@ TOOLS = [
 # After a tool exits, wait this long before reading the stats (so every
 # thread has woken and recorded); the idle window waits the same.
 SETTLE = 0.02
+IDLE_CAP = 2.0
 
 
 def parse_stacksnap(out):
@@ -127,9 +128,10 @@ def run_config(mode, nthreads, reps, results):
                 code, out, err, wall, _, _ = run_tool(argv(target.pid))
                 time.sleep(SETTLE)
                 stall, per_thread = target.read()
-                # Idle window of the same length: the noise floor.
+                # Idle window of the same length (capped, so that a tool
+                # taking seconds does not double the run): the noise floor.
                 target.reset()
-                time.sleep(wall + SETTLE)
+                time.sleep(min(wall, IDLE_CAP) + SETTLE)
                 idle, idle_thread = target.read()
                 r["stall"].append(stall)
                 r["thread"].append(per_thread)
