@@ -91,11 +91,16 @@ def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60):
         p = subprocess.Popen(argv, stdout=out if keep_output else subprocess.DEVNULL,
                              stderr=err,
                              preexec_fn=pin(cpu) if cpu is not None else None)
-        try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()  # reported as a failure (exit -9) by the caller
-        _, status, ru = os.wait4(p.pid, 0)
+        # Popen.wait() would reap the child and lose its rusage: wait4
+        # blocks in the common case, polls only once the tool is slow.
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG if time.perf_counter() < deadline else 0)
+            if pid:
+                break
+            if time.perf_counter() >= deadline - 0.05:
+                p.kill()  # reported as a failure (exit -9) by the caller
+            time.sleep(0.001 if time.perf_counter() - t0 < 1 else 0.05)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
