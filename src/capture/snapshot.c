@@ -262,42 +262,28 @@ static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
 	}
 }
 
-/* Takes one wait status of a tracee without ever reaping a child of the
- * caller: waitid(WNOWAIT) looks first, and only a status of one of our
- * threads is consumed. Once a foreign child shows up (it would stay first
- * in line), the threads are polled one by one instead. Returns the
- * thread, NULL when none has news, and sets *none_left when there is no
- * child at all. */
+/* Takes one wait status of one of our threads, polling them by tid in
+ * the order they were interrupted: the first ones have stopped by the time
+ * the last interrupt is sent, so this is one system call per thread, and a
+ * wait by tid never reaps a child of the caller's. *cursor keeps the place
+ * between calls. Returns the thread, or NULL after a whole round without
+ * news. */
 static struct cap_thread *next_status(struct stacksnap_snapshot *s,
-				      bool *foreign, int *status,
-				      bool *none_left)
+				      size_t *cursor, int *status)
 {
-	*none_left = false;
-	if (!*foreign) {
-		siginfo_t si;
+	for (size_t k = 0; k < s->n; k++) {
+		struct cap_thread *t = &s->threads[*cursor];
 
-		si.si_pid = 0;
-		if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG |
-					     WNOWAIT | __WALL) != 0) {
-			*none_left = errno == ECHILD;
-			return NULL;
-		}
-		if (!si.si_pid)
-			return NULL;
-		struct cap_thread *t = find_thread(s, si.si_pid);
-		if (t && waitpid(si.si_pid, status, __WALL | WNOHANG) == si.si_pid)
-			return t;
-		if (t)
-			return NULL;
-		*foreign = true;
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		struct cap_thread *t = &s->threads[i];
-
+		*cursor = (*cursor + 1) % s->n;
 		if (!t->interrupted || t->stopped || t->pub.error)
 			continue;
-		if (waitpid(t->pub.tid, status, __WALL | WNOHANG) == t->pub.tid)
+		pid_t r = waitpid(t->pub.tid, status, __WALL | WNOHANG);
+		if (r == t->pub.tid)
 			return t;
+		if (r < 0 && errno == ECHILD) { /* gone without a status */
+			t->pub.error = STACKSNAP_THREAD_GONE;
+			t->seized = false;
+		}
 	}
 	return NULL;
 }
@@ -332,21 +318,24 @@ static void wait_stops(struct stacksnap_snapshot *s,
 		       const volatile sig_atomic_t *cancel, uint64_t deadline,
 		       bool regs)
 {
-	size_t pending = 0;
+	size_t pending = 0, cursor = 0;
 	unsigned idle = 0;
-	bool foreign = false;
 
 	for (size_t i = 0; i < s->n; i++)
 		pending += s->threads[i].interrupted && !s->threads[i].stopped &&
 			   !s->threads[i].pub.error;
 	while (pending && !cancelled(cancel)) {
 		int status;
-		bool none_left;
-		struct cap_thread *t = next_status(s, &foreign, &status, &none_left);
+		struct cap_thread *t = next_status(s, &cursor, &status);
 
-		if (none_left)
-			break; /* nothing left to wait for: all gone */
 		if (!t) {
+			pending = 0;
+			for (size_t i = 0; i < s->n; i++)
+				pending += s->threads[i].interrupted &&
+					   !s->threads[i].stopped &&
+					   !s->threads[i].pub.error;
+			if (!pending)
+				break; /* the rest are gone */
 			if (now_ns() >= deadline)
 				break;
 			if (++idle < 1000) {
