@@ -547,15 +547,20 @@ static const struct perf_attr *record_attr(struct stacksnap_perf_data *pd,
 	} else {
 		if (!a0->sample_id_all)
 			return a0;
+		size_t back;
+
 		if (st & PS_IDENTIFIER)
-			pos = blen - 8;
+			back = 8;
 		else if (st & PS_ID)
-			pos = blen - 8 * popcount64(st & (PS_ID | PS_STREAM_ID |
-							  PS_CPU | PS_IDENTIFIER));
+			back = 8 * popcount64(st & (PS_ID | PS_STREAM_ID | PS_CPU |
+						    PS_IDENTIFIER));
 		else
 			return a0;
+		if (back > blen)
+			return NULL;
+		pos = blen - back;
 	}
-	if (pos + 8 > blen)
+	if (pos > blen || blen - pos < 8)
 		return NULL;
 	memcpy(&id, body + pos, 8);
 	return attr_for_id(pd, id);
@@ -685,7 +690,9 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 	if (st & PS_RAW) {
 		uint32_t n = cursor_u32(c);
 
-		if (!cursor_skip(c, n))
+		/* The kernel pads raw data so that the fields after it
+		 * stay 8-byte aligned; they are handed out as u64 arrays. */
+		if ((4 + (uint64_t)n) % 8 || !cursor_skip(c, n))
 			return corrupt(pd, off, "raw data of %u bytes", n);
 	}
 	if (st & PS_BRANCH_STACK) {
