@@ -179,17 +179,18 @@ static void find_sigreturn(struct module *m)
 		    s->filesz > img->size - s->offset)
 			continue;
 		const uint8_t *code = img->bytes + s->offset;
+		/* Both encodings end in `0f 00 00 00 0f 05` (the immediate 15
+		 * and syscall): a needle rare in code, so memmem skips along. */
 		for (const uint8_t *p = code;
-		     (p = memmem(p, s->filesz - (size_t)(p - code), movl + 5, 2));
+		     (p = memmem(p, s->filesz - (size_t)(p - code), movl + 1, 6));
 		     p++) {
-			/* p is at the syscall: see which mov precedes it. */
-			size_t at = (size_t)(p - code);
+			size_t at = (size_t)(p - code); /* at the immediate */
 			size_t start;
 
-			if (at >= 7 && !memcmp(p - 7, movq, sizeof(movq)))
-				start = at - 7;
-			else if (at >= 5 && !memcmp(p - 5, movl, sizeof(movl)))
-				start = at - 5;
+			if (at >= 3 && !memcmp(p - 3, movq, sizeof(movq)))
+				start = at - 3;
+			else if (at >= 1 && !memcmp(p - 1, movl, sizeof(movl)))
+				start = at - 1;
 			else
 				continue;
 			if (m->nsigreturn < MODULE_MAX_SIGRETURN)
@@ -216,26 +217,34 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		in[n++] = (struct cfi_input){ m->img->debug_frame.data,
 					      m->img->debug_frame.size,
 					      m->img->debug_frame.vaddr, 0 };
-	/* .debug_frame may live only in the separate debug file; opening it
-	 * costs a few file lookups, so do it only when the image lacks
-	 * .eh_frame or has .debug_frame-only code. */
-	if (!m->img->debug_frame.size) {
-		module_open_debug(ctx, m);
-		if (m->debug && m->debug->debug_frame.size)
-			in[n++] = (struct cfi_input){
-				m->debug->debug_frame.data,
-				m->debug->debug_frame.size,
-				m->debug->debug_frame.vaddr, 0
-			};
-	}
 	if (!n) {
-		log_info(&ctx->log, "%s: no CFI (.eh_frame or .debug_frame)",
-			 m->name);
+		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
 		return NULL;
 	}
 	if (unwind_table__compile(in, n, &ctx->log, &m->table))
 		m->table = NULL;
 	return m->table;
+}
+
+/* The .debug_frame of the separate debug file, for code the image's own
+ * CFI does not cover (a program built without unwind tables, then
+ * stripped). Asked for only on a miss in the image's table, so modules
+ * fully covered by .eh_frame never open their debug file for unwinding. */
+const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
+					       struct module *m)
+{
+	if (m->debug_table_tried)
+		return m->debug_table;
+	m->debug_table_tried = true;
+	module_open_debug(ctx, m);
+	if (!m->debug || !m->debug->debug_frame.size)
+		return NULL;
+	struct cfi_input in = { m->debug->debug_frame.data,
+				m->debug->debug_frame.size,
+				m->debug->debug_frame.vaddr, 0 };
+	if (unwind_table__compile(&in, 1, &ctx->log, &m->debug_table))
+		m->debug_table = NULL;
+	return m->debug_table;
 }
 
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
@@ -294,6 +303,7 @@ static void module_free(struct module *m)
 	line_info__free(m->lines);
 	symtab__free(m->symtab);
 	unwind_table__free(m->table);
+	unwind_table__free(m->debug_table);
 	elf_image__free(m->minidebug);
 	elf_image__free(m->debug);
 	elf_image__free(m->img);

@@ -30,10 +30,12 @@ struct module {
 	struct elf_image *img;
 	struct elf_image *debug;   /* separate debug file, may be NULL */
 	struct elf_image *minidebug; /* .gnu_debugdata, may be NULL */
-	struct unwind_table *table;
+	struct unwind_table *table;	  /* the image's own CFI */
+	struct unwind_table *debug_table; /* the debug file's .debug_frame */
 	struct symtab *symtab;
 	struct line_info *lines;
 	bool debug_tried, table_tried, symtab_tried, lines_tried;
+	bool debug_table_tried;
 	bool is_vdso;
 	/* Link-time addresses of rt_sigreturn trampolines in the image's
 	 * code, found once with the table (a module rarely has more than
@@ -72,6 +74,8 @@ static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx
 {
 	return m->table_tried ? m->table : module__table_slow(ctx, m);
 }
+const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
+					       struct module *m);
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
 

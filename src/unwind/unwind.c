@@ -385,6 +385,10 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 			return signal_done(uw, st, sp, pc);
 		}
 		row = t ? unwind_table__lookup(t, lookup - m->bias) : NULL;
+		if (!row) { /* maybe in the debug file's .debug_frame */
+			t = module__debug_table(uw->as->ctx, m->mod);
+			row = t ? unwind_table__lookup(t, lookup - m->bias) : NULL;
+		}
 		if (row && row->cfa_kind == UT_CFA_DWARF) {
 			end = step_dwarf(uw, t, row, lookup - m->bias, m->bias,
 					 st, cfa);
