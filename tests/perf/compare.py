@@ -32,7 +32,13 @@ Kinds of disagreement, each explained in the summary:
    (perf's unwinder here) gives up at frames it cannot step through where
    the compiled CFI still can, e.g. when the stack copy ends inside the
    outermost frame; checked: our extra frames are real callers;
- - ours-stopped-early: the reverse;
+ - perf-skipped-frames: perf's frames are ours with some left out in the
+   middle (same first and last frame, the rest in order). Seen in ld.so's
+   startup code (a forked child's exec): perf has __x86_cacheinfo_ifunc
+   called by dl_main, and _dl_sysdep_start by _start; we have the real
+   callers in between, _dl_relocate_object (which runs ifunc resolvers
+   while relocating) and _dl_start (which calls _dl_sysdep_start);
+ - ours-stopped-early: the reverse of perf-stopped-early;
  - perf-unknown: perf's walk goes on past an address it cannot map (its
    [unknown] frames, read from the stack after its unwinding went wrong);
  - perf-stale-after-exec: the sample's process was sampled before an
@@ -49,7 +55,10 @@ Kinds of disagreement, each explained in the summary:
 
 Pass: no "different" sample, and identical samples are at least 99.5% of
 the samples minus those where perf's own walk is explained as wrong
-(perf-stale-after-exec, perf-none-in-execve, perf-unknown).
+(perf-stale-after-exec, perf-none-in-execve, perf-unknown, and
+perf-stopped-early or perf-skipped-frames when our walk reached the bottom
+of the stack: _start or a thread's clone3/clone, so our extra frames are
+not a walk gone astray).
 
 Usage with the pid map: compare.py PERF_OUT OURS LABEL PIDMAP
 """
@@ -116,6 +125,16 @@ def plt_only(pf, of):
     return True
 
 
+# Where a complete walk ends: the program's entry or a thread's start.
+BOTTOM = ('_start', 'clone3', 'clone', '__clone', '__clone3')
+
+
+def is_subsequence(short, long):
+    """Every item of short appears in long, in order."""
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
 def main():
     perf, ours = parse(sys.argv[1]), parse(sys.argv[2])
     label = sys.argv[3] if len(sys.argv) > 3 else 'perf_compare'
@@ -130,7 +149,7 @@ def main():
     execd = {p for p, c in comms.items() if len(c) > 1}
     kinds = collections.Counter()
     examples = {}
-    same = plt = 0
+    same = plt = perf_short = 0
     for key, pf in perf.items():
         of = ours.get(key)
         if of is None:
@@ -152,6 +171,9 @@ def main():
             kind = 'perf-stale-after-exec'
         elif len(pf) < len(of) and pfun == ofun[:len(pf)]:
             kind = 'perf-stopped-early'
+        elif len(pf) < len(of) and pf and pfun[0] == ofun[0] and \
+                pfun[-1] == ofun[-1] and is_subsequence(pfun, ofun):
+            kind = 'perf-skipped-frames'
         elif len(of) < len(pf) and ofun == pfun[:len(of)]:
             kind = 'ours-stopped-early'
             # perf's extra frames all [unknown]: it read on past the end.
@@ -159,6 +181,9 @@ def main():
                 kind = 'perf-unknown'
         else:
             kind = 'different'
+        if kind in ('perf-stopped-early', 'perf-skipped-frames') and \
+                ofun and ofun[-1] in BOTTOM:
+            perf_short += 1
         kinds[kind] += 1
         examples.setdefault(kind, []).append((key, pf, of))
     extra = len(set(ours) - set(perf))
@@ -178,8 +203,8 @@ def main():
     if plt:
         print('  (%d of the identical samples have a PLT stub frame: perf '
               'names it foo@plt, we print [unknown] at the same address)' % plt)
-    perf_wrong = sum(kinds[k] for k in ('perf-stale-after-exec',
-                                         'perf-none-in-execve', 'perf-unknown'))
+    perf_wrong = perf_short + sum(kinds[k] for k in (
+        'perf-stale-after-exec', 'perf-none-in-execve', 'perf-unknown'))
     judged = total - perf_wrong
     jpct = 100.0 * same / judged if judged else 0.0
     print('%s: %d samples, %d identical (%.2f%%); %d where perf is wrong; '
