@@ -1,9 +1,13 @@
 /* perf_kallsyms.c - kernel symbols for the kernel frames of perf samples,
  * from /proc/kallsyms of the machine running the command (what perf
- * script uses too when the recording has no kallsyms copy). */
+ * script uses too when the recording has no kallsyms copy), kept parsed
+ * in the cache directory for the rest of the boot: the kernel spends
+ * ~20 ms formatting /proc/kallsyms at every read. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -12,12 +16,121 @@
 
 #include "perf_script.h"
 
-/* Invariant: syms sorted by addr; names point into text. */
+/* Invariant: syms sorted by addr; names point into text (a copy of
+ * /proc/kallsyms or of the cache file's string table). */
 struct kallsyms {
 	struct ksym { uint64_t addr; const char *name; } *syms;
 	size_t n;
 	char *text;
 };
+
+static char *slurp(const char *path, size_t *len);
+
+/* The cache file: "SSKSYM01", u64 n, u64 strsize, then n u64 addresses
+ * (sorted), n u32 name offsets, then strsize bytes of NUL-terminated names;
+ * little-endian, as the machine that wrote it for itself. */
+static const char cache_magic[8] = "SSKSYM01";
+
+/* The cache file's name for this boot and this set of modules: symbols
+ * move when modules load or unload. */
+static int cache_path(const char *dir, char *buf, size_t size)
+{
+	char boot[64] = "", *mods;
+	size_t mlen = 0;
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of /proc/modules */
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (!dir || !*dir || !f || !fgets(boot, sizeof(boot), f)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	boot[strcspn(boot, "\n")] = 0;
+	if ((mods = slurp("/proc/modules", &mlen))) {
+		for (size_t i = 0; i < mlen; i++)
+			h = (h ^ (uint8_t)mods[i]) * 1099511628211ull;
+		free(mods);
+	}
+	snprintf(buf, size, "%s/kallsyms-%s-%016llx", dir, boot,
+		 (unsigned long long)h);
+	return 0;
+}
+
+/* Loads the cache file, checking every offset; NULL when absent or not
+ * exactly well-formed. */
+static struct kallsyms *cache_load(const char *path)
+{
+	size_t len = 0, n, strsize;
+	struct kallsyms *ks;
+	char *b = slurp(path, &len);
+	uint64_t hdr[2];
+
+	if (!b || len < 24 || memcmp(b, cache_magic, 8))
+		goto bad;
+	memcpy(hdr, b + 8, sizeof(hdr));
+	n = hdr[0];
+	strsize = hdr[1];
+	if (n > len / 12 || strsize > len || 24 + n * 12 + strsize != len ||
+	    !strsize || b[len - 1])
+		goto bad;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks || !(ks->syms = malloc((n ? n : 1) * sizeof(*ks->syms)))) {
+		free(ks);
+		goto bad;
+	}
+	const char *strs = b + 24 + n * 12;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr;
+		uint32_t off;
+
+		memcpy(&addr, b + 24 + i * 8, 8);
+		memcpy(&off, b + 24 + n * 8 + i * 4, 4);
+		if (off >= strsize || (i && addr < ks->syms[i - 1].addr)) {
+			free(ks->syms);
+			free(ks);
+			goto bad;
+		}
+		ks->syms[i] = (struct ksym){ addr, strs + off };
+	}
+	ks->n = n;
+	ks->text = b;
+	return ks;
+bad:
+	free(b);
+	return NULL;
+}
+
+/* Writes ks to the cache (to a temporary name, then renamed: readers see
+ * a whole file or none). Failure only costs the next run the slow path. */
+static void cache_store(const struct kallsyms *ks, const char *path)
+{
+	char tmp[4200];
+	uint64_t hdr[2] = { ks->n, 0 };
+	FILE *f;
+
+	for (size_t i = 0; i < ks->n; i++)
+		hdr[1] += strlen(ks->syms[i].name) + 1;
+	if (hdr[1] > UINT32_MAX)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fwrite(cache_magic, 8, 1, f);
+	fwrite(hdr, sizeof(hdr), 1, f);
+	for (size_t i = 0; i < ks->n; i++)
+		fwrite(&ks->syms[i].addr, 8, 1, f);
+	uint32_t off = 0;
+	for (size_t i = 0; i < ks->n; i++) {
+		fwrite(&off, 4, 1, f);
+		off += (uint32_t)strlen(ks->syms[i].name) + 1;
+	}
+	for (size_t i = 0; i < ks->n; i++)
+		fwrite(ks->syms[i].name, strlen(ks->syms[i].name) + 1, 1, f);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
 
 static int cmp_ksym(const void *a, const void *b)
 {
@@ -58,7 +171,7 @@ static char *slurp(const char *path, size_t *len)
 
 /* Lines are "ADDR TYPE NAME[\t[module]]": parsed in place (sscanf would
  * cost more than the rest of a perf-script run). Only text symbols. */
-struct kallsyms *kallsyms_load(void)
+static struct kallsyms *proc_load(void)
 {
 	struct kallsyms *ks = calloc(1, sizeof(*ks));
 	size_t len = 0, ncap = 0;
@@ -98,6 +211,24 @@ struct kallsyms *kallsyms_load(void)
 	}
 	if (!sorted)
 		qsort(ks->syms, ks->n, sizeof(*ks->syms), cmp_ksym);
+	return ks;
+}
+
+struct kallsyms *kallsyms_load(const char *cache_dir)
+{
+	char path[4096];
+	struct kallsyms *ks;
+	bool cacheable = cache_path(cache_dir, path, sizeof(path)) == 0;
+
+	if (cacheable && (ks = cache_load(path)))
+		return ks;
+	ks = proc_load();
+	/* Addresses hidden by kptr_restrict read as 0 and are left out:
+	 * an empty table is not worth keeping. */
+	if (cacheable && ks && ks->n) {
+		mkdir(cache_dir, 0755);
+		cache_store(ks, path);
+	}
 	return ks;
 }
 

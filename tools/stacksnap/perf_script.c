@@ -24,7 +24,7 @@
 
 struct ps_options {
 	const char *file;
-	bool folded, no_demangle, stats, verbose, file_order;
+	bool folded, no_demangle, stats, verbose, file_order, no_cache;
 	unsigned max_stack;	/* user frames per sample, as perf's --max-stack */
 };
 
@@ -301,7 +301,8 @@ static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *
 			continue;
 		if (!ps->ksyms_tried) {
 			ps->ksyms_tried = true;
-			ps->ksyms = kallsyms_load();
+			ps->ksyms = kallsyms_load(ps->o.no_cache ? NULL
+								 : default_cache_dir());
 		}
 		fr[n].addr = ip;
 		fr[n].name = kallsyms_lookup(ps->ksyms, ip, &fr[n].off);
@@ -374,6 +375,8 @@ static void usage(FILE *f)
 		"  --no-demangle     keep C++ names mangled\n"
 		"  --file-order      records as written, not sorted by time\n"
 		"  --stats           counts and times on stderr\n"
+		"  --no-cache        read /proc/kallsyms anew (default: kept parsed\n"
+		"                    for the boot in stacksnap's cache directory)\n"
 		"  -v, --verbose     library warnings on stderr\n"
 		"  -h, --help\n");
 }
@@ -387,6 +390,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "file-order", no_argument, NULL, 'O' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "no-cache", no_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -403,6 +407,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		case 'D': o->no_demangle = true; break;
 		case 'O': o->file_order = true; break;
 		case 'S': o->stats = true; break;
+		case 'C': o->no_cache = true; break;
 		case 'v': o->verbose = true; break;
 		case 'm': {
 			char *end;
