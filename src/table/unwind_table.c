@@ -60,12 +60,37 @@ static const uint8_t plt_expr[] = {
 	0x22,		/* DW_OP_plus */
 };
 
+/* A callee-saved register's rule as a fixed row has it; false when the
+ * rule does not fit (saved in a register, by expression, far away). */
+static bool saved_reg(const struct cfi_rule *r, unsigned *kind, int16_t *off)
+{
+	*off = 0;
+	switch (r->kind) {
+	case CFI_RULE_UNSET:
+	case CFI_RULE_SAME:
+		*kind = UT_RBP_SAME;
+		return true;
+	case CFI_RULE_UNDEFINED:
+		*kind = UT_RBP_UNDEFINED;
+		return true;
+	case CFI_RULE_OFFSET:
+		if (r->off < INT16_MIN || r->off > INT16_MAX)
+			return false;
+		*kind = UT_RBP_CFA_OFF;
+		*off = (int16_t)r->off;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Maps a DWARF row to a fixed row; returns false when it must stay DWARF. */
 static bool fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
 		      struct unwind_row *out)
 {
 	const struct cfi_rule *ra = &r->rules[cie->ra_reg];
 	const struct cfi_rule *bp = &r->rules[STACKSNAP_REG_RBP];
+	const struct cfi_rule *bx = &r->rules[STACKSNAP_REG_RBX];
 	const struct cfi_rule *sp = &r->rules[STACKSNAP_REG_RSP];
 
 	memset(out, 0, sizeof(*out));
@@ -85,7 +110,7 @@ static bool fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
 		return false;
 	switch (r->cfa_kind) {
 	case CFI_CFA_REG_OFF:
-		if (r->cfa_off < INT32_MIN || r->cfa_off > INT32_MAX)
+		if (r->cfa_off < INT16_MIN || r->cfa_off > INT16_MAX)
 			return false;
 		if (r->cfa_reg == STACKSNAP_REG_RSP)
 			out->cfa_kind = UT_CFA_RSP;
@@ -93,7 +118,7 @@ static bool fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
 			out->cfa_kind = UT_CFA_RBP;
 		else
 			return false;
-		out->cfa_off = (int32_t)r->cfa_off;
+		out->cfa_off = (int16_t)r->cfa_off;
 		break;
 	case CFI_CFA_EXPR:
 		if (r->cfa_expr_len != sizeof(plt_expr) ||
@@ -104,30 +129,24 @@ static bool fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
 	default:
 		return false;
 	}
-	switch (bp->kind) {
-	case CFI_RULE_UNSET:
-	case CFI_RULE_SAME:
-		out->rbp_kind = UT_RBP_SAME;
-		break;
-	case CFI_RULE_UNDEFINED:
-		out->rbp_kind = UT_RBP_UNDEFINED;
-		break;
-	case CFI_RULE_OFFSET:
-		if (bp->off < INT16_MIN || bp->off > INT16_MAX)
-			return false;
-		out->rbp_kind = UT_RBP_CFA_OFF;
-		out->rbp_off = (int16_t)bp->off;
-		break;
-	default:
+	unsigned kind;
+	int16_t off;
+	if (!saved_reg(bp, &kind, &off))
 		return false;
-	}
+	out->rbp_kind = kind & 0xf;
+	out->rbp_off = off;
+	if (!saved_reg(bx, &kind, &off))
+		return false;
+	out->rbx_kind = kind & 0xf;
+	out->rbx_off = off;
 	return true;
 }
 
 static bool row_eq(const struct unwind_row *a, const struct unwind_row *b)
 {
 	return a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off &&
-	       a->cfa_kind == b->cfa_kind && a->rbp_kind == b->rbp_kind;
+	       a->rbx_off == b->rbx_off && a->cfa_kind == b->cfa_kind &&
+	       a->rbp_kind == b->rbp_kind && a->rbx_kind == b->rbx_kind;
 }
 
 static int push_frag(struct compile *cc, uint64_t start, uint64_t end,
@@ -169,7 +188,8 @@ static int on_row(void *user, uint64_t start, uint64_t end,
 		}
 		memset(&row, 0, sizeof(row));
 		row.cfa_kind = UT_CFA_DWARF;
-		row.cfa_off = cc->fde_index;
+		row.rbp_off = (int16_t)(uint16_t)((uint32_t)cc->fde_index & 0xffff);
+		row.rbx_off = (int16_t)(uint16_t)((uint32_t)cc->fde_index >> 16);
 		if (cc->cie->signal_frame)
 			row.rbp_kind = UT_DWARF_SIGNAL_FRAME;
 	}
@@ -628,10 +648,10 @@ int unwind_table__eval_dwarf(const struct unwind_table *t,
 	uint64_t c;
 	int err;
 
-	if (!row || row->cfa_kind != UT_CFA_DWARF || row->cfa_off < 0 ||
-	    (size_t)row->cfa_off >= t->nfdes)
+	if (!row || row->cfa_kind != UT_CFA_DWARF ||
+	    unwind_row__fde_index(row) >= t->nfdes)
 		return fail(-EINVAL);
-	f = &t->fdes[row->cfa_off];
+	f = &t->fdes[unwind_row__fde_index(row)];
 	in = &t->inputs[f->input];
 	if (cfi_fde_at(in, f->off, &cie, &fde) ||
 	    cfi_run(in, &cie, &fde, vaddr, NULL, NULL, &r))

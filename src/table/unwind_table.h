@@ -21,14 +21,17 @@ enum ut_cfa_kind {
 	UT_CFA_PLT,	     /* CFA = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0): the
 				lazy-binding PLT's DW_CFA_def_cfa_expression */
 	UT_CFA_UNDEFINED_RA, /* return address undefined: outermost frame */
-	UT_CFA_DWARF,	     /* evaluate the DWARF for this address; cfa_off
-				is an index into the table's FDE list */
+	UT_CFA_DWARF,	     /* evaluate the DWARF for this address; the row
+				holds an index into the table's FDE list */
 };
 
-/* Where the caller's rbp is. */
+/* Where the caller's rbp (or rbx) is. Besides rbp, rbx is carried because
+ * code that realigns its stack keeps the CFA in it (glibc's
+ * _dl_runtime_resolve: mov %rsp,%rbx; and $-64,%rsp), which outer frames
+ * can then only unwind if rbx was tracked through the frames below. */
 enum ut_rbp_kind {
 	UT_RBP_SAME = 0,    /* unchanged (callee did not save it) */
-	UT_RBP_CFA_OFF,	    /* saved at CFA + rbp_off */
+	UT_RBP_CFA_OFF,	    /* saved at CFA + rbp_off (rbx_off) */
 	UT_RBP_UNDEFINED,   /* undefined: the caller's value is unknown */
 };
 
@@ -38,13 +41,22 @@ enum ut_rbp_kind {
 #define UT_DWARF_SIGNAL_FRAME 1
 
 /* One row: how to unwind from any address in [start[i], start[i+1]).
- * 8 bytes; the on-disk form, if any, is encoded field by field. */
+ * 8 bytes; offsets beyond 16 bits make the row a DWARF row. A DWARF row
+ * keeps its FDE index in rbp_off (low half) and rbx_off (high half),
+ * which it does not otherwise use. */
 struct unwind_row {
-	int32_t cfa_off;  /* offset for RSP/RBP kinds; FDE index for DWARF */
-	int16_t rbp_off;  /* for UT_RBP_CFA_OFF */
-	uint8_t cfa_kind; /* enum ut_cfa_kind */
-	uint8_t rbp_kind; /* enum ut_rbp_kind */
+	int16_t cfa_off;      /* offset for RSP/RBP kinds */
+	int16_t rbp_off;      /* for rbp_kind UT_RBP_CFA_OFF */
+	int16_t rbx_off;      /* for rbx_kind UT_RBP_CFA_OFF */
+	uint8_t cfa_kind;     /* enum ut_cfa_kind */
+	uint8_t rbp_kind : 4; /* enum ut_rbp_kind (DWARF rows: flags) */
+	uint8_t rbx_kind : 4; /* enum ut_rbp_kind */
 };
+
+static inline uint32_t unwind_row__fde_index(const struct unwind_row *r)
+{
+	return (uint32_t)(uint16_t)r->rbp_off | (uint32_t)(uint16_t)r->rbx_off << 16;
+}
 
 /* CFI bytes to compile: .eh_frame or .debug_frame of an image. */
 struct cfi_input {

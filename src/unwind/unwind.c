@@ -185,12 +185,41 @@ static enum stacksnap_end step_dwarf(struct stacksnap_unwinder *uw,
 	return STACKSNAP_END_NONE;
 }
 
+/* The caller's value of callee-saved register reg by its compact rule,
+ * setting its bit in *valid when known. */
+static int saved_value(struct stacksnap_unwinder *uw, unsigned kind, int16_t off,
+		       uint64_t cfa, const struct stacksnap_regs *cur, unsigned reg,
+		       uint64_t *val, uint32_t *valid)
+{
+	switch (kind) {
+	case UT_RBP_SAME:
+		*val = cur->regs[reg];
+		*valid |= cur->valid & BIT(reg);
+		return 0;
+	case UT_RBP_CFA_OFF:
+		/* A save slot below sp is in an epilogue after its pop: CFI
+		 * does not say "restored" there, but the register already
+		 * holds the caller's value, and the slot may be outside a
+		 * copied stack (which starts at sp) or overwritten. */
+		if (cfa + off < cur->regs[STACKSNAP_REG_RSP]) {
+			*val = cur->regs[reg];
+			*valid |= cur->valid & BIT(reg);
+			return 0;
+		}
+		*valid |= BIT(reg);
+		return mem_read_u64(uw->mem, cfa + off, val);
+	default:
+		*val = 0;
+		return 0;
+	}
+}
+
 static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
 				     const struct unwind_row *row,
 				     struct frame_state *st, uint64_t *cfa)
 {
 	uint64_t *r = st->regs.regs;
-	uint64_t ra, rbp = r[STACKSNAP_REG_RBP];
+	uint64_t ra, rbp, rbx;
 	uint32_t valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
 	int err;
 
@@ -215,33 +244,18 @@ static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
 	err = mem_read_u64(uw->mem, *cfa - 8, &ra);
 	if (err)
 		return mem_end(err);
-	switch (row->rbp_kind) {
-	case UT_RBP_SAME:
-		valid |= st->regs.valid & BIT(STACKSNAP_REG_RBP);
-		break;
-	case UT_RBP_CFA_OFF:
-		/* A save slot below sp is in an epilogue after its pop:
-		 * CFI does not say "restored" there, but rbp already holds
-		 * the caller's value, and the slot may be outside a copied
-		 * stack (which starts at sp) or overwritten. */
-		if (*cfa + row->rbp_off < r[STACKSNAP_REG_RSP]) {
-			valid |= st->regs.valid & BIT(STACKSNAP_REG_RBP);
-			rbp = r[STACKSNAP_REG_RBP];
-			break;
-		}
-		err = mem_read_u64(uw->mem, *cfa + row->rbp_off, &rbp);
-		if (err)
-			return mem_end(err);
-		valid |= BIT(STACKSNAP_REG_RBP);
-		break;
-	default:
-		rbp = 0;
-		break;
-	}
+	err = saved_value(uw, row->rbp_kind, row->rbp_off, *cfa, &st->regs,
+			  STACKSNAP_REG_RBP, &rbp, &valid);
+	if (!err)
+		err = saved_value(uw, row->rbx_kind, row->rbx_off, *cfa, &st->regs,
+				  STACKSNAP_REG_RBX, &rbx, &valid);
+	if (err)
+		return mem_end(err);
 	/* Registers the compact row does not describe are unknown in the
-	 * caller; only rsp, rip and rbp are carried. */
+	 * caller; rsp, rip, rbp and rbx are carried. */
 	st->regs.valid = valid;
 	r[STACKSNAP_REG_RBP] = rbp;
+	r[STACKSNAP_REG_RBX] = rbx;
 	r[STACKSNAP_REG_RSP] = *cfa;
 	r[STACKSNAP_REG_RIP] = ra;
 	st->stepper = row->cfa_kind == UT_CFA_PLT ? STACKSNAP_STEP_PLT
@@ -471,7 +485,9 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 	uint64_t pc = st->regs.regs[STACKSNAP_REG_RIP];
 	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP];
 	uint64_t rbp = st->regs.regs[STACKSNAP_REG_RBP];
+	uint64_t rbx = st->regs.regs[STACKSNAP_REG_RBX];
 	bool rbp_ok = st->regs.valid & BIT(STACKSNAP_REG_RBP);
+	bool rbx_ok = st->regs.valid & BIT(STACKSNAP_REG_RBX);
 	uint8_t stepper = st->stepper, trust = st->trust;
 	size_t n = 0;
 
@@ -502,16 +518,26 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 		if (!next || !(next->prot & PROT_EXEC) || !next->mod ||
 		    !next->mod->table)
 			break;
-		uint64_t caller_rbp = rbp;
-		bool caller_rbp_ok = rbp_ok;
+		uint64_t caller_rbp = rbp, caller_rbx = rbx;
+		bool caller_rbp_ok = rbp_ok, caller_rbx_ok = rbx_ok;
 		if (row->rbp_kind == UT_RBP_CFA_OFF) {
 			uint64_t at = cfa + row->rbp_off;
 
-			if (at - mem->base > mem->len - 8)
+			if (at < sp || at - mem->base > mem->len - 8)
 				break;
 			memcpy(&caller_rbp, mem->bytes + (at - mem->base), 8);
 			caller_rbp_ok = true;
 		} else if (row->rbp_kind != UT_RBP_SAME) {
+			break;
+		}
+		if (row->rbx_kind == UT_RBP_CFA_OFF) {
+			uint64_t at = cfa + row->rbx_off;
+
+			if (at < sp || at - mem->base > mem->len - 8)
+				break;
+			memcpy(&caller_rbx, mem->bytes + (at - mem->base), 8);
+			caller_rbx_ok = true;
+		} else if (row->rbx_kind != UT_RBP_SAME) {
 			break;
 		}
 		frames[n++] = (struct stacksnap_frame){ .pc = pc, .sp = sp,
@@ -522,6 +548,8 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 		sp = cfa;
 		rbp = caller_rbp;
 		rbp_ok = caller_rbp_ok;
+		rbx = caller_rbx;
+		rbx_ok = caller_rbx_ok;
 		stepper = STACKSNAP_STEP_TABLE;
 		trust = STACKSNAP_TRUST_CFI;
 		m = next;
@@ -531,8 +559,10 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 		st->regs.regs[STACKSNAP_REG_RIP] = pc;
 		st->regs.regs[STACKSNAP_REG_RSP] = sp;
 		st->regs.regs[STACKSNAP_REG_RBP] = rbp;
+		st->regs.regs[STACKSNAP_REG_RBX] = rbx;
 		st->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
-				 (rbp_ok ? BIT(STACKSNAP_REG_RBP) : 0);
+				 (rbp_ok ? BIT(STACKSNAP_REG_RBP) : 0) |
+				 (rbx_ok ? BIT(STACKSNAP_REG_RBX) : 0);
 		st->stepper = stepper;
 		st->trust = trust;
 		st->flags = 0;

@@ -38,6 +38,11 @@ Kinds of disagreement, each explained in the summary:
    called by dl_main, and _dl_sysdep_start by _start; we have the real
    callers in between, _dl_relocate_object (which runs ifunc resolvers
    while relocating) and _dl_start (which calls _dl_sysdep_start);
+ - perf-astray: perf's walk ends at an [unknown] frame of its own (an
+   address in no symbol, or not even a canonical address) after leaving out
+   frames that we have, while ours reaches the bottom of the stack or the
+   end of the copy: e.g. perf has memmove called by sort_some, then garbage;
+   we have memmove called by qsort_r, called by sort_some;
  - ours-stopped-early: the reverse of perf-stopped-early;
  - perf-unknown: perf's walk goes on past an address it cannot map (its
    [unknown] frames, read from the stack after its unwinding went wrong);
@@ -55,7 +60,7 @@ Kinds of disagreement, each explained in the summary:
 
 Pass: no "different" sample, and identical samples are at least 99.5% of
 the samples minus those where perf's own walk is explained as wrong
-(perf-stale-after-exec, perf-none-in-execve, perf-unknown, and
+(perf-stale-after-exec, perf-none-in-execve, perf-unknown, perf-astray, and
 perf-stopped-early or perf-skipped-frames when our walk reached the bottom
 of the stack: _start or a thread's clone3/clone, so our extra frames are
 not a walk gone astray).
@@ -129,6 +134,25 @@ def plt_only(pf, of):
 BOTTOM = ('_start', 'clone3', 'clone', '__clone', '__clone3')
 
 
+MARKER = 0xffffffffffffffff  # the "stack copy ended" frame, perf's and ours
+
+
+def perf_astray(pf, of):
+    """perf's walk ends at an [unknown] frame of its own (not the marker),
+    and what it has before is ours with frames left out: perf took a wrong
+    step where ours went on, to the bottom of the stack, or to the end of
+    the copy when perf's last address is not even a canonical one."""
+    if not pf or pf[-1][2] != '[unknown]' or pf[-1][1] == MARKER:
+        return False
+    body = [f for f, _, _ in pf[:-1]]
+    ours = [f for f, _, _ in of]
+    if not body or body[0] != ours[0] or not is_subsequence(body, ours):
+        return False
+    if len(of) > len(pf) - 1 and of[-1][2] in BOTTOM:
+        return True
+    return of[-1][1] == MARKER and pf[-1][1] >= 0x0000800000000000
+
+
 def is_subsequence(short, long):
     """Every item of short appears in long, in order."""
     it = iter(long)
@@ -174,6 +198,8 @@ def main():
         elif len(pf) < len(of) and pf and pfun[0] == ofun[0] and \
                 pfun[-1] == ofun[-1] and is_subsequence(pfun, ofun):
             kind = 'perf-skipped-frames'
+        elif perf_astray(pf, of):
+            kind = 'perf-astray'
         elif len(of) < len(pf) and ofun == pfun[:len(of)]:
             kind = 'ours-stopped-early'
             # perf's extra frames all [unknown]: it read on past the end.
@@ -182,7 +208,7 @@ def main():
         else:
             kind = 'different'
         if kind in ('perf-stopped-early', 'perf-skipped-frames') and \
-                ofun and ofun[-1] in BOTTOM:
+                of and of[-1][2] in BOTTOM:
             perf_short += 1
         kinds[kind] += 1
         examples.setdefault(kind, []).append((key, pf, of))
@@ -204,7 +230,8 @@ def main():
         print('  (%d of the identical samples have a PLT stub frame: perf '
               'names it foo@plt, we print [unknown] at the same address)' % plt)
     perf_wrong = perf_short + sum(kinds[k] for k in (
-        'perf-stale-after-exec', 'perf-none-in-execve', 'perf-unknown'))
+        'perf-stale-after-exec', 'perf-none-in-execve', 'perf-unknown',
+        'perf-astray'))
     judged = total - perf_wrong
     jpct = 100.0 * same / judged if judged else 0.0
     print('%s: %d samples, %d identical (%.2f%%); %d where perf is wrong; '
