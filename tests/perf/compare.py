@@ -19,8 +19,9 @@ Normalisations (each one a difference of presentation, not of unwinding):
    sample's callchain as recorded; only user frames are unwound;
  - samples are matched by (tid, time, occurrence), not by position;
  - PLT stubs: perf synthesizes names for PLT entries (rand_r@plt, and
-   "@plt" for libc's own IRELATIVE slots) from the relocations; our symbol
-   tables have no entry there and print [unknown]. A sample whose only
+   "@plt" for libc's own IRELATIVE slots) from the relocations, and gives
+   the rest of .plt to _init (the symbol of .init, just before, read past
+   its size); our symbol tables have no entry there and print [unknown]. A sample whose only
    difference is such a frame, at the same address, counts as identical
    (and is counted separately in the summary);
  - perf ends a walk that ran out of copied stack with a frame at address
@@ -121,11 +122,14 @@ def same_frame(a, b):
 
 def plt_only(pf, of):
     """Same addresses; every differing frame is a PLT stub perf names from
-    the relocations (foo@plt) and our symbol tables leave [unknown]."""
+    the relocations (foo@plt) and our symbol tables leave [unknown]. perf
+    also gives .plt addresses without a relocation name to _init, the
+    symbol of .init just before .plt, reading it past its size."""
     if [a for _, a, _ in pf] != [a for _, a, _ in of]:
         return False
     for (f1, _, n1), (f2, _, n2) in zip(pf, of):
-        if f1 != f2 and not (n1.endswith('@plt') and n2 == '[unknown]'):
+        if f1 != f2 and not ((n1.endswith('@plt') or n1 == '_init') and
+                             n2 == '[unknown]'):
             return False
     return True
 
