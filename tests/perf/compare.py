@@ -115,9 +115,17 @@ def parse(path):
 
 
 def same_frame(a, b):
-    """Frames equal, or equal but for perf's name of a PLT stub."""
+    """Frames equal, or equal but for perf's name of a PLT stub (see
+    plt_only)."""
     return a[1] == b[1] and (a[0] == b[0] or
-                             (a[2].endswith('@plt') and b[2] == '[unknown]'))
+                             ((a[2].endswith('@plt') or a[2] == '_init') and
+                              b[2] == '[unknown]'))
+
+
+def is_subsequence_frames(short, long):
+    """Every frame of short appears in long, in order (same_frame)."""
+    it = iter(long)
+    return all(any(same_frame(x, y) for y in it) for x in short)
 
 
 def plt_only(pf, of):
@@ -148,19 +156,13 @@ def perf_astray(pf, of):
     the copy when perf's last address is not even a canonical one."""
     if not pf or pf[-1][2] != '[unknown]' or pf[-1][1] == MARKER:
         return False
-    body = [f for f, _, _ in pf[:-1]]
-    ours = [f for f, _, _ in of]
-    if not body or body[0] != ours[0] or not is_subsequence(body, ours):
+    body = pf[:-1]
+    if not body or not same_frame(body[0], of[0]) or \
+            not is_subsequence_frames(body, of):
         return False
     if len(of) > len(pf) - 1 and of[-1][2] in BOTTOM:
         return True
     return of[-1][1] == MARKER and pf[-1][1] >= 0x0000800000000000
-
-
-def is_subsequence(short, long):
-    """Every item of short appears in long, in order."""
-    it = iter(long)
-    return all(any(x == y for y in it) for x in short)
 
 
 def main():
@@ -199,8 +201,8 @@ def main():
             kind = 'perf-stale-after-exec'
         elif len(pf) < len(of) and pfun == ofun[:len(pf)]:
             kind = 'perf-stopped-early'
-        elif len(pf) < len(of) and pf and pfun[0] == ofun[0] and \
-                pfun[-1] == ofun[-1] and is_subsequence(pfun, ofun):
+        elif len(pf) < len(of) and pf and same_frame(pf[0], of[0]) and \
+                same_frame(pf[-1], of[-1]) and is_subsequence_frames(pf, of):
             kind = 'perf-skipped-frames'
         elif perf_astray(pf, of):
             kind = 'perf-astray'
