@@ -458,8 +458,18 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 		return 1;
 	}
 	uint64_t vaddr = lookup - m->bias;
-	struct symtab *st = module__symtab(as->ctx, mod);
 	bool symtab_only = flags & STACKSNAP_SYM_SYMTAB;
+	/* The default (names only): memoized, as stacks repeat their pcs. */
+	bool memo = !symtab_only && !(flags & STACKSNAP_SYM_LINES);
+	uint64_t key = module__memo_key(vaddr, no_demangle);
+	if (memo && module__memo_get(mod, key, &out->function, &out->offset)) {
+		if (out->function)
+			out->offset += pc - lookup;
+		out->module = m->path ? m->path : mod->name;
+		out->module_offset = pc - m->bias;
+		return 1;
+	}
+	struct symtab *st = module__symtab(as->ctx, mod);
 	struct line_info *li = symtab_only ? NULL : module__lines(as->ctx, mod);
 	bool lines = !symtab_only && (flags & STACKSNAP_SYM_LINES);
 
@@ -488,6 +498,8 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 		out[0].inlined = false;
 		n = 1;
 	}
+	if (memo)
+		module__memo_put(mod, key, out[0].function, out[0].offset);
 	for (int i = 0; i < n; i++) {
 		if (out[i].function)
 			out[i].offset += pc - lookup; /* offsets are of pc itself */

@@ -298,8 +298,68 @@ int module__read_code(const struct module *m, uint64_t vaddr, void *buf,
 	return -EFAULT;
 }
 
+#define MEMO_MAX (1u << 20) /* entries; past that, lookups just are not memoized */
+
+static size_t memo_slot(uint64_t key, size_t cap)
+{
+	key ^= key >> 29;
+	key *= 0xbf58476d1ce4e5b9ull;
+	key ^= key >> 32;
+	return (size_t)key & (cap - 1);
+}
+
+bool module__memo_get(const struct module *m, uint64_t key,
+		      const char **function, uint64_t *offset)
+{
+	if (!m->memo_cap)
+		return false;
+	for (size_t i = memo_slot(key, m->memo_cap);; i = (i + 1) & (m->memo_cap - 1)) {
+		const struct sym_memo *e = &m->memo[i];
+
+		if (!e->key)
+			return false;
+		if (e->key == key) {
+			*function = e->function;
+			*offset = e->offset;
+			return true;
+		}
+	}
+}
+
+void module__memo_put(struct module *m, uint64_t key, const char *function,
+		      uint64_t offset)
+{
+	if ((m->memo_n + 1) * 2 > m->memo_cap) {
+		size_t ncap = m->memo_cap ? m->memo_cap * 2 : 256;
+		struct sym_memo *nm;
+
+		if (ncap > 2 * (size_t)MEMO_MAX || !(nm = calloc(ncap, sizeof(*nm))))
+			return;
+		for (size_t i = 0; i < m->memo_cap; i++) {
+			struct sym_memo *e = &m->memo[i];
+			size_t j;
+
+			if (!e->key)
+				continue;
+			for (j = memo_slot(e->key, ncap); nm[j].key; j = (j + 1) & (ncap - 1))
+				;
+			nm[j] = *e;
+		}
+		free(m->memo);
+		m->memo = nm;
+		m->memo_cap = ncap;
+	}
+	size_t i = memo_slot(key, m->memo_cap);
+	while (m->memo[i].key && m->memo[i].key != key)
+		i = (i + 1) & (m->memo_cap - 1);
+	if (!m->memo[i].key)
+		m->memo_n++;
+	m->memo[i] = (struct sym_memo){ key, function, offset };
+}
+
 static void module_free(struct module *m)
 {
+	free(m->memo);
 	line_info__free(m->lines);
 	symtab__free(m->symtab);
 	unwind_table__free(m->table);

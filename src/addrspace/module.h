@@ -42,7 +42,30 @@ struct module {
 	 * one: glibc's __restore_rt). */
 	uint64_t sigreturn[MODULE_MAX_SIGRETURN];
 	unsigned nsigreturn;
+	/* Memo of default symbolization results by link-time address:
+	 * open addressing, at most half full, cap a power of two or 0. */
+	struct sym_memo *memo;
+	size_t memo_n, memo_cap;
 };
+
+/* One memoized name: key is module__memo_key(); function may be NULL. */
+struct sym_memo {
+	uint64_t key;		/* 0: empty slot */
+	const char *function;
+	uint64_t offset;	/* vaddr - function start */
+};
+
+static inline uint64_t module__memo_key(uint64_t vaddr, bool no_demangle)
+{
+	return (vaddr << 1 | no_demangle) + 1;
+}
+
+/* The memoized name at key, if any (returns false when not memoized). */
+bool module__memo_get(const struct module *m, uint64_t key,
+		      const char **function, uint64_t *offset);
+/* Remembers a name; silently does nothing when out of memory. */
+void module__memo_put(struct module *m, uint64_t key, const char *function,
+		      uint64_t offset);
 
 struct stacksnap_ctx {
 	struct log_sink log;
