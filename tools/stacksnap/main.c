@@ -16,16 +16,6 @@
 #include "subcommands.h"
 #include "stacksnap.h"
 
-static bool verbose;
-
-static void log_to_stderr(enum stacksnap_log_level level, const char *msg,
-			  void *user)
-{
-	static const char *const names[] = { "error", "warning", "info", "debug" };
-
-	if (level <= STACKSNAP_LOG_ERROR || verbose)
-		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
-}
 
 static uint64_t now_ns(void)
 {
@@ -163,14 +153,14 @@ static int dump_main(int argc, char **argv)
 	rc = options_parse(&o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
-	verbose = o.verbose;
+	cli_verbose = o.verbose;
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
 	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
 	 * output, not the process, mid-capture. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_stop_signals();
 
-	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = log_to_stderr,
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .log_level = o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
 		       .ignore_deleted = o.ignore_deleted,
 		       .cache_dir = o.no_cache ? NULL : default_cache_dir());

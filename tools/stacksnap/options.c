@@ -88,6 +88,16 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+bool cli_verbose;
+
+void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+
+	if (level <= STACKSNAP_LOG_ERROR || cli_verbose)
+		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
+}
+
 const char *default_cache_dir(void)
 {
 	static char dir[4096];

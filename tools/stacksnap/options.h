@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "stacksnap.h"
+
 #define MAX_TIDS 256
 
 /* Everything the command line said. Invariant after options_parse
@@ -40,6 +42,11 @@ enum exit_code {
 	 * after every thread was detached. */
 	EXIT_SIGNAL_BASE = 128,
 };
+
+/* The library's messages on stderr: errors always, the rest with
+ * cli_verbose (the -v of the command that runs). A stacksnap_log_fn. */
+extern bool cli_verbose;
+void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
 
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none

@@ -65,16 +65,6 @@ struct perf_script {
 	uint64_t samples, frames_total, truncated, lookups, misses;
 };
 
-static bool verbose;
-
-static void log_to_stderr(enum stacksnap_log_level level, const char *msg,
-			  void *user)
-{
-	static const char *const names[] = { "error", "warning", "info", "debug" };
-
-	if (level <= STACKSNAP_LOG_ERROR || verbose)
-		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
-}
 
 static void out_flush(struct outbuf *o)
 {
@@ -332,7 +322,7 @@ static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *
 			add_marker = true;
 		if (end != STACKSNAP_END_COMPLETE) {
 			ps->truncated++;
-			if (verbose)
+			if (cli_verbose)
 				fprintf(stderr, "stacksnap: sample at offset %#" PRIx64
 					" (tid %d): walk ended after %d frames: %s\n",
 					ev->offset, (int)ev->tid, nf,
@@ -458,9 +448,9 @@ int perf_script_main(int argc, char **argv)
 	rc = parse(&ps.o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
-	verbose = ps.o.verbose;
-	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = log_to_stderr,
-		       .log_level = verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR);
+	cli_verbose = ps.o.verbose;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR);
 	ps.ctx = stacksnap_ctx__new(&copts);
 	STACKSNAP_OPTS(stacksnap_perf_data_opts, popts, .file_order = ps.o.file_order);
 	pd = ps.ctx ? stacksnap_perf_data__open(ps.ctx, ps.o.file, &popts) : NULL;
