@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, BENCH, Target, run_tool, med, fmt, table, load  # noqa: E402
+from common import O, BENCH, TOOL_CPU, Target, run_tool, med, fmt, table, load  # noqa: E402
 
 DEPTH = 40  # chain_a/b/c frames per worker thread (plus ~10 more)
 
@@ -196,6 +196,9 @@ def main():
     ap.add_argument("--threads", default="1,8,64")
     ap.add_argument("--modes", default="sleep,spin")
     a = ap.parse_args()
+    # This orchestrator polls for the tool's exit while it runs: kept off
+    # the target's CPU, it cannot be what makes the target's threads late.
+    os.sched_setaffinity(0, {TOOL_CPU})
     print("== freeze: one full dump per tool, %d reps interleaved with equal idle windows" % a.reps)
     print("target pinned to CPU %d, tools to CPU %d; %d-deep chains (-O2, no frame pointers), "
           "through qsort in libc; load average before: %s"
