@@ -469,6 +469,25 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 	return 1;
 }
 
+/* saved_value()'s common cases, for walk_fast: the register unchanged, or
+ * read from its save slot inside the copy. false: not a common case (the
+ * general path takes the frame). */
+static inline __attribute__((always_inline)) bool
+fast_saved(const struct stacksnap_mem *mem, unsigned kind, int16_t off,
+	   uint64_t cfa, uint64_t sp, uint64_t *val, bool *ok)
+{
+	if (kind == UT_RBP_CFA_OFF) {
+		uint64_t at = cfa + off;
+
+		if (at < sp || at - mem->base > mem->len - 8)
+			return false;
+		memcpy(val, mem->bytes + (at - mem->base), 8);
+		*ok = true;
+		return true;
+	}
+	return kind == UT_RBP_SAME;
+}
+
 /* The common case of a walk, kept in locals: a return address whose row
  * is CFA = rsp|rbp + offset, a copied stack holding every word read, and a
  * caller in a module whose table is ready. Emits frames exactly as
@@ -520,26 +539,11 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 			break;
 		uint64_t caller_rbp = rbp, caller_rbx = rbx;
 		bool caller_rbp_ok = rbp_ok, caller_rbx_ok = rbx_ok;
-		if (row->rbp_kind == UT_RBP_CFA_OFF) {
-			uint64_t at = cfa + row->rbp_off;
-
-			if (at < sp || at - mem->base > mem->len - 8)
-				break;
-			memcpy(&caller_rbp, mem->bytes + (at - mem->base), 8);
-			caller_rbp_ok = true;
-		} else if (row->rbp_kind != UT_RBP_SAME) {
+		if (!fast_saved(mem, row->rbp_kind, row->rbp_off, cfa, sp,
+				&caller_rbp, &caller_rbp_ok) ||
+		    !fast_saved(mem, row->rbx_kind, row->rbx_off, cfa, sp,
+				&caller_rbx, &caller_rbx_ok))
 			break;
-		}
-		if (row->rbx_kind == UT_RBP_CFA_OFF) {
-			uint64_t at = cfa + row->rbx_off;
-
-			if (at < sp || at - mem->base > mem->len - 8)
-				break;
-			memcpy(&caller_rbx, mem->bytes + (at - mem->base), 8);
-			caller_rbx_ok = true;
-		} else if (row->rbx_kind != UT_RBP_SAME) {
-			break;
-		}
 		frames[n++] = (struct stacksnap_frame){ .pc = pc, .sp = sp,
 							.cfa = cfa,
 							.stepper = stepper,
