@@ -164,4 +164,9 @@ install: all
 clean:
 	rm -rf $(O)
 
+# Objects built only on the way to the fuzz targets are kept (not deleted as
+# intermediates): no rebuild next time, and no `rm` after make check's
+# closing line.
+.SECONDARY:
+
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
