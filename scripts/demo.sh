@@ -7,7 +7,7 @@ mkdir -p "$O/demo"
 cc -O2 -g -fomit-frame-pointer -pthread -o "$O/demo/demo-target" examples/demo-target.c
 "$O/demo/demo-target" > "$O/demo/pid" &
 target=$!
-trap 'kill $target 2>/dev/null || true' EXIT INT TERM
+trap 'kill $target 2>/dev/null; wait $target 2>/dev/null || true' EXIT INT TERM
 # Wait until it has started its threads.
 i=0
 while [ ! -s "$O/demo/pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
