@@ -520,8 +520,9 @@ stacksnap_procs__unwind_sample(struct stacksnap_procs *procs,
 			       struct stacksnap_frame *frames, size_t max,
 			       enum stacksnap_end *end);
 
-/* The mapping holding addr, copied into *out (path owned by as, valid
- * until its mappings change). Returns 0, or -ENOENT when none does. */
+/* The mapping holding addr, copied into *out as far as out->sz (set by
+ * the caller, e.g. STACKSNAP_OPTS) says; path owned by as, valid until its
+ * mappings change. Returns 0, or -ENOENT when none does. */
 STACKSNAP_API int stacksnap_addrspace__find_mapping(struct stacksnap_addrspace *as,
 						    uint64_t addr,
 						    struct stacksnap_mapping *out);

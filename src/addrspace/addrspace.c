@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "base/opts.h"
 #include "base/vec.h"
 #include "symbolize/symbolize.h"
 
@@ -188,10 +189,11 @@ int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
 {
 	int err;
 
-	if (!as || !map || map->sz < offsetof(struct stacksnap_mapping, path))
+	struct stacksnap_mapping m;
+
+	if (!as || !map ||
+	    opts_in(&m, sizeof(m), map, offsetof(struct stacksnap_mapping, path)))
 		return fail(-EINVAL);
-	struct stacksnap_mapping m = { 0 };
-	memcpy(&m, map, map->sz < sizeof(m) ? map->sz : sizeof(m));
 	err = add_one(as, &m, NULL, NULL, false);
 	if (err)
 		return fail(err);

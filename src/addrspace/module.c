@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/opts.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
 
@@ -405,15 +406,11 @@ static int split_dirs(const char *dirs, char ***out)
 struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 {
 	struct stacksnap_ctx *ctx;
-	struct stacksnap_ctx_opts o = { 0 };
+	struct stacksnap_ctx_opts o;
 
-	if (opts) {
-		if (opts->sz < sizeof(size_t)) {
-			errno = EINVAL;
-			return NULL;
-		}
-		/* Read only what the caller's (maybe older) struct has. */
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (opts_in(&o, sizeof(o), opts, 0)) {
+		errno = EINVAL;
+		return NULL;
 	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {

@@ -10,6 +10,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 
+#include "base/opts.h"
 #include "addrspace/addrspace.h"
 #include "base/vec.h"
 #include "mem/mem.h"
@@ -162,8 +163,9 @@ struct stacksnap_procs *stacksnap_procs__new(struct stacksnap_ctx *ctx,
 					     const struct stacksnap_procs_opts *opts)
 {
 	struct stacksnap_procs *p;
+	struct stacksnap_procs_opts o;
 
-	if (!ctx || (opts && opts->sz < sizeof(size_t))) {
+	if (!ctx || opts_in(&o, sizeof(o), opts, 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -237,15 +239,14 @@ int stacksnap_procs__mmap(struct stacksnap_procs *p, pid_t pid,
 	struct proc *e;
 	int err;
 
-	if (!p || !map || map->sz < offsetof(struct stacksnap_mapping, path))
+	struct stacksnap_mapping m;
+
+	if (!p || !map ||
+	    opts_in(&m, sizeof(m), map, offsetof(struct stacksnap_mapping, path)))
 		return fail(-EINVAL);
 	e = proc_get(p, pid, NULL, false);
 	if (!e)
 		return fail(-errno);
-	struct stacksnap_mapping m = { 0 };
-	memcpy(&m, map, map->sz < sizeof(m) ? map->sz : sizeof(m));
-	if (m.sz < sizeof(m))
-		m.build_id = NULL, m.build_id_len = 0, m.prot = 0;
 	m.sz = sizeof(m);
 	if (m.prot && !(m.prot & PROT_EXEC)) {
 		/* A data mapping over code replaces it. Only code needs a
@@ -404,19 +405,20 @@ int stacksnap_procs__unwind_sample(struct stacksnap_procs *p,
 				   enum stacksnap_end *end)
 {
 	struct stacksnap_regs regs;
+	struct stacksnap_sample smp;
 	struct proc *e;
 
-	if (!p || !uw || !s || s->sz < offsetof(struct stacksnap_sample, stack_start))
+	if (!p || !uw || !s ||
+	    opts_in(&smp, sizeof(smp), s, offsetof(struct stacksnap_sample, stack_start)))
 		return fail(-EINVAL);
+	s = &smp; /* fields past the caller's struct read as zero */
 	if (s->regs)
 		regs = *s->regs;
 	else if (s->perf_regs)
 		stacksnap_regs__from_perf(&regs, s->perf_regs_mask, s->perf_regs);
 	else
 		return fail(-EINVAL);
-	uint64_t start = s->sz >= sizeof(*s) ? s->stack_start : 0;
-	if (!start)
-		start = regs.regs[STACKSNAP_REG_RSP];
+	uint64_t start = s->stack_start ? s->stack_start : regs.regs[STACKSNAP_REG_RSP];
 	e = proc_get(p, s->pid, NULL, false);
 	if (!e)
 		return fail(-errno);
@@ -429,24 +431,24 @@ int stacksnap_addrspace__find_mapping(struct stacksnap_addrspace *as,
 				      uint64_t addr, struct stacksnap_mapping *out)
 {
 	const struct as_map *m;
+	struct stacksnap_mapping r = { .sz = sizeof(r) };
 
-	if (!as || !out)
+	if (!as || !out || out->sz < offsetof(struct stacksnap_mapping, path))
 		return fail(-EINVAL);
 	m = addrspace__find(as, addr);
 	if (!m)
 		return -ENOENT; /* a common answer, not an error: errno kept */
-	memset(out, 0, sizeof(*out));
-	out->sz = sizeof(*out);
-	out->start = m->start;
-	out->end = m->end;
-	out->offset = m->offset;
-	out->path = m->path ? m->path : m->mod ? m->mod->name : NULL;
-	out->prot = m->prot;
+	r.start = m->start;
+	r.end = m->end;
+	r.offset = m->offset;
+	r.path = m->path ? m->path : m->mod ? m->mod->name : NULL;
+	r.prot = m->prot;
 	if (m->mod && m->mod->img->build_id_len) {
-		out->build_id = m->mod->img->build_id;
-		out->build_id_len = m->mod->img->build_id_len;
+		r.build_id = m->mod->img->build_id;
+		r.build_id_len = m->mod->img->build_id_len;
 	}
-	return 0;
+	return opts_out(out, &r, sizeof(r), offsetof(struct stacksnap_mapping, path))
+		       ? fail(-EINVAL) : 0;
 }
 
 int stacksnap_procs__apply_perf_event(struct stacksnap_procs *p,

@@ -23,6 +23,7 @@
 
 #include "addrspace/module.h"
 #include "base/log.h"
+#include "base/opts.h"
 #include "base/vec.h"
 #include "stacksnap.h"
 
@@ -626,8 +627,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	uint64_t t0 = now_ns();
 	int err, added = 0;
 
-	if (opts)
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (opts_in(&o, sizeof(o), opts, 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (!o.stack_size)
 		o.stack_size = DEFAULT_STACK_SIZE;
 	if (!o.stop_timeout_ms)

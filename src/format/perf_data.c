@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "addrspace/module.h"
+#include "base/opts.h"
 #include "base/cursor.h"
 #include "base/vec.h"
 #include "format/perf_data.h"
@@ -379,8 +380,9 @@ pd_new(struct stacksnap_ctx *ctx, const char *name,
        const struct stacksnap_perf_data_opts *opts)
 {
 	struct stacksnap_perf_data *pd;
+	struct stacksnap_perf_data_opts o;
 
-	if (!ctx || (opts && opts->sz < sizeof(size_t))) {
+	if (!ctx || opts_in(&o, sizeof(o), opts, 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -391,9 +393,7 @@ pd_new(struct stacksnap_ctx *ctx, const char *name,
 	}
 	pd->ctx = ctx;
 	snprintf(pd->name, sizeof(pd->name), "%s", name);
-	pd->sort = !(opts && opts->sz > offsetof(struct stacksnap_perf_data_opts,
-						  file_order) &&
-		     opts->file_order);
+	pd->sort = !o.file_order;
 	return pd;
 }
 

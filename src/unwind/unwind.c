@@ -12,6 +12,7 @@
 
 #include "addrspace/addrspace.h"
 #include "base/log.h"
+#include "base/opts.h"
 #include "mem/mem.h"
 #include "stacksnap.h"
 #include "table/unwind_table.h"
@@ -50,15 +51,12 @@ struct stacksnap_unwinder {
 struct stacksnap_unwinder *
 stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts)
 {
-	struct stacksnap_unwind_opts o = { 0 };
+	struct stacksnap_unwind_opts o;
 	struct stacksnap_unwinder *uw;
 
-	if (opts) {
-		if (opts->sz < sizeof(size_t)) {
-			errno = EINVAL;
-			return NULL;
-		}
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	if (opts_in(&o, sizeof(o), opts, 0)) {
+		errno = EINVAL;
+		return NULL;
 	}
 	uw = calloc(1, sizeof(*uw));
 	if (!uw) {

@@ -4,6 +4,7 @@
 
 #include "base/cursor.h"
 #include "base/log.h"
+#include "base/opts.h"
 #include "base/vec.h"
 #include "harness.h"
 
@@ -106,6 +107,40 @@ static void log_levels_and_fail(void)
 	CHECK(fail(-ENOENT) == -ENOENT && errno == ENOENT);
 }
 
+/* Version 2 of an options struct, and the version 1 and 3 callers may hold. */
+struct v1 { size_t sz; long a; };
+struct v2 { size_t sz; long a; long b; };
+struct v3 { size_t sz; long a; long b; long c; };
+
+static void opts_versions(void)
+{
+	struct v1 old = { sizeof(old), 7 };
+	struct v3 newer = { sizeof(newer), 1, 2, 0 };
+	struct v2 o;
+
+	CHECK(opts_in(&o, sizeof(o), &old, 0) == 0 && o.a == 7 && o.b == 0);
+	CHECK(opts_in(&o, sizeof(o), &newer, 0) == 0 && o.a == 1 && o.b == 2);
+	newer.c = 5; /* a field this version does not know, asked for */
+	CHECK(opts_in(&o, sizeof(o), &newer, 0) == -EINVAL);
+	CHECK(opts_in(&o, sizeof(o), NULL, 0) == 0 && o.a == 0 && o.sz == 0);
+	old.sz = 0;
+	CHECK(opts_in(&o, sizeof(o), &old, 0) == -EINVAL);
+	old.sz = sizeof(old);
+	CHECK(opts_in(&o, sizeof(o), &old, sizeof(struct v2)) == -EINVAL);
+}
+
+static void opts_out_respects_caller_size(void)
+{
+	struct { struct v1 v; long canary; } dst = { { sizeof(struct v1), 0 }, 0x5a5a };
+	struct v2 src = { sizeof(src), 3, 4 };
+
+	CHECK(opts_out(&dst.v, &src, sizeof(src), 0) == 0);
+	CHECK(dst.v.a == 3 && dst.v.sz == sizeof(struct v1) && dst.canary == 0x5a5a);
+	dst.v.sz = 2;
+	CHECK(opts_out(&dst.v, &src, sizeof(src), 0) == -EINVAL);
+}
+
 TEST_MAIN("base", TEST(uleb_values), TEST(sleb_values),
 	  TEST(leb_overflow_and_truncation), TEST(fixed_and_strings),
-	  TEST(vec_push_grows), TEST(log_levels_and_fail))
+	  TEST(vec_push_grows), TEST(log_levels_and_fail),
+	  TEST(opts_versions), TEST(opts_out_respects_caller_size))

@@ -375,7 +375,7 @@ static void test_sample_unwinds_through_procs(void)
 	CHECK(!strcmp(stacksnap_procs__comm_of(procs, me) ?: "", "test_perf_data"));
 	struct stacksnap_addrspace *as = stacksnap_procs__addrspace(procs, me);
 	/* The exec forgot the parent's mapping at 0x1000. */
-	struct stacksnap_mapping m;
+	STACKSNAP_OPTS(stacksnap_mapping, m);
 	CHECK(stacksnap_addrspace__find_mapping(as, 0x1000, &m) == -ENOENT);
 	/* Frame 1 is sampled_caller, frame 2 this test. */
 	const char *want[] = { "capture_here", "sampled_caller",

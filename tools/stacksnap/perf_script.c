@@ -141,6 +141,7 @@ static const struct sym_slot *symbolize(struct perf_script *ps,
 	s->name = s->dso = NULL;
 	s->off = 0;
 	s->rel = addr;
+	m.sz = sizeof(m);
 	if (stacksnap_addrspace__find_mapping(as, addr, &m) == 0) {
 		s->dso = m.path;
 		s->rel = addr - m.start + m.offset;
