@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < img->build_id_len; i++)
 		sink += img->build_id[i];
 	for (size_t i = 0; i < img->nsegs; i++) {
-		if (elf_image__load_bias(img, 0x7f0000000000ull, img->segs[i].offset, &bias) == 0)
+		if (elf_image__load_bias(img, 0x7f0000000000ull, img->segs[i].offset, 0, &bias) == 0)
 			sink += bias;
 	}
 	elf_image__open_minidebug(img, NULL, &mini);

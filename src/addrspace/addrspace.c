@@ -136,7 +136,7 @@ static int add_one(struct stacksnap_addrspace *as,
 		if (err)
 			mod = NULL; /* elf_image__open logged why */
 	}
-	if (mod && elf_image__load_bias_prot(mod->img, mp->start, mp->offset,
+	if (mod && elf_image__load_bias(mod->img, mp->start, mp->offset,
 					     PF_X, &m.bias)) {
 		log_warn(&as->ctx->log,
 			 "%s: mapping %#" PRIx64 "-%#" PRIx64 " at offset %#" PRIx64

@@ -356,9 +356,8 @@ static int bias_for(const struct elf_segment *s, uint64_t map_start,
 	return 0;
 }
 
-int elf_image__load_bias_prot(const struct elf_image *img, uint64_t map_start,
-			      uint64_t map_offset, uint32_t pf_flags,
-			      uint64_t *bias)
+int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
+			 uint64_t map_offset, uint32_t pf_flags, uint64_t *bias)
 {
 	const uint64_t page = 4096;
 
@@ -379,25 +378,6 @@ int elf_image__load_bias_prot(const struct elf_image *img, uint64_t map_start,
 		}
 	}
 	if (pf_flags)
-		return elf_image__load_bias_prot(img, map_start, map_offset, 0,
-						 bias);
+		return elf_image__load_bias(img, map_start, map_offset, 0, bias);
 	return -ENOENT;
-}
-
-int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
-			 uint64_t map_offset, uint64_t *bias)
-{
-	if (img->e_type == ET_EXEC) {
-		/* Non-PIE executables run at their link addresses. */
-		*bias = 0;
-		for (size_t i = 0; i < img->nsegs; i++) {
-			const struct elf_segment *s = &img->segs[i];
-
-			if (map_offset >= (s->offset & ~4095ull) &&
-			    map_offset < s->offset + s->filesz)
-				return 0;
-		}
-		return -ENOENT;
-	}
-	return elf_image__load_bias_prot(img, map_start, map_offset, 0, bias);
 }

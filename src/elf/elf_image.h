@@ -75,19 +75,15 @@ int elf_image__open_mem(const void *bytes, size_t len, const char *name,
 void elf_image__free(struct elf_image *img);
 
 /* The bias to add to link-time addresses of img to get run-time addresses,
- * for a mapping of the file at map_start from file offset map_offset
- * (any of the image's mapped pieces will do). Returns 0, or -ENOENT when no
- * PT_LOAD covers map_offset. */
+ * for a mapping of the file at map_start from file offset map_offset (a
+ * non-PIE executable, mapped at its link addresses, gets 0). pf_flags
+ * (PF_X, PF_R, PF_W bits the PT_LOAD must have; 0 for any) picks the right
+ * segment when two share a file page (old `-z noseparate-code` layouts,
+ * where text and data may start on one page): executable and writable
+ * mappings are never ambiguous. Returns 0, or -ENOENT when no PT_LOAD
+ * covers map_offset. */
 int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
-			 uint64_t map_offset, uint64_t *bias);
-/* The same for a mapping whose protection is known: pf_flags (PF_X, PF_R,
- * PF_W bits the PT_LOAD must have; 0 for any) picks the right segment when
- * two share a file page (old `-z noseparate-code` layouts, where text and
- * data may start on one page). Pass the executable mapping when in doubt.
- * Unlike elf_image__load_bias, ET_EXEC images are not forced to bias 0. */
-int elf_image__load_bias_prot(const struct elf_image *img, uint64_t map_start,
-			      uint64_t map_offset, uint32_t pf_flags,
-			      uint64_t *bias);
+			 uint64_t map_offset, uint32_t pf_flags, uint64_t *bias);
 
 /* Finds and opens the separate debug file of img: first by build-id in
  * each of debug_dirs (DIR/.build-id/xx/yyyy.debug), then by .gnu_debuglink

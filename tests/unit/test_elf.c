@@ -86,18 +86,16 @@ static void check_bias_live(const char *bin)
 		if (sscanf(line, "%llx-%llx %7s %llx", &start, &end, perms, &off) != 4)
 			continue;
 		maps++;
-		CHECKF(elf_image__load_bias(img, start, off, &bias) == 0,
+		CHECKF(elf_image__load_bias(img, start, off, 0, &bias) == 0,
 		       "%s: mapping at offset %#llx", bin, off);
 		/* A read-only piece can be ambiguous: the RELRO head of the
 		 * data segment and .rodata may start on the same file page.
 		 * The protection tells executable and writable pieces apart. */
 		if (!strchr(perms, 'x') && !strchr(perms, 'w'))
 			continue;
-		CHECK(elf_image__load_bias_prot(img, start, off,
-						strchr(perms, 'x') ? PF_X : PF_W,
-						&bias) == 0);
-		if (img->e_type == ET_EXEC)
-			CHECK(elf_image__load_bias(img, start, off, &bias) == 0);
+		CHECK(elf_image__load_bias(img, start, off,
+					   strchr(perms, 'x') ? PF_X : PF_W,
+					   &bias) == 0);
 		CHECKF(bias == main_rt - main_vaddr,
 		       "%s: mapping %s at offset %#llx: bias %#lx, real %#lx", bin,
 		       perms, off, (unsigned long)bias,
@@ -206,7 +204,7 @@ static void bias_of_libc_in_self(void)
 			if (p)
 				pclose(p);
 		}
-		CHECK(elf_image__load_bias(img, start, off, &got) == 0);
+		CHECK(elf_image__load_bias(img, start, off, 0, &got) == 0);
 		CHECKF(got + vaddr == real, "libc %s at %#llx: bias %#lx", perms, off,
 		       (unsigned long)got);
 		seen++;
@@ -373,7 +371,7 @@ static void poke(struct elf_image *img)
 	uint64_t bias, start;
 
 	for (size_t i = 0; i < img->nsegs; i++)
-		elf_image__load_bias(img, 0x7f0000000000ull, img->segs[i].offset, &bias);
+		elf_image__load_bias(img, 0x7f0000000000ull, img->segs[i].offset, 0, &bias);
 	elf_image__open_minidebug(img, NULL, &mini);
 	imgs[1] = mini;
 	if (symtab__build(imgs, 2, NULL, &st) == 0) {
