@@ -16,7 +16,7 @@ CC := gcc
 endif
 CLANG ?= clang
 O ?= build
-PKGS := libelf libdw liblzma
+PKGS := libelf libdw liblzma libbpf
 
 # Missing build dependencies are installed by scripts/install-deps.sh the
 # first time; the stamp keeps later builds from asking pkg-config again.
@@ -30,13 +30,15 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS := -std=gnu11 $(WARN) -g -fno-omit-frame-pointer -Iinclude -Isrc
+BASE_CFLAGS := -std=gnu11 $(WARN) -g -fno-omit-frame-pointer -Iinclude -Isrc -I$(O)/bpf
 CFLAGS ?= -O2
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lstdc++ -lpthread
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-LIB_SRCS := $(sort $(wildcard src/*/*.c))
+# src/bpf/*.bpf.c are BPF programs (built by clang -target bpf into
+# skeletons, below), not library sources.
+LIB_SRCS := $(sort $(filter-out %.bpf.c,$(wildcard src/*/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 LIB_PIC_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)
@@ -69,6 +71,26 @@ $(O)/pic/%.o: %.c $(DEPS_STAMP)
 $(O)/san/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+# BPF programs: CO-RE objects compiled by clang against the running kernel's
+# BTF (vmlinux.h, generated), turned into libbpf skeletons
+# ($(O)/bpf/NAME.skel.h, `struct NAME_bpf`) that the library's loaders
+# include. Every library object waits for the skeletons (order-only), so
+# any source may include one.
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+BPF_SRCS := $(sort $(wildcard src/bpf/*.bpf.c))
+BPF_SKELS := $(BPF_SRCS:src/bpf/%.bpf.c=$(O)/bpf/%.skel.h)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Wno-unused-function -I$(O)/bpf -Isrc -Iinclude
+$(O)/bpf/vmlinux.h: $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp
+	@mv $@.tmp $@
+$(O)/bpf/%.bpf.o: src/bpf/%.bpf.c $(O)/bpf/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+$(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp
+	@mv $@.tmp $@
+$(LIB_OBJS) $(LIB_PIC_OBJS) $(SAN_OBJS): | $(BPF_SKELS)
 
 $(O)/libstacksnap.a: $(LIB_OBJS)
 	@rm -f $@
@@ -115,6 +137,7 @@ unit: $(UNIT_BINS)
 # Fuzz targets: libFuzzer + ASan + UBSan, the library built by clang.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+$(FUZZ_LIB_OBJS): | $(BPF_SKELS)
 $(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@

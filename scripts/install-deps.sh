@@ -8,6 +8,8 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 pkgconf_ok libelf || need="$need libelf-dev"
 pkgconf_ok libdw || need="$need libdw-dev"
 pkgconf_ok liblzma || need="$need liblzma-dev"
+pkgconf_ok libbpf || need="$need libbpf-dev"
+command -v bpftool >/dev/null 2>&1 || [ -x /usr/sbin/bpftool ] || need="$need bpftool"
 pkgconf_ok libunwind-ptrace libunwind-generic || need="$need libunwind-dev"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
 command -v g++ >/dev/null 2>&1 || need="$need g++"
@@ -31,6 +33,6 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends $need >/dev/null 2>&1 || {
-	apt-get update >/dev/null && apt-get install -y --no-install-recommends $need
+apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $need >/dev/null 2>&1 || {
+	apt-get -o DPkg::Lock::Timeout=600 update >/dev/null && apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $need
 }

@@ -1,0 +1,124 @@
+/* bpf_env.c - rights, BTF and mounts checked and prepared once for the eBPF
+ * capture paths; libbpf's own messages sent to the library's log. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/bpf_env.h"
+
+/* Magic numbers of the file systems, as statfs reports them (linux/magic.h). */
+#define BPF_FS_MAGIC_ 0xcafe4a11
+#define TRACEFS_MAGIC_ 0x74726163
+#define DEBUGFS_MAGIC_ 0x64626720
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+static const struct log_sink *libbpf_sink;
+
+/* libbpf's print callback has no user pointer: the sink is process-wide. */
+static int libbpf_to_log(enum libbpf_print_level level, const char *fmt,
+			 va_list ap)
+{
+	char msg[512];
+	size_t len;
+	enum stacksnap_log_level ours = level == LIBBPF_WARN ? STACKSNAP_LOG_WARN
+		: level == LIBBPF_INFO ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_DEBUG;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	len = strlen(msg);
+	while (len && msg[len - 1] == '\n')
+		msg[--len] = '\0';
+	/* libbpf warns on every failure it returns; we report those ourselves
+	 * with the context that names the fix, so its words are details. */
+	if (ours == STACKSNAP_LOG_WARN)
+		ours = STACKSNAP_LOG_INFO;
+	log_msg(libbpf_sink, ours, "%s", msg); /* libbpf prefixes its own */
+	return 0;
+}
+
+static bool has_caps(const int *caps, size_t n)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(data[caps[i] / 32].effective & (1u << (caps[i] % 32))))
+			return false;
+	return true;
+}
+
+static bool fs_is(const char *dir, long magic)
+{
+	struct statfs st;
+
+	return !statfs(dir, &st) && (long)st.f_type == magic;
+}
+
+/* Mounts fstype at dir unless it is there already; failure is logged, not
+ * fatal: only the paths that use the file system will fail, by name. */
+static void ensure_mounted(const struct log_sink *log, const char *dir,
+			   const char *fstype, long magic)
+{
+	if (fs_is(dir, magic))
+		return;
+	mkdir(dir, 0700);
+	if (mount(fstype, dir, fstype, 0, NULL) && errno != EBUSY)
+		log_warn(log, "cannot mount %s at %s: %s", fstype, dir, strerror(errno));
+	else
+		log_debug(log, "mounted %s at %s", fstype, dir);
+}
+
+int bpf_env__prepare(struct bpf_env *env, const struct log_sink *log)
+{
+	static const int caps[] = { CAP_BPF, CAP_PERFMON };
+	static const int admin[] = { CAP_SYS_ADMIN };
+
+	memset(env, 0, sizeof(*env));
+	libbpf_sink = log;
+	libbpf_set_print(libbpf_to_log);
+
+	env->have_rights = geteuid() == 0 || has_caps(caps, 2) || has_caps(admin, 1);
+	env->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	if (!env->have_rights) {
+		snprintf(env->reason, sizeof(env->reason),
+			 "not permitted to load BPF programs (run as root, or "
+			 "grant CAP_BPF and CAP_PERFMON)");
+		log_err(log, "%s", env->reason);
+		return fail(-EPERM);
+	}
+	if (!env->have_btf) {
+		snprintf(env->reason, sizeof(env->reason),
+			 "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			 "a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed");
+		log_err(log, "%s", env->reason);
+		return fail(-ENOTSUP);
+	}
+	ensure_mounted(log, "/sys/fs/bpf", "bpf", BPF_FS_MAGIC_);
+	ensure_mounted(log, "/sys/kernel/debug", "debugfs", DEBUGFS_MAGIC_);
+	ensure_mounted(log, "/sys/kernel/tracing", "tracefs", TRACEFS_MAGIC_);
+	return 0;
+}
+
+const char *bpf_env__tracefs(void)
+{
+	return fs_is("/sys/kernel/tracing", TRACEFS_MAGIC_) ? "/sys/kernel/tracing"
+		: "/sys/kernel/debug/tracing";
+}

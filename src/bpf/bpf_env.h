@@ -1,0 +1,32 @@
+/* bpf_env.h - what every eBPF capture path needs before it loads a program:
+ * the rights and kernel features it relies on, the pseudo file systems it
+ * uses, and libbpf's messages routed to the library's log. */
+#ifndef SS_BPF_ENV_H
+#define SS_BPF_ENV_H
+
+#include <stdbool.h>
+
+#include "base/log.h"
+
+/* What bpf_env__prepare found; `reason` names what is missing and the fix
+ * when prepare fails (e.g. "not permitted to load BPF programs (run as
+ * root, or grant CAP_BPF and CAP_PERFMON)"). */
+struct bpf_env {
+	bool have_btf;		/* /sys/kernel/btf/vmlinux is readable (CO-RE) */
+	bool have_rights;	/* root, or CAP_BPF + CAP_PERFMON */
+	char reason[192];	/* empty on success */
+};
+
+/* Checks rights and BTF, mounts bpffs (/sys/fs/bpf), tracefs
+ * (/sys/kernel/tracing) and debugfs (/sys/kernel/debug) where they are
+ * not mounted, and routes libbpf's messages to `log` (libbpf keeps one
+ * print callback per process: the last caller's sink wins, so `log` must
+ * outlive every BPF object). Returns 0 or -errno (EPERM: no rights,
+ * ENOTSUP: no BTF; env->reason says which) and logs the reason. */
+int bpf_env__prepare(struct bpf_env *env, const struct log_sink *log);
+
+/* The tracefs directory (mounted by prepare), e.g. for reading a
+ * tracepoint's format file: "/sys/kernel/tracing". */
+const char *bpf_env__tracefs(void);
+
+#endif
