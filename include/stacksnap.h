@@ -607,6 +607,26 @@ STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
 STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,
 						    const struct stacksnap_perf_event *ev);
 
+/* ------------------------------------------------------------------ */
+/* Context statistics: what the module cache made and where the time of a
+ * cold run went (the CLI's --stats). */
+
+struct stacksnap_ctx_stats {
+	size_t sz;
+	unsigned modules;	/* modules opened */
+	unsigned tables_whole;	/* unwind tables compiled whole */
+	unsigned tables_lazy;	/* tables compiled FDE by FDE, as walks need them */
+	unsigned tables_cached;	/* whole tables mapped from the table cache */
+	unsigned tables_stored;	/* whole tables written to the table cache */
+	unsigned lazy_fdes;	/* FDEs compiled by lazy tables */
+	uint64_t table_ns;	/* making tables (compile, lazy fills, cache) */
+	uint64_t symtab_ns;	/* building symbol tables */
+	uint64_t debug_ns;	/* finding and opening separate debug files */
+};
+/* Fills *st (as far as st->sz says). Returns 0 or -EINVAL. */
+STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
+				       struct stacksnap_ctx_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

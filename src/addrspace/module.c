@@ -8,10 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "base/opts.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static bool same_build_id(const struct elf_image *img, const uint8_t *id,
 			  size_t len)
@@ -59,6 +68,7 @@ static int module_add(struct stacksnap_ctx *ctx, const char *name,
 	m->next = ctx->modules;
 	ctx->modules = m;
 	ctx->nmodules++;
+	ctx->stats.modules++;
 	*out = m;
 	return 0;
 }
@@ -148,6 +158,8 @@ static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
 
 static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 {
+	uint64_t t0 = now_ns();
+
 	if (m->debug_tried)
 		return;
 	m->debug_tried = true;
@@ -161,6 +173,7 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (!m->debug &&
 	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
 		m->minidebug = NULL;
+	ctx->stats.debug_ns += now_ns() - t0;
 }
 
 /* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
@@ -209,6 +222,7 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	if (m->table_tried)
 		return m->table;
 	m->table_tried = true;
+	uint64_t t0 = now_ns();
 	find_sigreturn(m);
 	if (m->img->eh_frame.size)
 		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
@@ -220,10 +234,14 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      m->img->debug_frame.vaddr, 0 };
 	if (!n) {
 		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
+		ctx->stats.table_ns += now_ns() - t0;
 		return NULL;
 	}
 	if (unwind_table__compile(in, n, &ctx->log, &m->table))
 		m->table = NULL;
+	else
+		ctx->stats.tables_whole++;
+	ctx->stats.table_ns += now_ns() - t0;
 	return m->table;
 }
 
@@ -243,8 +261,12 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 	struct cfi_input in = { m->debug->debug_frame.data,
 				m->debug->debug_frame.size,
 				m->debug->debug_frame.vaddr, 0 };
+	uint64_t t0 = now_ns();
 	if (unwind_table__compile(&in, 1, &ctx->log, &m->debug_table))
 		m->debug_table = NULL;
+	else
+		ctx->stats.tables_whole++;
+	ctx->stats.table_ns += now_ns() - t0;
 	return m->debug_table;
 }
 
@@ -258,8 +280,10 @@ struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
 	const struct elf_image *imgs[2] = {
 		m->img, m->debug ? m->debug : m->minidebug
 	};
+	uint64_t t0 = now_ns();
 	if (symtab__build(imgs, 2, &ctx->log, &m->symtab))
 		m->symtab = NULL;
+	ctx->stats.symtab_ns += now_ns() - t0;
 	return m->symtab;
 }
 
@@ -453,6 +477,18 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 	free(ctx->sysroot);
 	free(ctx->cache_dir);
 	free(ctx);
+}
+
+int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
+			 struct stacksnap_ctx_stats *st)
+{
+	struct stacksnap_ctx_stats s;
+
+	if (!ctx || !st)
+		return fail(-EINVAL);
+	s = ctx->stats;
+	s.sz = sizeof(s);
+	return opts_out(st, &s, sizeof(s), sizeof(size_t)) ? fail(-EINVAL) : 0;
 }
 
 const char *stacksnap_version(void)

@@ -75,6 +75,7 @@ struct stacksnap_ctx {
 	char *cache_dir;	/* uncompressed debug files; NULL: none */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
+	struct stacksnap_ctx_stats stats; /* counts and times, for --stats */
 };
 
 /* Finds or opens the module for the file at path (opened at open_path,

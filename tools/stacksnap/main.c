@@ -150,6 +150,8 @@ static int dump_main(int argc, char **argv)
 	size_t n = 0;
 	int rc, partial = 0, mem_fd = -1;
 
+	uint64_t start_ns = now_ns();
+
 	rc = options_parse(&o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
@@ -171,12 +173,16 @@ static int dump_main(int argc, char **argv)
 	}
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
+	uint64_t t_check = now_ns();
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
 		rc = exit_code_for(errno);
 		goto out;
 	}
+	tot.check_ns = now_ns() - t_check;
 	/* Maps, modules and the vDSO image are read before the freeze. */
+	uint64_t t_as = now_ns();
 	as = stacksnap_addrspace__from_pid(ctx, o.pid);
+	tot.addrspace_ns = now_ns() - t_as;
 	if (!as) {
 		if (errno == EACCES || errno == EPERM) {
 			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
@@ -310,8 +316,12 @@ static int dump_main(int argc, char **argv)
 		print_json(stdout, &o, res, n, &tot);
 	else
 		print_text(stdout, &o, res, n);
-	if (o.stats)
+	if (o.stats) {
+		tot.ctx.sz = sizeof(tot.ctx);
+		stacksnap_ctx__stats(ctx, &tot.ctx);
+		tot.total_ns = now_ns() - start_ns;
 		print_stats(stderr, &tot);
+	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
 out:
 	for (size_t i = 0; res && i < n; i++) {
