@@ -178,40 +178,117 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 
 /* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
  * `mov $15,%eax; syscall` (musl and others). Finding them once per module
- * keeps the check off the per-frame path. */
-static void find_sigreturn(struct module *m)
+ * keeps the check off the per-frame path. Scans the trampolines that start
+ * in [from, to) of segment s. */
+static void scan_sigreturn(struct module *m, const struct elf_segment *s,
+			   uint64_t from, uint64_t to)
 {
 	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
 					0x00, 0x00, 0x0f, 0x05 };
 	static const uint8_t movl[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
 	const struct elf_image *img = m->img;
 
-	for (size_t i = 0; i < img->nsegs; i++) {
-		const struct elf_segment *s = &img->segs[i];
+	if (s->offset > img->size || s->filesz > img->size - s->offset)
+		return;
+	const uint8_t *code = img->bytes + s->offset;
+	/* The needle starts 1 (movl) or 3 (movq) bytes into a trampoline:
+	 * search from its first possible place to the end of the last one
+	 * that may start before to. */
+	size_t lo = from - s->vaddr + 1, hi = to - s->vaddr + 3 + 6;
 
-		if (!(s->flags & 1 /* PF_X */) || s->offset > img->size ||
-		    s->filesz > img->size - s->offset)
+	if (lo > s->filesz)
+		return;
+	if (hi > s->filesz)
+		hi = s->filesz;
+	/* Both encodings end in `0f 00 00 00 0f 05` (the immediate 15 and
+	 * syscall): a needle rare in code, so memmem skips along. */
+	for (const uint8_t *p = code + lo;
+	     hi > (size_t)(p - code) &&
+	     (p = memmem(p, hi - (size_t)(p - code), movl + 1, 6));
+	     p++) {
+		size_t at = (size_t)(p - code); /* at the immediate */
+		size_t start;
+
+		if (at >= 3 && !memcmp(p - 3, movq, sizeof(movq)))
+			start = at - 3;
+		else if (at >= 1 && !memcmp(p - 1, movl, sizeof(movl)))
+			start = at - 1;
+		else
 			continue;
-		const uint8_t *code = img->bytes + s->offset;
-		/* Both encodings end in `0f 00 00 00 0f 05` (the immediate 15
-		 * and syscall): a needle rare in code, so memmem skips along. */
-		for (const uint8_t *p = code;
-		     (p = memmem(p, s->filesz - (size_t)(p - code), movl + 1, 6));
-		     p++) {
-			size_t at = (size_t)(p - code); /* at the immediate */
-			size_t start;
-
-			if (at >= 3 && !memcmp(p - 3, movq, sizeof(movq)))
-				start = at - 3;
-			else if (at >= 1 && !memcmp(p - 1, movl, sizeof(movl)))
-				start = at - 1;
-			else
-				continue;
-			if (m->nsigreturn < MODULE_MAX_SIGRETURN)
-				m->sigreturn[m->nsigreturn++] = s->vaddr + start;
-		}
+		if (s->vaddr + start < from || s->vaddr + start >= to)
+			continue;
+		if (m->nsigreturn < MODULE_MAX_SIGRETURN)
+			m->sigreturn[m->nsigreturn++] = s->vaddr + start;
 	}
 }
+
+static void find_sigreturn(struct module *m)
+{
+	for (size_t i = 0; i < m->img->nsegs; i++) {
+		const struct elf_segment *s = &m->img->segs[i];
+
+		if (s->flags & 1 /* PF_X */)
+			scan_sigreturn(m, s, s->vaddr, s->vaddr + s->filesz);
+	}
+}
+
+/* For modules with a lazy table: scanning all of libLLVM's 50 MB of code
+ * for trampolines would cost more than the walk; scan the pages walks
+ * reach. */
+static void lazy_sigreturn(struct module *m)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < m->img->nsegs; i++) {
+		const struct elf_segment *s = &m->img->segs[i];
+
+		if (!(s->flags & 1) || !s->filesz)
+			continue;
+		if (s->vaddr < lo)
+			lo = s->vaddr;
+		if (s->vaddr + s->filesz > hi)
+			hi = s->vaddr + s->filesz;
+	}
+	if (lo >= hi)
+		return;
+	m->sig_lo = lo & ~4095ull;
+	m->sig_pages = (size_t)((hi - m->sig_lo + 4095) >> 12);
+	m->sig_scanned = calloc((m->sig_pages + 63) / 64, sizeof(uint64_t));
+	if (!m->sig_scanned) {
+		find_sigreturn(m); /* the slow way, then */
+		return;
+	}
+	m->sig_lazy = true;
+}
+
+bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
+{
+	size_t p;
+
+	if (vaddr >= m->sig_lo && (p = (size_t)((vaddr - m->sig_lo) >> 12)) < m->sig_pages &&
+	    !(m->sig_scanned[p / 64] & (1ull << (p % 64)))) {
+		uint64_t from = m->sig_lo + ((uint64_t)p << 12), to = from + 4096;
+
+		m->sig_scanned[p / 64] |= 1ull << (p % 64);
+		for (size_t i = 0; i < m->img->nsegs; i++) {
+			const struct elf_segment *s = &m->img->segs[i];
+			uint64_t a = from > s->vaddr ? from : s->vaddr;
+			uint64_t b = to < s->vaddr + s->filesz ? to : s->vaddr + s->filesz;
+
+			if ((s->flags & 1) && a < b)
+				scan_sigreturn(m, s, a, b);
+		}
+	}
+	for (unsigned i = 0; i < m->nsigreturn; i++)
+		if (m->sigreturn[i] == vaddr)
+			return true;
+	return false;
+}
+
+/* Modules whose .eh_frame is larger than this get a lazy table: below it,
+ * compiling whole costs about what a few lazy fills cost, and a whole
+ * table keeps the sigreturn scan off the per-frame path. */
+#define MODULE_LAZY_MIN_CFI (256u << 10)
 
 const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      struct module *m)
@@ -223,7 +300,6 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		return m->table;
 	m->table_tried = true;
 	uint64_t t0 = now_ns();
-	find_sigreturn(m);
 	if (m->img->eh_frame.size)
 		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
 					      m->img->eh_frame.size,
@@ -233,10 +309,25 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      m->img->debug_frame.size,
 					      m->img->debug_frame.vaddr, 0 };
 	if (!n) {
+		find_sigreturn(m);
 		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
 		ctx->stats.table_ns += now_ns() - t0;
 		return NULL;
 	}
+	if (n == 1 && in[0].is_eh_frame && m->img->eh_frame_hdr.size &&
+	    in[0].size >= ctx->lazy_min_cfi &&
+	    unwind_table__open_lazy(&in[0], m->img->eh_frame_hdr.data,
+				    m->img->eh_frame_hdr.size,
+				    m->img->eh_frame_hdr.vaddr, &ctx->log,
+				    &m->table) == 0) {
+		lazy_sigreturn(m);
+		ctx->stats.tables_lazy++;
+		log_info(&ctx->log, "%s: lazy unwind table (%zu bytes of "
+			 ".eh_frame)", m->name, in[0].size);
+		ctx->stats.table_ns += now_ns() - t0;
+		return m->table;
+	}
+	find_sigreturn(m);
 	if (unwind_table__compile(in, n, &ctx->log, &m->table))
 		m->table = NULL;
 	else
@@ -384,6 +475,7 @@ void module__memo_put(struct module *m, uint64_t key, const char *function,
 
 static void module_free(struct module *m)
 {
+	free(m->sig_scanned);
 	free(m->memo);
 	line_info__free(m->lines);
 	symtab__free(m->symtab);
@@ -442,6 +534,7 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 		return NULL;
 	}
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
+	ctx->lazy_min_cfi = MODULE_LAZY_MIN_CFI;
 	ctx->ignore_deleted = o.ignore_deleted;
 	/* The cache has a debug directory's layout: searched first. */
 	char *dirs = NULL;
@@ -488,6 +581,9 @@ int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 		return fail(-EINVAL);
 	s = ctx->stats;
 	s.sz = sizeof(s);
+	for (const struct module *m = ctx->modules; m; m = m->next)
+		if (m->table)
+			s.lazy_fdes += (unsigned)unwind_table__lazy_fills(m->table);
 	return opts_out(st, &s, sizeof(s), sizeof(size_t)) ? fail(-EINVAL) : 0;
 }
 

@@ -42,6 +42,13 @@ struct module {
 	 * one: glibc's __restore_rt). */
 	uint64_t sigreturn[MODULE_MAX_SIGRETURN];
 	unsigned nsigreturn;
+	/* A module with a lazy table scans its code for trampolines a page
+	 * at a time, when a frame's pc first falls in the page: bit p of
+	 * sig_scanned is page (sig_lo >> 12) + p. */
+	bool sig_lazy;
+	uint64_t sig_lo;
+	size_t sig_pages;
+	uint64_t *sig_scanned;
 	/* Memo of default symbolization results by link-time address:
 	 * open addressing, at most half full, cap a power of two or 0. */
 	struct sym_memo *memo;
@@ -76,6 +83,8 @@ struct stacksnap_ctx {
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 	struct stacksnap_ctx_stats stats; /* counts and times, for --stats */
+	size_t lazy_min_cfi;	/* .eh_frame bytes from which tables are lazy;
+				   tests set 0 (all) or SIZE_MAX (none) */
 };
 
 /* Finds or opens the module for the file at path (opened at open_path,
@@ -103,10 +112,15 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
 
+bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr);
+
 /* Is link-time vaddr the start of a signal-return trampoline? Valid after
- * module__table() was called. */
-static inline bool module__is_sigreturn(const struct module *m, uint64_t vaddr)
+ * module__table() was called. The callers' shortcut `nsigreturn ||
+ * sig_lazy` says whether the question needs asking. */
+static inline bool module__is_sigreturn(struct module *m, uint64_t vaddr)
 {
+	if (__builtin_expect(m->sig_lazy, 0))
+		return module__is_sigreturn_lazy(m, vaddr);
 	for (unsigned i = 0; i < m->nsigreturn; i++)
 		if (m->sigreturn[i] == vaddr)
 			return true;
