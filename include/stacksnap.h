@@ -627,6 +627,16 @@ struct stacksnap_ctx_stats {
 STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 				       struct stacksnap_ctx_stats *st);
 
+/* The cache directory's rules, for a caller's own cache files (the CLI's
+ * kernel symbols): a file is used only when it is a regular file owned by
+ * the user and not writable by others; files are written whole (a private
+ * temporary file, then renamed) in directories created 0700. open returns
+ * a read-only file descriptor, or -errno (-EPERM: the file breaks a rule,
+ * *why says which; -ENOENT: absent). write returns 0 or -errno. */
+STACKSNAP_API int stacksnap_cache__open(const char *path, const char **why);
+STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
+					 size_t len);
+
 #ifdef __cplusplus
 }
 #endif

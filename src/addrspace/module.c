@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/opts.h"
+#include "format/table_cache.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
 
@@ -163,7 +164,10 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (m->debug_tried)
 		return;
 	m->debug_tried = true;
-	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
+	/* The cache first, under its rules; then the debug directories. */
+	elf_debug_cache__open(m->img, ctx->cache_dir, &ctx->log, &m->debug);
+	if (!m->debug &&
+	    elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
 	if (m->debug && ctx->cache_dir &&
@@ -290,6 +294,31 @@ bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
  * table keeps the sigreturn scan off the per-frame path. */
 #define MODULE_LAZY_MIN_CFI (256u << 10)
 
+/* Keeps a whole table on disk for the next run (once per module). A
+ * module that scanned its code for trampolines page by page scans the
+ * rest now: the file records them all. */
+static void store_table(struct stacksnap_ctx *ctx, struct module *m)
+{
+	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
+				       m->table->inputs, m->table->ninputs };
+
+	if (!ctx->cache_dir || !key.build_id_len || m->table_on_disk ||
+	    unwind_table__is_lazy(m->table))
+		return;
+	m->table_on_disk = true;
+	if (m->sig_lazy) {
+		m->nsigreturn = 0;
+		find_sigreturn(m);
+		m->sig_lazy = false;
+	}
+	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
+			       m->nsigreturn, &ctx->log) == 0) {
+		ctx->stats.tables_stored++;
+		log_info(&ctx->log, "%s: unwind table written to the table cache",
+			 m->name);
+	}
+}
+
 const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      struct module *m)
 {
@@ -308,6 +337,18 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		in[n++] = (struct cfi_input){ m->img->debug_frame.data,
 					      m->img->debug_frame.size,
 					      m->img->debug_frame.vaddr, 0 };
+	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
+				       in, n };
+	if (n && ctx->cache_dir && key.build_id_len &&
+	    table_cache__load(ctx->cache_dir, &key, &ctx->log, m->sigreturn,
+			      &m->nsigreturn, &m->table) == 0) {
+		m->table_on_disk = true;
+		ctx->stats.tables_cached++;
+		log_info(&ctx->log, "%s: unwind table from the table cache", m->name);
+		ctx->stats.table_ns += now_ns() - t0;
+		return m->table;
+	}
+	m->nsigreturn = 0;
 	if (!n) {
 		find_sigreturn(m);
 		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
@@ -332,6 +373,8 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		m->table = NULL;
 	else
 		ctx->stats.tables_whole++;
+	if (m->table)
+		store_table(ctx, m);
 	ctx->stats.table_ns += now_ns() - t0;
 	return m->table;
 }
@@ -536,11 +579,10 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
 	ctx->lazy_min_cfi = MODULE_LAZY_MIN_CFI;
 	ctx->ignore_deleted = o.ignore_deleted;
-	/* The cache has a debug directory's layout: searched first. */
+	/* The cache has a debug directory's layout, but is searched first
+	 * on its own (module_open_debug), under its ownership rules. */
 	char *dirs = NULL;
-	if (asprintf(&dirs, "%s%s%s", o.cache_dir && *o.cache_dir ? o.cache_dir : "",
-		     o.cache_dir && *o.cache_dir ? ":" : "",
-		     o.debug_dirs ? o.debug_dirs : "/usr/lib/debug") < 0)
+	if (asprintf(&dirs, "%s", o.debug_dirs ? o.debug_dirs : "/usr/lib/debug") < 0)
 		dirs = NULL;
 	if (!dirs || split_dirs(dirs, &ctx->debug_dirs) ||
 	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot))) ||
@@ -561,6 +603,10 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 	while (ctx->modules) {
 		struct module *m = ctx->modules;
 
+		/* A lazy table that went whole (a long-lived user) is worth
+		 * keeping for the next run. */
+		if (m->table)
+			store_table(ctx, m);
 		ctx->modules = m->next;
 		module_free(m);
 	}

@@ -37,6 +37,7 @@ struct module {
 	bool debug_tried, table_tried, symtab_tried, lines_tried;
 	bool debug_table_tried;
 	bool is_vdso;
+	bool table_on_disk;	/* table mapped from, or written to, the cache */
 	/* Link-time addresses of rt_sigreturn trampolines in the image's
 	 * code, found once with the table (a module rarely has more than
 	 * one: glibc's __restore_rt). */

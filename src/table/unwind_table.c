@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/vec.h"
 #include "dwarf/cfi.h"
@@ -904,11 +905,17 @@ void unwind_table__free(struct unwind_table *t)
 	if (!t)
 		return;
 	lazy_free(t->lazy);
+	free(t->inputs);
+	if (t->map) {
+		if (t->map_len)
+			munmap(t->map, t->map_len);
+		free(t);
+		return;
+	}
 	free(t->starts);
 	free(t->rows);
 	free(t->block);
 	free(t->fdes);
-	free(t->inputs);
 	free(t);
 }
 

@@ -137,6 +137,11 @@ struct unwind_table {
 	struct cfi_input *inputs;
 	size_t ninputs;
 	struct ut_lazy *lazy;	/* NULL once everything is compiled */
+	/* A table read from the cache: its arrays point into these bytes,
+	 * not freed by unwind_table__free, which unmaps them when map_len
+	 * is not 0 (a mapping the table owns). */
+	void *map;
+	size_t map_len;
 };
 
 /* Compiles the range of the LAZY row at vaddr and returns vaddr's row
