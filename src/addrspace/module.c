@@ -379,6 +379,24 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	return m->table;
 }
 
+const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
+					       struct module *m)
+{
+	if (!module__table(ctx, m))
+		return NULL;
+	if (unwind_table__is_lazy(m->table)) {
+		uint64_t t0 = now_ns();
+		int err = unwind_table__complete(m->table);
+
+		ctx->stats.table_ns += now_ns() - t0;
+		if (err)
+			return NULL;
+		ctx->stats.tables_whole++;
+		store_table(ctx, m);
+	}
+	return m->table;
+}
+
 /* The .debug_frame of the separate debug file, for code the image's own
  * CFI does not cover (a program built without unwind tables, then
  * stripped). Asked for only on a miss in the image's table, so modules

@@ -108,6 +108,12 @@ static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx
 {
 	return m->table_tried ? m->table : module__table_slow(ctx, m);
 }
+/* The module's whole table: a lazy one compiles the rest first (and is
+ * then kept in the table cache). For callers that need every row, such as
+ * an export of whole tables into BPF maps. NULL when the module has none
+ * or memory ran out. */
+const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
+					       struct module *m);
 const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 					       struct module *m);
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);

@@ -18,6 +18,7 @@
 
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
+#include "table/unwind_table.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -615,6 +616,15 @@ static void lazy_walks(void)
 	CHECK(stacksnap_ctx__stats(ctx, &st) == 0);
 	CHECKF(st.tables_lazy >= 2 && st.tables_whole == 0,
 	       "%u lazy tables, %u whole", st.tables_lazy, st.tables_whole);
+	/* Made whole (as an exporter of whole tables asks), the same walks. */
+	for (struct module *m = ctx->modules; m; m = m->next)
+		if (m->table) {
+			CHECK(module__table_whole(ctx, m) == m->table);
+			CHECK(!unwind_table__is_lazy(m->table));
+		}
+	self_copied_stack();
+	signal_frame_from_cfi();
+	batch_equals_stepwise();
 }
 
 static void cleanup(void)
