@@ -223,6 +223,7 @@ static void scan_sigreturn(struct module *m, const struct elf_segment *s,
 			continue;
 		if (m->nsigreturn < MODULE_MAX_SIGRETURN)
 			m->sigreturn[m->nsigreturn++] = s->vaddr + start;
+		m->sig_check = true;
 	}
 }
 
@@ -263,6 +264,7 @@ static void lazy_sigreturn(struct module *m)
 		return;
 	}
 	m->sig_lazy = true;
+	m->sig_check = true;
 }
 
 bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
@@ -308,8 +310,9 @@ static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 	m->table_on_disk = true;
 	if (m->sig_lazy) {
 		m->nsigreturn = 0;
-		find_sigreturn(m);
 		m->sig_lazy = false;
+		m->sig_check = false;
+		find_sigreturn(m);
 	}
 	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
 			       m->nsigreturn, &ctx->log) == 0) {
@@ -343,6 +346,7 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	    table_cache__load(ctx->cache_dir, &key, &ctx->log, m->sigreturn,
 			      &m->nsigreturn, &m->table) == 0) {
 		m->table_on_disk = true;
+		m->sig_check = m->nsigreturn > 0;
 		ctx->stats.tables_cached++;
 		log_info(&ctx->log, "%s: unwind table from the table cache", m->name);
 		ctx->stats.table_ns += now_ns() - t0;

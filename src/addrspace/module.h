@@ -47,6 +47,7 @@ struct module {
 	 * at a time, when a frame's pc first falls in the page: bit p of
 	 * sig_scanned is page (sig_lo >> 12) + p. */
 	bool sig_lazy;
+	bool sig_check;		/* nsigreturn || sig_lazy: the fast path's one test */
 	uint64_t sig_lo;
 	size_t sig_pages;
 	uint64_t *sig_scanned;
@@ -122,8 +123,8 @@ struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
 bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr);
 
 /* Is link-time vaddr the start of a signal-return trampoline? Valid after
- * module__table() was called. The callers' shortcut `nsigreturn ||
- * sig_lazy` says whether the question needs asking. */
+ * module__table() was called. The callers' shortcut sig_check says
+ * whether the question needs asking. */
 static inline bool module__is_sigreturn(struct module *m, uint64_t vaddr)
 {
 	if (__builtin_expect(m->sig_lazy, 0))

@@ -25,7 +25,8 @@ enum ut_cfa_kind {
 	UT_CFA_DWARF,	     /* evaluate the DWARF for this address; the row
 				holds an index into the table's FDE list */
 	UT_CFA_LAZY,	     /* a lazy table has not compiled this range yet:
-				never returned by unwind_table__lookup */
+				never returned by unwind_table__lookup; must
+				stay the last kind (see the lookup) */
 };
 
 /* Where the caller's rbp (or rbx) is. Besides rbp, rbx is carried because
@@ -174,8 +175,10 @@ unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr)
 		lo = t->starts[lo + half] <= o ? lo + half : lo;
 		n -= half;
 	}
-	if (__builtin_expect(t->rows[lo].cfa_kind == UT_CFA_NONE ||
-			     t->rows[lo].cfa_kind == UT_CFA_LAZY, 0))
+	/* NONE (0) and LAZY (the last kind) in one unsigned comparison:
+	 * the warm path pays what it paid for NONE alone. */
+	if (__builtin_expect((uint8_t)(t->rows[lo].cfa_kind - 1) >=
+				     UT_CFA_LAZY - 1, 0))
 		return t->rows[lo].cfa_kind == UT_CFA_NONE
 			       ? NULL
 			       : unwind_table__fill(t, vaddr);
