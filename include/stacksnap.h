@@ -627,6 +627,18 @@ struct stacksnap_ctx_stats {
 STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 				       struct stacksnap_ctx_stats *st);
 
+/* Uncompressed copies of compressed debug files are the slow part of
+ * filling the cache (libc6-dbg's libc: inflating and writing ~40 MB).
+ * With deferral on, a context uses the compressed file this time and
+ * only notes the copy to make; stacksnap_ctx__write_caches makes the
+ * noted copies (the CLI calls it in a detached child after printing).
+ * write_caches returns how many were written, or -errno;
+ * pending_cache_writes says how many are noted. */
+STACKSNAP_API void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx,
+						     bool on);
+STACKSNAP_API unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx);
+STACKSNAP_API int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx);
+
 /* The cache directory's rules, for a caller's own cache files (the CLI's
  * kernel symbols): a file is used only when it is a regular file owned by
  * the user and not writable by others; files are written whole (a private

@@ -171,8 +171,12 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
 	if (m->debug && ctx->cache_dir &&
-	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir)))
-		use_debug_cache(ctx, m);
+	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir))) {
+		if (ctx->defer_cache_writes)
+			m->debug_copy_pending = true;
+		else
+			use_debug_cache(ctx, m);
+	}
 	/* MiniDebugInfo is a stripped-down stand-in for a debug file. */
 	if (!m->debug &&
 	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
@@ -653,6 +657,41 @@ int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 		if (m->table)
 			s.lazy_fdes += (unsigned)unwind_table__lazy_fills(m->table);
 	return opts_out(st, &s, sizeof(s), sizeof(size_t)) ? fail(-EINVAL) : 0;
+}
+
+void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx, bool on)
+{
+	if (ctx)
+		ctx->defer_cache_writes = on;
+}
+
+unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
+{
+	unsigned n = 0;
+
+	for (const struct module *m = ctx ? ctx->modules : NULL; m; m = m->next)
+		n += m->debug_copy_pending;
+	return n;
+}
+
+int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx)
+{
+	int n = 0;
+
+	if (!ctx)
+		return fail(-EINVAL);
+	for (struct module *m = ctx->modules; m; m = m->next) {
+		char *path = NULL;
+
+		if (!m->debug_copy_pending || !m->debug)
+			continue;
+		m->debug_copy_pending = false;
+		if (elf_debug_cache__store(m->debug, ctx->cache_dir, &ctx->log,
+					   &path) == 0 && path)
+			n++;
+		free(path);
+	}
+	return n;
 }
 
 const char *stacksnap_version(void)

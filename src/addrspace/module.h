@@ -38,6 +38,7 @@ struct module {
 	bool debug_table_tried;
 	bool is_vdso;
 	bool table_on_disk;	/* table mapped from, or written to, the cache */
+	bool debug_copy_pending; /* debug file to copy into the cache later */
 	/* Link-time addresses of rt_sigreturn trampolines in the image's
 	 * code, found once with the table (a module rarely has more than
 	 * one: glibc's __restore_rt). */
@@ -85,6 +86,7 @@ struct stacksnap_ctx {
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 	struct stacksnap_ctx_stats stats; /* counts and times, for --stats */
+	bool defer_cache_writes; /* note debug-file copies, make them later */
 	size_t lazy_min_cfi;	/* .eh_frame bytes from which tables are lazy;
 				   tests set 0 (all) or SIZE_MAX (none) */
 };
