@@ -627,13 +627,15 @@ struct stacksnap_ctx_stats {
 STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 				       struct stacksnap_ctx_stats *st);
 
-/* Uncompressed copies of compressed debug files are the slow part of
- * filling the cache (libc6-dbg's libc: inflating and writing ~40 MB).
- * With deferral on, a context uses the compressed file this time and
- * only notes the copy to make; stacksnap_ctx__write_caches makes the
- * noted copies (the CLI calls it in a detached child after printing).
- * write_caches returns how many were written, or -errno;
- * pending_cache_writes says how many are noted. */
+/* Filling the cache is the slow part of a first run: uncompressed copies
+ * of compressed debug files (libc6-dbg's libc: inflating and writing
+ * ~40 MB) and whole unwind tables. With deferral on (and a cache_dir), a
+ * context uses the compressed debug file this time and gives every module
+ * a lazy table (compiled FDE by FDE as walks need it), and only notes what
+ * to keep; stacksnap_ctx__write_caches then makes the noted copies and
+ * compiles and keeps the whole tables (the CLI calls it in a detached
+ * child after printing). write_caches returns how many files it wrote, or
+ * -errno; pending_cache_writes says how many are noted. */
 STACKSNAP_API void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx,
 						     bool on);
 STACKSNAP_API unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx);

@@ -661,8 +661,19 @@ int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 
 void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx, bool on)
 {
-	if (ctx)
-		ctx->defer_cache_writes = on;
+	if (!ctx)
+		return;
+	ctx->defer_cache_writes = on;
+	/* Every table is lazy then: the whole tables are compiled and kept
+	 * by write_caches, off the caller's path. */
+	ctx->lazy_min_cfi = on && ctx->cache_dir ? 0 : MODULE_LAZY_MIN_CFI;
+}
+
+/* A lazy table write_caches would complete and keep. */
+static bool table_pending(const struct stacksnap_ctx *ctx, const struct module *m)
+{
+	return ctx->cache_dir && m->table && !m->table_on_disk &&
+	       m->img->build_id_len && unwind_table__is_lazy(m->table);
 }
 
 unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
@@ -670,7 +681,7 @@ unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
 	unsigned n = 0;
 
 	for (const struct module *m = ctx ? ctx->modules : NULL; m; m = m->next)
-		n += m->debug_copy_pending;
+		n += m->debug_copy_pending + table_pending(ctx, m);
 	return n;
 }
 
@@ -683,6 +694,8 @@ int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx)
 	for (struct module *m = ctx->modules; m; m = m->next) {
 		char *path = NULL;
 
+		if (table_pending(ctx, m) && module__table_whole(ctx, m))
+			n++;
 		if (!m->debug_copy_pending || !m->debug)
 			continue;
 		m->debug_copy_pending = false;
