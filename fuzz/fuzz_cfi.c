@@ -1,5 +1,6 @@
 /* fuzz_cfi.c - libFuzzer target: arbitrary bytes as .eh_frame and as
- * .debug_frame through unwind_table__compile, lookups and eval_dwarf. */
+ * .debug_frame through unwind_table__compile, lookups and eval_dwarf, and
+ * as .eh_frame_hdr + .eh_frame through a lazy table. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,6 +61,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct unwind_table *t = NULL;
 
 		if (unwind_table__compile(&in, 1, NULL, &t) == 0 && t) {
+			exercise(t, data, size);
+			unwind_table__free(t);
+		}
+	}
+	/* A lazy table: the first 4 bytes say where the header starts;
+	 * both sections share the input (as mapped at 0x1000). */
+	if (size > 4) {
+		uint32_t at;
+		struct unwind_table *t = NULL;
+		struct cfi_input in = { .data = data, .size = size,
+					.vaddr = 0x1000, .is_eh_frame = 1 };
+
+		memcpy(&at, data, 4);
+		at %= (uint32_t)size;
+		if (unwind_table__open_lazy(&in, data + at, size - at, 0x1000 + at,
+					    NULL, &t) == 0 && t) {
+			unwind_table__set_max_fills(t, 8 + (at & 7));
+			exercise(t, data, size);
+			unwind_table__complete(t);
 			exercise(t, data, size);
 			unwind_table__free(t);
 		}

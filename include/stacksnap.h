@@ -607,6 +607,50 @@ STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
 STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,
 						    const struct stacksnap_perf_event *ev);
 
+/* ------------------------------------------------------------------ */
+/* Context statistics: what the module cache made and where the time of a
+ * cold run went (the CLI's --stats). */
+
+struct stacksnap_ctx_stats {
+	size_t sz;
+	unsigned modules;	/* modules opened */
+	unsigned tables_whole;	/* unwind tables compiled whole */
+	unsigned tables_lazy;	/* tables compiled FDE by FDE, as walks need them */
+	unsigned tables_cached;	/* whole tables mapped from the table cache */
+	unsigned tables_stored;	/* whole tables written to the table cache */
+	unsigned lazy_fdes;	/* FDEs compiled by lazy tables */
+	uint64_t table_ns;	/* making tables (compile, lazy fills, cache) */
+	uint64_t symtab_ns;	/* building symbol tables */
+	uint64_t debug_ns;	/* finding and opening separate debug files */
+};
+/* Fills *st (as far as st->sz says). Returns 0 or -EINVAL. */
+STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
+				       struct stacksnap_ctx_stats *st);
+
+/* Filling the cache is the slow part of a first run: uncompressed copies
+ * of compressed debug files (libc6-dbg's libc: inflating and writing
+ * ~40 MB) and whole unwind tables. With deferral on (and a cache_dir), a
+ * context uses the compressed debug file this time and gives every module
+ * a lazy table (compiled FDE by FDE as walks need it), and only notes what
+ * to keep; stacksnap_ctx__write_caches then makes the noted copies and
+ * compiles and keeps the whole tables (the CLI calls it in a detached
+ * child after printing). write_caches returns how many files it wrote, or
+ * -errno; pending_cache_writes says how many are noted. */
+STACKSNAP_API void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx,
+						     bool on);
+STACKSNAP_API unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx);
+STACKSNAP_API int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx);
+
+/* The cache directory's rules, for a caller's own cache files (the CLI's
+ * kernel symbols): a file is used only when it is a regular file owned by
+ * the user and not writable by others; files are written whole (a private
+ * temporary file, then renamed) in directories created 0700. open returns
+ * a read-only file descriptor, or -errno (-EPERM: the file breaks a rule,
+ * *why says which; -ENOENT: absent). write returns 0 or -errno. */
+STACKSNAP_API int stacksnap_cache__open(const char *path, const char **why);
+STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
+					 size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "base/opts.h"
+#include "format/table_cache.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static bool same_build_id(const struct elf_image *img, const uint8_t *id,
 			  size_t len)
@@ -59,6 +69,7 @@ static int module_add(struct stacksnap_ctx *ctx, const char *name,
 	m->next = ctx->modules;
 	ctx->modules = m;
 	ctx->nmodules++;
+	ctx->stats.modules++;
 	*out = m;
 	return 0;
 }
@@ -148,55 +159,170 @@ static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
 
 static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 {
+	uint64_t t0 = now_ns();
+
 	if (m->debug_tried)
 		return;
 	m->debug_tried = true;
-	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
+	/* The cache first, under its rules; then the debug directories. */
+	elf_debug_cache__open(m->img, ctx->cache_dir, &ctx->log, &m->debug);
+	if (!m->debug &&
+	    elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
 	if (m->debug && ctx->cache_dir &&
-	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir)))
-		use_debug_cache(ctx, m);
+	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir))) {
+		if (ctx->defer_cache_writes)
+			m->debug_copy_pending = true;
+		else
+			use_debug_cache(ctx, m);
+	}
 	/* MiniDebugInfo is a stripped-down stand-in for a debug file. */
 	if (!m->debug &&
 	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
 		m->minidebug = NULL;
+	ctx->stats.debug_ns += now_ns() - t0;
 }
 
 /* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
  * `mov $15,%eax; syscall` (musl and others). Finding them once per module
- * keeps the check off the per-frame path. */
-static void find_sigreturn(struct module *m)
+ * keeps the check off the per-frame path. Scans the trampolines that start
+ * in [from, to) of segment s. */
+static void scan_sigreturn(struct module *m, const struct elf_segment *s,
+			   uint64_t from, uint64_t to)
 {
 	static const uint8_t movq[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
 					0x00, 0x00, 0x0f, 0x05 };
 	static const uint8_t movl[] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
 	const struct elf_image *img = m->img;
 
-	for (size_t i = 0; i < img->nsegs; i++) {
-		const struct elf_segment *s = &img->segs[i];
+	if (s->offset > img->size || s->filesz > img->size - s->offset)
+		return;
+	const uint8_t *code = img->bytes + s->offset;
+	/* The needle starts 1 (movl) or 3 (movq) bytes into a trampoline:
+	 * search from its first possible place to the end of the last one
+	 * that may start before to. */
+	size_t lo = from - s->vaddr + 1, hi = to - s->vaddr + 3 + 6;
 
-		if (!(s->flags & 1 /* PF_X */) || s->offset > img->size ||
-		    s->filesz > img->size - s->offset)
+	if (lo > s->filesz)
+		return;
+	if (hi > s->filesz)
+		hi = s->filesz;
+	/* Both encodings end in `0f 00 00 00 0f 05` (the immediate 15 and
+	 * syscall): a needle rare in code, so memmem skips along. */
+	for (const uint8_t *p = code + lo;
+	     hi > (size_t)(p - code) &&
+	     (p = memmem(p, hi - (size_t)(p - code), movl + 1, 6));
+	     p++) {
+		size_t at = (size_t)(p - code); /* at the immediate */
+		size_t start;
+
+		if (at >= 3 && !memcmp(p - 3, movq, sizeof(movq)))
+			start = at - 3;
+		else if (at >= 1 && !memcmp(p - 1, movl, sizeof(movl)))
+			start = at - 1;
+		else
 			continue;
-		const uint8_t *code = img->bytes + s->offset;
-		/* Both encodings end in `0f 00 00 00 0f 05` (the immediate 15
-		 * and syscall): a needle rare in code, so memmem skips along. */
-		for (const uint8_t *p = code;
-		     (p = memmem(p, s->filesz - (size_t)(p - code), movl + 1, 6));
-		     p++) {
-			size_t at = (size_t)(p - code); /* at the immediate */
-			size_t start;
+		if (s->vaddr + start < from || s->vaddr + start >= to)
+			continue;
+		if (m->nsigreturn < MODULE_MAX_SIGRETURN)
+			m->sigreturn[m->nsigreturn++] = s->vaddr + start;
+		m->sig_check = true;
+	}
+}
 
-			if (at >= 3 && !memcmp(p - 3, movq, sizeof(movq)))
-				start = at - 3;
-			else if (at >= 1 && !memcmp(p - 1, movl, sizeof(movl)))
-				start = at - 1;
-			else
-				continue;
-			if (m->nsigreturn < MODULE_MAX_SIGRETURN)
-				m->sigreturn[m->nsigreturn++] = s->vaddr + start;
+static void find_sigreturn(struct module *m)
+{
+	for (size_t i = 0; i < m->img->nsegs; i++) {
+		const struct elf_segment *s = &m->img->segs[i];
+
+		if (s->flags & 1 /* PF_X */)
+			scan_sigreturn(m, s, s->vaddr, s->vaddr + s->filesz);
+	}
+}
+
+/* For modules with a lazy table: scanning all of libLLVM's 50 MB of code
+ * for trampolines would cost more than the walk; scan the pages walks
+ * reach. */
+static void lazy_sigreturn(struct module *m)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < m->img->nsegs; i++) {
+		const struct elf_segment *s = &m->img->segs[i];
+
+		if (!(s->flags & 1) || !s->filesz)
+			continue;
+		if (s->vaddr < lo)
+			lo = s->vaddr;
+		if (s->vaddr + s->filesz > hi)
+			hi = s->vaddr + s->filesz;
+	}
+	if (lo >= hi)
+		return;
+	m->sig_lo = lo & ~4095ull;
+	m->sig_pages = (size_t)((hi - m->sig_lo + 4095) >> 12);
+	m->sig_scanned = calloc((m->sig_pages + 63) / 64, sizeof(uint64_t));
+	if (!m->sig_scanned) {
+		find_sigreturn(m); /* the slow way, then */
+		return;
+	}
+	m->sig_lazy = true;
+	m->sig_check = true;
+}
+
+bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
+{
+	size_t p;
+
+	if (vaddr >= m->sig_lo && (p = (size_t)((vaddr - m->sig_lo) >> 12)) < m->sig_pages &&
+	    !(m->sig_scanned[p / 64] & (1ull << (p % 64)))) {
+		uint64_t from = m->sig_lo + ((uint64_t)p << 12), to = from + 4096;
+
+		m->sig_scanned[p / 64] |= 1ull << (p % 64);
+		for (size_t i = 0; i < m->img->nsegs; i++) {
+			const struct elf_segment *s = &m->img->segs[i];
+			uint64_t a = from > s->vaddr ? from : s->vaddr;
+			uint64_t b = to < s->vaddr + s->filesz ? to : s->vaddr + s->filesz;
+
+			if ((s->flags & 1) && a < b)
+				scan_sigreturn(m, s, a, b);
 		}
+	}
+	for (unsigned i = 0; i < m->nsigreturn; i++)
+		if (m->sigreturn[i] == vaddr)
+			return true;
+	return false;
+}
+
+/* Modules whose .eh_frame is larger than this get a lazy table: below it,
+ * compiling whole costs about what a few lazy fills cost, and a whole
+ * table keeps the sigreturn scan off the per-frame path. */
+#define MODULE_LAZY_MIN_CFI (256u << 10)
+
+/* Keeps a whole table on disk for the next run (once per module). A
+ * module that scanned its code for trampolines page by page scans the
+ * rest now: the file records them all. */
+static void store_table(struct stacksnap_ctx *ctx, struct module *m)
+{
+	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
+				       m->table->inputs, m->table->ninputs };
+
+	if (!ctx->cache_dir || !key.build_id_len || m->table_on_disk ||
+	    unwind_table__is_lazy(m->table))
+		return;
+	m->table_on_disk = true;
+	if (m->sig_lazy) {
+		m->nsigreturn = 0;
+		m->sig_lazy = false;
+		m->sig_check = false;
+		find_sigreturn(m);
+	}
+	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
+			       m->nsigreturn, &ctx->log) == 0) {
+		ctx->stats.tables_stored++;
+		log_info(&ctx->log, "%s: unwind table written to the table cache",
+			 m->name);
 	}
 }
 
@@ -209,7 +335,7 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	if (m->table_tried)
 		return m->table;
 	m->table_tried = true;
-	find_sigreturn(m);
+	uint64_t t0 = now_ns();
 	if (m->img->eh_frame.size)
 		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
 					      m->img->eh_frame.size,
@@ -218,12 +344,64 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		in[n++] = (struct cfi_input){ m->img->debug_frame.data,
 					      m->img->debug_frame.size,
 					      m->img->debug_frame.vaddr, 0 };
+	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
+				       in, n };
+	if (n && ctx->cache_dir && key.build_id_len &&
+	    table_cache__load(ctx->cache_dir, &key, &ctx->log, m->sigreturn,
+			      &m->nsigreturn, &m->table) == 0) {
+		m->table_on_disk = true;
+		m->sig_check = m->nsigreturn > 0;
+		ctx->stats.tables_cached++;
+		log_info(&ctx->log, "%s: unwind table from the table cache", m->name);
+		ctx->stats.table_ns += now_ns() - t0;
+		return m->table;
+	}
+	m->nsigreturn = 0;
 	if (!n) {
+		find_sigreturn(m);
 		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
+		ctx->stats.table_ns += now_ns() - t0;
 		return NULL;
 	}
+	if (n == 1 && in[0].is_eh_frame && m->img->eh_frame_hdr.size &&
+	    in[0].size >= ctx->lazy_min_cfi &&
+	    unwind_table__open_lazy(&in[0], m->img->eh_frame_hdr.data,
+				    m->img->eh_frame_hdr.size,
+				    m->img->eh_frame_hdr.vaddr, &ctx->log,
+				    &m->table) == 0) {
+		lazy_sigreturn(m);
+		ctx->stats.tables_lazy++;
+		log_info(&ctx->log, "%s: lazy unwind table (%zu bytes of "
+			 ".eh_frame)", m->name, in[0].size);
+		ctx->stats.table_ns += now_ns() - t0;
+		return m->table;
+	}
+	find_sigreturn(m);
 	if (unwind_table__compile(in, n, &ctx->log, &m->table))
 		m->table = NULL;
+	else
+		ctx->stats.tables_whole++;
+	if (m->table)
+		store_table(ctx, m);
+	ctx->stats.table_ns += now_ns() - t0;
+	return m->table;
+}
+
+const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
+					       struct module *m)
+{
+	if (!module__table(ctx, m))
+		return NULL;
+	if (unwind_table__is_lazy(m->table)) {
+		uint64_t t0 = now_ns();
+		int err = unwind_table__complete(m->table);
+
+		ctx->stats.table_ns += now_ns() - t0;
+		if (err)
+			return NULL;
+		ctx->stats.tables_whole++;
+		store_table(ctx, m);
+	}
 	return m->table;
 }
 
@@ -243,8 +421,12 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 	struct cfi_input in = { m->debug->debug_frame.data,
 				m->debug->debug_frame.size,
 				m->debug->debug_frame.vaddr, 0 };
+	uint64_t t0 = now_ns();
 	if (unwind_table__compile(&in, 1, &ctx->log, &m->debug_table))
 		m->debug_table = NULL;
+	else
+		ctx->stats.tables_whole++;
+	ctx->stats.table_ns += now_ns() - t0;
 	return m->debug_table;
 }
 
@@ -258,8 +440,10 @@ struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
 	const struct elf_image *imgs[2] = {
 		m->img, m->debug ? m->debug : m->minidebug
 	};
+	uint64_t t0 = now_ns();
 	if (symtab__build(imgs, 2, &ctx->log, &m->symtab))
 		m->symtab = NULL;
+	ctx->stats.symtab_ns += now_ns() - t0;
 	return m->symtab;
 }
 
@@ -360,6 +544,7 @@ void module__memo_put(struct module *m, uint64_t key, const char *function,
 
 static void module_free(struct module *m)
 {
+	free(m->sig_scanned);
 	free(m->memo);
 	line_info__free(m->lines);
 	symtab__free(m->symtab);
@@ -418,12 +603,12 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 		return NULL;
 	}
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
+	ctx->lazy_min_cfi = MODULE_LAZY_MIN_CFI;
 	ctx->ignore_deleted = o.ignore_deleted;
-	/* The cache has a debug directory's layout: searched first. */
+	/* The cache has a debug directory's layout, but is searched first
+	 * on its own (module_open_debug), under its ownership rules. */
 	char *dirs = NULL;
-	if (asprintf(&dirs, "%s%s%s", o.cache_dir && *o.cache_dir ? o.cache_dir : "",
-		     o.cache_dir && *o.cache_dir ? ":" : "",
-		     o.debug_dirs ? o.debug_dirs : "/usr/lib/debug") < 0)
+	if (asprintf(&dirs, "%s", o.debug_dirs ? o.debug_dirs : "/usr/lib/debug") < 0)
 		dirs = NULL;
 	if (!dirs || split_dirs(dirs, &ctx->debug_dirs) ||
 	    (o.sysroot && !(ctx->sysroot = strdup(o.sysroot))) ||
@@ -444,6 +629,10 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 	while (ctx->modules) {
 		struct module *m = ctx->modules;
 
+		/* A lazy table that went whole (a long-lived user) is worth
+		 * keeping for the next run. */
+		if (m->table)
+			store_table(ctx, m);
 		ctx->modules = m->next;
 		module_free(m);
 	}
@@ -453,6 +642,69 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 	free(ctx->sysroot);
 	free(ctx->cache_dir);
 	free(ctx);
+}
+
+int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
+			 struct stacksnap_ctx_stats *st)
+{
+	struct stacksnap_ctx_stats s;
+
+	if (!ctx || !st)
+		return fail(-EINVAL);
+	s = ctx->stats;
+	s.sz = sizeof(s);
+	for (const struct module *m = ctx->modules; m; m = m->next)
+		if (m->table)
+			s.lazy_fdes += (unsigned)unwind_table__lazy_fills(m->table);
+	return opts_out(st, &s, sizeof(s), sizeof(size_t)) ? fail(-EINVAL) : 0;
+}
+
+void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx, bool on)
+{
+	if (!ctx)
+		return;
+	ctx->defer_cache_writes = on;
+	/* Every table is lazy then: the whole tables are compiled and kept
+	 * by write_caches, off the caller's path. */
+	ctx->lazy_min_cfi = on && ctx->cache_dir ? 0 : MODULE_LAZY_MIN_CFI;
+}
+
+/* A lazy table write_caches would complete and keep. */
+static bool table_pending(const struct stacksnap_ctx *ctx, const struct module *m)
+{
+	return ctx->cache_dir && m->table && !m->table_on_disk &&
+	       m->img->build_id_len && unwind_table__is_lazy(m->table);
+}
+
+unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
+{
+	unsigned n = 0;
+
+	for (const struct module *m = ctx ? ctx->modules : NULL; m; m = m->next)
+		n += m->debug_copy_pending + table_pending(ctx, m);
+	return n;
+}
+
+int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx)
+{
+	int n = 0;
+
+	if (!ctx)
+		return fail(-EINVAL);
+	for (struct module *m = ctx->modules; m; m = m->next) {
+		char *path = NULL;
+
+		if (table_pending(ctx, m) && module__table_whole(ctx, m))
+			n++;
+		if (!m->debug_copy_pending || !m->debug)
+			continue;
+		m->debug_copy_pending = false;
+		if (elf_debug_cache__store(m->debug, ctx->cache_dir, &ctx->log,
+					   &path) == 0 && path)
+			n++;
+		free(path);
+	}
+	return n;
 }
 
 const char *stacksnap_version(void)

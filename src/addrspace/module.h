@@ -37,11 +37,21 @@ struct module {
 	bool debug_tried, table_tried, symtab_tried, lines_tried;
 	bool debug_table_tried;
 	bool is_vdso;
+	bool table_on_disk;	/* table mapped from, or written to, the cache */
+	bool debug_copy_pending; /* debug file to copy into the cache later */
 	/* Link-time addresses of rt_sigreturn trampolines in the image's
 	 * code, found once with the table (a module rarely has more than
 	 * one: glibc's __restore_rt). */
 	uint64_t sigreturn[MODULE_MAX_SIGRETURN];
 	unsigned nsigreturn;
+	/* A module with a lazy table scans its code for trampolines a page
+	 * at a time, when a frame's pc first falls in the page: bit p of
+	 * sig_scanned is page (sig_lo >> 12) + p. */
+	bool sig_lazy;
+	bool sig_check;		/* nsigreturn || sig_lazy: the fast path's one test */
+	uint64_t sig_lo;
+	size_t sig_pages;
+	uint64_t *sig_scanned;
 	/* Memo of default symbolization results by link-time address:
 	 * open addressing, at most half full, cap a power of two or 0. */
 	struct sym_memo *memo;
@@ -75,6 +85,10 @@ struct stacksnap_ctx {
 	char *cache_dir;	/* uncompressed debug files; NULL: none */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
+	struct stacksnap_ctx_stats stats; /* counts and times, for --stats */
+	bool defer_cache_writes; /* note debug-file copies, make them later */
+	size_t lazy_min_cfi;	/* .eh_frame bytes from which tables are lazy;
+				   tests set 0 (all) or SIZE_MAX (none) */
 };
 
 /* Finds or opens the module for the file at path (opened at open_path,
@@ -97,15 +111,26 @@ static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx
 {
 	return m->table_tried ? m->table : module__table_slow(ctx, m);
 }
+/* The module's whole table: a lazy one compiles the rest first (and is
+ * then kept in the table cache). For callers that need every row, such as
+ * an export of whole tables into BPF maps. NULL when the module has none
+ * or memory ran out. */
+const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
+					       struct module *m);
 const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 					       struct module *m);
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
 
+bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr);
+
 /* Is link-time vaddr the start of a signal-return trampoline? Valid after
- * module__table() was called. */
-static inline bool module__is_sigreturn(const struct module *m, uint64_t vaddr)
+ * module__table() was called. The callers' shortcut sig_check says
+ * whether the question needs asking. */
+static inline bool module__is_sigreturn(struct module *m, uint64_t vaddr)
 {
+	if (__builtin_expect(m->sig_lazy, 0))
+		return module__is_sigreturn_lazy(m, vaddr);
 	for (unsigned i = 0; i < m->nsigreturn; i++)
 		if (m->sigreturn[i] == vaddr)
 			return true;

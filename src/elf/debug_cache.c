@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cache_file.h"
 #include "elf/elf_image.h"
 
 /* Does the file at path have a compressed section? Reads only the ELF and
@@ -47,18 +48,60 @@ static int has_compressed_sections(int fd, bool *yes)
 	return 0;
 }
 
-static int mkdirs(char *path)
+/* Creates the directories of path (0700, ours: cache_file's rules). */
+static int mkdirs(char *path, const struct log_sink *log)
 {
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
+	char *slash = strrchr(path, '/');
+	int err;
+
+	if (!slash || slash == path)
+		return 0;
+	*slash = 0;
+	err = cache_dir__prepare(path, log);
+	*slash = '/';
+	return err;
+}
+
+/* CACHE/.build-id/xx/yyyy.debug for a build-id. */
+static int cached_name(const char *cache_dir, const uint8_t *id, size_t len,
+		       char *path, size_t size)
+{
+	int n = snprintf(path, size, "%s/.build-id/%02x/", cache_dir, id[0]);
+
+	for (size_t i = 1; i < len && n > 0 && (size_t)n < size - 3; i++)
+		n += snprintf(path + n, size - (size_t)n, "%02x", id[i]);
+	if (n <= 0 || (size_t)n + sizeof(".debug") > size)
+		return -ENAMETOOLONG;
+	strcpy(path + n, ".debug");
+	return 0;
+}
+
+int elf_debug_cache__open(const struct elf_image *img, const char *cache_dir,
+			  const struct log_sink *log, struct elf_image **out)
+{
+	char path[4096];
+	struct elf_image *dbg;
+	int fd;
+
+	*out = NULL;
+	if (!cache_dir || !*cache_dir || img->build_id_len < 2 ||
+	    cached_name(cache_dir, img->build_id, img->build_id_len, path,
+			sizeof(path)))
+		return 0;
+	fd = cache_file__open(path, log, NULL);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	if (elf_image__open(path, log, &dbg))
+		return 0;
+	if (dbg->build_id_len != img->build_id_len ||
+	    memcmp(dbg->build_id, img->build_id, img->build_id_len)) {
+		log_info(log, "%s: cached debug file of another build-id; "
+			 "ignored and rewritten", path);
+		elf_image__free(dbg);
+		return 0;
 	}
+	*out = dbg;
 	return 0;
 }
 
@@ -113,7 +156,8 @@ int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
 {
 	char path[4096], tmp[4096 + 32];
 	bool compressed;
-	int in, out, n, err;
+	static unsigned seq;
+	int in, out, err;
 
 	*cached_path = NULL;
 	if (!cache_dir || !*cache_dir || dbg->build_id_len < 2 || !dbg->path)
@@ -126,18 +170,15 @@ int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
 		close(in);
 		return err == -ENOMEM ? err : 0;
 	}
-	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", cache_dir,
-		     dbg->build_id[0]);
-	for (size_t i = 1; i < dbg->build_id_len && n > 0 && (size_t)n < sizeof(path) - 3; i++)
-		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", dbg->build_id[i]);
-	if (n <= 0 || (size_t)n + sizeof(".debug") > sizeof(path)) {
+	if (cached_name(cache_dir, dbg->build_id, dbg->build_id_len, path,
+			sizeof(path))) {
 		close(in);
 		return 0;
 	}
-	strcpy(path + n, ".debug");
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	err = mkdirs(path);
-	out = err ? -1 : open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%u", path, (int)getpid(), seq++);
+	err = mkdirs(path, log);
+	/* Exclusive and private: a concurrent writer has its own name. */
+	out = err ? -1 : open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0) {
 		log_info(log, "%s: cannot write the debug cache there: %s", cache_dir,
 			 strerror(err ? -err : errno));

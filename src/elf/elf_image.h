@@ -107,6 +107,13 @@ int elf_image__open_minidebug(const struct elf_image *img,
 int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
 			   const struct log_sink *log, char **cached_path);
 
+/* The uncompressed copy of img's debug file in the cache, if there is
+ * one the cache rules trust (base/cache_file.h) and of img's build-id;
+ * *out NULL otherwise (a copy of another build-id is then rewritten by
+ * the next store). Returns 0. */
+int elf_debug_cache__open(const struct elf_image *img, const char *cache_dir,
+			  const struct log_sink *log, struct elf_image **out);
+
 /* The CRC-32 used by .gnu_debuglink over a whole file. */
 int elf_file_crc32(const char *path, uint32_t *crc);
 

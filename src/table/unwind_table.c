@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/vec.h"
 #include "dwarf/cfi.h"
@@ -554,15 +555,367 @@ out:
 	return 0;
 }
 
-void unwind_table__free(struct unwind_table *t)
+/* ---- lazy tables ---- */
+
+/* A lazy table's state. Invariants: frags[] covers [t->lo, t->hi) without
+ * gaps or overlaps, sorted; a LAZY fragment is a union of whole regions,
+ * region i being [loc(i), loc(i + 1)) (the last up to t->hi); t's rows
+ * are built from frags[]. */
+struct ut_lazy {
+	const struct log_sink *log;
+	const uint8_t *entries;	/* the header's table: (loc, fde) sdata4 pairs */
+	size_t nentries;
+	uint64_t hdr_vaddr;	/* entries are relative to it (datarel) */
+	struct frag *frags;
+	size_t nfrags, capfrags;
+	size_t capfdes;
+	size_t nfills;
+	size_t max_fills;	/* then compile whole */
+};
+
+static int32_t le32s(const uint8_t *p)
 {
-	if (!t)
-		return;
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+			 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+static uint64_t lazy_loc(const struct ut_lazy *z, size_t i)
+{
+	return z->hdr_vaddr + (uint64_t)(int64_t)le32s(z->entries + 8 * i);
+}
+
+static uint64_t lazy_fde_vaddr(const struct ut_lazy *z, size_t i)
+{
+	return z->hdr_vaddr + (uint64_t)(int64_t)le32s(z->entries + 8 * i + 4);
+}
+
+/* The FDE of header entry i, or -EINVAL when it does not parse. */
+static int lazy_fde(const struct unwind_table *t, size_t i, uint32_t *off,
+		    struct cfi_cie *cie, struct cfi_fde *fde)
+{
+	const struct cfi_input *in = &t->inputs[0];
+	uint64_t a = lazy_fde_vaddr(t->lazy, i);
+
+	if (a < in->vaddr || a - in->vaddr >= in->size)
+		return -EINVAL;
+	*off = (uint32_t)(a - in->vaddr);
+	return cfi_fde_at(in, *off, cie, fde) ? -EINVAL : 0;
+}
+
+/* Rebuilds rows, starts and block index from the fragments; the table is
+ * unchanged on failure. */
+static int lazy_rebuild(struct unwind_table *t)
+{
+	struct unwind_table nt = *t;
+	int err = build(&nt, t->lazy->frags, t->lazy->nfrags);
+
+	if (err) {
+		free(nt.starts);
+		free(nt.rows);
+		free(nt.block);
+		return err;
+	}
+	free(t->starts);
+	free(t->rows);
+	free(t->block);
+	*t = nt;
+	return 0;
+}
+
+static void lazy_free(struct ut_lazy *z)
+{
+	if (z) {
+		free(z->frags);
+		free(z);
+	}
+}
+
+int unwind_table__open_lazy(const struct cfi_input *eh_frame,
+			    const uint8_t *hdr, size_t hdr_size,
+			    uint64_t hdr_vaddr, const struct log_sink *log,
+			    struct unwind_table **out)
+{
+	struct unwind_table *t;
+	struct ut_lazy *z;
+	uint32_t count;
+	uint64_t hi;
+
+	*out = NULL;
+	/* version 1; eh_frame_ptr 4 bytes; fde_count udata4; the table
+	 * datarel sdata4, which every linker writes. */
+	if (!hdr || hdr_size < 12 || hdr[0] != 1 || hdr[3] != 0x3b ||
+	    hdr[2] != 0x03 || ((hdr[1] & 0x0f) != 0x03 && (hdr[1] & 0x0f) != 0x0b) ||
+	    !eh_frame->is_eh_frame || eh_frame->size > UINT32_MAX)
+		return -ENOTSUP;
+	count = (uint32_t)le32s(hdr + 8);
+	if (!count || count > (hdr_size - 12) / 8)
+		return -ENOTSUP;
+	t = calloc(1, sizeof(*t));
+	z = calloc(1, sizeof(*z));
+	if (!t || !z || !(t->inputs = malloc(sizeof(*t->inputs)))) {
+		free(t);
+		free(z);
+		return fail(-ENOMEM);
+	}
+	t->inputs[0] = *eh_frame;
+	t->ninputs = 1;
+	t->lazy = z;
+	z->log = log;
+	z->max_fills = UT_LAZY_MAX_FILLS;
+	z->entries = hdr + 12;
+	z->nentries = count;
+	z->hdr_vaddr = hdr_vaddr;
+	/* The range ends after the last FDE (an address past every FDE has
+	 * no row: the same NULL lookup either way). */
+	{
+		struct cfi_cie cie;
+		struct cfi_fde fde;
+		uint32_t off;
+
+		hi = lazy_loc(z, count - 1) + 1;
+		if (!lazy_fde(t, count - 1, &off, &cie, &fde) && fde.pc_end > hi)
+			hi = fde.pc_end;
+	}
+	uint64_t lo = lazy_loc(z, 0);
+	if (hi <= lo || hi - lo > UINT32_MAX) {
+		unwind_table__free(t);
+		return -ENOTSUP;
+	}
+	struct frag *f = VEC_PUSH(z->frags, z->nfrags, z->capfrags);
+	int err = f ? 0 : -ENOMEM;
+	if (f) {
+		*f = (struct frag){ .start = lo, .end = hi };
+		f->row.cfa_kind = UT_CFA_LAZY;
+		err = lazy_rebuild(t);
+	}
+	if (err) {
+		unwind_table__free(t);
+		return fail(err);
+	}
+	*out = t;
+	return 0;
+}
+
+bool unwind_table__is_lazy(const struct unwind_table *t)
+{
+	return t->lazy != NULL;
+}
+
+void unwind_table__set_max_fills(struct unwind_table *t, size_t n)
+{
+	if (t->lazy)
+		t->lazy->max_fills = n;
+}
+
+size_t unwind_table__lazy_fills(const struct unwind_table *t)
+{
+	return t->lazy ? t->lazy->nfills : 0;
+}
+
+int unwind_table__complete(struct unwind_table *t)
+{
+	struct unwind_table *w;
+	int err;
+
+	if (!t->lazy)
+		return 0;
+	err = unwind_table__compile(t->inputs, t->ninputs, t->lazy->log, &w);
+	if (err)
+		return err;
 	free(t->starts);
 	free(t->rows);
 	free(t->block);
 	free(t->fdes);
 	free(t->inputs);
+	lazy_free(t->lazy);
+	*t = *w;
+	free(w);
+	return 0;
+}
+
+/* Header entry whose region holds vaddr: the last with loc <= vaddr. */
+static size_t lazy_entry(const struct ut_lazy *z, uint64_t vaddr)
+{
+	size_t lo = 0, hi = z->nentries;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (lazy_loc(z, mid) <= vaddr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int cmp_frag_addr(const void *key, const void *elem)
+{
+	uint64_t a = *(const uint64_t *)key;
+	const struct frag *f = elem;
+
+	return a < f->start ? -1 : a >= f->end;
+}
+
+/* Compiles region i (holding vaddr) into the fragments. -ENOTSUP: the
+ * CFI there is not what the lazy path handles (compile whole). */
+static int lazy_fill_region(struct unwind_table *t, uint64_t vaddr)
+{
+	struct ut_lazy *z = t->lazy;
+	size_t i = lazy_entry(z, vaddr);
+	uint64_t b = lazy_loc(z, i);
+	uint64_t e = i + 1 < z->nentries ? lazy_loc(z, i + 1) : t->hi;
+	struct cfi_cie cie;
+	struct cfi_fde fde;
+	uint32_t off;
+	struct frag *slot;
+	struct frag *mine = NULL;
+	size_t nmine = 0, capmine = 0;
+	int err = 0;
+
+	if (vaddr < b || vaddr >= e || e > t->hi)
+		return -ENOTSUP; /* the header table is out of order */
+	slot = bsearch(&vaddr, z->frags, z->nfrags, sizeof(*z->frags),
+		       cmp_frag_addr);
+	if (!slot || slot->row.cfa_kind != UT_CFA_LAZY || b < slot->start ||
+	    e > slot->end)
+		return -ENOTSUP;
+	/* The whole compile gives an FDE what it covers unless an FDE that
+	 * starts earlier covers it first: with the neighbours ordered and
+	 * not overlapping, region i is FDE i's alone. */
+	if (i > 0) {
+		struct cfi_cie pcie;
+		struct cfi_fde pfde;
+		uint32_t poff;
+
+		if (lazy_loc(z, i - 1) >= b)
+			return -ENOTSUP;
+		if (!lazy_fde(t, i - 1, &poff, &pcie, &pfde) &&
+		    pfde.pc_begin != pfde.pc_end && pfde.pc_end > b)
+			return -ENOTSUP;
+	}
+	uint64_t cov_end = b; /* what FDE i's rows cover */
+	if (!lazy_fde(t, i, &off, &cie, &fde) && fde.pc_begin != fde.pc_end) {
+		struct range clip;
+		struct compile cc = { .log = z->log };
+
+		if (fde.pc_begin != b || fde.pc_end > e)
+			return -ENOTSUP;
+		clip = (struct range){ b, fde.pc_end };
+		cc.frags = NULL;
+		cc.fdes = t->fdes;
+		cc.nfdes = t->nfdes;
+		cc.capfdes = z->capfdes;
+		cc.clip = &clip;
+		cc.nclip = 1;
+		cc.cie = &cie;
+		cc.input = 0;
+		cc.fde_off = off;
+		cc.fde_index = -1;
+		err = cfi_run(&t->inputs[0], &cie, &fde, 0, on_row, &cc, NULL);
+		t->fdes = cc.fdes;
+		z->capfdes = cc.capfdes;
+		if (err == -ENOMEM) {
+			free(cc.frags);
+			return err;
+		}
+		if (err) {
+			log_warn(z->log, ".eh_frame: FDE at %#x (pc %#llx..%#llx): "
+				 "bad CFA program; ignored", off,
+				 (unsigned long long)fde.pc_begin,
+				 (unsigned long long)fde.pc_end);
+			free(cc.frags);
+		} else {
+			t->nfdes = cc.nfdes;
+			mine = cc.frags;
+			nmine = cc.nfrags;
+			capmine = cc.capfrags;
+			cov_end = fde.pc_end;
+		}
+		err = 0;
+	}
+	/* The rest of the region has no CFI. */
+	if (cov_end < e) {
+		struct frag *g = VEC_PUSH(mine, nmine, capmine);
+
+		if (!g) {
+			free(mine);
+			return -ENOMEM;
+		}
+		*g = (struct frag){ .start = cov_end, .end = e };
+	}
+	/* Splice: [slot->start, b) LAZY, mine, [e, slot->end) LAZY. */
+	size_t at = (size_t)(slot - z->frags);
+	struct frag old = *slot;
+	size_t extra = nmine - 1 + (old.start < b) + (e < old.end);
+
+	if (vec_reserve((void **)&z->frags, &z->capfrags, z->nfrags + extra,
+			sizeof(*z->frags))) {
+		free(mine);
+		return -ENOMEM;
+	}
+	memmove(z->frags + at + 1 + extra, z->frags + at + 1,
+		(z->nfrags - at - 1) * sizeof(*z->frags));
+	size_t k = at;
+	if (old.start < b) {
+		z->frags[k] = old;
+		z->frags[k++].end = b;
+	}
+	memcpy(z->frags + k, mine, nmine * sizeof(*mine));
+	k += nmine;
+	if (e < old.end) {
+		z->frags[k] = old;
+		z->frags[k].start = e;
+	}
+	z->nfrags += extra;
+	free(mine);
+	z->nfills++;
+	return lazy_rebuild(t);
+}
+
+const struct unwind_row *unwind_table__fill(const struct unwind_table *ct,
+					    uint64_t vaddr)
+{
+	/* Logically const: the rows are those of the whole compile. */
+	struct unwind_table *t = (struct unwind_table *)ct;
+	int err = -ENOTSUP;
+
+	if (!t->lazy)
+		return NULL;
+	if (t->lazy->nfills < t->lazy->max_fills)
+		err = lazy_fill_region(t, vaddr);
+	if (err == -ENOTSUP || (!err && t->lazy->nfills >= t->lazy->max_fills))
+		err = unwind_table__complete(t);
+	if (err) {
+		/* Out of memory: no row, this time. */
+		return NULL;
+	}
+	if (t->lazy) {
+		/* The region is compiled now: look again (no LAZY row left
+		 * at vaddr, so no recursion). */
+		const struct unwind_row *r = unwind_table__lookup(t, vaddr);
+
+		return r && r->cfa_kind == UT_CFA_LAZY ? NULL : r;
+	}
+	return unwind_table__lookup(t, vaddr);
+}
+
+void unwind_table__free(struct unwind_table *t)
+{
+	if (!t)
+		return;
+	lazy_free(t->lazy);
+	free(t->inputs);
+	if (t->map) {
+		if (t->map_len)
+			munmap(t->map, t->map_len);
+		free(t);
+		return;
+	}
+	free(t->starts);
+	free(t->rows);
+	free(t->block);
+	free(t->fdes);
 	free(t);
 }
 

@@ -6,6 +6,7 @@
 #ifndef SS_TABLE_UNWIND_TABLE_H
 #define SS_TABLE_UNWIND_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,9 @@ enum ut_cfa_kind {
 	UT_CFA_UNDEFINED_RA, /* return address undefined: outermost frame */
 	UT_CFA_DWARF,	     /* evaluate the DWARF for this address; the row
 				holds an index into the table's FDE list */
+	UT_CFA_LAZY,	     /* a lazy table has not compiled this range yet:
+				never returned by unwind_table__lookup; must
+				stay the last kind (see the lookup) */
 };
 
 /* Where the caller's rbp (or rbx) is. Besides rbp, rbx is carried because
@@ -74,6 +78,34 @@ struct unwind_table;
  * trusted. */
 int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 			  const struct log_sink *log, struct unwind_table **out);
+
+/* A lazy table over one .eh_frame: nothing is compiled up front; the
+ * first lookup in the range of an FDE (found through .eh_frame_hdr's
+ * binary search table, hdr/hdr_size at link-time address hdr_vaddr)
+ * compiles that FDE, and the table gives for every address the row the
+ * whole compile gives. After UT_LAZY_MAX_FILLS such fills, or when the
+ * CFI is not what the lazy path handles (FDEs that overlap their
+ * neighbours, a header table out of order), the table compiles itself
+ * whole, in place. Returns 0 and *out, -ENOTSUP when the header has no
+ * usable search table (compile whole instead), or -errno. hdr and the
+ * CFI bytes must outlive the table; log too. */
+int unwind_table__open_lazy(const struct cfi_input *eh_frame,
+			    const uint8_t *hdr, size_t hdr_size,
+			    uint64_t hdr_vaddr, const struct log_sink *log,
+			    struct unwind_table **out);
+#define UT_LAZY_MAX_FILLS 256
+/* Compiles what a lazy table has not compiled yet: the table is then the
+ * whole-module table (for exporting it whole, or keeping it on disk).
+ * Rows returned by earlier lookups are no longer valid. Returns 0 or
+ * -errno (the table is unchanged then). No-op for a whole table. */
+int unwind_table__complete(struct unwind_table *t);
+/* Is t lazy (some ranges not compiled yet)? */
+bool unwind_table__is_lazy(const struct unwind_table *t);
+/* Sets how many fills a lazy table makes before compiling itself whole
+ * (tests keep a table lazy with SIZE_MAX). */
+void unwind_table__set_max_fills(struct unwind_table *t, size_t n);
+/* FDEs compiled by a lazy table's fills so far (0 for a whole table). */
+size_t unwind_table__lazy_fills(const struct unwind_table *t);
 void unwind_table__free(struct unwind_table *t);
 
 /* The table's layout is visible so that the lookup, on the unwinder's
@@ -84,11 +116,15 @@ struct ut_fde {
 	uint32_t input;	/* index into the table's inputs */
 };
 
+struct ut_lazy;
+
 /* Invariants: starts[] is strictly increasing, starts[0] == 0, and row i
  * covers [lo + starts[i], lo + starts[i + 1]) (the last row up to hi);
  * hi - lo <= UINT32_MAX. block[b] is the row covering lo + (b << shift), for
  * b in [0, nblocks], so the row for an address in block b lies in
- * [block[b], block[b + 1]]. Rows of kind DWARF index fdes[]. */
+ * [block[b], block[b + 1]]. Rows of kind DWARF index fdes[]. Rows of kind
+ * LAZY exist only while lazy != NULL; a fill replaces them (and may
+ * reallocate the arrays: a row pointer is good until the next lookup). */
 struct unwind_table {
 	uint64_t lo, hi;
 	uint32_t *starts;
@@ -101,7 +137,19 @@ struct unwind_table {
 	size_t nfdes;
 	struct cfi_input *inputs;
 	size_t ninputs;
+	struct ut_lazy *lazy;	/* NULL once everything is compiled */
+	/* A table read from the cache: its arrays point into these bytes,
+	 * not freed by unwind_table__free, which unmaps them when map_len
+	 * is not 0 (a mapping the table owns). */
+	void *map;
+	size_t map_len;
 };
+
+/* Compiles the range of the LAZY row at vaddr and returns vaddr's row
+ * (NULL: no CFI there). Logically const: the table only learns rows it
+ * would have had if compiled whole. */
+const struct unwind_row *unwind_table__fill(const struct unwind_table *t,
+					    uint64_t vaddr);
 
 /* The row covering link-time address vaddr, or NULL if the table has no
  * row there (equivalent to UT_CFA_NONE). Does not allocate. */
@@ -127,8 +175,13 @@ unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr)
 		lo = t->starts[lo + half] <= o ? lo + half : lo;
 		n -= half;
 	}
-	if (t->rows[lo].cfa_kind == UT_CFA_NONE)
-		return NULL;
+	/* NONE (0) and LAZY (the last kind) in one unsigned comparison:
+	 * the warm path pays what it paid for NONE alone. */
+	if (__builtin_expect((uint8_t)(t->rows[lo].cfa_kind - 1) >=
+				     UT_CFA_LAZY - 1, 0))
+		return t->rows[lo].cfa_kind == UT_CFA_NONE
+			       ? NULL
+			       : unwind_table__fill(t, vaddr);
 	return &t->rows[lo];
 }
 

@@ -514,7 +514,7 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 		const struct unwind_row *row;
 		uint64_t cfa, ra;
 
-		if (m->mod->nsigreturn && module__is_sigreturn(m->mod, pc - m->bias))
+		if (m->mod->sig_check && module__is_sigreturn(m->mod, pc - m->bias))
 			break;
 		row = unwind_table__lookup(t, pc - 1 - m->bias);
 		if (!row)

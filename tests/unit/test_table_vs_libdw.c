@@ -263,11 +263,70 @@ static void report(struct tally *ty, uint64_t a, const char *what)
 		fprintf(stderr, "    %#llx: %s\n", (unsigned long long)a, what);
 }
 
+/* The lazy tables of compare_section: every address compared is also
+ * looked up in them, and their row must be the whole table's (the same
+ * fixed row, or a DWARF row of the same FDE, which eval_dwarf then runs
+ * through the lazy table too). */
+struct lazy_check {
+	struct unwind_table *t[2];
+	size_t n;
+	size_t differ, shown;
+};
+static struct lazy_check *lazy_now;
+
+static bool same_row(const struct unwind_table *a, const struct unwind_row *x,
+		     const struct unwind_table *b, const struct unwind_row *y)
+{
+	if (!x || !y)
+		return x == y;
+	if (x->cfa_kind != y->cfa_kind)
+		return false;
+	if (x->cfa_kind == UT_CFA_DWARF)
+		return x->rbp_kind == y->rbp_kind &&
+		       a->fdes[unwind_row__fde_index(x)].off ==
+			       b->fdes[unwind_row__fde_index(y)].off;
+	return !memcmp(x, y, sizeof(*x));
+}
+
+static void compare_lazy(const struct unwind_table *t,
+			 const struct unwind_row *row, uint64_t a)
+{
+	for (size_t i = 0; lazy_now && i < lazy_now->n; i++) {
+		const struct unwind_table *z = lazy_now->t[i];
+		const struct unwind_row *zr = unwind_table__lookup(z, a);
+
+		if (same_row(t, row, z, zr) && zr && zr->cfa_kind == UT_CFA_DWARF) {
+			struct stacksnap_regs regs, c1, c2;
+			uint64_t cfa1 = 0, cfa2 = 0;
+			int e1, e2;
+
+			make_regs(0, a, &regs);
+			e1 = unwind_table__eval_dwarf(t, row, a, 0, &regs, mem_read,
+						      NULL, &c1, &cfa1);
+			e2 = unwind_table__eval_dwarf(z, zr, a, 0, &regs, mem_read,
+						      NULL, &c2, &cfa2);
+			if (e1 == e2 && (e1 || (cfa1 == cfa2 &&
+						!memcmp(&c1, &c2, sizeof(c1)))))
+				continue;
+		} else if (same_row(t, row, z, zr)) {
+			continue;
+		}
+		lazy_now->differ++;
+		if (lazy_now->shown++ < 10)
+			fprintf(stderr, "    %#llx: lazy table (%s) row differs "
+				"from the whole table's\n", (unsigned long long)a,
+				i ? "compiles whole after 32 fills"
+				  : "stays lazy");
+	}
+}
+
 static void compare_one(const struct unwind_table *t, Dwarf_CFI *cfi,
 			uint64_t a, struct tally *ty)
 {
 	const struct unwind_row *row = unwind_table__lookup(t, a);
 	Dwarf_Frame *frame = NULL;
+
+	compare_lazy(t, row, a);
 	int ra;
 	bool signal = false;
 
@@ -505,6 +564,27 @@ static bool compare_section(const char *path, Elf *elf, const char *secname,
 	unwind_table__range(t, &lo, &hi);
 	unwind_table__stats(t, &st);
 	CHECKF(hi > lo, "%s %s: empty table", path, secname);
+	/* .eh_frame also through lazy tables: one kept lazy whatever it
+	 * compiles, one that compiles itself whole after 32 fills (both first filled at scattered addresses, so regions are
+	 * compiled out of order). */
+	struct lazy_check lz = { .n = 0 };
+	struct cfi_input hdr;
+	if (in.is_eh_frame && find_section(elf, ".eh_frame_hdr", &hdr)) {
+		for (size_t i = 0; i < 2; i++) {
+			CHECK(unwind_table__open_lazy(&in, hdr.data, hdr.size,
+						      hdr.vaddr, NULL,
+						      &lz.t[i]) == 0);
+			if (!lz.t[i])
+				break;
+			lz.n++;
+			unwind_table__set_max_fills(lz.t[i], i ? 32 : SIZE_MAX);
+			for (uint64_t k = 1; k <= 300 && hi > lo; k++)
+				unwind_table__lookup(lz.t[i],
+						     lo + (k * 0x9e3779b97f4a7c15ull) % (hi - lo));
+		}
+		CHECKF(lz.n == 2, "%s: lazy tables not made", path);
+	}
+	lazy_now = &lz;
 	/* Just outside the table, libdw must have nothing either. */
 	if (lo)
 		compare_one(t, cfi, lo - 1, &ty);
@@ -522,6 +602,25 @@ static bool compare_section(const char *path, Elf *elf, const char *secname,
 	CHECKF(ty.unsupported == 0, "%s %s: %zu addresses use ops the test "
 	       "cannot evaluate", path, secname, ty.unsupported);
 	CHECK(ty.agreed + ty.disagreed + ty.unsupported == ty.compared);
+	lazy_now = NULL;
+	if (lz.n) {
+		printf("  %-44s %-12s lazy: %zu fills (kept lazy), rows differing "
+		       "from the whole table's: %zu\n", path, secname,
+		       unwind_table__lazy_fills(lz.t[0]), lz.differ);
+		CHECKF(lz.differ == 0, "%s: %zu lazy lookups differ from the "
+		       "whole table", path, lz.differ);
+		CHECK(unwind_table__is_lazy(lz.t[0]));
+		CHECK(unwind_table__is_lazy(lz.t[1]) ==
+		      (unwind_table__lazy_fills(lz.t[0]) < 32));
+		/* Completed, the lazy table is the whole table. */
+		CHECK(unwind_table__complete(lz.t[0]) == 0);
+		CHECK(!unwind_table__is_lazy(lz.t[0]) &&
+		      lz.t[0]->nrows == t->nrows &&
+		      !memcmp(lz.t[0]->rows, t->rows, t->nrows * sizeof(*t->rows)) &&
+		      !memcmp(lz.t[0]->starts, t->starts, t->nrows * sizeof(*t->starts)));
+	}
+	for (size_t i = 0; i < lz.n; i++)
+		unwind_table__free(lz.t[i]);
 	unwind_table__free(t);
 	return true;
 }

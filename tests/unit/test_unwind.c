@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
+#include "addrspace/module.h"
+#include "table/unwind_table.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -589,6 +591,42 @@ static void setup(void)
 	CHECK(self_as != NULL);
 }
 
+/* The same walks with every module's table lazy (compiled FDE by FDE as
+ * the walks reach them) and trampolines found a page at a time. */
+static void lazy_setup(void)
+{
+	stacksnap_addrspace__free(self_as);
+	stacksnap_ctx__free(ctx);
+	ctx = stacksnap_ctx__new(NULL);
+	CHECK(ctx != NULL);
+	ctx->lazy_min_cfi = 0;
+	self_as = stacksnap_addrspace__from_pid(ctx, getpid());
+	CHECK(self_as != NULL);
+}
+
+static void lazy_walks(void)
+{
+	struct stacksnap_ctx_stats st = { .sz = sizeof(st) };
+
+	self_live_memory();
+	self_copied_stack();
+	deep_recursion();
+	signal_frame_from_cfi();
+	batch_equals_stepwise();
+	CHECK(stacksnap_ctx__stats(ctx, &st) == 0);
+	CHECKF(st.tables_lazy >= 2 && st.tables_whole == 0,
+	       "%u lazy tables, %u whole", st.tables_lazy, st.tables_whole);
+	/* Made whole (as an exporter of whole tables asks), the same walks. */
+	for (struct module *m = ctx->modules; m; m = m->next)
+		if (m->table) {
+			CHECK(module__table_whole(ctx, m) == m->table);
+			CHECK(!unwind_table__is_lazy(m->table));
+		}
+	self_copied_stack();
+	signal_frame_from_cfi();
+	batch_equals_stepwise();
+}
+
 static void cleanup(void)
 {
 	stacksnap_addrspace__free(self_as);
@@ -602,4 +640,5 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(signal_frame_from_cfi), TEST(batch_equals_stepwise),
 	  TEST(no_allocation_when_warm),
 	  TEST(memory_sources), TEST(perf_register_layout),
+	  TEST(lazy_setup), TEST(lazy_walks),
 	  TEST(cleanup))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -128,6 +129,39 @@ static const struct subcommand {
 
 static int dump_main(int argc, char **argv);
 
+/* Copies of compressed debug files noted during the dump are made by a
+ * detached, low-priority child once the stacks are printed: the first
+ * dump is not made to wait for them (libc6-dbg's libc: inflating and
+ * writing ~40 MB), the next one finds them. The target is long detached. */
+static void write_caches_detached(struct stacksnap_ctx *ctx)
+{
+	pid_t pid;
+
+	if (!stacksnap_ctx__pending_cache_writes(ctx))
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid != 0) {
+		/* Parent; if fork failed, the next run notes them again. */
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return;
+	}
+	if (fork() != 0) /* the grandchild is reparented: no zombie, no wait */
+		_exit(0);
+	setsid();
+	int fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	(void)!nice(19);
+	stacksnap_ctx__write_caches(ctx);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
@@ -150,6 +184,8 @@ static int dump_main(int argc, char **argv)
 	size_t n = 0;
 	int rc, partial = 0, mem_fd = -1;
 
+	uint64_t start_ns = now_ns();
+
 	rc = options_parse(&o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
@@ -169,14 +205,19 @@ static int dump_main(int argc, char **argv)
 		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
 		return EXIT_ERROR;
 	}
+	stacksnap_ctx__defer_cache_writes(ctx, true);
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
+	uint64_t t_check = now_ns();
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
 		rc = exit_code_for(errno);
 		goto out;
 	}
+	tot.check_ns = now_ns() - t_check;
 	/* Maps, modules and the vDSO image are read before the freeze. */
+	uint64_t t_as = now_ns();
 	as = stacksnap_addrspace__from_pid(ctx, o.pid);
+	tot.addrspace_ns = now_ns() - t_as;
 	if (!as) {
 		if (errno == EACCES || errno == EPERM) {
 			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
@@ -310,9 +351,14 @@ static int dump_main(int argc, char **argv)
 		print_json(stdout, &o, res, n, &tot);
 	else
 		print_text(stdout, &o, res, n);
-	if (o.stats)
+	if (o.stats) {
+		tot.ctx.sz = sizeof(tot.ctx);
+		stacksnap_ctx__stats(ctx, &tot.ctx);
+		tot.total_ns = now_ns() - start_ns;
 		print_stats(stderr, &tot);
+	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
+	write_caches_detached(ctx);
 out:
 	for (size_t i = 0; res && i < n; i++) {
 		free(res[i].frames);

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "options.h"
 #include "perf_script.h"
+#include "stacksnap.h"
 
 /* Invariant: syms sorted by addr; names point into text (a copy of
  * /proc/kallsyms or of the cache file's string table). */
@@ -63,8 +65,19 @@ static struct kallsyms *cache_load(const char *path)
 {
 	size_t len = 0, n, strsize;
 	struct kallsyms *ks;
-	char *b = slurp(path, &len);
+	const char *why = NULL;
+	int fd = stacksnap_cache__open(path, &why);
+	char *b;
 	uint64_t hdr[2];
+
+	if (fd < 0) {
+		if (why && cli_verbose)
+			fprintf(stderr, "stacksnap: %s: cache file %s; ignored\n",
+				path, why);
+		return NULL;
+	}
+	close(fd); /* the directory is ours (0700): the file stays the one checked */
+	b = slurp(path, &len);
 
 	if (!b || len < 24 || memcmp(b, cache_magic, 8))
 		goto bad;
@@ -105,31 +118,37 @@ bad:
  * a whole file or none). Failure only costs the next run the slow path. */
 static void cache_store(const struct kallsyms *ks, const char *path)
 {
-	char tmp[4200];
 	uint64_t hdr[2] = { ks->n, 0 };
-	FILE *f;
+	size_t len, at;
+	char *b;
 
 	for (size_t i = 0; i < ks->n; i++)
 		hdr[1] += strlen(ks->syms[i].name) + 1;
 	if (hdr[1] > UINT32_MAX)
 		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f)
+	len = 24 + ks->n * 12 + hdr[1];
+	if (!(b = malloc(len)))
 		return;
-	fwrite(cache_magic, 8, 1, f);
-	fwrite(hdr, sizeof(hdr), 1, f);
-	for (size_t i = 0; i < ks->n; i++)
-		fwrite(&ks->syms[i].addr, 8, 1, f);
+	memcpy(b, cache_magic, 8);
+	memcpy(b + 8, hdr, sizeof(hdr));
+	at = 24;
+	for (size_t i = 0; i < ks->n; i++, at += 8)
+		memcpy(b + at, &ks->syms[i].addr, 8);
 	uint32_t off = 0;
-	for (size_t i = 0; i < ks->n; i++) {
-		fwrite(&off, 4, 1, f);
+	for (size_t i = 0; i < ks->n; i++, at += 4) {
+		memcpy(b + at, &off, 4);
 		off += (uint32_t)strlen(ks->syms[i].name) + 1;
 	}
-	for (size_t i = 0; i < ks->n; i++)
-		fwrite(ks->syms[i].name, strlen(ks->syms[i].name) + 1, 1, f);
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		unlink(tmp);
+	for (size_t i = 0; i < ks->n; i++) {
+		size_t l = strlen(ks->syms[i].name) + 1;
+
+		memcpy(b + at, ks->syms[i].name, l);
+		at += l;
+	}
+	if (stacksnap_cache__write(path, b, len) && cli_verbose)
+		fprintf(stderr, "stacksnap: %s: cannot write the cache file: %s\n",
+			path, strerror(errno));
+	free(b);
 }
 
 static int cmp_ksym(const void *a, const void *b)
@@ -225,10 +244,8 @@ struct kallsyms *kallsyms_load(const char *cache_dir)
 	ks = proc_load();
 	/* Addresses hidden by kptr_restrict read as 0 and are left out:
 	 * an empty table is not worth keeping. */
-	if (cacheable && ks && ks->n) {
-		mkdir(cache_dir, 0755);
+	if (cacheable && ks && ks->n)
 		cache_store(ks, path);
-	}
 	return ks;
 }
 

@@ -187,4 +187,14 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		   "copy %.1f us, detach %.1f us; %u task-list rescans\n",
 		s->stop_ns / 1e3, s->regs_ns / 1e3, s->copy_ns / 1e3,
 		s->detach_ns / 1e3, s->rescans);
+	fprintf(f, "stacksnap: cold path: check %.1f us, maps and modules %.1f us "
+		   "(%u modules), tables %.1f us, debug files %.1f us, symbol "
+		   "tables %.1f us; total %.1f us\n",
+		tot->check_ns / 1e3, tot->addrspace_ns / 1e3, tot->ctx.modules,
+		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
+		tot->ctx.symtab_ns / 1e3, tot->total_ns / 1e3);
+	fprintf(f, "stacksnap: unwind tables: %u whole, %u lazy (%u FDEs), "
+		   "%u from the table cache, %u stored in it\n",
+		tot->ctx.tables_whole, tot->ctx.tables_lazy, tot->ctx.lazy_fdes,
+		tot->ctx.tables_cached, tot->ctx.tables_stored);
 }

@@ -27,6 +27,10 @@ struct dump_totals {
 	const struct stacksnap_snapshot_stats *snap;
 	uint64_t unwind_ns, symbolize_ns;
 	unsigned frames;
+	/* The cold path's phases: checking the target, reading its maps and
+	 * opening its modules, then what the module cache made. */
+	uint64_t check_ns, addrspace_ns, total_ns;
+	struct stacksnap_ctx_stats ctx;
 };
 
 /* Fills r->out from r->frames. Returns 0 or -ENOMEM. */
