@@ -54,6 +54,7 @@ struct walk {
 	bool exact;
 	unsigned nsignals;
 	struct walk_module mods[WALK_MODULES];
+	struct walk_module *last;	/* the previous frame's, or NULL */
 	unsigned nmods, victim;
 	struct stack_range stacks[WALK_STACKS];
 	unsigned nstacks;
@@ -154,14 +155,12 @@ static bool stack_range_of(uintptr_t addr, struct stack_range *r)
 	return true;
 }
 
-/* Whether [addr, addr + len) may be read: inside a stack known to this
- * walk, or one found now. A corrupt stack's wild pointers end the walk
- * here instead of faulting. */
-static bool readable(struct walk *w, uintptr_t addr, size_t len)
+/* The cold part of readable(): a stack this walk has not met yet. */
+static bool readable_slow(struct walk *w, uintptr_t addr, size_t len)
 {
 	struct stack_range r;
 
-	for (unsigned i = 0; i < w->nstacks; i++)
+	for (unsigned i = 1; i < w->nstacks; i++)
 		if (addr >= w->stacks[i].lo && addr < w->stacks[i].hi &&
 		    w->stacks[i].hi - addr >= len)
 			return true;
@@ -170,8 +169,19 @@ static bool readable(struct walk *w, uintptr_t addr, size_t len)
 	if (w->nstacks < WALK_STACKS)
 		w->stacks[w->nstacks++] = r;
 	else
-		w->stacks[0] = r;
+		w->stacks[1] = r;
 	return true;
+}
+
+/* Whether [addr, addr + len) may be read: inside a stack known to this
+ * walk, or one found now. A corrupt stack's wild pointers end the walk
+ * here instead of faulting. */
+static inline bool readable(struct walk *w, uintptr_t addr, size_t len)
+{
+	if (w->nstacks && addr >= w->stacks[0].lo &&
+	    addr < w->stacks[0].hi && w->stacks[0].hi - addr >= len)
+		return true;
+	return readable_slow(w, addr, len);
 }
 
 /* Loads from the thread's own stack. Not instrumented: other frames'
@@ -219,24 +229,36 @@ static void regs_from_gregs(const greg_t *g, struct stacksnap_regs *r)
 	r->valid = BIT(STACKSNAP_REG_COUNT) - 1;
 }
 
-static struct walk_module *module_of(struct walk *w, uintptr_t addr)
+static struct walk_module *module_of_slow(struct walk *w, uintptr_t addr)
 {
 	struct walk_module *wm;
 
 	for (unsigned i = 0; i < w->nmods; i++)
 		if (addr - w->mods[i].m.start <
 		    w->mods[i].m.end - w->mods[i].m.start)
-			return &w->mods[i];
+			return w->last = &w->mods[i];
 	if (w->nmods < WALK_MODULES)
 		wm = &w->mods[w->nmods++];
 	else
 		wm = &w->mods[w->victim++ % WALK_MODULES];
 	if (inproc_module_find(addr, &wm->m)) {
 		wm->m.start = wm->m.end = 0; /* matches nothing */
+		w->last = NULL;
 		return NULL;
 	}
 	wm->eh_state = 0;
+	w->last = wm;
 	return wm;
+}
+
+/* The module of addr: most frames are in the previous frame's. */
+static inline struct walk_module *module_of(struct walk *w, uintptr_t addr)
+{
+	struct walk_module *wm = w->last;
+
+	if (wm && addr - wm->m.start < wm->m.end - wm->m.start)
+		return wm;
+	return module_of_slow(w, addr);
 }
 
 /* rt_sigreturn trampolines without CFI: `mov $15,%rax; syscall`. */
@@ -276,7 +298,7 @@ static enum step_end take_caller(struct walk *w,
 
 /* A callee-saved register by its compact rule (as the remote unwinder's
  * saved_value: a slot below sp is an epilogue's, already restored). */
-static bool saved_reg(struct walk *w, unsigned kind, int16_t off,
+static inline __attribute__((always_inline)) bool saved_reg(struct walk *w, unsigned kind, int16_t off,
 		      uint64_t cfa, unsigned reg, uint64_t *val,
 		      uint32_t *valid)
 {
@@ -304,7 +326,7 @@ static bool saved_reg(struct walk *w, unsigned kind, int16_t off,
 	}
 }
 
-static enum step_end step_row(struct walk *w, const struct walk_module *wm,
+static inline __attribute__((always_inline)) enum step_end step_row(struct walk *w, const struct walk_module *wm,
 			      const struct unwind_row *row, uint64_t vaddr)
 {
 	uint64_t *r = w->regs.regs;
@@ -395,6 +417,30 @@ static enum step_end step_sigreturn(struct walk *w)
 	return STEP_OK;
 }
 
+/* unwind_table__lookup through the module's row cache. */
+static inline __attribute__((always_inline)) const struct unwind_row *
+cached_lookup(const struct inproc_module *m,
+						     uint64_t vaddr)
+{
+	const struct unwind_table *t = m->table;
+	const struct unwind_row *row;
+	uint64_t off = vaddr - t->lo, e;
+	_Atomic(uint64_t) *slot;
+
+	if (vaddr < t->lo || vaddr >= t->hi)
+		return NULL;
+	slot = &m->row_cache[(off * 0x9e3779b97f4a7c15ull) >> 54 &
+			     (INPROC_ROW_CACHE - 1)];
+	e = atomic_load_explicit(slot, memory_order_relaxed);
+	if (e >> 32 == off && (uint32_t)e && (uint32_t)e <= t->nrows)
+		return &t->rows[(uint32_t)e - 1];
+	row = unwind_table__lookup(t, vaddr);
+	if (row)
+		atomic_store_explicit(slot, off << 32 | (uint64_t)(row - t->rows + 1),
+				      memory_order_relaxed);
+	return row;
+}
+
 /* From the current frame to its caller. */
 static enum step_end step(struct walk *w)
 {
@@ -410,7 +456,7 @@ static enum step_end step(struct walk *w)
 	if (!wm)
 		return STEP_END;
 	if (wm->m.table) {
-		row = unwind_table__lookup(wm->m.table, addr - wm->m.bias);
+		row = cached_lookup(&wm->m, addr - wm->m.bias);
 		if (row) {
 			was_signal = row->cfa_kind == UT_CFA_DWARF &&
 				     (row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
@@ -479,6 +525,7 @@ int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 	if (!max)
 		return 0;
 	w.nmods = w.victim = w.nstacks = w.nsignals = 0;
+	w.last = NULL;
 	w.interpreted = 0;
 	w.exact = false;
 	w.regs.regs[STACKSNAP_REG_RIP] = *ra_slot;
@@ -521,6 +568,7 @@ int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 	if (!max)
 		return 0;
 	w.nmods = w.victim = w.nstacks = w.nsignals = 0;
+	w.last = NULL;
 	w.interpreted = 0;
 	w.exact = true; /* the interrupted pc is exact */
 	regs_from_gregs(uc->uc_mcontext.gregs, &w.regs);

@@ -20,7 +20,14 @@ struct inproc_module {
 	uint64_t bias;		/* run-time minus link-time addresses */
 	const uint8_t *hdr;	/* .eh_frame_hdr; NULL when it has none */
 	const struct unwind_table *table; /* NULL: none published yet */
+	/* With table: INPROC_ROW_CACHE words shared by every thread, each
+	 * (offset from table->lo << 32 | row index + 1), or 0; written and
+	 * read whole (relaxed atomics), so never torn, and checked on use:
+	 * a hit skips the binary search for a pc seen before. */
+	_Atomic(uint64_t) *row_cache;
 };
+
+#define INPROC_ROW_CACHE 1024
 
 /* The module holding addr, from _dl_find_object and the table registry.
  * Async-signal-safe: no allocation, no lock, no system call. Returns 0,

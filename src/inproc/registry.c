@@ -35,6 +35,7 @@ struct reg_slot {
 	const uint8_t *hdr;
 	uint64_t fingerprint;	  /* of the .eh_frame_hdr's contents */
 	struct unwind_table *table;
+	_Atomic(uint64_t) *row_cache; /* INPROC_ROW_CACHE words */
 };
 
 static struct reg_slot slots[REG_SLOTS];
@@ -181,6 +182,25 @@ static struct reg_slot *slot_find(const struct inproc_module *m, uint64_t fp)
 	return NULL;
 }
 
+static const Elf64_Phdr *module_phdrs(const struct inproc_module *m,
+				      unsigned *n);
+
+/* Sets m->bias: the mapping start minus the page (4 KiB on x86_64) of the
+ * first PT_LOAD's link-time address, where the loader maps it. */
+static int module_bias(struct inproc_module *m)
+{
+	unsigned n;
+	const Elf64_Phdr *ph = module_phdrs(m, &n);
+
+	for (unsigned i = 0; ph && i < n; i++) {
+		if (ph[i].p_type != PT_LOAD)
+			continue;
+		m->bias = m->start - (ph[i].p_vaddr & ~(uint64_t)4095);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int inproc_module_find(uintptr_t addr, struct inproc_module *m)
 {
 	struct dl_find_object dlfo;
@@ -190,18 +210,24 @@ int inproc_module_find(uintptr_t addr, struct inproc_module *m)
 		return -ENOENT;
 	m->start = (uintptr_t)dlfo.dlfo_map_start;
 	m->end = (uintptr_t)dlfo.dlfo_map_end;
-	m->bias = dlfo.dlfo_link_map ? dlfo.dlfo_link_map->l_addr : 0;
 	m->hdr = dlfo.dlfo_eh_frame;
 	m->table = NULL;
-	if (m->start >= m->end)
+	m->row_cache = NULL;
+	/* The bias from the module's own program headers rather than its
+	 * link_map, which the loader frees on dlclose() (without a lock
+	 * this side could take): the mapping starts at the page of the
+	 * first PT_LOAD. */
+	if (m->start >= m->end || module_bias(m))
 		return -ENOENT;
 	/* Nothing published: skip the fingerprint (the common case before
 	 * stacksnap_backtrace_prepare, and for modules loaded since). */
 	if (!atomic_load_explicit(&nslots_used, memory_order_acquire))
 		return 0;
 	s = slot_find(m, hdr_fingerprint(m));
-	if (s)
+	if (s) {
 		m->table = s->table;
+		m->row_cache = s->row_cache;
+	}
 	return 0;
 }
 
@@ -337,6 +363,7 @@ static int prepare_module(uintptr_t addr)
 	struct inproc_module m;
 	struct cfi_input in;
 	struct unwind_table *t;
+	_Atomic(uint64_t) *cache;
 	uint64_t fp;
 	size_t h;
 	int err;
@@ -352,6 +379,11 @@ static int prepare_module(uintptr_t addr)
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
+	cache = calloc(INPROC_ROW_CACHE, sizeof(*cache));
+	if (!cache) {
+		unwind_table__free(t);
+		return -ENOMEM;
+	}
 	h = slot_hash(m.start);
 	for (size_t i = 0; i < REG_SLOTS; i++) {
 		struct reg_slot *s = &slots[(h + i) & (REG_SLOTS - 1)];
@@ -362,11 +394,13 @@ static int prepare_module(uintptr_t addr)
 		s->hdr = m.hdr;
 		s->fingerprint = fp;
 		s->table = t;
+		s->row_cache = cache;
 		atomic_store_explicit(&s->start, m.start, memory_order_release);
 		atomic_fetch_add_explicit(&nslots_used, 1, memory_order_release);
 		return 1;
 	}
 	unwind_table__free(t); /* cannot happen: one slot is kept free */
+	free(cache);
 	return 0;
 }
 
