@@ -40,8 +40,11 @@ extern "C" const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 #include "target.h"
 
 #define MAXF 128
-#define SAMPLE_NS 100000	/* 10 kHz */
-#define NESTED_NS 130000	/* the second signal, out of step */
+/* 10 kHz, and a second signal out of step; INPROC_STRESS_PERIOD_US
+ * changes the first (sanitized builds: a walk instrumented by a sanitizer
+ * can outlast 100 us, and a thread would then do nothing but handle
+ * signals). */
+static long sample_ns = 100000, nested_ns = 130000;
 #define LONG_WORKERS 3
 
 static std::atomic<long> violations, samples, checked, mismatches, nested,
@@ -387,8 +390,8 @@ static NOINLINE void worker_body(long iterations, bool altstack)
 		sigaltstack(&ss, NULL);
 	}
 	in_body = 1;
-	t1 = arm(SIGPROF, SAMPLE_NS);
-	t2 = arm(SIGUSR2, NESTED_NS);
+	t1 = arm(SIGPROF, sample_ns);
+	t2 = arm(SIGUSR2, nested_ns);
 	for (long i = 0; (iterations < 0 || i < iterations) && !stop; i++) {
 		seed = seed * 1103515245u + 12345u;
 		if (seed % 8 == 0 && nplugins)
@@ -439,6 +442,10 @@ int main(int argc, char **argv)
 
 	target_init();
 	under_tsan = getenv("INPROC_STRESS_TSAN") != NULL;
+	if (getenv("INPROC_STRESS_PERIOD_US")) {
+		sample_ns = atol(getenv("INPROC_STRESS_PERIOD_US")) * 1000;
+		nested_ns = sample_ns * 13 / 10;
+	}
 	plugin_paths = (const char *const *)(argv + 2);
 	nplugins = argc > 2 ? argc - 2 : 0;
 	memset(&sa, 0, sizeof(sa));
