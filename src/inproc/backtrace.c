@@ -417,28 +417,39 @@ static enum step_end step_sigreturn(struct walk *w)
 	return STEP_OK;
 }
 
-/* unwind_table__lookup through the module's row cache. */
+_Static_assert(sizeof(struct unwind_row) == 8, "a row is two cache halves");
+
+/* unwind_table__lookup through the module's row cache: the row copied
+ * into *buf on a hit (or after a lookup), or NULL. */
 static inline __attribute__((always_inline)) const struct unwind_row *
-cached_lookup(const struct inproc_module *m,
-						     uint64_t vaddr)
+cached_lookup(const struct inproc_module *m, uint64_t vaddr,
+	      struct unwind_row *buf)
 {
 	const struct unwind_table *t = m->table;
 	const struct unwind_row *row;
-	uint64_t off = vaddr - t->lo, e;
-	_Atomic(uint64_t) *slot;
+	uint64_t off = vaddr - t->lo, tag = (off + 1) << 32, e0, e1;
+	_Atomic(uint64_t) *pair;
+	uint32_t half[2];
 
 	if (vaddr < t->lo || vaddr >= t->hi)
 		return NULL;
-	slot = &m->row_cache[(off * 0x9e3779b97f4a7c15ull) >> 54 &
-			     (INPROC_ROW_CACHE - 1)];
-	e = atomic_load_explicit(slot, memory_order_relaxed);
-	if (e >> 32 == off && (uint32_t)e && (uint32_t)e <= t->nrows)
-		return &t->rows[(uint32_t)e - 1];
+	pair = &m->row_cache[2 * ((off ^ off >> 10) & (INPROC_ROW_CACHE - 1))];
+	e0 = atomic_load_explicit(&pair[0], memory_order_relaxed);
+	e1 = atomic_load_explicit(&pair[1], memory_order_relaxed);
+	if ((e0 & ~0xffffffffull) == tag && (e1 & ~0xffffffffull) == tag) {
+		half[0] = (uint32_t)e0;
+		half[1] = (uint32_t)e1;
+		memcpy(buf, half, sizeof(*buf));
+		return buf;
+	}
 	row = unwind_table__lookup(t, vaddr);
-	if (row)
-		atomic_store_explicit(slot, off << 32 | (uint64_t)(row - t->rows + 1),
-				      memory_order_relaxed);
-	return row;
+	if (!row)
+		return NULL;
+	memcpy(half, row, sizeof(half));
+	atomic_store_explicit(&pair[0], tag | half[0], memory_order_relaxed);
+	atomic_store_explicit(&pair[1], tag | half[1], memory_order_relaxed);
+	*buf = *row;
+	return buf;
 }
 
 /* From the current frame to its caller. */
@@ -449,6 +460,7 @@ static enum step_end step(struct walk *w)
 	uintptr_t addr = w->exact ? pc : pc - 1;
 	struct walk_module *wm = module_of(w, addr);
 	const struct unwind_row *row;
+	struct unwind_row rowbuf;
 	enum step_end e;
 	bool was_signal;
 	int rc;
@@ -456,7 +468,7 @@ static enum step_end step(struct walk *w)
 	if (!wm)
 		return STEP_END;
 	if (wm->m.table) {
-		row = cached_lookup(&wm->m, addr - wm->m.bias);
+		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
 		if (row) {
 			was_signal = row->cfa_kind == UT_CFA_DWARF &&
 				     (row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
@@ -491,14 +503,106 @@ check:
 	return STEP_OK;
 }
 
+/* A callee-saved register's caller value by a compact rule, on the fast
+ * path's locals; false when the general step must decide. */
+static inline __attribute__((always_inline)) bool
+fast_saved(unsigned kind, int16_t off, uint64_t cfa, uint64_t sp,
+	   const struct stack_range *st, unsigned reg, uint64_t *val,
+	   uint32_t *valid, uint32_t cur_valid)
+{
+	uint64_t a = cfa + (uint64_t)(int64_t)off;
+
+	switch (kind) {
+	case UT_RBP_SAME:
+		*valid |= cur_valid & BIT(reg);
+		return true;
+	case UT_RBP_CFA_OFF:
+		if (a < sp) { /* an epilogue's slot: already restored */
+			*valid |= cur_valid & BIT(reg);
+			return true;
+		}
+		if (a < st->lo || a >= st->hi || st->hi - a < 8)
+			return false;
+		*val = load_u64(a);
+		*valid |= BIT(reg);
+		return true;
+	default:
+		*val = 0;
+		return true;
+	}
+}
+
+/* The common frame, with the state in locals: a return address in the
+ * previous frame's module, which has a table; a compact row with CFA =
+ * rsp|rbp + offset; every read inside the current stack. Emits frames
+ * into ips from n on and returns the new count; stops (leaving w at the
+ * last frame emitted) at anything else, for the general step, which
+ * produces the same result (the same rules as step_row). */
+static int fast_frames(struct walk *w, void **ips, int n, int max)
+{
+	uint64_t *r = w->regs.regs;
+	uint64_t pc = r[STACKSNAP_REG_RIP], sp = r[STACKSNAP_REG_RSP];
+	uint64_t bp = r[STACKSNAP_REG_RBP], bx = r[STACKSNAP_REG_RBX];
+	uint32_t valid = w->regs.valid;
+	const struct walk_module *wm = w->last;
+	const struct stack_range st = w->stacks[0];
+	int start = n;
+
+	if (w->exact || !wm || !wm->m.table || !w->nstacks)
+		return n;
+	while (n < max) {
+		uint64_t addr = pc - 1, cfa, ra, nbp = bp, nbx = bx;
+		uint32_t nvalid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
+		const struct unwind_row *row;
+		struct unwind_row rowbuf;
+
+		if (addr - wm->m.start >= wm->m.end - wm->m.start)
+			break;
+		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
+		if (!row)
+			break;
+		if (row->cfa_kind == UT_CFA_RSP)
+			cfa = sp + (uint64_t)(int64_t)row->cfa_off;
+		else if (row->cfa_kind == UT_CFA_RBP && (valid & BIT(STACKSNAP_REG_RBP)))
+			cfa = bp + (uint64_t)(int64_t)row->cfa_off;
+		else
+			break;
+		if (cfa <= sp || cfa - 8 < st.lo || cfa > st.hi)
+			break;
+		ra = load_u64(cfa - 8);
+		if (!ra ||
+		    !fast_saved(row->rbp_kind, row->rbp_off, cfa, sp, &st,
+				STACKSNAP_REG_RBP, &nbp, &nvalid, valid) ||
+		    !fast_saved(row->rbx_kind, row->rbx_off, cfa, sp, &st,
+				STACKSNAP_REG_RBX, &nbx, &nvalid, valid))
+			break;
+		pc = ra;
+		sp = cfa;
+		bp = nbp;
+		bx = nbx;
+		valid = nvalid;
+		ips[n++] = (void *)(uintptr_t)pc;
+	}
+	if (n != start) {
+		r[STACKSNAP_REG_RIP] = pc;
+		r[STACKSNAP_REG_RSP] = sp;
+		r[STACKSNAP_REG_RBP] = bp;
+		r[STACKSNAP_REG_RBX] = bx;
+		w->regs.valid = valid;
+	}
+	return n;
+}
+
 static int walk(struct walk *w, void **ips, int max)
 {
 	int n = 0;
 
+	ips[n++] = (void *)(uintptr_t)w->regs.regs[STACKSNAP_REG_RIP];
 	while (n < max) {
-		ips[n++] = (void *)(uintptr_t)w->regs.regs[STACKSNAP_REG_RIP];
+		n = fast_frames(w, ips, n, max);
 		if (n == max || step(w) != STEP_OK)
 			break;
+		ips[n++] = (void *)(uintptr_t)w->regs.regs[STACKSNAP_REG_RIP];
 	}
 	if (w->interpreted)
 		atomic_fetch_add_explicit(&inproc_interpreted_frames,

@@ -20,14 +20,17 @@ struct inproc_module {
 	uint64_t bias;		/* run-time minus link-time addresses */
 	const uint8_t *hdr;	/* .eh_frame_hdr; NULL when it has none */
 	const struct unwind_table *table; /* NULL: none published yet */
-	/* With table: INPROC_ROW_CACHE words shared by every thread, each
-	 * (offset from table->lo << 32 | row index + 1), or 0; written and
-	 * read whole (relaxed atomics), so never torn, and checked on use:
-	 * a hit skips the binary search for a pc seen before. */
+	/* With table: INPROC_ROW_CACHE pairs of words shared by every
+	 * thread; a pair holds a copy of the row for one offset from
+	 * table->lo: each word is (offset + 1) << 32 | one half of the row,
+	 * written and read whole (relaxed atomics). Both words must carry
+	 * the same offset to be used, so a pair torn by two writers is a
+	 * miss, never a wrong row. A hit skips the binary search and the
+	 * load of the row itself for a pc seen before. */
 	_Atomic(uint64_t) *row_cache;
 };
 
-#define INPROC_ROW_CACHE 1024
+#define INPROC_ROW_CACHE 1024	/* pairs */
 
 /* The module holding addr, from _dl_find_object and the table registry.
  * Async-signal-safe: no allocation, no lock, no system call. Returns 0,

@@ -35,7 +35,8 @@ struct reg_slot {
 	const uint8_t *hdr;
 	uint64_t fingerprint;	  /* of the .eh_frame_hdr's contents */
 	struct unwind_table *table;
-	_Atomic(uint64_t) *row_cache; /* INPROC_ROW_CACHE words */
+	_Atomic(uint64_t) *row_cache; /* 2 * INPROC_ROW_CACHE words */
+	uint64_t bias;
 };
 
 static struct reg_slot slots[REG_SLOTS];
@@ -213,22 +214,20 @@ int inproc_module_find(uintptr_t addr, struct inproc_module *m)
 	m->hdr = dlfo.dlfo_eh_frame;
 	m->table = NULL;
 	m->row_cache = NULL;
+	if (m->start >= m->end)
+		return -ENOENT;
+	if (atomic_load_explicit(&nslots_used, memory_order_acquire) &&
+	    (s = slot_find(m, hdr_fingerprint(m)))) {
+		m->table = s->table;
+		m->row_cache = s->row_cache;
+		m->bias = s->bias;
+		return 0;
+	}
 	/* The bias from the module's own program headers rather than its
 	 * link_map, which the loader frees on dlclose() (without a lock
 	 * this side could take): the mapping starts at the page of the
 	 * first PT_LOAD. */
-	if (m->start >= m->end || module_bias(m))
-		return -ENOENT;
-	/* Nothing published: skip the fingerprint (the common case before
-	 * stacksnap_backtrace_prepare, and for modules loaded since). */
-	if (!atomic_load_explicit(&nslots_used, memory_order_acquire))
-		return 0;
-	s = slot_find(m, hdr_fingerprint(m));
-	if (s) {
-		m->table = s->table;
-		m->row_cache = s->row_cache;
-	}
-	return 0;
+	return module_bias(m);
 }
 
 /* The module's program headers, from its ELF header in memory (the first
@@ -379,7 +378,7 @@ static int prepare_module(uintptr_t addr)
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
-	cache = calloc(INPROC_ROW_CACHE, sizeof(*cache));
+	cache = calloc(2 * INPROC_ROW_CACHE, sizeof(*cache));
 	if (!cache) {
 		unwind_table__free(t);
 		return -ENOMEM;
@@ -395,6 +394,7 @@ static int prepare_module(uintptr_t addr)
 		s->fingerprint = fp;
 		s->table = t;
 		s->row_cache = cache;
+		s->bias = m.bias;
 		atomic_store_explicit(&s->start, m.start, memory_order_release);
 		atomic_fetch_add_explicit(&nslots_used, 1, memory_order_release);
 		return 1;
