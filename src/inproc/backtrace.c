@@ -610,6 +610,21 @@ static int walk(struct walk *w, void **ips, int max)
 	return n;
 }
 
+/* Runs a walk from w->regs (set by the caller), with errno kept as the
+ * caller had it. exact: the first pc is exact, not a return address. */
+static int run_walk(struct walk *w, bool exact, void **ips, int max)
+{
+	int saved_errno = errno, n;
+
+	w->nmods = w->victim = w->nstacks = w->nsignals = 0;
+	w->last = NULL;
+	w->interpreted = 0;
+	w->exact = exact;
+	n = walk(w, ips, max);
+	errno = saved_errno;
+	return n;
+}
+
 /* Called by the stacksnap_backtrace entry below with the caller's state
  * at its call: where the return address is, and rbp and rbx. */
 __attribute__((visibility("hidden"), used)) int
@@ -620,7 +635,6 @@ int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 			  uint64_t rbp, uint64_t rbx)
 {
 	struct walk w;
-	int saved_errno = errno, n;
 
 	if (!ips || max < 0) {
 		errno = EINVAL;
@@ -628,19 +642,13 @@ int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 	}
 	if (!max)
 		return 0;
-	w.nmods = w.victim = w.nstacks = w.nsignals = 0;
-	w.last = NULL;
-	w.interpreted = 0;
-	w.exact = false;
 	w.regs.regs[STACKSNAP_REG_RIP] = *ra_slot;
 	w.regs.regs[STACKSNAP_REG_RSP] = (uint64_t)(uintptr_t)(ra_slot + 1);
 	w.regs.regs[STACKSNAP_REG_RBP] = rbp;
 	w.regs.regs[STACKSNAP_REG_RBX] = rbx;
 	w.regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
 		       BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
-	n = walk(&w, ips, max);
-	errno = saved_errno;
-	return n;
+	return run_walk(&w, false, ips, max);
 }
 
 /* stacksnap_backtrace(ips, max): captures the caller's rsp (pointing at
@@ -663,7 +671,6 @@ int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 {
 	const ucontext_t *uc = ucontext;
 	struct walk w;
-	int saved_errno = errno, n;
 
 	if (!uc || !ips || max < 0) {
 		errno = EINVAL;
@@ -671,12 +678,6 @@ int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 	}
 	if (!max)
 		return 0;
-	w.nmods = w.victim = w.nstacks = w.nsignals = 0;
-	w.last = NULL;
-	w.interpreted = 0;
-	w.exact = true; /* the interrupted pc is exact */
 	regs_from_gregs(uc->uc_mcontext.gregs, &w.regs);
-	n = walk(&w, ips, max);
-	errno = saved_errno;
-	return n;
+	return run_walk(&w, true, ips, max); /* the interrupted pc is exact */
 }
