@@ -651,6 +651,74 @@ STACKSNAP_API int stacksnap_cache__open(const char *path, const char **why);
 STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
 					 size_t len);
 
+/* ------------------------------------------------------------------ */
+/* In-process backtrace: the calling thread's own stack, for tracers and
+ * profilers that record a call stack inside the traced program (a
+ * tracepoint, a SIGPROF handler, an allocation hook, a crash handler).
+ * docs/inproc.md has the design and the measurements.
+ *
+ * Guarantees of stacksnap_backtrace and stacksnap_backtrace_ucontext:
+ *  - async-signal-safe and reentrant: they may be called from a signal
+ *    handler, and a signal arriving while one runs, in the same thread,
+ *    may take its own backtrace (all state is on the caller's stack or in
+ *    read-only published tables);
+ *  - thread-safe, with no lock of any kind (not the loader's: modules are
+ *    found with glibc's lock-free _dl_find_object, never dl_iterate_phdr);
+ *  - no malloc or other allocation; errno is preserved;
+ *  - no system call on the warm path. The first walk on each stack of a
+ *    thread (its stack, a sigaltstack) reads /proc/self/maps once
+ *    (open/read/close, async-signal-safe) to learn the stack's bounds,
+ *    kept in initial-exec TLS (the only TLS used);
+ *  - bounded time and no fault on a corrupt stack: every stack read is
+ *    checked against the stack mappings, the stack pointer must move up
+ *    at each step (signal frames excepted, at most 64 of them), at most
+ *    max frames are written, and DWARF interpretation is bounded;
+ *  - no guesses: a frame is added only from CFI (.eh_frame) or an
+ *    rt_sigreturn frame; the walk stops at the first pc without CFI
+ *    (frame pointers are not followed);
+ *  - stack use: about 1 KiB, up to ~12 KiB while a frame is walked by
+ *    DWARF interpretation (module without a table, or a row that does not
+ *    fit the compact form: signal trampolines, PLT-less expressions).
+ * Modules with a table compiled by stacksnap_backtrace_prepare() are
+ * walked from compact rows (the fast path); others, including modules
+ * dlopen()ed later, by interpreting their .eh_frame through
+ * .eh_frame_hdr, with the same result. Tables are never freed (a module
+ * unloaded and reloaded at the same address reuses its table). A module
+ * dlclose()d while frames of its code are still on the walking thread's
+ * stack is a use-after-unload in the program, as for any unwinder. */
+
+/* Writes the return addresses of the calling function's stack into
+ * ips[0..max), innermost first: ips[0] is the return address into the
+ * caller of stacksnap_backtrace (as glibc's backtrace() gives it).
+ * Returns the number written (>= 1 when max >= 1), or -EINVAL. */
+STACKSNAP_API int stacksnap_backtrace(void **ips, int max);
+
+/* The same from a signal handler's interrupted context (its third
+ * argument, a ucontext_t *): ips[0] is the interrupted pc (exact, not a
+ * return address), then its callers. */
+STACKSNAP_API int stacksnap_backtrace_ucontext(const void *ucontext,
+					       void **ips, int max);
+
+/* Optional set-up, outside signal context (it allocates and takes a
+ * lock): compiles the unwind table of every module loaded now that has
+ * none yet, and publishes them for the walks. Call it at start-up and
+ * after dlopen() for the fast path; never needed for correctness.
+ * Returns the number of tables added, or -errno. */
+STACKSNAP_API int stacksnap_backtrace_prepare(void);
+
+struct stacksnap_backtrace_stats {
+	size_t sz;
+	uint64_t tables;		/* tables published by prepare */
+	uint64_t interpreted_frames;	/* frames walked by interpreting
+					   .eh_frame (no table yet) */
+	size_t :0;
+};
+
+/* Counters of the in-process backtrace, as far as st->sz says. Returns 0
+ * or -EINVAL. */
+STACKSNAP_API int
+stacksnap_backtrace_stats(struct stacksnap_backtrace_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,9 @@ command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need="$need libc6-dbg"
 dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || need="$need libclang-rt-14-dev"
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need="$need libc6-dev"
+pkgconf_ok lttng-ust || need="$need liblttng-ust-dev"
+command -v lttng >/dev/null 2>&1 || need="$need lttng-tools"
+command -v babeltrace2 >/dev/null 2>&1 || need="$need babeltrace2"
 [ -z "$need" ] && exit 0
 echo "install-deps: installing:$need"
 if [ "$(id -u)" != 0 ]; then

@@ -984,14 +984,14 @@ static int apply_rule(const struct cfi_rule *r, unsigned reg,
 	return 0;
 }
 
-int unwind_table__eval_dwarf(const struct unwind_table *t,
-			     const struct unwind_row *row, uint64_t vaddr,
-			     uint64_t bias, const struct stacksnap_regs *regs,
-			     stacksnap_read_fn read, void *user,
-			     struct stacksnap_regs *caller, uint64_t *cfa)
+/* The body of unwind_table__eval_dwarf, on one FDE of one input; the
+ * FDE must cover vaddr. */
+static int eval_fde(const struct cfi_input *in, size_t fde_off,
+		    uint64_t vaddr, uint64_t bias,
+		    const struct stacksnap_regs *regs, stacksnap_read_fn read,
+		    void *user, struct stacksnap_regs *caller, uint64_t *cfa,
+		    bool *signal_frame)
 {
-	const struct ut_fde *f;
-	const struct cfi_input *in;
 	struct cfi_cie cie;
 	struct cfi_fde fde;
 	struct cfi_row r;
@@ -1001,14 +1001,14 @@ int unwind_table__eval_dwarf(const struct unwind_table *t,
 	uint64_t c;
 	int err;
 
-	if (!row || row->cfa_kind != UT_CFA_DWARF ||
-	    unwind_row__fde_index(row) >= t->nfdes)
+	if (cfi_fde_at(in, fde_off, &cie, &fde))
 		return fail(-EINVAL);
-	f = &t->fdes[unwind_row__fde_index(row)];
-	in = &t->inputs[f->input];
-	if (cfi_fde_at(in, f->off, &cie, &fde) ||
-	    cfi_run(in, &cie, &fde, vaddr, NULL, NULL, &r))
+	if (vaddr < fde.pc_begin || vaddr >= fde.pc_end)
+		return fail(-ENOENT);
+	if (cfi_run(in, &cie, &fde, vaddr, NULL, NULL, &r))
 		return fail(-EINVAL);
+	if (signal_frame)
+		*signal_frame = cie.signal_frame;
 	switch (r.cfa_kind) {
 	case CFI_CFA_REG_OFF:
 		if (r.cfa_reg >= STACKSNAP_REG_COUNT ||
@@ -1061,6 +1061,36 @@ int unwind_table__eval_dwarf(const struct unwind_table *t,
 	}
 	*cfa = c;
 	return 0;
+}
+
+int unwind_table__eval_dwarf(const struct unwind_table *t,
+			     const struct unwind_row *row, uint64_t vaddr,
+			     uint64_t bias, const struct stacksnap_regs *regs,
+			     stacksnap_read_fn read, void *user,
+			     struct stacksnap_regs *caller, uint64_t *cfa)
+{
+	const struct ut_fde *f;
+	int err;
+
+	if (!row || row->cfa_kind != UT_CFA_DWARF ||
+	    unwind_row__fde_index(row) >= t->nfdes)
+		return fail(-EINVAL);
+	f = &t->fdes[unwind_row__fde_index(row)];
+	err = eval_fde(&t->inputs[f->input], f->off, vaddr, bias, regs, read,
+		       user, caller, cfa, NULL);
+	/* The table's row says the FDE covers vaddr: a mismatch is bad CFI. */
+	return err == -ENOENT ? fail(-EINVAL) : err;
+}
+
+int unwind_table__eval_fde(const struct cfi_input *in, size_t fde_off,
+			   uint64_t vaddr, uint64_t bias,
+			   const struct stacksnap_regs *regs,
+			   stacksnap_read_fn read, void *user,
+			   struct stacksnap_regs *caller, uint64_t *cfa,
+			   bool *signal_frame)
+{
+	return eval_fde(in, fde_off, vaddr, bias, regs, read, user, caller,
+			cfa, signal_frame);
 }
 
 void unwind_table__range(const struct unwind_table *t, uint64_t *lo,

@@ -201,6 +201,19 @@ int unwind_table__eval_dwarf(const struct unwind_table *t,
 			     stacksnap_read_fn read, void *user,
 			     struct stacksnap_regs *caller, uint64_t *cfa);
 
+/* The same for a caller without a table (the in-process backtrace on a
+ * module it has not compiled yet): evaluates the FDE at section offset
+ * fde_off of in, found by the caller (e.g. through .eh_frame_hdr).
+ * -ENOENT when that FDE does not cover vaddr. *signal_frame (may be NULL)
+ * tells whether its CIE marks a signal frame. Neither allocates nor takes
+ * locks: safe in a signal handler when read is. */
+int unwind_table__eval_fde(const struct cfi_input *in, size_t fde_off,
+			   uint64_t vaddr, uint64_t bias,
+			   const struct stacksnap_regs *regs,
+			   stacksnap_read_fn read, void *user,
+			   struct stacksnap_regs *caller, uint64_t *cfa,
+			   bool *signal_frame);
+
 /* The link-time address range [*lo, *hi) the table's rows span (both 0
  * for an empty table). Lookups outside it return NULL. */
 void unwind_table__range(const struct unwind_table *t, uint64_t *lo,

@@ -125,6 +125,7 @@ static const struct subcommand {
 	int (*main)(int argc, char **argv);
 } subcommands[] = {
 	{ "perf-script", perf_script_main },
+	{ "symbolize", symbolize_main },
 };
 
 static int dump_main(int argc, char **argv);

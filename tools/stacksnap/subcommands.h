@@ -6,4 +6,7 @@
 /* `stacksnap perf-script FILE`: unwind the samples of a perf.data file. */
 int perf_script_main(int argc, char **argv);
 
+/* `stacksnap symbolize`: name addresses of a live or recorded process. */
+int symbolize_main(int argc, char **argv);
+
 #endif

@@ -1,0 +1,683 @@
+/* backtrace.c - the in-process backtrace: walks the calling thread's own
+ * stack (or a signal handler's interrupted context) over the same compiled
+ * unwind rows as the remote unwinder, or, for a module without a table
+ * yet, by interpreting its .eh_frame found through .eh_frame_hdr; without
+ * allocating, locking or (once a thread's stack is known) system calls,
+ * so that it is safe in a signal handler and reentrant. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "inproc/inproc.h"
+#include "stacksnap.h"
+#include "table/unwind_table.h"
+
+#define MAX_SIGNAL_FRAMES 64	/* nested signal frames crossed in one walk */
+#define WALK_MODULES 4		/* modules remembered during one walk */
+#define WALK_STACKS 2		/* stacks (thread stack, sigaltstack) */
+
+#define BIT(r) (1u << (r))
+
+/* A range of memory known to be readable: a stack mapping. */
+struct stack_range {
+	uintptr_t lo, hi;
+};
+
+/* The stacks this thread's walks have read, found once from
+ * /proc/self/maps. Initial-exec TLS: no allocation, no lock on first
+ * access from a signal handler. Invariant: a slot with hi != 0 names a
+ * mapping that was readable when found; hi is cleared first and set last
+ * (with signal fences) so that a handler interrupting an update sees
+ * either a whole range or none. */
+static __thread struct stack_range tls_stacks[WALK_STACKS]
+	__attribute__((tls_model("initial-exec")));
+static __thread unsigned tls_stack_victim
+	__attribute__((tls_model("initial-exec")));
+
+/* A module met during a walk, with its .eh_frame once looked for. */
+struct walk_module {
+	struct inproc_module m;
+	struct cfi_input eh;
+	int8_t eh_state;	/* 0: not looked for, 1: found, -1: none */
+};
+
+/* One walk's state: the current frame's registers (rip, rsp always
+ * valid), and what it has found so far. Invariant: when exact is false
+ * the pc is a return address (looked up at pc - 1). */
+struct walk {
+	struct stacksnap_regs regs;
+	bool exact;
+	unsigned nsignals;
+	struct walk_module mods[WALK_MODULES];
+	struct walk_module *last;	/* the previous frame's, or NULL */
+	unsigned nmods, victim;
+	struct stack_range stacks[WALK_STACKS];
+	unsigned nstacks;
+	uint64_t interpreted;
+};
+
+/* Parses one /proc/self/maps line "lo-hi rwxp ..." into a range when it
+ * is readable and holds addr. */
+static bool maps_line(const char *s, const char *e, uintptr_t addr,
+		      struct stack_range *r)
+{
+	uintptr_t v[2] = { 0, 0 };
+	int k = 0;
+
+	for (; s < e && k < 2; s++) {
+		char c = *s;
+
+		if (c >= '0' && c <= '9')
+			v[k] = v[k] << 4 | (uintptr_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v[k] = v[k] << 4 | (uintptr_t)(c - 'a' + 10);
+		else if (c == '-' || c == ' ')
+			k++;
+		else
+			return false;
+	}
+	if (k < 2 || s >= e || *s != 'r' || addr < v[0] || addr >= v[1])
+		return false;
+	r->lo = v[0];
+	r->hi = v[1];
+	return true;
+}
+
+/* The mapping holding addr, read from /proc/self/maps with open/read/
+ * close (async-signal-safe system calls) into a buffer on the stack. The
+ * cold path: once per thread and stack. */
+static bool find_stack_mapping(uintptr_t addr, struct stack_range *r)
+{
+	char buf[2048];
+	size_t have = 0;
+	bool found = false;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	while (!found) {
+		ssize_t got = read(fd, buf + have, sizeof(buf) - have);
+		size_t start = 0;
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		have += (size_t)got;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			if (maps_line(buf + start, buf + i, addr, r)) {
+				found = true;
+				break;
+			}
+			start = i + 1;
+		}
+		if (!start && have == sizeof(buf))
+			start = have; /* a line longer than the buffer */
+		memmove(buf, buf + start, have - start);
+		have -= start;
+	}
+	close(fd);
+	return found;
+}
+
+/* A stack range holding addr: from this thread's cache, else looked up
+ * and cached. */
+static bool stack_range_of(uintptr_t addr, struct stack_range *r)
+{
+	unsigned v;
+
+	for (unsigned i = 0; i < WALK_STACKS; i++) {
+		uintptr_t hi = tls_stacks[i].hi;
+
+		atomic_signal_fence(memory_order_acquire);
+		r->lo = tls_stacks[i].lo;
+		atomic_signal_fence(memory_order_acquire);
+		if (hi && tls_stacks[i].hi == hi && addr >= r->lo && addr < hi) {
+			r->hi = hi;
+			return true;
+		}
+	}
+	if (!find_stack_mapping(addr, r))
+		return false;
+	v = tls_stack_victim++ % WALK_STACKS;
+	tls_stacks[v].hi = 0;
+	atomic_signal_fence(memory_order_release);
+	tls_stacks[v].lo = r->lo;
+	atomic_signal_fence(memory_order_release);
+	tls_stacks[v].hi = r->hi;
+	return true;
+}
+
+/* The cold part of readable(): a stack this walk has not met yet. */
+static bool readable_slow(struct walk *w, uintptr_t addr, size_t len)
+{
+	struct stack_range r;
+
+	for (unsigned i = 1; i < w->nstacks; i++)
+		if (addr >= w->stacks[i].lo && addr < w->stacks[i].hi &&
+		    w->stacks[i].hi - addr >= len)
+			return true;
+	if (!stack_range_of(addr, &r) || r.hi - addr < len)
+		return false;
+	if (w->nstacks < WALK_STACKS)
+		w->stacks[w->nstacks++] = r;
+	else
+		w->stacks[1] = r;
+	return true;
+}
+
+/* Whether [addr, addr + len) may be read: inside a stack known to this
+ * walk, or one found now. A corrupt stack's wild pointers end the walk
+ * here instead of faulting. */
+static inline bool readable(struct walk *w, uintptr_t addr, size_t len)
+{
+	if (w->nstacks && addr >= w->stacks[0].lo &&
+	    addr < w->stacks[0].hi && w->stacks[0].hi - addr >= len)
+		return true;
+	return readable_slow(w, addr, len);
+}
+
+/* Loads from the thread's own stack. Not instrumented: other frames'
+ * slots may sit in AddressSanitizer's redzones. */
+__attribute__((no_sanitize_address)) static uint64_t load_u64(uintptr_t a)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, (const void *)a, sizeof(v));
+	return v;
+}
+
+__attribute__((no_sanitize_address)) static int walk_read(void *user,
+							  uint64_t addr,
+							  void *buf, size_t len)
+{
+	struct walk *w = user;
+	const volatile uint8_t *src = (const uint8_t *)(uintptr_t)addr;
+	uint8_t *dst = buf;
+
+	if (!readable(w, (uintptr_t)addr, len))
+		return -EFAULT;
+	for (size_t i = 0; i < len; i++)
+		dst[i] = src[i];
+	return 0;
+}
+
+/* The registers of a ucontext's mcontext (kernel order of gregs). */
+static void regs_from_gregs(const greg_t *g, struct stacksnap_regs *r)
+{
+	static const uint8_t dwarf_of[][2] = {
+		{ REG_R8, STACKSNAP_REG_R8 },	{ REG_R9, STACKSNAP_REG_R9 },
+		{ REG_R10, STACKSNAP_REG_R10 }, { REG_R11, STACKSNAP_REG_R11 },
+		{ REG_R12, STACKSNAP_REG_R12 }, { REG_R13, STACKSNAP_REG_R13 },
+		{ REG_R14, STACKSNAP_REG_R14 }, { REG_R15, STACKSNAP_REG_R15 },
+		{ REG_RDI, STACKSNAP_REG_RDI }, { REG_RSI, STACKSNAP_REG_RSI },
+		{ REG_RBP, STACKSNAP_REG_RBP }, { REG_RBX, STACKSNAP_REG_RBX },
+		{ REG_RDX, STACKSNAP_REG_RDX }, { REG_RAX, STACKSNAP_REG_RAX },
+		{ REG_RCX, STACKSNAP_REG_RCX }, { REG_RSP, STACKSNAP_REG_RSP },
+		{ REG_RIP, STACKSNAP_REG_RIP },
+	};
+
+	for (size_t i = 0; i < sizeof(dwarf_of) / sizeof(dwarf_of[0]); i++)
+		r->regs[dwarf_of[i][1]] = (uint64_t)g[dwarf_of[i][0]];
+	r->valid = BIT(STACKSNAP_REG_COUNT) - 1;
+}
+
+static struct walk_module *module_of_slow(struct walk *w, uintptr_t addr)
+{
+	struct walk_module *wm;
+
+	for (unsigned i = 0; i < w->nmods; i++)
+		if (addr - w->mods[i].m.start <
+		    w->mods[i].m.end - w->mods[i].m.start)
+			return w->last = &w->mods[i];
+	if (w->nmods < WALK_MODULES)
+		wm = &w->mods[w->nmods++];
+	else
+		wm = &w->mods[w->victim++ % WALK_MODULES];
+	if (inproc_module_find(addr, &wm->m)) {
+		wm->m.start = wm->m.end = 0; /* matches nothing */
+		w->last = NULL;
+		return NULL;
+	}
+	wm->eh_state = 0;
+	w->last = wm;
+	return wm;
+}
+
+/* The module of addr: most frames are in the previous frame's. */
+static inline struct walk_module *module_of(struct walk *w, uintptr_t addr)
+{
+	struct walk_module *wm = w->last;
+
+	if (wm && addr - wm->m.start < wm->m.end - wm->m.start)
+		return wm;
+	return module_of_slow(w, addr);
+}
+
+/* rt_sigreturn trampolines without CFI: `mov $15,%rax; syscall`. */
+__attribute__((no_sanitize_address)) static bool
+is_sigreturn(const struct walk_module *wm, uintptr_t pc)
+{
+	static const uint8_t code[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+					0x00, 0x00, 0x0f, 0x05 };
+
+	if (!inproc_module_mapped(&wm->m, pc, sizeof(code), true))
+		return false;
+	for (size_t i = 0; i < sizeof(code); i++)
+		if (((const volatile uint8_t *)pc)[i] != code[i])
+			return false;
+	return true;
+}
+
+/* Why a step ends the walk (any non-zero value). */
+enum step_end {
+	STEP_OK = 0,
+	STEP_END,
+};
+
+/* Applies a caller's register set from DWARF evaluation. */
+static enum step_end take_caller(struct walk *w,
+				 const struct stacksnap_regs *caller,
+				 uint64_t cfa, bool signal_frame)
+{
+	if (!(caller->valid & BIT(STACKSNAP_REG_RIP)))
+		return STEP_END; /* return address undefined: the bottom */
+	w->regs = *caller;
+	w->regs.regs[STACKSNAP_REG_RSP] = cfa;
+	w->regs.valid |= BIT(STACKSNAP_REG_RSP);
+	w->exact = signal_frame;
+	return STEP_OK;
+}
+
+/* A callee-saved register by its compact rule (as the remote unwinder's
+ * saved_value: a slot below sp is an epilogue's, already restored). */
+static inline __attribute__((always_inline)) bool saved_reg(struct walk *w, unsigned kind, int16_t off,
+		      uint64_t cfa, unsigned reg, uint64_t *val,
+		      uint32_t *valid)
+{
+	uint64_t a = cfa + (uint64_t)(int64_t)off;
+
+	switch (kind) {
+	case UT_RBP_SAME:
+		*val = w->regs.regs[reg];
+		*valid |= w->regs.valid & BIT(reg);
+		return true;
+	case UT_RBP_CFA_OFF:
+		if (a < w->regs.regs[STACKSNAP_REG_RSP]) {
+			*val = w->regs.regs[reg];
+			*valid |= w->regs.valid & BIT(reg);
+			return true;
+		}
+		if (!readable(w, a, 8))
+			return false;
+		*val = load_u64(a);
+		*valid |= BIT(reg);
+		return true;
+	default:
+		*val = 0;
+		return true;
+	}
+}
+
+static inline __attribute__((always_inline)) enum step_end step_row(struct walk *w, const struct walk_module *wm,
+			      const struct unwind_row *row, uint64_t vaddr)
+{
+	uint64_t *r = w->regs.regs;
+	uint64_t cfa, ra, rbp, rbx;
+	uint32_t valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
+
+	switch (row->cfa_kind) {
+	case UT_CFA_RSP:
+		cfa = r[STACKSNAP_REG_RSP] + (uint64_t)(int64_t)row->cfa_off;
+		break;
+	case UT_CFA_RBP:
+		if (!(w->regs.valid & BIT(STACKSNAP_REG_RBP)))
+			return STEP_END;
+		cfa = r[STACKSNAP_REG_RBP] + (uint64_t)(int64_t)row->cfa_off;
+		break;
+	case UT_CFA_PLT:
+		cfa = r[STACKSNAP_REG_RSP] + 8 +
+		      ((r[STACKSNAP_REG_RIP] & 15) >= 11 ? 8 : 0);
+		break;
+	case UT_CFA_DWARF: {
+		struct stacksnap_regs caller;
+
+		if (unwind_table__eval_dwarf(wm->m.table, row, vaddr,
+					     wm->m.bias, &w->regs, walk_read, w,
+					     &caller, &cfa))
+			return STEP_END;
+		return take_caller(w, &caller, cfa,
+				   row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
+	}
+	default: /* UNDEFINED_RA: the bottom of the stack */
+		return STEP_END;
+	}
+	if (!readable(w, cfa - 8, 8))
+		return STEP_END;
+	ra = load_u64(cfa - 8);
+	if (!saved_reg(w, row->rbp_kind, row->rbp_off, cfa, STACKSNAP_REG_RBP,
+		       &rbp, &valid) ||
+	    !saved_reg(w, row->rbx_kind, row->rbx_off, cfa, STACKSNAP_REG_RBX,
+		       &rbx, &valid))
+		return STEP_END;
+	w->regs.valid = valid;
+	r[STACKSNAP_REG_RBP] = rbp;
+	r[STACKSNAP_REG_RBX] = rbx;
+	r[STACKSNAP_REG_RSP] = cfa;
+	r[STACKSNAP_REG_RIP] = ra;
+	w->exact = false;
+	return STEP_OK;
+}
+
+/* No table for this module yet: find the FDE through .eh_frame_hdr and
+ * interpret it for this one address. 1 when no FDE covers it. */
+static int step_interpret(struct walk *w, struct walk_module *wm,
+			  uintptr_t addr)
+{
+	struct stacksnap_regs caller;
+	uint64_t cfa;
+	size_t off;
+	bool sig = false;
+	int err;
+
+	if (!wm->eh_state)
+		wm->eh_state = inproc_module_eh_frame(&wm->m, &wm->eh) ? -1 : 1;
+	if (wm->eh_state < 0 || inproc_hdr_search(&wm->m, &wm->eh, addr, &off))
+		return 1;
+	err = unwind_table__eval_fde(&wm->eh, off, addr - wm->m.bias,
+				     wm->m.bias, &w->regs, walk_read, w,
+				     &caller, &cfa, &sig);
+	if (err == -ENOENT)
+		return 1;
+	w->interpreted++;
+	if (err)
+		return -1;
+	return take_caller(w, &caller, cfa, sig) == STEP_OK ? 0 : -1;
+}
+
+/* The interrupted context saved by the kernel at rsp, in a trampoline
+ * that has no CFI. */
+static enum step_end step_sigreturn(struct walk *w)
+{
+	uintptr_t g = (uintptr_t)w->regs.regs[STACKSNAP_REG_RSP] +
+		      offsetof(ucontext_t, uc_mcontext.gregs);
+	greg_t gregs[NGREG];
+
+	if (walk_read(w, g, gregs, sizeof(gregs)))
+		return STEP_END;
+	regs_from_gregs(gregs, &w->regs);
+	w->exact = true;
+	return STEP_OK;
+}
+
+_Static_assert(sizeof(struct unwind_row) == 8, "a row is two cache halves");
+
+/* unwind_table__lookup through the module's row cache: the row copied
+ * into *buf on a hit (or after a lookup), or NULL. */
+static inline __attribute__((always_inline)) const struct unwind_row *
+cached_lookup(const struct inproc_module *m, uint64_t vaddr,
+	      struct unwind_row *buf)
+{
+	const struct unwind_table *t = m->table;
+	const struct unwind_row *row;
+	uint64_t off = vaddr - t->lo, tag = (off + 1) << 32, e0, e1;
+	_Atomic(uint64_t) *pair;
+	uint32_t half[2];
+
+	if (vaddr < t->lo || vaddr >= t->hi)
+		return NULL;
+	pair = &m->row_cache[2 * ((off ^ off >> 10) & (INPROC_ROW_CACHE - 1))];
+	e0 = atomic_load_explicit(&pair[0], memory_order_relaxed);
+	e1 = atomic_load_explicit(&pair[1], memory_order_relaxed);
+	if ((e0 & ~0xffffffffull) == tag && (e1 & ~0xffffffffull) == tag) {
+		half[0] = (uint32_t)e0;
+		half[1] = (uint32_t)e1;
+		memcpy(buf, half, sizeof(*buf));
+		return buf;
+	}
+	row = unwind_table__lookup(t, vaddr);
+	if (!row)
+		return NULL;
+	memcpy(half, row, sizeof(half));
+	atomic_store_explicit(&pair[0], tag | half[0], memory_order_relaxed);
+	atomic_store_explicit(&pair[1], tag | half[1], memory_order_relaxed);
+	*buf = *row;
+	return buf;
+}
+
+/* From the current frame to its caller. */
+static enum step_end step(struct walk *w)
+{
+	uint64_t pc = w->regs.regs[STACKSNAP_REG_RIP];
+	uint64_t sp = w->regs.regs[STACKSNAP_REG_RSP];
+	uintptr_t addr = w->exact ? pc : pc - 1;
+	struct walk_module *wm = module_of(w, addr);
+	const struct unwind_row *row;
+	struct unwind_row rowbuf;
+	enum step_end e;
+	bool was_signal;
+	int rc;
+
+	if (!wm)
+		return STEP_END;
+	if (wm->m.table) {
+		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
+		if (row) {
+			was_signal = row->cfa_kind == UT_CFA_DWARF &&
+				     (row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
+			e = step_row(w, wm, row, addr - wm->m.bias);
+			goto check;
+		}
+	} else if (wm->m.hdr) {
+		rc = step_interpret(w, wm, addr);
+		if (rc < 0)
+			return STEP_END;
+		if (rc == 0) {
+			was_signal = w->exact;
+			e = STEP_OK;
+			goto check;
+		}
+	}
+	if (!is_sigreturn(wm, pc))
+		return STEP_END; /* no CFI: no guess */
+	e = step_sigreturn(w);
+	was_signal = true;
+check:
+	if (e != STEP_OK || !w->regs.regs[STACKSNAP_REG_RIP])
+		return STEP_END;
+	/* The stack grows down: a caller's sp is above. Signal frames may
+	 * switch stacks (sigaltstack), a bounded number of times. */
+	if (was_signal) {
+		if (++w->nsignals > MAX_SIGNAL_FRAMES)
+			return STEP_END;
+	} else if (w->regs.regs[STACKSNAP_REG_RSP] <= sp) {
+		return STEP_END;
+	}
+	return STEP_OK;
+}
+
+/* A callee-saved register's caller value by a compact rule, on the fast
+ * path's locals; false when the general step must decide. */
+static inline __attribute__((always_inline)) bool
+fast_saved(unsigned kind, int16_t off, uint64_t cfa, uint64_t sp,
+	   const struct stack_range *st, unsigned reg, uint64_t *val,
+	   uint32_t *valid, uint32_t cur_valid)
+{
+	uint64_t a = cfa + (uint64_t)(int64_t)off;
+
+	switch (kind) {
+	case UT_RBP_SAME:
+		*valid |= cur_valid & BIT(reg);
+		return true;
+	case UT_RBP_CFA_OFF:
+		if (a < sp) { /* an epilogue's slot: already restored */
+			*valid |= cur_valid & BIT(reg);
+			return true;
+		}
+		if (a < st->lo || a >= st->hi || st->hi - a < 8)
+			return false;
+		*val = load_u64(a);
+		*valid |= BIT(reg);
+		return true;
+	default:
+		*val = 0;
+		return true;
+	}
+}
+
+/* The common frame, with the state in locals: a return address in the
+ * previous frame's module, which has a table; a compact row with CFA =
+ * rsp|rbp + offset; every read inside the current stack. Emits frames
+ * into ips from n on and returns the new count; stops (leaving w at the
+ * last frame emitted) at anything else, for the general step, which
+ * produces the same result (the same rules as step_row). */
+static int fast_frames(struct walk *w, void **ips, int n, int max)
+{
+	uint64_t *r = w->regs.regs;
+	uint64_t pc = r[STACKSNAP_REG_RIP], sp = r[STACKSNAP_REG_RSP];
+	uint64_t bp = r[STACKSNAP_REG_RBP], bx = r[STACKSNAP_REG_RBX];
+	uint32_t valid = w->regs.valid;
+	const struct walk_module *wm = w->last;
+	const struct stack_range st = w->stacks[0];
+	int start = n;
+
+	if (w->exact || !wm || !wm->m.table || !w->nstacks)
+		return n;
+	while (n < max) {
+		uint64_t addr = pc - 1, cfa, ra, nbp = bp, nbx = bx;
+		uint32_t nvalid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
+		const struct unwind_row *row;
+		struct unwind_row rowbuf;
+
+		if (addr - wm->m.start >= wm->m.end - wm->m.start)
+			break;
+		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
+		if (!row)
+			break;
+		if (row->cfa_kind == UT_CFA_RSP)
+			cfa = sp + (uint64_t)(int64_t)row->cfa_off;
+		else if (row->cfa_kind == UT_CFA_RBP && (valid & BIT(STACKSNAP_REG_RBP)))
+			cfa = bp + (uint64_t)(int64_t)row->cfa_off;
+		else
+			break;
+		if (cfa <= sp || cfa - 8 < st.lo || cfa > st.hi)
+			break;
+		ra = load_u64(cfa - 8);
+		if (!ra ||
+		    !fast_saved(row->rbp_kind, row->rbp_off, cfa, sp, &st,
+				STACKSNAP_REG_RBP, &nbp, &nvalid, valid) ||
+		    !fast_saved(row->rbx_kind, row->rbx_off, cfa, sp, &st,
+				STACKSNAP_REG_RBX, &nbx, &nvalid, valid))
+			break;
+		pc = ra;
+		sp = cfa;
+		bp = nbp;
+		bx = nbx;
+		valid = nvalid;
+		ips[n++] = (void *)(uintptr_t)pc;
+	}
+	if (n != start) {
+		r[STACKSNAP_REG_RIP] = pc;
+		r[STACKSNAP_REG_RSP] = sp;
+		r[STACKSNAP_REG_RBP] = bp;
+		r[STACKSNAP_REG_RBX] = bx;
+		w->regs.valid = valid;
+	}
+	return n;
+}
+
+static int walk(struct walk *w, void **ips, int max)
+{
+	int n = 0;
+
+	ips[n++] = (void *)(uintptr_t)w->regs.regs[STACKSNAP_REG_RIP];
+	while (n < max) {
+		n = fast_frames(w, ips, n, max);
+		if (n == max || step(w) != STEP_OK)
+			break;
+		ips[n++] = (void *)(uintptr_t)w->regs.regs[STACKSNAP_REG_RIP];
+	}
+	if (w->interpreted)
+		atomic_fetch_add_explicit(&inproc_interpreted_frames,
+					  w->interpreted, memory_order_relaxed);
+	return n;
+}
+
+/* Runs a walk from w->regs (set by the caller), with errno kept as the
+ * caller had it. exact: the first pc is exact, not a return address. */
+static int run_walk(struct walk *w, bool exact, void **ips, int max)
+{
+	int saved_errno = errno, n;
+
+	w->nmods = w->victim = w->nstacks = w->nsignals = 0;
+	w->last = NULL;
+	w->interpreted = 0;
+	w->exact = exact;
+	n = walk(w, ips, max);
+	errno = saved_errno;
+	return n;
+}
+
+/* Called by the stacksnap_backtrace entry below with the caller's state
+ * at its call: where the return address is, and rbp and rbx. */
+__attribute__((visibility("hidden"), used)) int
+inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
+		      uint64_t rbp, uint64_t rbx);
+
+int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
+			  uint64_t rbp, uint64_t rbx)
+{
+	struct walk w;
+
+	if (!ips || max < 0) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	if (!max)
+		return 0;
+	w.regs.regs[STACKSNAP_REG_RIP] = *ra_slot;
+	w.regs.regs[STACKSNAP_REG_RSP] = (uint64_t)(uintptr_t)(ra_slot + 1);
+	w.regs.regs[STACKSNAP_REG_RBP] = rbp;
+	w.regs.regs[STACKSNAP_REG_RBX] = rbx;
+	w.regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
+		       BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
+	return run_walk(&w, false, ips, max);
+}
+
+/* stacksnap_backtrace(ips, max): captures the caller's rsp (pointing at
+ * the return address), rbp and rbx before any prologue can change them,
+ * and tail-calls the walk. Its CFI is the default (CFA = rsp + 8). */
+__asm__(".text\n"
+	".globl stacksnap_backtrace\n"
+	".type stacksnap_backtrace, @function\n"
+	".p2align 4\n"
+	"stacksnap_backtrace:\n"
+	".cfi_startproc\n"
+	"\tmov %rsp, %rdx\n"
+	"\tmov %rbp, %rcx\n"
+	"\tmov %rbx, %r8\n"
+	"\tjmp inproc_backtrace_from\n"
+	".cfi_endproc\n"
+	".size stacksnap_backtrace, .-stacksnap_backtrace\n");
+
+int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
+{
+	const ucontext_t *uc = ucontext;
+	struct walk w;
+
+	if (!uc || !ips || max < 0) {
+		errno = EINVAL;
+		return -EINVAL;
+	}
+	if (!max)
+		return 0;
+	regs_from_gregs(uc->uc_mcontext.gregs, &w.regs);
+	return run_walk(&w, true, ips, max); /* the interrupted pc is exact */
+}
