@@ -20,6 +20,8 @@
 #define DEFAULT_STOP_TIMEOUT_MS 1000
 #define DEFAULT_STACK_SIZE (256u << 10)
 #define DEFAULT_MAX_FRAMES 1024
+#define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
+#define PREFAULT_MAX (16u << 20)
 
 uint64_t walker_now_ns(void)
 {
@@ -450,6 +452,30 @@ static int unwind_capture(struct stacksnap_target *t, const struct wcapture *c,
 	return n;
 }
 
+/* Grows the stack buffer to what the threads typically use. */
+static int prefault(struct stacksnap_target *t)
+{
+	size_t per = t->w->stack_size < PREFAULT_PER_THREAD ? t->w->stack_size
+							    : PREFAULT_PER_THREAD;
+	size_t want;
+	uint8_t *nb;
+
+	pthread_mutex_lock(&t->w->lock);
+	want = (t->n + 1) * per;
+	pthread_mutex_unlock(&t->w->lock);
+	if (want > PREFAULT_MAX)
+		want = PREFAULT_MAX;
+	if (want <= t->stack_cap)
+		return 0;
+	nb = realloc(t->stack_bytes, want);
+	if (!nb)
+		return -ENOMEM;
+	memset(nb + t->stack_cap, 0, want - t->stack_cap);
+	t->stack_bytes = nb;
+	t->stack_cap = want;
+	return 0;
+}
+
 int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 			   size_t ntids, struct stacksnap_unwinder *uw,
 			   stacksnap_walk_fn cb, void *user,
@@ -476,8 +502,12 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 		return fail(-ENOMEM);
 	pthread_mutex_lock(&t->w->api);
 	sync_addrspace(t);
-	/* Outside the freeze: the stacks' mappings, to clamp each copy. */
+	/* Outside the freeze: the stacks' mappings, to clamp each copy, and
+	 * a copy buffer faulted in (page faults inside it would be paid by
+	 * the target). */
 	err = walker_read_maps(t->pid, NULL, NULL, NULL, &rw, &nrw, &caprw);
+	if (!err)
+		err = prefault(t);
 	if (!err) {
 		r.rw = rw;
 		r.nrw = nrw;

@@ -7,6 +7,7 @@
  *                               SIGUSR1, pacing each round
  *   walker_target exit N CODE   N threads; one of them calls exit(CODE)
  *   walker_target forkexec      fork + exec /bin/true, then exec "spin 1"
+ *   walker_target grow N        a new counting thread every 200 ms, up to N
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -145,6 +146,17 @@ int main(int argc, char **argv)
 		execl("/proc/self/exe", argv[0], "spin", "1", (char *)NULL);
 		return 127;
 	}
-	fprintf(stderr, "usage: walker_target spin N | churn LIB | exit N CODE | forkexec\n");
+	if (argc >= 3 && !strcmp(argv[1], "grow")) {
+		int n = atoi(argv[2]);
+
+		ready();
+		for (int i = 1; i <= n && i <= 16; i++) {
+			pause_us(200000);
+			pthread_create(&th, NULL, counting_thread, (void *)(intptr_t)i);
+		}
+		for (;;)
+			count_round(0);
+	}
+	fprintf(stderr, "usage: walker_target spin N | churn LIB | exit N CODE | forkexec | grow N\n");
 	return 2;
 }

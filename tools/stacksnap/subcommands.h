@@ -6,4 +6,7 @@
 /* `stacksnap perf-script FILE`: unwind the samples of a perf.data file. */
 int perf_script_main(int argc, char **argv);
 
+/* `stacksnap watch PID`: a wall-clock profile from an attached walker. */
+int watch_main(int argc, char **argv);
+
 #endif
