@@ -36,7 +36,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lstdc++ -lpthread
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
-LIB_SRCS := $(sort $(wildcard src/*/*.c))
+LIB_SRCS := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 LIB_PIC_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)

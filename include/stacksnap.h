@@ -214,6 +214,8 @@ enum stacksnap_stepper {
 	STACKSNAP_STEP_SIGNAL,	    /* registers from a signal frame */
 	STACKSNAP_STEP_FP,	    /* frame pointer chain */
 	STACKSNAP_STEP_SCAN,	    /* stack scan (a guess) */
+	STACKSNAP_STEP_USER,	    /* a stepper the user registered (see
+				       stacksnap_frame.user_stepper) */
 };
 
 enum stacksnap_trust {
@@ -255,6 +257,8 @@ struct stacksnap_frame {
 	uint8_t stepper; /* enum stacksnap_stepper that produced this frame */
 	uint8_t trust;	/* enum stacksnap_trust */
 	uint8_t flags;	/* STACKSNAP_FRAME_* */
+	uint8_t user_stepper; /* with STACKSNAP_STEP_USER: the id
+				 stacksnap_unwinder__add_stepper() gave */
 };
 
 struct stacksnap_unwind_opts {
@@ -747,6 +751,61 @@ STACKSNAP_API int stacksnap_target__walk(struct stacksnap_target *t,
 					 struct stacksnap_unwinder *uw,
 					 stacksnap_walk_fn cb, void *user,
 					 struct stacksnap_walk_stats *stats);
+
+/* ------------------------------------------------------------------ */
+/* Frame steppers: the user's own, among the built-in ones.
+ *
+ * Built-in steppers are tried in priority order, highest first: signal
+ * frame (STACKSNAP_PRIO_SIGNAL), compiled CFI (STACKSNAP_PRIO_CFI), frame
+ * pointer (STACKSNAP_PRIO_FP), stack scan (STACKSNAP_PRIO_SCAN, opt-in);
+ * the bottom of the stack is recognised by every one of them (CFI's
+ * "return address undefined", a return address of 0). A user stepper with
+ * a priority between two built-ins is tried between them; one above
+ * STACKSNAP_PRIO_CFI sees every frame (the batch fast path then steps
+ * aside for it). */
+#define STACKSNAP_PRIO_SIGNAL 500
+#define STACKSNAP_PRIO_CFI 400
+#define STACKSNAP_PRIO_FP 300
+#define STACKSNAP_PRIO_SCAN 100
+
+/* What a stepper says of a frame. */
+enum stacksnap_step_result {
+	STACKSNAP_STEPPER_NOT_MINE = 0, /* try the next stepper */
+	STACKSNAP_STEPPER_CALLER = 1,	/* *caller holds the caller's registers
+					   (rip and rsp at least; rsp is the
+					   frame's CFA) */
+	STACKSNAP_STEPPER_BOTTOM = 2,	/* the outermost frame: the walk is
+					   complete */
+};
+
+/* A stepper: from one frame's registers (exact_pc: frame 0 or a frame
+ * interrupted by a signal, else a return address, whose call is at
+ * rip - 1) and the target's memory (stacksnap_mem__read), the caller's
+ * registers. Returns an enum stacksnap_step_result, or -errno when memory
+ * could not be read (the walk ends: stack memory unreadable). */
+typedef int (*stacksnap_stepper_fn)(void *user, const struct stacksnap_regs *regs,
+				    bool exact_pc, struct stacksnap_mem *mem,
+				    struct stacksnap_regs *caller);
+
+struct stacksnap_stepper_opts {
+	size_t sz;
+	const char *name;	/* for stacksnap_unwinder__stepper_name(); copied */
+	stacksnap_stepper_fn step;
+	void *user;		/* passed to step */
+	int priority;		/* STACKSNAP_PRIO_* scale; ties: after built-ins */
+	enum stacksnap_trust trust; /* given to its frames; 0 means CFI */
+	size_t :0;
+};
+
+/* Registers a stepper with uw. Returns its id (>= 1, what its frames carry
+ * in user_stepper), or -errno (-E2BIG: 16 already). */
+STACKSNAP_API int stacksnap_unwinder__add_stepper(struct stacksnap_unwinder *uw,
+						  const struct stacksnap_stepper_opts *opts);
+/* The name of the stepper that produced frame: a user stepper's name, or
+ * stacksnap_stepper__str() of a built-in. */
+STACKSNAP_API const char *
+stacksnap_unwinder__stepper_name(const struct stacksnap_unwinder *uw,
+				 const struct stacksnap_frame *frame);
 
 #ifdef __cplusplus
 }
