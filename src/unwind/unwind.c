@@ -159,7 +159,7 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 	}
 	TRY_USERS(STACKSNAP_PRIO_FP + 1, STACKSNAP_PRIO_CFI + 1);
 	if (!uw->no_fp) {
-		end = step_fp(uw, st, cfa);
+		end = step_fp(uw, m, exact, st, cfa);
 		if (end == STACKSNAP_END_NONE)
 			goto check;
 	}

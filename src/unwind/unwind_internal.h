@@ -74,9 +74,32 @@ enum stacksnap_end step_dwarf(struct stacksnap_unwinder *uw,
 			      const struct unwind_table *table,
 			      const struct unwind_row *row, uint64_t vaddr,
 			      uint64_t bias, struct frame_state *st, uint64_t *cfa);
-/* steppers/frame_pointer.c: the rbp chain. */
-enum stacksnap_end step_fp(struct stacksnap_unwinder *uw,
-			   struct frame_state *st, uint64_t *cfa);
+/* steppers/frame_pointer.c: the rbp chain; for an exact pc in a module,
+ * with the prologue helper's view of how far the frame is set up. */
+enum stacksnap_end step_fp(struct stacksnap_unwinder *uw, const struct as_map *m,
+			   bool exact, struct frame_state *st, uint64_t *cfa);
+
+/* steppers/prologue.c: FrameFuncHelper's classification of the function
+ * holding a module's link-time address vaddr: its kind of frame, and the
+ * state of the frame at vaddr (unset: return address at rsp, rbp still
+ * the caller's; halfset: rbp pushed, return address at rsp + 8; set: the
+ * rbp chain holds). Returns 0, or -1 when the function is unknown (no
+ * symbol) or its code unreadable. */
+enum prologue_kind {
+	PROLOGUE_UNKNOWN = 0,
+	PROLOGUE_NO_FRAME,	/* no push %rbp first */
+	PROLOGUE_STANDARD,	/* push %rbp; mov %rsp,%rbp */
+	PROLOGUE_SAVEFP_ONLY,	/* push %rbp, no mov */
+};
+enum prologue_state {
+	PROLOGUE_SET = 0,
+	PROLOGUE_UNSET,
+	PROLOGUE_HALFSET,
+	PROLOGUE_UNKNOWN_STATE,	/* inside a frameless function's body */
+};
+int prologue__classify(struct stacksnap_ctx *ctx, struct module *mod,
+		       uint64_t vaddr, enum prologue_kind *kind,
+		       enum prologue_state *state);
 /* steppers/wanderer.c: a word up the stack that is a return address. */
 enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
 			     struct frame_state *st, uint64_t *cfa);
