@@ -165,7 +165,7 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 	}
 	TRY_USERS(STACKSNAP_PRIO_SCAN + 1, STACKSNAP_PRIO_FP + 1);
 	if (uw->stack_scan) {
-		end = step_scan(uw, st, cfa);
+		end = step_scan(uw, exact, st, cfa);
 		if (end == STACKSNAP_END_NONE)
 			goto check;
 	}

@@ -100,8 +100,9 @@ enum prologue_state {
 int prologue__classify(struct stacksnap_ctx *ctx, struct module *mod,
 		       uint64_t vaddr, enum prologue_kind *kind,
 		       enum prologue_state *state);
-/* steppers/wanderer.c: a word up the stack that is a return address. */
-enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
+/* steppers/wanderer.c: a word up the stack that is a return address
+ * after a call that could have entered the current function. */
+enum stacksnap_end step_scan(struct stacksnap_unwinder *uw, bool exact,
 			     struct frame_state *st, uint64_t *cfa);
 /* steppers/user.c: the user's steppers with priority in [lo, hi): END_NONE
  * when one stepped, END_NO_CFI when none claimed the frame, else why the

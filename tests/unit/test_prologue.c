@@ -4,7 +4,10 @@
  * a stack built by hand to be exactly what the CPU would hold at fp_mid's
  * first instruction, after its push %rbp, after its mov, and at its ret,
  * unwinds to the return address in fp_outer (the truth, found by decoding
- * fp_outer's call to fp_mid); the plain rbp chain would skip it. */
+ * fp_outer's call to fp_mid); the plain rbp chain would skip it. The
+ * wanderer's call-site check: with neither CFI nor frame pointer, a decoy
+ * return address (after a call to another function) below the real one
+ * is passed over, through the PLT or direct calls. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -20,9 +23,9 @@
 
 static char dir[64];
 
-/* The address after fp_outer's call to fp_mid: call rel32 targets it
- * directly, or through the PLT (a jmp to fp_mid via the GOT). */
-static uint64_t ret_into_outer(const uint8_t *outer, const uint8_t *mid)
+/* The address after caller's call to callee: call rel32 targets it
+ * directly, or through the PLT (a jmp to it via the GOT). */
+static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
 {
 	for (int i = 0; i < 256; i++)
 		if (outer[i] == 0xe8) {
@@ -73,7 +76,7 @@ static void one_variant(const struct variant *v)
 	if (!h)
 		return;
 	const uint8_t *mid = dlsym(h, "fp_mid"), *outer = dlsym(h, "fp_outer");
-	uint64_t ra = ret_into_outer(outer, mid);
+	uint64_t ra = ret_after_call(outer, mid);
 	CHECKF(ra, "%s %s: no call to fp_mid found in fp_outer", v->cc, v->flags);
 
 	struct stacksnap_ctx *ctx = stacksnap_ctx__new(NULL);
@@ -147,6 +150,36 @@ static void one_variant(const struct variant *v)
 	}
 	stacksnap_unwinder__free(uw);
 	stacksnap_mem__free(mem);
+
+	/* The wanderer: stopped in fp_leaf with neither CFI nor frame
+	 * pointer, a decoy return address (after fp_outer's call to fp_mid)
+	 * lies below the real one (after fp_mid's call to fp_leaf). The
+	 * call-site check takes the real one; the PLT slots are read from
+	 * live memory behind the copy. */
+	const uint8_t *leaf = dlsym(h, "fp_leaf");
+	uint64_t ra_mid = ret_after_call(mid, leaf), scan_stack[128] = { ra, ra_mid };
+	struct stacksnap_mem *self = stacksnap_mem__new_self();
+	STACKSNAP_OPTS(stacksnap_unwind_opts, so_opts, .no_frame_pointer = true,
+		       .stack_scan = true);
+	uw = stacksnap_unwinder__new(&so_opts);
+	mem = stacksnap_mem__new_copy(scan_stack, sizeof(scan_stack),
+				      (uintptr_t)scan_stack);
+	stacksnap_mem__set_fallback(mem, self);
+	struct stacksnap_regs sregs = { .valid = (1u << STACKSNAP_REG_RIP) |
+						 (1u << STACKSNAP_REG_RSP) };
+	sregs.regs[STACKSNAP_REG_RIP] = (uintptr_t)leaf;
+	sregs.regs[STACKSNAP_REG_RSP] = (uintptr_t)scan_stack;
+	struct stacksnap_frame sf[4];
+	enum stacksnap_end send;
+	int sn = stacksnap_unwind(uw, as, &sregs, mem, sf, 4, &send);
+	CHECKF(ra_mid && sn >= 2 && sf[1].pc == ra_mid &&
+	       sf[1].stepper == STACKSNAP_STEP_SCAN,
+	       "%s %s: scan found %#lx, want %#lx (the decoy is %#lx)", v->cc,
+	       v->flags, sn >= 2 ? (unsigned long)sf[1].pc : 0UL,
+	       (unsigned long)ra_mid, (unsigned long)ra);
+	stacksnap_unwinder__free(uw);
+	stacksnap_mem__free(mem);
+	stacksnap_mem__free(self);
 	stacksnap_addrspace__free(as);
 	stacksnap_ctx__free(ctx);
 	dlclose(h);
@@ -159,6 +192,7 @@ static void test_fp_prologue(void)
 		{ "gcc", "-O2 -fcf-protection=full" },
 		{ "clang", "-O0" }, { "clang", "-O2" },
 		{ "clang", "-O2 -fcf-protection=full" },
+		{ "gcc", "-O2 -fno-semantic-interposition" }, /* direct calls */
 	};
 
 	strcpy(dir, "/tmp/ss-prologue-XXXXXX");
