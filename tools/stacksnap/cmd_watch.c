@@ -405,18 +405,6 @@ static void print_json_profile(FILE *f, struct watch *w, const struct entries *e
 	fputs("\n]}\n", f);
 }
 
-static int exit_code_for(int err)
-{
-	switch (err) {
-	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
-	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
-	case EBUSY: return EXIT_TRACED;
-	case ECHILD: return EXIT_ZOMBIE;
-	case EINVAL: return EXIT_KERNEL_THREAD;
-	}
-	return EXIT_ERROR;
-}
-
 int watch_main(int argc, char **argv)
 {
 	struct watch w = { 0 };
@@ -452,7 +440,7 @@ int watch_main(int argc, char **argv)
 	/* The library has said what is wrong with the target. */
 	w.t = stacksnap_walker__attach(walker, w.o.pid);
 	if (!w.t) {
-		rc = exit_code_for(errno);
+		rc = exit_code_for_errno(errno);
 		goto out;
 	}
 	uint64_t start = now_ns(), next = start;

@@ -25,18 +25,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int exit_code_for(int err)
-{
-	switch (err) {
-	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
-	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
-	case EBUSY: return EXIT_TRACED;
-	case ECHILD: return EXIT_ZOMBIE;
-	case EINVAL: return EXIT_KERNEL_THREAD;
-	}
-	return EXIT_ERROR;
-}
-
 /* SIGINT, SIGTERM and SIGHUP. While threads may be stopped (in_freeze),
  * the handler only records the signal: the capture polls it, detaches
  * every thread and returns, and we exit. Otherwise nothing of the target
@@ -173,7 +161,7 @@ static int dump_main(int argc, char **argv)
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
-		rc = exit_code_for(errno);
+		rc = exit_code_for_errno(errno);
 		goto out;
 	}
 	/* Maps, modules and the vDSO image are read before the freeze. */
@@ -215,7 +203,7 @@ static int dump_main(int argc, char **argv)
 			goto out;
 		}
 		/* It passed the check: ESRCH now means it exited meanwhile. */
-		rc = err == ESRCH ? EXIT_EXITED : exit_code_for(err);
+		rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
 		if (rc == EXIT_EXITED)
 			fprintf(stderr, "stacksnap: pid %d: the process exited "
 					"during the capture\n", (int)o.pid);
