@@ -6,6 +6,7 @@
  *   walker_target churn LIB     create/join threads, dlopen LIB, raise
  *                               SIGUSR1, pacing each round
  *   walker_target exit N CODE   N threads; one of them calls exit(CODE)
+ *                               when the harness sets counters[23]
  *   walker_target forkexec      fork + exec /bin/true, then exec "spin 1"
  *   walker_target grow N        a new counting thread every 200 ms, up to N
  */
@@ -24,7 +25,8 @@
 #include <unistd.h>
 
 /* counters[0]: main's rounds; [1..16]: per-thread rounds; [20]: threads
- * created; [21]: SIGUSR1 handled; [22]: dlopen calls; tids[i]: thread i's
+ * created; [21]: SIGUSR1 handled; [22]: dlopen calls; [23]: set by the
+ * harness: "exit" mode exits; tids[i]: thread i's
  * id (0: main). */
 struct shared {
 	volatile uint64_t counters[32];
@@ -75,9 +77,12 @@ static void on_usr1(int sig)
 	sh.counters[21]++;
 }
 
+/* Exits the process once the harness writes counters[23] (after it
+ * attached: on a loaded machine a fixed delay may pass before). */
 static void *exiting_thread(void *arg)
 {
-	pause_us(200000);
+	while (!sh.counters[23])
+		pause_us(1000);
 	exit((int)(intptr_t)arg);
 }
 
