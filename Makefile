@@ -38,7 +38,7 @@ SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 # src/bpf/*.bpf.c are BPF programs (built by clang -target bpf into
 # skeletons, below), not library sources.
-LIB_SRCS := $(sort $(filter-out %.bpf.c,$(wildcard src/*/*.c)))
+LIB_SRCS := $(sort $(filter-out %.bpf.c,$(wildcard src/*/*.c src/*/*/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 LIB_PIC_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)

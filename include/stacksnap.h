@@ -214,6 +214,8 @@ enum stacksnap_stepper {
 	STACKSNAP_STEP_SIGNAL,	    /* registers from a signal frame */
 	STACKSNAP_STEP_FP,	    /* frame pointer chain */
 	STACKSNAP_STEP_SCAN,	    /* stack scan (a guess) */
+	STACKSNAP_STEP_USER,	    /* a stepper the user registered (see
+				       stacksnap_frame.user_stepper) */
 };
 
 enum stacksnap_trust {
@@ -255,6 +257,8 @@ struct stacksnap_frame {
 	uint8_t stepper; /* enum stacksnap_stepper that produced this frame */
 	uint8_t trust;	/* enum stacksnap_trust */
 	uint8_t flags;	/* STACKSNAP_FRAME_* */
+	uint8_t user_stepper; /* with STACKSNAP_STEP_USER: the id
+				 stacksnap_unwinder__add_stepper() gave */
 };
 
 struct stacksnap_unwind_opts {
@@ -718,6 +722,202 @@ struct stacksnap_backtrace_stats {
  * or -EINVAL. */
 STACKSNAP_API int
 stacksnap_backtrace_stats(struct stacksnap_backtrace_stats *st);
+
+/* ------------------------------------------------------------------ */
+/* The attached walker: stays attached to processes and walks their
+ * threads as often as wanted (docs/walker.md). One tracer thread owns
+ * every ptrace call and handles what needs no decision at once (a new
+ * thread, a thread exit, a signal to pass on, a fork child to let go), so
+ * a target never waits for the caller; events are queued, the
+ * notification fd becomes readable, and stacksnap_walker__handle_events()
+ * delivers them. Several targets share one walker and one fd.
+ *
+ *   w = stacksnap_walker__new(ctx, NULL);
+ *   t = stacksnap_walker__attach(w, pid);
+ *   poll on stacksnap_walker__fd(w), then stacksnap_walker__handle_events(w,
+ *   false, on_event, me); stacksnap_target__walk(t, NULL, 0, uw, on_stack,
+ *   me, NULL) whenever wanted; stacksnap_target__detach(t);
+ *
+ * Threads are seized (PTRACE_SEIZE), never SIGSTOPped: if the caller dies
+ * the kernel detaches them and they run on. A target that is the caller's
+ * own child is reaped by the walker (its exit status comes in the EXIT
+ * event). Code mappings are followed by reading /proc/PID/maps every
+ * maps_poll_ms (no breakpoint: a dlopen never stops the target). The log
+ * callback may be called from the walker's thread. */
+
+struct stacksnap_walker;
+struct stacksnap_target;
+
+struct stacksnap_walker_opts {
+	size_t sz;
+	unsigned maps_poll_ms;	/* how often code mappings are compared;
+				   0: 100 */
+	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */
+	size_t stack_size;	/* bytes copied per thread from rsp up (as
+				   the snapshot); 0: 256 KiB */
+	unsigned max_frames;	/* frames per walked thread; 0: 1024 */
+	size_t :0;
+};
+
+enum stacksnap_event_type {
+	STACKSNAP_EVENT_THREAD_CREATE = 1, /* tid is new */
+	STACKSNAP_EVENT_THREAD_EXIT,	   /* tid exited; status */
+	STACKSNAP_EVENT_LIBRARY_LOAD,	   /* a code mapping of path appeared */
+	STACKSNAP_EVENT_LIBRARY_UNLOAD,	   /* ... disappeared */
+	STACKSNAP_EVENT_SIGNAL,		   /* signo came to tid (passed on) */
+	STACKSNAP_EVENT_FORK,		   /* tid forked child (not followed) */
+	STACKSNAP_EVENT_EXEC,		   /* the process ran execve() */
+	STACKSNAP_EVENT_EXIT,		   /* the process exited; status */
+};
+
+/* One event. Strings are valid during the callback only. */
+struct stacksnap_event {
+	enum stacksnap_event_type type;
+	struct stacksnap_target *target;
+	pid_t pid, tid;
+	int signo;		/* SIGNAL */
+	pid_t child;		/* FORK */
+	int status;		/* THREAD_EXIT, EXIT: a wait status */
+	const char *path;	/* LIBRARY_*: the mapped file */
+	uint64_t start, end;	/* LIBRARY_*: the code mapping */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC when the walker saw it */
+};
+
+/* Returns 0 to go on, non-zero to stop delivering (the rest stay queued). */
+typedef int (*stacksnap_event_fn)(void *user, const struct stacksnap_event *ev);
+
+/* Starts the walker's tracer thread. NULL and errno set on failure. */
+STACKSNAP_API struct stacksnap_walker *
+stacksnap_walker__new(struct stacksnap_ctx *ctx,
+		      const struct stacksnap_walker_opts *opts);
+/* Detaches every target (they run on) and stops the tracer thread. */
+STACKSNAP_API void stacksnap_walker__free(struct stacksnap_walker *w);
+/* An eventfd, readable while events are queued (for poll/epoll). */
+STACKSNAP_API int stacksnap_walker__fd(const struct stacksnap_walker *w);
+/* Delivers the queued events to cb, first bringing the address spaces up
+ * to date with the code mappings. With block, waits for at least one
+ * event (returns 0 at once when no target is attached). Returns the
+ * number delivered, or -errno. */
+STACKSNAP_API int stacksnap_walker__handle_events(struct stacksnap_walker *w,
+						  bool block,
+						  stacksnap_event_fn cb,
+						  void *user);
+
+/* Seizes every thread of pid, and those it creates from then on. NULL and
+ * errno set: ESRCH, EPERM, EBUSY (traced by someone else), ECHILD (a
+ * zombie), EINVAL (a kernel thread); the log says which. */
+STACKSNAP_API struct stacksnap_target *
+stacksnap_walker__attach(struct stacksnap_walker *w, pid_t pid);
+/* Lets the target run on untraced (resuming what pause paused; a thread
+ * stopped by job control stays stopped) and frees the handle, also after
+ * the target has terminated. Returns 0 or -errno (the handle is freed). */
+STACKSNAP_API int stacksnap_target__detach(struct stacksnap_target *t);
+STACKSNAP_API pid_t stacksnap_target__pid(const struct stacksnap_target *t);
+/* true once the process has exited or was killed (seen by the walker). */
+STACKSNAP_API bool stacksnap_target__is_terminated(const struct stacksnap_target *t);
+/* Stops thread tid, or every thread with tid 0 (threads created later
+ * too), until resume(); returns once they are stopped. 0 or -errno
+ * (-ESRCH: no such thread, -ETIMEDOUT: not stopped in time). */
+STACKSNAP_API int stacksnap_target__pause(struct stacksnap_target *t, pid_t tid);
+/* Resumes what pause() stopped (tid 0: every paused thread). */
+STACKSNAP_API int stacksnap_target__resume(struct stacksnap_target *t, pid_t tid);
+/* The thread ids as the walker knows them now, up to max; returns the
+ * count (which may exceed max). */
+STACKSNAP_API int stacksnap_target__threads(struct stacksnap_target *t,
+					    pid_t *tids, size_t max);
+/* The target's address space (owned by t), current as of the last walk
+ * or handle_events(). */
+STACKSNAP_API struct stacksnap_addrspace *
+stacksnap_target__addrspace(struct stacksnap_target *t);
+
+/* One walked thread, as stacksnap_target__walk() hands it over. */
+struct stacksnap_walked_thread {
+	pid_t tid;
+	int error;		/* enum stacksnap_thread_error */
+	bool paused;		/* stays paused by pause() */
+	const struct stacksnap_regs *regs;
+	const struct stacksnap_frame *frames;
+	size_t nframes;
+	enum stacksnap_end end;
+};
+
+typedef int (*stacksnap_walk_fn)(void *user,
+				 const struct stacksnap_walked_thread *th);
+
+struct stacksnap_walk_stats {
+	size_t sz;
+	uint64_t stopped_ns;	/* first thread asked to stop .. last resumed */
+	uint64_t walk_ns;	/* the whole call */
+	unsigned threads;	/* threads captured */
+	size_t bytes_copied;
+	size_t :0;
+};
+
+/* Walks threads tids[0..ntids) (ntids 0: every thread, at one instant):
+ * stops them (those the user paused are already), copies registers and
+ * stacks, lets them run, then unwinds each from its copy with uw and
+ * calls cb (which may stop the walk by returning non-zero). Returns the
+ * number of threads handed to cb, or -errno. stats may be NULL. */
+STACKSNAP_API int stacksnap_target__walk(struct stacksnap_target *t,
+					 const pid_t *tids, size_t ntids,
+					 struct stacksnap_unwinder *uw,
+					 stacksnap_walk_fn cb, void *user,
+					 struct stacksnap_walk_stats *stats);
+
+/* ------------------------------------------------------------------ */
+/* Frame steppers: the user's own, among the built-in ones.
+ *
+ * Built-in steppers are tried in priority order, highest first: signal
+ * frame (STACKSNAP_PRIO_SIGNAL), compiled CFI (STACKSNAP_PRIO_CFI), frame
+ * pointer (STACKSNAP_PRIO_FP), stack scan (STACKSNAP_PRIO_SCAN, opt-in);
+ * the bottom of the stack is recognised by every one of them (CFI's
+ * "return address undefined", a return address of 0). A user stepper with
+ * a priority between two built-ins is tried between them; one above
+ * STACKSNAP_PRIO_CFI sees every frame (the batch fast path then steps
+ * aside for it). */
+#define STACKSNAP_PRIO_SIGNAL 500
+#define STACKSNAP_PRIO_CFI 400
+#define STACKSNAP_PRIO_FP 300
+#define STACKSNAP_PRIO_SCAN 100
+
+/* What a stepper says of a frame. */
+enum stacksnap_step_result {
+	STACKSNAP_STEPPER_NOT_MINE = 0, /* try the next stepper */
+	STACKSNAP_STEPPER_CALLER = 1,	/* *caller holds the caller's registers
+					   (rip and rsp at least; rsp is the
+					   frame's CFA) */
+	STACKSNAP_STEPPER_BOTTOM = 2,	/* the outermost frame: the walk is
+					   complete */
+};
+
+/* A stepper: from one frame's registers (exact_pc: frame 0 or a frame
+ * interrupted by a signal, else a return address, whose call is at
+ * rip - 1) and the target's memory (stacksnap_mem__read), the caller's
+ * registers. Returns an enum stacksnap_step_result, or -errno when memory
+ * could not be read (the walk ends: stack memory unreadable). */
+typedef int (*stacksnap_stepper_fn)(void *user, const struct stacksnap_regs *regs,
+				    bool exact_pc, struct stacksnap_mem *mem,
+				    struct stacksnap_regs *caller);
+
+struct stacksnap_stepper_opts {
+	size_t sz;
+	const char *name;	/* for stacksnap_unwinder__stepper_name(); copied */
+	stacksnap_stepper_fn step;
+	void *user;		/* passed to step */
+	int priority;		/* STACKSNAP_PRIO_* scale; ties: after built-ins */
+	enum stacksnap_trust trust; /* given to its frames; 0 means CFI */
+	size_t :0;
+};
+
+/* Registers a stepper with uw. Returns its id (>= 1, what its frames carry
+ * in user_stepper), or -errno (-E2BIG: 16 already). */
+STACKSNAP_API int stacksnap_unwinder__add_stepper(struct stacksnap_unwinder *uw,
+						  const struct stacksnap_stepper_opts *opts);
+/* The name of the stepper that produced frame: a user stepper's name, or
+ * stacksnap_stepper__str() of a built-in. */
+STACKSNAP_API const char *
+stacksnap_unwinder__stepper_name(const struct stacksnap_unwinder *uw,
+				 const struct stacksnap_frame *frame);
 
 #ifdef __cplusplus
 }

@@ -4,49 +4,20 @@
  * it; every walk bounded by a frame limit and a stack-direction check. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/user.h>
 #include <ucontext.h>
 
-#include "addrspace/addrspace.h"
 #include "base/log.h"
 #include "base/opts.h"
-#include "mem/mem.h"
-#include "stacksnap.h"
-#include "table/unwind_table.h"
+#include "unwind/unwind_internal.h"
 
 #define DEFAULT_MAX_FRAMES 1024
 #define MAX_SIGNAL_FRAMES 64   /* nested signal frames in one walk */
-#define SCAN_MAX_WORDS 1024    /* how far a stack scan looks, in words */
 
-#define BIT(r) (1u << (r))
-
-
-/* One frame's state before it is emitted. */
-struct frame_state {
-	struct stacksnap_regs regs;
-	uint8_t stepper, trust, flags;
-};
-
-/* Invariant: when have_cur, cur holds the next frame to emit; when not,
- * end says why the walk stopped. The unwinder looks one step ahead so
- * that each frame is emitted with its own CFA. */
-struct stacksnap_unwinder {
-	unsigned max_frames;
-	bool stack_scan, no_fp;
-	struct stacksnap_addrspace *as;
-	struct stacksnap_mem *mem;
-	struct frame_state cur;
-	bool have_cur;
-	/* The mapping of cur's pc - 1, found when cur was checked; saves the
-	 * next step a lookup. NULL when not known. */
-	const struct as_map *cur_map;
-	unsigned nframes;	/* frames emitted */
-	unsigned nsignals;	/* signal frames crossed */
-	enum stacksnap_end end;
-};
 
 struct stacksnap_unwinder *
 stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts)
@@ -105,252 +76,6 @@ enum stacksnap_end stacksnap_unwinder__end(const struct stacksnap_unwinder *uw)
 	return uw ? uw->end : STACKSNAP_END_NONE;
 }
 
-static enum stacksnap_end mem_end(int err)
-{
-	return err == -ENODATA ? STACKSNAP_END_STACK_COPY
-			       : STACKSNAP_END_BAD_MEMORY;
-}
-
-/* The steppers below turn st, a frame's state, into its caller's state
- * in place, and return END_NONE; or return why the walk ends, leaving st
- * undefined. *cfa receives the frame's canonical frame address. */
-
-/* The interrupted context from the ucontext the kernel pushed: when the
- * handler has returned into the trampoline, rsp points at the ucontext. */
-static enum stacksnap_end step_signal(struct stacksnap_unwinder *uw,
-				      struct frame_state *st, uint64_t *cfa)
-{
-	/* Kernel order of mcontext gregs for the registers we track. */
-	static const struct {
-		uint8_t greg, dwarf;
-	} map[] = {
-		{ REG_R8, STACKSNAP_REG_R8 },	{ REG_R9, STACKSNAP_REG_R9 },
-		{ REG_R10, STACKSNAP_REG_R10 }, { REG_R11, STACKSNAP_REG_R11 },
-		{ REG_R12, STACKSNAP_REG_R12 }, { REG_R13, STACKSNAP_REG_R13 },
-		{ REG_R14, STACKSNAP_REG_R14 }, { REG_R15, STACKSNAP_REG_R15 },
-		{ REG_RDI, STACKSNAP_REG_RDI }, { REG_RSI, STACKSNAP_REG_RSI },
-		{ REG_RBP, STACKSNAP_REG_RBP }, { REG_RBX, STACKSNAP_REG_RBX },
-		{ REG_RDX, STACKSNAP_REG_RDX }, { REG_RAX, STACKSNAP_REG_RAX },
-		{ REG_RCX, STACKSNAP_REG_RCX }, { REG_RSP, STACKSNAP_REG_RSP },
-		{ REG_RIP, STACKSNAP_REG_RIP },
-	};
-	uint64_t gregs[REG_RIP + 1];
-	uint64_t uc = st->regs.regs[STACKSNAP_REG_RSP];
-	int err;
-
-	err = mem_read(uw->mem, uc + offsetof(ucontext_t, uc_mcontext.gregs),
-		       gregs, sizeof(gregs));
-	if (err)
-		return mem_end(err);
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		st->regs.regs[map[i].dwarf] = gregs[map[i].greg];
-	st->regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
-	st->stepper = STACKSNAP_STEP_SIGNAL;
-	st->trust = STACKSNAP_TRUST_CFI;
-	st->flags = STACKSNAP_FRAME_SIGNAL;
-	*cfa = uc;
-	return STACKSNAP_END_NONE;
-}
-
-/* A row that does not fit the compact shape: evaluate its DWARF. */
-static enum stacksnap_end step_dwarf(struct stacksnap_unwinder *uw,
-				     const struct unwind_table *table,
-				     const struct unwind_row *row,
-				     uint64_t vaddr, uint64_t bias,
-				     struct frame_state *st, uint64_t *cfa)
-{
-	struct stacksnap_regs caller;
-	int err;
-
-	err = unwind_table__eval_dwarf(table, row, vaddr, bias, &st->regs,
-				       mem_read_cb, uw->mem, &caller, cfa);
-	if (err == -ENODATA)
-		return STACKSNAP_END_STACK_COPY;
-	if (err == -EFAULT)
-		return STACKSNAP_END_BAD_MEMORY;
-	if (err)
-		return STACKSNAP_END_BAD_CFI;
-	if (!(caller.valid & BIT(STACKSNAP_REG_RIP)))
-		return STACKSNAP_END_COMPLETE; /* return address undefined */
-	st->regs = caller;
-	st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-	st->regs.valid |= BIT(STACKSNAP_REG_RSP);
-	st->stepper = STACKSNAP_STEP_DWARF;
-	st->trust = STACKSNAP_TRUST_CFI;
-	/* A signal frame described by CFI (an 'S' CIE) rather than found by
-	 * its trampoline code: the caller was interrupted, not calling. */
-	st->flags = row->rbp_kind & UT_DWARF_SIGNAL_FRAME ? STACKSNAP_FRAME_SIGNAL : 0;
-	return STACKSNAP_END_NONE;
-}
-
-/* The caller's value of callee-saved register reg by its compact rule,
- * setting its bit in *valid when known. */
-static int saved_value(struct stacksnap_unwinder *uw, unsigned kind, int16_t off,
-		       uint64_t cfa, const struct stacksnap_regs *cur, unsigned reg,
-		       uint64_t *val, uint32_t *valid)
-{
-	switch (kind) {
-	case UT_RBP_SAME:
-		*val = cur->regs[reg];
-		*valid |= cur->valid & BIT(reg);
-		return 0;
-	case UT_RBP_CFA_OFF:
-		/* A save slot below sp is in an epilogue after its pop: CFI
-		 * does not say "restored" there, but the register already
-		 * holds the caller's value, and the slot may be outside a
-		 * copied stack (which starts at sp) or overwritten. */
-		if (cfa + off < cur->regs[STACKSNAP_REG_RSP]) {
-			*val = cur->regs[reg];
-			*valid |= cur->valid & BIT(reg);
-			return 0;
-		}
-		*valid |= BIT(reg);
-		return mem_read_u64(uw->mem, cfa + off, val);
-	default:
-		*val = 0;
-		return 0;
-	}
-}
-
-static enum stacksnap_end step_table(struct stacksnap_unwinder *uw,
-				     const struct unwind_row *row,
-				     struct frame_state *st, uint64_t *cfa)
-{
-	uint64_t *r = st->regs.regs;
-	uint64_t ra, rbp, rbx;
-	uint32_t valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
-	int err;
-
-	switch (row->cfa_kind) {
-	case UT_CFA_RSP:
-		*cfa = r[STACKSNAP_REG_RSP] + row->cfa_off;
-		break;
-	case UT_CFA_RBP:
-		if (!(st->regs.valid & BIT(STACKSNAP_REG_RBP)))
-			return STACKSNAP_END_BAD_CFI;
-		*cfa = r[STACKSNAP_REG_RBP] + row->cfa_off;
-		break;
-	case UT_CFA_PLT:
-		*cfa = r[STACKSNAP_REG_RSP] + 8 +
-		       ((r[STACKSNAP_REG_RIP] & 15) >= 11 ? 8 : 0);
-		break;
-	case UT_CFA_UNDEFINED_RA:
-		return STACKSNAP_END_COMPLETE;
-	default:
-		return STACKSNAP_END_NO_CFI;
-	}
-	err = mem_read_u64(uw->mem, *cfa - 8, &ra);
-	if (err)
-		return mem_end(err);
-	err = saved_value(uw, row->rbp_kind, row->rbp_off, *cfa, &st->regs,
-			  STACKSNAP_REG_RBP, &rbp, &valid);
-	if (!err)
-		err = saved_value(uw, row->rbx_kind, row->rbx_off, *cfa, &st->regs,
-				  STACKSNAP_REG_RBX, &rbx, &valid);
-	if (err)
-		return mem_end(err);
-	/* Registers the compact row does not describe are unknown in the
-	 * caller; rsp, rip, rbp and rbx are carried. */
-	st->regs.valid = valid;
-	r[STACKSNAP_REG_RBP] = rbp;
-	r[STACKSNAP_REG_RBX] = rbx;
-	r[STACKSNAP_REG_RSP] = *cfa;
-	r[STACKSNAP_REG_RIP] = ra;
-	st->stepper = row->cfa_kind == UT_CFA_PLT ? STACKSNAP_STEP_PLT
-						  : STACKSNAP_STEP_TABLE;
-	st->trust = STACKSNAP_TRUST_CFI;
-	st->flags = 0;
-	return STACKSNAP_END_NONE;
-}
-
-/* The classic chain: [rbp] = caller's rbp, [rbp + 8] = return address. */
-static enum stacksnap_end step_fp(struct stacksnap_unwinder *uw,
-				  struct frame_state *st, uint64_t *cfa)
-{
-	uint64_t rbp = st->regs.regs[STACKSNAP_REG_RBP], pair[2];
-	int err;
-
-	if (!(st->regs.valid & BIT(STACKSNAP_REG_RBP)) || (rbp & 7) ||
-	    rbp < st->regs.regs[STACKSNAP_REG_RSP])
-		return STACKSNAP_END_NO_CFI;
-	err = mem_read(uw->mem, rbp, pair, sizeof(pair));
-	if (err)
-		return mem_end(err);
-	*cfa = rbp + 16;
-	st->regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
-			 BIT(STACKSNAP_REG_RBP);
-	st->regs.regs[STACKSNAP_REG_RBP] = pair[0];
-	st->regs.regs[STACKSNAP_REG_RIP] = pair[1];
-	st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-	st->stepper = STACKSNAP_STEP_FP;
-	st->trust = STACKSNAP_TRUST_FP;
-	st->flags = 0;
-	return STACKSNAP_END_NONE;
-}
-
-/* Does the code just before ret look like a call instruction? */
-static bool follows_call(struct stacksnap_unwinder *uw, const struct as_map *m,
-			 uint64_t ret)
-{
-	uint8_t c[8];
-	int err;
-
-	if (ret - m->start < sizeof(c))
-		return false;
-	if (m->mod)
-		err = module__read_code(m->mod, ret - m->bias - sizeof(c), c,
-					sizeof(c));
-	else
-		err = mem_read(uw->mem, ret - sizeof(c), c, sizeof(c));
-	if (err)
-		return false;
-	/* c[7] is the byte before ret. call rel32: e8 + 4 bytes. */
-	if (c[3] == 0xe8)
-		return true;
-	/* call r/m64 (ff /2), by length: 2 (ff d0+r / ff 10+r), 3 (ff 50+r
-	 * disp8, ff 14 sib), 6 (ff 15 rip+disp32, ff 90+r disp32), 7 (ff 94
-	 * sib disp32); a REX prefix before ff does not change the check. */
-	if (c[6] == 0xff && ((c[7] & 0xf8) == 0xd0 || (c[7] & 0xf8) == 0x10))
-		return true;
-	if (c[5] == 0xff && ((c[6] & 0xf8) == 0x50 || c[6] == 0x14))
-		return true;
-	if (c[2] == 0xff && (c[3] == 0x15 || (c[3] & 0xf8) == 0x90))
-		return true;
-	return c[1] == 0xff && c[2] == 0x94;
-}
-
-/* Looks up the stack for a word that is a plausible return address. A
- * guess: frames found this way are marked low trust. */
-static enum stacksnap_end step_scan(struct stacksnap_unwinder *uw,
-				    struct frame_state *st, uint64_t *cfa)
-{
-	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP], words[64];
-
-	for (unsigned base = 0; base < SCAN_MAX_WORDS; base += 64) {
-		uint64_t at = sp + base * 8;
-
-		if (mem_read(uw->mem, at, words, sizeof(words)))
-			return STACKSNAP_END_NO_CFI;
-		for (unsigned i = 0; i < 64; i++) {
-			const struct as_map *m = addrspace__find(uw->as, words[i]);
-
-			if (!m || !(m->prot & PROT_EXEC) ||
-			    !follows_call(uw, m, words[i]))
-				continue;
-			*cfa = at + i * 8 + 8;
-			st->regs.valid = BIT(STACKSNAP_REG_RIP) |
-					 BIT(STACKSNAP_REG_RSP);
-			st->regs.regs[STACKSNAP_REG_RIP] = words[i];
-			st->regs.regs[STACKSNAP_REG_RSP] = *cfa;
-			st->stepper = STACKSNAP_STEP_SCAN;
-			st->trust = STACKSNAP_TRUST_SCAN;
-			st->flags = 0;
-			return STACKSNAP_END_NONE;
-		}
-	}
-	return STACKSNAP_END_NO_CFI;
-}
-
 /* The checks after stepping into an interrupted frame. On sigaltstack the
  * interrupted stack may be anywhere, so the stack-direction rule does not
  * apply: only insist that something changed (nested signal frames are
@@ -384,11 +109,23 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 					 ? uw->cur_map
 					 : addrspace__find(uw->as, lookup);
 	enum stacksnap_end end = m ? STACKSNAP_END_NO_CFI : STACKSNAP_END_NO_MODULE;
+	enum stacksnap_end uend;
+	const struct unwind_table *t = NULL;
 
+/* The user's steppers with priority in [lo, hi), between the built-ins. */
+#define TRY_USERS(lo, hi)                                                      \
+	do {                                                                   \
+		if (uw->nusers &&                                              \
+		    (uend = step_users(uw, st, cfa, exact, lo, hi)) !=         \
+			    STACKSNAP_END_NO_CFI) {                            \
+			end = uend;                                            \
+			goto check;                                            \
+		}                                                              \
+	} while (0)
+
+	TRY_USERS(STACKSNAP_PRIO_SIGNAL + 1, INT_MAX);
 	if (m && m->mod) {
-		const struct unwind_table *t = module__table(uw->as->ctx, m->mod);
-		const struct unwind_row *row;
-
+		t = module__table(uw->as->ctx, m->mod);
 		if (module__is_sigreturn(m->mod, pc - m->bias)) {
 			*sigreturn = true;
 			end = step_signal(uw, st, cfa);
@@ -396,6 +133,11 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 				return end;
 			return signal_done(uw, st, sp, pc);
 		}
+	}
+	TRY_USERS(STACKSNAP_PRIO_CFI + 1, STACKSNAP_PRIO_SIGNAL + 1);
+	if (m && m->mod) {
+		const struct unwind_row *row;
+
 		row = t ? unwind_table__lookup(t, lookup - m->bias) : NULL;
 		if (!row) { /* maybe in the debug file's .debug_frame */
 			t = module__debug_table(uw->as->ctx, m->mod);
@@ -415,13 +157,20 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 			goto check;
 		}
 	}
+	TRY_USERS(STACKSNAP_PRIO_FP + 1, STACKSNAP_PRIO_CFI + 1);
 	if (!uw->no_fp) {
-		end = step_fp(uw, st, cfa);
+		end = step_fp(uw, m, exact, st, cfa);
 		if (end == STACKSNAP_END_NONE)
 			goto check;
 	}
-	if (uw->stack_scan)
-		end = step_scan(uw, st, cfa);
+	TRY_USERS(STACKSNAP_PRIO_SCAN + 1, STACKSNAP_PRIO_FP + 1);
+	if (uw->stack_scan) {
+		end = step_scan(uw, exact, st, cfa);
+		if (end == STACKSNAP_END_NONE)
+			goto check;
+	}
+	TRY_USERS(INT_MIN, STACKSNAP_PRIO_SCAN + 1);
+#undef TRY_USERS
 check:
 	if (end != STACKSNAP_END_NONE)
 		return end;
@@ -457,6 +206,8 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 	frame->stepper = uw->cur.stepper;
 	frame->trust = uw->cur.trust;
 	frame->flags = uw->cur.flags;
+	frame->user_stepper = uw->cur.stepper == STACKSNAP_STEP_USER
+				      ? uw->cur.user_stepper : 0;
 	uw->end = step(uw, &cfa, &sigreturn);
 	frame->cfa = uw->end == STACKSNAP_END_NONE ? cfa : 0;
 	if (sigreturn)
@@ -579,6 +330,7 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 static bool fast_ok(const struct stacksnap_unwinder *uw)
 {
 	return uw->nframes > 0 && !(uw->cur.flags & STACKSNAP_FRAME_SIGNAL) &&
+	       !uw->nuser_above_cfi &&
 	       uw->mem->bytes && uw->cur_map && uw->cur_map->mod &&
 	       uw->cur_map->mod->table;
 }
@@ -700,7 +452,7 @@ const char *stacksnap_stepper__str(enum stacksnap_stepper st)
 		[STACKSNAP_STEP_START] = "context", [STACKSNAP_STEP_TABLE] = "cfi",
 		[STACKSNAP_STEP_DWARF] = "dwarf",   [STACKSNAP_STEP_PLT] = "plt",
 		[STACKSNAP_STEP_SIGNAL] = "signal", [STACKSNAP_STEP_FP] = "fp",
-		[STACKSNAP_STEP_SCAN] = "scan",
+		[STACKSNAP_STEP_SCAN] = "scan",	    [STACKSNAP_STEP_USER] = "user",
 	};
 	return (unsigned)st < sizeof(s) / sizeof(s[0]) ? s[st] : "unknown";
 }

@@ -26,18 +26,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int exit_code_for(int err)
-{
-	switch (err) {
-	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
-	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
-	case EBUSY: return EXIT_TRACED;
-	case ECHILD: return EXIT_ZOMBIE;
-	case EINVAL: return EXIT_KERNEL_THREAD;
-	}
-	return EXIT_ERROR;
-}
-
 /* SIGINT, SIGTERM and SIGHUP. While threads may be stopped (in_freeze),
  * the handler only records the signal: the capture polls it, detaches
  * every thread and returns, and we exit. Otherwise nothing of the target
@@ -126,6 +114,7 @@ static const struct subcommand {
 } subcommands[] = {
 	{ "perf-script", perf_script_main },
 	{ "symbolize", symbolize_main },
+	{ "watch", watch_main },
 };
 
 static int dump_main(int argc, char **argv);
@@ -211,7 +200,7 @@ static int dump_main(int argc, char **argv)
 	 * it: no such process, zombie, kernel thread, traced. */
 	uint64_t t_check = now_ns();
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
-		rc = exit_code_for(errno);
+		rc = exit_code_for_errno(errno);
 		goto out;
 	}
 	tot.check_ns = now_ns() - t_check;
@@ -256,7 +245,7 @@ static int dump_main(int argc, char **argv)
 			goto out;
 		}
 		/* It passed the check: ESRCH now means it exited meanwhile. */
-		rc = err == ESRCH ? EXIT_EXITED : exit_code_for(err);
+		rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
 		if (rc == EXIT_EXITED)
 			fprintf(stderr, "stacksnap: pid %d: the process exited "
 					"during the capture\n", (int)o.pid);

@@ -212,3 +212,15 @@ int options_parse(struct options *o, int argc, char **argv)
 	o->pid = (pid_t)v;
 	return 0;
 }
+
+int exit_code_for_errno(int err)
+{
+	switch (err) {
+	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
+	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
+	case EBUSY: return EXIT_TRACED;
+	case ECHILD: return EXIT_ZOMBIE;
+	case EINVAL: return EXIT_KERNEL_THREAD;
+	}
+	return EXIT_ERROR;
+}

@@ -53,6 +53,10 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
  * can be named. The string is static. */
 const char *default_cache_dir(void);
 
+/* The exit status for a capture's or an attach's errno: no such process,
+ * not permitted, traced, zombie, kernel thread, or other error. */
+int exit_code_for_errno(int err);
+
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
 int options_parse(struct options *o, int argc, char **argv);

@@ -2,6 +2,8 @@
  * table of distinct stack strings with their sample counts. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,4 +114,67 @@ void folded_free(struct folded *f)
 		free(f->slots[i].key);
 	free(f->slots);
 	free(f);
+}
+
+/* Appends one frame name to the folded key, as stackcollapse-perf.pl
+ * tidies it: no parameter list, ';' made ':', unknown functions named
+ * after their module. */
+int folded_key_add(char **key, size_t *keycap, size_t *len, const char *name,
+		   const char *dso, bool kernel)
+{
+	char tmp[64];
+	size_t n;
+
+	if (!name) {
+		const char *b = dso ? strrchr(dso, '/') : NULL;
+
+		if (dso) {
+			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : dso);
+			name = tmp;
+		} else {
+			name = "[unknown]";
+		}
+	}
+	n = strlen(name);
+	/* stackcollapse-perf.pl's rule: cut at the first '(' that does not
+	 * open "(anonymous namespace)" (Java lambdas' ".(...)." aside). */
+	if (!strstr(name, ".(")) {
+		for (const char *q = strchr(name, '('); q; q = strchr(q + 1, '('))
+			if (strncmp(q + 1, "anonymous namespace)", 20)) {
+				n = (size_t)(q - name);
+				break;
+			}
+	}
+	if (*len + n + 8 > *keycap) {
+		size_t cap = (*keycap + n + 8) * 2;
+		char *k = realloc(*key, cap);
+
+		if (!k)
+			return -ENOMEM;
+		*key = k;
+		*keycap = cap;
+	}
+	if (*len)
+		(*key)[(*len)++] = ';';
+	for (size_t i = 0; i < n; i++)
+		(*key)[(*len)++] = name[i] == ';' ? ':' : name[i];
+	if (kernel) {
+		memcpy(*key + *len, "_[k]", 4);
+		*len += 4;
+	}
+	return 0;
+}
+
+
+int folded_visit(struct folded *f,
+		 int (*fn)(void *user, const char *key, uint64_t count), void *user)
+{
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->slots[i].key) {
+			int err = fn(user, f->slots[i].key, f->slots[i].count);
+
+			if (err)
+				return err;
+		}
+	return 0;
 }

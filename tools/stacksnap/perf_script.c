@@ -158,53 +158,10 @@ static const struct sym_slot *symbolize(struct perf_script *ps,
 	return s;
 }
 
-/* Appends one frame name to the folded key, as stackcollapse-perf.pl
- * tidies it: no parameter list, ';' made ':', unknown functions named
- * after their module. */
 static int key_add(struct perf_script *ps, size_t *len, const char *name,
 		   const char *dso, bool kernel)
 {
-	char tmp[64];
-	size_t n;
-
-	if (!name) {
-		const char *b = dso ? strrchr(dso, '/') : NULL;
-
-		if (dso) {
-			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : dso);
-			name = tmp;
-		} else {
-			name = "[unknown]";
-		}
-	}
-	n = strlen(name);
-	/* stackcollapse-perf.pl's rule: cut at the first '(' that does not
-	 * open "(anonymous namespace)" (Java lambdas' ".(...)." aside). */
-	if (!strstr(name, ".(")) {
-		for (const char *q = strchr(name, '('); q; q = strchr(q + 1, '('))
-			if (strncmp(q + 1, "anonymous namespace)", 20)) {
-				n = (size_t)(q - name);
-				break;
-			}
-	}
-	if (*len + n + 8 > ps->keycap) {
-		size_t cap = (ps->keycap + n + 8) * 2;
-		char *k = realloc(ps->key, cap);
-
-		if (!k)
-			return -ENOMEM;
-		ps->key = k;
-		ps->keycap = cap;
-	}
-	if (*len)
-		ps->key[(*len)++] = ';';
-	for (size_t i = 0; i < n; i++)
-		ps->key[(*len)++] = name[i] == ';' ? ':' : name[i];
-	if (kernel) {
-		memcpy(ps->key + *len, "_[k]", 4);
-		*len += 4;
-	}
-	return 0;
+	return folded_key_add(&ps->key, &ps->keycap, len, name, dso, kernel);
 }
 
 /* A resolved frame of a sample, innermost first. */

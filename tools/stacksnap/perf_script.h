@@ -3,6 +3,7 @@
 #ifndef STACKSNAP_TOOL_PERF_SCRIPT_H
 #define STACKSNAP_TOOL_PERF_SCRIPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,5 +25,16 @@ int folded_add(struct folded *f, const char *key, size_t len, uint64_t count);
 /* Prints "stack count" lines sorted by stack, as stackcollapse-perf.pl. */
 int folded_print(struct folded *f, FILE *out);
 void folded_free(struct folded *f);
+/* Calls fn for every distinct stack (in no order) until it returns
+ * non-zero, which is returned. */
+int folded_visit(struct folded *f,
+		 int (*fn)(void *user, const char *key, uint64_t count), void *user);
+/* Appends one frame's name to the folded stack being built in *key
+ * (grown as needed; *len its length), tidied as stackcollapse-perf.pl
+ * does: no parameter list, ';' made ':', an unknown function named after
+ * its module ([libc.so.6]) or [unknown]; kernel adds "_[k]". Returns 0 or
+ * -ENOMEM. */
+int folded_key_add(char **key, size_t *keycap, size_t *len, const char *name,
+		   const char *dso, bool kernel);
 
 #endif

@@ -104,7 +104,7 @@ void print_text(FILE *f, const struct options *o,
 	}
 }
 
-static void json_str(FILE *f, const char *s)
+void json_str(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);

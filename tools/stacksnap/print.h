@@ -43,5 +43,7 @@ void print_json(FILE *f, const struct options *o,
 		const struct dump_totals *tot);
 void print_stats(FILE *f, const struct dump_totals *tot);
 const char *thread_error_str(int error);
+/* Writes s as a JSON string (null for NULL). */
+void json_str(FILE *f, const char *s);
 
 #endif

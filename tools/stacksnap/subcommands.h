@@ -9,4 +9,7 @@ int perf_script_main(int argc, char **argv);
 /* `stacksnap symbolize`: name addresses of a live or recorded process. */
 int symbolize_main(int argc, char **argv);
 
+/* `stacksnap watch PID`: a wall-clock profile from an attached walker. */
+int watch_main(int argc, char **argv);
+
 #endif

@@ -1,0 +1,551 @@
+/* walker.c - the attached walker's caller side: starting the tracer
+ * thread, handing it one request at a time, delivering queued events,
+ * and walking threads from the copies a capture leaves. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "addrspace/module.h"
+#include "base/opts.h"
+#include "base/vec.h"
+#include "walker/walker.h"
+
+#define DEFAULT_MAPS_POLL_MS 100
+#define DEFAULT_STOP_TIMEOUT_MS 1000
+#define DEFAULT_STACK_SIZE (256u << 10)
+#define DEFAULT_MAX_FRAMES 1024
+#define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
+#define PREFAULT_MAX (16u << 20)
+
+uint64_t walker_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void walker_queue(struct stacksnap_walker *w, const struct stacksnap_event *ev,
+		  const char *path)
+{
+	struct wevent *e = VEC_PUSH(w->events, w->nevents, w->capevents);
+	uint64_t one = 1;
+
+	if (!e) {
+		log_warn(w->log, "walker: out of memory; an event was dropped");
+		return;
+	}
+	e->ev = *ev;
+	e->ev.time_ns = walker_now_ns();
+	e->path = path ? strdup(path) : NULL;
+	e->ev.path = e->path;
+	(void)!write(w->efd, &one, sizeof(one));
+	pthread_cond_broadcast(&w->cond);
+}
+
+void walker_free_xmaps(struct xmap *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(x[i].path);
+	free(x);
+}
+
+int walker_read_maps(pid_t pid, struct xmap **x, size_t *nx, size_t *capx,
+		     struct rwmap **rw, size_t *nrw, size_t *caprw)
+{
+	char path[64], line[4096 + 128];
+	FILE *f;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off, ino;
+		char perms[8], file[4096] = "";
+		unsigned dmaj, dmin;
+
+		if (!strchr(line, '\n') && !feof(f)) { /* a longer line: skip it */
+			int c;
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &a, &b,
+			   perms, &off, &dmaj, &dmin, &ino, file) < 7)
+			continue;
+		const char *p = file + strspn(file, " ");
+		if (rw && perms[1] == 'w') {
+			struct rwmap *m = VEC_PUSH(*rw, *nrw, *caprw);
+			if (!m) {
+				err = -ENOMEM;
+				break;
+			}
+			m->start = a;
+			m->end = b;
+		}
+		if (x && perms[2] == 'x' && p[0] == '/') {
+			struct xmap *m = VEC_PUSH(*x, *nx, *capx);
+			if (!m || !(m->path = strdup(p))) {
+				if (m)
+					(*nx)--;
+				err = -ENOMEM;
+				break;
+			}
+			m->start = a;
+			m->end = b;
+			m->inode = ino;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+/* ---- requests ---- */
+
+/* Hands r to the tracer thread and waits until it is done (api held). */
+static int submit(struct stacksnap_walker *w, struct request *r)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->tracer_done) {
+		pthread_mutex_unlock(&w->lock);
+		return -ECANCELED;
+	}
+	w->req = r;
+	tracer_ring(w);
+	while (!r->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	w->req = NULL;
+	pthread_mutex_unlock(&w->lock);
+	return r->result;
+}
+
+struct stacksnap_walker *stacksnap_walker__new(struct stacksnap_ctx *ctx,
+					       const struct stacksnap_walker_opts *opts)
+{
+	struct stacksnap_walker_opts o;
+	struct stacksnap_walker *w;
+	sigset_t all, old;
+	int err;
+
+	if (!ctx || opts_in(&o, sizeof(o), opts, 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->ctx = ctx;
+	w->log = &ctx->log;
+	w->maps_poll_ms = o.maps_poll_ms ? o.maps_poll_ms : DEFAULT_MAPS_POLL_MS;
+	w->stop_timeout_ms = o.stop_timeout_ms ? o.stop_timeout_ms
+					       : DEFAULT_STOP_TIMEOUT_MS;
+	w->stack_size = o.stack_size ? o.stack_size : DEFAULT_STACK_SIZE;
+	w->max_frames = o.max_frames ? o.max_frames : DEFAULT_MAX_FRAMES;
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->efd < 0) {
+		err = errno;
+		free(w);
+		errno = err;
+		return NULL;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->api, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->tracer_err = 1; /* not started yet */
+	/* The tracer thread takes none of the caller's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&w->thread, NULL, tracer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(w->efd);
+		free(w);
+		errno = err;
+		return NULL;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->tracer_err == 1)
+		pthread_cond_wait(&w->cond, &w->lock);
+	err = w->tracer_err;
+	pthread_mutex_unlock(&w->lock);
+	if (err) {
+		log_err(w->log, "walker: cannot start its tracer: %s", strerror(-err));
+		pthread_join(w->thread, NULL);
+		close(w->efd);
+		free(w);
+		errno = -err;
+		return NULL;
+	}
+	return w;
+}
+
+static void target_free(struct stacksnap_target *t)
+{
+	walker_free_xmaps(t->xmaps, t->nx);
+	free(t->threads);
+	free(t->caps);
+	free(t->stack_bytes);
+	free(t->frames);
+	stacksnap_addrspace__free(t->as);
+	free(t);
+}
+
+void stacksnap_walker__free(struct stacksnap_walker *w)
+{
+	if (!w)
+		return;
+	while (w->targets)
+		stacksnap_target__detach(w->targets);
+	pthread_mutex_lock(&w->lock);
+	w->quit = true;
+	if (!w->tracer_done)
+		tracer_ring(w);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	for (size_t i = 0; i < w->nevents; i++)
+		free(w->events[i].path);
+	free(w->events);
+	close(w->efd);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->api);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+int stacksnap_walker__fd(const struct stacksnap_walker *w)
+{
+	return w ? w->efd : fail(-EINVAL);
+}
+
+/* Brings the target's address space up to the code mappings the tracer
+ * last saw (api held): modules that stay are kept by identity. */
+static void sync_addrspace(struct stacksnap_target *t)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&t->w->lock);
+	gen = t->maps_gen;
+	pthread_mutex_unlock(&t->w->lock);
+	if (gen != t->as_gen && !t->terminated &&
+	    stacksnap_addrspace__refresh(t->as) == 0)
+		t->as_gen = gen;
+}
+
+int stacksnap_walker__handle_events(struct stacksnap_walker *w, bool block,
+				    stacksnap_event_fn cb, void *user)
+{
+	struct wevent *ev;
+	size_t n, done = 0;
+	uint64_t cnt;
+
+	if (!w || !cb)
+		return fail(-EINVAL);
+	pthread_mutex_lock(&w->api);
+	pthread_mutex_lock(&w->lock);
+	while (block && !w->nevents && w->targets && !w->tracer_done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	(void)!read(w->efd, &cnt, sizeof(cnt));
+	ev = w->events;
+	n = w->nevents;
+	w->events = NULL;
+	w->nevents = w->capevents = 0;
+	pthread_mutex_unlock(&w->lock);
+	for (struct stacksnap_target *t = w->targets; t; t = t->next)
+		sync_addrspace(t);
+	while (done < n) {
+		int stop = cb(user, &ev[done].ev);
+
+		free(ev[done++].path);
+		if (stop)
+			break;
+	}
+	if (done < n) { /* put back what the callback did not take */
+		pthread_mutex_lock(&w->lock);
+		for (size_t i = done; i < n; i++) {
+			walker_queue(w, &ev[i].ev, ev[i].path);
+			free(ev[i].path);
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	free(ev);
+	pthread_mutex_unlock(&w->api);
+	return (int)done;
+}
+
+/* ---- targets ---- */
+
+struct stacksnap_target *stacksnap_walker__attach(struct stacksnap_walker *w,
+						  pid_t pid)
+{
+	struct request r = { .kind = REQ_ATTACH };
+	struct stacksnap_target *t;
+	int err;
+
+	if (!w || pid <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = stacksnap_snapshot__check(w->ctx, pid);
+	if (err)
+		return NULL; /* errno set, logged */
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->w = w;
+	t->pid = pid;
+	t->frames = calloc(w->max_frames, sizeof(*t->frames));
+	t->as = stacksnap_addrspace__from_pid(w->ctx, pid);
+	err = !t->frames ? -ENOMEM : !t->as ? -errno : 0;
+	if (!err)
+		err = walker_read_maps(pid, &t->xmaps, &t->nx, &t->capx, NULL, NULL,
+				       NULL);
+	if (err) {
+		target_free(t);
+		errno = -err;
+		return NULL;
+	}
+	pthread_mutex_lock(&w->api);
+	r.t = t;
+	err = submit(w, &r);
+	if (err) {
+		/* Let go whatever was seized before the failure. */
+		struct request d = { .kind = REQ_DETACH, .t = t };
+
+		submit(w, &d);
+		pthread_mutex_unlock(&w->api);
+		if (err == -EPERM)
+			log_err(w->log, "pid %d: ptrace not permitted (run as root or "
+					"as the process owner, or set "
+					"kernel.yama.ptrace_scope=0)", pid);
+		else
+			log_err(w->log, "pid %d: cannot attach: %s", pid,
+				strerror(-err));
+		target_free(t);
+		errno = -err;
+		return NULL;
+	}
+	pthread_mutex_unlock(&w->api);
+	return t;
+}
+
+int stacksnap_target__detach(struct stacksnap_target *t)
+{
+	struct request r = { .kind = REQ_DETACH, .t = t };
+	struct stacksnap_walker *w;
+	int err;
+
+	if (!t)
+		return fail(-EINVAL);
+	w = t->w;
+	pthread_mutex_lock(&w->api);
+	err = submit(w, &r);
+	if (err == -ECANCELED) { /* no tracer: unlink by hand */
+		pthread_mutex_lock(&w->lock);
+		for (struct stacksnap_target **pp = &w->targets; *pp; pp = &(*pp)->next)
+			if (*pp == t) {
+				*pp = t->next;
+				break;
+			}
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->api);
+	target_free(t);
+	return err && err != -ECANCELED ? fail(err) : 0;
+}
+
+pid_t stacksnap_target__pid(const struct stacksnap_target *t)
+{
+	return t ? t->pid : 0;
+}
+
+bool stacksnap_target__is_terminated(const struct stacksnap_target *t)
+{
+	bool dead;
+
+	if (!t)
+		return false;
+	pthread_mutex_lock(&t->w->lock);
+	dead = t->terminated;
+	pthread_mutex_unlock(&t->w->lock);
+	return dead;
+}
+
+static int pause_resume(struct stacksnap_target *t, pid_t tid,
+			enum request_kind kind)
+{
+	struct request r = { .kind = kind, .t = t, .tid = tid };
+	int err;
+
+	if (!t || tid < 0)
+		return fail(-EINVAL);
+	pthread_mutex_lock(&t->w->api);
+	err = stacksnap_target__is_terminated(t) ? -ESRCH : submit(t->w, &r);
+	pthread_mutex_unlock(&t->w->api);
+	return err ? fail(err) : 0;
+}
+
+int stacksnap_target__pause(struct stacksnap_target *t, pid_t tid)
+{
+	return pause_resume(t, tid, REQ_PAUSE);
+}
+
+int stacksnap_target__resume(struct stacksnap_target *t, pid_t tid)
+{
+	return pause_resume(t, tid, REQ_RESUME);
+}
+
+int stacksnap_target__threads(struct stacksnap_target *t, pid_t *tids, size_t max)
+{
+	size_t n;
+
+	if (!t || (!tids && max))
+		return fail(-EINVAL);
+	pthread_mutex_lock(&t->w->lock);
+	n = t->n;
+	for (size_t i = 0; i < n && i < max; i++)
+		tids[i] = t->threads[i].tid;
+	pthread_mutex_unlock(&t->w->lock);
+	return (int)n;
+}
+
+struct stacksnap_addrspace *stacksnap_target__addrspace(struct stacksnap_target *t)
+{
+	if (!t) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return t->as;
+}
+
+/* Unwinds one captured thread from its copy. A walk that ends outside
+ * every known mapping may have met a library loaded since the last poll:
+ * the mappings are read again once and the copy walked again. */
+static int unwind_capture(struct stacksnap_target *t, const struct wcapture *c,
+			  struct stacksnap_unwinder *uw, struct stacksnap_mem *mem,
+			  bool *refreshed, enum stacksnap_end *end)
+{
+	int n;
+
+	stacksnap_mem__set_copy(mem, t->stack_bytes + c->off, c->len, c->base);
+	n = stacksnap_unwind(uw, t->as, &c->regs, mem, t->frames, t->w->max_frames,
+			     end);
+	if (n >= 0 && !*refreshed &&
+	    (*end == STACKSNAP_END_NO_MODULE || *end == STACKSNAP_END_BAD_PC)) {
+		*refreshed = true;
+		if (stacksnap_addrspace__refresh(t->as) == 0)
+			n = stacksnap_unwind(uw, t->as, &c->regs, mem, t->frames,
+					     t->w->max_frames, end);
+	}
+	return n;
+}
+
+/* Grows the stack buffer to what the threads typically use. */
+static int prefault(struct stacksnap_target *t)
+{
+	size_t per = t->w->stack_size < PREFAULT_PER_THREAD ? t->w->stack_size
+							    : PREFAULT_PER_THREAD;
+	size_t want;
+	uint8_t *nb;
+
+	pthread_mutex_lock(&t->w->lock);
+	want = (t->n + 1) * per;
+	pthread_mutex_unlock(&t->w->lock);
+	if (want > PREFAULT_MAX)
+		want = PREFAULT_MAX;
+	if (want <= t->stack_cap)
+		return 0;
+	nb = realloc(t->stack_bytes, want);
+	if (!nb)
+		return -ENOMEM;
+	memset(nb + t->stack_cap, 0, want - t->stack_cap);
+	t->stack_bytes = nb;
+	t->stack_cap = want;
+	return 0;
+}
+
+int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
+			   size_t ntids, struct stacksnap_unwinder *uw,
+			   stacksnap_walk_fn cb, void *user,
+			   struct stacksnap_walk_stats *stats)
+{
+	struct request r = { .kind = REQ_CAPTURE, .t = t, .tids = ntids ? tids : NULL,
+			     .ntids = ntids };
+	struct stacksnap_walk_stats st = { .sz = sizeof(st) };
+	struct rwmap *rw = NULL;
+	size_t nrw = 0, caprw = 0;
+	struct stacksnap_mem *mem;
+	uint64_t t0 = walker_now_ns();
+	bool refreshed = false;
+	int err, handed = 0;
+
+	if (!t || !uw || !cb || (ntids && !tids))
+		return fail(-EINVAL);
+	if (stats && opts_out(stats, &st, sizeof(st), sizeof(size_t)))
+		return fail(-EINVAL);
+	if (stacksnap_target__is_terminated(t))
+		return fail(-ESRCH);
+	mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	if (!mem)
+		return fail(-ENOMEM);
+	pthread_mutex_lock(&t->w->api);
+	sync_addrspace(t);
+	/* Outside the freeze: the stacks' mappings, to clamp each copy, and
+	 * a copy buffer faulted in (page faults inside it would be paid by
+	 * the target). */
+	err = walker_read_maps(t->pid, NULL, NULL, NULL, &rw, &nrw, &caprw);
+	if (!err)
+		err = prefault(t);
+	if (!err) {
+		r.rw = rw;
+		r.nrw = nrw;
+		err = submit(t->w, &r);
+	}
+	if (err)
+		goto out;
+	st.stopped_ns = r.t_end - r.t_start;
+	st.bytes_copied = r.bytes_copied;
+	for (size_t i = 0; i < t->ncaps; i++) {
+		const struct wcapture *c = &t->caps[i];
+		struct stacksnap_walked_thread wt = { .tid = c->tid, .error = c->error,
+						      .paused = c->paused,
+						      .regs = &c->regs };
+		int n = 0;
+
+		if (!c->error) {
+			st.threads++;
+			n = unwind_capture(t, c, uw, mem, &refreshed, &wt.end);
+			if (n < 0) {
+				wt.end = STACKSNAP_END_BAD_CFI;
+				n = 0;
+			}
+			wt.frames = t->frames;
+			wt.nframes = (size_t)n;
+		}
+		handed++;
+		if (cb(user, &wt))
+			break;
+	}
+out:
+	pthread_mutex_unlock(&t->w->api);
+	free(rw);
+	stacksnap_mem__free(mem);
+	if (err)
+		return fail(err);
+	st.walk_ns = walker_now_ns() - t0;
+	if (stats)
+		opts_out(stats, &st, sizeof(st), sizeof(size_t));
+	return handed;
+}

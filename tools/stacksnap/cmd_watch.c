@@ -1,0 +1,530 @@
+/* cmd_watch.c - `stacksnap watch PID`: stays attached with the walker,
+ * samples every thread at an interval (all at one instant), counts
+ * identical stacks, and prints a wall-clock profile (where the threads
+ * spend their time, waiting included) with what it cost the target. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "perf_script.h"
+#include "print.h"
+#include "stacksnap.h"
+#include "subcommands.h"
+
+enum watch_format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_JSON };
+
+struct watch_options {
+	pid_t pid;
+	uint64_t interval_ns, duration_ns; /* duration 0: until Ctrl-C or exit */
+	enum watch_format format;
+	unsigned limit;		/* stacks in the top table */
+	bool no_demangle, verbose;
+};
+
+/* One run. Invariant: stopped_ns holds nsamples entries. key is the
+ * folded stack being built (keylen bytes). */
+struct watch {
+	struct watch_options o;
+	struct stacksnap_target *t;
+	struct folded *folded;
+	char *key;
+	size_t keycap;
+	uint64_t *stopped_ns;
+	size_t nsamples, capsamples;
+	uint64_t thread_samples, truncated;
+	struct { pid_t tid; char name[16]; } *names;
+	size_t nnames, capnames;
+	bool exited;
+	int exit_status;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: stacksnap watch [options] PID\n"
+		"Stays attached to PID and samples every thread's stack at an\n"
+		"interval (all threads at one instant), then prints where the\n"
+		"threads spent their wall-clock time, waiting included: a table of\n"
+		"the most frequent stacks (default), folded stacks or JSON. Ends\n"
+		"after --duration, on Ctrl-C, or when the target exits; the cost to\n"
+		"the target (time stopped per sample) is reported on stderr.\n"
+		"  -i, --interval T  time between samples (default 10ms; units ns,\n"
+		"                    us, ms, s)\n"
+		"  -d, --duration T  stop after T (default: Ctrl-C or target exit)\n"
+		"  --top             the most frequent stacks, innermost frame first\n"
+		"  -n, --limit N     stacks in the table (default 20)\n"
+		"  --folded          thread;outer;...;inner count (flame graphs)\n"
+		"  --json            one JSON object\n"
+		"  --no-demangle     keep C++ names mangled\n"
+		"  -v, --verbose     library warnings on stderr\n"
+		"  -h, --help\n");
+}
+
+/* "10ms", "1.5s", "500us", "20000ns"; a bare number is milliseconds. */
+static int parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v = strtod(s, &end), mul = 1e6;
+
+	if (end == s || v <= 0)
+		return -1;
+	if (!strcmp(end, "ns"))
+		mul = 1;
+	else if (!strcmp(end, "us"))
+		mul = 1e3;
+	else if (!strcmp(end, "ms") || !*end)
+		mul = 1e6;
+	else if (!strcmp(end, "s"))
+		mul = 1e9;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		mul = 60e9;
+	else
+		return -1;
+	*ns = (uint64_t)(v * mul);
+	return *ns ? 0 : -1;
+}
+
+static int parse(struct watch_options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "top", no_argument, NULL, 'T' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "folded", no_argument, NULL, 'F' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "no-demangle", no_argument, NULL, 'D' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, formats = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->interval_ns = 10000000;
+	o->limit = 20;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:d:n:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (parse_duration(optarg, &o->interval_ns) ||
+			    o->interval_ns < 100000) {
+				fprintf(stderr, "stacksnap watch: --interval wants a "
+						"time of at least 100us, such as 10ms\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'd':
+			if (parse_duration(optarg, &o->duration_ns)) {
+				fprintf(stderr, "stacksnap watch: --duration wants a "
+						"time such as 10s or 500ms\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !v || v > 1000000) {
+				fprintf(stderr, "stacksnap watch: --limit wants a "
+						"number of stacks in 1..1000000\n");
+				return EXIT_USAGE;
+			}
+			o->limit = (unsigned)v;
+			break;
+		}
+		case 'T': o->format = FORMAT_TOP; formats++; break;
+		case 'F': o->format = FORMAT_FOLDED; formats++; break;
+		case 'J': o->format = FORMAT_JSON; formats++; break;
+		case 'D': o->no_demangle = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': usage(stdout); return -1;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (formats > 1) {
+		fprintf(stderr, "stacksnap watch: choose one of --top, --folded "
+				"and --json\n");
+		return EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "stacksnap watch: which process? (stacksnap watch PID)\n");
+		return EXIT_USAGE;
+	}
+	char *end;
+	long pid = strtol(argv[optind], &end, 10);
+	if (*end || pid <= 0 || pid > 0x3fffffff) {
+		fprintf(stderr, "stacksnap watch: '%s' is not a process id\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	o->pid = (pid_t)pid;
+	if (optind + 1 < argc) {
+		fprintf(stderr, "stacksnap watch: unexpected argument '%s'\n",
+			argv[optind + 1]);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The thread's name, read from /proc once per thread. */
+static const char *thread_name(struct watch *w, pid_t tid)
+{
+	char path[64], buf[32] = "";
+	FILE *f;
+
+	for (size_t i = 0; i < w->nnames; i++)
+		if (w->names[i].tid == tid)
+			return w->names[i].name;
+	if (w->nnames == w->capnames) {
+		size_t cap = w->capnames ? w->capnames * 2 : 64;
+		void *n = realloc(w->names, cap * sizeof(*w->names));
+
+		if (!n)
+			return "?";
+		w->names = n;
+		w->capnames = cap;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)w->o.pid, (int)tid);
+	if ((f = fopen(path, "re"))) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	w->names[w->nnames].tid = tid;
+	snprintf(w->names[w->nnames].name, sizeof(w->names[0].name), "%s",
+		 buf[0] ? buf : "?");
+	return w->names[w->nnames++].name;
+}
+
+/* One sampled thread: its folded stack counted once. */
+static int on_thread(void *user, const struct stacksnap_walked_thread *th)
+{
+	struct watch *w = user;
+	struct stacksnap_addrspace *as = stacksnap_target__addrspace(w->t);
+	unsigned flags = w->o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0;
+	size_t len = 0;
+
+	if (th->error)
+		return 0;
+	w->thread_samples++;
+	if (th->end != STACKSNAP_END_COMPLETE)
+		w->truncated++;
+	if (folded_key_add(&w->key, &w->keycap, &len, thread_name(w, th->tid),
+			   NULL, false))
+		return -ENOMEM;
+	for (size_t i = th->nframes; i-- > 0;) {
+		const struct stacksnap_frame *fr = &th->frames[i];
+		bool is_return = i > 0 && !(fr->flags & STACKSNAP_FRAME_SIGNAL);
+		struct stacksnap_sym sym;
+
+		if (stacksnap_addrspace__symbolize(as, fr->pc, is_return, flags,
+						   &sym, 1) < 1)
+			memset(&sym, 0, sizeof(sym));
+		if (folded_key_add(&w->key, &w->keycap, &len, sym.function, sym.module,
+				   false))
+			return -ENOMEM;
+	}
+	return folded_add(w->folded, w->key, len, 1);
+}
+
+static int on_event(void *user, const struct stacksnap_event *ev)
+{
+	struct watch *w = user;
+
+	if (ev->type == STACKSNAP_EVENT_EXIT) {
+		w->exited = true;
+		w->exit_status = ev->status;
+	}
+	return 0;
+}
+
+/* ---- output ---- */
+
+struct entry {
+	const char *key;
+	uint64_t count;
+};
+
+struct entries {
+	struct entry *v;
+	size_t n, cap;
+};
+
+static int collect(void *user, const char *key, uint64_t count)
+{
+	struct entries *e = user;
+
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 256;
+		struct entry *v = realloc(e->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n++] = (struct entry){ key, count };
+	return 0;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->key, y->key);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct cost {
+	uint64_t median, max, total;
+};
+
+static struct cost cost_of(struct watch *w)
+{
+	struct cost c = { 0 };
+
+	if (!w->nsamples)
+		return c;
+	for (size_t i = 0; i < w->nsamples; i++)
+		c.total += w->stopped_ns[i];
+	qsort(w->stopped_ns, w->nsamples, sizeof(uint64_t), cmp_u64);
+	c.median = w->stopped_ns[w->nsamples / 2];
+	c.max = w->stopped_ns[w->nsamples - 1];
+	return c;
+}
+
+/* Prints the frames of a folded key innermost first: "c <- b <- a". */
+static void print_innermost_first(FILE *f, const char *key, bool json)
+{
+	const char *end = key + strlen(key), *p = end;
+	bool first = true;
+
+	while (p > key) {
+		const char *q = p;
+
+		while (q > key && q[-1] != ';')
+			q--;
+		if (q == key)
+			break; /* the thread name */
+		if (json) {
+			char *s = strndup(q, (size_t)(p - q));
+
+			fputs(first ? "" : ", ", f);
+			json_str(f, s);
+			free(s);
+		} else {
+			fprintf(f, "%s%.*s", first ? "" : " <- ", (int)(p - q), q);
+		}
+		first = false;
+		p = q - 1;
+	}
+}
+
+static void print_top(FILE *f, struct watch *w, const struct entries *e,
+		      uint64_t elapsed_ns)
+{
+	fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s, %llu thread "
+		   "stacks (wall clock: waiting included)\n",
+		(int)w->o.pid, w->nsamples, (double)w->o.interval_ns / 1e6,
+		(double)elapsed_ns / 1e9, (unsigned long long)w->thread_samples);
+	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%", "thread",
+		"stack (innermost first)");
+	for (size_t i = 0; i < e->n && i < w->o.limit; i++) {
+		const char *semi = strchr(e->v[i].key, ';');
+		int namelen = semi ? (int)(semi - e->v[i].key) : (int)strlen(e->v[i].key);
+
+		fprintf(f, "%8llu %5.1f%%  %-16.*s ", (unsigned long long)e->v[i].count,
+			100.0 * (double)e->v[i].count / (double)w->thread_samples,
+			namelen, e->v[i].key);
+		print_innermost_first(f, e->v[i].key, false);
+		fputc('\n', f);
+	}
+	if (e->n > w->o.limit)
+		fprintf(f, "(%zu more distinct stacks; --limit N shows more)\n",
+			e->n - w->o.limit);
+}
+
+static void print_json_profile(FILE *f, struct watch *w, const struct entries *e,
+			       const struct cost *c, uint64_t elapsed_ns)
+{
+	fprintf(f, "{\"pid\": %d, \"interval_ns\": %llu, \"elapsed_ns\": %llu, "
+		   "\"samples\": %zu, \"thread_samples\": %llu, \"truncated\": %llu,\n"
+		   " \"stopped_ns\": {\"median\": %llu, \"max\": %llu, \"total\": %llu},\n"
+		   " \"exited\": %s,\n \"stacks\": [",
+		(int)w->o.pid, (unsigned long long)w->o.interval_ns,
+		(unsigned long long)elapsed_ns, w->nsamples,
+		(unsigned long long)w->thread_samples, (unsigned long long)w->truncated,
+		(unsigned long long)c->median, (unsigned long long)c->max,
+		(unsigned long long)c->total, w->exited ? "true" : "false");
+	for (size_t i = 0; i < e->n; i++) {
+		const char *semi = strchr(e->v[i].key, ';');
+		char *name = strndup(e->v[i].key, semi ? (size_t)(semi - e->v[i].key)
+						       : strlen(e->v[i].key));
+
+		fprintf(f, "%s\n  {\"count\": %llu, \"thread\": ", i ? "," : "",
+			(unsigned long long)e->v[i].count);
+		json_str(f, name);
+		free(name);
+		fputs(", \"frames\": [", f);
+		print_innermost_first(f, e->v[i].key, true);
+		fputs("]}", f);
+	}
+	fputs("\n]}\n", f);
+}
+
+int watch_main(int argc, char **argv)
+{
+	struct watch w = { 0 };
+	struct stacksnap_ctx *ctx = NULL;
+	struct stacksnap_walker *walker = NULL;
+	struct stacksnap_unwinder *uw = NULL;
+	struct entries e = { 0 };
+	struct sigaction sa;
+	int rc;
+
+	rc = parse(&w.o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	cli_verbose = w.o.verbose;
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal; /* no SA_RESTART: the sleep ends */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
+		       .log_level = w.o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .cache_dir = default_cache_dir());
+	ctx = stacksnap_ctx__new(&copts);
+	walker = ctx ? stacksnap_walker__new(ctx, NULL) : NULL;
+	uw = stacksnap_unwinder__new(NULL);
+	w.folded = folded_new();
+	if (!ctx || !walker || !uw || !w.folded) {
+		fprintf(stderr, "stacksnap watch: %s\n", strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	/* The library has said what is wrong with the target. */
+	w.t = stacksnap_walker__attach(walker, w.o.pid);
+	if (!w.t) {
+		rc = exit_code_for_errno(errno);
+		goto out;
+	}
+	uint64_t start = now_ns(), next = start;
+	while (!stop_signal) {
+		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
+		uint64_t now;
+
+		stacksnap_walker__handle_events(walker, false, on_event, &w);
+		if (w.exited || stacksnap_target__is_terminated(w.t))
+			break;
+		if (w.nsamples == w.capsamples) {
+			size_t cap = w.capsamples ? w.capsamples * 2 : 1024;
+			uint64_t *v = realloc(w.stopped_ns, cap * sizeof(*v));
+
+			if (!v) {
+				rc = EXIT_ERROR;
+				goto out;
+			}
+			w.stopped_ns = v;
+			w.capsamples = cap;
+		}
+		int n = stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &w, &st);
+		if (n < 0 && errno == ESRCH)
+			break; /* exited: its event comes next round */
+		if (n >= 0)
+			w.stopped_ns[w.nsamples++] = st.stopped_ns;
+		next += w.o.interval_ns;
+		now = now_ns();
+		if (w.o.duration_ns && now - start >= w.o.duration_ns)
+			break;
+		if (next <= now) { /* late (a loaded machine): no burst to catch up */
+			next = now;
+			continue;
+		}
+		struct timespec ts = { (time_t)(next / 1000000000u),
+				       (long)(next % 1000000000u) };
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	uint64_t elapsed = now_ns() - start;
+	stacksnap_walker__handle_events(walker, false, on_event, &w);
+	/* Let the target go before printing (a slow pipe must not hold it). */
+	stacksnap_target__detach(w.t);
+	w.t = NULL;
+	stacksnap_walker__free(walker);
+	walker = NULL;
+	struct cost c = cost_of(&w);
+	if (folded_visit(w.folded, collect, &e)) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	qsort(e.v, e.n, sizeof(*e.v), by_count);
+	if (w.o.format == FORMAT_FOLDED)
+		folded_print(w.folded, stdout);
+	else if (w.o.format == FORMAT_JSON)
+		print_json_profile(stdout, &w, &e, &c, elapsed);
+	else
+		print_top(stdout, &w, &e, elapsed);
+	fprintf(stderr, "stacksnap watch: cost to the target: stopped %.1f us per "
+			"sample (median; max %.1f us), %.2f ms in all over %zu samples "
+			"(%.3f%% of %.2f s)\n",
+		(double)c.median / 1e3, (double)c.max / 1e3, (double)c.total / 1e6,
+		w.nsamples, elapsed ? 100.0 * (double)c.total / (double)elapsed : 0.0,
+		(double)elapsed / 1e9);
+	if (w.exited)
+		fprintf(stderr, "stacksnap watch: pid %d exited (%s %d)\n",
+			(int)w.o.pid,
+			WIFSIGNALED(w.exit_status) ? "signal" : "status",
+			WIFSIGNALED(w.exit_status) ? WTERMSIG(w.exit_status)
+						   : WEXITSTATUS(w.exit_status));
+	/* Ctrl-C is how a watch without --duration ends. */
+	rc = stop_signal && stop_signal != SIGINT ? EXIT_SIGNAL_BASE + stop_signal
+						  : EXIT_OK;
+	if (fflush(stdout) != 0 && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+out:
+	if (w.t)
+		stacksnap_target__detach(w.t);
+	stacksnap_walker__free(walker);
+	stacksnap_unwinder__free(uw);
+	folded_free(w.folded);
+	free(e.v);
+	free(w.key);
+	free(w.stopped_ns);
+	free(w.names);
+	stacksnap_ctx__free(ctx);
+	return rc;
+}
