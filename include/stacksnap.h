@@ -350,6 +350,11 @@ struct stacksnap_snapshot_opts {
 	 * once non-zero, every thread is detached and the capture fails with
 	 * EINTR. NULL: not polled. */
 	const volatile sig_atomic_t *cancel;
+	/* Stop every thread, as before the non-stop capture: by default,
+	 * where BPF is permitted, threads asleep in the kernel are read
+	 * without stopping them and only the others are interrupted (see
+	 * stacksnap_snapshot__nonstop_stats; hold and no_copy imply this). */
+	bool freeze_all;
 	size_t :0;
 };
 
@@ -373,6 +378,8 @@ struct stacksnap_thread {
 	const uint8_t *stack;	/* copied bytes at stack_base; NULL if none */
 	size_t stack_len;
 	uint64_t stack_base;
+	bool nonstop;		/* read without stopping it: it was asleep and
+				   provably did not run during the capture */
 };
 
 struct stacksnap_snapshot_stats {
@@ -606,6 +613,38 @@ STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
  * the glue between the reader and the process table. */
 STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,
 						    const struct stacksnap_perf_event *ev);
+
+/* ------------------------------------------------------------------ */
+/* Non-stop capture: how a snapshot was taken. Threads asleep in the
+ * kernel are read by a BPF task iterator without stopping them; a thread
+ * found to have run meanwhile (its context-switch counters moved, or it
+ * was on a CPU) and every running thread are interrupted and read under
+ * ptrace. The snapshot is consistent at the instant the last interrupted
+ * thread stopped (docs/nonstop-capture.md). */
+
+struct stacksnap_nonstop_stats {
+	size_t sz;
+	bool nonstop;		/* the non-stop path was taken; false: every
+				   thread was stopped (freeze_all, hold, or
+				   no BPF: see reason) */
+	const char *reason;	/* why not non-stop ("" when it was); owned
+				   by the snapshot */
+	unsigned read_nonstop;	/* threads read without stopping them */
+	unsigned interrupted;	/* threads stopped with PTRACE_INTERRUPT */
+	unsigned witness_moved;	/* of the first, found to have run before
+				   the final check: interrupted instead */
+	unsigned rounds;	/* final witness checks made */
+	unsigned extended;	/* stacks deeper than one BPF copy, completed
+				   by a read after the thaw */
+	uint64_t iter_ns;	/* the first iterator run (registers, copies) */
+	uint64_t check_ns;	/* the final witness checks */
+	size_t :0;
+};
+
+/* Fills *st as far as st->sz says. Returns 0 or -EINVAL. */
+STACKSNAP_API int
+stacksnap_snapshot__nonstop_stats(const struct stacksnap_snapshot *snap,
+				  struct stacksnap_nonstop_stats *st);
 
 #ifdef __cplusplus
 }
