@@ -701,6 +701,7 @@ static bool same_witness(const struct nonstop_witness *a,
 static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 {
 	t->pub.nonstop = false;
+	t->have_regs = false; /* read again once it is stopped */
 	t->pub.stack = NULL;
 	t->pub.stack_len = 0;
 	t->pub.stack_base = 0;
