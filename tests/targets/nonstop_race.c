@@ -106,7 +106,10 @@ static NOINLINE void race_block(struct slot *s, int depth)
 	case K_SLEEP: nanosleep(&hour, NULL); break;
 	case K_READ: (void)!read(idle_pipe[0], &c, 1); break;
 	case K_POLL: poll(&pfd, 1, -1); break;
-	case K_EPOLL: epoll_wait(epfd, &ev, 1, -1); break;
+	case K_EPOLL: /* a ptrace stop makes it return EINTR: stay */
+		while (epoll_wait(epfd, &ev, 1, -1) < 0)
+			;
+		break;
 	case K_TIMER: nanosleep(&t50, NULL); break;
 	case K_PRODUCER: (void)!write(pc_pipe[1], &c, 1); nanosleep(&t100, NULL); break;
 	case K_CONSUMER: (void)!read(pc_pipe[0], &c, 1); break;
