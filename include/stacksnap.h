@@ -355,6 +355,10 @@ struct stacksnap_snapshot_opts {
 	 * without stopping them and only the others are interrupted (see
 	 * stacksnap_snapshot__nonstop_stats; hold and no_copy imply this). */
 	bool freeze_all;
+	/* Do not raise the calling thread to SCHED_FIFO for the freeze
+	 * window (by default it is, where permitted, and restored at once:
+	 * a preempted tool stretches the freeze on a loaded machine). */
+	bool no_realtime;
 	size_t :0;
 };
 

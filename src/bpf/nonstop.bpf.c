@@ -114,7 +114,7 @@ int capture(struct bpf_iter__task *ctx)
 	struct task_struct *t = ctx->task;
 	struct nonstop_rec r = {};
 	struct vma_bounds vb = {};
-	__u64 sp, lo, hi;
+	__u64 sp, lo, hi, fsbase;
 	__u32 npages;
 
 	if (!t)
@@ -137,6 +137,11 @@ int capture(struct bpf_iter__task *ctx)
 	if (lo < vb.start)
 		lo = vb.start;
 	hi = vb.end;
+	/* As the ptrace copy: not above the thread descriptor (glibc's, at
+	 * the thread pointer at the top of the stack mapping). */
+	fsbase = BPF_CORE_READ(t, thread.fsbase);
+	if (fsbase > sp && fsbase < hi)
+		hi = fsbase;
 	if (hi - lo > stack_size)
 		hi = lo + stack_size;
 	r.copy_start = lo;
