@@ -133,6 +133,19 @@ def table(header, rows):
     sys.stdout.flush()
 
 
+def hogs():
+    """A CPU hog on every core: one busy shell loop pinned to each CPU, at
+    normal priority (the loaded-machine runs). Kill them when done."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=pin(c))
+            for c in range(os.cpu_count())]
+
+
+def stop_hogs(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def load():
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]

@@ -13,23 +13,16 @@ usage: O=build bench/phases.py [--reps N] [--threads 1,8,64,512]
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, Target, run_tool, med, fmt, table, load  # noqa: E402
+from common import O, Target, run_tool, med, fmt, table, load, hogs, stop_hogs  # noqa: E402
 
 FREEZE = re.compile(r"freeze ([\d.]+) us, (\d+) threads, (\d+) bytes copied")
 PHASES = re.compile(r"stop ([\d.]+) us, registers ([\d.]+) us, copy ([\d.]+) us, "
                     r"detach ([\d.]+) us")
 NONSTOP = re.compile(r"(\d+) threads read without stopping them, (\d+) interrupted "
                      r"\((\d+) found to have run.*iterator ([\d.]+) us, checks ([\d.]+) us")
-
-
-def hogs():
-    """One busy loop per CPU, pinned, at normal priority."""
-    return [subprocess.Popen(["taskset", "-c", str(c), "sh", "-c", "while :; do :; done"])
-            for c in range(os.cpu_count())]
 
 
 def main():
@@ -81,9 +74,7 @@ def main():
                 finally:
                     t.stop()
     finally:
-        for h in hog:
-            h.kill()
-            h.wait()
+        stop_hogs(hog)
     table(["mode", "threads", "path", "freeze", "stop", "regs", "copy", "detach",
            "KiB copied", "non-stop/intr/ran", "iterator", "checks", "runs"], rows)
     print("load average after: %s" % " ".join(load()))
