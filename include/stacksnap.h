@@ -645,6 +645,17 @@ struct stacksnap_nonstop_stats {
 	size_t :0;
 };
 
+/* Reads more of the stack of thread i (stacksnap_snapshot__thread) after
+ * the capture, up to len bytes from its stack_base (at most to the top of
+ * its stack), for a walk that ended with STACKSNAP_END_STACK_COPY: only for
+ * a thread read non-stop, and only if it has not run since (its witness is
+ * checked after the read), so the bytes are those of the snapshot's
+ * instant. The thread's stack/stack_len are updated (earlier pointers stay
+ * valid). Returns 0; -ESTALE when it has run (nothing changes); -EINVAL
+ * when it was not read non-stop; -ESRCH, -EFAULT, -ENOMEM. */
+STACKSNAP_API int stacksnap_snapshot__extend(struct stacksnap_snapshot *snap,
+					     size_t i, size_t len);
+
 /* Fills *st as far as st->sz says. Returns 0 or -EINVAL. */
 STACKSNAP_API int
 stacksnap_snapshot__nonstop_stats(const struct stacksnap_snapshot *snap,

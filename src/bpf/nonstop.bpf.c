@@ -142,11 +142,11 @@ int capture(struct bpf_iter__task *ctx)
 	fsbase = BPF_CORE_READ(t, thread.fsbase);
 	if (fsbase > sp && fsbase < hi)
 		hi = fsbase;
+	r.map_end = hi;
 	if (hi - lo > stack_size)
 		hi = lo + stack_size;
 	r.copy_start = lo;
 	r.want_len = hi - lo;
-	r.map_end = vb.end;
 	r.copy_len = r.want_len;
 	if (r.copy_len > (__u64)NONSTOP_MAX_PAGES * NONSTOP_PAGE) {
 		r.copy_len = (__u64)NONSTOP_MAX_PAGES * NONSTOP_PAGE;

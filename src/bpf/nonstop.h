@@ -53,7 +53,8 @@ struct nonstop_rec {
 	__u64 copy_start;	/* rsp - red zone, clamped to the mapping */
 	__u64 copy_len;		/* bytes copied from copy_start */
 	__u64 want_len;		/* bytes the clamp asked for (>= copy_len) */
-	__u64 map_end;		/* end of the mapping holding rsp */
+	__u64 map_end;		/* top of the stack: the end of the mapping
+				   holding rsp, or the thread pointer */
 	struct nonstop_witness w1, w2; /* before and after the copy */
 };
 

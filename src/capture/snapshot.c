@@ -59,6 +59,7 @@ struct cap_thread {
 	 * of that read, which every later check must find unchanged. */
 	struct nonstop_witness w;
 	uint64_t want_len;	/* bytes the clamp allows beyond one BPF copy */
+	uint64_t stack_top;	/* read non-stop: where its stack ends */
 };
 
 struct stacksnap_snapshot {
@@ -784,6 +785,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 		t->copy_start = r->copy_start;
 		t->copy_len = r->copy_len;
 		t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
+		t->stack_top = r->map_end;
 		t->pub.stack = nonstop__pages(s->ns, r->first_page);
 		t->pub.stack_len = r->copy_len;
 		t->pub.stack_base = r->copy_start;
@@ -1096,6 +1098,57 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	free(s->stack_bytes);
 	free(s->threads);
 	free(s);
+}
+
+int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,
+				size_t len)
+{
+	const struct nonstop_rec *r;
+	struct cap_thread *t;
+	uint8_t **slot, *buf;
+	size_t n;
+	int err;
+
+	if (!s || i >= s->n || !s->ns || !s->threads[i].pub.nonstop ||
+	    s->threads[i].pub.error)
+		return fail(-EINVAL);
+	t = &s->threads[i];
+	if (len > t->stack_top - t->copy_start)
+		len = t->stack_top - t->copy_start;
+	if (len <= t->copy_len)
+		return 0;
+	slot = VEC_PUSH(s->extra, s->nextra, s->extra_cap);
+	buf = slot ? malloc(len) : NULL;
+	if (!buf) {
+		if (slot)
+			s->nextra--;
+		return fail(-ENOMEM);
+	}
+	*slot = buf;
+	memcpy(buf, t->pub.stack, t->copy_len);
+	struct iovec l = { buf + t->copy_len, len - t->copy_len };
+	struct iovec rm = { (void *)(uintptr_t)(t->copy_start + t->copy_len),
+			    len - t->copy_len };
+	if (process_vm_readv(s->pid, &l, 1, &rm, 1, 0) != (ssize_t)l.iov_len)
+		return fail(errno == ESRCH ? -ESRCH : -EFAULT);
+	/* The new bytes are the thread's at the snapshot's instant only if
+	 * it has not run since: the witness of its first read must stand. */
+	err = nonstop__run(s->ns, false, &r, &n);
+	if (err)
+		return fail(err);
+	for (size_t k = 0; k < n; k++)
+		if ((pid_t)r[k].tid == t->pub.tid) {
+			if ((r[k].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
+			    !same_witness(&r[k].w1, &t->w))
+				break;
+			t->copy_len = len;
+			t->pub.stack = buf;
+			t->pub.stack_len = len;
+			s->stats.bytes_copied += l.iov_len;
+			s->ns_stats.extended++;
+			return 0;
+		}
+	return fail(-ESTALE);
 }
 
 int stacksnap_snapshot__nonstop_stats(const struct stacksnap_snapshot *s,
