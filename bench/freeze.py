@@ -13,7 +13,6 @@ are read without being stopped) and with --freeze-all (every thread
 stopped, the path before the non-stop capture). --hog runs everything with
 a CPU hog on every core.
 """
-import argparse
 import json
 import os
 import re
@@ -21,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, BENCH, TOOL_CPU, Target, run_tool, med, fmt, table, load, hogs, stop_hogs  # noqa: E402
+from common import O, BENCH, TOOL_CPU, Target, run_tool, med, fmt, table, load, hogs, stop_hogs, bench_args  # noqa: E402
 
 DEPTH = 40  # chain_a/b/c frames per worker thread (plus ~10 more)
 
@@ -199,12 +198,7 @@ def report(mode, nthreads, results):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--threads", default="1,8,64")
-    ap.add_argument("--modes", default="sleep,spin")
-    ap.add_argument("--hog", action="store_true")
-    a = ap.parse_args()
+    a = bench_args("1,8,64")
     # This orchestrator polls for the tool's exit while it runs: kept off
     # the target's CPU, it cannot be what makes the target's threads late.
     os.sched_setaffinity(0, {TOOL_CPU})

@@ -10,13 +10,12 @@ how many threads were read without stopping them.
 usage: O=build bench/phases.py [--reps N] [--threads 1,8,64,512]
                                [--modes sleep,spin] [--hog]
 """
-import argparse
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, Target, run_tool, med, fmt, table, load, hogs, stop_hogs  # noqa: E402
+from common import O, Target, run_tool, med, fmt, table, load, hogs, stop_hogs, bench_args  # noqa: E402
 
 FREEZE = re.compile(r"freeze ([\d.]+) us, (\d+) threads, (\d+) bytes copied")
 PHASES = re.compile(r"stop ([\d.]+) us, registers ([\d.]+) us, copy ([\d.]+) us, "
@@ -26,12 +25,7 @@ NONSTOP = re.compile(r"(\d+) threads read without stopping them, (\d+) interrupt
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--threads", default="1,8,64,512")
-    ap.add_argument("--modes", default="sleep,spin")
-    ap.add_argument("--hog", action="store_true")
-    a = ap.parse_args()
+    a = bench_args("1,8,64,512")
     tool = os.path.join(O, "stacksnap")
     hog = hogs() if a.hog else []
     print("== freeze phases (us, medians of %d), %s; load average %s" % (
