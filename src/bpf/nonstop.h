@@ -13,7 +13,7 @@
 #endif
 
 #define NONSTOP_PAGE 4096u	   /* bytes of one page of the stack buffer */
-#define NONSTOP_MAX_PAGES 256u	   /* pages one thread may copy (1 MiB): a
+#define NONSTOP_MAX_PAGES 64u	   /* pages one thread may copy (256 KiB): a
 				      bound the verifier can see; the rest of
 				      a deeper range is read after the thaw */
 #define NONSTOP_NREGS 17	   /* DWARF order, as enum stacksnap_reg */
