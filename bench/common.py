@@ -133,6 +133,31 @@ def table(header, rows):
     sys.stdout.flush()
 
 
+def bench_args(threads):
+    """The options the freeze benchmarks share: --reps, --threads (default
+    `threads`), --modes, --hog."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--threads", default=threads)
+    ap.add_argument("--modes", default="sleep,spin")
+    ap.add_argument("--hog", action="store_true")
+    return ap.parse_args()
+
+
+def hogs():
+    """A CPU hog on every core: one busy shell loop pinned to each CPU, at
+    normal priority (the loaded-machine runs). Kill them when done."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=pin(c))
+            for c in range(os.cpu_count())]
+
+
+def stop_hogs(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def load():
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]

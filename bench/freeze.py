@@ -5,9 +5,14 @@ lu_dump), repeated and interleaved with idle windows of the same length,
 reporting the stall the target measured, the whole command's wall time and
 whether every stack came out complete.
 
-usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64] [--modes sleep,spin]
+usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64,512] [--modes sleep,spin]
+                               [--hog]
+
+stacksnap runs twice: by default (non-stop: threads asleep in the kernel
+are read without being stopped) and with --freeze-all (every thread
+stopped, the path before the non-stop capture). --hog runs everything with
+a CPU hog on every core.
 """
-import argparse
 import json
 import os
 import re
@@ -15,12 +20,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, BENCH, TOOL_CPU, Target, run_tool, med, fmt, table, load  # noqa: E402
+from common import O, BENCH, TOOL_CPU, Target, run_tool, med, fmt, table, load, hogs, stop_hogs, bench_args  # noqa: E402
 
 DEPTH = 40  # chain_a/b/c frames per worker thread (plus ~10 more)
 
 TOOLS = [
     ("stacksnap", lambda pid: [os.path.join(O, "stacksnap"), "--json", str(pid)]),
+    ("stacksnap --freeze-all", lambda pid: [os.path.join(O, "stacksnap"), "--json",
+                                            "--freeze-all", str(pid)]),
     ("eu-stack", lambda pid: ["eu-stack", "-p", str(pid)]),
     ("gdb", lambda pid: ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", "-p", str(pid)]),
     ("libunwind ptrace", lambda pid: [os.path.join(BENCH, "lu_dump"), "--ptrace", str(pid)]),
@@ -73,7 +80,7 @@ def bottom_by_name(head, names):
 
 def parse(tool, out, err):
     text = out.decode(errors="replace")
-    if tool == "stacksnap":
+    if tool.startswith("stacksnap"):
         return parse_stacksnap(text)
     freeze = None
     m = re.search(r"freeze_us=([\d.]+)", err.decode(errors="replace"))
@@ -191,11 +198,7 @@ def report(mode, nthreads, results):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--threads", default="1,8,64")
-    ap.add_argument("--modes", default="sleep,spin")
-    a = ap.parse_args()
+    a = bench_args("1,8,64")
     # This orchestrator polls for the tool's exit while it runs: kept off
     # the target's CPU, it cannot be what makes the target's threads late.
     os.sched_setaffinity(0, {TOOL_CPU})
@@ -206,11 +209,17 @@ def main():
     print("own freeze = what the tool reports (stacksnap --json freeze_us, lu_dump's "
           "stop..detach); complete = runs where every thread's stack reached the bottom "
           "with every expected frame")
+    print("load: %s" % ("a CPU hog (busy loop) pinned to every core, normal priority"
+                        if a.hog else "no hog"))
     results = {}
-    for mode in a.modes.split(","):
-        for n in [int(x) for x in a.threads.split(",")]:
-            run_config(mode, n, a.reps, results)
-            report(mode, n, results)
+    hog = hogs() if a.hog else []
+    try:
+        for mode in a.modes.split(","):
+            for n in [int(x) for x in a.threads.split(",")]:
+                run_config(mode, n, a.reps, results)
+                report(mode, n, results)
+    finally:
+        stop_hogs(hog)
     print("load average after: %s" % " ".join(load()))
 
 

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
-#define MAX_THREADS 256
+#define MAX_THREADS 512
 #define MAX_HOPS 64
 /* Sleeping threads wake STAGGER_NS apart, all together once per
  * nthreads * STAGGER_NS: a freeze longer than STAGGER_NS always makes some

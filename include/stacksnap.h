@@ -354,6 +354,15 @@ struct stacksnap_snapshot_opts {
 	 * once non-zero, every thread is detached and the capture fails with
 	 * EINTR. NULL: not polled. */
 	const volatile sig_atomic_t *cancel;
+	/* Stop every thread, as before the non-stop capture: by default,
+	 * where BPF is permitted, threads asleep in the kernel are read
+	 * without stopping them and only the others are interrupted (see
+	 * stacksnap_snapshot__nonstop_stats; hold and no_copy imply this). */
+	bool freeze_all;
+	/* Do not raise the calling thread to SCHED_FIFO for the freeze
+	 * window (by default it is, where permitted, and restored at once:
+	 * a preempted tool stretches the freeze on a loaded machine). */
+	bool no_realtime;
 	size_t :0;
 };
 
@@ -377,6 +386,8 @@ struct stacksnap_thread {
 	const uint8_t *stack;	/* copied bytes at stack_base; NULL if none */
 	size_t stack_len;
 	uint64_t stack_base;
+	bool nonstop;		/* read without stopping it: it was asleep and
+				   provably did not run during the capture */
 };
 
 struct stacksnap_snapshot_stats {
@@ -918,6 +929,48 @@ STACKSNAP_API int stacksnap_unwinder__add_stepper(struct stacksnap_unwinder *uw,
 STACKSNAP_API const char *
 stacksnap_unwinder__stepper_name(const struct stacksnap_unwinder *uw,
 				 const struct stacksnap_frame *frame);
+
+/* Non-stop capture: how a snapshot was taken. Threads asleep in the
+ * kernel are read by a BPF task iterator without stopping them; a thread
+ * found to have run meanwhile (its context-switch counters moved, or it
+ * was on a CPU) and every running thread are interrupted and read under
+ * ptrace. The snapshot is consistent at the instant the last interrupted
+ * thread stopped (docs/nonstop-capture.md). */
+
+struct stacksnap_nonstop_stats {
+	size_t sz;
+	bool nonstop;		/* the non-stop path was taken; false: every
+				   thread was stopped (freeze_all, hold, or
+				   no BPF: see reason) */
+	const char *reason;	/* why not non-stop ("" when it was); owned
+				   by the snapshot */
+	unsigned read_nonstop;	/* threads read without stopping them */
+	unsigned interrupted;	/* threads stopped with PTRACE_INTERRUPT */
+	unsigned witness_moved;	/* of the first, found to have run before
+				   the final check: interrupted instead */
+	unsigned rounds;	/* final witness checks made */
+	unsigned extended;	/* stacks deeper than one BPF copy, completed
+				   by a read after the thaw */
+	uint64_t iter_ns;	/* the first iterator run (registers, copies) */
+	uint64_t check_ns;	/* the final witness checks */
+	size_t :0;
+};
+
+/* Reads more of the stack of thread i (stacksnap_snapshot__thread) after
+ * the capture, up to len bytes from its stack_base (at most to the top of
+ * its stack), for a walk that ended with STACKSNAP_END_STACK_COPY: only for
+ * a thread read non-stop, and only if it has not run since (its witness is
+ * checked after the read), so the bytes are those of the snapshot's
+ * instant. The thread's stack/stack_len are updated (earlier pointers stay
+ * valid). Returns 0; -ESTALE when it has run (nothing changes); -EINVAL
+ * when it was not read non-stop; -ESRCH, -EFAULT, -ENOMEM. */
+STACKSNAP_API int stacksnap_snapshot__extend(struct stacksnap_snapshot *snap,
+					     size_t i, size_t len);
+
+/* Fills *st as far as st->sz says. Returns 0 or -EINVAL. */
+STACKSNAP_API int
+stacksnap_snapshot__nonstop_stats(const struct stacksnap_snapshot *snap,
+				  struct stacksnap_nonstop_stats *st);
 
 #ifdef __cplusplus
 }

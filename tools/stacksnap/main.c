@@ -170,7 +170,8 @@ static int dump_main(int argc, char **argv)
 	struct stacksnap_mem *mem = NULL;
 	struct thread_result *res = NULL;
 	struct stacksnap_snapshot_stats st;
-	struct dump_totals tot = { .snap = &st };
+	STACKSNAP_OPTS(stacksnap_nonstop_stats, nst);
+	struct dump_totals tot = { .snap = &st, .nonstop = &nst };
 	size_t n = 0;
 	int rc, partial = 0, mem_fd = -1;
 
@@ -229,7 +230,8 @@ static int dump_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o.stack_size,
 		       .stop_timeout_ms = o.stop_timeout_ms, .proc_mem = o.proc_mem,
 		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
-		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &stop_signal);
+		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &stop_signal,
+		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime);
 	in_freeze = 1;
 	if (stop_signal) { /* came before in_freeze was set */
 		rc = interrupted_exit();
@@ -311,6 +313,16 @@ static int dump_main(int argc, char **argv)
 						th->stack_base);
 		res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem, res[i].frames,
 						  max_frames, &res[i].end);
+		/* Deeper than the copy: a thread read non-stop that has not
+		 * run since gives the rest of its stack, exact, now. */
+		if (res[i].end == STACKSNAP_END_STACK_COPY && th->nonstop &&
+		    stacksnap_snapshot__extend(snap, i, SIZE_MAX) == 0) {
+			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
+						th->stack_base);
+			res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem,
+							  res[i].frames, max_frames,
+							  &res[i].end);
+		}
 		if (res[i].nframes < 0) {
 			res[i].nframes = 0;
 			res[i].end = STACKSNAP_END_BAD_CFI;
@@ -327,6 +339,7 @@ static int dump_main(int argc, char **argv)
 		}
 	}
 	stacksnap_snapshot__stats(snap, &st);
+	stacksnap_snapshot__nonstop_stats(snap, &nst);
 	report_thread_errors(&o, snap);
 	t0 = now_ns();
 	for (size_t i = 0; i < n; i++)

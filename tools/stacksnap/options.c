@@ -31,6 +31,12 @@ static const char usage[] =
 "      --proc-mem         copy stacks through /proc/PID/mem\n"
 "      --ptrace           no copy: keep the threads stopped and unwind their\n"
 "                         live memory (slower; for stacks deeper than a copy)\n"
+"      --freeze-all       stop every thread (default, where BPF is permitted:\n"
+"                         threads asleep in the kernel are read without\n"
+"                         stopping them; only running ones are interrupted)\n"
+"      --no-realtime      do not run SCHED_FIFO during the freeze (default:\n"
+"                         where permitted, from the first stop to the last\n"
+"                         resume)\n"
 "      --ignore-deleted   where a file deleted since it was mapped cannot be\n"
 "                         read through /proc/PID/map_files, open the file now\n"
 "                         at its path (may be another version)\n"
@@ -119,7 +125,8 @@ const char *default_cache_dir(void)
 int options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
-	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL, O_NOCACHE };
+	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL, O_NOCACHE,
+	       O_FREEZEALL, O_NORT };
 	static const struct option longopts[] = {
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, O_LINES },
@@ -136,6 +143,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "scan", no_argument, NULL, O_SCAN },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "no-cache", no_argument, NULL, O_NOCACHE },
+		{ "freeze-all", no_argument, NULL, O_FREEZEALL },
+		{ "no-realtime", no_argument, NULL, O_NORT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -189,6 +198,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_SCAN: o->stack_scan = true; break;
 		case O_STATS: o->stats = true; break;
 		case O_NOCACHE: o->no_cache = true; break;
+		case O_FREEZEALL: o->freeze_all = true; break;
+		case O_NORT: o->no_realtime = true; break;
 		case 'v': o->verbose = true; o->stats = true; break;
 		case 'h': fputs(usage, stdout); return -1;
 		case 'V':

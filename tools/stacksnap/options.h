@@ -24,6 +24,8 @@ struct options {
 	bool no_cache;		/* --no-cache */
 	bool ptrace;		/* unwind live memory, threads held stopped */
 	bool ignore_deleted;	/* skip mappings of deleted files */
+	bool freeze_all;	/* --freeze-all: stop every thread */
+	bool no_realtime;	/* --no-realtime: no SCHED_FIFO window */
 };
 
 /* Exit codes, also listed in --help and the README. */

@@ -129,9 +129,14 @@ void print_json(FILE *f, const struct options *o,
 		const struct dump_totals *tot)
 {
 	fprintf(f, "{\"pid\":%d,\"freeze_us\":%.1f,\"bytes_copied\":%zu,"
-		   "\"unwind_us\":%.1f,\"symbolize_us\":%.1f,\"threads\":[",
+		   "\"unwind_us\":%.1f,\"symbolize_us\":%.1f,",
 		(int)o->pid, tot->snap->freeze_ns / 1e3, tot->snap->bytes_copied,
 		tot->unwind_ns / 1e3, tot->symbolize_ns / 1e3);
+	if (tot->nonstop)
+		fprintf(f, "\"path\":\"%s\",\"read_nonstop\":%u,\"interrupted\":%u,",
+			tot->nonstop->nonstop ? "non-stop" : "freeze-all",
+			tot->nonstop->read_nonstop, tot->nonstop->interrupted);
+	fputs("\"threads\":[", f);
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
 		char state[2] = { th->state ? th->state : '?', 0 };
@@ -140,6 +145,7 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, th->name);
 		fputs(",\"state\":", f);
 		json_str(f, state);
+		fprintf(f, ",\"nonstop\":%s", th->nonstop ? "true" : "false");
 		fprintf(f, ",\"complete\":%s,\"end\":",
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
 		json_str(f, th->error ? thread_error_str(th->error)
@@ -197,4 +203,17 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		   "%u from the table cache, %u stored in it\n",
 		tot->ctx.tables_whole, tot->ctx.tables_lazy, tot->ctx.lazy_fdes,
 		tot->ctx.tables_cached, tot->ctx.tables_stored);
+
+	if (tot->nonstop && tot->nonstop->nonstop)
+		fprintf(f, "stacksnap: path non-stop: %u threads read without "
+			   "stopping them, %u interrupted (%u found to have run "
+			   "after their read), %u witness checks, iterator %.1f us, "
+			   "checks %.1f us, %u deep stacks completed\n",
+			tot->nonstop->read_nonstop, tot->nonstop->interrupted,
+			tot->nonstop->witness_moved, tot->nonstop->rounds,
+			tot->nonstop->iter_ns / 1e3, tot->nonstop->check_ns / 1e3,
+			tot->nonstop->extended);
+	else if (tot->nonstop)
+		fprintf(f, "stacksnap: path freeze-all: %u threads interrupted "
+			   "(%s)\n", tot->nonstop->interrupted, tot->nonstop->reason);
 }

@@ -25,6 +25,7 @@ struct thread_result {
 
 struct dump_totals {
 	const struct stacksnap_snapshot_stats *snap;
+	const struct stacksnap_nonstop_stats *nonstop; /* NULL: not known */
 	uint64_t unwind_ns, symbolize_ns;
 	unsigned frames;
 	/* The cold path's phases: checking the target, reading its maps and

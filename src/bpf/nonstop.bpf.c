@@ -1,0 +1,174 @@
+/* nonstop.bpf.c - the non-stop capture's sleepable task iterator: for every
+ * thread of the target, its state, whether it is on a CPU, its user
+ * registers (saved on kernel entry), a copy of its stack clamped as the
+ * ptrace capture clamps it, and a "has it run?" witness read before and
+ * after the copy. Nothing is stopped; user space decides from the
+ * witnesses which copies are exact (docs/nonstop-capture.md). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "bpf/nonstop.h"
+
+#define RED_ZONE 128
+#define VM_WRITE_ 0x2ull
+#define PF_EXITING_ 0x4u
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u64 stack_size = 256 << 10; /* per thread, from rsp up */
+__u32 witness_only;	/* 1: no registers, no copy */
+__u32 next_page;	/* first free page; the iterator runs in one read(),
+			   one task at a time, so no atomics are needed */
+__u32 npages_total;	/* pages of stack_pages */
+
+struct stack_page {
+	__u8 b[NONSTOP_PAGE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct stack_page);
+	__uint(max_entries, 1); /* set by the loader */
+} stack_pages SEC(".maps");
+
+struct vma_bounds {
+	__u64 start, end;
+	int writable;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma,
+		   struct vma_bounds *b)
+{
+	b->start = vma->vm_start;
+	b->end = vma->vm_end;
+	b->writable = !!(BPF_CORE_READ(vma, vm_flags) & VM_WRITE_);
+	return 0;
+}
+
+static void witness(struct task_struct *t, struct nonstop_witness *w, __u32 *flags)
+{
+	w->nvcsw = t->nvcsw;
+	w->nivcsw = t->nivcsw;
+	w->runtime_ns = t->se.sum_exec_runtime;
+	if (t->on_cpu)
+		*flags |= NONSTOP_ON_CPU;
+}
+
+static void read_regs(struct task_struct *t, struct nonstop_rec *r)
+{
+	struct pt_regs *p = (struct pt_regs *)bpf_task_pt_regs(t);
+
+	if (!p)
+		return;
+	r->regs[0] = BPF_CORE_READ(p, ax);
+	r->regs[1] = BPF_CORE_READ(p, dx);
+	r->regs[2] = BPF_CORE_READ(p, cx);
+	r->regs[3] = BPF_CORE_READ(p, bx);
+	r->regs[4] = BPF_CORE_READ(p, si);
+	r->regs[5] = BPF_CORE_READ(p, di);
+	r->regs[6] = BPF_CORE_READ(p, bp);
+	r->regs[7] = BPF_CORE_READ(p, sp);
+	r->regs[8] = BPF_CORE_READ(p, r8);
+	r->regs[9] = BPF_CORE_READ(p, r9);
+	r->regs[10] = BPF_CORE_READ(p, r10);
+	r->regs[11] = BPF_CORE_READ(p, r11);
+	r->regs[12] = BPF_CORE_READ(p, r12);
+	r->regs[13] = BPF_CORE_READ(p, r13);
+	r->regs[14] = BPF_CORE_READ(p, r14);
+	r->regs[15] = BPF_CORE_READ(p, r15);
+	r->regs[16] = BPF_CORE_READ(p, ip);
+}
+
+/* Copies [r->copy_start, + r->copy_len) into pages from r->first_page. */
+static int copy_stack(struct task_struct *t, struct nonstop_rec *r)
+{
+	__u64 lo = r->copy_start, len = r->copy_len;
+
+	for (__u32 i = 0; i < NONSTOP_MAX_PAGES; i++) {
+		__u64 off = (__u64)i * NONSTOP_PAGE, n;
+		__u32 key = r->first_page + i;
+		struct stack_page *dst;
+
+		if (off >= len)
+			break;
+		dst = bpf_map_lookup_elem(&stack_pages, &key);
+		if (!dst)
+			return -1;
+		n = len - off;
+		if (n > NONSTOP_PAGE)
+			n = NONSTOP_PAGE;
+		if (bpf_copy_from_user_task(dst->b, n & (2 * NONSTOP_PAGE - 1),
+					    (void *)(lo + off), t, 0))
+			return -1;
+	}
+	return 0;
+}
+
+SEC("iter.s/task")
+int capture(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *t = ctx->task;
+	struct nonstop_rec r = {};
+	struct vma_bounds vb = {};
+	__u64 sp, lo, hi, fsbase;
+	__u32 npages;
+
+	if (!t)
+		return 0;
+	r.tid = t->pid;
+	r.state = t->__state;
+	if ((t->flags & PF_EXITING_) || !t->mm)
+		r.flags |= NONSTOP_EXITING;
+	witness(t, &r.w1, &r.flags);
+	if (witness_only || r.state == 0 || (r.flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)))
+		goto out;
+	r.flags |= NONSTOP_CANDIDATE;
+	read_regs(t, &r);
+	sp = r.regs[7];
+	if (bpf_find_vma(t, sp, vma_cb, &vb, 0) || !vb.writable) {
+		r.flags |= NONSTOP_NO_VMA;
+		goto second;
+	}
+	lo = sp >= RED_ZONE ? sp - RED_ZONE : 0;
+	if (lo < vb.start)
+		lo = vb.start;
+	hi = vb.end;
+	/* As the ptrace copy: not above the thread descriptor (glibc's, at
+	 * the thread pointer at the top of the stack mapping). */
+	fsbase = BPF_CORE_READ(t, thread.fsbase);
+	if (fsbase > sp && fsbase < hi)
+		hi = fsbase;
+	r.map_end = hi;
+	if (hi - lo > stack_size)
+		hi = lo + stack_size;
+	r.copy_start = lo;
+	r.want_len = hi - lo;
+	r.copy_len = r.want_len;
+	if (r.copy_len > (__u64)NONSTOP_MAX_PAGES * NONSTOP_PAGE) {
+		r.copy_len = (__u64)NONSTOP_MAX_PAGES * NONSTOP_PAGE;
+		r.flags |= NONSTOP_TRUNCATED;
+	}
+	npages = (__u32)((r.copy_len + NONSTOP_PAGE - 1) / NONSTOP_PAGE);
+	if (next_page + npages > npages_total) {
+		r.flags |= NONSTOP_NO_ROOM;
+		goto second;
+	}
+	r.first_page = next_page;
+	next_page += npages;
+	if (copy_stack(t, &r))
+		r.flags |= NONSTOP_COPY_FAILED;
+	else
+		r.flags |= NONSTOP_COPIED;
+second:
+	witness(t, &r.w2, &r.flags);
+	if ((r.flags & NONSTOP_ON_CPU) || r.w1.nvcsw != r.w2.nvcsw ||
+	    r.w1.nivcsw != r.w2.nivcsw)
+		r.flags &= ~NONSTOP_COPIED;
+out:
+	bpf_seq_write(seq, &r, sizeof(r));
+	return 0;
+}

@@ -1,0 +1,80 @@
+/* nonstop.h - the records the non-stop capture's task iterator
+ * (nonstop.bpf.c) writes for every thread of the target, and the
+ * user-side loader that runs it (nonstop.c); shared by both sides. */
+#ifndef SS_BPF_NONSTOP_H
+#define SS_BPF_NONSTOP_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "base/log.h"
+#endif
+
+#define NONSTOP_PAGE 4096u	   /* bytes of one page of the stack buffer */
+#define NONSTOP_MAX_PAGES 64u	   /* pages one thread may copy (256 KiB): a
+				      bound the verifier can see; the rest of
+				      a deeper range is read after the thaw */
+#define NONSTOP_NREGS 17	   /* DWARF order, as enum stacksnap_reg */
+
+/* rec.flags */
+#define NONSTOP_CANDIDATE 0x1	/* asleep and off CPU at the first read:
+				   its registers were saved on kernel entry */
+#define NONSTOP_ON_CPU 0x2	/* on a CPU at the first or second read */
+#define NONSTOP_COPIED 0x4	/* stack bytes copied, pages [first_page,
+				   first_page + npages) */
+#define NONSTOP_NO_ROOM 0x8	/* the buffer was full: no copy */
+#define NONSTOP_NO_VMA 0x10	/* rsp is in no writable mapping (or the
+				   mapping lock was busy) */
+#define NONSTOP_EXITING 0x20	/* PF_EXITING, or no mm */
+#define NONSTOP_COPY_FAILED 0x40 /* a page of the range could not be read */
+#define NONSTOP_TRUNCATED 0x80	/* the range was longer than
+				   NONSTOP_MAX_PAGES: copy_len says how much
+				   was copied, want_len how much is wanted */
+
+/* "Has it run?": a thread that was switched in and out again moved one of
+ * the switch counters, and one switched in and not out is on a CPU. So two
+ * equal witnesses, off CPU both times, prove it did not run in between. */
+struct nonstop_witness {
+	__u64 nvcsw, nivcsw;	/* voluntary / involuntary context switches */
+	__u64 runtime_ns;	/* se.sum_exec_runtime (a second opinion) */
+};
+
+/* One thread, as one run of the iterator saw it. In a witness-only run
+ * (copy == 0) only tid, state, flags & NONSTOP_ON_CPU|EXITING and w1 are
+ * set. Invariant: COPIED implies CANDIDATE, w1 == w2 and not ON_CPU. */
+struct nonstop_rec {
+	__u32 tid;
+	__u32 state;		/* task->__state: 0 running/runnable */
+	__u32 flags;		/* NONSTOP_* */
+	__u32 first_page;	/* index of its first page in the buffer */
+	__u64 regs[NONSTOP_NREGS]; /* user registers from task_pt_regs */
+	__u64 copy_start;	/* rsp - red zone, clamped to the mapping */
+	__u64 copy_len;		/* bytes copied from copy_start */
+	__u64 want_len;		/* bytes the clamp asked for (>= copy_len) */
+	__u64 map_end;		/* top of the stack: the end of the mapping
+				   holding rsp, or the thread pointer */
+	struct nonstop_witness w1, w2; /* before and after the copy */
+};
+
+#ifndef __bpf__
+struct nonstop;
+
+/* Loads and attaches the iterator for the threads of pid; pages is the
+ * size of the stack buffer (mapped into this process). Returns 0, or
+ * -errno with `reason` saying what is missing (rights, BTF, the load). */
+int nonstop__open(struct nonstop **out, pid_t pid, size_t stack_size,
+		  size_t pages, const struct log_sink *log, char *reason,
+		  size_t reason_len);
+/* Runs the iterator once: with copy, every candidate's registers and
+ * stack are read into the buffer (from its first page); without, only
+ * witnesses. *recs (owned by ns, valid until the next run) gets n records. */
+int nonstop__run(struct nonstop *ns, bool copy, const struct nonstop_rec **recs,
+		 size_t *n);
+/* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous). */
+const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first);
+void nonstop__close(struct nonstop *ns);
+#endif
+
+#endif
