@@ -16,7 +16,7 @@ CC := gcc
 endif
 CLANG ?= clang
 O ?= build
-PKGS := libelf libdw liblzma
+PKGS := libelf libdw liblzma libdebuginfod
 
 # Missing build dependencies are installed by scripts/install-deps.sh the
 # first time; the stamp keeps later builds from asking pkg-config again.

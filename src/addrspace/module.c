@@ -154,6 +154,9 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
 		m->debug = NULL;
+	if (!m->debug && ctx->debuginfod &&
+	    elf_image__open_debug_remote(m->img, &ctx->log, &m->debug))
+		m->debug = NULL;
 	if (m->debug && ctx->cache_dir &&
 	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir)))
 		use_debug_cache(ctx, m);
@@ -419,6 +422,7 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 	}
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
 	ctx->ignore_deleted = o.ignore_deleted;
+	ctx->debuginfod = o.debuginfod;
 	/* The cache has a debug directory's layout: searched first. */
 	char *dirs = NULL;
 	if (asprintf(&dirs, "%s%s%s", o.cache_dir && *o.cache_dir ? o.cache_dir : "",

@@ -73,6 +73,7 @@ struct stacksnap_ctx {
 	char *sysroot;		/* may be NULL */
 	bool ignore_deleted;	/* from_pid may open "(deleted)" files by path */
 	char *cache_dir;	/* uncompressed debug files; NULL: none */
+	bool debuginfod;	/* ask $DEBUGINFOD_URLS for what is missing */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 };

@@ -20,6 +20,13 @@ const char *thread_error_str(int error)
 	return "unknown error";
 }
 
+int thread_result_cmp_tid(const void *a, const void *b)
+{
+	const struct thread_result *x = a, *y = b;
+
+	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
+}
+
 static unsigned sym_flags(const struct options *o)
 {
 	return (o->lines ? STACKSNAP_SYM_LINES : 0) |

@@ -39,5 +39,7 @@ void print_json(FILE *f, const struct options *o,
 		const struct dump_totals *tot);
 void print_stats(FILE *f, const struct dump_totals *tot);
 const char *thread_error_str(int error);
+/* qsort comparator of struct thread_result by tid (the printed order). */
+int thread_result_cmp_tid(const void *a, const void *b);
 
 #endif

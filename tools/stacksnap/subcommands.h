@@ -6,4 +6,12 @@
 /* `stacksnap perf-script FILE`: unwind the samples of a perf.data file. */
 int perf_script_main(int argc, char **argv);
 
+/* `stacksnap show FILE`: print a snapshot file written by --save. */
+int show_main(int argc, char **argv);
+
+struct options;
+/* `stacksnap --core FILE [--exe PATH]`: print the threads of a core dump
+ * (o is the dump's parsed command line). */
+int core_main(struct options *o);
+
 #endif
