@@ -12,6 +12,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A fresh context per input, no cache carried over; a sysroot and debug
+ * directories that do not exist keep module lookups off the filesystem
+ * (the engine's ELF and CFI readers have their own fuzz targets). */
+static struct stacksnap_ctx *fuzz_ctx(void)
+{
+	STACKSNAP_OPTS(stacksnap_ctx_opts, co, .debug_dirs = "/nonexistent",
+		       .sysroot = "/nonexistent");
+
+	return stacksnap_ctx__new(&co);
+}
+
 static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 			    size_t size, struct stacksnap_unwinder *uw)
 {
@@ -41,10 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = 64);
 		uw = stacksnap_unwinder__new(&uo);
 	}
-	/* A fresh context per input: no module cache carried over. Debug
-	 * directories that do not exist keep lookups off the real ones. */
-	STACKSNAP_OPTS(stacksnap_ctx_opts, co, .debug_dirs = "/nonexistent");
-	ctx = stacksnap_ctx__new(&co);
+	ctx = fuzz_ctx();
 	if (!ctx)
 		return 0;
 	open_and_unwind(ctx, data, size, uw);

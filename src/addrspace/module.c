@@ -29,6 +29,11 @@ static struct module *find_by_build_id(struct stacksnap_ctx *ctx,
 	return NULL;
 }
 
+bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len)
+{
+	return find_by_build_id(ctx, id, len) != NULL;
+}
+
 static struct module *find_by_file(struct stacksnap_ctx *ctx,
 				   const struct stat *st)
 {

@@ -84,6 +84,9 @@ struct stacksnap_ctx {
 int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		     const char *open_path, const uint8_t *build_id,
 		     size_t build_id_len, struct module **out);
+/* Is a module with this build-id in the cache (module__get_file with the
+ * build-id then opens no file)? */
+bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len);
 /* The same for an image read from memory (the vDSO). Takes ownership of
  * img on success and on failure. */
 int module__get_image(struct stacksnap_ctx *ctx, const char *name,

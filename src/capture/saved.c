@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <elf.h>
 
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
@@ -89,7 +90,7 @@ static void build_id_hex(const struct stacksnap_mapping *mp, char *out)
 }
 
 int saved__add_mapping(struct stacksnap_saved *s,
-		       const struct stacksnap_mapping *mp)
+		       const struct stacksnap_mapping *mp, bool prot_from_file)
 {
 	struct stacksnap_ctx *ctx = s->ctx;
 	struct stacksnap_mapping anon = *mp;
@@ -103,20 +104,43 @@ int saved__add_mapping(struct stacksnap_saved *s,
 		return stacksnap_addrspace__add_mapping(s->as, &anon) == -ENOMEM
 			       ? -ENOMEM : 0;
 	}
-	found = elf_find_by_build_id(mp->path, mp->build_id, mp->build_id_len,
-				     (const char *const *)ctx->debug_dirs,
-				     ctx->debuginfod, &ctx->log);
+	/* A module already met (another mapping of the file) is not looked
+	 * for again. Paths are under the context's sysroot, if any (a copy
+	 * of the capturing host's files). */
+	char rooted[4096 + 256];
+	snprintf(rooted, sizeof(rooted), "%s%s", ctx->sysroot ? ctx->sysroot : "",
+		 mp->path);
+	found = mp->build_id_len && module__cached(ctx, mp->build_id, mp->build_id_len)
+			? strdup(rooted)
+			: elf_find_by_build_id(rooted, mp->build_id, mp->build_id_len,
+					       (const char *const *)ctx->debug_dirs,
+					       ctx->debuginfod, &ctx->log);
 	if (found) {
 		err = module__get_file(ctx, mp->path, found, mp->build_id,
 				       mp->build_id_len, &mod);
 		free(found);
 		if (err == -ENOMEM)
 			return err;
+		if (!err && prot_from_file) {
+			uint64_t bias;
+
+			if (elf_image__load_bias(mod->img, mp->start, mp->offset,
+						 PF_X, &bias)) {
+				module__put(mod); /* not code */
+				return 0;
+			}
+			anon.prot = PROT_READ | PROT_EXEC;
+			err = addrspace__add_with_module(s->as, &anon, mod);
+			module__put(mod);
+			return err == -ENOMEM ? err : 0;
+		}
 		if (!err) {
 			err = addrspace__add_with_module(s->as, mp, mod);
 			module__put(mod);
 			return err == -ENOMEM ? err : 0;
 		}
+	} else if (prot_from_file) {
+		return 0; /* unknown whether it is code: nothing to name */
 	} else {
 		char hex[2 * ELF_BUILD_ID_MAX + 16];
 

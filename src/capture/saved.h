@@ -42,14 +42,21 @@ int saved__map_file(struct stacksnap_saved *s, const char *path);
  * which include the cache, else through debuginfod when the context
  * allows it. What cannot be found is named, with its build-id, and its
  * mapping kept as code without a module (its frames stay addresses).
- * Returns 0 or -ENOMEM. */
+ * prot_from_file: the recording did not say whether the mapping is code
+ * (gcore leaves read-only file mappings out); it is added only when the
+ * file's PT_LOAD at its offset is executable. Returns 0 or -ENOMEM. */
 int saved__add_mapping(struct stacksnap_saved *s,
-		       const struct stacksnap_mapping *mp);
+		       const struct stacksnap_mapping *mp, bool prot_from_file);
 
 /* Adds an image held in memory (the vDSO) for a mapping. */
 int saved__add_image(struct stacksnap_saved *s,
 		     const struct stacksnap_mapping *mp, const uint8_t *bytes,
 		     size_t len, const char *name);
+
+/* A core dump in memory (borrowed, must outlive the result): the fuzz
+ * target's entry to the core reader. */
+struct stacksnap_saved *core__open_mem(struct stacksnap_ctx *ctx, const void *bytes,
+				       size_t len);
 
 /* Frees the core reader's part of s (core.c). */
 void core__free(void *core);

@@ -146,7 +146,6 @@ int compact_stack__decode(struct cursor *c, uint8_t *out, size_t len,
 {
 	size_t nw = compact_stack__words(len), i = 0;
 
-	memset(out, 0, len);
 	while (i < nw) {
 		size_t at = cursor_offset(c);
 		uint64_t skip = cursor_uleb(c), run = cursor_uleb(c);

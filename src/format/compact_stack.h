@@ -74,8 +74,9 @@ void compact_stack__mark_range(uint64_t *keep, uint64_t base, size_t len,
 void compact_stack__encode(const uint8_t *stack, size_t len,
 			   const uint64_t *keep, struct byte_buf *out);
 
-/* Decodes a stream written by encode into out (len bytes, zeroed first)
- * from the cursor, which must hold exactly the stream. Returns 0, or
+/* Decodes a stream written by encode into out (len bytes, which the
+ * caller has zeroed: calloc'ed memory is, and pages a large stack never
+ * keeps are then not even touched) from the cursor, which must hold exactly the stream. Returns 0, or
  * -EINVAL with *bad_off set to the cursor offset of the problem (runs past
  * len, truncated words, bytes left over). */
 int compact_stack__decode(struct cursor *c, uint8_t *out, size_t len,

@@ -296,6 +296,36 @@ static void filter_regs(struct stacksnap_addrspace *as, const struct stacksnap_t
 			r->regs[i] = 0;
 }
 
+int snapfile__encode_stack(struct stacksnap_addrspace *as,
+			   const struct stacksnap_thread *th,
+			   enum stacksnap_stack_encoding enc,
+			   struct stacksnap_unwinder *uw,
+			   struct stacksnap_frame *frames, size_t max_frames,
+			   struct byte_buf *out)
+{
+	size_t stack_len = th->stack ? th->stack_len : 0;
+	uint64_t *keep;
+	int err = 0;
+
+	if (!stack_len)
+		return 0;
+	if (enc == STACKSNAP_ENCODING_FULL) {
+		compact_stack__encode(th->stack, stack_len, NULL, out);
+		return 0;
+	}
+	keep = calloc(compact_stack__bitmap_u64s(stack_len) + 1, sizeof(*keep));
+	if (!keep)
+		return -ENOMEM;
+	if (enc == STACKSNAP_ENCODING_POINTERS)
+		compact_stack__mark_pointers(as, th->stack, stack_len, th->stack_base, keep);
+	else
+		err = mark_exact(as, uw, frames, max_frames, th, keep);
+	if (!err)
+		compact_stack__encode(th->stack, stack_len, keep, out);
+	free(keep);
+	return err;
+}
+
 static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapshot *snap,
 		       struct stacksnap_addrspace *as, const struct stacksnap_save_opts *o,
 		       enum stacksnap_stack_encoding enc)
@@ -304,7 +334,6 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 	unsigned max_frames = o->max_frames ? o->max_frames : 1024;
 	struct stacksnap_unwinder *uw = NULL;
 	struct stacksnap_frame *frames = NULL;
-	uint64_t *keep = NULL;
 	int err = 0;
 
 	if (enc == STACKSNAP_ENCODING_EXACT) {
@@ -323,7 +352,6 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
 		size_t rec = w->buf.n, nl = strnlen(th->name, sizeof(th->name));
-		size_t stack_len = th->stack ? th->stack_len : 0;
 		struct stacksnap_regs regs = th->regs;
 
 		if (enc != STACKSNAP_ENCODING_FULL)
@@ -338,35 +366,17 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 		for (int r = 0; r < STACKSNAP_REG_COUNT; r++)
 			byte_buf__u64(&w->buf, regs.regs[r]);
 		byte_buf__u64(&w->buf, th->stack_base);
-		byte_buf__u64(&w->buf, stack_len);
+		byte_buf__u64(&w->buf, th->stack ? th->stack_len : 0);
 		size_t enc_at = w->buf.n;
 		byte_buf__u64(&w->buf, 0); /* encoded length */
-		if (stack_len) {
-			const uint64_t *k = NULL;
-
-			if (enc != STACKSNAP_ENCODING_FULL) {
-				free(keep);
-				keep = calloc(compact_stack__bitmap_u64s(stack_len) + 1,
-					      sizeof(*keep));
-				if (!keep) {
-					err = -ENOMEM;
-					goto out;
-				}
-				if (enc == STACKSNAP_ENCODING_POINTERS)
-					compact_stack__mark_pointers(as, th->stack, stack_len,
-								     th->stack_base, keep);
-				else if ((err = mark_exact(as, uw, frames, max_frames, th, keep)))
-					goto out;
-				k = keep;
-			}
-			compact_stack__encode(th->stack, stack_len, k, &w->buf);
-		}
+		err = snapfile__encode_stack(as, th, enc, uw, frames, max_frames, &w->buf);
+		if (err)
+			goto out;
 		byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
 		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	}
 	snapfile_writer__end_section(w);
 out:
-	free(keep);
 	free(frames);
 	stacksnap_unwinder__free(uw);
 	return err;
@@ -553,7 +563,7 @@ static int read_mappings(struct stacksnap_saved *s, struct cursor *c, size_t bas
 		} else {
 			if (kind == SNAPFILE_MAP_ANON)
 				mp.path = NULL;
-			err = saved__add_mapping(s, &mp);
+			err = saved__add_mapping(s, &mp, false);
 		}
 		if (err)
 			return err;
@@ -600,7 +610,7 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 		total += (size_t)((len + 7) & ~7ull);
 	}
 	s->threads = calloc(n ? n : 1, sizeof(*s->threads));
-	s->stacks = malloc(total ? total : 1);
+	s->stacks = calloc(1, total ? total : 1);
 	if (!s->threads || !s->stacks)
 		return -ENOMEM;
 	s->info.encoding = enc;

@@ -68,4 +68,15 @@ void snapfile_writer__end_section(struct snapfile_writer *w);
 int snapfile_writer__finish(struct snapfile_writer *w, const char *path,
 			    const struct log_sink *log);
 
+/* Appends the compact stream of thread th's stack under encoding enc
+ * (not DEFAULT) to out. EXACT unwinds th with uw into frames[0..max)
+ * (both unused otherwise, may be NULL). Returns 0 or -ENOMEM. Registers
+ * are not part of it. */
+int snapfile__encode_stack(struct stacksnap_addrspace *as,
+			   const struct stacksnap_thread *th,
+			   enum stacksnap_stack_encoding enc,
+			   struct stacksnap_unwinder *uw,
+			   struct stacksnap_frame *frames, size_t max_frames,
+			   struct byte_buf *out);
+
 #endif

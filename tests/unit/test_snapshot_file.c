@@ -27,7 +27,7 @@ static void stream_round_trips(void)
 {
 	for (int iter = 0; iter < 200; iter++) {
 		size_t len = (size_t)(next_rand() % 4096) + (iter % 8);
-		uint8_t *stack = malloc(len + 1), *out = malloc(len + 1);
+		uint8_t *stack = malloc(len + 1), *out = calloc(1, len + 1);
 		uint64_t *keep = calloc(compact_stack__bitmap_u64s(len) + 1, 8);
 		struct byte_buf b = { 0 };
 		struct cursor c;
@@ -62,7 +62,7 @@ static void stream_round_trips(void)
 
 static void stream_hostile(void)
 {
-	uint8_t out[64];
+	uint8_t out[64] = { 0 };
 	size_t bad = 99;
 	struct cursor c;
 	/* runs past the end: skip 9 of 8 words */
