@@ -55,7 +55,9 @@ static size_t measure(struct stacksnap_addrspace *as, struct stacksnap_unwinder 
 	snapfile__encode_stack(as, th, enc, uw, scratch, MAX_FRAMES, &b);
 	n = b.n;
 	cursor_init(&c, b.p, b.n);
-	*ok = dec && !b.failed && !compact_stack__decode(&c, dec, th->stack_len, &bad);
+	*ok = dec && !b.failed &&
+	      !compact_stack__decode(&c, dec, th->stack_len, th->stack_base,
+				     enc != STACKSNAP_ENCODING_FULL, &bad);
 	if (*ok) {
 		nf = walk(uw, as, mem, &th->regs, dec, th->stack_len, th->stack_base,
 			  frames, &end);

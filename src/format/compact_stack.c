@@ -119,10 +119,47 @@ void compact_stack__mark_range(uint64_t *keep, uint64_t base, size_t len,
 		compact_stack__keep(keep, (size_t)w);
 }
 
-void compact_stack__encode(const uint8_t *stack, size_t len,
-			   const uint64_t *keep, struct byte_buf *out)
+/* Word coding of the compact encodings: a ULEB128 of (zigzag(delta) << 2 |
+ * tag), delta taken from the word's own address (tag 0: pointers into the
+ * stack are close to where they are stored) or from the previous kept
+ * word (tag 1: return addresses into one module are close to each
+ * other), whichever is shorter; tag 2: the 8 bytes follow as they are
+ * (deltas too large for the shift). */
+#define WORD_SELF 0
+#define WORD_PREV 1
+#define WORD_RAW 2
+#define ZZ_MAX (1ull << 62)
+
+static uint64_t zigzag(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+}
+
+static uint64_t unzigzag(uint64_t z)
+{
+	return (z >> 1) ^ (0 - (z & 1));
+}
+
+static void put_word(struct byte_buf *out, uint64_t v, uint64_t addr, uint64_t *prev)
+{
+	uint64_t zs = zigzag(v - addr), zp = zigzag(v - *prev);
+
+	if (zs < ZZ_MAX && zs <= zp)
+		byte_buf__uleb(out, zs << 2 | WORD_SELF);
+	else if (zp < ZZ_MAX)
+		byte_buf__uleb(out, zp << 2 | WORD_PREV);
+	else {
+		byte_buf__uleb(out, WORD_RAW);
+		byte_buf__u64(out, v);
+	}
+	*prev = v;
+}
+
+void compact_stack__encode(const uint8_t *stack, size_t len, uint64_t base,
+			   const uint64_t *keep, bool delta, struct byte_buf *out)
 {
 	size_t nw = compact_stack__words(len), i = 0;
+	uint64_t prev = 0;
 
 	while (i < nw) {
 		size_t skip = 0, run = 0;
@@ -134,22 +171,32 @@ void compact_stack__encode(const uint8_t *stack, size_t len,
 			run++;
 		byte_buf__uleb(out, skip);
 		byte_buf__uleb(out, run);
-		/* Words are stored as the target had them: x86_64 is
-		 * little-endian, so the copy's bytes are already the format's. */
-		byte_buf__put(out, stack + 8 * (i + skip), 8 * run);
-		i += skip + run;
+		i += skip;
+		if (!delta) {
+			/* As the target had them: x86_64 is little-endian, so
+			 * the copy's bytes are already the format's. */
+			byte_buf__put(out, stack + 8 * i, 8 * run);
+			i += run;
+			continue;
+		}
+		for (size_t k = 0; k < run; k++, i++) {
+			uint64_t v;
+
+			memcpy(&v, stack + 8 * i, 8);
+			put_word(out, v, base + 8 * i, &prev);
+		}
 	}
 }
 
 int compact_stack__decode(struct cursor *c, uint8_t *out, size_t len,
-			  size_t *bad_off)
+			  uint64_t base, bool delta, size_t *bad_off)
 {
 	size_t nw = compact_stack__words(len), i = 0;
+	uint64_t prev = 0;
 
 	while (i < nw) {
 		size_t at = cursor_offset(c);
 		uint64_t skip = cursor_uleb(c), run = cursor_uleb(c);
-		const uint8_t *words;
 
 		if (c->bad || skip > nw - i || run > nw - i - skip ||
 		    (skip == 0 && run == 0)) {
@@ -157,13 +204,35 @@ int compact_stack__decode(struct cursor *c, uint8_t *out, size_t len,
 			return -EINVAL;
 		}
 		i += (size_t)skip;
-		words = cursor_take(c, (size_t)run * 8);
-		if (!words) {
-			*bad_off = at;
-			return -EINVAL;
+		if (!delta) {
+			const uint8_t *words = cursor_take(c, (size_t)run * 8);
+
+			if (!words) {
+				*bad_off = at;
+				return -EINVAL;
+			}
+			memcpy(out + 8 * i, words, (size_t)run * 8);
+			i += (size_t)run;
+			continue;
 		}
-		memcpy(out + 8 * i, words, (size_t)run * 8);
-		i += (size_t)run;
+		for (uint64_t k = 0; k < run; k++, i++) {
+			uint64_t t, v;
+
+			at = cursor_offset(c);
+			t = cursor_uleb(c);
+			switch (t & 3) {
+			case WORD_SELF: v = base + 8 * i + unzigzag(t >> 2); break;
+			case WORD_PREV: v = prev + unzigzag(t >> 2); break;
+			case WORD_RAW: v = t >> 2 ? 0 : cursor_u64(c); break;
+			default: v = 0; c->bad = true; break;
+			}
+			if (c->bad || ((t & 3) == WORD_RAW && t >> 2)) {
+				*bad_off = at;
+				return -EINVAL;
+			}
+			memcpy(out + 8 * i, &v, 8);
+			prev = v;
+		}
 	}
 	if (cursor_left(c)) {
 		*bad_off = cursor_offset(c);

@@ -68,18 +68,22 @@ void compact_stack__mark_pointers(struct stacksnap_addrspace *as,
 void compact_stack__mark_range(uint64_t *keep, uint64_t base, size_t len,
 			       uint64_t addr, size_t n);
 
-/* Appends the run-length stream of the kept words of stack (len bytes) to
- * out: pairs (ULEB128 zeroed words, ULEB128 kept words, the kept words'
- * bytes) until every word is accounted for. keep NULL keeps every word. */
-void compact_stack__encode(const uint8_t *stack, size_t len,
-			   const uint64_t *keep, struct byte_buf *out);
+/* Appends the run-length stream of the kept words of stack (len bytes
+ * copied from address base) to out: pairs (ULEB128 zeroed words, ULEB128
+ * kept words, the kept words) until every word is accounted for. keep
+ * NULL keeps every word. With delta, each kept word is a ULEB128 of its
+ * zigzag delta from its own address or from the previous kept word (2-4
+ * bytes for a return address instead of 8); without, its 8 bytes. */
+void compact_stack__encode(const uint8_t *stack, size_t len, uint64_t base,
+			   const uint64_t *keep, bool delta, struct byte_buf *out);
 
-/* Decodes a stream written by encode into out (len bytes, which the
- * caller has zeroed: calloc'ed memory is, and pages a large stack never
- * keeps are then not even touched) from the cursor, which must hold exactly the stream. Returns 0, or
- * -EINVAL with *bad_off set to the cursor offset of the problem (runs past
- * len, truncated words, bytes left over). */
+/* Decodes a stream written by encode (same base and delta) into out (len
+ * bytes, which the caller has zeroed: calloc'ed memory is, and pages a
+ * large stack never keeps are then not even touched) from the cursor,
+ * which must hold exactly the stream. Returns 0, or -EINVAL with *bad_off
+ * set to the cursor offset of the problem (runs past len, truncated
+ * words, bad word tags, bytes left over). */
 int compact_stack__decode(struct cursor *c, uint8_t *out, size_t len,
-			  size_t *bad_off);
+			  uint64_t base, bool delta, size_t *bad_off);
 
 #endif

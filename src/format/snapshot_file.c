@@ -310,7 +310,8 @@ int snapfile__encode_stack(struct stacksnap_addrspace *as,
 	if (!stack_len)
 		return 0;
 	if (enc == STACKSNAP_ENCODING_FULL) {
-		compact_stack__encode(th->stack, stack_len, NULL, out);
+		compact_stack__encode(th->stack, stack_len, th->stack_base, NULL,
+				      false, out);
 		return 0;
 	}
 	keep = calloc(compact_stack__bitmap_u64s(stack_len) + 1, sizeof(*keep));
@@ -321,7 +322,8 @@ int snapfile__encode_stack(struct stacksnap_addrspace *as,
 	else
 		err = mark_exact(as, uw, frames, max_frames, th, keep);
 	if (!err)
-		compact_stack__encode(th->stack, stack_len, keep, out);
+		compact_stack__encode(th->stack, stack_len, th->stack_base, keep,
+				      true, out);
 	free(keep);
 	return err;
 }
@@ -650,7 +652,9 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 
 			th->stack = s->stacks + off;
 			cursor_init(&ec, e, elen);
-			if (compact_stack__decode(&ec, s->stacks + off, th->stack_len, &bad_off)) {
+			if (compact_stack__decode(&ec, s->stacks + off, th->stack_len,
+						  th->stack_base,
+						  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
 				BAD(s, at + (size_t)(e - r) + 4 + bad_off,
 				    "thread %u (tid %d): corrupt stack encoding", i, (int)th->tid);
 				return -EINVAL;

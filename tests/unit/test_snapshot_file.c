@@ -39,10 +39,23 @@ static void stream_round_trips(void)
 		for (size_t w = 0; w < compact_stack__words(len); w++)
 			if (density == 3 || (density && next_rand() % 4 < density))
 				compact_stack__keep(keep, w);
-		compact_stack__encode(stack, len, iter % 5 ? keep : NULL, &b);
+		bool delta = iter % 2;
+		uint64_t base = 0x7ffc00000000ull + 8 * (next_rand() % 4096);
+
+		/* Some words point near themselves or near each other, as
+		 * stack pointers and return addresses do. */
+		for (size_t w = 0; w + 1 < compact_stack__words(len); w += 3) {
+			uint64_t v = base + 8 * w + (next_rand() % 512);
+
+			memcpy(stack + 8 * w, &v, 8);
+			v = 0x555555554000ull + (next_rand() % 65536);
+			memcpy(stack + 8 * w + 8, &v, 8);
+		}
+		compact_stack__encode(stack, len, base, iter % 5 ? keep : NULL, delta, &b);
 		CHECK(!b.failed);
 		cursor_init(&c, b.p, b.n);
-		CHECK(compact_stack__decode(&c, out, len, &bad) == 0);
+		CHECKF(compact_stack__decode(&c, out, len, base, delta, &bad) == 0,
+		       "iter %d bad at %zu", iter, bad);
 		for (size_t w = 0; w < compact_stack__words(len); w++) {
 			bool kept = iter % 5 == 0 || compact_stack__kept(keep, w);
 			uint64_t x, y;
@@ -77,16 +90,26 @@ static void stream_hostile(void)
 	static const uint8_t leb[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
 				       0xff, 0xff, 0xff, 0xff, 0x7f };
 
-	cursor_init(&c, past, sizeof(past));
-	CHECK(compact_stack__decode(&c, out, 64, &bad) == -EINVAL && bad == 0);
-	cursor_init(&c, trunc, sizeof(trunc));
-	CHECK(compact_stack__decode(&c, out, 64, &bad) == -EINVAL && bad == 0);
-	cursor_init(&c, empty, sizeof(empty));
-	CHECK(compact_stack__decode(&c, out, 64, &bad) == -EINVAL);
-	cursor_init(&c, extra, sizeof(extra));
-	CHECK(compact_stack__decode(&c, out, 64, &bad) == -EINVAL && bad == 2);
-	cursor_init(&c, leb, sizeof(leb));
-	CHECK(compact_stack__decode(&c, out, 64, &bad) == -EINVAL);
+	/* a word with the unused tag 3, and a raw word tag with bits set */
+	static const uint8_t tag3[] = { 0, 1, 3 };
+	static const uint8_t rawbits[] = { 0, 1, 6, 1, 2, 3, 4, 5, 6, 7, 8 };
+
+	for (int delta = 0; delta < 2; delta++) {
+		cursor_init(&c, past, sizeof(past));
+		CHECK(compact_stack__decode(&c, out, 64, 0, delta, &bad) == -EINVAL && bad == 0);
+		cursor_init(&c, trunc, sizeof(trunc));
+		CHECK(compact_stack__decode(&c, out, 64, 0, delta, &bad) == -EINVAL);
+		cursor_init(&c, empty, sizeof(empty));
+		CHECK(compact_stack__decode(&c, out, 64, 0, delta, &bad) == -EINVAL);
+		cursor_init(&c, extra, sizeof(extra));
+		CHECK(compact_stack__decode(&c, out, 64, 0, delta, &bad) == -EINVAL && bad == 2);
+		cursor_init(&c, leb, sizeof(leb));
+		CHECK(compact_stack__decode(&c, out, 64, 0, delta, &bad) == -EINVAL);
+	}
+	cursor_init(&c, tag3, sizeof(tag3));
+	CHECK(compact_stack__decode(&c, out, 64, 0, true, &bad) == -EINVAL && bad == 2);
+	cursor_init(&c, rawbits, sizeof(rawbits));
+	CHECK(compact_stack__decode(&c, out, 64, 0, true, &bad) == -EINVAL && bad == 2);
 }
 
 static void mark_range_clips(void)
@@ -148,7 +171,7 @@ static void write_sample(struct snapfile_writer *w, uint64_t stack_len_claim,
 	byte_buf__u64(&w->buf, stack_len_claim);
 	size_t el = w->buf.n;
 	byte_buf__u64(&w->buf, 0);
-	compact_stack__encode(stack, 64, keep, &w->buf);
+	compact_stack__encode(stack, 64, 0x7ff000, keep, true, &w->buf);
 	byte_buf__patch_u64(&w->buf, el, w->buf.n - el - 8);
 	/* a newer minor version's extra field in the record: skipped */
 	byte_buf__u32(&w->buf, 0xabcdef);
