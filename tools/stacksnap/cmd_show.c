@@ -48,18 +48,11 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 			rc = EXIT_PARTIAL;
 			continue;
 		}
-		res[i].frames = calloc(max_frames, sizeof(*res[i].frames));
-		if (!res[i].frames) {
-			rc = EXIT_ERROR;
-			goto out;
-		}
 		stacksnap_mem__set_copy(mem, th->stack, th->stack ? th->stack_len : 0,
 					th->stack_base);
-		res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem, res[i].frames,
-						  max_frames, &res[i].end);
-		if (res[i].nframes < 0) {
-			res[i].nframes = 0;
-			res[i].end = STACKSNAP_END_BAD_CFI;
+		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+			rc = EXIT_ERROR;
+			goto out;
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}

@@ -282,19 +282,12 @@ static int dump_main(int argc, char **argv)
 			partial = 1;
 			continue;
 		}
-		res[i].frames = calloc(max_frames, sizeof(*res[i].frames));
-		if (!res[i].frames) {
-			rc = EXIT_ERROR;
-			goto out;
-		}
 		if (!o.ptrace)
 			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
 						th->stack_base);
-		res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem, res[i].frames,
-						  max_frames, &res[i].end);
-		if (res[i].nframes < 0) {
-			res[i].nframes = 0;
-			res[i].end = STACKSNAP_END_BAD_CFI;
+		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+			rc = EXIT_ERROR;
+			goto out;
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}

@@ -33,6 +33,22 @@ static unsigned sym_flags(const struct options *o)
 	       (o->no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0);
 }
 
+int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
+		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
+		  unsigned max_frames)
+{
+	r->frames = calloc(max_frames, sizeof(*r->frames));
+	if (!r->frames)
+		return -ENOMEM;
+	r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem, r->frames,
+				      max_frames, &r->end);
+	if (r->nframes < 0) {
+		r->nframes = 0;
+		r->end = STACKSNAP_END_BAD_CFI;
+	}
+	return 0;
+}
+
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r)
 {

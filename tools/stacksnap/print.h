@@ -29,6 +29,14 @@ struct dump_totals {
 	unsigned frames;
 };
 
+/* Unwinds r->thread into r->frames (allocated, max_frames), reading its
+ * stack through mem (pointed at the thread's copy by the caller). A walk
+ * that fails gives no frames, ending in "unusable unwind information".
+ * Returns 0 or -ENOMEM. */
+int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
+		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
+		  unsigned max_frames);
+
 /* Fills r->out from r->frames. Returns 0 or -ENOMEM. */
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
