@@ -16,7 +16,7 @@ CC := gcc
 endif
 CLANG ?= clang
 O ?= build
-PKGS := libelf libdw liblzma libbpf
+PKGS := libelf libdw liblzma libbpf libdebuginfod
 
 # Missing build dependencies are installed by scripts/install-deps.sh the
 # first time; the stamp keeps later builds from asking pkg-config again.
@@ -166,7 +166,7 @@ $(O)/bench/libhop.so: bench/hop.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_TARGET_CFLAGS) -fPIC -shared -o $@ $<
 # Tools and helpers of the benchmarks (not run by bench/run on their own).
-BENCH_TOOLS := $(O)/bench/stall_target $(O)/bench/libhop.so $(O)/bench/lu_dump
+BENCH_TOOLS := $(O)/bench/stall_target $(O)/bench/libhop.so $(O)/bench/lu_dump $(O)/bench/snapsize
 $(O)/bench/lu_dump $(BENCH_BINS): bench/lu_remote.h
 bench: all $(BENCH_BINS) $(BENCH_TOOLS)
 	@O=$(O) bench/run

@@ -76,6 +76,11 @@ struct stacksnap_ctx_opts {
 	 * then skip inflating them (libc6-dbg's libc: ~45 ms each time).
 	 * Created as needed. NULL: no cache. */
 	const char *cache_dir;
+	/* Ask the debuginfod servers in $DEBUGINFOD_URLS (libdebuginfod)
+	 * for debug files, and for executables of saved captures, that are
+	 * not found locally. Off by default: a live capture on a production
+	 * host should not reach the network. */
+	bool debuginfod;
 	size_t :0;
 };
 
@@ -930,6 +935,7 @@ STACKSNAP_API const char *
 stacksnap_unwinder__stepper_name(const struct stacksnap_unwinder *uw,
 				 const struct stacksnap_frame *frame);
 
+/* ------------------------------------------------------------------ */
 /* Non-stop capture: how a snapshot was taken. Threads asleep in the
  * kernel are read by a BPF task iterator without stopping them; a thread
  * found to have run meanwhile (its context-switch counters moved, or it
@@ -971,6 +977,117 @@ STACKSNAP_API int stacksnap_snapshot__extend(struct stacksnap_snapshot *snap,
 STACKSNAP_API int
 stacksnap_snapshot__nonstop_stats(const struct stacksnap_snapshot *snap,
 				  struct stacksnap_nonstop_stats *st);
+
+/* ------------------------------------------------------------------ */
+/* Captures you can keep: snapshot files (written from a live capture,
+ * compact and without the data words of the stacks) and ELF core dumps,
+ * read back as threads + an address space + memory, unwound and
+ * symbolized by the same engine. docs/snapshot-format.md has the format. */
+
+/* How a snapshot file stores each thread's stack copy. Registers other
+ * than rip and rsp are kept, under the compact encodings, only when they
+ * point into code or into the thread's stack (else stored as 0). */
+enum stacksnap_stack_encoding {
+	STACKSNAP_ENCODING_DEFAULT = 0,	/* the library's choice (see the doc) */
+	/* The words that point into an executable mapping or into the
+	 * thread's stack; every other word is zeroed (run-length encoded). */
+	STACKSNAP_ENCODING_POINTERS = 1,
+	/* The words the unwinder read when the capture was unwound at save
+	 * time, plus the words between the first frame's sp and the last
+	 * frame's CFA that another unwinder (gdb, libdw) may read there:
+	 * return addresses and saved registers; of both, only those that
+	 * point into code or the stack (a spilled register holding data may
+	 * be a secret, and cannot steer a walk). Nothing beyond the last
+	 * frame. */
+	STACKSNAP_ENCODING_EXACT = 2,
+	/* Every byte of the copy (large; data words and secrets included). */
+	STACKSNAP_ENCODING_FULL = 3,
+};
+
+struct stacksnap_save_opts {
+	size_t sz;
+	enum stacksnap_stack_encoding encoding;
+	/* How the capture is unwound for ENCODING_EXACT; give the options
+	 * the reader will unwind with (stacksnap_unwind_opts' fields). */
+	unsigned max_frames;
+	bool stack_scan;
+	size_t :0;
+};
+
+/* Writes the capture snap of the process whose address space is as (the
+ * one it was captured with) to a snapshot file at path (written to a
+ * temporary name, then renamed): per thread its tid, name, state,
+ * registers and compact stack; the executable mappings with paths,
+ * offsets, build-ids and the vDSO image; pid, command line, time, kernel,
+ * stacksnap version. Returns 0 or -errno (the log names the problem). */
+STACKSNAP_API int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
+					   struct stacksnap_addrspace *as,
+					   const char *path,
+					   const struct stacksnap_save_opts *opts);
+
+/* A capture read back from a file. */
+struct stacksnap_saved;
+
+struct stacksnap_saved_opts {
+	size_t sz;
+	/* Cores: the main executable, when its path in the core is not
+	 * where it is now (as eu-stack --executable and gdb's first
+	 * argument). NULL: the path the core names. */
+	const char *exe;
+	size_t :0;
+};
+
+struct stacksnap_saved_info {
+	size_t sz;
+	pid_t pid;
+	uint64_t time_ns;	/* wall-clock time of the capture (0 unknown) */
+	const char *cmdline;	/* arguments separated by spaces ("" unknown) */
+	const char *kernel;	/* uname release of the capturing host */
+	const char *version;	/* stacksnap version that wrote it */
+	enum stacksnap_stack_encoding encoding; /* 0 for cores */
+	unsigned format_version; /* snapshot file: major * 100 + minor */
+	uint64_t freeze_ns;	/* as the capture's statistics said */
+	uint64_t bytes_copied;
+	size_t :0;
+};
+
+/* Opens a snapshot file (stacksnap PID --save). The file is checked whole
+ * (magic, version, checksum, every length before use); errors name the
+ * file and the offset: NULL and errno EINVAL (corrupt), ENOTSUP (a newer
+ * major version), or the open error. Modules are found as
+ * stacksnap_saved__open_core says. */
+STACKSNAP_API struct stacksnap_saved *
+stacksnap_saved__open(struct stacksnap_ctx *ctx, const char *path,
+		      const struct stacksnap_saved_opts *opts);
+/* The same over bytes in memory (copied). */
+STACKSNAP_API struct stacksnap_saved *
+stacksnap_saved__open_mem(struct stacksnap_ctx *ctx, const void *bytes,
+			  size_t len, const struct stacksnap_saved_opts *opts);
+/* Opens an ELF core dump: threads from NT_PRSTATUS, memory from the
+ * PT_LOAD segments, mappings from NT_FILE, build-ids from the mapped ELF
+ * headers in the core. A module's file is used at its recorded path when
+ * its build-id matches, else looked up by build-id in the debug
+ * directories and the cache, else through debuginfod (when the context's
+ * debuginfod option is set); what is not found is named with its
+ * build-id in the log and its frames stay addresses. */
+STACKSNAP_API struct stacksnap_saved *
+stacksnap_saved__open_core(struct stacksnap_ctx *ctx, const char *path,
+			   const struct stacksnap_saved_opts *opts);
+STACKSNAP_API int stacksnap_saved__info(const struct stacksnap_saved *s,
+					struct stacksnap_saved_info *info);
+STACKSNAP_API size_t stacksnap_saved__thread_count(const struct stacksnap_saved *s);
+/* Thread i: stack (possibly NULL) and regs as saved. */
+STACKSNAP_API const struct stacksnap_thread *
+stacksnap_saved__thread(const struct stacksnap_saved *s, size_t i);
+/* The address space (owned by s). */
+STACKSNAP_API struct stacksnap_addrspace *
+stacksnap_saved__addrspace(const struct stacksnap_saved *s);
+/* Memory beyond the stack copies (a core's segments), to pass to
+ * stacksnap_mem__set_fallback; NULL when there is none (snapshot files
+ * hold the stacks only). Owned by s. */
+STACKSNAP_API struct stacksnap_mem *
+stacksnap_saved__memory(const struct stacksnap_saved *s);
+STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,11 @@ static struct module *find_by_build_id(struct stacksnap_ctx *ctx,
 	return NULL;
 }
 
+bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len)
+{
+	return find_by_build_id(ctx, id, len) != NULL;
+}
+
 static struct module *find_by_file(struct stacksnap_ctx *ctx,
 				   const struct stat *st)
 {
@@ -169,6 +174,9 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (!m->debug &&
 	    elf_image__open_debug(m->img, (const char *const *)ctx->debug_dirs,
 				  &ctx->log, &m->debug))
+		m->debug = NULL;
+	if (!m->debug && ctx->debuginfod &&
+	    elf_image__open_debug_remote(m->img, &ctx->log, &m->debug))
 		m->debug = NULL;
 	if (m->debug && ctx->cache_dir &&
 	    strncmp(m->debug->path, ctx->cache_dir, strlen(ctx->cache_dir))) {
@@ -605,6 +613,7 @@ struct stacksnap_ctx *stacksnap_ctx__new(const struct stacksnap_ctx_opts *opts)
 	ctx->log = (struct log_sink){ o.log, o.log_user, o.log_level };
 	ctx->lazy_min_cfi = MODULE_LAZY_MIN_CFI;
 	ctx->ignore_deleted = o.ignore_deleted;
+	ctx->debuginfod = o.debuginfod;
 	/* The cache has a debug directory's layout, but is searched first
 	 * on its own (module_open_debug), under its ownership rules. */
 	char *dirs = NULL;

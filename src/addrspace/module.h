@@ -83,6 +83,7 @@ struct stacksnap_ctx {
 	char *sysroot;		/* may be NULL */
 	bool ignore_deleted;	/* from_pid may open "(deleted)" files by path */
 	char *cache_dir;	/* uncompressed debug files; NULL: none */
+	bool debuginfod;	/* ask $DEBUGINFOD_URLS for what is missing */
 	struct module *modules; /* the module cache */
 	size_t nmodules;
 	struct stacksnap_ctx_stats stats; /* counts and times, for --stats */
@@ -97,6 +98,9 @@ struct stacksnap_ctx {
 int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		     const char *open_path, const uint8_t *build_id,
 		     size_t build_id_len, struct module **out);
+/* Is a module with this build-id in the cache (module__get_file with the
+ * build-id then opens no file)? */
+bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len);
 /* The same for an image read from memory (the vDSO). Takes ownership of
  * img on success and on failure. */
 int module__get_image(struct stacksnap_ctx *ctx, const char *name,

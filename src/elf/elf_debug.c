@@ -31,16 +31,26 @@ static void crc_table_init(void)
 	}
 }
 
+uint32_t elf_crc32(uint32_t crc, const void *bytes, size_t len)
+{
+	const uint8_t *b = bytes;
+	uint32_t c = crc ^ 0xffffffffu;
+
+	crc_table_init();
+	for (size_t i = 0; i < len; i++)
+		c = crc_table[(c ^ b[i]) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
 int elf_file_crc32(const char *path, uint32_t *crc)
 {
 	uint8_t buf[65536];
-	uint32_t c = 0xffffffffu;
+	uint32_t c = 0;
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return fail(-errno);
-	crc_table_init();
 	while ((n = read(fd, buf, sizeof(buf))) != 0) {
 		if (n < 0) {
 			int err = -errno;
@@ -50,11 +60,10 @@ int elf_file_crc32(const char *path, uint32_t *crc)
 			close(fd);
 			return fail(err);
 		}
-		for (ssize_t i = 0; i < n; i++)
-			c = crc_table[(c ^ buf[i]) & 0xff] ^ (c >> 8);
+		c = elf_crc32(c, buf, (size_t)n);
 	}
 	close(fd);
-	*crc = c ^ 0xffffffffu;
+	*crc = c;
 	return 0;
 }
 

@@ -94,6 +94,24 @@ int elf_image__open_debug(const struct elf_image *img,
 			  const char *const *debug_dirs,
 			  const struct log_sink *log, struct elf_image **out);
 
+/* Asks the debuginfod servers of $DEBUGINFOD_URLS (libdebuginfod; its
+ * cache in $DEBUGINFOD_CACHE_PATH or ~/.cache/debuginfod_client) for the
+ * debug file of img by its build-id. *out is NULL when img has no build-id
+ * or no server has the file (logged at info level, with the build-id). */
+int elf_image__open_debug_remote(const struct elf_image *img,
+				 const struct log_sink *log,
+				 struct elf_image **out);
+
+/* The path (malloc'ed) of a regular file holding the ELF image with
+ * build-id id (len bytes) that a process had mapped from path: path itself
+ * when its build-id matches (or len is 0 and it exists), else
+ * DIR/.build-id/xx/yyyy of each of dirs (NULL-terminated), else, with
+ * debuginfod, the executable the servers of $DEBUGINFOD_URLS have. NULL
+ * when none is found. */
+char *elf_find_by_build_id(const char *path, const uint8_t *id, size_t len,
+			   const char *const *dirs, bool debuginfod,
+			   const struct log_sink *log);
+
 /* Opens the MiniDebugInfo embedded in .gnu_debugdata (xz-decompressed).
  * *out is NULL when the image has none. */
 int elf_image__open_minidebug(const struct elf_image *img,
@@ -113,6 +131,9 @@ int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
  * the next store). Returns 0. */
 int elf_debug_cache__open(const struct elf_image *img, const char *cache_dir,
 			  const struct log_sink *log, struct elf_image **out);
+/* The CRC-32 used by .gnu_debuglink (zlib's), continued from crc (0 to
+ * start) over len bytes. */
+uint32_t elf_crc32(uint32_t crc, const void *bytes, size_t len);
 
 /* The CRC-32 used by .gnu_debuglink over a whole file. */
 int elf_file_crc32(const char *path, uint32_t *crc);

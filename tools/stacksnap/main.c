@@ -99,13 +99,6 @@ static void report_thread_errors(const struct options *o,
 	}
 }
 
-static int cmp_tid(const void *a, const void *b)
-{
-	const struct thread_result *x = a, *y = b;
-
-	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
-}
-
 /* `stacksnap PID` dumps a live process; other jobs are subcommands named by
  * the first argument, each in its own file. */
 static const struct subcommand {
@@ -115,6 +108,7 @@ static const struct subcommand {
 	{ "perf-script", perf_script_main },
 	{ "symbolize", symbolize_main },
 	{ "watch", watch_main },
+	{ "show", show_main },
 };
 
 static int dump_main(int argc, char **argv);
@@ -181,6 +175,8 @@ static int dump_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
 	cli_verbose = o.verbose;
+	if (o.core_path)
+		return core_main(&o);
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
 	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
 	 * output, not the process, mid-capture. */
@@ -265,6 +261,22 @@ static int dump_main(int argc, char **argv)
 				"do not exist\n", (int)o.pid, o.ntids - n, o.ntids);
 		partial = 1;
 	}
+	if (o.save_path) {
+		STACKSNAP_OPTS(stacksnap_save_opts, vopts, .encoding = o.encoding,
+			       .max_frames = o.max_frames, .stack_scan = o.stack_scan);
+		if (stacksnap_snapshot__save(snap, as, o.save_path, &vopts)) {
+			rc = EXIT_ERROR; /* the library said why */
+			goto out;
+		}
+		if (o.quiet) {
+			report_thread_errors(&o, snap);
+			for (size_t i = 0; i < n; i++)
+				if (stacksnap_snapshot__thread(snap, i)->error)
+					partial = 1;
+			rc = partial ? EXIT_PARTIAL : EXIT_OK;
+			goto out;
+		}
+	}
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o.max_frames,
 		       .stack_scan = o.stack_scan);
 	uw = stacksnap_unwinder__new(&uopts);
@@ -303,11 +315,6 @@ static int dump_main(int argc, char **argv)
 			partial = 1;
 			continue;
 		}
-		res[i].frames = calloc(max_frames, sizeof(*res[i].frames));
-		if (!res[i].frames) {
-			rc = EXIT_ERROR;
-			goto out;
-		}
 		if (!o.ptrace)
 			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
 						th->stack_base);
@@ -326,6 +333,9 @@ static int dump_main(int argc, char **argv)
 		if (res[i].nframes < 0) {
 			res[i].nframes = 0;
 			res[i].end = STACKSNAP_END_BAD_CFI;
+		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+			rc = EXIT_ERROR;
+			goto out;
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}
@@ -349,7 +359,7 @@ static int dump_main(int argc, char **argv)
 			goto out;
 		}
 	tot.symbolize_ns = now_ns() - t0;
-	qsort(res, n, sizeof(*res), cmp_tid);
+	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
 	if (o.json)
 		print_json(stdout, &o, res, n, &tot);
 	else

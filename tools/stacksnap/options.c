@@ -14,6 +14,8 @@
 
 static const char usage[] =
 "Usage: stacksnap [OPTIONS] PID\n"
+"       stacksnap [OPTIONS] --core FILE [--exe PATH]\n"
+"       stacksnap show [OPTIONS] FILE    (stacksnap show --help)\n"
 "Print the stack of every thread of a running process. The process is\n"
 "frozen only while registers and stacks are copied (microseconds), then\n"
 "resumed; unwinding (DWARF CFI) and symbolization happen afterwards.\n"
@@ -53,6 +55,18 @@ static const char usage[] =
 "  -v, --verbose          print diagnostics and --stats\n"
 "  -h, --help             this text\n"
 "  -V, --version          the version\n"
+"\n"
+"Saved captures (see docs/snapshot-format.md):\n"
+"      --save FILE        also write the capture to a snapshot file, for\n"
+"                         `stacksnap show FILE` later or elsewhere (stacks\n"
+"                         kept compact: pointer words only, no data words)\n"
+"      --encoding ENC     how --save stores stacks: pointers (default),\n"
+"                         exact (the words the unwinder read, plus pointer\n"
+"                         words inside the unwound frames) or full (every\n"
+"                         byte, secrets included)\n"
+"  -q, --quiet            with --save: print no stacks\n"
+"      --core FILE        print the threads of an ELF core dump instead\n"
+"      --exe PATH         the core's executable, when not at its path\n"
 "\n"
 "Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted,\n"
 "4 traced by another debugger, 5 zombie, 6 kernel thread, 7 the process\n"
@@ -122,11 +136,23 @@ const char *default_cache_dir(void)
 	return dir;
 }
 
+/* --encoding's names, by enum stacksnap_stack_encoding. */
+static int parse_encoding(const char *s)
+{
+	if (!strcmp(s, "pointers"))
+		return STACKSNAP_ENCODING_POINTERS;
+	if (!strcmp(s, "exact"))
+		return STACKSNAP_ENCODING_EXACT;
+	if (!strcmp(s, "full"))
+		return STACKSNAP_ENCODING_FULL;
+	return -1;
+}
+
 int options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
 	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL, O_NOCACHE,
-	       O_FREEZEALL, O_NORT };
+	       O_FREEZEALL, O_NORT, O_SAVE, O_ENC, O_CORE, O_EXE };
 	static const struct option longopts[] = {
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, O_LINES },
@@ -145,6 +171,11 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "no-cache", no_argument, NULL, O_NOCACHE },
 		{ "freeze-all", no_argument, NULL, O_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, O_NORT },
+		{ "save", required_argument, NULL, O_SAVE },
+		{ "encoding", required_argument, NULL, O_ENC },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "core", required_argument, NULL, O_CORE },
+		{ "exe", required_argument, NULL, O_EXE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -154,7 +185,7 @@ int options_parse(struct options *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "t:vhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:vhVq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_uint(optarg, INT_MAX, &v) || !v) {
@@ -200,6 +231,16 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_NOCACHE: o->no_cache = true; break;
 		case O_FREEZEALL: o->freeze_all = true; break;
 		case O_NORT: o->no_realtime = true; break;
+		case O_SAVE: o->save_path = optarg; break;
+		case O_ENC:
+			if ((o->encoding = parse_encoding(optarg)) < 0) {
+				fprintf(stderr, "stacksnap: --encoding: '%s' is not an encoding (pointers, exact or full)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'q': o->quiet = true; break;
+		case O_CORE: o->core_path = optarg; break;
+		case O_EXE: o->exe_path = optarg; break;
 		case 'v': o->verbose = true; o->stats = true; break;
 		case 'h': fputs(usage, stdout); return -1;
 		case 'V':
@@ -209,6 +250,26 @@ int options_parse(struct options *o, int argc, char **argv)
 			fputs("Try 'stacksnap --help'.\n", stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if ((o->quiet || o->encoding) && !o->save_path) {
+		fprintf(stderr, "stacksnap: %s only goes with --save FILE\n",
+			o->quiet ? "-q" : "--encoding");
+		return EXIT_USAGE;
+	}
+	if (o->save_path && o->ptrace) {
+		fputs("stacksnap: --save keeps stack copies; --ptrace makes none\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->exe_path && !o->core_path) {
+		fputs("stacksnap: --exe only goes with --core FILE\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->core_path) {
+		if (optind != argc || o->save_path || o->ntids || o->ptrace) {
+			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
+			return EXIT_USAGE;
+		}
+		return 0;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
@@ -234,4 +295,89 @@ int exit_code_for_errno(int err)
 	case EINVAL: return EXIT_KERNEL_THREAD;
 	}
 	return EXIT_ERROR;
+static const char show_usage[] =
+"Usage: stacksnap show [OPTIONS] FILE\n"
+"Print the stacks saved in a snapshot file (stacksnap PID --save FILE):\n"
+"unwound and symbolized again, here, with the same output as the live dump.\n"
+"Each module's file is used at its recorded path when its build-id matches,\n"
+"else found by build-id in the debug directories and the cache, else through\n"
+"debuginfod ($DEBUGINFOD_URLS); what is not found is named, with its\n"
+"build-id, and its frames stay addresses.\n"
+"\n"
+"Options:\n"
+"      --lines            show file:line and inlined frames (needs debug info)\n"
+"      --no-demangle      print C++ names as they are in the symbol table\n"
+"      --raw              addresses only, no symbols\n"
+"      --json             one JSON object (schema in the README)\n"
+"      --show-rsp         print each frame's stack pointer\n"
+"      --max-frames N     frames per thread (default 1024)\n"
+"      --scan             guess frames by stack scanning where unwind info\n"
+"                         is missing\n"
+"      --debug-dir DIRS   colon-separated debug directories (default\n"
+"                         /usr/lib/debug)\n"
+"      --no-debuginfod    do not ask debuginfod servers\n"
+"      --no-cache         do not use the debug-file cache\n"
+"  -v, --verbose          print diagnostics\n"
+"  -h, --help             this text\n"
+"\n"
+"Exit status: 0 ok, 1 usage, 8 some threads were not captured, 9 the file\n"
+"cannot be read (the message names the offset of what is wrong).\n";
+
+int options_parse_show(struct options *o, int argc, char **argv,
+		       const char **file)
+{
+	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
+	       O_NOCACHE, O_DDIR, O_NODI };
+	static const struct option longopts[] = {
+		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-demangle", no_argument, NULL, O_NODEM },
+		{ "raw", no_argument, NULL, O_RAW },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "show-rsp", no_argument, NULL, O_RSP },
+		{ "max-frames", required_argument, NULL, O_MAXF },
+		{ "scan", no_argument, NULL, O_SCAN },
+		{ "no-cache", no_argument, NULL, O_NOCACHE },
+		{ "debug-dir", required_argument, NULL, O_DDIR },
+		{ "no-debuginfod", no_argument, NULL, O_NODI },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	unsigned long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_LINES: o->lines = true; break;
+		case O_NODEM: o->no_demangle = true; break;
+		case O_RAW: o->raw = true; break;
+		case O_JSON: o->json = true; break;
+		case O_RSP: o->show_rsp = true; break;
+		case O_MAXF:
+			if (parse_uint(optarg, 1000000, &v) || !v) {
+				fprintf(stderr, "stacksnap show: --max-frames: '%s' is not a number (1..1000000)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->max_frames = (unsigned)v;
+			break;
+		case O_SCAN: o->stack_scan = true; break;
+		case O_NOCACHE: o->no_cache = true; break;
+		case O_DDIR: o->debug_dirs = optarg; break;
+		case O_NODI: o->no_debuginfod = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': fputs(show_usage, stdout); return -1;
+		default:
+			fputs("Try 'stacksnap show --help'.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, optind == argc ? "stacksnap show: which file? give a snapshot file\n"
+					       : "stacksnap show: one file only\n");
+		fputs("Try 'stacksnap show --help'.\n", stderr);
+		return EXIT_USAGE;
+	}
+	*file = argv[optind];
+	return 0;
 }

@@ -26,6 +26,14 @@ struct options {
 	bool ignore_deleted;	/* skip mappings of deleted files */
 	bool freeze_all;	/* --freeze-all: stop every thread */
 	bool no_realtime;	/* --no-realtime: no SCHED_FIFO window */
+	/* Saved captures (docs/snapshot-format.md). */
+	const char *save_path;	/* --save FILE: write a snapshot file */
+	bool quiet;		/* -q: with --save, print no stacks */
+	int encoding;		/* --encoding: enum stacksnap_stack_encoding */
+	const char *core_path;	/* --core FILE: a core dump instead of a PID */
+	const char *exe_path;	/* --exe PATH: its executable */
+	const char *debug_dirs;	/* show --debug-dir: NULL for the default */
+	bool no_debuginfod;	/* show --no-debuginfod */
 };
 
 /* Exit codes, also listed in --help and the README. */
@@ -62,5 +70,10 @@ int exit_code_for_errno(int err);
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
 int options_parse(struct options *o, int argc, char **argv);
+
+/* The same for `stacksnap show [OPTIONS] FILE` (argv[0] is "show"); the
+ * file named is returned in *file. */
+int options_parse_show(struct options *o, int argc, char **argv,
+		       const char **file);
 
 #endif

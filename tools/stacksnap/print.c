@@ -20,10 +20,33 @@ const char *thread_error_str(int error)
 	return "unknown error";
 }
 
+int thread_result_cmp_tid(const void *a, const void *b)
+{
+	const struct thread_result *x = a, *y = b;
+
+	return (x->thread->tid > y->thread->tid) - (x->thread->tid < y->thread->tid);
+}
+
 static unsigned sym_flags(const struct options *o)
 {
 	return (o->lines ? STACKSNAP_SYM_LINES : 0) |
 	       (o->no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0);
+}
+
+int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
+		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
+		  unsigned max_frames)
+{
+	r->frames = calloc(max_frames, sizeof(*r->frames));
+	if (!r->frames)
+		return -ENOMEM;
+	r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem, r->frames,
+				      max_frames, &r->end);
+	if (r->nframes < 0) {
+		r->nframes = 0;
+		r->end = STACKSNAP_END_BAD_CFI;
+	}
+	return 0;
 }
 
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,

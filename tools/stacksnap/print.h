@@ -34,6 +34,14 @@ struct dump_totals {
 	struct stacksnap_ctx_stats ctx;
 };
 
+/* Unwinds r->thread into r->frames (allocated, max_frames), reading its
+ * stack through mem (pointed at the thread's copy by the caller). A walk
+ * that fails gives no frames, ending in "unusable unwind information".
+ * Returns 0 or -ENOMEM. */
+int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
+		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
+		  unsigned max_frames);
+
 /* Fills r->out from r->frames. Returns 0 or -ENOMEM. */
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
@@ -46,5 +54,7 @@ void print_stats(FILE *f, const struct dump_totals *tot);
 const char *thread_error_str(int error);
 /* Writes s as a JSON string (null for NULL). */
 void json_str(FILE *f, const char *s);
+/* qsort comparator of struct thread_result by tid (the printed order). */
+int thread_result_cmp_tid(const void *a, const void *b);
 
 #endif

@@ -11,5 +11,12 @@ int symbolize_main(int argc, char **argv);
 
 /* `stacksnap watch PID`: a wall-clock profile from an attached walker. */
 int watch_main(int argc, char **argv);
+/* `stacksnap show FILE`: print a snapshot file written by --save. */
+int show_main(int argc, char **argv);
+
+struct options;
+/* `stacksnap --core FILE [--exe PATH]`: print the threads of a core dump
+ * (o is the dump's parsed command line). */
+int core_main(struct options *o);
 
 #endif

@@ -1,0 +1,64 @@
+/* saved.h - a capture read back from a file (a stacksnap snapshot file or
+ * an ELF core dump): its threads, the address space rebuilt from the
+ * recorded mappings, and the memory beyond each thread's stack copy. The
+ * readers (src/format/snapshot_file.c, src/capture/core.c) fill it. */
+#ifndef SS_CAPTURE_SAVED_H
+#define SS_CAPTURE_SAVED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacksnap.h"
+
+/* Invariant: as is never NULL once a reader returned it; every
+ * threads[i].stack points into stacks (a snapshot file's decoded copies)
+ * or into image (a core's PT_LOAD bytes), or is NULL. */
+struct stacksnap_saved {
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_saved_info info; /* strings below */
+	char *cmdline, *kernel, *version, *path;
+	struct stacksnap_thread *threads;
+	size_t n;
+	uint8_t *stacks;	/* decoded stack copies, one buffer */
+	struct stacksnap_addrspace *as;
+	struct stacksnap_mem *mem; /* memory beyond the copies (cores); may be NULL */
+	const uint8_t *image;	/* the file's bytes */
+	size_t image_len;
+	bool image_mmapped;	/* image is an mmap, else malloc'ed or borrowed */
+	bool image_owned;
+	void *core;		/* core reader state, freed by core__free */
+};
+
+struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path);
+
+/* Maps the whole file at path into s->image (read-only). Errors name the
+ * file. */
+int saved__map_file(struct stacksnap_saved *s, const char *path);
+
+/* Adds a recorded executable mapping to s->as: the file is looked for at
+ * its path when its build-id matches (or none was recorded), else by
+ * build-id in the context's debug directories (DIR/.build-id/xx/yyyy),
+ * which include the cache, else through debuginfod when the context
+ * allows it. What cannot be found is named, with its build-id, and its
+ * mapping kept as code without a module (its frames stay addresses).
+ * prot_from_file: the recording did not say whether the mapping is code
+ * (gcore leaves read-only file mappings out); it is added only when the
+ * file's PT_LOAD at its offset is executable. Returns 0 or -ENOMEM. */
+int saved__add_mapping(struct stacksnap_saved *s,
+		       const struct stacksnap_mapping *mp, bool prot_from_file);
+
+/* Adds an image held in memory (the vDSO) for a mapping. */
+int saved__add_image(struct stacksnap_saved *s,
+		     const struct stacksnap_mapping *mp, const uint8_t *bytes,
+		     size_t len, const char *name);
+
+/* A core dump in memory (borrowed, must outlive the result): the fuzz
+ * target's entry to the core reader. */
+struct stacksnap_saved *core__open_mem(struct stacksnap_ctx *ctx, const void *bytes,
+				       size_t len);
+
+/* Frees the core reader's part of s (core.c). */
+void core__free(void *core);
+
+#endif

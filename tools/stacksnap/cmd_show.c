@@ -1,0 +1,151 @@
+/* cmd_show.c - `stacksnap show FILE` (a snapshot file written by --save)
+ * and `stacksnap --core FILE` (an ELF core dump): a saved capture unwound
+ * and symbolized here, printed as the live dump prints. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "print.h"
+#include "subcommands.h"
+#include "stacksnap.h"
+
+/* Unwinds every thread of s from its saved stack (and, for cores, the
+ * rest of its memory), symbolizes and prints. */
+static int print_saved(const struct options *o, struct stacksnap_saved *s)
+{
+	struct stacksnap_addrspace *as = stacksnap_saved__addrspace(s);
+	size_t n = stacksnap_saved__thread_count(s);
+	unsigned max_frames = o->max_frames ? o->max_frames : 1024;
+	STACKSNAP_OPTS(stacksnap_saved_info, info);
+	struct stacksnap_snapshot_stats st = { 0 };
+	struct dump_totals tot = { .snap = &st };
+	struct thread_result *res = calloc(n ? n : 1, sizeof(*res));
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o->max_frames,
+		       .stack_scan = o->stack_scan);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	int rc = EXIT_OK;
+
+	stacksnap_saved__info(s, &info);
+	st.freeze_ns = info.freeze_ns;
+	st.bytes_copied = (size_t)info.bytes_copied;
+	st.threads = (unsigned)n;
+	if (!res || !uw || !mem ||
+	    (stacksnap_saved__memory(s) &&
+	     stacksnap_mem__set_fallback(mem, stacksnap_saved__memory(s)))) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_thread *th = stacksnap_saved__thread(s, i);
+
+		res[i].thread = th;
+		if (th->error) {
+			rc = EXIT_PARTIAL;
+			continue;
+		}
+		stacksnap_mem__set_copy(mem, th->stack, th->stack ? th->stack_len : 0,
+					th->stack_base);
+		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+			rc = EXIT_ERROR;
+			goto out;
+		}
+		tot.frames += (unsigned)res[i].nframes;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (symbolize_thread(o, as, &res[i])) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			rc = EXIT_ERROR;
+			goto out;
+		}
+	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
+	if (o->json)
+		print_json(stdout, o, res, n, &tot);
+	else
+		print_text(stdout, o, res, n);
+out:
+	for (size_t i = 0; res && i < n; i++) {
+		free(res[i].frames);
+		free(res[i].out);
+	}
+	free(res);
+	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(uw);
+	if (fflush(stdout) != 0 && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	return rc;
+}
+
+/* Warnings are shown without -v here: they name the modules that were
+ * not found, which is why frames stay addresses. */
+static void saved_log(enum stacksnap_log_level level, const char *msg, void *user)
+{
+	if (level == STACKSNAP_LOG_WARN && !cli_verbose)
+		fprintf(stderr, "stacksnap: warning: %s\n", msg);
+	else
+		cli_log(level, msg, user);
+}
+
+static struct stacksnap_ctx *saved_ctx(const struct options *o)
+{
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = saved_log,
+		       .log_level = o->verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_WARN,
+		       .debug_dirs = o->debug_dirs,
+		       .cache_dir = o->no_cache ? NULL : default_cache_dir(),
+		       .debuginfod = !o->no_debuginfod);
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(&copts);
+
+	if (!ctx)
+		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
+	return ctx;
+}
+
+static int run_saved(struct options *o, const char *file, bool core)
+{
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_saved *s;
+	int rc;
+
+	cli_verbose = o->verbose;
+	ctx = saved_ctx(o);
+	if (!ctx)
+		return EXIT_ERROR;
+	STACKSNAP_OPTS(stacksnap_saved_opts, sopts, .exe = o->exe_path);
+	s = core ? stacksnap_saved__open_core(ctx, file, &sopts)
+		 : stacksnap_saved__open(ctx, file, &sopts);
+	if (!s) {
+		/* The library said what and where; name the fix for ENOTSUP. */
+		if (errno == ENOTSUP)
+			fprintf(stderr, "stacksnap: %s: written by a newer stacksnap; "
+					"read it with that version\n", file);
+		stacksnap_ctx__free(ctx);
+		return EXIT_ERROR;
+	}
+	STACKSNAP_OPTS(stacksnap_saved_info, info);
+	stacksnap_saved__info(s, &info);
+	o->pid = info.pid;
+	rc = print_saved(o, s);
+	stacksnap_saved__free(s);
+	stacksnap_ctx__free(ctx);
+	return rc;
+}
+
+int show_main(int argc, char **argv)
+{
+	struct options o;
+	const char *file;
+	int rc = options_parse_show(&o, argc, argv, &file);
+
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	return run_saved(&o, file, false);
+}
+
+int core_main(struct options *o)
+{
+	return run_saved(o, o->core_path, true);
+}
