@@ -1,12 +1,13 @@
 /* kunwind_target.c - target of the in-kernel unwinder's tests: makes the
- * marker system call (getppid) from known call chains, in rounds separated
- * by a pause (the first round may run before the tracer has loaded the
- * tables; later rounds must unwind in the kernel). Scenarios by argument:
+ * marker system call (getppid) from known call chains, one round per line
+ * read from stdin, so the test paces the rounds (the first after a dlopen
+ * or an exec may come before the tracer has loaded the new tables; later
+ * ones must unwind in the kernel). Prints `ready` first. Scenarios:
  *   chain      main > run_round > chain_a > chain_b > chain_c > marker
  *   thread     thread_main > thread_b > marker, a new thread per round
  *   dlopen     dl_entry > dl_b > marker in a dlopen()ed library
- *   exec       fork, then exec of this program as `child`: child_main >
- *              child_b > marker in the new image
+ *   exec       at the first line, fork, then exec of this program as
+ *              `child`: child_main > child_b > marker in the new image
  *   signal     sig_caller > raise ... handler > handler_b > marker
  *   deep N     recurse x N > marker
  *   garbage    the marker with rsp on a buffer of random words
@@ -82,12 +83,20 @@ NOINLINE static int recurse(int n)
 }
 
 NOINLINE static void child_b(void) { HERE(7); marker(); KEEP(); }
-NOINLINE static void child_main(int rounds)
+/* Waits for the test's go (a line on stdin); false at EOF. */
+static int next_round(void)
 {
-	for (int i = 0; i < rounds; i++) {
+	char line[64];
+
+	return fgets(line, sizeof(line), stdin) != NULL;
+}
+
+/* The first round right after the exec, then one per line. */
+NOINLINE static void child_main(void)
+{
+	do
 		child_b();
-		usleep(150000);
-	}
+	while (next_round());
 	KEEP();
 }
 
@@ -108,29 +117,33 @@ NOINLINE static void on_fake_stack(void)
 /* Frame-pointer code without CFI in an anonymous mapping:
  *   push %rbp; mov %rsp,%rbp; mov $BAD,%rbp; mov $110,%eax; syscall;
  *   mov %rsp,%rbp (restore a sane rbp for pop); pop %rbp; ret
- * rbp is set to an aligned address far above the stack, so the frame-
- * pointer step reads unmapped memory. */
+ * rbp is set 1 MiB above the stack pointer, beyond the stack, so the
+ * frame-pointer step reads memory that is not the stack. The mapping is
+ * kept across rounds: its first round may come before the tracer knows
+ * it. */
 static void call_bad_rbp(void)
 {
+	static void *p;
 	static const unsigned char code[] = {
 		0x55,			      /* push %rbp */
 		0x48, 0x89, 0xe5,	      /* mov %rsp,%rbp */
-		0x48, 0xbd,		      /* movabs $imm64,%rbp */
-		0, 0, 0, 0, 0, 0x7f, 0, 0,    /* 0x00007f0000000000 */
+		0x48, 0x8d, 0xac, 0x24,	      /* lea 0x100000(%rsp),%rbp */
+		0x00, 0x00, 0x10, 0x00,
+		0x48, 0x83, 0xe5, 0xf0,	      /* and $-16,%rbp */
 		0xb8, 110, 0, 0, 0,	      /* mov $110,%eax */
 		0x0f, 0x05,		      /* syscall */
 		0x48, 0x89, 0xe5,	      /* mov %rsp,%rbp */
 		0x5d,			      /* pop %rbp */
 		0xc3,			      /* ret */
 	};
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return;
-	memcpy(p, code, sizeof(code));
+	if (!p) {
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			exit(1);
+		memcpy(p, code, sizeof(code));
+	}
 	((void (*)(void))p)();
-	munmap(p, 4096);
 }
 
 NOINLINE static void run_round(const char *what, int arg, const char *self)
@@ -187,16 +200,20 @@ int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "chain";
 	int arg = argc > 2 ? atoi(argv[2]) : 0;
-	int rounds = getenv("KU_ROUNDS") ? atoi(getenv("KU_ROUNDS")) : 4;
-
 	if (!strcmp(what, "child")) {
-		child_main(rounds);
+		child_main();
 		return 0;
 	}
+	alarm(60); /* a test that died does not leave its target behind */
+	printf("ready\n");
+	fflush(stdout);
 	if (!strcmp(what, "exec")) {
-		pid_t c = fork();
+		pid_t c;
 		int st;
 
+		if (!next_round()) /* fork once the tracer follows us */
+			return 0;
+		c = fork();
 		if (c == 0) {
 			execl("/proc/self/exe", argv[0], "child", (char *)NULL);
 			_exit(127);
@@ -205,9 +222,7 @@ int main(int argc, char **argv)
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
 	signal(SIGUSR1, handler);
-	for (int i = 0; i < rounds; i++) {
+	while (next_round())
 		run_round(what, arg, argv[0]);
-		usleep(150000);
-	}
 	return 0;
 }

@@ -5,7 +5,8 @@
  * at the same event (both mode) and whether they agree, then a stats line.
  *
  *   ss_kunwind [--mode kernel|both|copy] [--syscall NR | --tp CAT:NAME]
- *              [--max-frames N] [--quiet] (-p PID | -- CMD [ARGS...]) */
+ *              [--max-frames N] [--quiet] (-p PID [-p PID...] | -- CMD [ARGS...])
+ * With -p it ends when every pid has exited. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -28,7 +29,7 @@ struct driver {
 	struct stacksnap_frame frames[KU_MAX_FRAMES];
 	int mode;
 	bool quiet;
-	unsigned agree, prefix, differ, compared;
+	unsigned agree, prefix, user_prefix, differ, compared;
 	unsigned kernel_complete;
 	uint64_t bytes;		/* event bytes received (frames + copy) */
 	uint64_t first_ns;	/* first event's time */
@@ -99,9 +100,10 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 		un = stacksnap_procs__unwind_sample(procs, d->uw, &s, d->frames,
 						    KU_MAX_FRAMES, &uend);
 	}
-	/* Agreement: same pcs where both have frames; the kernel walk may
-	 * stop earlier for a reason user space goes past (DWARF rows, tables
-	 * not loaded yet): then its frames must be a prefix. */
+	/* Agreement: same pcs where both have frames. Either walk may stop
+	 * earlier for a reason the other goes past: the kernel at rows that
+	 * need DWARF, at tables not loaded yet (fallback); user space at the
+	 * end of the stack copy. Then the shorter must be a prefix. */
 	const char *agreement = "n/a";
 	int first_diff = -1;
 	if (un >= 0 && (ev->flags & KU_EV_KERNEL)) {
@@ -111,15 +113,18 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 			if ((pcs[i] & ~KU_PC_EXACT) != d->frames[i].pc)
 				first_diff = i;
 		d->compared++;
-		if (first_diff < 0 && un == ev->nframes) {
+		if (first_diff >= 0) {
+			agreement = "differ";
+			d->differ++;
+		} else if (un == ev->nframes) {
 			agreement = "same";
 			d->agree++;
-		} else if (first_diff < 0 && ev->nframes < un) {
+		} else if (ev->nframes < un) {
 			agreement = "kernel-prefix";
 			d->prefix++;
 		} else {
-			agreement = "differ";
-			d->differ++;
+			agreement = "user-prefix";
+			d->user_prefix++;
 		}
 	}
 	if (d->quiet)
@@ -163,7 +168,8 @@ int main(int argc, char **argv)
 	struct kunwind_stats ks;
 	struct ktable_stats ts;
 	struct stacksnap_ctx *ctx;
-	pid_t pid = 0, child = 0;
+	pid_t pids[64], pid = 0, child = 0;
+	size_t npids = 0;
 	int i, gate[2] = { -1, -1 }, status = 0, rc = 0;
 	char **cmd = NULL;
 
@@ -185,7 +191,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--quiet")) {
 			d.quiet = true;
 		} else if (!strcmp(argv[i], "-p") && i + 1 < argc) {
-			pid = atoi(argv[++i]);
+			if (npids == sizeof(pids) / sizeof(pids[0]))
+				return usage();
+			pid = pids[npids++] = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--")) {
 			cmd = argv + i + 1;
 			break;
@@ -224,14 +232,16 @@ int main(int argc, char **argv)
 			_exit(127);
 		}
 		close(gate[0]);
-		pid = child;
+		pid = pids[npids++] = child;
 	}
-	if (kunwind__add_pid(d.k, pid, child != 0)) {
-		fprintf(stderr, "ss_kunwind: pid %d: cannot follow it: %s\n", pid,
-			strerror(errno));
-		if (child)
-			kill(child, SIGKILL);
-		return 1;
+	for (size_t j = 0; j < npids; j++) {
+		if (kunwind__add_pid(d.k, pids[j], child != 0)) {
+			fprintf(stderr, "ss_kunwind: pid %d: cannot follow it: %s\n",
+				pids[j], strerror(errno));
+			if (child)
+				kill(child, SIGKILL);
+			return 1;
+		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -252,8 +262,14 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (child && waitpid(child, &status, WNOHANG) == child)
 			break;
-		if (!child && kill(pid, 0) && errno == ESRCH)
-			break;
+		if (!child) {
+			size_t alive = 0;
+
+			for (size_t j = 0; j < npids; j++)
+				alive += !(kill(pids[j], 0) && errno == ESRCH);
+			if (!alive)
+				break;
+		}
 	}
 	kunwind__poll(d.k, 0, on_event, &d); /* what is left */
 	kunwind__stats(d.k, &ks);
@@ -263,7 +279,8 @@ int main(int argc, char **argv)
 	       "\"run_time_ns\":%llu,\"modules\":%u,\"rows\":%zu,\"table_bytes\":%zu,"
 	       "\"fixed_bytes\":%zu,\"compile_ns\":%llu,\"load_ns\":%llu,"
 	       "\"last_refresh_ns\":%llu,\"bytes\":%llu,\"kernel_complete\":%u,"
-	       "\"compared\":%u,\"same\":%u,\"kernel_prefix\":%u,\"differ\":%u,"
+	       "\"compared\":%u,\"same\":%u,\"kernel_prefix\":%u,\"user_prefix\":%u,"
+	       "\"differ\":%u,"
 	       "\"exit_status\":%d}}\n",
 	       (unsigned long long)ks.events, (unsigned long long)ks.lost,
 	       (unsigned long long)ks.refreshes, ks.verified_insns, ks.xlated_insns,
@@ -271,7 +288,7 @@ int main(int argc, char **argv)
 	       ts.modules, ts.rows, ts.table_bytes, ts.fixed_bytes,
 	       (unsigned long long)ts.compile_ns, (unsigned long long)ts.load_ns,
 	       (unsigned long long)ks.last_refresh_ns, (unsigned long long)d.bytes,
-	       d.kernel_complete, d.compared, d.agree, d.prefix, d.differ,
+	       d.kernel_complete, d.compared, d.agree, d.prefix, d.user_prefix, d.differ,
 	       child ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
 		     : 0);
 	kunwind__close(d.k);
