@@ -30,12 +30,16 @@ _Static_assert(UT_RBP_SAME == KU_REG_SAME && UT_RBP_CFA_OFF == KU_REG_CFA_OFF &&
 _Static_assert(MODULE_MAX_SIGRETURN <= KU_MAX_SIGRETURN,
 	       "every trampoline of a module fits the BPF module entry");
 
-/* One loaded module. */
+/* One loaded module. While pending, its inner maps are filled (fds
+ * open) but not yet in the outer maps, and its entry not yet written. */
 struct ktable_module {
 	struct module *mod;	/* holds a reference */
 	uint32_t id;
 	size_t rows;
 	size_t bytes;		/* memlock of its two inner maps */
+	struct ku_module entry;
+	int rows_fd, blocks_fd;	/* -1 once published (or without rows) */
+	bool pending;
 };
 
 /* Invariant: mods[i].id == i (ids are handed out in order and never
@@ -160,8 +164,13 @@ void ktable__free(struct ktable *kt)
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);
-	for (size_t i = 0; i < kt->nmods; i++)
+	for (size_t i = 0; i < kt->nmods; i++) {
+		if (kt->mods[i].rows_fd >= 0)
+			close(kt->mods[i].rows_fd);
+		if (kt->mods[i].blocks_fd >= 0)
+			close(kt->mods[i].blocks_fd);
 		module__put(kt->mods[i].mod);
+	}
 	free(kt->mods);
 	free(kt->procs);
 	free(kt);
@@ -233,15 +242,18 @@ static void module_key(const struct module *m, uint8_t key[KU_BUILD_ID_MAX])
 	memcpy(key + 12, &p, sizeof(p));
 }
 
-int ktable__load_module(struct ktable *kt, struct module *m, uint32_t *id)
+/* Creates and fills module m's inner maps and reserves its id; the outer
+ * maps and its module entry are written by commit_pending(), for every
+ * module of a refresh at once: each write to a map-in-map from user space
+ * waits for an RCU grace period (tens of ms on a loaded machine), a batch
+ * waits once. */
+static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 {
 	const struct unwind_table *t;
-	struct ku_module km = { 0 };
+	struct ktable_module *km;
 	struct ku_row *rows = NULL;
-	uint8_t key[KU_BUILD_ID_MAX];
-	int rows_fd = -1, blocks_fd = -1, err;
+	int err = 0;
 	uint64_t t0;
-	uint32_t newid;
 
 	for (size_t i = 0; i < kt->nmods; i++) {
 		if (kt->mods[i].mod == m) {
@@ -250,30 +262,34 @@ int ktable__load_module(struct ktable *kt, struct module *m, uint32_t *id)
 		}
 	}
 	if (kt->nmods >= KU_MAX_MODULES)
-		return fail(-ENOSPC);
+		return -ENOSPC;
 	if (kt->nmods == kt->capmods) {
 		size_t cap = kt->capmods ? kt->capmods * 2 : 16;
 		struct ktable_module *n = realloc(kt->mods, cap * sizeof(*n));
 
 		if (!n)
-			return fail(-ENOMEM);
+			return -ENOMEM;
 		kt->mods = n;
 		kt->capmods = cap;
 	}
-	newid = (uint32_t)kt->nmods;
 	t0 = now_ns();
 	t = ktable__module_table(kt->ctx, m);
 	kt->compile_ns += now_ns() - t0;
 	t0 = now_ns();
-	km.nsigreturn = m->nsigreturn;
+	km = &kt->mods[kt->nmods];
+	*km = (struct ktable_module){ .mod = m, .id = (uint32_t)kt->nmods,
+				      .rows_fd = -1, .blocks_fd = -1,
+				      .pending = true };
+	km->entry.nsigreturn = m->nsigreturn;
 	for (unsigned i = 0; i < m->nsigreturn; i++)
-		km.sigreturn[i] = m->sigreturn[i];
+		km->entry.sigreturn[i] = m->sigreturn[i];
 	if (t && t->nrows) {
-		km.lo = t->lo;
-		km.hi = t->hi;
-		km.nrows = (uint32_t)t->nrows;
-		km.nblocks = (uint32_t)t->nblocks;
-		km.block_shift = t->block_shift;
+		km->entry.lo = t->lo;
+		km->entry.hi = t->hi;
+		km->entry.nrows = (uint32_t)t->nrows;
+		km->entry.nblocks = (uint32_t)t->nblocks;
+		km->entry.block_shift = t->block_shift;
+		km->rows = t->nrows;
 		rows = malloc(t->nrows * sizeof(*rows));
 		if (!rows) {
 			err = -ENOMEM;
@@ -291,56 +307,117 @@ int ktable__load_module(struct ktable *kt, struct module *m, uint32_t *id)
 				.reg_kinds = (uint8_t)(r->rbp_kind | r->rbx_kind << 4),
 			};
 		}
-		rows_fd = create_map(kt, "ku_mod_rows", BPF_MAP_TYPE_ARRAY, 4,
-				     sizeof(struct ku_row), (uint32_t)t->nrows,
-				     BPF_F_INNER_MAP, -1);
-		blocks_fd = create_map(kt, "ku_mod_blocks", BPF_MAP_TYPE_ARRAY, 4, 4,
-				       (uint32_t)t->nblocks + 1, BPF_F_INNER_MAP, -1);
-		if (rows_fd < 0 || blocks_fd < 0) {
-			err = rows_fd < 0 ? rows_fd : blocks_fd;
+		km->rows_fd = create_map(kt, "ku_mod_rows", BPF_MAP_TYPE_ARRAY, 4,
+					 sizeof(struct ku_row), (uint32_t)t->nrows,
+					 BPF_F_INNER_MAP, -1);
+		km->blocks_fd = create_map(kt, "ku_mod_blocks", BPF_MAP_TYPE_ARRAY,
+					   4, 4, (uint32_t)t->nblocks + 1,
+					   BPF_F_INNER_MAP, -1);
+		if (km->rows_fd < 0 || km->blocks_fd < 0) {
+			err = km->rows_fd < 0 ? km->rows_fd : km->blocks_fd;
 			goto out;
 		}
-		if ((err = fill_array(rows_fd, rows, t->nrows)) ||
-		    (err = fill_array(blocks_fd, t->block, t->nblocks + 1)))
+		if ((err = fill_array(km->rows_fd, rows, t->nrows)) ||
+		    (err = fill_array(km->blocks_fd, t->block, t->nblocks + 1)))
 			goto out;
-		if (bpf_map_update_elem(kt->rows_fd, &newid, &rows_fd, BPF_ANY) ||
-		    bpf_map_update_elem(kt->blocks_fd, &newid, &blocks_fd, BPF_ANY)) {
+		km->bytes = ktable__fd_memlock(km->rows_fd) +
+			    ktable__fd_memlock(km->blocks_fd);
+	}
+	m->refs++;
+	*id = km->id;
+	kt->nmods++;
+out:
+	kt->load_ns += now_ns() - t0;
+	free(rows);
+	if (err) {
+		log_err(&kt->ctx->log, "%s: cannot load its unwind table into BPF maps: %s",
+			m->name, strerror(-err));
+		if (km->rows_fd >= 0)
+			close(km->rows_fd);
+		if (km->blocks_fd >= 0)
+			close(km->blocks_fd);
+	}
+	return err;
+}
+
+/* Publishes the pending modules: inner maps into the outer ones (one
+ * batch each), then the module entries, which the walk checks first. */
+static int commit_pending(struct ktable *kt)
+{
+	uint32_t *keys = NULL;
+	int *rows = NULL, *blocks = NULL, err = 0;
+	__u32 n = 0, count;
+	uint64_t t0 = now_ns();
+
+	keys = malloc(kt->nmods * sizeof(*keys));
+	rows = malloc(kt->nmods * sizeof(*rows));
+	blocks = malloc(kt->nmods * sizeof(*blocks));
+	if (!keys || !rows || !blocks) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < kt->nmods; i++) {
+		struct ktable_module *km = &kt->mods[i];
+
+		if (km->pending && km->rows_fd >= 0) {
+			keys[n] = km->id;
+			rows[n] = km->rows_fd;
+			blocks[n] = km->blocks_fd;
+			n++;
+		}
+	}
+	if (n) {
+		count = n;
+		if (bpf_map_update_batch(kt->rows_fd, keys, rows, &count, NULL)) {
+			err = -errno;
+			goto out;
+		}
+		count = n;
+		if (bpf_map_update_batch(kt->blocks_fd, keys, blocks, &count, NULL)) {
 			err = -errno;
 			goto out;
 		}
 	}
-	/* The module entry last: the walk uses the inner maps only once
-	 * it says loaded. */
-	km.loaded = 1;
-	if (bpf_map_update_elem(kt->modules_fd, &newid, &km, BPF_ANY)) {
-		err = -errno;
-		goto out;
+	for (size_t i = 0; i < kt->nmods; i++) {
+		struct ktable_module *km = &kt->mods[i];
+		uint8_t key[KU_BUILD_ID_MAX];
+
+		if (!km->pending)
+			continue;
+		km->entry.loaded = 1;
+		if (bpf_map_update_elem(kt->modules_fd, &km->id, &km->entry, BPF_ANY)) {
+			err = -errno;
+			goto out;
+		}
+		module_key(km->mod, key);
+		bpf_map_update_elem(kt->ids_fd, key, &km->id, BPF_ANY);
+		km->pending = false;
+		/* The outer maps hold the inner ones now. */
+		if (km->rows_fd >= 0)
+			close(km->rows_fd);
+		if (km->blocks_fd >= 0)
+			close(km->blocks_fd);
+		km->rows_fd = km->blocks_fd = -1;
+		log_debug(&kt->ctx->log, "%s: table loaded as BPF module %u (%zu rows)",
+			  km->mod->name, km->id, km->rows);
 	}
-	module_key(m, key);
-	bpf_map_update_elem(kt->ids_fd, key, &newid, BPF_ANY);
-	kt->mods[kt->nmods++] = (struct ktable_module){
-		.mod = m,
-		.id = newid,
-		.rows = t ? t->nrows : 0,
-		.bytes = (rows_fd >= 0 ? ktable__fd_memlock(rows_fd) : 0) +
-			 (blocks_fd >= 0 ? ktable__fd_memlock(blocks_fd) : 0),
-	};
-	m->refs++;
-	*id = newid;
-	err = 0;
-	log_debug(&kt->ctx->log, "%s: table loaded as BPF module %u (%zu rows)",
-		  m->name, newid, t ? t->nrows : 0);
 out:
 	kt->load_ns += now_ns() - t0;
 	if (err)
-		log_err(&kt->ctx->log, "%s: cannot load its unwind table into BPF maps: %s",
-			m->name, strerror(-err));
+		log_err(&kt->ctx->log, "cannot publish unwind tables in BPF maps: %s",
+			strerror(-err));
+	free(keys);
 	free(rows);
-	/* The outer maps hold the inner ones. */
-	if (rows_fd >= 0)
-		close(rows_fd);
-	if (blocks_fd >= 0)
-		close(blocks_fd);
+	free(blocks);
+	return err;
+}
+
+int ktable__load_module(struct ktable *kt, struct module *m, uint32_t *id)
+{
+	int err = load_pending(kt, m, id);
+
+	if (!err)
+		err = commit_pending(kt);
 	return err ? fail(err) : 0;
 }
 
@@ -372,10 +449,12 @@ int ktable__set_process(struct ktable *kt, pid_t pid,
 		km->end = am->end;
 		km->bias = am->bias;
 		km->module = KU_NO_MODULE;
-		if (am->mod && ktable__load_module(kt, am->mod, &km->module))
+		if (am->mod && load_pending(kt, am->mod, &km->module))
 			km->module = KU_NO_MODULE; /* frame pointers there */
 		p->n++;
 	}
+	if ((err = commit_pending(kt)))
+		goto out;
 	/* Rewrites are whole: a walk sees either the old or the new table. */
 	if (bpf_map_update_elem(kt->procs_fd, &key, p, BPF_ANY)) {
 		err = -errno;
@@ -400,6 +479,7 @@ int ktable__set_process(struct ktable *kt, pid_t pid,
 				kt->procs[kt->nprocs++] = pid;
 		}
 	}
+out:
 	free(p);
 	return err ? fail(err) : 0;
 }

@@ -28,6 +28,12 @@ struct kunwind {
 	void *user;
 	int fn_err;
 	uint64_t events, refreshes, last_refresh_ns;
+	/* Processes whose mappings changed during a poll, refreshed once
+	 * after it (ld.so maps a library in several calls), with the time
+	 * of the first notification. */
+	pid_t dirty[64];
+	uint64_t dirty_since[64];
+	unsigned ndirty;
 };
 
 static uint64_t mono_ns(void)
@@ -200,6 +206,28 @@ int kunwind__add_pid(struct kunwind *k, pid_t pid, bool before_exec)
 	return 0;
 }
 
+static void mark_dirty(struct kunwind *k, pid_t pid, uint64_t since)
+{
+	for (unsigned i = 0; i < k->ndirty; i++)
+		if (k->dirty[i] == pid)
+			return;
+	if (k->ndirty == sizeof(k->dirty) / sizeof(k->dirty[0])) {
+		refresh(k, pid); /* no room: at once */
+		return;
+	}
+	k->dirty_since[k->ndirty] = since;
+	k->dirty[k->ndirty++] = pid;
+}
+
+/* The process may have gone already: nothing to unwind then. */
+static void refresh_dirty(struct kunwind *k)
+{
+	for (unsigned i = 0; i < k->ndirty; i++)
+		if (!refresh(k, k->dirty[i]))
+			k->last_refresh_ns = mono_ns() - k->dirty_since[i];
+	k->ndirty = 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct kunwind *k = ctx;
@@ -211,16 +239,14 @@ static int on_record(void *ctx, void *data, size_t size)
 						  (ev->flags & KU_EV_COPY ? ev->stack_len : 0))
 		return 0;
 	if (ev->flags & KU_EV_MAPS_CHANGED) {
-		/* The process may have gone already: nothing to unwind. */
-		if (!refresh(k, (pid_t)ev->pid))
-			k->last_refresh_ns = mono_ns() - ev->time_ns;
+		mark_dirty(k, (pid_t)ev->pid, ev->time_ns);
 		return 0;
 	}
 	/* A walk that met code the table does not know: load it for the
 	 * events to come (this one is reported as it is). */
 	if (ev->end == KU_END_NO_PROC || ev->end == KU_END_NO_MAPPING ||
 	    ev->end == KU_END_BAD_PC)
-		refresh(k, (pid_t)ev->pid);
+		mark_dirty(k, (pid_t)ev->pid, ev->time_ns);
 	stack = ev->flags & KU_EV_COPY ? (const uint8_t *)(pcs + ev->nframes) : NULL;
 	k->events++;
 	if (k->fn) {
@@ -251,6 +277,7 @@ int kunwind__poll(struct kunwind *k, int timeout_ms, kunwind_event_fn fn,
 	k->fn_err = 0;
 	err = ring_buffer__poll(k->rb, timeout_ms);
 	k->fn = NULL;
+	refresh_dirty(k);
 	if (k->fn_err)
 		return fail(k->fn_err < 0 ? k->fn_err : -EINVAL);
 	if (err < 0 && err != -EINTR)

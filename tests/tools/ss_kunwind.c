@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ struct driver {
 	struct stacksnap_frame frames[KU_MAX_FRAMES];
 	int mode;
 	bool quiet;
-	unsigned agree, prefix, user_prefix, differ, compared;
+	unsigned agree, prefix, user_prefix, differ, fallback, compared;
 	unsigned kernel_complete;
 	uint64_t bytes;		/* event bytes received (frames + copy) */
 	uint64_t first_ns;	/* first event's time */
@@ -48,6 +49,23 @@ static void log_cb(enum stacksnap_log_level level, const char *msg, void *user)
 		fprintf(stderr, "ss_kunwind: %s\n", msg);
 }
 
+/* A JSON string: quotes, backslashes and control bytes escaped. */
+static void print_str(const char *s, size_t max)
+{
+	putchar('"');
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
 static void print_frame(struct stacksnap_addrspace *as, uint64_t pc, bool exact,
 			bool first)
 {
@@ -59,12 +77,12 @@ static void print_frame(struct stacksnap_addrspace *as, uint64_t pc, bool exact,
 	printf("%s{\"pc\":\"%#llx\",\"exact\":%s,\"function\":", first ? "" : ",",
 	       (unsigned long long)pc, exact ? "true" : "false");
 	if (n > 0 && sym.function)
-		printf("\"%s\"", sym.function);
+		print_str(sym.function, SIZE_MAX);
 	else
 		printf("null");
 	printf(",\"module\":");
 	if (n > 0 && sym.module)
-		printf("\"%s\"", sym.module);
+		print_str(sym.module, SIZE_MAX);
 	else
 		printf("null");
 	printf("}");
@@ -116,6 +134,12 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 		if (first_diff >= 0) {
 			agreement = "differ";
 			d->differ++;
+		} else if (ev->end == KU_END_NO_PROC || ev->end == KU_END_NO_MAPPING ||
+			   ev->end == KU_END_NOT_LOADED) {
+			/* The kernel did not know the code yet: this event's
+			 * frames come from the copy (the hybrid). */
+			agreement = "fallback";
+			d->fallback++;
 		} else if (un == ev->nframes) {
 			agreement = "same";
 			d->agree++;
@@ -129,9 +153,11 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 	}
 	if (d->quiet)
 		return 0;
-	printf("{\"pid\":%u,\"tid\":%u,\"comm\":\"%.16s\",\"id\":%u,\"time_ns\":%llu,"
+	printf("{\"pid\":%u,\"tid\":%u,\"comm\":", ev->pid, ev->tid);
+	print_str(ev->comm, sizeof(ev->comm));
+	printf(",\"id\":%u,\"time_ns\":%llu,"
 	       "\"kernel\":%s,\"end\":\"%s\",\"bytes\":%llu,\"frames\":[",
-	       ev->pid, ev->tid, ev->comm, ev->event_id,
+	       ev->event_id,
 	       (unsigned long long)ev->time_ns,
 	       ev->flags & KU_EV_KERNEL ? "true" : "false", kunwind_end__str(ev->end),
 	       (unsigned long long)(sizeof(*ev) + ev->nframes * 8ull));
@@ -280,7 +306,7 @@ int main(int argc, char **argv)
 	       "\"fixed_bytes\":%zu,\"compile_ns\":%llu,\"load_ns\":%llu,"
 	       "\"last_refresh_ns\":%llu,\"bytes\":%llu,\"kernel_complete\":%u,"
 	       "\"compared\":%u,\"same\":%u,\"kernel_prefix\":%u,\"user_prefix\":%u,"
-	       "\"differ\":%u,"
+	       "\"differ\":%u,\"fallback\":%u,"
 	       "\"exit_status\":%d}}\n",
 	       (unsigned long long)ks.events, (unsigned long long)ks.lost,
 	       (unsigned long long)ks.refreshes, ks.verified_insns, ks.xlated_insns,
@@ -289,6 +315,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)ts.compile_ns, (unsigned long long)ts.load_ns,
 	       (unsigned long long)ks.last_refresh_ns, (unsigned long long)d.bytes,
 	       d.kernel_complete, d.compared, d.agree, d.prefix, d.user_prefix, d.differ,
+	       d.fallback,
 	       child ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
 		     : 0);
 	kunwind__close(d.k);
