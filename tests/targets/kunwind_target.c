@@ -13,6 +13,8 @@
  *   garbage    the marker with rsp on a buffer of random words
  *   selfloop   rsp on a buffer whose every word is a return address
  *   badrbp     frame-pointer code without CFI whose rbp chain is broken
+ *   bench D N  (bench/kunwind.py) recurse x D, then N markers timed: each
+ *              round prints `elapsed_ns T`
  * Built by the tests with gcc/clang, -O2, no frame pointers, C and C++. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -70,12 +73,15 @@ static void handler(int sig)
 }
 NOINLINE static void sig_caller(void) { HERE(6); raise(SIGUSR1); KEEP(); }
 
+static long bench_n; /* markers per call at the bottom (bench mode) */
+
 NOINLINE static int recurse(int n)
 {
 	int r;
 
 	if (n <= 1)
-		marker();
+		for (long i = 0; i < (bench_n ? bench_n : 1); i++)
+			marker();
 	else
 		r = recurse(n - 1);
 	KEEP();
@@ -177,6 +183,15 @@ NOINLINE static void run_round(const char *what, int arg, const char *self)
 		sig_caller();
 	} else if (!strcmp(what, "deep")) {
 		recurse(arg);
+	} else if (!strcmp(what, "bench")) {
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		recurse(arg);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("elapsed_ns %lld\n", (long long)(b.tv_sec - a.tv_sec) * 1000000000LL +
+						(b.tv_nsec - a.tv_nsec));
+		fflush(stdout);
 	} else if (!strcmp(what, "garbage")) {
 		srand(42);
 		for (size_t i = 0; i < sizeof(fake_stack) / 8; i++)
@@ -200,11 +215,13 @@ int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "chain";
 	int arg = argc > 2 ? atoi(argv[2]) : 0;
+
+	bench_n = argc > 3 ? atol(argv[3]) : 0;
 	if (!strcmp(what, "child")) {
 		child_main();
 		return 0;
 	}
-	alarm(60); /* a test that died does not leave its target behind */
+	alarm(bench_n ? 600 : 60); /* a test that died leaves no target behind */
 	printf("ready\n");
 	fflush(stdout);
 	if (!strcmp(what, "exec")) {
