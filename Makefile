@@ -168,7 +168,7 @@ $(O)/bench/libhop.so: bench/hop.c
 # Tools and helpers of the benchmarks (not run by bench/run on their own).
 BENCH_TOOLS := $(O)/bench/stall_target $(O)/bench/libhop.so $(O)/bench/lu_dump
 $(O)/bench/lu_dump $(BENCH_BINS): bench/lu_remote.h
-bench: all $(BENCH_BINS) $(BENCH_TOOLS)
+bench: all $(BENCH_BINS) $(BENCH_TOOLS) $(O)/tests/ss_kunwind
 	@O=$(O) bench/run
 
 demo: all
