@@ -23,6 +23,7 @@ struct proc {
 	bool dead;
 	struct stacksnap_addrspace *as;
 	uint64_t reread_ns;	/* last re-read of /proc/PID/maps on a miss */
+	uint64_t miss_pc;	/* a pc still unmapped after that re-read */
 };
 
 /* One thread. comm is NUL-terminated (the kernel's TASK_COMM_LEN). */
@@ -503,20 +504,25 @@ int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 		       .stack = stack, .stack_len = cap->data_len,
 		       .stack_start = cap->stack_start);
 	n = stacksnap_procs__unwind_sample(p, uw, &s, frames, max, end);
-	if (n >= 0 && *end != STACKSNAP_END_COMPLETE && *end != STACKSNAP_END_STACK_COPY &&
-	    *end != STACKSNAP_END_FRAME_LIMIT) {
-		/* A pc outside every known mapping: a library mapped since
-		 * the maps were read (dlopen, or the loader after exec). */
+	if (n >= 0 && (*end == STACKSNAP_END_NO_MODULE || *end == STACKSNAP_END_BAD_PC ||
+		       *end == STACKSNAP_END_NO_CFI)) {
+		/* The walk met a pc outside every known mapping (or code
+		 * without unwind information, which may be the same): a
+		 * library mapped since the maps were read (dlopen, or ld.so
+		 * after exec). Re-read at once for a new place of failure, at
+		 * most every 10 ms for one that a re-read did not cure (JIT
+		 * code, a uretprobe trampoline). */
 		struct proc *e = proc_find(p, pid);
-		uint64_t now = monotonic_ns(), pc = n ? frames[n - 1].pc : regs.regs[STACKSNAP_REG_RIP];
-		struct stacksnap_mapping m = { .sz = sizeof(m) };
+		uint64_t now = monotonic_ns();
+		uint64_t where = n ? frames[n - 1].pc : regs.regs[STACKSNAP_REG_RIP];
 
-		if (e && !e->dead && stacksnap_addrspace__find_mapping(e->as, pc, &m) && now - e->reread_ns > 10000000u &&
+		if (e && !e->dead && (where != e->miss_pc || now - e->reread_ns > 10000000u) &&
 		    stacksnap_procs__attach_pid(p, pid) == 0) {
 			e = proc_find(p, pid);
 			e->reread_ns = now;
 			p->rereads++;
 			n = stacksnap_procs__unwind_sample(p, uw, &s, frames, max, end);
+			e->miss_pc = n >= 0 && *end != STACKSNAP_END_COMPLETE ? where : 0;
 		}
 	}
 	return n;

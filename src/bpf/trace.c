@@ -17,6 +17,10 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -25,6 +29,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "bpf/bpf_env.h"
+#include "symbolize/symbolize.h"
 
 /* The BPF side's record, in user-space types. */
 #define __u8 uint8_t
@@ -58,6 +63,7 @@ struct trace_event_spec {
 	char *name;		/* shown: "syscalls:sys_enter_write" */
 	char *target;		/* tracepoint "CAT/NAME"; uprobe file path */
 	char *func;		/* uprobe function */
+	uint64_t func_off;	/* its file offset */
 	unsigned hz;		/* sampling */
 	unsigned raw_len;
 	struct tp_field fields[MAX_FIELDS];
@@ -70,6 +76,7 @@ struct trace_event_spec {
 struct stacksnap_trace {
 	struct stacksnap_ctx *ctx;
 	struct stacksnap_trace_opts o;
+	bool env_ready;		/* bpf_env__prepare succeeded */
 	struct trace_event_spec *events;
 	size_t nevents, capevents;
 	struct trace_proc_bpf *proc;
@@ -301,6 +308,18 @@ static bool lib_name_matches(const char *base, const char *name)
 	       (base[n] == '.' || base[n] == '-');
 }
 
+/* An ELF file (not a linker script such as /usr/lib/.../libc.so). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4];
+	FILE *f = fopen(path, "re");
+	bool ok = f && fread(m, 1, 4, f) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 static int resolve_binary(struct stacksnap_trace *tr, const char *name,
 			  char *out, size_t outlen)
 {
@@ -346,10 +365,14 @@ static int resolve_binary(struct stacksnap_trace *tr, const char *name,
 
 		if (!d)
 			continue;
-		while ((de = readdir(d)))
-			if (strstr(de->d_name, ".so") && lib_name_matches(de->d_name, name) &&
-			    (!best[0] || strlen(de->d_name) < strlen(best)))
+		while ((de = readdir(d))) {
+			if (!strstr(de->d_name, ".so") || !lib_name_matches(de->d_name, name) ||
+			    (best[0] && strlen(de->d_name) >= strlen(best)))
+				continue;
+			snprintf(line, sizeof(line), "%s/%s", dirs[i], de->d_name);
+			if (is_elf(line))
 				snprintf(best, sizeof(best), "%s", de->d_name);
+		}
 		closedir(d);
 		if (best[0]) {
 			snprintf(line, sizeof(line), "%s/%s", dirs[i], best);
@@ -357,6 +380,75 @@ static int resolve_binary(struct stacksnap_trace *tr, const char *name,
 		}
 	}
 	return -ENOENT;
+}
+
+/* Calls fn for every defined function symbol of the ELF file at path
+ * (.symtab and .dynsym) with its name, its demangled name without the
+ * parameter list (C++; else the name) and its file offset, until fn
+ * returns non-zero (which is returned). -errno when the file is not ELF. */
+static int elf_functions(const char *path,
+			 int (*fn)(const char *name, const char *plain, uint64_t off,
+				   void *u), void *u)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		close(fd);
+		return -ENOEXEC;
+	}
+	while (!r && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !(data = elf_getdata(scn, NULL)) || !sh.sh_entsize)
+			continue;
+		for (size_t i = 0; !r && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			GElf_Shdr tsh;
+			Elf_Scn *text;
+			const char *name;
+			char *dm, *paren;
+
+			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
+			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) || !*name ||
+			    !(text = elf_getscn(elf, sym.st_shndx)) || !gelf_getshdr(text, &tsh))
+				continue;
+			dm = demangle(name);
+			if (dm && (paren = strchr(dm, '(')))
+				*paren = 0;
+			r = fn(name, dm ? dm : name, sym.st_value - tsh.sh_addr + tsh.sh_offset, u);
+			free(dm);
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return r;
+}
+
+struct func_lookup {
+	const char *want;
+	uint64_t off;
+	bool found;
+};
+
+static int func_match(const char *name, const char *plain, uint64_t off, void *u)
+{
+	struct func_lookup *fl = u;
+
+	if (strcmp(name, fl->want) && strcmp(plain, fl->want))
+		return 0;
+	fl->off = off;
+	fl->found = true;
+	return 1;
 }
 
 static int uprobe_add(struct stacksnap_trace *tr, const char *spec, bool ret)
@@ -380,10 +472,24 @@ static int uprobe_add(struct stacksnap_trace *tr, const char *spec, bool ret)
 			"that has it loaded)");
 		return -ENOENT;
 	}
+	/* By symbol name, or a C++ function by its name without
+	 * parameters ("ns::f" for _ZN2ns1fEv). */
+	struct func_lookup fl = { .want = colon + 1 };
+	err = elf_functions(path, func_match, &fl);
+	if (err < 0) {
+		log_err(LOG(tr), "event '%s': %s is not an ELF file", spec, path);
+		return -ENOENT;
+	}
+	if (!fl.found) {
+		log_err(LOG(tr), "event '%s': no function '%s' in %s (`stacksnap trace "
+			"-l u:%s` lists them)", spec, colon + 1, path, path);
+		return -ENOENT;
+	}
 	snprintf(name, sizeof(name), "%s:%s:%s", ret ? "ur" : "u", path, colon + 1);
 	e = event_new(tr, ret ? EV_URETPROBE : EV_UPROBE, name);
 	if (!e || !(e->target = strdup(path)) || !(e->func = strdup(colon + 1)))
 		return -ENOMEM;
+	e->func_off = fl.off;
 	return 0;
 }
 
@@ -394,6 +500,15 @@ int stacksnap_trace__add_event(struct stacksnap_trace *tr, const char *spec)
 
 	if (!tr || !spec || tr->proc)
 		return fail(-EINVAL);
+	/* Rights first (an event cannot be looked up without them), and
+	 * tracefs mounted. */
+	if (!tr->env_ready) {
+		struct bpf_env env;
+
+		if ((r = bpf_env__prepare(&env, LOG(tr))))
+			return r;
+		tr->env_ready = true;
+	}
 	before = tr->nevents;
 	if (!strncmp(spec, "u:", 2) || !strncmp(spec, "ur:", 3)) {
 		r = uprobe_add(tr, spec, spec[1] == 'r');
@@ -511,21 +626,16 @@ static int attach_uprobe(struct stacksnap_trace *tr, struct trace_event_spec *e,
 			 size_t idx)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = TRACE_COOKIE(idx, 0),
-		    .retprobe = e->kind == EV_URETPROBE, .func_name = e->func);
+		    .retprobe = e->kind == EV_URETPROBE);
 	struct bpf_link *l;
 
 	l = bpf_program__attach_uprobe_opts(tr->uprobe->progs.trace_uprobe, -1,
-					    e->target, 0, &uo);
+					    e->target, e->func_off, &uo);
 	if (!l) {
 		int err = -errno;
 
-		if (err == -ENOENT || err == -ESRCH)
-			log_err(LOG(tr), "event '%s': no function '%s' in %s (`stacksnap "
-				"trace -l u:%s` lists them)", e->name, e->func,
-				e->target, e->target);
-		else
-			log_err(LOG(tr), "cannot attach %s: %s", e->name, strerror(-err));
-		return err == -ESRCH ? -ENOENT : err;
+		log_err(LOG(tr), "cannot attach %s: %s", e->name, strerror(-err));
+		return err;
 	}
 	return link_add(tr, l);
 }
@@ -907,6 +1017,47 @@ static int list_tp_cb(const char *cat, const char *name, void *u)
 	return ls->fn(full, ls->user);
 }
 
+struct list_funcs {
+	const char *glob;
+	int (*fn)(const char *name, void *user);
+	void *user;
+	int count;
+};
+
+static int list_func_cb(const char *name, const char *plain, uint64_t off, void *u)
+{
+	struct list_funcs *lf = u;
+
+	(void)off;
+	if (fnmatch(lf->glob, plain, 0) && fnmatch(lf->glob, name, 0))
+		return 0;
+	lf->count++;
+	return lf->fn(plain, lf->user);
+}
+
+/* "u:FILE[:GLOB]": the functions of FILE a uprobe can name. */
+static int list_functions(struct stacksnap_ctx *ctx, const char *pattern,
+			  int (*fn)(const char *name, void *user), void *user)
+{
+	struct stacksnap_trace tmp = { .ctx = ctx };
+	const char *rest = strchr(pattern, ':') + 1, *colon = strchr(rest, ':');
+	char file[PATH_MAX], path[PATH_MAX];
+	struct list_funcs lf = { colon && colon[1] ? colon + 1 : "*", fn, user, 0 };
+	int r;
+
+	snprintf(file, sizeof(file), "%.*s", (int)(colon ? colon - rest : (long)strlen(rest)), rest);
+	if (resolve_binary(&tmp, file, path, sizeof(path))) {
+		log_err(&ctx->log, "no file or library '%s'", file);
+		return fail(-ENOENT);
+	}
+	r = elf_functions(path, list_func_cb, &lf);
+	if (r < 0) {
+		log_err(&ctx->log, "%s is not an ELF file", path);
+		return fail(r);
+	}
+	return lf.count;
+}
+
 int stacksnap_trace__list(struct stacksnap_ctx *ctx, const char *pattern,
 			  int (*fn)(const char *name, void *user), void *user)
 {
@@ -920,6 +1071,8 @@ int stacksnap_trace__list(struct stacksnap_ctx *ctx, const char *pattern,
 		return fail(-EINVAL);
 	if ((r = bpf_env__prepare(&env, &ctx->log)))
 		return r;
+	if (pattern && (!strncmp(pattern, "u:", 2) || !strncmp(pattern, "ur:", 3)))
+		return list_functions(ctx, pattern, fn, user);
 	if (pattern && *pattern) {
 		const char *colon = strchr(pattern, ':');
 

@@ -12,7 +12,8 @@ int trace_sample(struct bpf_perf_event_data *ctx)
 	if (!current_traced() || !(s = scratch_get()))
 		return 0;
 	rec_header(&s->rec, TRACE_REC_EVENT);
-	if (ctx->regs.cs & 3)
+	/* The context allows only 8-byte loads of the registers. */
+	if (*(volatile __u64 *)&ctx->regs.cs & 3)
 		stacksnap_capture_regs(&s->rec.cap, (struct pt_regs *)&ctx->regs);
 	else if (stacksnap_capture_task_regs(&s->rec.cap))
 		return 0;

@@ -66,7 +66,8 @@ static const char usage[] =
 "                         a path, or a library's short name: u:libc:malloc)\n"
 "  -e ur:FILE:FUNC        a uretprobe (when FUNC returns)\n"
 "  -F HZ                  timed sampling (software cpu-clock, per CPU)\n"
-"  -l, --list [PATTERN]   list tracepoints (CAT:NAME globs, or a word)\n"
+"  -l, --list [PATTERN]   list tracepoints (CAT:NAME globs, or a word), or\n"
+"                         with u:FILE[:GLOB] the functions of FILE\n"
 "Whom:\n"
 "  -p, --pid PID          a running process (all its threads)\n"
 "  -t, --tid TID          one thread only\n"
@@ -411,6 +412,22 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The process ended (a zombie counts: its parent has not reaped it). */
+static bool process_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	bool gone = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] && p[2])
+			gone = p[2] == 'Z' || p[2] == 'X';
+		fclose(f);
+	}
+	return gone;
+}
+
 static int exit_for(int err)
 {
 	switch (err) {
@@ -566,7 +583,7 @@ int trace_main(int argc, char **argv)
 			child_done = true;
 			break;
 		}
-		if (o.pid && kill(o.pid, 0) && errno == ESRCH)
+		if ((o.pid || o.tid) && process_gone(o.pid ? o.pid : o.tid))
 			break; /* the process is gone: what it did is in the buffer */
 		if (o.duration > 0 && now_s() - t0 >= o.duration)
 			break;
