@@ -118,8 +118,9 @@ static long stacksnap__vma_end(struct task_struct *task,
 /* Copies up to `want` bytes of user stack from cap->stack_start into buf
  * (which has STACKSNAP_BPF_BUF(max) bytes; max a power of two and a
  * constant, want <= max), page by page, stopping at the first page that
- * cannot be read. Sets stack_len, data_len, wanted and SHORT; returns the
- * bytes copied. */
+ * cannot be read, and not past the end of the stack (its mapping, or on
+ * the main thread the kernel's initial stack pointer). Sets stack_len,
+ * data_len, wanted and SHORT; returns the bytes copied. */
 static __always_inline __u32 stacksnap_capture_stack(struct stacksnap_capture *cap,
 						     __u8 *buf, __u32 want,
 						     const __u32 max)
@@ -135,9 +136,18 @@ static __always_inline __u32 stacksnap_capture_stack(struct stacksnap_capture *c
 	/* Not past the end of the stack's mapping (of the current task):
 	 * bytes beyond it are not stack, and a failed read there is not a
 	 * page missing. */
-	if (!bpf_find_vma(bpf_get_current_task_btf(), sp, stacksnap__vma_end, &end, 0) &&
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 top;
+
+	if (!bpf_find_vma(task, sp, stacksnap__vma_end, &end, 0) &&
 	    end > sp && end - sp < want)
 		want = (__u32)(end - sp);
+	/* On the main thread's stack, nothing the unwinder reads lies above
+	 * where the kernel left argc at exec (_start's frame ends there;
+	 * above are argv, the environment and auxv: often kilobytes). */
+	top = BPF_CORE_READ(task, mm, start_stack) + 256;
+	if (sp < top && top <= end && top - sp < want)
+		want = (__u32)(top - sp);
 	for (int i = 0; i < (int)(max / STACKSNAP_BPF_PAGE) + 1; i++) {
 		__u64 len = STACKSNAP_BPF_PAGE - ((sp + off) & (STACKSNAP_BPF_PAGE - 1));
 		__u64 o = off;
