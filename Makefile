@@ -181,6 +181,7 @@ install: all
 	ln -sf libstacksnap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libstacksnap.so.0
 	ln -sf libstacksnap.so.0 $(DESTDIR)$(LIBDIR)/libstacksnap.so
 	install -m 644 include/stacksnap.h $(DESTDIR)$(INCDIR)/
+	install -m 644 include/stacksnap.bpf.h $(DESTDIR)$(INCDIR)/
 	$(PC_SED) stacksnap.pc.in > $(DESTDIR)$(PKGDIR)/stacksnap.pc
 	install -m 755 $(O)/stacksnap $(DESTDIR)$(BINDIR)/
 

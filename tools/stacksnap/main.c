@@ -124,6 +124,7 @@ static const struct subcommand {
 	int (*main)(int argc, char **argv);
 } subcommands[] = {
 	{ "perf-script", perf_script_main },
+	{ "trace", trace_main },
 };
 
 static int dump_main(int argc, char **argv);

@@ -6,4 +6,8 @@
 /* `stacksnap perf-script FILE`: unwind the samples of a perf.data file. */
 int perf_script_main(int argc, char **argv);
 
+/* `stacksnap trace -e EVENT (-p PID | -- CMD)`: call stacks at events,
+ * captured with eBPF. */
+int trace_main(int argc, char **argv);
+
 #endif
