@@ -685,8 +685,17 @@ struct stacksnap_trace_opts {
 	/* Short library names in uprobe specs ("u:libc:malloc") are looked up
 	 * in this process's mappings first. 0: none. */
 	pid_t pid_hint;
+	/* Where stacks are unwound (STACKSNAP_TRACE_UNWIND_*): from a stack
+	 * copy in user space (default), inside the kernel over unwind tables
+	 * in BPF maps (no stack bytes leave the kernel; see docs/kunwind.md),
+	 * or both for each event, compared. */
+	unsigned unwind;
 	size_t :0;
 };
+
+#define STACKSNAP_TRACE_UNWIND_USER 0
+#define STACKSNAP_TRACE_UNWIND_KERNEL 1
+#define STACKSNAP_TRACE_UNWIND_BOTH 2
 
 STACKSNAP_API struct stacksnap_trace *
 stacksnap_trace__new(struct stacksnap_ctx *ctx,
@@ -728,7 +737,24 @@ struct stacksnap_trace_event {
 	const void *raw;	/* the tracepoint's record (NULL for others) */
 	size_t raw_len;
 	size_t record_len;	/* bytes the event took in the ring buffer */
+	/* The in-kernel walk (unwind KERNEL or BOTH): its pcs (bit 63 set on
+	 * exact pcs), why it ended, and in BOTH mode how it compares with
+	 * the user-space walk of the copy (STACKSNAP_TRACE_AGREE_*). In
+	 * KERNEL mode, frames are made from these pcs. */
+	const uint64_t *kernel_pcs;
+	int kernel_nframes;
+	const char *kernel_end;
+	int agreement;
+	int first_difference;	/* frame index, -1 when none */
 };
+
+#define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */
+#define STACKSNAP_TRACE_AGREE_FALLBACK 1   /* the kernel did not know the code
+					      yet: frames from the copy */
+#define STACKSNAP_TRACE_AGREE_KERNEL_PREFIX 2 /* the kernel stopped earlier
+						 (a DWARF row): copy continues */
+#define STACKSNAP_TRACE_AGREE_USER_PREFIX 3 /* the copy ended first */
+#define STACKSNAP_TRACE_AGREE_DIFFER 4	   /* a frame differs */
 
 /* Return non-zero to stop the poll (it returns that value). */
 typedef int (*stacksnap_trace_fn)(const struct stacksnap_trace_event *ev,
@@ -754,6 +780,12 @@ struct stacksnap_trace_stats {
 	uint64_t short_stacks;	/* stack copies cut by an unreadable page */
 	uint64_t bytes;		/* bytes of event records received */
 	uint64_t rereads;	/* /proc/PID/maps read again on a miss */
+	/* unwind KERNEL/BOTH: in-kernel walks, those complete, those that
+	 * fell back (code whose table was not loaded yet), and in BOTH mode
+	 * the events by STACKSNAP_TRACE_AGREE_* value. */
+	uint64_t kernel_walks, kernel_complete, kernel_fallback;
+	uint64_t agreement[5];
+	size_t table_bytes;	/* kernel memory of the unwind tables */
 };
 STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 					  struct stacksnap_trace_stats *st);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,6 +37,9 @@
 #define __u32 uint32_t
 #define __u64 uint64_t
 #include "bpf/trace_record.h"
+#include "bpf/kunwind.h"
+#include "ktable/ktable.h"
+#include "ktable/kunwind_session.h"
 #undef __u8
 #undef __u32
 #undef __u64
@@ -96,6 +100,13 @@ struct stacksnap_trace {
 	int fn_rc;
 	struct stacksnap_trace_stats st;
 	char strbuf[MAX_FIELDS][64]; /* strings of fields() */
+	/* unwind KERNEL/BOTH: the tables in BPF maps, the frames made from
+	 * the kernel's pcs, and the last fallback refresh (pid, time) so a
+	 * burst of events of not-yet-loaded code reads /proc once. */
+	struct ktable *kt;
+	struct stacksnap_frame *kframes;
+	pid_t last_refresh_pid;
+	uint64_t last_refresh_ns;
 };
 
 static const struct log_sink *LOG(const struct stacksnap_trace *tr)
@@ -129,6 +140,13 @@ struct stacksnap_trace *stacksnap_trace__new(struct stacksnap_ctx *ctx,
 		tr->o.ring_size = 1u << 24;
 	if (!tr->o.max_frames)
 		tr->o.max_frames = 256;
+	if (tr->o.unwind > STACKSNAP_TRACE_UNWIND_BOTH) {
+		log_err(LOG(tr), "unwind mode %u unknown (user, kernel or both)",
+			tr->o.unwind);
+		free(tr);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (tr->o.stack_size > TRACE_STACK_MAX ||
 	    (tr->o.ring_size & (tr->o.ring_size - 1)) || tr->o.ring_size < 4096) {
 		log_err(LOG(tr), "stack size %zu (at most %u) or ring buffer size %zu "
@@ -142,7 +160,8 @@ struct stacksnap_trace *stacksnap_trace__new(struct stacksnap_ctx *ctx,
 	tr->procs = stacksnap_procs__new(ctx, NULL);
 	tr->uw = stacksnap_unwinder__new(&uo);
 	tr->frames = calloc(tr->o.max_frames, sizeof(*tr->frames));
-	if (!tr->procs || !tr->uw || !tr->frames) {
+	tr->kframes = calloc(KU_MAX_FRAMES, sizeof(*tr->kframes));
+	if (!tr->procs || !tr->uw || !tr->frames || !tr->kframes) {
 		stacksnap_trace__free(tr);
 		errno = ENOMEM;
 		return NULL;
@@ -585,12 +604,32 @@ static int link_add(struct stacksnap_trace *tr, struct bpf_link *l)
 		(skel)->rodata->stack_size = (uint32_t)(tr)->o.stack_size;     \
 		(skel)->rodata->filter_tid = (tr)->o.by_tid;                   \
 		(skel)->rodata->inherit = !(tr)->o.no_inherit;                 \
+		(skel)->rodata->unwind_mode = unwind_mode(tr);                 \
 		bpf_map__set_max_entries((skel)->maps.scratch, (uint32_t)ncpu); \
 	} while (0)
 #define SHARE(tr, skel)                                                        \
-	(bpf_map__reuse_fd((skel)->maps.events, bpf_map__fd((tr)->proc->maps.events)) ||   \
+	((tr->kt && ktable__reuse_maps(tr->kt, (skel)->obj)) ||                \
+	 bpf_map__reuse_fd((skel)->maps.events, bpf_map__fd((tr)->proc->maps.events)) ||   \
 	 bpf_map__reuse_fd((skel)->maps.traced, bpf_map__fd((tr)->proc->maps.traced)) ||   \
 	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((tr)->proc->maps.stats)))
+
+static uint32_t unwind_mode(const struct stacksnap_trace *tr)
+{
+	return tr->o.unwind == STACKSNAP_TRACE_UNWIND_KERNEL ? KU_MODE_KERNEL
+	     : tr->o.unwind == STACKSNAP_TRACE_UNWIND_BOTH ? KU_MODE_BOTH
+							    : KU_MODE_COPY;
+}
+
+/* Writes pid's mapping table for the in-kernel walk from its address
+ * space in procs (unwind KERNEL/BOTH). */
+static void kernel_maps(struct stacksnap_trace *tr, pid_t pid)
+{
+	struct stacksnap_addrspace *as;
+
+	if (!tr->kt || !(as = stacksnap_procs__addrspace(tr->procs, pid)))
+		return;
+	ktable__set_process(tr->kt, pid, as);
+}
 
 static int load_error(struct stacksnap_trace *tr, const char *what, int err)
 {
@@ -702,10 +741,17 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		need_up |= tr->events[i].kind == EV_UPROBE || tr->events[i].kind == EV_URETPROBE;
 		need_sample |= tr->events[i].kind == EV_SAMPLE;
 	}
+	if (tr->o.unwind != STACKSNAP_TRACE_UNWIND_USER && !tr->kt) {
+		tr->kt = ktable__new(tr->ctx);
+		if (!tr->kt)
+			return fail(-errno);
+	}
 	tr->proc = trace_proc_bpf__open();
 	if (!tr->proc)
 		return fail(load_error(tr, "process-following", -errno));
 	CONFIGURE(tr, tr->proc);
+	if (tr->kt && (err = ktable__reuse_maps(tr->kt, tr->proc->obj)))
+		return fail(load_error(tr, "process-following", err));
 	bpf_map__set_max_entries(tr->proc->maps.events, (uint32_t)tr->o.ring_size);
 	if ((err = trace_proc_bpf__load(tr->proc)))
 		return fail(load_error(tr, "process-following", err));
@@ -788,6 +834,7 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 			strerror(-err));
 		return fail(err);
 	}
+	kernel_maps(tr, tgid);
 	return 0;
 }
 
@@ -805,6 +852,93 @@ void stacksnap_trace__stop(struct stacksnap_trace *tr)
 
 /* ---- draining ---- */
 
+/* The library's end reason for an in-kernel walk's. */
+static enum stacksnap_end kernel_end(unsigned kend)
+{
+	switch (kend) {
+	case KU_END_COMPLETE: return STACKSNAP_END_COMPLETE;
+	case KU_END_NO_PROC: case KU_END_NO_MAPPING: case KU_END_NOT_LOADED:
+		return STACKSNAP_END_NO_MODULE;
+	case KU_END_DWARF: case KU_END_BAD_CFI: return STACKSNAP_END_BAD_CFI;
+	case KU_END_NO_CFI: return STACKSNAP_END_NO_CFI;
+	case KU_END_LOOP: return STACKSNAP_END_LOOP;
+	case KU_END_FRAME_LIMIT: return STACKSNAP_END_FRAME_LIMIT;
+	case KU_END_BAD_PC: return STACKSNAP_END_BAD_PC;
+	default: return STACKSNAP_END_BAD_MEMORY;
+	}
+}
+
+static bool kernel_fallback(unsigned kend)
+{
+	return kend == KU_END_NO_PROC || kend == KU_END_NO_MAPPING ||
+	       kend == KU_END_NOT_LOADED;
+}
+
+/* The in-kernel walk of record r: frames from its pcs (a pc marked exact
+ * after frame 0 was interrupted by a signal, and the frame before it is
+ * the trampoline), counters, and a refresh of the process's mapping
+ * table when the walk met code it did not know (at most every 100 ms per
+ * process: a burst of such events reads /proc once). */
+static void kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
+			 size_t raw_off, struct stacksnap_trace_event *ev)
+{
+	const uint64_t *pcs = (const uint64_t *)((const uint8_t *)r + raw_off +
+						  ((r->raw_len + 7u) & ~7u));
+	int n = r->kframes;
+	struct timespec ts;
+	uint64_t now;
+
+	ev->kernel_pcs = pcs;
+	ev->kernel_nframes = n;
+	ev->kernel_end = kunwind_end__str(r->kend);
+	ev->first_difference = -1;
+	for (int i = 0; i < n; i++) {
+		bool exact = pcs[i] & KU_PC_EXACT;
+
+		tr->kframes[i] = (struct stacksnap_frame){
+			.pc = pcs[i] & ~KU_PC_EXACT,
+			.stepper = i ? STACKSNAP_STEP_TABLE : STACKSNAP_STEP_START,
+			.trust = i ? STACKSNAP_TRUST_CFI : STACKSNAP_TRUST_CONTEXT,
+			.flags = i && exact ? STACKSNAP_FRAME_SIGNAL : 0,
+		};
+		if (i && exact)
+			tr->kframes[i - 1].flags |= STACKSNAP_FRAME_SIGRETURN;
+	}
+	tr->st.kernel_walks++;
+	tr->st.kernel_complete += r->kend == KU_END_COMPLETE;
+	if (!kernel_fallback(r->kend) && r->kend != KU_END_BAD_PC)
+		return;
+	tr->st.kernel_fallback += kernel_fallback(r->kend);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (tr->last_refresh_pid == ev->pid && now - tr->last_refresh_ns < 100000000u)
+		return;
+	tr->last_refresh_pid = ev->pid;
+	tr->last_refresh_ns = now;
+	if (!stacksnap_procs__attach_pid(tr->procs, ev->pid))
+		kernel_maps(tr, ev->pid);
+}
+
+/* BOTH mode: the in-kernel frames against the user-space walk of the
+ * copy (n frames in tr->frames). */
+static void compare_walks(struct stacksnap_trace *tr,
+			  struct stacksnap_trace_event *ev, int n, unsigned kend)
+{
+	int k = ev->kernel_nframes, m = k < n ? k : n, a;
+
+	ev->first_difference = -1;
+	for (int i = 0; i < m && ev->first_difference < 0; i++)
+		if (tr->kframes[i].pc != tr->frames[i].pc)
+			ev->first_difference = i;
+	a = ev->first_difference >= 0 ? STACKSNAP_TRACE_AGREE_DIFFER
+	  : kernel_fallback(kend) ? STACKSNAP_TRACE_AGREE_FALLBACK
+	  : k == n ? STACKSNAP_TRACE_AGREE_SAME
+	  : k < n ? STACKSNAP_TRACE_AGREE_KERNEL_PREFIX
+		  : STACKSNAP_TRACE_AGREE_USER_PREFIX;
+	ev->agreement = a;
+	tr->st.agreement[a]++;
+}
+
 static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_t len)
 {
 	struct stacksnap_trace_event ev;
@@ -812,7 +946,8 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	int n;
 
 	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
-	if (r->event >= tr->nevents || raw_off + r->raw_len > len)
+	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
+	    raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull > len)
 		return 0; /* not ours: ignore */
 	memset(&ev, 0, sizeof(ev));
 	ev.event = r->event;
@@ -827,13 +962,24 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	ev.raw = r->raw_len ? (const uint8_t *)r + raw_off : NULL;
 	ev.raw_len = r->raw_len;
 	ev.record_len = len;
-	n = stacksnap_procs__unwind_capture(tr->procs, tr->uw, ev.pid, &r->cap, ev.stack,
-					    tr->frames, tr->o.max_frames, &ev.end);
-	if (n < 0) {
-		n = 0;
-		ev.end = STACKSNAP_END_BAD_MEMORY;
+	if (r->kframes || (unwind_mode(tr) & KU_MODE_KERNEL))
+		kernel_event(tr, r, raw_off, &ev);
+	if (unwind_mode(tr) & KU_MODE_COPY) {
+		n = stacksnap_procs__unwind_capture(tr->procs, tr->uw, ev.pid, &r->cap,
+						    ev.stack, tr->frames,
+						    tr->o.max_frames, &ev.end);
+		if (n < 0) {
+			n = 0;
+			ev.end = STACKSNAP_END_BAD_MEMORY;
+		}
+		if (unwind_mode(tr) == KU_MODE_BOTH)
+			compare_walks(tr, &ev, n, r->kend);
+		ev.frames = tr->frames;
+	} else {
+		n = ev.kernel_nframes;
+		ev.end = kernel_end(r->kend);
+		ev.frames = tr->kframes;
 	}
-	ev.frames = tr->frames;
 	ev.nframes = n;
 	ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
 	tr->st.received++;
@@ -858,12 +1004,15 @@ static int on_record(void *ctx, void *data, size_t len)
 	case TRACE_REC_FORK:
 		stacksnap_procs__fork(tr->procs, (pid_t)r->ppid, (pid_t)r->ptid,
 				      (pid_t)r->pid, (pid_t)r->tid);
+		if (r->pid != r->ppid)
+			kernel_maps(tr, (pid_t)r->pid);
 		break;
 	case TRACE_REC_EXEC:
 		stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid, r->comm, true);
 		/* The new image's mappings: those there now (ld.so maps the
 		 * libraries later; a miss re-reads them). */
 		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		kernel_maps(tr, (pid_t)r->pid);
 		break;
 	case TRACE_REC_EXIT:
 		stacksnap_procs__exit(tr->procs, (pid_t)r->pid, (pid_t)r->tid);
@@ -903,6 +1052,12 @@ void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 		return;
 	*st = tr->st;
 	st->rereads = procs_rereads(tr->procs);
+	if (tr->kt) {
+		struct ktable_stats ks;
+
+		ktable__stats(tr->kt, &ks);
+		st->table_bytes = ks.table_bytes + ks.fixed_bytes;
+	}
 	if (tr->proc) {
 		int ncpu = libbpf_num_possible_cpus();
 		uint64_t *vals = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(uint64_t));
@@ -996,6 +1151,8 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	}
 	free(tr->events);
 	free(tr->frames);
+	free(tr->kframes);
+	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
 	stacksnap_procs__free(tr->procs);
 	free(tr);

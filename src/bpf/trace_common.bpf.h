@@ -11,6 +11,7 @@
 
 #include "stacksnap.bpf.h"
 #include "bpf/trace_record.h"
+#include "bpf/kunwind_walk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -18,6 +19,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 stack_size = 16384;	/* <= TRACE_STACK_MAX */
 const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
 const volatile bool inherit = true;		/* follow new processes */
+const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
+						    in-kernel walk, or both */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -44,7 +47,9 @@ struct {
  * tracepoint program runs on the same CPU has its own. */
 struct ss_scratch {
 	struct trace_rec rec;
-	__u8 data[STACKSNAP_BPF_BUF(TRACE_STACK_MAX)];
+	__u8 data[STACKSNAP_BPF_BUF(TRACE_STACK_MAX) + TRACE_RAW_MAX + KU_MAX_FRAMES * 8];
+	struct ku_event kev;	/* the in-kernel walk's result */
+	__u64 kpcs[KU_MAX_FRAMES];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -101,9 +106,23 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	__u64 raw_len = TRACE_COOKIE_RAW(cookie), total;
 
 	s->rec.event = TRACE_COOKIE_INDEX(cookie);
-	n = stacksnap_capture_stack(&s->rec.cap, s->data, stack_size, TRACE_STACK_MAX);
-	if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
-		count(TRACE_STAT_SHORT);
+	s->rec.kframes = 0;
+	s->rec.kend = 0;
+	if (unwind_mode & KU_MODE_KERNEL) {
+		s->kev.pid = s->rec.pid;
+		s->kev.nframes = 0;
+		ku_walk(&s->kev, s->kpcs, s->rec.cap.regs[16], s->rec.cap.regs[7],
+			s->rec.cap.regs[6], s->rec.cap.regs[3], KU_MAX_FRAMES);
+		s->rec.kframes = s->kev.nframes;
+		s->rec.kend = s->kev.end;
+	}
+	if (unwind_mode & KU_MODE_COPY) {
+		n = stacksnap_capture_stack(&s->rec.cap, s->data, stack_size, TRACE_STACK_MAX);
+		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
+			count(TRACE_STAT_SHORT);
+	} else {
+		n = 0; /* no stack bytes leave the kernel */
+	}
 	n = (n + 7) & ~7u;
 	if (raw && raw_len) {
 		__u64 o = n;
@@ -120,7 +139,17 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		raw_len = 0;
 	}
 	s->rec.raw_len = raw_len;
-	total = sizeof(s->rec) + n + raw_len;
+	raw_len = (raw_len + 7) & ~7ull;
+	if (s->rec.kframes) {
+		__u64 o = n + raw_len, len = (__u64)s->rec.kframes * 8;
+
+		__stacksnap_opaque(o);
+		__stacksnap_opaque(len);
+		if (o > TRACE_STACK_MAX + TRACE_RAW_MAX || len > KU_MAX_FRAMES * 8 ||
+		    bpf_probe_read_kernel(s->data + o, len, s->kpcs))
+			s->rec.kframes = 0;
+	}
+	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8;
 	__stacksnap_opaque(total);
 	if (total > sizeof(*s))
 		return 0;

@@ -32,8 +32,10 @@ enum trace_stat {
 };
 
 /* One ring buffer record. Invariant: the record is sizeof(struct
- * trace_rec) + round8(cap.data_len) + raw_len bytes: the stack bytes
- * follow the header, then the raw tracepoint record. For FORK/EXEC/EXIT
+ * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes:
+ * the stack bytes follow the header, then the raw tracepoint record, then
+ * the in-kernel walk's pcs (src/bpf/kunwind.h: KU_PC_EXACT marks exact
+ * pcs). For FORK/EXEC/EXIT
  * records cap is not filled and nothing follows. */
 struct trace_rec {
 	__u32 kind;		/* enum trace_rec_kind */
@@ -43,6 +45,11 @@ struct trace_rec {
 	__u32 ppid, ptid;	/* FORK: the creator; EXEC: the old tid */
 	__u32 cpu;
 	__u32 raw_len;		/* bytes of tracepoint record after the stack */
+	__u16 kframes;		/* pcs of the in-kernel walk after the raw
+				   record (kernel/both unwind modes) */
+	__u8 kend;		/* why that walk ended (enum ku_end) */
+	__u8 pad;
+	__u32 pad2;
 	char comm[16];
 	struct stacksnap_capture cap;
 };

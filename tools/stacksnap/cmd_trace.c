@@ -34,6 +34,7 @@ struct trace_options {
 	const char *output;		/* -o */
 	double duration, interval;	/* seconds; 0: none */
 	size_t stack_size, ring_size;
+	unsigned unwind;		/* --unwind: STACKSNAP_TRACE_UNWIND_* */
 	struct options print;		/* what the shared printers read */
 };
 
@@ -85,6 +86,9 @@ static const char usage[] =
 "  --stack-size SIZE      user stack bytes copied per event (default 16k, at most 64k)\n"
 "  --ring-size SIZE       ring buffer bytes (a power of two; default 16m)\n"
 "  --max-frames N         frames per stack (default 256)\n"
+"  --unwind MODE          user: copy the stack, unwind here (default);\n"
+"                         kernel: unwind in the kernel over tables in BPF maps,\n"
+"                         no stack bytes leave it; both: both, compared\n"
 "  --save FILE            not available yet (the snapshot container)\n"
 "At the end, stderr says how many events were captured, unwound and lost.\n"
 "Exit status: 0 ok, 1 usage or unknown event, 2 no such process, 3 not\n"
@@ -93,7 +97,7 @@ static const char usage[] =
 static int parse(struct trace_options *o, int argc, char **argv)
 {
 	enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
-	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE };
+	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -114,6 +118,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "rsp", no_argument, NULL, O_RSP },
 		{ "max-frames", required_argument, NULL, O_MAXF },
 		{ "save", required_argument, NULL, O_SAVE },
+		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -127,6 +132,19 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	/* '+': options stop at the command after "--". */
 	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
+		case O_UNWIND:
+			if (!strcmp(optarg, "user"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_USER;
+			else if (!strcmp(optarg, "kernel"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_KERNEL;
+			else if (!strcmp(optarg, "both"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_BOTH;
+			else {
+				fprintf(stderr, "stacksnap trace: --unwind %s: user, "
+					"kernel or both\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'e':
 			if (o->nevents == MAX_EVENTS) {
 				fprintf(stderr, "stacksnap trace: at most %d -e options\n", MAX_EVENTS);
@@ -363,6 +381,13 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		.end = ev->end,
 	};
 
+	/* --unwind both: say where the two walks part (the summary counts). */
+	if (ev->agreement == STACKSNAP_TRACE_AGREE_DIFFER && ev->first_difference >= 0)
+		fprintf(stderr, "stacksnap trace: %.6f pid %d: in-kernel frame #%d "
+			"0x%" PRIx64 " differs from the copy's 0x%" PRIx64 "\n",
+			ev->time_ns / 1e9, (int)ev->tid, ev->first_difference,
+			ev->kernel_pcs[ev->first_difference] & ~(1ull << 63),
+			ev->frames[ev->first_difference].pc);
 	if (symbolize_thread(&t->o->print, ev->as, &r)) {
 		t->error = ENOMEM;
 		return -ENOMEM;
@@ -514,7 +539,7 @@ int trace_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o.stack_size,
 		       .ring_size = o.ring_size, .no_inherit = o.no_inherit,
 		       .by_tid = o.tid > 0, .max_frames = o.print.max_frames,
-		       .pid_hint = o.pid ? o.pid : o.tid);
+		       .pid_hint = o.pid ? o.pid : o.tid, .unwind = o.unwind);
 	t.tr = stacksnap_trace__new(ctx, &topts);
 	if (!t.tr) {
 		rc = EXIT_ERROR;
@@ -615,6 +640,22 @@ int trace_main(int argc, char **argv)
 		st.captured, st.unwound, st.complete, st.lost,
 		st.lost ? ": try a larger --ring-size or a smaller --stack-size" : "",
 		st.short_stacks, st.received ? (double)st.bytes / st.received : 0.0);
+	if (o.unwind != STACKSNAP_TRACE_UNWIND_USER)
+		fprintf(stderr, "stacksnap trace: %" PRIu64 " stacks unwound in the kernel "
+			"(%" PRIu64 " to the bottom, %" PRIu64 " before the tables of their "
+			"code were loaded); unwind tables take %zu KiB of kernel memory\n",
+			st.kernel_walks, st.kernel_complete, st.kernel_fallback,
+			st.table_bytes / 1024);
+	if (o.unwind == STACKSNAP_TRACE_UNWIND_BOTH)
+		fprintf(stderr, "stacksnap trace: kernel vs user-space walk: %" PRIu64
+			" identical, %" PRIu64 " kernel stopped earlier (DWARF rows), %" PRIu64
+			" copy ended first, %" PRIu64 " unwound from the copy (tables not "
+			"loaded yet), %" PRIu64 " differ\n",
+			st.agreement[STACKSNAP_TRACE_AGREE_SAME],
+			st.agreement[STACKSNAP_TRACE_AGREE_KERNEL_PREFIX],
+			st.agreement[STACKSNAP_TRACE_AGREE_USER_PREFIX],
+			st.agreement[STACKSNAP_TRACE_AGREE_FALLBACK],
+			st.agreement[STACKSNAP_TRACE_AGREE_DIFFER]);
 	if (stop_signal)
 		fprintf(stderr, "stacksnap trace: stopped by %s; every probe detached\n",
 			stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP");
