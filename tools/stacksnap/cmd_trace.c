@@ -386,7 +386,7 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		fprintf(stderr, "stacksnap trace: %.6f pid %d: in-kernel frame #%d "
 			"0x%" PRIx64 " differs from the copy's 0x%" PRIx64 "\n",
 			ev->time_ns / 1e9, (int)ev->tid, ev->first_difference,
-			ev->kernel_pcs[ev->first_difference] & ~(1ull << 63),
+			(uint64_t)(ev->kernel_pcs[ev->first_difference] & ~(1ull << 63)),
 			ev->frames[ev->first_difference].pc);
 	if (symbolize_thread(&t->o->print, ev->as, &r)) {
 		t->error = ENOMEM;
