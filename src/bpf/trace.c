@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #define __u64 uint64_t
 #include "bpf/trace_record.h"
 #include "bpf/kunwind.h"
+#include "base/clock.h"
 #include "ktable/ktable.h"
 #include "ktable/kunwind_session.h"
 #undef __u8
@@ -885,7 +885,6 @@ static void kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	const uint64_t *pcs = (const uint64_t *)((const uint8_t *)r + raw_off +
 						  ((r->raw_len + 7u) & ~7u));
 	int n = r->kframes;
-	struct timespec ts;
 	uint64_t now;
 
 	ev->kernel_pcs = pcs;
@@ -909,8 +908,7 @@ static void kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	if (!kernel_fallback(r->kend) && r->kend != KU_END_BAD_PC)
 		return;
 	tr->st.kernel_fallback += kernel_fallback(r->kend);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = clock_monotonic_ns();
 	if (tr->last_refresh_pid == ev->pid && now - tr->last_refresh_ns < 100000000u)
 		return;
 	tr->last_refresh_pid = ev->pid;

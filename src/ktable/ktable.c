@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "bpf/kunwind.h"
 #include "ktable/ktable.h"
@@ -55,14 +56,6 @@ struct ktable {
 	size_t nprocs, capprocs;
 	uint64_t compile_ns, load_ns;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 size_t ktable__fd_memlock(int fd)
 {
@@ -272,10 +265,10 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 		kt->mods = n;
 		kt->capmods = cap;
 	}
-	t0 = now_ns();
+	t0 = clock_monotonic_ns();
 	t = ktable__module_table(kt->ctx, m);
-	kt->compile_ns += now_ns() - t0;
-	t0 = now_ns();
+	kt->compile_ns += clock_monotonic_ns() - t0;
+	t0 = clock_monotonic_ns();
 	km = &kt->mods[kt->nmods];
 	*km = (struct ktable_module){ .mod = m, .id = (uint32_t)kt->nmods,
 				      .rows_fd = -1, .blocks_fd = -1,
@@ -327,7 +320,7 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 	*id = km->id;
 	kt->nmods++;
 out:
-	kt->load_ns += now_ns() - t0;
+	kt->load_ns += clock_monotonic_ns() - t0;
 	free(rows);
 	if (err) {
 		log_err(&kt->ctx->log, "%s: cannot load its unwind table into BPF maps: %s",
@@ -347,7 +340,7 @@ static int commit_pending(struct ktable *kt)
 	uint32_t *keys = NULL;
 	int *rows = NULL, *blocks = NULL, err = 0;
 	__u32 n = 0, count;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 
 	keys = malloc(kt->nmods * sizeof(*keys));
 	rows = malloc(kt->nmods * sizeof(*rows));
@@ -402,7 +395,7 @@ static int commit_pending(struct ktable *kt)
 			  km->mod->name, km->id, km->rows);
 	}
 out:
-	kt->load_ns += now_ns() - t0;
+	kt->load_ns += clock_monotonic_ns() - t0;
 	if (err)
 		log_err(&kt->ctx->log, "cannot publish unwind tables in BPF maps: %s",
 			strerror(-err));

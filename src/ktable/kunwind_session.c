@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "bpf/bpf_env.h"
 #include "ktable/kunwind_session.h"
@@ -35,14 +36,6 @@ struct kunwind {
 	uint64_t dirty_since[64];
 	unsigned ndirty;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 const char *kunwind_end__str(unsigned end)
 {
@@ -224,7 +217,7 @@ static void refresh_dirty(struct kunwind *k)
 {
 	for (unsigned i = 0; i < k->ndirty; i++)
 		if (!refresh(k, k->dirty[i]))
-			k->last_refresh_ns = mono_ns() - k->dirty_since[i];
+			k->last_refresh_ns = clock_monotonic_ns() - k->dirty_since[i];
 	k->ndirty = 0;
 }
 
