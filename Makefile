@@ -168,7 +168,7 @@ $(O)/bench/libhop.so: bench/hop.c
 # Tools and helpers of the benchmarks (not run by bench/run on their own).
 BENCH_TOOLS := $(O)/bench/stall_target $(O)/bench/libhop.so $(O)/bench/lu_dump $(O)/bench/snapsize
 $(O)/bench/lu_dump $(BENCH_BINS): bench/lu_remote.h
-bench: all $(BENCH_BINS) $(BENCH_TOOLS)
+bench: all $(BENCH_BINS) $(BENCH_TOOLS) $(O)/tests/ss_kunwind
 	@O=$(O) bench/run
 
 demo: all
@@ -181,6 +181,7 @@ install: all
 	ln -sf libstacksnap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libstacksnap.so.0
 	ln -sf libstacksnap.so.0 $(DESTDIR)$(LIBDIR)/libstacksnap.so
 	install -m 644 include/stacksnap.h $(DESTDIR)$(INCDIR)/
+	install -m 644 include/stacksnap.bpf.h $(DESTDIR)$(INCDIR)/
 	$(PC_SED) stacksnap.pc.in > $(DESTDIR)$(PKGDIR)/stacksnap.pc
 	install -m 755 $(O)/stacksnap $(DESTDIR)$(BINDIR)/
 

@@ -1088,6 +1088,213 @@ stacksnap_saved__addrspace(const struct stacksnap_saved *s);
 STACKSNAP_API struct stacksnap_mem *
 stacksnap_saved__memory(const struct stacksnap_saved *s);
 STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
+/* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
+ * user registers and a copy of the user stack at a tracepoint, uprobe or
+ * perf event), turned into frames here. libdw-bpf's shape: the process
+ * table above is the per-process address-space cache (once per process,
+ * shared by its threads, kept current by fork/exec/exit and a re-read of
+ * /proc/PID/maps when a pc falls outside every known mapping). */
+
+#ifndef STACKSNAP_CAPTURE_REGS
+#define STACKSNAP_CAPTURE_REGS 0x1    /* regs[] are the user registers */
+#define STACKSNAP_CAPTURE_SHORT 0x2   /* the copy ended early: a page could
+					 not be read */
+#define STACKSNAP_CAPTURE_COMPACT 0x4 /* stack bytes are compacted */
+#define STACKSNAP_CAPTURE_KERNEL 0x8  /* registers saved at the last entry
+					 from user mode (tracepoint, sample
+					 taken in the kernel) */
+#endif
+
+/* The capture header as the BPF program writes it (stacksnap.bpf.h has
+ * the same struct in BPF types). Invariant: stack_len <= wanted; the
+ * stack bytes (data_len of them as stored) are wherever the record's
+ * owner put them, passed separately. */
+struct stacksnap_capture {
+	uint32_t flags;		/* STACKSNAP_CAPTURE_* */
+	uint32_t data_len;	/* bytes stored for the stack */
+	uint64_t regs[STACKSNAP_REG_COUNT]; /* DWARF order (enum stacksnap_reg) */
+	uint64_t stack_start;	/* user rsp when captured */
+	uint32_t stack_len;	/* bytes of stack covered from stack_start */
+	uint32_t wanted;	/* bytes the program asked for */
+};
+#ifndef __cplusplus
+_Static_assert(sizeof(struct stacksnap_capture) == 160,
+	       "struct stacksnap_capture is shared with stacksnap.bpf.h");
+#endif
+
+/* Unwinds one capture of thread tid of pid against pid's mappings in
+ * procs (stacksnap_procs__attach_pid once per process first, then
+ * fork/comm/exit as events come). When the walk ends at a pc outside
+ * every known mapping (a library loaded since), /proc/PID/maps is read
+ * again (at most every 10 ms per process) and the walk retried. Returns
+ * the number of frames and sets *end, or -errno. */
+STACKSNAP_API int
+stacksnap_procs__unwind_capture(struct stacksnap_procs *procs,
+				struct stacksnap_unwinder *uw, pid_t pid,
+				const struct stacksnap_capture *cap,
+				const void *stack, struct stacksnap_frame *frames,
+				size_t max, enum stacksnap_end *end);
+
+/* ------------------------------------------------------------------ */
+/* Tracing with eBPF: the call stack at kernel or user events of chosen
+ * processes (`stacksnap trace`). Needs root (or CAP_BPF + CAP_PERFMON)
+ * and a kernel with BTF. Flow:
+ *
+ *   tr = stacksnap_trace__new(ctx, &opts);
+ *   stacksnap_trace__add_event(tr, "syscalls:sys_enter_write");
+ *   stacksnap_trace__start(tr);          (load and attach)
+ *   stacksnap_trace__follow(tr, pid);    (its threads, and its children)
+ *   while (...) stacksnap_trace__poll(tr, 100, on_event, user);
+ *   stacksnap_trace__stats(tr, &st);     (captured, unwound, lost)
+ *   stacksnap_trace__free(tr);           (detaches everything)
+ */
+
+struct stacksnap_trace;
+
+struct stacksnap_trace_opts {
+	size_t sz;
+	/* Bytes of user stack copied per event; 0: 16 KiB (what the test
+	 * programs, C++ and signal frames included, need to reach the bottom;
+	 * perf's default of 8 KiB truncates main threads with large frames).
+	 * At most 64 KiB. */
+	size_t stack_size;
+	size_t ring_size;	/* ring buffer bytes (a power of two); 0: 16 MiB */
+	bool no_inherit;	/* do not follow new processes (threads are) */
+	bool by_tid;		/* follow() names threads, not processes */
+	unsigned max_frames;	/* per event; 0: 256 */
+	/* Short library names in uprobe specs ("u:libc:malloc") are looked up
+	 * in this process's mappings first. 0: none. */
+	pid_t pid_hint;
+	/* Where stacks are unwound (STACKSNAP_TRACE_UNWIND_*): from a stack
+	 * copy in user space (default), inside the kernel over unwind tables
+	 * in BPF maps (no stack bytes leave the kernel; see docs/kunwind.md),
+	 * or both for each event, compared. */
+	unsigned unwind;
+	size_t :0;
+};
+
+#define STACKSNAP_TRACE_UNWIND_USER 0
+#define STACKSNAP_TRACE_UNWIND_KERNEL 1
+#define STACKSNAP_TRACE_UNWIND_BOTH 2
+
+STACKSNAP_API struct stacksnap_trace *
+stacksnap_trace__new(struct stacksnap_ctx *ctx,
+		     const struct stacksnap_trace_opts *opts);
+/* Adds the events spec names (before start): a tracepoint "CAT:NAME"
+ * (globs allowed in both: "syscalls:sys_enter_*"), a uprobe
+ * "u:PATH:FUNC" or uretprobe "ur:PATH:FUNC" (PATH an executable or
+ * library, or a library's short name: "libc"). Returns the number of
+ * events added, or -ENOENT (unknown event, file or function; the log says
+ * which), -EINVAL (malformed spec). */
+STACKSNAP_API int stacksnap_trace__add_event(struct stacksnap_trace *tr,
+					     const char *spec);
+/* Adds timed sampling at hz per CPU (software cpu-clock). */
+STACKSNAP_API int stacksnap_trace__add_sampling(struct stacksnap_trace *tr,
+						unsigned hz);
+/* Checks rights and BTF, loads the programs and attaches every event.
+ * -EPERM without rights, -ENOTSUP without BTF or a needed kernel feature
+ * (the log names the fix). Nothing is captured until follow(). */
+STACKSNAP_API int stacksnap_trace__start(struct stacksnap_trace *tr);
+/* Traces process pid (or, with by_tid, thread pid) from now on; its
+ * address space is read from /proc. -ESRCH when it does not exist. */
+STACKSNAP_API int stacksnap_trace__follow(struct stacksnap_trace *tr,
+					  pid_t pid);
+
+/* One event, unwound. Pointers are valid during the callback only. */
+struct stacksnap_trace_event {
+	unsigned event;		/* index of the event (order added) */
+	const char *name;	/* "syscalls:sys_enter_write", "u:/lib/..:malloc" */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	pid_t pid, tid;
+	unsigned cpu;
+	const char *comm;	/* thread name at the event */
+	const struct stacksnap_frame *frames;
+	int nframes;		/* 0 when the walk failed at once */
+	enum stacksnap_end end;
+	struct stacksnap_addrspace *as; /* for stacksnap_addrspace__symbolize */
+	const struct stacksnap_capture *capture;
+	const void *stack;	/* capture->data_len bytes */
+	const void *raw;	/* the tracepoint's record (NULL for others) */
+	size_t raw_len;
+	size_t record_len;	/* bytes the event took in the ring buffer */
+	/* The in-kernel walk (unwind KERNEL or BOTH): its pcs (bit 63 set on
+	 * exact pcs), why it ended, and in BOTH mode how it compares with
+	 * the user-space walk of the copy (STACKSNAP_TRACE_AGREE_*). In
+	 * KERNEL mode, frames are made from these pcs. */
+	const uint64_t *kernel_pcs;
+	int kernel_nframes;
+	const char *kernel_end;
+	int agreement;
+	int first_difference;	/* frame index, -1 when none */
+};
+
+#define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */
+#define STACKSNAP_TRACE_AGREE_FALLBACK 1   /* the kernel did not know the code
+					      yet: frames from the copy */
+#define STACKSNAP_TRACE_AGREE_KERNEL_PREFIX 2 /* the kernel stopped earlier
+						 (a DWARF row): copy continues */
+#define STACKSNAP_TRACE_AGREE_USER_PREFIX 3 /* the copy ended first */
+#define STACKSNAP_TRACE_AGREE_DIFFER 4	   /* a frame differs */
+
+/* Return non-zero to stop the poll (it returns that value). */
+typedef int (*stacksnap_trace_fn)(const struct stacksnap_trace_event *ev,
+				  void *user);
+
+/* Waits up to timeout_ms for events and hands each to fn (process
+ * events are applied to the address spaces in order). Returns the number
+ * of events handled, or -errno (-EINTR when a signal interrupted the
+ * wait: call again or stop). */
+STACKSNAP_API int stacksnap_trace__poll(struct stacksnap_trace *tr,
+					int timeout_ms, stacksnap_trace_fn fn,
+					void *user);
+/* Detaches every program (idempotent); events already in the ring buffer
+ * can still be polled. */
+STACKSNAP_API void stacksnap_trace__stop(struct stacksnap_trace *tr);
+
+struct stacksnap_trace_stats {
+	uint64_t captured;	/* events the programs wrote */
+	uint64_t received;	/* events handed to the callback */
+	uint64_t unwound;	/* ... with at least one frame */
+	uint64_t complete;	/* ... whose walk reached the bottom */
+	uint64_t lost;		/* records dropped: ring buffer full */
+	uint64_t short_stacks;	/* stack copies cut by an unreadable page */
+	uint64_t bytes;		/* bytes of event records received */
+	uint64_t rereads;	/* /proc/PID/maps read again on a miss */
+	/* unwind KERNEL/BOTH: in-kernel walks, those complete, those that
+	 * fell back (code whose table was not loaded yet), and in BOTH mode
+	 * the events by STACKSNAP_TRACE_AGREE_* value. */
+	uint64_t kernel_walks, kernel_complete, kernel_fallback;
+	uint64_t agreement[5];
+	size_t table_bytes;	/* kernel memory of the unwind tables */
+};
+STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
+					  struct stacksnap_trace_stats *st);
+
+/* One field of a tracepoint record, by its format file. */
+struct stacksnap_trace_field {
+	const char *name;
+	uint64_t value;		/* integers (sign-extended when is_signed) */
+	const char *str;	/* char arrays and __data_loc strings; else NULL */
+	unsigned size;
+	bool is_signed;
+	bool is_pointer;	/* a pointer or unsigned long: shown in hex */
+};
+/* The fields of ev's tracepoint record (common_* fields left out), up to
+ * max. Returns the count. The strings are valid during the callback. */
+STACKSNAP_API int stacksnap_trace__fields(struct stacksnap_trace *tr,
+					  const struct stacksnap_trace_event *ev,
+					  struct stacksnap_trace_field *out,
+					  size_t max);
+STACKSNAP_API void stacksnap_trace__free(struct stacksnap_trace *tr);
+
+/* Lists what can be traced: tracepoints "CAT:NAME" matching pattern (a
+ * glob; NULL: all), or with pattern "u:PATH[:GLOB]" the functions of
+ * that file a uprobe can attach to. Calls fn per name (non-zero stops).
+ * Returns the count, or -errno. */
+STACKSNAP_API int stacksnap_trace__list(struct stacksnap_ctx *ctx,
+					const char *pattern,
+					int (*fn)(const char *name, void *user),
+					void *user);
 
 #ifdef __cplusplus
 }

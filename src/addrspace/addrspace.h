@@ -59,4 +59,8 @@ int addrspace__add_with_module(struct stacksnap_addrspace *as,
 
 struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *as);
 
+/* How many times stacksnap_procs__unwind_capture re-read a process's
+ * maps after a miss (the trace loader's statistics). */
+uint64_t procs_rereads(const struct stacksnap_procs *p);
+
 #endif

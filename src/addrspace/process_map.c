@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "base/opts.h"
 #include "addrspace/addrspace.h"
@@ -21,6 +22,8 @@ struct proc {
 	pid_t pid;
 	bool dead;
 	struct stacksnap_addrspace *as;
+	uint64_t reread_ns;	/* last re-read of /proc/PID/maps on a miss */
+	uint64_t miss_pc;	/* a pc still unmapped after that re-read */
 };
 
 /* One thread. comm is NUL-terminated (the kernel's TASK_COMM_LEN). */
@@ -45,6 +48,7 @@ struct stacksnap_procs {
 	struct module *vdso;		/* our own vDSO image, NULL if none */
 	bool vdso_tried;
 	uint64_t generation;		/* code mappings changed */
+	uint64_t rereads;		/* maps re-read by unwind_capture */
 };
 
 static size_t id_hash(pid_t id, size_t cap)
@@ -472,4 +476,59 @@ int stacksnap_procs__apply_perf_event(struct stacksnap_procs *p,
 	default:
 		return 0;
 	}
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
+				    struct stacksnap_unwinder *uw, pid_t pid,
+				    const struct stacksnap_capture *cap,
+				    const void *stack, struct stacksnap_frame *frames,
+				    size_t max, enum stacksnap_end *end)
+{
+	struct stacksnap_regs regs;
+	int n;
+
+	if (!p || !cap || !end || !(cap->flags & STACKSNAP_CAPTURE_REGS) ||
+	    (cap->flags & STACKSNAP_CAPTURE_COMPACT))
+		return fail(-EINVAL);
+	memcpy(regs.regs, cap->regs, sizeof(regs.regs));
+	regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	STACKSNAP_OPTS(stacksnap_sample, s, .pid = pid, .tid = pid, .regs = &regs,
+		       .stack = stack, .stack_len = cap->data_len,
+		       .stack_start = cap->stack_start);
+	n = stacksnap_procs__unwind_sample(p, uw, &s, frames, max, end);
+	if (n >= 0 && (*end == STACKSNAP_END_NO_MODULE || *end == STACKSNAP_END_BAD_PC ||
+		       *end == STACKSNAP_END_NO_CFI)) {
+		/* The walk met a pc outside every known mapping (or code
+		 * without unwind information, which may be the same): a
+		 * library mapped since the maps were read (dlopen, or ld.so
+		 * after exec). Re-read at once for a new place of failure, at
+		 * most every 10 ms for one that a re-read did not cure (JIT
+		 * code, a uretprobe trampoline). */
+		struct proc *e = proc_find(p, pid);
+		uint64_t now = monotonic_ns();
+		uint64_t where = n ? frames[n - 1].pc : regs.regs[STACKSNAP_REG_RIP];
+
+		if (e && !e->dead && (where != e->miss_pc || now - e->reread_ns > 10000000u) &&
+		    stacksnap_procs__attach_pid(p, pid) == 0) {
+			e = proc_find(p, pid);
+			e->reread_ns = now;
+			p->rereads++;
+			n = stacksnap_procs__unwind_sample(p, uw, &s, frames, max, end);
+			e->miss_pc = n >= 0 && *end != STACKSNAP_END_COMPLETE ? where : 0;
+		}
+	}
+	return n;
+}
+
+uint64_t procs_rereads(const struct stacksnap_procs *p)
+{
+	return p->rereads;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -34,20 +35,20 @@ static const struct log_sink *libbpf_sink;
 static int libbpf_to_log(enum libbpf_print_level level, const char *fmt,
 			 va_list ap)
 {
-	char msg[512];
-	size_t len;
+	char *msg = NULL, *line, *save = NULL;
 	enum stacksnap_log_level ours = level == LIBBPF_WARN ? STACKSNAP_LOG_WARN
 		: level == LIBBPF_INFO ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_DEBUG;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	len = strlen(msg);
-	while (len && msg[len - 1] == '\n')
-		msg[--len] = '\0';
 	/* libbpf warns on every failure it returns; we report those ourselves
 	 * with the context that names the fix, so its words are details. */
 	if (ours == STACKSNAP_LOG_WARN)
 		ours = STACKSNAP_LOG_INFO;
-	log_msg(libbpf_sink, ours, "%s", msg); /* libbpf prefixes its own */
+	/* A verifier log comes as one message of many lines: one each. */
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		log_msg(libbpf_sink, ours, "%s", line); /* libbpf prefixes its own */
+	free(msg);
 	return 0;
 }
 

@@ -109,6 +109,7 @@ static const struct subcommand {
 	{ "symbolize", symbolize_main },
 	{ "watch", watch_main },
 	{ "show", show_main },
+	{ "trace", trace_main },
 };
 
 static int dump_main(int argc, char **argv);

@@ -74,7 +74,7 @@ static const char usage[] =
 "128+N ended by signal N (every thread detached first).\n";
 
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
-static int parse_size(const char *s, size_t *out)
+int parse_size(const char *s, size_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -97,7 +97,7 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	char *end;
 	unsigned long v;

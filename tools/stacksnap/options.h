@@ -75,5 +75,10 @@ int options_parse(struct options *o, int argc, char **argv);
  * file named is returned in *file. */
 int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file);
+/* Number parsers of the command line, shared by the subcommands: a size
+ * with an optional k/m/g suffix, and a decimal number up to max. Return 0,
+ * or -1 for text that is not one. */
+int parse_size(const char *s, size_t *out);
+int parse_uint(const char *s, unsigned long max, unsigned long *out);
 
 #endif

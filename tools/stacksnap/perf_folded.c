@@ -106,6 +106,46 @@ int folded_print(struct folded *f, FILE *out)
 	return 0;
 }
 
+static int cmp_count(const void *a, const void *b)
+{
+	const struct fentry *x = *(struct fentry *const *)a;
+	const struct fentry *y = *(struct fentry *const *)b;
+
+	return x->count != y->count ? (x->count < y->count) - (x->count > y->count)
+				    : strcmp(x->key, y->key);
+}
+
+int folded_print_counts(struct folded *f, FILE *out)
+{
+	struct fentry **v = malloc((f->n ? f->n : 1) * sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->slots[i].key)
+			v[k++] = &f->slots[i];
+	qsort(v, k, sizeof(*v), cmp_count);
+	for (size_t i = 0; i < k; i++) {
+		const char *key = v[i]->key, *first = strchr(key, ';');
+		const char *end = key + v[i]->len;
+
+		fprintf(out, "%10llu  %.*s\n", (unsigned long long)v[i]->count,
+			(int)(first ? first - key : end - key), key);
+		while (first && end > first) {
+			const char *p = end;
+
+			while (p > first && p[-1] != ';')
+				p--;
+			fprintf(out, "            %.*s\n", (int)(end - p), p);
+			end = p - 1;
+		}
+		fputc('\n', out);
+	}
+	free(v);
+	return 0;
+}
+
 void folded_free(struct folded *f)
 {
 	if (!f)

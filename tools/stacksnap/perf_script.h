@@ -24,6 +24,10 @@ struct folded *folded_new(void);
 int folded_add(struct folded *f, const char *key, size_t len, uint64_t count);
 /* Prints "stack count" lines sorted by stack, as stackcollapse-perf.pl. */
 int folded_print(struct folded *f, FILE *out);
+/* Prints the stacks most frequent first, as `stacksnap trace --count`
+ * shows them: "COUNT FIRST" then the other parts of the key, last first,
+ * one per line and indented (the innermost frame first). */
+int folded_print_counts(struct folded *f, FILE *out);
 void folded_free(struct folded *f);
 /* Calls fn for every distinct stack (in no order) until it returns
  * non-zero, which is returned. */

@@ -85,6 +85,38 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 	return 0;
 }
 
+void print_text_frames(FILE *f, const struct options *o,
+		       const struct thread_result *r)
+{
+	for (size_t i = 0; i < r->nout; i++) {
+		const struct stacksnap_frame *fr = r->out[i].frame;
+		const struct stacksnap_sym *s = &r->out[i].sym;
+
+		fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
+		if (o->show_rsp)
+			fprintf(f, " sp=0x%016" PRIx64, fr->sp);
+		if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
+			fputs(" <signal handler called>", f);
+		else if (s->function && s->inlined)
+			fprintf(f, " in %s [inlined]", s->function);
+		else if (s->function)
+			fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
+		else if (!o->raw)
+			fputs(" in ??", f);
+		if (s->module)
+			fprintf(f, " (%s)", s->module);
+		if (s->file)
+			fprintf(f, " at %s:%d", s->file, s->line);
+		if (fr->trust == STACKSNAP_TRUST_SCAN)
+			fputs(" [guess: stack scan]", f);
+		else if (o->verbose)
+			fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
+		fputc('\n', f);
+	}
+	if (r->end != STACKSNAP_END_COMPLETE)
+		fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r->end));
+}
+
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n)
 {
@@ -97,33 +129,7 @@ void print_text(FILE *f, const struct options *o,
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
 			continue;
 		}
-		for (size_t i = 0; i < r[t].nout; i++) {
-			const struct stacksnap_frame *fr = r[t].out[i].frame;
-			const struct stacksnap_sym *s = &r[t].out[i].sym;
-
-			fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
-			if (o->show_rsp)
-				fprintf(f, " sp=0x%016" PRIx64, fr->sp);
-			if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
-				fputs(" <signal handler called>", f);
-			else if (s->function && s->inlined)
-				fprintf(f, " in %s [inlined]", s->function);
-			else if (s->function)
-				fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
-			else if (!o->raw)
-				fputs(" in ??", f);
-			if (s->module)
-				fprintf(f, " (%s)", s->module);
-			if (s->file)
-				fprintf(f, " at %s:%d", s->file, s->line);
-			if (fr->trust == STACKSNAP_TRUST_SCAN)
-				fputs(" [guess: stack scan]", f);
-			else if (o->verbose)
-				fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
-			fputc('\n', f);
-		}
-		if (r[t].end != STACKSNAP_END_COMPLETE)
-			fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r[t].end));
+		print_text_frames(f, o, &r[t]);
 	}
 }
 
@@ -145,6 +151,35 @@ void json_str(FILE *f, const char *s)
 			fputc(c, f);
 	}
 	fputc('"', f);
+}
+
+void print_json_frames(FILE *f, const struct thread_result *r)
+{
+	for (size_t i = 0; i < r->nout; i++) {
+		const struct stacksnap_frame *fr = r->out[i].frame;
+		const struct stacksnap_sym *s = &r->out[i].sym;
+
+		fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":\"0x%" PRIx64 "\",\"function\":",
+			i ? "," : "", fr->pc, fr->sp);
+		json_str(f, fr->flags & STACKSNAP_FRAME_SIGRETURN
+				    ? "<signal handler called>"
+				    : s->function);
+		fprintf(f, ",\"offset\":%" PRIu64 ",\"module\":", s->offset);
+		json_str(f, s->module);
+		fputs(",\"file\":", f);
+		json_str(f, s->file);
+		if (s->line)
+			fprintf(f, ",\"line\":%d", s->line);
+		else
+			fputs(",\"line\":null", f);
+		fprintf(f, ",\"inlined\":%s,\"sigreturn\":%s,\"signal\":%s,"
+			   "\"stepper\":\"%s\",\"trust\":\"%s\"}",
+			s->inlined ? "true" : "false",
+			fr->flags & STACKSNAP_FRAME_SIGRETURN ? "true" : "false",
+			fr->flags & STACKSNAP_FRAME_SIGNAL ? "true" : "false",
+			stacksnap_stepper__str(fr->stepper),
+			stacksnap_trust__str(fr->trust));
+	}
 }
 
 void print_json(FILE *f, const struct options *o,
@@ -174,31 +209,8 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, th->error ? thread_error_str(th->error)
 				      : stacksnap_end__str(r[t].end));
 		fputs(",\"frames\":[", f);
-		for (size_t i = 0; !th->error && i < r[t].nout; i++) {
-			const struct stacksnap_frame *fr = r[t].out[i].frame;
-			const struct stacksnap_sym *s = &r[t].out[i].sym;
-
-			fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":\"0x%" PRIx64 "\",\"function\":",
-				i ? "," : "", fr->pc, fr->sp);
-			json_str(f, fr->flags & STACKSNAP_FRAME_SIGRETURN
-					    ? "<signal handler called>"
-					    : s->function);
-			fprintf(f, ",\"offset\":%" PRIu64 ",\"module\":", s->offset);
-			json_str(f, s->module);
-			fputs(",\"file\":", f);
-			json_str(f, s->file);
-			if (s->line)
-				fprintf(f, ",\"line\":%d", s->line);
-			else
-				fputs(",\"line\":null", f);
-			fprintf(f, ",\"inlined\":%s,\"sigreturn\":%s,\"signal\":%s,"
-				   "\"stepper\":\"%s\",\"trust\":\"%s\"}",
-				s->inlined ? "true" : "false",
-				fr->flags & STACKSNAP_FRAME_SIGRETURN ? "true" : "false",
-				fr->flags & STACKSNAP_FRAME_SIGNAL ? "true" : "false",
-				stacksnap_stepper__str(fr->stepper),
-				stacksnap_trust__str(fr->trust));
-		}
+		if (!th->error)
+			print_json_frames(f, &r[t]);
 		fputs("]}", f);
 	}
 	fputs("]}\n", f);

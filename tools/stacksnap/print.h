@@ -47,6 +47,14 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n);
+/* The frame lines of one stack (and its [truncated: ...] line), and the
+ * frames as JSON objects (comma-separated, no brackets): shared by the
+ * dump and `stacksnap trace`. */
+void print_text_frames(FILE *f, const struct options *o,
+		       const struct thread_result *r);
+void print_json_frames(FILE *f, const struct thread_result *r);
+/* s as a JSON string (null for NULL). */
+void json_str(FILE *f, const char *s);
 void print_json(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n,
 		const struct dump_totals *tot);

@@ -18,5 +18,8 @@ struct options;
 /* `stacksnap --core FILE [--exe PATH]`: print the threads of a core dump
  * (o is the dump's parsed command line). */
 int core_main(struct options *o);
+/* `stacksnap trace -e EVENT (-p PID | -- CMD)`: call stacks at events,
+ * captured with eBPF. */
+int trace_main(int argc, char **argv);
 
 #endif

@@ -1,0 +1,164 @@
+/* trace_common.bpf.h - the maps and the record writer every trace BPF
+ * program shares (each object has its own copy; the loader makes them
+ * share one ring buffer, filter and counters with bpf_map__reuse_fd). */
+#ifndef SS_BPF_TRACE_COMMON_BPF_H
+#define SS_BPF_TRACE_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "stacksnap.bpf.h"
+#include "bpf/trace_record.h"
+#include "bpf/kunwind_walk.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the loader before load. */
+const volatile __u32 stack_size = 16384;	/* <= TRACE_STACK_MAX */
+const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
+const volatile bool inherit = true;		/* follow new processes */
+const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
+						    in-kernel walk, or both */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} events SEC(".maps");
+
+/* The processes (or, with filter_tid, threads) traced: key id, value 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u32);
+} traced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TRACE_STAT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* One record being built per CPU (the loader sets max_entries to the
+ * number of CPUs); not shared between objects, so a sample taken while a
+ * tracepoint program runs on the same CPU has its own. */
+struct ss_scratch {
+	struct trace_rec rec;
+	__u8 data[STACKSNAP_BPF_BUF(TRACE_STACK_MAX) + TRACE_RAW_MAX + KU_MAX_FRAMES * 8];
+	struct ku_event kev;	/* the in-kernel walk's result */
+	__u64 kpcs[KU_MAX_FRAMES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ss_scratch);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 slot)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &slot);
+
+	if (v)
+		(*v)++;
+}
+
+/* Whether the current task is one of the traced. */
+static __always_inline bool current_traced(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 key = filter_tid ? (__u32)id : (__u32)(id >> 32);
+
+	return bpf_map_lookup_elem(&traced, &key) != NULL;
+}
+
+static __always_inline struct ss_scratch *scratch_get(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&scratch, &cpu);
+}
+
+static __always_inline void rec_header(struct trace_rec *r, __u32 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	r->kind = kind;
+	r->event = 0;
+	r->time = bpf_ktime_get_ns();
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->ppid = r->ptid = 0;
+	r->cpu = bpf_get_smp_processor_id();
+	r->raw_len = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* Copies the stack (cap's registers already set), then raw_len bytes of
+ * the tracepoint record at raw (may be NULL), and writes the record. */
+static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
+				      const void *raw)
+{
+	__u32 n;
+	__u64 raw_len = TRACE_COOKIE_RAW(cookie), total;
+
+	s->rec.event = TRACE_COOKIE_INDEX(cookie);
+	s->rec.kframes = 0;
+	s->rec.kend = 0;
+	if (unwind_mode & KU_MODE_KERNEL) {
+		s->kev.pid = s->rec.pid;
+		s->kev.nframes = 0;
+		ku_walk(&s->kev, s->kpcs, s->rec.cap.regs[16], s->rec.cap.regs[7],
+			s->rec.cap.regs[6], s->rec.cap.regs[3], KU_MAX_FRAMES);
+		s->rec.kframes = s->kev.nframes;
+		s->rec.kend = s->kev.end;
+	}
+	if (unwind_mode & KU_MODE_COPY) {
+		n = stacksnap_capture_stack(&s->rec.cap, s->data, stack_size, TRACE_STACK_MAX);
+		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
+			count(TRACE_STAT_SHORT);
+	} else {
+		n = 0; /* no stack bytes leave the kernel */
+	}
+	n = (n + 7) & ~7u;
+	if (raw && raw_len) {
+		__u64 o = n;
+
+		__stacksnap_opaque(o);
+		__stacksnap_opaque(raw_len);
+		o &= TRACE_STACK_MAX - 1;
+		raw_len &= TRACE_RAW_MAX * 2 - 1;
+		if (raw_len > TRACE_RAW_MAX)
+			raw_len = TRACE_RAW_MAX;
+		if (n == TRACE_STACK_MAX || bpf_probe_read_kernel(s->data + o, raw_len, raw))
+			raw_len = 0;
+	} else {
+		raw_len = 0;
+	}
+	s->rec.raw_len = raw_len;
+	raw_len = (raw_len + 7) & ~7ull;
+	if (s->rec.kframes) {
+		__u64 o = n + raw_len, len = (__u64)s->rec.kframes * 8;
+
+		__stacksnap_opaque(o);
+		__stacksnap_opaque(len);
+		if (o > TRACE_STACK_MAX + TRACE_RAW_MAX || len > KU_MAX_FRAMES * 8 ||
+		    bpf_probe_read_kernel(s->data + o, len, s->kpcs))
+			s->rec.kframes = 0;
+	}
+	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8;
+	__stacksnap_opaque(total);
+	if (total > sizeof(*s))
+		return 0;
+	if (bpf_ringbuf_output(&events, s, total, 0)) {
+		count(TRACE_STAT_LOST);
+		return 0;
+	}
+	count(TRACE_STAT_EMITTED);
+	return 0;
+}
+
+#endif

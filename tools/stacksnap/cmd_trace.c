@@ -1,0 +1,681 @@
+/* cmd_trace.c - `stacksnap trace`: the user call stack at every chosen
+ * kernel or user event of a process (and its threads and children),
+ * captured with eBPF and unwound here; printed one event after another,
+ * or counted by distinct stack. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "perf_script.h"
+#include "print.h"
+#include "stacksnap.h"
+#include "subcommands.h"
+
+#define MAX_EVENTS 64
+
+struct trace_options {
+	const char *events[MAX_EVENTS];
+	size_t nevents;
+	unsigned hz;			/* -F */
+	pid_t pid, tid;			/* -p, -t */
+	char **cmd;			/* after -- */
+	bool list, json, count, folded, no_inherit;
+	const char *list_pattern;
+	const char *output;		/* -o */
+	double duration, interval;	/* seconds; 0: none */
+	size_t stack_size, ring_size;
+	unsigned unwind;		/* --unwind: STACKSNAP_TRACE_UNWIND_* */
+	struct options print;		/* what the shared printers read */
+};
+
+/* State of one run: the output, the counters of --count/--folded. */
+struct tracer {
+	struct trace_options *o;
+	struct stacksnap_trace *tr;
+	FILE *out;
+	struct folded *counts;
+	char *key;
+	size_t keycap;
+	int error;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static const char usage[] =
+"usage: stacksnap trace -e EVENT [-e EVENT ...] [-F HZ] (-p PID | -t TID | -- CMD [ARGS...]) [options]\n"
+"       stacksnap trace -l [PATTERN]\n"
+"The user call stack at every EVENT of a process, its threads and the\n"
+"processes it starts, captured with eBPF (root, or CAP_BPF + CAP_PERFMON).\n"
+"Events:\n"
+"  -e CAT:NAME            a tracepoint (globs: -e 'syscalls:sys_enter_*')\n"
+"  -e u:FILE:FUNC         a uprobe on FUNC of an executable or library (FILE\n"
+"                         a path, or a library's short name: u:libc:malloc)\n"
+"  -e ur:FILE:FUNC        a uretprobe (when FUNC returns)\n"
+"  -F HZ                  timed sampling (software cpu-clock, per CPU)\n"
+"  -l, --list [PATTERN]   list tracepoints (CAT:NAME globs, or a word), or\n"
+"                         with u:FILE[:GLOB] the functions of FILE\n"
+"Whom:\n"
+"  -p, --pid PID          a running process (all its threads)\n"
+"  -t, --tid TID          one thread only\n"
+"  -- CMD [ARGS...]       start CMD and trace it from its first instruction\n"
+"  --no-inherit           do not follow processes created later\n"
+"Output:\n"
+"  --json                 one JSON object per event and line\n"
+"  --count                at the end, distinct stacks per event, most frequent first\n"
+"  --folded               the same as folded stacks (event;outer;...;inner N)\n"
+"  --interval SECS        with --count/--folded: print every SECS too\n"
+"  -o, --output FILE      write to FILE instead of stdout\n"
+"  --lines, --no-demangle, --rsp, -v  as for `stacksnap PID`\n"
+"Capture:\n"
+"  --duration SECS        stop after SECS (else Ctrl-C or the end of CMD)\n"
+"  --stack-size SIZE      user stack bytes copied per event (default 16k, at most 64k)\n"
+"  --ring-size SIZE       ring buffer bytes (a power of two; default 16m)\n"
+"  --max-frames N         frames per stack (default 256)\n"
+"  --unwind MODE          user: copy the stack, unwind here (default);\n"
+"                         kernel: unwind in the kernel over tables in BPF maps,\n"
+"                         no stack bytes leave it; both: both, compared\n"
+"  --save FILE            not available yet (the snapshot container)\n"
+"At the end, stderr says how many events were captured, unwound and lost.\n"
+"Exit status: 0 ok, 1 usage or unknown event, 2 no such process, 3 not\n"
+"permitted (no BPF rights), 9 other errors (a command that cannot start).\n";
+
+static int parse(struct trace_options *o, int argc, char **argv)
+{
+	enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
+	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND };
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "count", no_argument, NULL, O_COUNT },
+		{ "folded", no_argument, NULL, O_FOLDED },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "stack-size", required_argument, NULL, O_STACK },
+		{ "ring-size", required_argument, NULL, O_RING },
+		{ "no-inherit", no_argument, NULL, O_NOINH },
+		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-demangle", no_argument, NULL, O_NODEM },
+		{ "rsp", no_argument, NULL, O_RSP },
+		{ "max-frames", required_argument, NULL, O_MAXF },
+		{ "save", required_argument, NULL, O_SAVE },
+		{ "unwind", required_argument, NULL, O_UNWIND },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	unsigned long v;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	/* '+': options stop at the command after "--". */
+	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_UNWIND:
+			if (!strcmp(optarg, "user"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_USER;
+			else if (!strcmp(optarg, "kernel"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_KERNEL;
+			else if (!strcmp(optarg, "both"))
+				o->unwind = STACKSNAP_TRACE_UNWIND_BOTH;
+			else {
+				fprintf(stderr, "stacksnap trace: --unwind %s: user, "
+					"kernel or both\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'e':
+			if (o->nevents == MAX_EVENTS) {
+				fprintf(stderr, "stacksnap trace: at most %d -e options\n", MAX_EVENTS);
+				return EXIT_USAGE;
+			}
+			o->events[o->nevents++] = optarg;
+			break;
+		case 'F':
+			if (parse_uint(optarg, 100000, &v) || !v) {
+				fprintf(stderr, "stacksnap trace: -F: '%s' is not a frequency in Hz (1..100000)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->hz = (unsigned)v;
+			break;
+		case 'l': o->list = true; break;
+		case 'p':
+		case 't':
+			if (parse_uint(optarg, INT32_MAX, &v) || !v) {
+				fprintf(stderr, "stacksnap trace: -%c: '%s' is not a %s id\n", c,
+					optarg, c == 'p' ? "process" : "thread");
+				return EXIT_USAGE;
+			}
+			*(c == 'p' ? &o->pid : &o->tid) = (pid_t)v;
+			break;
+		case 'o': o->output = optarg; break;
+		case O_JSON: o->json = true; break;
+		case O_COUNT: o->count = true; break;
+		case O_FOLDED: o->folded = true; break;
+		case O_INTERVAL:
+		case O_DURATION: {
+			double d = strtod(optarg, &end);
+
+			if (*end || !(d > 0) || d > 1e7) {
+				fprintf(stderr, "stacksnap trace: --%s: '%s' is not a number of seconds\n",
+					c == O_INTERVAL ? "interval" : "duration", optarg);
+				return EXIT_USAGE;
+			}
+			*(c == O_INTERVAL ? &o->interval : &o->duration) = d;
+			break;
+		}
+		case O_STACK:
+		case O_RING: {
+			size_t sz;
+
+			if (parse_size(optarg, &sz) || !sz) {
+				fprintf(stderr, "stacksnap trace: --%s: '%s' is not a size (examples: 8k, 16384)\n",
+					c == O_STACK ? "stack-size" : "ring-size", optarg);
+				return EXIT_USAGE;
+			}
+			if (c == O_STACK && sz > 65536) {
+				fprintf(stderr, "stacksnap trace: --stack-size: at most 64k\n");
+				return EXIT_USAGE;
+			}
+			if (c == O_RING && (sz & (sz - 1) || sz < 4096)) {
+				fprintf(stderr, "stacksnap trace: --ring-size: a power of two, at least 4k\n");
+				return EXIT_USAGE;
+			}
+			*(c == O_STACK ? &o->stack_size : &o->ring_size) = sz;
+			break;
+		}
+		case O_NOINH: o->no_inherit = true; break;
+		case O_LINES: o->print.lines = true; break;
+		case O_NODEM: o->print.no_demangle = true; break;
+		case O_RSP: o->print.show_rsp = true; break;
+		case O_MAXF:
+			if (parse_uint(optarg, 65536, &v) || !v) {
+				fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->print.max_frames = (unsigned)v;
+			break;
+		case O_SAVE:
+			fprintf(stderr, "stacksnap trace: --save is not available yet: it writes "
+				"the snapshot container, which this build does not have\n");
+			return EXIT_USAGE;
+		case 'v': o->print.verbose = true; break;
+		case 'h': fputs(usage, stdout); return -1;
+		default:
+			fputs("Try 'stacksnap trace --help'.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (o->list) {
+		if (optind < argc)
+			o->list_pattern = argv[optind++];
+		if (optind < argc) {
+			fprintf(stderr, "stacksnap trace: -l takes one pattern\n");
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (optind < argc)
+		o->cmd = argv + optind;
+	if (!o->nevents && !o->hz) {
+		fprintf(stderr, "stacksnap trace: which events? give -e EVENT or -F HZ "
+			"(`stacksnap trace -l` lists tracepoints)\n");
+		return EXIT_USAGE;
+	}
+	if (!!o->pid + !!o->tid + !!o->cmd != 1) {
+		fprintf(stderr, "stacksnap trace: %s\n", !o->pid && !o->tid && !o->cmd
+			? "whom to trace? give -p PID, -t TID, or -- CMD [ARGS...]"
+			: "give only one of -p PID, -t TID and -- CMD");
+		return EXIT_USAGE;
+	}
+	if ((o->interval > 0) && !o->count && !o->folded) {
+		fprintf(stderr, "stacksnap trace: --interval goes with --count or --folded\n");
+		return EXIT_USAGE;
+	}
+	if (o->json + o->count + o->folded > 1) {
+		fprintf(stderr, "stacksnap trace: give only one of --json, --count and --folded\n");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The event line's fields: "write(fd: 1, buf: 0x..., count: 6)" for a
+ * system call entry (as perf trace shows it), "NAME() = RET" for its exit,
+ * "name=value ..." for other tracepoints. */
+static void print_fields(struct tracer *t, const struct stacksnap_trace_event *ev)
+{
+	struct stacksnap_trace_field f[32];
+	int n = stacksnap_trace__fields(t->tr, ev, f, 32);
+	const char *colon = strchr(ev->name, ':');
+	const char *ev_name = colon ? colon + 1 : ev->name;
+	bool sys_enter = !strncmp(ev_name, "sys_enter_", 10);
+	bool sys_exit = !strncmp(ev_name, "sys_exit_", 9);
+
+	if (sys_enter || sys_exit)
+		fprintf(t->out, " %s(", ev_name + (sys_enter ? 10 : 9));
+	for (int i = 0; i < n; i++) {
+		if ((sys_enter || sys_exit) && !strcmp(f[i].name, "__syscall_nr"))
+			continue;
+		if (sys_exit) {
+			fprintf(t->out, ") = %" PRId64, (int64_t)f[i].value);
+			return;
+		}
+		fputs(sys_enter ? (i > 1 ? ", " : "") : " ", t->out);
+		fprintf(t->out, sys_enter ? "%s: " : "%s=", f[i].name);
+		if (f[i].str)
+			fprintf(t->out, "%s", f[i].str);
+		else if (f[i].is_pointer || (sys_enter && f[i].value > 0xffffffffull &&
+					     !f[i].is_signed))
+			fprintf(t->out, "%#" PRIx64, f[i].value);
+		else if (f[i].is_signed)
+			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
+		else
+			fprintf(t->out, "%" PRIu64, f[i].value);
+	}
+	if (sys_enter)
+		fputc(')', t->out);
+}
+
+static void json_fields(struct tracer *t, const struct stacksnap_trace_event *ev)
+{
+	struct stacksnap_trace_field f[32];
+	int n = stacksnap_trace__fields(t->tr, ev, f, 32);
+
+	fputs(",\"fields\":{", t->out);
+	for (int i = 0; i < n; i++) {
+		fputs(i ? "," : "", t->out);
+		json_str(t->out, f[i].name);
+		fputc(':', t->out);
+		if (f[i].str)
+			json_str(t->out, f[i].str);
+		else if (f[i].is_signed)
+			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
+		else
+			fprintf(t->out, "%" PRIu64, f[i].value);
+	}
+	fputc('}', t->out);
+}
+
+/* Adds the event's stack, "event;outermost;...;innermost", to the counts. */
+static int count_stack(struct tracer *t, const struct stacksnap_trace_event *ev,
+		       const struct thread_result *r)
+{
+	size_t len = 0;
+
+	for (size_t i = r->nout + 1; i-- > 0;) {
+		const char *name;
+		char tmp[64];
+
+		if (i == r->nout) {
+			name = ev->name;
+		} else if (r->out[i].frame->flags & STACKSNAP_FRAME_SIGRETURN) {
+			name = "<signal handler called>";
+		} else if (!(name = r->out[i].sym.function)) {
+			const char *m = r->out[i].sym.module, *b = m ? strrchr(m, '/') : NULL;
+
+			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : m ? m : "unknown");
+			name = tmp;
+		}
+		size_t n = strlen(name);
+		if (len + n + 2 > t->keycap) {
+			size_t cap = (len + n + 2) * 2;
+			char *k = realloc(t->key, cap);
+
+			if (!k)
+				return -ENOMEM;
+			t->key = k;
+			t->keycap = cap;
+		}
+		if (len)
+			t->key[len++] = ';';
+		for (size_t j = 0; j < n; j++)
+			t->key[len++] = name[j] == ';' ? ':' : name[j];
+	}
+	if (r->end != STACKSNAP_END_COMPLETE) {
+		static const char trunc[] = ";[truncated]";
+
+		/* The innermost frames are what was walked: mark the top. */
+		if (len + sizeof(trunc) > t->keycap) {
+			char *k = realloc(t->key, len + sizeof(trunc));
+
+			if (!k)
+				return -ENOMEM;
+			t->key = k;
+			t->keycap = len + sizeof(trunc);
+		}
+		size_t first = strcspn(t->key, ";");
+		memmove(t->key + first + sizeof(trunc) - 1, t->key + first, len - first);
+		memcpy(t->key + first, trunc, sizeof(trunc) - 1);
+		len += sizeof(trunc) - 1;
+	}
+	return folded_add(t->counts, t->key, len, 1);
+}
+
+static int on_event(const struct stacksnap_trace_event *ev, void *user)
+{
+	struct tracer *t = user;
+	struct thread_result r = {
+		.frames = (struct stacksnap_frame *)ev->frames,
+		.nframes = ev->nframes,
+		.end = ev->end,
+	};
+
+	/* --unwind both: say where the two walks part (the summary counts). */
+	if (ev->agreement == STACKSNAP_TRACE_AGREE_DIFFER && ev->first_difference >= 0)
+		fprintf(stderr, "stacksnap trace: %.6f pid %d: in-kernel frame #%d "
+			"0x%" PRIx64 " differs from the copy's 0x%" PRIx64 "\n",
+			ev->time_ns / 1e9, (int)ev->tid, ev->first_difference,
+			(uint64_t)(ev->kernel_pcs[ev->first_difference] & ~(1ull << 63)),
+			ev->frames[ev->first_difference].pc);
+	if (symbolize_thread(&t->o->print, ev->as, &r)) {
+		t->error = ENOMEM;
+		return -ENOMEM;
+	}
+	if (t->counts) {
+		if (count_stack(t, ev, &r))
+			t->error = ENOMEM;
+	} else if (t->o->json) {
+		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
+			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u);
+		json_str(t->out, ev->comm);
+		fprintf(t->out, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"event\":",
+			(int)ev->pid, (int)ev->tid, ev->cpu);
+		json_str(t->out, ev->name);
+		json_fields(t, ev);
+		fprintf(t->out, ",\"stack_bytes\":%u,\"complete\":%s,\"end\":",
+			ev->capture->stack_len, ev->end == STACKSNAP_END_COMPLETE ? "true" : "false");
+		json_str(t->out, stacksnap_end__str(ev->end));
+		fputs(",\"frames\":[", t->out);
+		print_json_frames(t->out, &r);
+		fputs("]}\n", t->out);
+	} else {
+		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
+			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,
+			ev->comm, (int)ev->pid, (int)ev->tid, ev->name);
+		print_fields(t, ev);
+		fputc('\n', t->out);
+		print_text_frames(t->out, &t->o->print, &r);
+		fputc('\n', t->out);
+	}
+	free(r.out);
+	return t->error ? -t->error : 0;
+}
+
+static int list_one(const char *name, void *user)
+{
+	(void)user;
+	puts(name);
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The process ended (a zombie counts: its parent has not reaped it). */
+static bool process_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	bool gone = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] && p[2])
+			gone = p[2] == 'Z' || p[2] == 'X';
+		fclose(f);
+	}
+	return gone;
+}
+
+static int exit_for(int err)
+{
+	switch (err) {
+	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
+	case -ESRCH: return EXIT_NO_PROCESS;
+	case -ENOENT: case -EINVAL: return EXIT_USAGE;
+	}
+	return EXIT_ERROR;
+}
+
+/* Forks CMD stopped before its execve (waiting on a pipe), so that it is
+ * traced from its first instruction. *go is written to let it run; *err
+ * gives the errno of a failed execve (EOF when it succeeded). */
+static pid_t spawn_held(char **cmd, int *go, int *err)
+{
+	int gp[2], ep[2];
+	pid_t pid;
+
+	if (pipe2(gp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(gp[1]);
+		close(ep[0]);
+		if (read(gp[0], &c, 1) != 1)
+			_exit(127); /* the tracer gave up */
+		execvp(cmd[0], cmd);
+		e = errno;
+		(void)!write(ep[1], &e, sizeof(e));
+		_exit(127);
+	}
+	close(gp[0]);
+	close(ep[1]);
+	*go = gp[1];
+	*err = ep[0];
+	return pid;
+}
+
+int trace_main(int argc, char **argv)
+{
+	struct trace_options o;
+	struct tracer t = { .o = &o, .out = stdout };
+	struct stacksnap_ctx *ctx = NULL;
+	struct stacksnap_trace_stats st;
+	pid_t child = -1;
+	int go = -1, cerr = -1, rc, r, child_status = 0;
+	bool child_done = false;
+	double t0, next_print = 0;
+
+	rc = parse(&o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	cli_verbose = o.print.verbose;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .cache_dir = default_cache_dir());
+	ctx = stacksnap_ctx__new(&copts);
+	if (!ctx) {
+		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
+		return EXIT_ERROR;
+	}
+	if (o.list) {
+		r = stacksnap_trace__list(ctx, o.list_pattern, list_one, NULL);
+		stacksnap_ctx__free(ctx);
+		return r < 0 ? exit_for(r) : EXIT_OK;
+	}
+	if (o.pid || o.tid) {
+		pid_t id = o.pid ? o.pid : o.tid;
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", (int)id);
+		if (access(path, F_OK)) {
+			fprintf(stderr, "stacksnap trace: %s %d: no such process\n",
+				o.pid ? "pid" : "tid", (int)id);
+			stacksnap_ctx__free(ctx);
+			return EXIT_NO_PROCESS;
+		}
+	}
+	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o.stack_size,
+		       .ring_size = o.ring_size, .no_inherit = o.no_inherit,
+		       .by_tid = o.tid > 0, .max_frames = o.print.max_frames,
+		       .pid_hint = o.pid ? o.pid : o.tid, .unwind = o.unwind);
+	t.tr = stacksnap_trace__new(ctx, &topts);
+	if (!t.tr) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	for (size_t i = 0; i < o.nevents; i++)
+		if ((r = stacksnap_trace__add_event(t.tr, o.events[i])) < 0) {
+			rc = exit_for(r); /* the log named the event */
+			goto out;
+		}
+	if (o.hz && stacksnap_trace__add_sampling(t.tr, o.hz) < 0) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (o.output && !(t.out = fopen(o.output, "we"))) {
+		fprintf(stderr, "stacksnap trace: %s: %s\n", o.output, strerror(errno));
+		t.out = stdout;
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if ((o.count || o.folded) && !(t.counts = folded_new())) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (o.cmd && (child = spawn_held(o.cmd, &go, &cerr)) < 0) {
+		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o.cmd[0], strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if ((r = stacksnap_trace__start(t.tr))) {
+		rc = exit_for(r == -EINVAL ? -ENOTSUP : r);
+		goto out;
+	}
+	if ((r = stacksnap_trace__follow(t.tr, child > 0 ? child : o.pid ? o.pid : o.tid))) {
+		rc = exit_for(r);
+		goto out;
+	}
+	if (child > 0) {
+		int e;
+
+		(void)!write(go, "g", 1);
+		close(go);
+		go = -1;
+		if (read(cerr, &e, sizeof(e)) == sizeof(e)) {
+			fprintf(stderr, "stacksnap trace: cannot run '%s': %s\n", o.cmd[0], strerror(e));
+			rc = EXIT_ERROR;
+			goto out;
+		}
+	}
+	t0 = now_s();
+	next_print = o.interval > 0 ? t0 + o.interval : 0;
+	rc = EXIT_OK;
+	while (!stop_signal && !t.error) {
+		r = stacksnap_trace__poll(t.tr, 100, on_event, &t);
+		if (r < 0 && r != -EINTR) {
+			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
+			rc = EXIT_ERROR;
+			break;
+		}
+		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
+			child_done = true;
+			break;
+		}
+		if ((o.pid || o.tid) && process_gone(o.pid ? o.pid : o.tid))
+			break; /* the process is gone: what it did is in the buffer */
+		if (o.duration > 0 && now_s() - t0 >= o.duration)
+			break;
+		if (next_print && now_s() >= next_print) {
+			fprintf(t.out, "--- %.1f s\n", now_s() - t0);
+			o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
+			fflush(t.out);
+			next_print += o.interval;
+		}
+	}
+	/* Detach, then take what is still in the ring buffer. */
+	stacksnap_trace__stop(t.tr);
+	while (!t.error && stacksnap_trace__poll(t.tr, 0, on_event, &t) > 0)
+		;
+	if (t.error) {
+		fprintf(stderr, "stacksnap trace: %s\n", strerror(t.error));
+		rc = EXIT_ERROR;
+	}
+	if (t.counts) {
+		if (o.interval > 0)
+			fprintf(t.out, "--- end\n");
+		o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
+	}
+	stacksnap_trace__stats(t.tr, &st);
+	fprintf(stderr, "stacksnap trace: %" PRIu64 " events captured, %" PRIu64
+		" unwound (%" PRIu64 " to the bottom of the stack), %" PRIu64
+		" lost (ring buffer full)%s; %" PRIu64 " stack copies cut short by an "
+		"unreadable page; %.1f bytes per event\n",
+		st.captured, st.unwound, st.complete, st.lost,
+		st.lost ? ": try a larger --ring-size or a smaller --stack-size" : "",
+		st.short_stacks, st.received ? (double)st.bytes / st.received : 0.0);
+	if (o.unwind != STACKSNAP_TRACE_UNWIND_USER)
+		fprintf(stderr, "stacksnap trace: %" PRIu64 " stacks unwound in the kernel "
+			"(%" PRIu64 " to the bottom, %" PRIu64 " before the tables of their "
+			"code were loaded); unwind tables take %zu KiB of kernel memory\n",
+			st.kernel_walks, st.kernel_complete, st.kernel_fallback,
+			st.table_bytes / 1024);
+	if (o.unwind == STACKSNAP_TRACE_UNWIND_BOTH)
+		fprintf(stderr, "stacksnap trace: kernel vs user-space walk: %" PRIu64
+			" identical, %" PRIu64 " kernel stopped earlier (DWARF rows), %" PRIu64
+			" copy ended first, %" PRIu64 " unwound from the copy (tables not "
+			"loaded yet), %" PRIu64 " differ\n",
+			st.agreement[STACKSNAP_TRACE_AGREE_SAME],
+			st.agreement[STACKSNAP_TRACE_AGREE_KERNEL_PREFIX],
+			st.agreement[STACKSNAP_TRACE_AGREE_USER_PREFIX],
+			st.agreement[STACKSNAP_TRACE_AGREE_FALLBACK],
+			st.agreement[STACKSNAP_TRACE_AGREE_DIFFER]);
+	if (stop_signal)
+		fprintf(stderr, "stacksnap trace: stopped by %s; every probe detached\n",
+			stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP");
+out:
+	if (go >= 0)
+		close(go); /* a held command that never ran exits */
+	if (cerr >= 0)
+		close(cerr);
+	if (child > 0 && !child_done) {
+		if (stop_signal)
+			kill(child, stop_signal);
+		waitpid(child, &child_status, 0);
+	}
+	stacksnap_trace__free(t.tr);
+	folded_free(t.counts);
+	free(t.key);
+	if (t.out != stdout)
+		fclose(t.out);
+	else if (fflush(stdout) && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	stacksnap_ctx__free(ctx);
+	return rc;
+}
