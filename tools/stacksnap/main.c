@@ -319,24 +319,21 @@ static int dump_main(int argc, char **argv)
 		if (!o.ptrace)
 			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
 						th->stack_base);
-		res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem, res[i].frames,
-						  max_frames, &res[i].end);
+		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+			rc = EXIT_ERROR;
+			goto out;
+		}
 		/* Deeper than the copy: a thread read non-stop that has not
 		 * run since gives the rest of its stack, exact, now. */
 		if (res[i].end == STACKSNAP_END_STACK_COPY && th->nonstop &&
 		    stacksnap_snapshot__extend(snap, i, SIZE_MAX) == 0) {
 			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
 						th->stack_base);
-			res[i].nframes = stacksnap_unwind(uw, as, &th->regs, mem,
-							  res[i].frames, max_frames,
-							  &res[i].end);
-		}
-		if (res[i].nframes < 0) {
-			res[i].nframes = 0;
-			res[i].end = STACKSNAP_END_BAD_CFI;
-		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
-			rc = EXIT_ERROR;
-			goto out;
+			free(res[i].frames);
+			if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
+				rc = EXIT_ERROR;
+				goto out;
+			}
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}

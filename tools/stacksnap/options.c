@@ -295,6 +295,8 @@ int exit_code_for_errno(int err)
 	case EINVAL: return EXIT_KERNEL_THREAD;
 	}
 	return EXIT_ERROR;
+}
+
 static const char show_usage[] =
 "Usage: stacksnap show [OPTIONS] FILE\n"
 "Print the stacks saved in a snapshot file (stacksnap PID --save FILE):\n"
