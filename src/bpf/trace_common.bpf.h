@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 stack_size = 16384;	/* <= TRACE_STACK_MAX */
 const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
 const volatile bool inherit = true;		/* follow new processes */
+const volatile bool compact = false;		/* compact stacks in the kernel */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -44,7 +45,9 @@ struct {
  * tracepoint program runs on the same CPU has its own. */
 struct ss_scratch {
 	struct trace_rec rec;
-	__u8 data[STACKSNAP_BPF_BUF(TRACE_STACK_MAX)];
+	/* area.in: the stack copy, sent from here (right after rec);
+	 * area.out: its compaction, moved into area.in. */
+	struct stacksnap_compact_area area;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -52,6 +55,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ss_scratch);
 } scratch SEC(".maps");
+
+/* Executable ranges per traced process (key: tgid), for compaction;
+ * written by the loader from /proc/PID/maps. A process without an entry
+ * sends its stack as it is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct stacksnap_exec_ranges);
+} exec_ranges SEC(".maps");
 
 static __always_inline void count(__u32 slot)
 {
@@ -101,9 +114,26 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	__u64 raw_len = TRACE_COOKIE_RAW(cookie), total;
 
 	s->rec.event = TRACE_COOKIE_INDEX(cookie);
-	n = stacksnap_capture_stack(&s->rec.cap, s->data, stack_size, TRACE_STACK_MAX);
+	n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
 	if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
 		count(TRACE_STAT_SHORT);
+	if (compact) {
+		__u32 tgid = s->rec.pid;
+		const struct stacksnap_exec_ranges *r = bpf_map_lookup_elem(&exec_ranges, &tgid);
+		__u32 c = r ? stacksnap_compact(&s->rec.cap, &s->area, r) : 0;
+		__u64 cl = c;
+
+		__stacksnap_opaque(cl);
+		cl &= 0x1ffff;
+		if (c && cl <= TRACE_STACK_MAX &&
+		    !bpf_probe_read_kernel(s->area.in, (__u32)cl, s->area.out))
+			n = c;
+		else if (c) {
+			/* Could not move it: send the copy as it is. */
+			s->rec.cap.flags &= ~STACKSNAP_CAPTURE_COMPACT;
+			s->rec.cap.data_len = s->rec.cap.stack_len;
+		}
+	}
 	n = (n + 7) & ~7u;
 	if (raw && raw_len) {
 		__u64 o = n;
@@ -114,7 +144,7 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		raw_len &= TRACE_RAW_MAX * 2 - 1;
 		if (raw_len > TRACE_RAW_MAX)
 			raw_len = TRACE_RAW_MAX;
-		if (n == TRACE_STACK_MAX || bpf_probe_read_kernel(s->data + o, raw_len, raw))
+		if (n == TRACE_STACK_MAX || bpf_probe_read_kernel(s->area.in + o, raw_len, raw))
 			raw_len = 0;
 	} else {
 		raw_len = 0;

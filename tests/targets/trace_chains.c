@@ -37,21 +37,23 @@ NOINLINE void tc_handler_b(void) { tc_write(106); KEEP_FRAME(); }
 NOINLINE void tc_handler(int sig) { (void)sig; tc_handler_b(); KEEP_FRAME(); }
 NOINLINE void tc_signal_a(void) { raise(SIGUSR1); KEEP_FRAME(); }
 
-/* Sampling: two threads spin in known leaves for a while. */
+/* Sampling: two threads spin in known leaves, each for spin_seconds of
+ * its own CPU time (so that a loaded machine gives as many samples,
+ * later). */
 static volatile unsigned long sink;
 NOINLINE void tc_spin_leaf1(void) { for (int i = 0; i < 20000; i++) sink += (unsigned)i; KEEP_FRAME(); }
 NOINLINE void tc_spin_leaf2(void) { for (int i = 0; i < 20000; i++) sink ^= (unsigned)i; KEEP_FRAME(); }
-static double spin_seconds = 1.5;
+static double spin_seconds = 0.5;
 NOINLINE void *tc_spin(void *arg)
 {
 	struct timespec t0, t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	do {
 		tc_spin_leaf1();
 		tc_spin_leaf2();
 		tc_spin_leaf2();
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < spin_seconds);
 	KEEP_FRAME();
 	return arg;
