@@ -594,6 +594,19 @@ static int link_add(struct stacksnap_trace *tr, struct bpf_link *l)
 	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((tr)->proc->maps.stats)) ||     \
 	 bpf_map__reuse_fd((skel)->maps.exec_ranges, bpf_map__fd((tr)->proc->maps.exec_ranges)))
 
+/* Opens, configures, shares proc's maps with, and loads the skeleton
+ * NAME_bpf into tr->FIELD (returning from the caller on failure): how a
+ * program kind joins the trace (a new capture mode is one more). */
+#define LOAD_SHARING(tr, field, name, what)                                    \
+	do {                                                                   \
+		if (!((tr)->field = name##_bpf__open()))                       \
+			return fail(load_error(tr, what, -errno));             \
+		CONFIGURE(tr, (tr)->field);                                    \
+		if ((err = SHARE(tr, (tr)->field)) ||                          \
+		    (err = name##_bpf__load((tr)->field)))                     \
+			return fail(load_error(tr, what, err));                \
+	} while (0)
+
 static int load_error(struct stacksnap_trace *tr, const char *what, int err)
 {
 	log_err(LOG(tr), "cannot load the %s BPF program: %s%s", what, strerror(-err),
@@ -711,27 +724,12 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	bpf_map__set_max_entries(tr->proc->maps.events, (uint32_t)tr->o.ring_size);
 	if ((err = trace_proc_bpf__load(tr->proc)))
 		return fail(load_error(tr, "process-following", err));
-	if (need_tp) {
-		if (!(tr->tp = trace_tp_bpf__open()))
-			return fail(load_error(tr, "tracepoint", -errno));
-		CONFIGURE(tr, tr->tp);
-		if ((err = SHARE(tr, tr->tp)) || (err = trace_tp_bpf__load(tr->tp)))
-			return fail(load_error(tr, "tracepoint", err));
-	}
-	if (need_up) {
-		if (!(tr->uprobe = trace_uprobe_bpf__open()))
-			return fail(load_error(tr, "uprobe", -errno));
-		CONFIGURE(tr, tr->uprobe);
-		if ((err = SHARE(tr, tr->uprobe)) || (err = trace_uprobe_bpf__load(tr->uprobe)))
-			return fail(load_error(tr, "uprobe", err));
-	}
-	if (need_sample) {
-		if (!(tr->sample = trace_sample_bpf__open()))
-			return fail(load_error(tr, "sampling", -errno));
-		CONFIGURE(tr, tr->sample);
-		if ((err = SHARE(tr, tr->sample)) || (err = trace_sample_bpf__load(tr->sample)))
-			return fail(load_error(tr, "sampling", err));
-	}
+	if (need_tp)
+		LOAD_SHARING(tr, tp, trace_tp, "tracepoint");
+	if (need_up)
+		LOAD_SHARING(tr, uprobe, trace_uprobe, "uprobe");
+	if (need_sample)
+		LOAD_SHARING(tr, sample, trace_sample, "sampling");
 	if ((err = trace_proc_bpf__attach(tr->proc))) {
 		log_err(LOG(tr), "cannot attach to the sched_process_fork/exec/exit "
 			"tracepoints: %s", strerror(-err));
