@@ -6,7 +6,7 @@ a 30-deep chain, -O2 without frame pointers), run side by side
   plain      the target alone
   stacksnap  stacksnap trace -e syscalls:sys_enter_write --count -- TARGET
              (capture in the kernel, unwinding + symbolizing + counting in
-             the tracer, while the target runs)
+             the tracer, while the target runs); again with --compact
   perf       perf record -e syscalls:sys_enter_write --call-graph dwarf,
              then perf script (its unwinding happens there, afterwards)
   bpftrace   bpftrace, @[ustack] = count() (frame pointers only)
@@ -74,9 +74,9 @@ def bench_plain():
     return dict(loop=loop, tracer_cpu=0.0, bytes=0, lost=0, right="-")
 
 
-def bench_stacksnap():
-    _, cpu, rc, out, err = cpu_of([STACKSNAP, "trace", "--count", "-e",
-                                  "syscalls:sys_enter_write", "--", TARGET, str(N)])
+def bench_stacksnap(extra=()):
+    _, cpu, rc, out, err = cpu_of([STACKSNAP, "trace", "--count"] + list(extra) +
+                                  ["-e", "syscalls:sys_enter_write", "--", TARGET, str(N)])
     loop, tcpu = loop_time(err)
     m = re.search(r"(\d+) events captured.*?(\d+) lost.*?([\d.]+) bytes per event", err)
     top = []
@@ -137,6 +137,7 @@ def main():
     print("== trace: %d write()s from a 30-deep chain; median of %d runs; load %s"
           % (N, REPS, open("/proc/loadavg").read().split()[:3]))
     tools = [("plain", bench_plain), ("stacksnap trace", bench_stacksnap),
+             ("stacksnap --compact", lambda: bench_stacksnap(["--compact"])),
              ("perf record+script", bench_perf), ("bpftrace ustack", bench_bpftrace)]
     res = {}
     for rep in range(REPS):

@@ -174,4 +174,156 @@ static __always_inline __u32 stacksnap_capture_stack(struct stacksnap_capture *c
 	return off;
 }
 
+/* ---- Compaction in the kernel ----
+ * Only the stack words the unwinder may need leave the kernel: words
+ * pointing into an executable mapping of the process (return addresses)
+ * or into the copied stack itself (saved frame pointers, CFA bases);
+ * the rest (data, keys, passwords) become zeros. Encoding, per block of
+ * 64 words of the copy: a 64-bit mask of the words kept (bit j: word j of
+ * the block), then those words in order. A copy of L bytes (a multiple of
+ * 8) gives ceil(L / 512) blocks; user space expands it back
+ * (stacksnap_procs__unwind_capture does).
+ *
+ * The executable ranges of the process are the caller's: a sorted array
+ * in a map value, kept current from user space. */
+#define STACKSNAP_EXEC_RANGES 64
+
+/* Invariant: start[0..n) sorted, ranges disjoint, end[i] > start[i]. */
+struct stacksnap_exec_ranges {
+	__u32 n;
+	__u32 pad;
+	__u64 start[STACKSNAP_EXEC_RANGES];
+	__u64 end[STACKSNAP_EXEC_RANGES];
+};
+
+static __always_inline bool stacksnap__in_exec(const struct stacksnap_exec_ranges *r,
+					       __u64 w)
+{
+	__u64 lo = 0, hi = r->n, mid;
+
+	/* The number of ranges starting at or below w, by binary search;
+	 * the bounds are hidden from the compiler so that the verifier sees
+	 * ranges, not one path per constant. */
+	for (int i = 0; i < 7; i++) {
+		__stacksnap_opaque(lo);
+		__stacksnap_opaque(hi);
+		if (lo >= hi || hi > STACKSNAP_EXEC_RANGES)
+			break;
+		mid = ((lo + hi) / 2) & (STACKSNAP_EXEC_RANGES - 1);
+		if (r->start[mid] <= w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || lo > STACKSNAP_EXEC_RANGES)
+		return false;
+	return w < r->end[(lo - 1) & (STACKSNAP_EXEC_RANGES - 1)];
+}
+
+/* State of one compaction (bpf_loop's context): the block being built
+ * has its mask at mask_at, its kept words after it. */
+struct stacksnap__compact_ctx {
+	const __u8 *in;		/* the copy */
+	__u8 *out;		/* the encoding */
+	const struct stacksnap_exec_ranges *ranges;
+	__u64 lo, hi;		/* the copy's addresses */
+	__u64 mask;		/* of the block being built */
+	__u32 words;		/* in the copy */
+	__u32 out_len;
+	__u32 mask_at;
+};
+
+/* Compaction works on copies of at most 64 KiB, in buffers of
+ * STACKSNAP_BPF_BUF(STACKSNAP_COMPACT_MAX) bytes. */
+#define STACKSNAP_COMPACT_MAX 65536u
+#define STACKSNAP__OUT_MASK 0x1ffffull
+#define STACKSNAP__OUT_LIMIT (STACKSNAP_COMPACT_MAX + STACKSNAP_BPF_PAGE - 8)
+
+static long stacksnap__compact_word(__u32 i, void *data)
+{
+	struct stacksnap__compact_ctx *c = data;
+	__u64 w, o = (__u64)i * 8, at;
+
+	if (i >= c->words)
+		return 1;
+	if ((i & 63) == 0) {	/* a new block: room for its mask */
+		c->mask_at = c->out_len;
+		c->mask = 0;
+		c->out_len += 8;
+	}
+	__stacksnap_opaque(o);
+	o &= (STACKSNAP_COMPACT_MAX - 1) & ~7ull;
+	w = *(const __u64 *)(c->in + o);
+	if ((w >= c->lo && w < c->hi) || stacksnap__in_exec(c->ranges, w)) {
+		at = c->out_len;
+		__stacksnap_opaque(at);
+		at &= STACKSNAP__OUT_MASK;
+		if (at > STACKSNAP__OUT_LIMIT)
+			return 1;
+		*(__u64 *)(c->out + at) = w;
+		c->out_len += 8;
+		c->mask |= 1ull << (i & 63);
+	}
+	if ((i & 63) == 63 || i + 1 == c->words) {
+		at = c->mask_at;
+		__stacksnap_opaque(at);
+		at &= STACKSNAP__OUT_MASK;
+		if (at > STACKSNAP__OUT_LIMIT)
+			return 1;
+		*(__u64 *)(c->out + at) = c->mask;
+	}
+	return 0;
+}
+
+/* The buffers of a compaction: the copy (in, what stacksnap_capture_stack
+ * fills) and the encoding (out). In a map value (too large for the BPF
+ * stack). */
+struct stacksnap_compact_area {
+	__u8 in[STACKSNAP_BPF_BUF(STACKSNAP_COMPACT_MAX)];
+	__u8 out[STACKSNAP_BPF_BUF(STACKSNAP_COMPACT_MAX)];
+};
+
+/* Encodes the copy in a->in (len bytes of stack at address lo) into
+ * a->out; returns the encoding's length. A global function, so that the
+ * verifier checks it once, not once per path of its caller. */
+__attribute__((noinline)) int stacksnap_compact_area(struct stacksnap_compact_area *a,
+						    const struct stacksnap_exec_ranges *r,
+						    __u64 lo, __u32 len)
+{
+	struct stacksnap__compact_ctx c = {
+		.lo = lo, .hi = lo + len, .words = len / 8,
+	};
+
+	if (!a || !r)
+		return 0;
+	c.in = a->in;
+	c.out = a->out;
+	c.ranges = r;
+	bpf_loop(c.words, stacksnap__compact_word, &c, 0);
+	return (int)c.out_len;
+}
+
+/* Compacts cap's stack copy in area->in (stack_len bytes) into
+ * area->out against the process's executable ranges. Sets data_len,
+ * COMPACT, and stack_len to whole words; returns the bytes of the
+ * encoding, or 0 when it would not be smaller (the copy is then kept as
+ * it is, in area->in). */
+static __always_inline __u32 stacksnap_compact(struct stacksnap_capture *cap,
+					       struct stacksnap_compact_area *area,
+					       const struct stacksnap_exec_ranges *ranges)
+{
+	__u32 words = cap->stack_len / 8;
+	int n;
+
+	if (!words)
+		return 0;
+	n = stacksnap_compact_area(area, ranges, cap->stack_start, words * 8);
+	if (n <= 0 || (__u32)n >= cap->stack_len)
+		return 0;
+	cap->flags |= STACKSNAP_CAPTURE_COMPACT;
+	cap->stack_len = words * 8;
+	cap->data_len = (__u32)n;
+	return (__u32)n;
+}
+
 #endif /* STACKSNAP_BPF_H */

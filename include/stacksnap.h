@@ -1099,7 +1099,9 @@ STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
 #define STACKSNAP_CAPTURE_REGS 0x1    /* regs[] are the user registers */
 #define STACKSNAP_CAPTURE_SHORT 0x2   /* the copy ended early: a page could
 					 not be read */
-#define STACKSNAP_CAPTURE_COMPACT 0x4 /* stack bytes are compacted */
+#define STACKSNAP_CAPTURE_COMPACT 0x4 /* stack bytes are compacted (per 64
+					 words: a mask of the words kept, then
+					 them); stack_len is the expanded size */
 #define STACKSNAP_CAPTURE_KERNEL 0x8  /* registers saved at the last entry
 					 from user mode (tracepoint, sample
 					 taken in the kernel) */
@@ -1121,6 +1123,26 @@ struct stacksnap_capture {
 _Static_assert(sizeof(struct stacksnap_capture) == 160,
 	       "struct stacksnap_capture is shared with stacksnap.bpf.h");
 #endif
+
+/* The executable ranges of a process, as a BPF program that compacts
+ * stacks in the kernel (stacksnap_compact in stacksnap.bpf.h) reads them
+ * from a map: the caller keeps them current (after exec, dlopen).
+ * Invariant: start[0..n) sorted, ranges disjoint. Same layout as in
+ * stacksnap.bpf.h. */
+#ifndef STACKSNAP_EXEC_RANGES
+#define STACKSNAP_EXEC_RANGES 64
+#endif
+struct stacksnap_exec_ranges {
+	uint32_t n;
+	uint32_t pad;
+	uint64_t start[STACKSNAP_EXEC_RANGES];
+	uint64_t end[STACKSNAP_EXEC_RANGES];
+};
+/* Fills r from /proc/PID/maps (adjacent ranges merged). Returns 0,
+ * -ESRCH when pid is gone, -E2BIG when it has more ranges than r holds
+ * (then its stacks cannot be compacted). */
+STACKSNAP_API int stacksnap_exec_ranges__from_pid(struct stacksnap_exec_ranges *r,
+						  pid_t pid);
 
 /* Unwinds one capture of thread tid of pid against pid's mappings in
  * procs (stacksnap_procs__attach_pid once per process first, then
@@ -1170,6 +1192,11 @@ struct stacksnap_trace_opts {
 	 * in BPF maps (no stack bytes leave the kernel; see docs/kunwind.md),
 	 * or both for each event, compared. */
 	unsigned unwind;
+	/* Compact each stack in the kernel: only words pointing into the
+	 * process's code or into the copied stack leave it (fewer bytes, and
+	 * data such as keys on the stack stay in the kernel); see
+	 * docs/trace.md for what it costs and what it changes. */
+	bool compact;
 	size_t :0;
 };
 

@@ -15,6 +15,7 @@
 #include "addrspace/addrspace.h"
 #include "base/vec.h"
 #include "mem/mem.h"
+#include "mem/compact_stack.h"
 
 /* One process. Invariant: as is never NULL; dead is set once its main
  * thread exited, and the entry is replaced when the pid comes back. */
@@ -49,6 +50,8 @@ struct stacksnap_procs {
 	bool vdso_tried;
 	uint64_t generation;		/* code mappings changed */
 	uint64_t rereads;		/* maps re-read by unwind_capture */
+	uint8_t *expanded;		/* a compacted capture, expanded */
+	size_t expanded_cap;
 };
 
 static size_t id_hash(pid_t id, size_t cap)
@@ -194,6 +197,7 @@ void stacksnap_procs__free(struct stacksnap_procs *p)
 	free(p->threads);
 	stacksnap_mem__free(p->copy);
 	module__put(p->vdso);
+	free(p->expanded);
 	free(p);
 }
 
@@ -495,13 +499,27 @@ int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 	struct stacksnap_regs regs;
 	int n;
 
-	if (!p || !cap || !end || !(cap->flags & STACKSNAP_CAPTURE_REGS) ||
-	    (cap->flags & STACKSNAP_CAPTURE_COMPACT))
+	if (!p || !cap || !end || !(cap->flags & STACKSNAP_CAPTURE_REGS))
 		return fail(-EINVAL);
+	if (cap->flags & STACKSNAP_CAPTURE_COMPACT) {
+		if (cap->stack_len > p->expanded_cap) {
+			uint8_t *b = realloc(p->expanded, cap->stack_len);
+
+			if (!b)
+				return fail(-ENOMEM);
+			p->expanded = b;
+			p->expanded_cap = cap->stack_len;
+		}
+		if (compact_stack__expand(stack, cap->data_len, cap->stack_len, p->expanded))
+			return fail(-EINVAL);
+		stack = p->expanded;
+	}
 	memcpy(regs.regs, cap->regs, sizeof(regs.regs));
 	regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
 	STACKSNAP_OPTS(stacksnap_sample, s, .pid = pid, .tid = pid, .regs = &regs,
-		       .stack = stack, .stack_len = cap->data_len,
+		       .stack = stack,
+		       .stack_len = cap->flags & STACKSNAP_CAPTURE_COMPACT ? cap->stack_len
+									  : cap->data_len,
 		       .stack_start = cap->stack_start);
 	n = stacksnap_procs__unwind_sample(p, uw, &s, frames, max, end);
 	if (n >= 0 && (*end == STACKSNAP_END_NO_MODULE || *end == STACKSNAP_END_BAD_PC ||

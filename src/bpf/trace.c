@@ -605,13 +605,28 @@ static int link_add(struct stacksnap_trace *tr, struct bpf_link *l)
 		(skel)->rodata->filter_tid = (tr)->o.by_tid;                   \
 		(skel)->rodata->inherit = !(tr)->o.no_inherit;                 \
 		(skel)->rodata->unwind_mode = unwind_mode(tr);                 \
+		(skel)->rodata->compact = (tr)->o.compact;                     \
 		bpf_map__set_max_entries((skel)->maps.scratch, (uint32_t)ncpu); \
 	} while (0)
 #define SHARE(tr, skel)                                                        \
 	((tr->kt && ktable__reuse_maps(tr->kt, (skel)->obj)) ||                \
 	 bpf_map__reuse_fd((skel)->maps.events, bpf_map__fd((tr)->proc->maps.events)) ||   \
 	 bpf_map__reuse_fd((skel)->maps.traced, bpf_map__fd((tr)->proc->maps.traced)) ||   \
-	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((tr)->proc->maps.stats)))
+	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((tr)->proc->maps.stats)) ||     \
+	 bpf_map__reuse_fd((skel)->maps.exec_ranges, bpf_map__fd((tr)->proc->maps.exec_ranges)))
+
+/* Opens, configures, shares proc's maps with, and loads the skeleton
+ * NAME_bpf into tr->FIELD (returning from the caller on failure): how a
+ * program kind joins the trace (a new capture mode is one more). */
+#define LOAD_SHARING(tr, field, name, what)                                    \
+	do {                                                                   \
+		if (!((tr)->field = name##_bpf__open()))                       \
+			return fail(load_error(tr, what, -errno));             \
+		CONFIGURE(tr, (tr)->field);                                    \
+		if ((err = SHARE(tr, (tr)->field)) ||                          \
+		    (err = name##_bpf__load((tr)->field)))                     \
+			return fail(load_error(tr, what, err));                \
+	} while (0)
 
 static uint32_t unwind_mode(const struct stacksnap_trace *tr)
 {
@@ -755,27 +770,12 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	bpf_map__set_max_entries(tr->proc->maps.events, (uint32_t)tr->o.ring_size);
 	if ((err = trace_proc_bpf__load(tr->proc)))
 		return fail(load_error(tr, "process-following", err));
-	if (need_tp) {
-		if (!(tr->tp = trace_tp_bpf__open()))
-			return fail(load_error(tr, "tracepoint", -errno));
-		CONFIGURE(tr, tr->tp);
-		if ((err = SHARE(tr, tr->tp)) || (err = trace_tp_bpf__load(tr->tp)))
-			return fail(load_error(tr, "tracepoint", err));
-	}
-	if (need_up) {
-		if (!(tr->uprobe = trace_uprobe_bpf__open()))
-			return fail(load_error(tr, "uprobe", -errno));
-		CONFIGURE(tr, tr->uprobe);
-		if ((err = SHARE(tr, tr->uprobe)) || (err = trace_uprobe_bpf__load(tr->uprobe)))
-			return fail(load_error(tr, "uprobe", err));
-	}
-	if (need_sample) {
-		if (!(tr->sample = trace_sample_bpf__open()))
-			return fail(load_error(tr, "sampling", -errno));
-		CONFIGURE(tr, tr->sample);
-		if ((err = SHARE(tr, tr->sample)) || (err = trace_sample_bpf__load(tr->sample)))
-			return fail(load_error(tr, "sampling", err));
-	}
+	if (need_tp)
+		LOAD_SHARING(tr, tp, trace_tp, "tracepoint");
+	if (need_up)
+		LOAD_SHARING(tr, uprobe, trace_uprobe, "uprobe");
+	if (need_sample)
+		LOAD_SHARING(tr, sample, trace_sample, "sampling");
 	if ((err = trace_proc_bpf__attach(tr->proc))) {
 		log_err(LOG(tr), "cannot attach to the sched_process_fork/exec/exit "
 			"tracepoints: %s", strerror(-err));
@@ -800,6 +800,54 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		return fail(err);
 	}
 	return 0;
+}
+
+int stacksnap_exec_ranges__from_pid(struct stacksnap_exec_ranges *r, pid_t pid)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return fail(-ESRCH);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[2] != 'x')
+			continue;
+		/* /proc lists mappings in address order: sorted already. */
+		if (r->n && r->end[r->n - 1] == a) {
+			r->end[r->n - 1] = b;
+			continue;
+		}
+		if (r->n == STACKSNAP_EXEC_RANGES) {
+			fclose(f);
+			return fail(-E2BIG);
+		}
+		r->start[r->n] = a;
+		r->end[r->n++] = b;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* pid's executable ranges into the map the compaction reads (with compact
+ * only). Without them (gone, too many ranges) its stacks go as they are. */
+static void exec_ranges_update(struct stacksnap_trace *tr, pid_t pid)
+{
+	struct stacksnap_exec_ranges r;
+	uint32_t key = (uint32_t)pid;
+	int fd;
+
+	if (!tr->o.compact || !tr->proc)
+		return;
+	fd = bpf_map__fd(tr->proc->maps.exec_ranges);
+	if (stacksnap_exec_ranges__from_pid(&r, pid))
+		bpf_map_delete_elem(fd, &key);
+	else
+		bpf_map_update_elem(fd, &key, &r, BPF_ANY);
 }
 
 int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
@@ -829,6 +877,7 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 		return fail(err);
 	}
 	err = stacksnap_procs__attach_pid(tr->procs, tgid);
+	exec_ranges_update(tr, tgid);
 	if (err) {
 		log_err(LOG(tr), "pid %d: cannot read its mappings: %s", (int)pid,
 			strerror(-err));
@@ -963,9 +1012,20 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	if (r->kframes || (unwind_mode(tr) & KU_MODE_KERNEL))
 		kernel_event(tr, r, raw_off, &ev);
 	if (unwind_mode(tr) & KU_MODE_COPY) {
+		uint64_t rereads = procs_rereads(tr->procs);
+
 		n = stacksnap_procs__unwind_capture(tr->procs, tr->uw, ev.pid, &r->cap,
 						    ev.stack, tr->frames,
 						    tr->o.max_frames, &ev.end);
+		if (procs_rereads(tr->procs) != rereads)
+			exec_ranges_update(tr, ev.pid); /* a library mapped since */
+		else if (tr->o.compact && !(r->cap.flags & STACKSNAP_CAPTURE_COMPACT)) {
+			struct stacksnap_exec_ranges er;
+
+			if (bpf_map_lookup_elem(bpf_map__fd(tr->proc->maps.exec_ranges),
+						&(uint32_t){ r->pid }, &er))
+				exec_ranges_update(tr, ev.pid);
+		}
 		if (n < 0) {
 			n = 0;
 			ev.end = STACKSNAP_END_BAD_MEMORY;
@@ -1002,8 +1062,10 @@ static int on_record(void *ctx, void *data, size_t len)
 	case TRACE_REC_FORK:
 		stacksnap_procs__fork(tr->procs, (pid_t)r->ppid, (pid_t)r->ptid,
 				      (pid_t)r->pid, (pid_t)r->tid);
-		if (r->pid != r->ppid)
+		if (r->pid != r->ppid) {
 			kernel_maps(tr, (pid_t)r->pid);
+			exec_ranges_update(tr, (pid_t)r->pid);
+		}
 		break;
 	case TRACE_REC_EXEC:
 		stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid, r->comm, true);
@@ -1011,6 +1073,11 @@ static int on_record(void *ctx, void *data, size_t len)
 		 * libraries later; a miss re-reads them). */
 		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
 		kernel_maps(tr, (pid_t)r->pid);
+		/* Not yet: ld.so has not mapped the libraries. The first
+		 * event (sent as it is) sets them. */
+		if (tr->o.compact)
+			bpf_map_delete_elem(bpf_map__fd(tr->proc->maps.exec_ranges),
+					    &(uint32_t){ r->pid });
 		break;
 	case TRACE_REC_EXIT:
 		stacksnap_procs__exit(tr->procs, (pid_t)r->pid, (pid_t)r->tid);

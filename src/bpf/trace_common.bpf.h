@@ -21,6 +21,7 @@ const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
 const volatile bool inherit = true;		/* follow new processes */
 const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 						    in-kernel walk, or both */
+const volatile bool compact = false;		/* compact stacks in the kernel */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -47,7 +48,11 @@ struct {
  * tracepoint program runs on the same CPU has its own. */
 struct ss_scratch {
 	struct trace_rec rec;
-	__u8 data[STACKSNAP_BPF_BUF(TRACE_STACK_MAX) + TRACE_RAW_MAX + KU_MAX_FRAMES * 8];
+	/* area.in: the stack copy, sent from here (right after rec), then
+	 * the tracepoint's raw record and the in-kernel walk's pcs (which may
+	 * run on into area.out, unused by then); area.out: the copy's
+	 * compaction, moved into area.in. */
+	struct stacksnap_compact_area area;
 	struct ku_event kev;	/* the in-kernel walk's result */
 	__u64 kpcs[KU_MAX_FRAMES];
 };
@@ -57,6 +62,19 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ss_scratch);
 } scratch SEC(".maps");
+_Static_assert(sizeof(struct stacksnap_compact_area) >=
+	       TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8,
+	       "the stack copy, raw record and pcs fit in the area");
+
+/* Executable ranges per traced process (key: tgid), for compaction;
+ * written by the loader from /proc/PID/maps. A process without an entry
+ * sends its stack as it is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct stacksnap_exec_ranges);
+} exec_ranges SEC(".maps");
 
 static __always_inline void count(__u32 slot)
 {
@@ -116,12 +134,29 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		s->rec.kframes = s->kev.nframes;
 		s->rec.kend = s->kev.end;
 	}
-	if (unwind_mode & KU_MODE_COPY) {
-		n = stacksnap_capture_stack(&s->rec.cap, s->data, stack_size, TRACE_STACK_MAX);
+	if (!(unwind_mode & KU_MODE_COPY)) {
+		n = 0; /* no stack bytes leave the kernel */
+	} else {
+		n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
 		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
 			count(TRACE_STAT_SHORT);
-	} else {
-		n = 0; /* no stack bytes leave the kernel */
+	}
+	if (compact && n) {
+		__u32 tgid = s->rec.pid;
+		const struct stacksnap_exec_ranges *r = bpf_map_lookup_elem(&exec_ranges, &tgid);
+		__u32 c = r ? stacksnap_compact(&s->rec.cap, &s->area, r) : 0;
+		__u64 cl = c;
+
+		__stacksnap_opaque(cl);
+		cl &= 0x1ffff;
+		if (c && cl <= TRACE_STACK_MAX &&
+		    !bpf_probe_read_kernel(s->area.in, (__u32)cl, s->area.out))
+			n = c;
+		else if (c) {
+			/* Could not move it: send the copy as it is. */
+			s->rec.cap.flags &= ~STACKSNAP_CAPTURE_COMPACT;
+			s->rec.cap.data_len = s->rec.cap.stack_len;
+		}
 	}
 	n = (n + 7) & ~7u;
 	if (raw && raw_len) {
@@ -133,7 +168,7 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		raw_len &= TRACE_RAW_MAX * 2 - 1;
 		if (raw_len > TRACE_RAW_MAX)
 			raw_len = TRACE_RAW_MAX;
-		if (n == TRACE_STACK_MAX || bpf_probe_read_kernel(s->data + o, raw_len, raw))
+		if (n == TRACE_STACK_MAX || bpf_probe_read_kernel(s->area.in + o, raw_len, raw))
 			raw_len = 0;
 	} else {
 		raw_len = 0;
@@ -146,7 +181,7 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		__stacksnap_opaque(o);
 		__stacksnap_opaque(len);
 		if (o > TRACE_STACK_MAX + TRACE_RAW_MAX || len > KU_MAX_FRAMES * 8 ||
-		    bpf_probe_read_kernel(s->data + o, len, s->kpcs))
+		    bpf_probe_read_kernel(s->area.in + o, len, s->kpcs))
 			s->rec.kframes = 0;
 	}
 	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8;

@@ -29,7 +29,7 @@ struct trace_options {
 	unsigned hz;			/* -F */
 	pid_t pid, tid;			/* -p, -t */
 	char **cmd;			/* after -- */
-	bool list, json, count, folded, no_inherit;
+	bool list, json, count, folded, no_inherit, compact;
 	const char *list_pattern;
 	const char *output;		/* -o */
 	double duration, interval;	/* seconds; 0: none */
@@ -89,6 +89,8 @@ static const char usage[] =
 "  --unwind MODE          user: copy the stack, unwind here (default);\n"
 "                         kernel: unwind in the kernel over tables in BPF maps,\n"
 "                         no stack bytes leave it; both: both, compared\n"
+"  --compact              keep in the kernel only the stack words that point into\n"
+"                         code or into the stack (fewer bytes; data stays there)\n"
 "  --save FILE            not available yet (the snapshot container)\n"
 "At the end, stderr says how many events were captured, unwound and lost.\n"
 "Exit status: 0 ok, 1 usage or unknown event, 2 no such process, 3 not\n"
@@ -97,7 +99,8 @@ static const char usage[] =
 static int parse(struct trace_options *o, int argc, char **argv)
 {
 	enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
-	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND };
+	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
+	       O_COMPACT };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -119,6 +122,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "max-frames", required_argument, NULL, O_MAXF },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "unwind", required_argument, NULL, O_UNWIND },
+		{ "compact", no_argument, NULL, O_COMPACT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -206,6 +210,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			break;
 		}
 		case O_NOINH: o->no_inherit = true; break;
+		case O_COMPACT: o->compact = true; break;
 		case O_LINES: o->print.lines = true; break;
 		case O_NODEM: o->print.no_demangle = true; break;
 		case O_RSP: o->print.show_rsp = true; break;
@@ -539,7 +544,8 @@ int trace_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o.stack_size,
 		       .ring_size = o.ring_size, .no_inherit = o.no_inherit,
 		       .by_tid = o.tid > 0, .max_frames = o.print.max_frames,
-		       .pid_hint = o.pid ? o.pid : o.tid, .unwind = o.unwind);
+		       .pid_hint = o.pid ? o.pid : o.tid, .unwind = o.unwind,
+		       .compact = o.compact);
 	t.tr = stacksnap_trace__new(ctx, &topts);
 	if (!t.tr) {
 		rc = EXIT_ERROR;

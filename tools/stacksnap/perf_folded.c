@@ -89,18 +89,29 @@ static int cmp_entry(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-int folded_print(struct folded *f, FILE *out)
+/* The entries of f sorted by cmp, in a new array of f->n pointers (free
+ * it); NULL when out of memory. */
+static struct fentry **sorted(struct folded *f, int (*cmp)(const void *, const void *))
 {
 	struct fentry **v = malloc((f->n ? f->n : 1) * sizeof(*v));
 	size_t k = 0;
 
 	if (!v)
-		return -ENOMEM;
+		return NULL;
 	for (size_t i = 0; i < f->cap; i++)
 		if (f->slots[i].key)
 			v[k++] = &f->slots[i];
-	qsort(v, k, sizeof(*v), cmp_entry);
-	for (size_t i = 0; i < k; i++)
+	qsort(v, k, sizeof(*v), cmp);
+	return v;
+}
+
+int folded_print(struct folded *f, FILE *out)
+{
+	struct fentry **v = sorted(f, cmp_entry);
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < f->n; i++)
 		fprintf(out, "%s %llu\n", v[i]->key, (unsigned long long)v[i]->count);
 	free(v);
 	return 0;
@@ -117,16 +128,11 @@ static int cmp_count(const void *a, const void *b)
 
 int folded_print_counts(struct folded *f, FILE *out)
 {
-	struct fentry **v = malloc((f->n ? f->n : 1) * sizeof(*v));
-	size_t k = 0;
+	struct fentry **v = sorted(f, cmp_count);
 
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->slots[i].key)
-			v[k++] = &f->slots[i];
-	qsort(v, k, sizeof(*v), cmp_count);
-	for (size_t i = 0; i < k; i++) {
+	for (size_t i = 0; i < f->n; i++) {
 		const char *key = v[i]->key, *first = strchr(key, ';');
 		const char *end = key + v[i]->len;
 
