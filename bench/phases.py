@@ -65,6 +65,7 @@ def main():
                                      fmt(med(v["iter"])) if v["iter"] else "-",
                                      fmt(med(v["check"])) if v["check"] else "-",
                                      len(v["freeze"])])
+                        print("  " + " | ".join(str(x) for x in rows[-1]), flush=True)
                 finally:
                     t.stop()
     finally:

@@ -124,7 +124,10 @@ int capture(struct bpf_iter__task *ctx)
 	if ((t->flags & PF_EXITING_) || !t->mm)
 		r.flags |= NONSTOP_EXITING;
 	witness(t, &r.w1, &r.flags);
-	if (witness_only || r.state == 0 || (r.flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)))
+	/* A traced thread's tracer may change its registers and memory while
+	 * it does not run: it goes the ptrace way (which says it is traced). */
+	if (witness_only || r.state == 0 || t->ptrace ||
+	    (r.flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)))
 		goto out;
 	r.flags |= NONSTOP_CANDIDATE;
 	read_regs(t, &r);
