@@ -65,12 +65,13 @@ static int start_target(struct target_proc *tp, const char *args)
 		unsigned long long a;
 		int p;
 
+		/* The shell's line and the target's come in either order. */
 		if (sscanf(line, "pid %d", &p) == 1)
 			tp->pid = p;
-		else if (sscanf(line, "ready %llx", &a) == 1) {
+		else if (sscanf(line, "ready %llx", &a) == 1)
 			tp->shared_addr = a;
+		if (tp->pid > 0 && tp->shared_addr)
 			break;
-		}
 	}
 	return tp->pid > 0 && tp->shared_addr ? 0 : -1;
 }

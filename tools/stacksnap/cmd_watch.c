@@ -443,6 +443,21 @@ int watch_main(int argc, char **argv)
 		rc = exit_code_for_errno(errno);
 		goto out;
 	}
+	/* A first walk, not counted, reads the unwind tables and symbols of
+	 * the modules met (tens to hundreds of ms the first time): it must
+	 * not eat into the sampling. */
+	struct watch warm = w;
+	warm.folded = folded_new();
+	if (warm.folded) {
+		warm.key = NULL;
+		warm.keycap = 0;
+		warm.names = NULL;
+		warm.nnames = warm.capnames = 0;
+		stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &warm, NULL);
+		folded_free(warm.folded);
+		free(warm.key);
+		free(warm.names);
+	}
 	uint64_t start = now_ns(), next = start;
 	while (!stop_signal) {
 		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
