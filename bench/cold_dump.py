@@ -69,9 +69,19 @@ def main():
         pid = str(t.pid)
         warm_dir = tempfile.mkdtemp(prefix="stacksnap-bench-warm-")
         env_warm = dict(os.environ, STACKSNAP_CACHE_DIR=warm_dir)
-        # The warm cache: what a first run leaves.
+        # The warm cache: what a first run leaves, written by its detached
+        # child after it exits: wait until the files stop changing.
         subprocess.run([STACKSNAP, pid], env=env_warm, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
+        settled, last = 0, None
+        for _ in range(600):
+            now = sorted((f, os.path.getsize(os.path.join(d, f)))
+                         for d, _, fs in os.walk(warm_dir) for f in fs)
+            settled = settled + 1 if now == last and now else 0
+            last = now
+            if settled >= 10:
+                break
+            time.sleep(0.1)
         res = {k: [] for k in ("cold", "warm", "eu-stack", "gdb")}
         st = {"cold": [], "warm": []}
         fails = {}
