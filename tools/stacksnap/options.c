@@ -10,46 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "help.h"
 #include "stacksnap.h"
 
-static const char usage[] =
-"Usage: stacksnap [OPTIONS] PID\n"
-"Print the stack of every thread of a running process. The process is\n"
-"frozen only while registers and stacks are copied (microseconds), then\n"
-"resumed; unwinding (DWARF CFI) and symbolization happen afterwards.\n"
-"\n"
-"Options:\n"
-"  -t, --thread TID       only this thread (repeatable)\n"
-"      --lines            show file:line and inlined frames (needs debug info)\n"
-"      --no-demangle      print C++ names as they are in the symbol table\n"
-"      --raw              addresses only, no symbols\n"
-"      --json             one JSON object (schema in the README)\n"
-"      --show-rsp         print each frame's stack pointer\n"
-"      --stack-size SIZE  stack bytes copied per thread (e.g. 64k, 1m;\n"
-"                         default 256k); deeper stacks end as truncated\n"
-"      --stop-timeout MS  how long to wait for a thread to stop (default 1000)\n"
-"      --proc-mem         copy stacks through /proc/PID/mem\n"
-"      --ptrace           no copy: keep the threads stopped and unwind their\n"
-"                         live memory (slower; for stacks deeper than a copy)\n"
-"      --ignore-deleted   where a file deleted since it was mapped cannot be\n"
-"                         read through /proc/PID/map_files, open the file now\n"
-"                         at its path (may be another version)\n"
-"      --max-frames N     frames per thread (default 1024)\n"
-"      --scan             guess frames by stack scanning where unwind info\n"
-"                         is missing (JIT code); such frames are marked\n"
-"      --stats            print freeze time, bytes copied and timings\n"
-"      --no-cache         do not keep uncompressed copies of compressed debug\n"
-"                         files (default: in $STACKSNAP_CACHE_DIR, else\n"
-"                         $XDG_CACHE_HOME/stacksnap or ~/.cache/stacksnap;\n"
-"                         saves ~45 ms a run with libc6-dbg's files)\n"
-"  -v, --verbose          print diagnostics and --stats\n"
-"  -h, --help             this text\n"
-"  -V, --version          the version\n"
-"\n"
-"Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted,\n"
-"4 traced by another debugger, 5 zombie, 6 kernel thread, 7 the process\n"
-"exited during the capture, 8 some threads not captured, 9 other errors,\n"
-"128+N ended by signal N (every thread detached first).\n";
 
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
 static int parse_size(const char *s, size_t *out)
@@ -188,7 +151,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_STATS: o->stats = true; break;
 		case O_NOCACHE: o->no_cache = true; break;
 		case 'v': o->verbose = true; o->stats = true; break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'h': fputs(help_text("stacksnap"), stdout); return -1;
 		case 'V':
 			printf("stacksnap %s\n", stacksnap_version());
 			return -1;

@@ -1,5 +1,5 @@
 /* perf_script.h - pieces of `stacksnap perf-script` shared between its
- * files: kernel symbols from /proc/kallsyms and the folded-stack counter. */
+ * files: kernel symbols from /proc/kallsyms. */
 #ifndef STACKSNAP_TOOL_PERF_SCRIPT_H
 #define STACKSNAP_TOOL_PERF_SCRIPT_H
 
@@ -14,15 +14,5 @@ struct kallsyms;
 struct kallsyms *kallsyms_load(const char *cache_dir);
 const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off);
 void kallsyms_free(struct kallsyms *ks);
-
-/* Counts of distinct folded stacks ("comm;outer;...;inner"): memory
- * follows the number of distinct stacks, not of samples. */
-struct folded;
-struct folded *folded_new(void);
-/* Adds count to the stack in key[0..len). Returns 0 or -ENOMEM. */
-int folded_add(struct folded *f, const char *key, size_t len, uint64_t count);
-/* Prints "stack count" lines sorted by stack, as stackcollapse-perf.pl. */
-int folded_print(struct folded *f, FILE *out);
-void folded_free(struct folded *f);
 
 #endif
