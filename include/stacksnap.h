@@ -602,6 +602,20 @@ STACKSNAP_API int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
 STACKSNAP_API const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd);
 STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
 
+/* A decoder for records as the kernel writes them into the ring buffer of
+ * a perf event the caller opened itself (perf_event_open + mmap): attr is
+ * its struct perf_event_attr (attr_size bytes). NULL and errno set. */
+STACKSNAP_API struct stacksnap_perf_data *
+stacksnap_perf_data__open_attr(struct stacksnap_ctx *ctx, const void *attr,
+			       size_t attr_size);
+/* Decodes one record of len bytes (its header's size must fit) into *ev;
+ * ev's pointers point into rec. rec must be 8-byte aligned (copy a record
+ * that wraps around the ring's end). Returns 0 or -errno (-EINVAL for a
+ * malformed record, logged). */
+STACKSNAP_API int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd,
+					      const void *rec, size_t len,
+					      struct stacksnap_perf_event *ev);
+
 /* Feeds an MMAP, COMM, FORK or EXIT event to procs (others are ignored):
  * the glue between the reader and the process table. */
 STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,

@@ -479,6 +479,48 @@ fail:
 	return NULL;
 }
 
+static int decode(struct stacksnap_perf_data *pd, uint64_t off,
+		  struct stacksnap_perf_event *ev);
+
+struct stacksnap_perf_data *
+stacksnap_perf_data__open_attr(struct stacksnap_ctx *ctx, const void *attr,
+			       size_t attr_size)
+{
+	struct stacksnap_perf_data *pd = pd_new(ctx, "perf ring buffer", NULL);
+	struct perf_attr a;
+	struct cursor c;
+
+	if (!pd)
+		return NULL;
+	cursor_init(&c, attr, attr_size);
+	if (!attr || parse_attr(pd, &c, attr_size, &a) || add_attr(pd, &a, 0)) {
+		free(pd->attrs);
+		free(pd);
+		errno = EINVAL;
+		return NULL;
+	}
+	pd->eof = true;
+	return pd;
+}
+
+int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd, const void *rec,
+				size_t len, struct stacksnap_perf_event *ev)
+{
+	uint16_t size;
+
+	if (!pd || !rec || !ev || len < 8 || len > sizeof(pd->scratch))
+		return fail(-EINVAL);
+	memcpy(&size, (const uint8_t *)rec + 6, 2);
+	if (size < 8 || size > len)
+		return corrupt(pd, 0, "record of %u bytes in %zu", size, len);
+	/* decode() reads the record at an offset of the stream: make the
+	 * stream this one record. */
+	pd->data = rec;
+	pd->len = len;
+	pd->err = 0;
+	return decode(pd, 0, ev);
+}
+
 void stacksnap_perf_data__free(struct stacksnap_perf_data *pd)
 {
 	if (!pd)

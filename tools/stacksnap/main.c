@@ -124,6 +124,8 @@ static const struct subcommand {
 	int (*main)(int argc, char **argv);
 } subcommands[] = {
 	{ "perf-script", perf_script_main },
+	{ "profile", profile_main },
+	{ "diff", diff_main },
 };
 
 static int dump_main(int argc, char **argv);
