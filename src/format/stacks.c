@@ -448,12 +448,11 @@ int stacksnap_stacks__add_folded(struct stacksnap_stacks *st,
 
 			if (kernel)
 				tok[tl - 4] = 0;
-			fr[nfr++] = (struct stacksnap_stack_frame){
-				.name = tok,
-				.kind = kernel ? STACKSNAP_KIND_KERNEL
-					: nfr == 0 ? STACKSNAP_KIND_ROOT
-					: STACKSNAP_KIND_USER,
-			};
+			uint8_t kind = kernel ? STACKSNAP_KIND_KERNEL
+				       : nfr == 0 ? STACKSNAP_KIND_ROOT
+				       : STACKSNAP_KIND_USER;
+
+			fr[nfr++] = (struct stacksnap_stack_frame){ .name = tok, .kind = kind };
 		}
 		if (err)
 			break;

@@ -197,9 +197,11 @@ static int open_event(struct profiler *p, pid_t pid, int cpu, bool on_exec)
 	}
 	r = &p->rings[p->nrings];
 	r->fd = (int)fd;
-	/* 512 KiB a ring (perf's default mlock allowance for a user is
-	 * 516 KiB); halved while the kernel refuses. */
-	for (size_t pages = 128; pages >= 8; pages /= 2) {
+	/* 8 MiB a ring: a sample carries its stack copy (16 KiB by default),
+	 * and unwinding the first samples of a program waits for its
+	 * modules' tables. Halved while the kernel refuses (a user's mlock
+	 * allowance, perf_event_mlock_kb, is 516 KiB by default). */
+	for (size_t pages = 2048; pages >= 8; pages /= 2) {
 		size_t len = (pages + 1) * (size_t)sysconf(_SC_PAGESIZE);
 		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
 
