@@ -28,6 +28,7 @@ struct ps_options {
 	bool aggregate;		/* --folded / --format: stacks, not samples */
 	enum stacksnap_stacks_format format;
 	bool no_demangle, stats, verbose, file_order, no_cache;
+	bool inline_frames;	/* --inline: perf script's default */
 	unsigned max_stack;	/* user frames per sample, as perf's --max-stack */
 };
 
@@ -142,7 +143,7 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 			out_str(o, "[unknown]");
 		}
 		out_mem(o, " (", 2);
-		out_str(o, fr[i].kernel ? "[kernel.kallsyms]"
+		out_str(o, fr[i].kernel ? "[kernel.kallsyms]" : fr[i].inlined ? "inlined"
 			   : fr[i].dso ? fr[i].dso : "[unknown]");
 		out_mem(o, ")\n", 2);
 	}
@@ -174,6 +175,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "no-demangle", no_argument, NULL, 'D' },
+		{ "inline", no_argument, NULL, 'I' },
+		{ "no-inline", no_argument, NULL, 'N' },
 		{ "file-order", no_argument, NULL, 'O' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "no-cache", no_argument, NULL, 'C' },
@@ -205,6 +208,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 			o->aggregate = true;
 			break;
 		case 'D': o->no_demangle = true; break;
+		case 'I': o->inline_frames = true; break;
+		case 'N': o->inline_frames = false; break;
 		case 'O': o->file_order = true; break;
 		case 'S': o->stats = true; break;
 		case 'C': o->no_cache = true; break;
@@ -331,6 +336,7 @@ int perf_script_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
+	ps.sf.inline_frames = ps.o.inline_frames;
 	ps.out->f = out;
 	ps.out->len = 0;
 	rc = EXIT_OK;

@@ -81,6 +81,35 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 	return s;
 }
 
+/* Inline frames (--inline), before the frame at addr: one per function
+ * inlined there, innermost first, named from the debug information and
+ * printed "(inlined)" with the address and offset of the containing
+ * symbol, as perf prints its inline frames. (perf names them through
+ * addr2line and orders some chains differently: not compared line for
+ * line.) Returns the new count. */
+static size_t add_inlined(struct sample_frames *sf, struct stacksnap_addrspace *as,
+			  struct sym_slot *sl, uint64_t addr, struct out_frame *fr,
+			  size_t n, size_t maxfr)
+{
+	if (!sl->inl_done) {
+		struct stacksnap_sym syms[9];
+		int k = stacksnap_addrspace__symbolize(as, addr, false,
+						       STACKSNAP_SYM_LINES |
+						       (sf->sym_flags & STACKSNAP_SYM_NO_DEMANGLE),
+						       syms, 9);
+
+		sl->inl_done = true;
+		for (int i = 0; i < k && sl->ninl < 8; i++)
+			if (syms[i].inlined && syms[i].function)
+				sl->inl[sl->ninl++] = syms[i].function;
+	}
+	for (unsigned i = 0; sl->name && i < sl->ninl && n < maxfr; i++)
+		fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr, .name = sl->inl[i],
+					      .off = sl->off, .dso = sl->dso, .slot = sl,
+					      .inlined = true };
+	return n;
+}
+
 const char *sample_comm(struct sample_frames *sf, pid_t tid, char buf[24])
 {
 	const char *comm = stacksnap_procs__comm_of(sf->procs, tid);
@@ -153,10 +182,12 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			uint64_t addr = f->pc - (i > 0 && !(f->flags & STACKSNAP_FRAME_SIGRETURN));
 			const struct sym_slot *sl = symbolize(sf, as, addr);
 
-			fr[n] = (struct out_frame){ .addr = sl->rel, .pc = addr,
-						    .name = sl->name, .off = sl->off,
-						    .dso = sl->dso, .slot = sl };
-			n++;
+			if (sf->inline_frames)
+				n = add_inlined(sf, as, (struct sym_slot *)sl, addr, fr, n, maxfr);
+			if (n < maxfr)
+				fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
+							      .name = sl->name, .off = sl->off,
+							      .dso = sl->dso, .slot = sl };
 		}
 	}
 	if (add_marker)

@@ -22,6 +22,11 @@ struct sym_slot {
 	uint64_t map_start, map_end, map_offset;
 	const uint8_t *build_id;
 	size_t build_id_len;
+	/* With inline frames: the functions inlined at addr, innermost first
+	 * (looked up once, on first use). */
+	bool inl_done;
+	uint8_t ninl;
+	const char *inl[8];
 };
 
 /* A resolved frame of a sample, innermost first. addr is what perf
@@ -31,6 +36,7 @@ struct out_frame {
 	const char *name, *dso;
 	uint64_t off;
 	bool kernel;
+	bool inlined;		/* an inline frame: printed "(inlined)" */
 	const struct sym_slot *slot; /* user frames: their mapping */
 };
 
@@ -42,6 +48,7 @@ struct sample_frames {
 	struct sym_slot *cache;
 	struct kallsyms *ksyms;
 	bool ksyms_tried, no_cache;
+	bool inline_frames;	/* inlined functions as frames (--inline) */
 	unsigned max_stack, sym_flags;
 	struct stacksnap_stack_frame *agg; /* for sample_frames_add */
 	size_t aggcap;
