@@ -602,6 +602,12 @@ STACKSNAP_API int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
 STACKSNAP_API const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd);
 STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
 
+/* The build-id the recording's BUILD_ID feature gives for filename (e.g.
+ * "[kernel.kallsyms]" for the kernel): 0 with *id (owned by pd) and *len,
+ * or -ENOENT. */
+STACKSNAP_API int stacksnap_perf_data__build_id(const struct stacksnap_perf_data *pd,
+						const char *filename,
+						const uint8_t **id, size_t *len);
 /* A decoder for records as the kernel writes them into the ring buffer of
  * a perf event the caller opened itself (perf_event_open + mmap): attr is
  * its struct perf_event_attr (attr_size bytes). NULL and errno set. */

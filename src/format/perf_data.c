@@ -673,6 +673,20 @@ int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd, const void *rec,
 	return decode(pd, 0, ev);
 }
 
+int stacksnap_perf_data__build_id(const struct stacksnap_perf_data *pd,
+				  const char *filename, const uint8_t **id, size_t *len)
+{
+	if (!pd || !filename || !id || !len)
+		return fail(-EINVAL);
+	for (size_t i = 0; i < pd->nbids; i++)
+		if (!strcmp(pd->bids[i].filename, filename)) {
+			*id = pd->bids[i].id;
+			*len = pd->bids[i].len;
+			return 0;
+		}
+	return fail(-ENOENT);
+}
+
 void stacksnap_perf_data__free(struct stacksnap_perf_data *pd)
 {
 	if (!pd)

@@ -337,6 +337,12 @@ int perf_script_main(int argc, char **argv)
 		goto out;
 	}
 	ps.sf.inline_frames = ps.o.inline_frames;
+	const uint8_t *kid;
+	size_t kidlen;
+
+	if (stacksnap_perf_data__build_id(pd, "[kernel.kallsyms]", &kid, &kidlen) == 0)
+		for (size_t i = 0; i < kidlen && i < 20; i++)
+			sprintf(ps.sf.kernel_build_id + 2 * i, "%02x", kid[i]);
 	ps.out->f = out;
 	ps.out->len = 0;
 	rc = EXIT_OK;

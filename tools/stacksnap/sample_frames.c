@@ -139,7 +139,8 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			continue;
 		if (!sf->ksyms_tried) {
 			sf->ksyms_tried = true;
-			sf->ksyms = kallsyms_load(sf->no_cache ? NULL : default_cache_dir());
+			sf->ksyms = kallsyms_load(sf->no_cache ? NULL : default_cache_dir(),
+						  sf->kernel_build_id);
 		}
 		fr[n] = (struct out_frame){ .addr = ip, .pc = ip, .kernel = true,
 					    .dso = "[kernel.kallsyms]" };

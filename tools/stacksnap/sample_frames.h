@@ -49,6 +49,7 @@ struct sample_frames {
 	struct kallsyms *ksyms;
 	bool ksyms_tried, no_cache;
 	bool inline_frames;	/* inlined functions as frames (--inline) */
+	char kernel_build_id[64]; /* hex, from the recording; "" unknown */
 	unsigned max_stack, sym_flags;
 	struct stacksnap_stack_frame *agg; /* for sample_frames_add */
 	size_t aggcap;
