@@ -346,8 +346,18 @@ int perf_script_main(int argc, char **argv)
 	ps.out->f = out;
 	ps.out->len = 0;
 	rc = EXIT_OK;
+	bool tty = isatty(STDERR_FILENO) && !isatty(fileno(out));
+	uint64_t last_progress = 0;
+
 	while ((r = stacksnap_perf_data__next(pd, &ev)) > 0) {
 		events++;
+		/* A progress line on a terminal (never when stderr is a file
+		 * or when the samples themselves go to the terminal). */
+		if (tty && !(events & 4095) && cpu_ns() - last_progress > 500000000u) {
+			last_progress = cpu_ns();
+			fprintf(stderr, "\rperf-script: %" PRIu64 " samples, offset %#" PRIx64 " ",
+				ps.sf.samples, ev.offset);
+		}
 		if (ev.type == STACKSNAP_PERF_SAMPLE)
 			r = do_sample(&ps, &ev, fr, maxfr);
 		else
@@ -358,6 +368,8 @@ int perf_script_main(int argc, char **argv)
 			break;
 		}
 	}
+	if (tty && last_progress)
+		fputs("\r\033[K", stderr);
 	if (r < 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR; /* corrupt file: the log named the offset */
 	out_flush(ps.out);
