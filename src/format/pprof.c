@@ -308,6 +308,21 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 	int64_t thread_key = str_index(&p, "thread");
 	size_t li = 0;
 
+	/* pprof takes the first mapping for the main binary (its "File:"):
+	 * the executable (a module not named *.so*) with the most samples. */
+	const struct snode *outer = NULL;
+
+	for (size_t i = 1; i < st->nnodes; i++) {
+		const struct snode *n = &st->nodes[i];
+		const struct sframe *fr = &st->frames[n->frame];
+
+		if (fr->kind == STACKSNAP_KIND_USER && fr->module && fr->module[0] == '/' &&
+		    !strstr(fr->module, ".so") && (!outer || n->total > outer->total))
+			outer = n;
+	}
+	if (outer)
+		mapping_id(&p, &st->frames[outer->frame]);
+
 	for (size_t i = 1; i < st->nnodes; i++) {
 		const struct snode *n = &st->nodes[i];
 		Sample *s = &samples[nsamp];
