@@ -67,6 +67,7 @@ struct stacksnap_perf_data {
 	 * they hold; data points here, the file's mapping is kept in
 	 * file/file_len (feature sections and build-id names point there). */
 	uint8_t *inflated;
+	bool compressed;	/* file mode: the COMPRESSED feature is set */
 	const uint8_t *file;
 	size_t file_len;
 	char name[256];		/* file name for messages */
@@ -379,6 +380,7 @@ static int read_header(struct stacksnap_perf_data *pd)
 			       doff);
 	pd->data_off = pd->pos = doff;
 	pd->data_end = doff + dsize;
+	pd->compressed = feat[PERF_FEAT_COMPRESSED / 64] >> (PERF_FEAT_COMPRESSED % 64) & 1;
 	if (read_attrs(pd, attr_size, aoff, asize))
 		return pd->err ? pd->err : -ENOMEM;
 	return read_features(pd, feat);
@@ -436,7 +438,9 @@ static int inflate_compressed(struct stacksnap_perf_data *pd)
 	ZSTD_DStream *z = NULL;
 	int err = 0;
 
-	for (off = pd->data_off; off + 8 <= pd->data_end;) {
+	/* A file says so in its header; a pipe-mode stream is scanned. */
+	for (off = pd->pipe ? pd->data_off : pd->data_end;
+	     !pd->compressed && off + 8 <= pd->data_end;) {
 		uint32_t type;
 		uint16_t size;
 
@@ -450,7 +454,7 @@ static int inflate_compressed(struct stacksnap_perf_data *pd)
 		}
 		off += size;
 	}
-	if (!any)
+	if (!any && !pd->compressed)
 		return 0;
 	z = ZSTD_createDStream();
 	if (!z || ZSTD_isError(ZSTD_initDStream(z)))
