@@ -31,6 +31,7 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 $(WARN) -g -fno-omit-frame-pointer -Iinclude -Isrc -I$(O)/bpf
+BASE_CFLAGS += -I$(O)/gen
 CFLAGS ?= -O2
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
 LIBS = $(PKG_LIBS) -lstdc++ -lpthread
@@ -42,8 +43,21 @@ LIB_SRCS := $(sort $(filter-out %.bpf.c,$(wildcard src/*/*.c src/*/*/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 LIB_PIC_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)
+# pprof's profile.proto, compiled by protoc-c at build time into
+# $(O)/gen (issue 15): the generated encoder is one more library source.
+PKGS += libprotobuf-c zlib libzstd
+GEN_DIR := $(O)/gen
+GEN_SRCS := $(GEN_DIR)/profile.pb-c.c
+LIB_OBJS += $(O)/obj/gen/profile.pb-c.o
+LIB_PIC_OBJS += $(O)/pic/gen/profile.pb-c.o
+SAN_OBJS += $(O)/san/gen/profile.pb-c.o
 CLI_SRCS := $(sort $(wildcard tools/stacksnap/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
+# --help texts and the man page, both generated from tools/stacksnap/help/
+# (scripts/gen-help.py; issue 15).
+HELP_SRCS := $(sort $(wildcard tools/stacksnap/help/*.txt))
+CLI_OBJS += $(O)/obj/gen/help_text.o
+MANDIR ?= $(PREFIX)/share/man
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
 UNIT_SAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests-san/%)
@@ -57,7 +71,7 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
 
 .PHONY: all lib cli check unit unit-san integration demo fuzz fuzz-check bench install clean deps
 
-all: lib cli $(O)/stacksnap.pc
+all: lib cli $(O)/stacksnap.pc $(O)/stacksnap.1
 lib: $(O)/libstacksnap.a $(O)/libstacksnap.so
 cli: $(O)/stacksnap
 deps: $(DEPS_STAMP)
@@ -136,7 +150,7 @@ unit: $(UNIT_BINS)
 
 # Fuzz targets: libFuzzer + ASan + UBSan, the library built by clang.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o)
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(O)/fuzzobj/gen/profile.pb-c.o
 $(FUZZ_LIB_OBJS): | $(BPF_SKELS)
 $(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -184,6 +198,8 @@ install: all
 	install -m 644 include/stacksnap.bpf.h $(DESTDIR)$(INCDIR)/
 	$(PC_SED) stacksnap.pc.in > $(DESTDIR)$(PKGDIR)/stacksnap.pc
 	install -m 755 $(O)/stacksnap $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man1
+	install -m 644 $(O)/stacksnap.1 $(DESTDIR)$(MANDIR)/man1/
 
 clean:
 	rm -rf $(O)
@@ -194,3 +210,32 @@ clean:
 .SECONDARY:
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)
+
+# The generated pprof encoder (see GEN_SRCS above). Every library build
+# (plain, PIC, sanitized, fuzz) compiles it like a source of src/; the
+# writer's objects wait for the generated header.
+$(GEN_DIR)/profile.pb-c.c $(GEN_DIR)/profile.pb-c.h: src/format/profile.proto $(DEPS_STAMP)
+	@mkdir -p $(GEN_DIR)
+	protoc-c --proto_path=src/format --c_out=$(GEN_DIR) src/format/profile.proto
+$(O)/obj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(O)/pic/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+$(O)/san/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+$(O)/fuzzobj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
+	@mkdir -p $(@D)
+	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+$(O)/obj/src/format/pprof.o $(O)/pic/src/format/pprof.o $(O)/san/src/format/pprof.o \
+$(O)/fuzzobj/src/format/pprof.o: $(GEN_DIR)/profile.pb-c.h
+
+# One source for --help and stacksnap(1): the help texts (see HELP_SRCS).
+$(GEN_DIR)/help_text.c $(O)/stacksnap.1: $(HELP_SRCS) scripts/gen-help.py
+	@mkdir -p $(GEN_DIR)
+	scripts/gen-help.py tools/stacksnap/help $(GEN_DIR)/help_text.c $(O)/stacksnap.1 $(VERSION)
+$(O)/obj/gen/help_text.o: $(GEN_DIR)/help_text.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itools/stacksnap -c $< -o $@

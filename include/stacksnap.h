@@ -622,6 +622,26 @@ STACKSNAP_API int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
 STACKSNAP_API const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd);
 STACKSNAP_API void stacksnap_perf_data__free(struct stacksnap_perf_data *pd);
 
+/* The build-id the recording's BUILD_ID feature gives for filename (e.g.
+ * "[kernel.kallsyms]" for the kernel): 0 with *id (owned by pd) and *len,
+ * or -ENOENT. */
+STACKSNAP_API int stacksnap_perf_data__build_id(const struct stacksnap_perf_data *pd,
+						const char *filename,
+						const uint8_t **id, size_t *len);
+/* A decoder for records as the kernel writes them into the ring buffer of
+ * a perf event the caller opened itself (perf_event_open + mmap): attr is
+ * its struct perf_event_attr (attr_size bytes). NULL and errno set. */
+STACKSNAP_API struct stacksnap_perf_data *
+stacksnap_perf_data__open_attr(struct stacksnap_ctx *ctx, const void *attr,
+			       size_t attr_size);
+/* Decodes one record of len bytes (its header's size must fit) into *ev;
+ * ev's pointers point into rec. rec must be 8-byte aligned (copy a record
+ * that wraps around the ring's end). Returns 0 or -errno (-EINVAL for a
+ * malformed record, logged). */
+STACKSNAP_API int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd,
+					      const void *rec, size_t len,
+					      struct stacksnap_perf_event *ev);
+
 /* Feeds an MMAP, COMM, FORK or EXIT event to procs (others are ignored):
  * the glue between the reader and the process table. */
 STACKSNAP_API int stacksnap_procs__apply_perf_event(struct stacksnap_procs *procs,
@@ -1322,6 +1342,109 @@ STACKSNAP_API int stacksnap_trace__list(struct stacksnap_ctx *ctx,
 					const char *pattern,
 					int (*fn)(const char *name, void *user),
 					void *user);
+/* Aggregated stacks and the profile formats written from them (folded,
+ * pprof, speedscope, flame graph SVG): one path for every source of
+ * stacks (perf-script, profile, and anything else that walks stacks).
+ * Memory follows the number of distinct stacks, never of samples: stacks
+ * are kept as a tree of distinct frames (a call tree), each node with the
+ * count of samples that ended there. */
+
+#include <stdio.h>
+
+/* What a frame is, for colouring by kind. */
+enum stacksnap_frame_kind {
+	STACKSNAP_KIND_USER = 0,	/* user-space code with a module */
+	STACKSNAP_KIND_KERNEL,		/* kernel code */
+	STACKSNAP_KIND_UNKNOWN,		/* no module or no symbol known */
+	STACKSNAP_KIND_ROOT,		/* a process or thread name (comm) */
+};
+
+/* One frame of a stack handed to stacksnap_stacks__add. Every string and
+ * byte is copied; NULL/0 fields are unknown. Two frames are the same
+ * frame when every field is equal. */
+struct stacksnap_stack_frame {
+	const char *name;	/* function name, demangled as it should show */
+	const char *module;	/* path of the module */
+	const uint8_t *build_id; /* of the module */
+	size_t build_id_len;
+	uint64_t addr;		/* the pc in the process (a return address
+				   minus 1 for callers: the call) */
+	uint64_t map_start, map_end, map_offset; /* the mapping holding addr
+						    (pprof's Mapping) */
+	const char *file;	/* source file, with line, when known */
+	int line;
+	uint8_t kind;		/* enum stacksnap_frame_kind */
+	bool inlined;		/* inlined into the next frame (outer) */
+};
+
+struct stacksnap_stacks_opts {
+	size_t sz;
+	/* What a sample counts and its unit, as pprof names them
+	 * ("samples"/"count" when NULL). */
+	const char *sample_type, *sample_unit;
+	/* The sampling period in nanoseconds (e.g. 1e9/99 for 99 Hz); 0 when
+	 * not known. With it pprof files carry cpu/nanoseconds values too. */
+	uint64_t period_ns;
+	uint64_t duration_ns;	/* length of the profile; 0 unknown */
+	uint64_t time_ns;	/* start, ns since the epoch; 0 unknown */
+	size_t :0;
+};
+
+struct stacksnap_stacks;
+
+STACKSNAP_API struct stacksnap_stacks *
+stacksnap_stacks__new(const struct stacksnap_stacks_opts *opts);
+STACKSNAP_API void stacksnap_stacks__free(struct stacksnap_stacks *st);
+/* Adds count samples of the stack frames[0..n), innermost first (frame 0
+ * is where the sample was taken; the outermost may be a ROOT frame naming
+ * the process). Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_stacks__add(struct stacksnap_stacks *st,
+					const struct stacksnap_stack_frame *frames,
+					size_t n, uint64_t count);
+/* Reads folded stacks ("outer;...;inner COUNT" lines, as
+ * stackcollapse-perf.pl writes them) and adds them: frames get only a
+ * name (and kind KERNEL for a "_[k]" suffix). Returns the number of stacks
+ * read, or -EINVAL with a message naming the line in the context's log
+ * (ctx may be NULL: no message). */
+STACKSNAP_API int stacksnap_stacks__add_folded(struct stacksnap_stacks *st,
+					       struct stacksnap_ctx *ctx,
+					       const char *text, size_t len);
+/* Total samples and distinct stacks added so far. */
+STACKSNAP_API uint64_t stacksnap_stacks__samples(const struct stacksnap_stacks *st);
+STACKSNAP_API size_t stacksnap_stacks__distinct(const struct stacksnap_stacks *st);
+
+enum stacksnap_stacks_format {
+	STACKSNAP_FORMAT_FOLDED = 0,	/* "outer;...;inner COUNT", sorted */
+	STACKSNAP_FORMAT_PPROF,		/* profile.proto, gzipped */
+	STACKSNAP_FORMAT_SPEEDSCOPE,	/* speedscope JSON */
+	STACKSNAP_FORMAT_SVG,		/* interactive flame graph */
+};
+
+enum stacksnap_svg_colors {
+	STACKSNAP_COLOR_MODULE = 0,	/* a hue per module */
+	STACKSNAP_COLOR_KIND,		/* kernel / user / unknown */
+};
+
+struct stacksnap_stacks_write_opts {
+	size_t sz;
+	const char *title;	/* SVG title, speedscope/pprof name */
+	enum stacksnap_svg_colors colors;
+	/* SVG: a differential flame graph of st against base (widths from
+	 * st, red where a frame grew relative to base, blue where it
+	 * shrank, normalised by the two totals). */
+	const struct stacksnap_stacks *base;
+	unsigned width;		/* SVG width in pixels; 0: 1200 */
+	size_t :0;
+};
+
+/* Parses "folded", "pprof", "speedscope" or "svg". Returns 0 or -EINVAL. */
+STACKSNAP_API int stacksnap_stacks_format__parse(const char *name,
+						 enum stacksnap_stacks_format *fmt);
+/* Writes the stacks to f in format fmt. Returns 0 or -errno (EIO when f
+ * could not be written). */
+STACKSNAP_API int stacksnap_stacks__write(const struct stacksnap_stacks *st,
+					  FILE *f, enum stacksnap_stacks_format fmt,
+					  const struct stacksnap_stacks_write_opts *opts);
 
 #ifdef __cplusplus
 }

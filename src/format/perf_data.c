@@ -21,6 +21,8 @@
 #include "base/vec.h"
 #include "format/perf_data.h"
 
+#include <zstd.h>
+
 #define MAX_ATTRS 4096
 #define MAX_NAME 64
 
@@ -60,6 +62,14 @@ struct stacksnap_perf_data {
 	const uint8_t *data;
 	size_t len;
 	bool mapped;
+	/* A recording with PERF_RECORD_COMPRESSED records (perf record -z):
+	 * its data section inflated, compressed records replaced by what
+	 * they hold; data points here, the file's mapping is kept in
+	 * file/file_len (feature sections and build-id names point there). */
+	uint8_t *inflated;
+	bool compressed;	/* file mode: the COMPRESSED feature is set */
+	const uint8_t *file;
+	size_t file_len;
 	char name[256];		/* file name for messages */
 	bool pipe;
 	uint64_t data_off, data_end, pos;
@@ -370,6 +380,7 @@ static int read_header(struct stacksnap_perf_data *pd)
 			       doff);
 	pd->data_off = pd->pos = doff;
 	pd->data_end = doff + dsize;
+	pd->compressed = feat[PERF_FEAT_COMPRESSED / 64] >> (PERF_FEAT_COMPRESSED % 64) & 1;
 	if (read_attrs(pd, attr_size, aoff, asize))
 		return pd->err ? pd->err : -ENOMEM;
 	return read_features(pd, feat);
@@ -397,9 +408,154 @@ pd_new(struct stacksnap_ctx *ctx, const char *name,
 	return pd;
 }
 
+#define PERF_REC_COMPRESSED2 83	/* with the size of its data */
+
+/* The end of the whole records in buf[from..len) (from is at a record). */
+static size_t whole_records(const uint8_t *buf, size_t from, size_t len)
+{
+	while (from + 8 <= len) {
+		uint16_t rs;
+
+		memcpy(&rs, buf + from + 6, 2);
+		if (rs < 8 || rs > len - from)
+			break;
+		from += rs;
+	}
+	return from;
+}
+
+/* perf record -z writes records zstd-compressed, as one stream across the
+ * COMPRESSED records (a frame may span several). When the data section
+ * has any, it is inflated once into memory: the records in it are then
+ * read as in any other file (offsets in messages are then offsets in the
+ * inflated data, which the message says). */
+static int inflate_compressed(struct stacksnap_perf_data *pd)
+{
+	uint64_t off;
+	bool any = false;
+	size_t cap = 0, len = 0, whole = 0; /* out[0..whole): whole records */
+	uint8_t *out = NULL;
+	ZSTD_DStream *z = NULL;
+	int err = 0;
+
+	/* A file says so in its header; a pipe-mode stream is scanned. */
+	for (off = pd->pipe ? pd->data_off : pd->data_end;
+	     !pd->compressed && off + 8 <= pd->data_end;) {
+		uint32_t type;
+		uint16_t size;
+
+		memcpy(&type, pd->data + off, 4);
+		memcpy(&size, pd->data + off + 6, 2);
+		if (size < 8 || size > pd->data_end - off)
+			return 0; /* the reader reports it, at its offset */
+		if (type == PERF_REC_COMPRESSED || type == PERF_REC_COMPRESSED2) {
+			any = true;
+			break;
+		}
+		off += size;
+	}
+	if (!any && !pd->compressed)
+		return 0;
+	z = ZSTD_createDStream();
+	if (!z || ZSTD_isError(ZSTD_initDStream(z)))
+		goto nomem;
+	for (off = pd->data_off; off + 8 <= pd->data_end;) {
+		uint32_t type;
+		uint16_t size;
+
+		memcpy(&type, pd->data + off, 4);
+		memcpy(&size, pd->data + off + 6, 2);
+		if (size < 8 || size > pd->data_end - off) {
+			err = corrupt(pd, off, "record of %u bytes in a compressed recording", size);
+			goto out;
+		}
+		const uint8_t *src = pd->data + off + 8;
+		size_t slen = size - 8u;
+
+		if (type == PERF_REC_COMPRESSED2) {
+			uint64_t dsize;
+
+			if (slen < 8) {
+				err = corrupt(pd, off, "compressed record of %u bytes", size);
+				goto out;
+			}
+			memcpy(&dsize, src, 8);
+			src += 8;
+			slen -= 8;
+			if (dsize < slen)
+				slen = (size_t)dsize;
+		} else if (type != PERF_REC_COMPRESSED) {
+			src = pd->data + off;
+			slen = size;
+		}
+		if (type != PERF_REC_COMPRESSED && type != PERF_REC_COMPRESSED2) {
+			/* perf's records outside the compressed stream (round
+			 * ends) may come while a record of the stream is only
+			 * partly inflated: they go before that partial one. */
+			whole = whole_records(out, whole, len);
+			if (vec_reserve((void **)&out, &cap, len + slen, 1))
+				goto nomem;
+			memmove(out + whole + slen, out + whole, len - whole);
+			memcpy(out + whole, src, slen);
+			len += slen;
+			whole += slen;
+		} else {
+			ZSTD_inBuffer in = { src, slen, 0 };
+
+			/* Until the input is used and the output flushed (a
+			 * full output buffer may leave bytes in the decoder,
+			 * which must come before the next record copied). */
+			bool full;
+
+			do {
+				if (vec_reserve((void **)&out, &cap, len + ZSTD_DStreamOutSize(), 1))
+					goto nomem;
+				ZSTD_outBuffer ob = { out + len, cap - len, 0 };
+				size_t r = ZSTD_decompressStream(z, &ob, &in);
+
+				if (ZSTD_isError(r)) {
+					err = corrupt(pd, off, "compressed record: zstd: %s",
+						      ZSTD_getErrorName(r));
+					goto out;
+				}
+				len += ob.pos;
+				full = ob.pos == ob.size;
+			} while (in.pos < in.size || full);
+		}
+		off += size;
+	}
+	/* A record cut by the end of the stream (perf stopped mid-chunk)
+	 * is dropped, as perf drops it. */
+	whole = whole_records(out, whole, len);
+	if (whole < len)
+		log_warn(&pd->ctx->log, "%s: the compressed data ends inside a record "
+			 "(%zu bytes dropped)", pd->name, len - whole);
+	len = whole;
+	pd->file = pd->data;
+	pd->file_len = pd->len;
+	pd->inflated = out;
+	pd->data = out;
+	pd->len = len;
+	pd->data_off = pd->pos = 0;
+	pd->data_end = len;
+	out = NULL;
+	snprintf(pd->name + strnlen(pd->name, sizeof(pd->name) - 24),
+		 24, " (inflated)");
+	goto out;
+nomem:
+	err = fail(-ENOMEM);
+out:
+	free(out);
+	ZSTD_freeDStream(z);
+	return err;
+}
+
 static struct stacksnap_perf_data *pd_start(struct stacksnap_perf_data *pd)
 {
 	int err = read_header(pd);
+
+	if (!err)
+		err = inflate_compressed(pd);
 
 	if (err) {
 		stacksnap_perf_data__free(pd);
@@ -479,10 +635,71 @@ fail:
 	return NULL;
 }
 
+static int decode(struct stacksnap_perf_data *pd, uint64_t off,
+		  struct stacksnap_perf_event *ev);
+
+struct stacksnap_perf_data *
+stacksnap_perf_data__open_attr(struct stacksnap_ctx *ctx, const void *attr,
+			       size_t attr_size)
+{
+	struct stacksnap_perf_data *pd = pd_new(ctx, "perf ring buffer", NULL);
+	struct perf_attr a;
+	struct cursor c;
+
+	if (!pd)
+		return NULL;
+	cursor_init(&c, attr, attr_size);
+	if (!attr || parse_attr(pd, &c, attr_size, &a) || add_attr(pd, &a, 0)) {
+		free(pd->attrs);
+		free(pd);
+		errno = EINVAL;
+		return NULL;
+	}
+	pd->eof = true;
+	return pd;
+}
+
+int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd, const void *rec,
+				size_t len, struct stacksnap_perf_event *ev)
+{
+	uint16_t size;
+
+	if (!pd || !rec || !ev || len < 8 || len > sizeof(pd->scratch))
+		return fail(-EINVAL);
+	memcpy(&size, (const uint8_t *)rec + 6, 2);
+	if (size < 8 || size > len)
+		return corrupt(pd, 0, "record of %u bytes in %zu", size, len);
+	/* decode() reads the record at an offset of the stream: make the
+	 * stream this one record. */
+	pd->data = rec;
+	pd->len = len;
+	pd->err = 0;
+	return decode(pd, 0, ev);
+}
+
+int stacksnap_perf_data__build_id(const struct stacksnap_perf_data *pd,
+				  const char *filename, const uint8_t **id, size_t *len)
+{
+	if (!pd || !filename || !id || !len)
+		return fail(-EINVAL);
+	for (size_t i = 0; i < pd->nbids; i++)
+		if (!strcmp(pd->bids[i].filename, filename)) {
+			*id = pd->bids[i].id;
+			*len = pd->bids[i].len;
+			return 0;
+		}
+	return fail(-ENOENT);
+}
+
 void stacksnap_perf_data__free(struct stacksnap_perf_data *pd)
 {
 	if (!pd)
 		return;
+	if (pd->inflated) {
+		free(pd->inflated);
+		pd->data = pd->file;
+		pd->len = pd->file_len;
+	}
 	if (pd->mapped)
 		munmap((void *)pd->data, pd->len);
 	free(pd->attrs);

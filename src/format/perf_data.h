@@ -75,6 +75,7 @@
 /* Feature bits (adds_features) */
 #define PERF_FEAT_BUILD_ID 2
 #define PERF_FEAT_EVENT_DESC 12
+#define PERF_FEAT_COMPRESSED 27
 
 /* Callchain context markers */
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)

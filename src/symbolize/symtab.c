@@ -43,6 +43,7 @@ struct sym_table {
 struct symtab {
 	struct sym_table tables[SYMTAB_MAX_IMAGES];
 	size_t ntables;
+	char *plt_names;	/* the "foo@plt" names of tables[0], NUL-separated */
 };
 
 static int cmp_entry(const void *a, const void *b)
@@ -176,6 +177,112 @@ static int load_table(struct sym_table *t, const struct elf_image *img,
 	return 0;
 }
 
+/* PLT stubs have no symbol; gdb and perf name each after the function
+ * its jump slot resolves: "foo@plt" (perf demangles foo first). Entry i
+ * of .rela.plt's relocations is the 16-byte stub i of .plt.sec
+ * when the link has one (IBT), else of .plt after its 16-byte header.
+ * Added to the main image's table; names kept in *names. */
+static int add_plt_symbols(struct sym_table *t, const struct elf_image *img,
+			   char **names)
+{
+	Elf_Scn *scn = NULL, *rela = NULL;
+	GElf_Shdr sh, rsh = { 0 };
+	uint64_t plt = 0, plt_sec = 0, plt_size = 0, sec_size = 0, start, limit;
+	size_t shstrndx, len = 0, cap = 0, first = t->n;
+	char *buf = NULL;
+
+	if (!img->elf || elf_getshdrstrndx(img->elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(img->elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(img->elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(name, ".plt") && sh.sh_type == SHT_PROGBITS) {
+			plt = sh.sh_addr;
+			plt_size = sh.sh_size;
+		} else if (!strcmp(name, ".plt.sec") && sh.sh_type == SHT_PROGBITS) {
+			plt_sec = sh.sh_addr;
+			sec_size = sh.sh_size;
+		} else if (!strcmp(name, ".rela.plt") && sh.sh_type == SHT_RELA) {
+			rela = scn;
+			rsh = sh;
+		}
+	}
+	if (!rela || (!plt && !plt_sec) || !rsh.sh_entsize)
+		return 0;
+	start = plt_sec ? plt_sec : plt + 16;
+	limit = plt_sec ? plt_sec + sec_size : plt + plt_size;
+	Elf_Data *rd = elf_getdata(rela, NULL);
+	Elf_Scn *dyn = elf_getscn(img->elf, rsh.sh_link);
+	GElf_Shdr dsh;
+	Elf_Data *dd = dyn ? elf_getdata(dyn, NULL) : NULL;
+
+	if (!rd || !dd || !gelf_getshdr(dyn, &dsh))
+		return 0;
+	size_t n = rd->d_size / sizeof(Elf64_Rela), slot = 0;
+	/* Name offsets in buf, per entry added (buf moves while it grows). */
+	size_t *offs = calloc(n ? n : 1, sizeof(*offs));
+
+	if (!offs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		const char *name;
+		char *dem;
+
+		if (!gelf_getrela(rd, (int)i, &r))
+			continue;
+		uint64_t at = start + 16 * slot++;
+
+		if (at + 16 > limit)
+			break;
+		/* An IRELATIVE slot (libc's ifuncs) has no symbol: perf
+		 * prints "@plt" for it, and so do we. */
+		name = "";
+		if (GELF_R_SYM(r.r_info) &&
+		    (!gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+		     !(name = elf_strptr(img->elf, dsh.sh_link, sym.st_name))))
+			continue;
+		dem = demangle(name);
+		const char *base = dem ? dem : name;
+		size_t bl = strlen(base);
+
+		if (vec_reserve((void **)&buf, &cap, len + bl + 5, 1)) {
+			free(dem);
+			free(offs);
+			free(buf);
+			return -ENOMEM;
+		}
+		memcpy(buf + len, base, bl);
+		memcpy(buf + len + bl, "@plt", 5);
+		free(dem);
+		struct sym_entry *e = VEC_PUSH(t->syms, t->n, t->cap);
+
+		if (!e) {
+			free(offs);
+			free(buf);
+			return -ENOMEM;
+		}
+		memset(e, 0, sizeof(*e));
+		e->addr = at;
+		e->limit = at + 16;
+		e->size_nonzero = 1;
+		e->name_len = (uint32_t)(bl + 4);
+		offs[t->n - 1 - first] = len;
+		len += bl + 5;
+	}
+	for (size_t i = first; i < t->n; i++) {
+		struct sym_entry *e = &t->syms[i];
+
+		e->name = e->display = e->display_mangled = buf + offs[i - first];
+	}
+	free(offs);
+	*names = buf;
+	return 0;
+}
+
 int symtab__build(const struct elf_image *const *imgs, size_t nimgs,
 		  const struct log_sink *log, struct symtab **out)
 {
@@ -192,6 +299,11 @@ int symtab__build(const struct elf_image *const *imgs, size_t nimgs,
 		/* Only the main image's .dynsym counts: in debug files it is
 		 * an empty NOBITS copy. */
 		err = load_table(&st->tables[st->ntables++], imgs[i], i == 0, log);
+		if (!err && i == 0 && (err = add_plt_symbols(&st->tables[0], imgs[0],
+							     &st->plt_names)) == 0 &&
+		    st->tables[0].n)
+			qsort(st->tables[0].syms, st->tables[0].n, sizeof(struct sym_entry),
+			      cmp_entry);
 		if (err) {
 			symtab__free(st);
 			return fail(err);
@@ -216,6 +328,7 @@ void symtab__free(struct symtab *st)
 		}
 		free(st->tables[t].syms);
 	}
+	free(st->plt_names);
 	free(st);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "options.h"
+#include "help.h"
 #include "stacksnap.h"
 #include "subcommands.h"
 
@@ -23,33 +24,6 @@ struct sym_options {
 	bool exact, first_exact, lines, no_demangle;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: stacksnap symbolize (--pid PID | --maps FILE) [options] [ADDR...]\n"
-"\n"
-"Names code addresses of another process: function+offset, module and, with\n"
-"--lines, file:line and inline frames. The addresses (hex, 0x optional) come\n"
-"from the command line, or else from stdin: one trace per line (separated by\n"
-"spaces or commas; '#' starts a comment), printed as numbered frames with a\n"
-"blank line between traces.\n"
-"\n"
-"  -p, --pid PID       the addresses are of live process PID\n"
-"  -m, --maps FILE     a saved copy of the process's /proc/PID/maps (the\n"
-"                      modules must still be at their paths)\n"
-"  -e, --exact         addresses are exact pcs; by default they are return\n"
-"                      addresses (backtrace(), stacksnap_backtrace) and are\n"
-"                      looked up at address - 1, the call\n"
-"  -f, --first-exact   the first address of each trace is exact, the others\n"
-"                      return addresses (stacksnap_backtrace_ucontext)\n"
-"  -l, --lines         file:line and inline frames (needs debug info)\n"
-"      --no-demangle   keep C++ names mangled\n"
-"  -h, --help          this text\n"
-"\n"
-"Output: ADDR FUNCTION+0xOFF (MODULE+0xREL) [FILE:LINE]; ?? when unknown.\n"
-"Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted, 9 other\n"
-"errors (the maps file cannot be read).\n");
-}
 
 static int parse_args(struct sym_options *o, int argc, char **argv, int *first)
 {
@@ -84,7 +58,7 @@ static int parse_args(struct sym_options *o, int argc, char **argv, int *first)
 		case 'f': o->first_exact = true; break;
 		case 'l': o->lines = true; break;
 		case 'D': o->no_demangle = true; break;
-		case 'h': usage(stdout); return -1;
+		case 'h': fputs(help_text("symbolize"), stdout); return -1;
 		default:
 			fprintf(stderr, "stacksnap symbolize: try --help\n");
 			return EXIT_USAGE;

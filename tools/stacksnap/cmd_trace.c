@@ -18,6 +18,7 @@
 #include "options.h"
 #include "perf_script.h"
 #include "print.h"
+#include "help.h"
 #include "stacksnap.h"
 #include "subcommands.h"
 
@@ -56,45 +57,6 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static const char usage[] =
-"usage: stacksnap trace -e EVENT [-e EVENT ...] [-F HZ] (-p PID | -t TID | -- CMD [ARGS...]) [options]\n"
-"       stacksnap trace -l [PATTERN]\n"
-"The user call stack at every EVENT of a process, its threads and the\n"
-"processes it starts, captured with eBPF (root, or CAP_BPF + CAP_PERFMON).\n"
-"Events:\n"
-"  -e CAT:NAME            a tracepoint (globs: -e 'syscalls:sys_enter_*')\n"
-"  -e u:FILE:FUNC         a uprobe on FUNC of an executable or library (FILE\n"
-"                         a path, or a library's short name: u:libc:malloc)\n"
-"  -e ur:FILE:FUNC        a uretprobe (when FUNC returns)\n"
-"  -F HZ                  timed sampling (software cpu-clock, per CPU)\n"
-"  -l, --list [PATTERN]   list tracepoints (CAT:NAME globs, or a word), or\n"
-"                         with u:FILE[:GLOB] the functions of FILE\n"
-"Whom:\n"
-"  -p, --pid PID          a running process (all its threads)\n"
-"  -t, --tid TID          one thread only\n"
-"  -- CMD [ARGS...]       start CMD and trace it from its first instruction\n"
-"  --no-inherit           do not follow processes created later\n"
-"Output:\n"
-"  --json                 one JSON object per event and line\n"
-"  --count                at the end, distinct stacks per event, most frequent first\n"
-"  --folded               the same as folded stacks (event;outer;...;inner N)\n"
-"  --interval SECS        with --count/--folded: print every SECS too\n"
-"  -o, --output FILE      write to FILE instead of stdout\n"
-"  --lines, --no-demangle, --rsp, -v  as for `stacksnap PID`\n"
-"Capture:\n"
-"  --duration SECS        stop after SECS (else Ctrl-C or the end of CMD)\n"
-"  --stack-size SIZE      user stack bytes copied per event (default 16k, at most 64k)\n"
-"  --ring-size SIZE       ring buffer bytes (a power of two; default 16m)\n"
-"  --max-frames N         frames per stack (default 256)\n"
-"  --unwind MODE          user: copy the stack, unwind here (default);\n"
-"                         kernel: unwind in the kernel over tables in BPF maps,\n"
-"                         no stack bytes leave it; both: both, compared\n"
-"  --compact              keep in the kernel only the stack words that point into\n"
-"                         code or into the stack (fewer bytes; data stays there)\n"
-"  --save FILE            not available yet (the snapshot container)\n"
-"At the end, stderr says how many events were captured, unwound and lost.\n"
-"Exit status: 0 ok, 1 usage or unknown event, 2 no such process, 3 not\n"
-"permitted (no BPF rights), 9 other errors (a command that cannot start).\n";
 
 static int parse(struct trace_options *o, int argc, char **argv)
 {
@@ -226,7 +188,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 				"the snapshot container, which this build does not have\n");
 			return EXIT_USAGE;
 		case 'v': o->print.verbose = true; break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'h': fputs(help_text("trace"), stdout); return -1;
 		default:
 			fputs("Try 'stacksnap trace --help'.\n", stderr);
 			return EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "options.h"
+#include "help.h"
 #include "perf_script.h"
 #include "print.h"
 #include "stacksnap.h"
@@ -59,28 +60,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: stacksnap watch [options] PID\n"
-		"Stays attached to PID and samples every thread's stack at an\n"
-		"interval (all threads at one instant), then prints where the\n"
-		"threads spent their wall-clock time, waiting included: a table of\n"
-		"the most frequent stacks (default), folded stacks or JSON. Ends\n"
-		"after --duration, on Ctrl-C, or when the target exits; the cost to\n"
-		"the target (time stopped per sample) is reported on stderr.\n"
-		"  -i, --interval T  time between samples (default 10ms; units ns,\n"
-		"                    us, ms, s)\n"
-		"  -d, --duration T  stop after T (default: Ctrl-C or target exit)\n"
-		"  --top             the most frequent stacks, innermost frame first\n"
-		"  -n, --limit N     stacks in the table (default 20)\n"
-		"  --folded          thread;outer;...;inner count (flame graphs)\n"
-		"  --json            one JSON object\n"
-		"  --no-demangle     keep C++ names mangled\n"
-		"  -v, --verbose     library warnings on stderr\n"
-		"  -h, --help\n");
 }
 
 /* "10ms", "1.5s", "500us", "20000ns"; a bare number is milliseconds. */
@@ -161,8 +140,8 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'J': o->format = FORMAT_JSON; formats++; break;
 		case 'D': o->no_demangle = true; break;
 		case 'v': o->verbose = true; break;
-		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'h': fputs(help_text("watch"), stdout); return -1;
+		default: fputs("Try 'stacksnap watch --help'.\n", stderr); return EXIT_USAGE;
 		}
 	}
 	if (formats > 1) {

@@ -110,6 +110,8 @@ static const struct subcommand {
 	{ "watch", watch_main },
 	{ "show", show_main },
 	{ "trace", trace_main },
+	{ "profile", profile_main },
+	{ "diff", diff_main },
 };
 
 static int dump_main(int argc, char **argv);

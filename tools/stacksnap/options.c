@@ -10,68 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "help.h"
 #include "stacksnap.h"
 
-static const char usage[] =
-"Usage: stacksnap [OPTIONS] PID\n"
-"       stacksnap [OPTIONS] --core FILE [--exe PATH]\n"
-"       stacksnap show [OPTIONS] FILE    (stacksnap show --help)\n"
-"Print the stack of every thread of a running process. The process is\n"
-"frozen only while registers and stacks are copied (microseconds), then\n"
-"resumed; unwinding (DWARF CFI) and symbolization happen afterwards.\n"
-"\n"
-"Options:\n"
-"  -t, --thread TID       only this thread (repeatable)\n"
-"      --lines            show file:line and inlined frames (needs debug info)\n"
-"      --no-demangle      print C++ names as they are in the symbol table\n"
-"      --raw              addresses only, no symbols\n"
-"      --json             one JSON object (schema in the README)\n"
-"      --show-rsp         print each frame's stack pointer\n"
-"      --stack-size SIZE  stack bytes copied per thread (e.g. 64k, 1m;\n"
-"                         default 256k); deeper stacks end as truncated\n"
-"      --stop-timeout MS  how long to wait for a thread to stop (default 1000)\n"
-"      --proc-mem         copy stacks through /proc/PID/mem\n"
-"      --ptrace           no copy: keep the threads stopped and unwind their\n"
-"                         live memory (slower; for stacks deeper than a copy)\n"
-"      --freeze-all       stop every thread (default, where BPF is permitted:\n"
-"                         threads asleep in the kernel are read without\n"
-"                         stopping them; only running ones are interrupted)\n"
-"      --no-realtime      do not run SCHED_FIFO during the freeze (default:\n"
-"                         where permitted, from the first stop to the last\n"
-"                         resume)\n"
-"      --ignore-deleted   where a file deleted since it was mapped cannot be\n"
-"                         read through /proc/PID/map_files, open the file now\n"
-"                         at its path (may be another version)\n"
-"      --max-frames N     frames per thread (default 1024)\n"
-"      --scan             guess frames by stack scanning where unwind info\n"
-"                         is missing (JIT code); such frames are marked\n"
-"      --stats            print freeze time, bytes copied and timings\n"
-"      --no-cache         do not use the cache directory: compiled unwind\n"
-"                         tables and uncompressed copies of compressed debug\n"
-"                         files, kept by build-id (default: in\n"
-"                         $STACKSNAP_CACHE_DIR, else $XDG_CACHE_HOME/stacksnap\n"
-"                         or ~/.cache/stacksnap; saves ~45 ms a run with\n"
-"                         libc6-dbg's files; see docs/table-cache-format.md)\n"
-"  -v, --verbose          print diagnostics and --stats\n"
-"  -h, --help             this text\n"
-"  -V, --version          the version\n"
-"\n"
-"Saved captures (see docs/snapshot-format.md):\n"
-"      --save FILE        also write the capture to a snapshot file, for\n"
-"                         `stacksnap show FILE` later or elsewhere (stacks\n"
-"                         kept compact: pointer words only, no data words)\n"
-"      --encoding ENC     how --save stores stacks: pointers (default),\n"
-"                         exact (the words the unwinder read, plus pointer\n"
-"                         words inside the unwound frames) or full (every\n"
-"                         byte, secrets included)\n"
-"  -q, --quiet            with --save: print no stacks\n"
-"      --core FILE        print the threads of an ELF core dump instead\n"
-"      --exe PATH         the core's executable, when not at its path\n"
-"\n"
-"Exit status: 0 ok, 1 usage, 2 no such process, 3 not permitted,\n"
-"4 traced by another debugger, 5 zombie, 6 kernel thread, 7 the process\n"
-"exited during the capture, 8 some threads not captured, 9 other errors,\n"
-"128+N ended by signal N (every thread detached first).\n";
 
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
 int parse_size(const char *s, size_t *out)
@@ -242,7 +183,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_CORE: o->core_path = optarg; break;
 		case O_EXE: o->exe_path = optarg; break;
 		case 'v': o->verbose = true; o->stats = true; break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'h': fputs(help_text("stacksnap"), stdout); return -1;
 		case 'V':
 			printf("stacksnap %s\n", stacksnap_version());
 			return -1;
@@ -297,33 +238,6 @@ int exit_code_for_errno(int err)
 	return EXIT_ERROR;
 }
 
-static const char show_usage[] =
-"Usage: stacksnap show [OPTIONS] FILE\n"
-"Print the stacks saved in a snapshot file (stacksnap PID --save FILE):\n"
-"unwound and symbolized again, here, with the same output as the live dump.\n"
-"Each module's file is used at its recorded path when its build-id matches,\n"
-"else found by build-id in the debug directories and the cache, else through\n"
-"debuginfod ($DEBUGINFOD_URLS); what is not found is named, with its\n"
-"build-id, and its frames stay addresses.\n"
-"\n"
-"Options:\n"
-"      --lines            show file:line and inlined frames (needs debug info)\n"
-"      --no-demangle      print C++ names as they are in the symbol table\n"
-"      --raw              addresses only, no symbols\n"
-"      --json             one JSON object (schema in the README)\n"
-"      --show-rsp         print each frame's stack pointer\n"
-"      --max-frames N     frames per thread (default 1024)\n"
-"      --scan             guess frames by stack scanning where unwind info\n"
-"                         is missing\n"
-"      --debug-dir DIRS   colon-separated debug directories (default\n"
-"                         /usr/lib/debug)\n"
-"      --no-debuginfod    do not ask debuginfod servers\n"
-"      --no-cache         do not use the debug-file cache\n"
-"  -v, --verbose          print diagnostics\n"
-"  -h, --help             this text\n"
-"\n"
-"Exit status: 0 ok, 1 usage, 8 some threads were not captured, 9 the file\n"
-"cannot be read (the message names the offset of what is wrong).\n";
 
 int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
@@ -368,7 +282,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_DDIR: o->debug_dirs = optarg; break;
 		case O_NODI: o->no_debuginfod = true; break;
 		case 'v': o->verbose = true; break;
-		case 'h': fputs(show_usage, stdout); return -1;
+		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:
 			fputs("Try 'stacksnap show --help'.\n", stderr);
 			return EXIT_USAGE;

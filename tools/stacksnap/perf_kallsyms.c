@@ -190,13 +190,13 @@ static char *slurp(const char *path, size_t *len)
 
 /* Lines are "ADDR TYPE NAME[\t[module]]": parsed in place (sscanf would
  * cost more than the rest of a perf-script run). Only text symbols. */
-static struct kallsyms *proc_load(void)
+static struct kallsyms *proc_load(const char *path)
 {
 	struct kallsyms *ks = calloc(1, sizeof(*ks));
 	size_t len = 0, ncap = 0;
 	bool sorted = true;
 
-	if (!ks || !(ks->text = slurp("/proc/kallsyms", &len)))
+	if (!ks || !(ks->text = slurp(path, &len)))
 		return ks;
 	for (char *p = ks->text, *end = ks->text + len; p < end;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -233,15 +233,68 @@ static struct kallsyms *proc_load(void)
 	return ks;
 }
 
-struct kallsyms *kallsyms_load(const char *cache_dir)
+/* The kernel's build-id from its ELF notes (/sys/kernel/notes), as hex;
+ * false when it cannot be read. */
+static bool running_kernel_build_id(char *hex, size_t size)
 {
-	char path[4096];
-	struct kallsyms *ks;
-	bool cacheable = cache_path(cache_dir, path, sizeof(path)) == 0;
+	size_t len = 0;
+	char *notes = slurp("/sys/kernel/notes", &len);
+	bool found = false;
 
+	for (size_t off = 0; notes && off + 12 <= len && !found;) {
+		uint32_t namesz, descsz, type;
+
+		memcpy(&namesz, notes + off, 4);
+		memcpy(&descsz, notes + off + 4, 4);
+		memcpy(&type, notes + off + 8, 4);
+		size_t name_off = off + 12, desc_off = name_off + ((namesz + 3) & ~3u);
+
+		if (desc_off + descsz > len || desc_off < name_off)
+			break;
+		if (type == 3 && namesz == 4 && !memcmp(notes + name_off, "GNU", 4) &&
+		    descsz * 2 < size) {
+			for (uint32_t i = 0; i < descsz; i++)
+				sprintf(hex + 2 * i, "%02x", (uint8_t)notes[desc_off + i]);
+			found = true;
+		}
+		off = desc_off + ((descsz + 3) & ~3u);
+	}
+	free(notes);
+	return found;
+}
+
+struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_id)
+{
+	char path[4096], running[128];
+	struct kallsyms *ks = NULL;
+	bool cacheable;
+
+	/* The recording names its kernel: perf record keeps a copy of
+	 * that kernel's symbols in its build-id cache, which is right even
+	 * when the recording comes from another boot or machine. */
+	if (kernel_build_id && *kernel_build_id) {
+		const char *dir = getenv("PERF_BUILDID_DIR");
+		const char *home = getenv("HOME");
+
+		if (dir && *dir)
+			snprintf(path, sizeof(path), "%s/[kernel.kallsyms]/%s/kallsyms",
+				 dir, kernel_build_id);
+		else
+			snprintf(path, sizeof(path), "%s/.debug/[kernel.kallsyms]/%s/kallsyms",
+				 home ? home : "", kernel_build_id);
+		if (access(path, R_OK) == 0 && (ks = proc_load(path)) && ks->n)
+			return ks;
+		kallsyms_free(ks);
+		/* Another kernel than the one running, and no copy of its
+		 * symbols: none (perf prints [unknown] too). */
+		if (running_kernel_build_id(running, sizeof(running)) &&
+		    strcmp(running, kernel_build_id))
+			return NULL;
+	}
+	cacheable = cache_path(cache_dir, path, sizeof(path)) == 0;
 	if (cacheable && (ks = cache_load(path)))
 		return ks;
-	ks = proc_load();
+	ks = proc_load("/proc/kallsyms");
 	/* Addresses hidden by kptr_restrict read as 0 and are left out:
 	 * an empty table is not worth keeping. */
 	if (cacheable && ks && ks->n)

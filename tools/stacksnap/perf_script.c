@@ -11,32 +11,25 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+#include "help.h"
 
 #include "options.h"
 #include "perf_script.h"
+#include "sample_frames.h"
 #include "stacksnap.h"
 #include "subcommands.h"
 
-#define PERF_CONTEXT_MAX ((uint64_t)-4095)
-#define PERF_CONTEXT_KERNEL ((uint64_t)-128)
 #define PERF_SAMPLE_CPU (1ull << 7)
-#define SYM_CACHE (1u << 16)
 
 struct ps_options {
 	const char *file;
-	bool folded, no_demangle, stats, verbose, file_order, no_cache;
+	const char *output;	/* -o: NULL for stdout */
+	bool aggregate;		/* --folded / --format: stacks, not samples */
+	enum stacksnap_stacks_format format;
+	bool no_demangle, stats, verbose, file_order, no_cache;
+	bool inline_frames;	/* --inline: perf script's default */
 	unsigned max_stack;	/* user frames per sample, as perf's --max-stack */
-};
-
-/* A symbolized address, cached: valid while the process table's
- * generation is gen (strings belong to the context and address spaces,
- * which keep them at least that long). */
-struct sym_slot {
-	const struct stacksnap_addrspace *as;
-	uint64_t addr, gen;
-	const char *name;	/* NULL: [unknown] */
-	const char *dso;	/* NULL: [unknown] */
-	uint64_t off, rel;
 };
 
 /* Output assembled by hand into one buffer: formatting through stdio
@@ -47,22 +40,15 @@ struct outbuf {
 	char buf[1 << 16];
 };
 
-/* Everything one run needs. frames is sized max_stack; key holds one
- * folded stack being built. */
+/* Everything one run needs. */
 struct perf_script {
 	struct ps_options o;
 	struct stacksnap_ctx *ctx;
 	struct stacksnap_procs *procs;
 	struct stacksnap_unwinder *uw;
-	struct stacksnap_frame *frames;
-	struct sym_slot *cache;
-	struct kallsyms *ksyms;
-	bool ksyms_tried;
-	struct folded *folded;
+	struct sample_frames sf;
+	struct stacksnap_stacks *stacks;	/* when aggregating */
 	struct outbuf *out;
-	char *key;
-	size_t keycap;
-	uint64_t samples, frames_total, truncated, lookups, misses;
 };
 
 
@@ -120,73 +106,13 @@ static void out_dec(struct outbuf *o, uint64_t v, int width, char pad)
 	out_mem(o, tmp + sizeof(tmp) - n, n);
 }
 
-static const struct sym_slot *symbolize(struct perf_script *ps,
-					struct stacksnap_addrspace *as,
-					uint64_t addr)
-{
-	uint64_t gen = stacksnap_procs__generation(ps->procs);
-	uint64_t h = (addr ^ (uint64_t)(uintptr_t)as * 0x9e3779b97f4a7c15ull) *
-		     0x9e3779b97f4a7c15ull;
-	struct sym_slot *s = &ps->cache[h >> 48 & (SYM_CACHE - 1)];
-	struct stacksnap_mapping m;
-	struct stacksnap_sym sym;
-
-	ps->lookups++;
-	if (s->as == as && s->addr == addr && s->gen == gen)
-		return s;
-	ps->misses++;
-	s->as = as;
-	s->addr = addr;
-	s->gen = gen;
-	s->name = s->dso = NULL;
-	s->off = 0;
-	s->rel = addr;
-	m.sz = sizeof(m);
-	if (stacksnap_addrspace__find_mapping(as, addr, &m) == 0) {
-		s->dso = m.path;
-		s->rel = addr - m.start + m.offset;
-	}
-	if (stacksnap_addrspace__symbolize(as, addr, false,
-					   STACKSNAP_SYM_SYMTAB |
-					   (ps->o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0),
-					   &sym, 1) > 0 && sym.function) {
-		s->name = sym.function;
-		s->off = sym.offset;
-		if (!s->dso)
-			s->dso = sym.module;
-	}
-	return s;
-}
-
-static int key_add(struct perf_script *ps, size_t *len, const char *name,
-		   const char *dso, bool kernel)
-{
-	return folded_key_add(&ps->key, &ps->keycap, len, name, dso, kernel);
-}
-
-/* A resolved frame of a sample, innermost first. */
-struct out_frame {
-	uint64_t addr;
-	const char *name, *dso;
-	uint64_t off;
-	bool kernel;
-};
-
 static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 		const char *comm, const struct out_frame *fr, size_t n)
 {
 	struct outbuf *o = ps->out;
 
-	if (ps->folded) {
-		size_t len = 0;
-
-		if (key_add(ps, &len, comm, NULL, false))
-			return -ENOMEM;
-		for (size_t i = n; i-- > 0;)
-			if (key_add(ps, &len, fr[i].name, fr[i].dso, false))
-				return -ENOMEM;
-		return folded_add(ps->folded, ps->key, len, 1);
-	}
+	if (ps->stacks)
+		return sample_frames_add(&ps->sf, ps->stacks, comm, fr, n);
 	/* perf script's header: comm, tid, [cpu], time, period, event. */
 	out_str(o, comm);
 	out_mem(o, " ", 1);
@@ -217,7 +143,7 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 			out_str(o, "[unknown]");
 		}
 		out_mem(o, " (", 2);
-		out_str(o, fr[i].kernel ? "[kernel.kallsyms]"
+		out_str(o, fr[i].kernel ? "[kernel.kallsyms]" : fr[i].inlined ? "inlined"
 			   : fr[i].dso ? fr[i].dso : "[unknown]");
 		out_mem(o, ")\n", 2);
 	}
@@ -228,114 +154,29 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 static int do_sample(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 		     struct out_frame *fr, size_t maxfr)
 {
-	size_t n = 0;
 	char comm_buf[24];
-	const char *comm = stacksnap_procs__comm_of(ps->procs, ev->tid);
+	const char *comm = sample_comm(&ps->sf, ev->tid, comm_buf);
+	size_t n = sample_frames_resolve(&ps->sf, ev, fr, maxfr);
 
-	if (!comm) {
-		snprintf(comm_buf, sizeof(comm_buf), ":%d", (int)ev->tid);
-		comm = comm_buf;
-	}
-	/* Kernel frames come from the sample's own callchain. */
-	bool in_kernel = false, add_marker = false;
-	for (uint64_t i = 0; i < ev->callchain_nr && n < maxfr; i++) {
-		uint64_t ip = ev->callchain[i];
-
-		if (ip >= PERF_CONTEXT_MAX) {
-			in_kernel = ip == PERF_CONTEXT_KERNEL;
-			continue;
-		}
-		if (!in_kernel)
-			continue;
-		if (!ps->ksyms_tried) {
-			ps->ksyms_tried = true;
-			ps->ksyms = kallsyms_load(ps->o.no_cache ? NULL
-								 : default_cache_dir());
-		}
-		fr[n].addr = ip;
-		fr[n].name = kallsyms_lookup(ps->ksyms, ip, &fr[n].off);
-		fr[n].dso = "[kernel.kallsyms]";
-		fr[n].kernel = true;
-		n++;
-	}
-	if (ev->regs_abi && ev->regs) {
-		STACKSNAP_OPTS(stacksnap_sample, s, .pid = ev->pid, .tid = ev->tid,
-			       .perf_regs_mask = ev->regs_mask, .perf_regs = ev->regs,
-			       .stack = ev->stack, .stack_len = ev->stack_len);
-		enum stacksnap_end end;
-		int nf = stacksnap_procs__unwind_sample(ps->procs, ps->uw, &s,
-							ps->frames, ps->o.max_stack,
-							&end);
-		struct stacksnap_addrspace *as =
-			stacksnap_procs__addrspace(ps->procs, ev->pid);
-
-		if (nf < 0 || !as)
-			nf = 0;
-		/* perf ends a walk that ran out of copied stack with a
-		 * frame at -1, [unknown]; print it the same (a consumer
-		 * of perf script's output sees a truncated stack as it
-		 * would from perf). */
-		if (end == STACKSNAP_END_STACK_COPY && nf > 0 &&
-		    (unsigned)nf < ps->o.max_stack && n + (unsigned)nf < maxfr)
-			add_marker = true;
-		if (end != STACKSNAP_END_COMPLETE) {
-			ps->truncated++;
-			if (cli_verbose)
-				fprintf(stderr, "stacksnap: sample at offset %#" PRIx64
-					" (tid %d): walk ended after %d frames: %s\n",
-					ev->offset, (int)ev->tid, nf,
-					stacksnap_end__str(end));
-		}
-		ps->frames_total += (unsigned)nf;
-		for (int i = 0; i < nf && n < maxfr; i++) {
-			const struct stacksnap_frame *f = &ps->frames[i];
-			/* perf names a return address by the call before it
-			 * and prints that address; only frame 0 and the
-			 * signal trampoline are exact. */
-			uint64_t addr = f->pc - (i > 0 && !(f->flags & STACKSNAP_FRAME_SIGRETURN));
-			const struct sym_slot *sl = symbolize(ps, as, addr);
-
-			fr[n].addr = sl->rel;
-			fr[n].name = sl->name;
-			fr[n].off = sl->off;
-			fr[n].dso = sl->dso;
-			fr[n].kernel = false;
-			n++;
-		}
-	}
-	if (add_marker) {
-		fr[n] = (struct out_frame){ .addr = UINT64_MAX };
-		n++;
-	}
-	ps->samples++;
 	return emit(ps, ev, comm, fr, n);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: stacksnap perf-script [options] [-i] FILE\n"
-		"Unwinds the user stacks of a perf.data recorded with\n"
-		"`perf record --call-graph dwarf` and prints the samples as\n"
-		"`perf script` does (kernel frames from the sample's callchain).\n"
-		"  --folded          collapsed stacks with counts (comm;outer;...;inner N)\n"
-		"  --max-stack N     user frames per sample (default 127, as perf)\n"
-		"  --no-demangle     keep C++ names mangled\n"
-		"  --file-order      records as written, not sorted by time\n"
-		"  --stats           counts and times on stderr\n"
-		"  --no-cache        read /proc/kallsyms anew (default: kept parsed\n"
-		"                    for the boot in stacksnap's cache directory)\n"
-		"  -v, --verbose     library warnings on stderr\n"
-		"  -h, --help\n");
+	fputs(help_text("perf-script"), f);
 }
 
 static int parse(struct ps_options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "folded", no_argument, NULL, 'F' },
+		{ "format", required_argument, NULL, 'f' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "no-demangle", no_argument, NULL, 'D' },
+		{ "inline", no_argument, NULL, 'I' },
+		{ "no-inline", no_argument, NULL, 'N' },
 		{ "file-order", no_argument, NULL, 'O' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "no-cache", no_argument, NULL, 'C' },
@@ -348,11 +189,27 @@ static int parse(struct ps_options *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->max_stack = 127;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i': o->file = optarg; break;
-		case 'F': o->folded = true; break;
+		case 'o': o->output = optarg; break;
+		case 'F': o->aggregate = true; o->format = STACKSNAP_FORMAT_FOLDED; break;
+		case 'f':
+			if (!strcmp(optarg, "text")) {
+				o->aggregate = false;
+				break;
+			}
+			if (stacksnap_stacks_format__parse(optarg, &o->format)) {
+				fprintf(stderr, "stacksnap perf-script: --format '%s': "
+					"expected text, folded, pprof, speedscope or svg\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->aggregate = true;
+			break;
 		case 'D': o->no_demangle = true; break;
+		case 'I': o->inline_frames = true; break;
+		case 'N': o->inline_frames = false; break;
 		case 'O': o->file_order = true; break;
 		case 'S': o->stats = true; break;
 		case 'C': o->no_cache = true; break;
@@ -393,13 +250,43 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* All of standard input, for `perf record -o - | stacksnap perf-script -`
+ * (a pipe cannot be mapped). NULL with errno set on failure. */
+static void *read_stdin(size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	while (buf && (r = read(STDIN_FILENO, buf + n, cap - n)) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			return NULL;
+		}
+		n += (size_t)r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	*len = n;
+	return buf;
+}
+
 int perf_script_main(int argc, char **argv)
 {
 	struct perf_script ps = { 0 };
 	struct stacksnap_perf_data *pd = NULL;
 	struct stacksnap_perf_event ev;
 	struct out_frame *fr = NULL;
-	size_t maxfr;
+	FILE *out = stdout;
+	void *input = NULL;
+	size_t maxfr, input_len = 0;
 	int rc, r;
 	uint64_t t0 = cpu_ns(), events = 0;
 
@@ -411,32 +298,66 @@ int perf_script_main(int argc, char **argv)
 		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR);
 	ps.ctx = stacksnap_ctx__new(&copts);
 	STACKSNAP_OPTS(stacksnap_perf_data_opts, popts, .file_order = ps.o.file_order);
-	pd = ps.ctx ? stacksnap_perf_data__open(ps.ctx, ps.o.file, &popts) : NULL;
+	if (ps.ctx && !strcmp(ps.o.file, "-")) {
+		input = read_stdin(&input_len);
+		if (!input)
+			fprintf(stderr, "stacksnap perf-script: reading standard input: %s\n",
+				strerror(errno));
+		else
+			pd = stacksnap_perf_data__open_mem(ps.ctx, input, input_len, &popts);
+	} else if (ps.ctx) {
+		pd = stacksnap_perf_data__open(ps.ctx, ps.o.file, &popts);
+	}
 	if (!pd) {
 		rc = EXIT_ERROR; /* the log said why */
+		goto out;
+	}
+	if (ps.o.output && !(out = fopen(ps.o.output, "w"))) {
+		fprintf(stderr, "stacksnap perf-script: cannot write %s: %s\n",
+			ps.o.output, strerror(errno));
+		out = stdout;
+		rc = EXIT_ERROR;
 		goto out;
 	}
 	ps.procs = stacksnap_procs__new(ps.ctx, NULL);
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = ps.o.max_stack);
 	ps.uw = stacksnap_unwinder__new(&uopts);
-	ps.frames = calloc(ps.o.max_stack, sizeof(*ps.frames));
 	maxfr = ps.o.max_stack + 256; /* + kernel frames */
 	fr = calloc(maxfr, sizeof(*fr));
-	ps.cache = calloc(SYM_CACHE, sizeof(*ps.cache));
 	ps.out = malloc(sizeof(*ps.out));
-	if (ps.o.folded)
-		ps.folded = folded_new();
-	if (!ps.procs || !ps.uw || !ps.frames || !fr || !ps.cache || !ps.out ||
-	    (ps.o.folded && !ps.folded)) {
+	if (ps.o.aggregate)
+		ps.stacks = stacksnap_stacks__new(NULL);
+	if (!ps.procs || !ps.uw || !fr || !ps.out || (ps.o.aggregate && !ps.stacks) ||
+	    sample_frames_init(&ps.sf, ps.procs, ps.uw, ps.o.max_stack,
+			       STACKSNAP_SYM_SYMTAB |
+			       (ps.o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0),
+			       ps.o.no_cache)) {
 		fprintf(stderr, "stacksnap: out of memory\n");
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	ps.out->f = stdout;
+	ps.sf.inline_frames = ps.o.inline_frames;
+	const uint8_t *kid;
+	size_t kidlen;
+
+	if (stacksnap_perf_data__build_id(pd, "[kernel.kallsyms]", &kid, &kidlen) == 0)
+		for (size_t i = 0; i < kidlen && i < 20; i++)
+			sprintf(ps.sf.kernel_build_id + 2 * i, "%02x", kid[i]);
+	ps.out->f = out;
 	ps.out->len = 0;
 	rc = EXIT_OK;
+	bool tty = isatty(STDERR_FILENO) && !isatty(fileno(out));
+	uint64_t last_progress = 0;
+
 	while ((r = stacksnap_perf_data__next(pd, &ev)) > 0) {
 		events++;
+		/* A progress line on a terminal (never when stderr is a file
+		 * or when the samples themselves go to the terminal). */
+		if (tty && !(events & 4095) && cpu_ns() - last_progress > 500000000u) {
+			last_progress = cpu_ns();
+			fprintf(stderr, "\rperf-script: %" PRIu64 " samples, offset %#" PRIx64 " ",
+				ps.sf.samples, ev.offset);
+		}
 		if (ev.type == STACKSNAP_PERF_SAMPLE)
 			r = do_sample(&ps, &ev, fr, maxfr);
 		else
@@ -447,11 +368,21 @@ int perf_script_main(int argc, char **argv)
 			break;
 		}
 	}
+	if (tty && last_progress)
+		fputs("\r\033[K", stderr);
 	if (r < 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR; /* corrupt file: the log named the offset */
 	out_flush(ps.out);
-	if (ps.folded && folded_print(ps.folded, stdout))
-		rc = EXIT_ERROR;
+	if (ps.stacks) {
+		STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .title = ps.o.file);
+
+		if (stacksnap_stacks__write(ps.stacks, out, ps.o.format, &wo)) {
+			fprintf(stderr, "stacksnap perf-script: writing %s: %s\n",
+				ps.o.output ? ps.o.output : "standard output",
+				strerror(errno));
+			rc = EXIT_ERROR;
+		}
+	}
 	if (ps.o.stats) {
 		struct rusage ru;
 
@@ -460,22 +391,23 @@ int perf_script_main(int argc, char **argv)
 			"perf-script: %" PRIu64 " records, %" PRIu64 " samples, %" PRIu64
 			" user frames, %" PRIu64 " truncated walks; symbol cache %" PRIu64
 			"/%" PRIu64 " misses; %.3f s CPU, max RSS %ld KiB\n",
-			events, ps.samples, ps.frames_total, ps.truncated, ps.misses,
-			ps.lookups, (double)(cpu_ns() - t0) / 1e9, ru.ru_maxrss);
+			events, ps.sf.samples, ps.sf.frames_total, ps.sf.truncated,
+			ps.sf.misses, ps.sf.lookups, (double)(cpu_ns() - t0) / 1e9,
+			ru.ru_maxrss);
 	}
 out:
-	if (ps.out && fflush(stdout) != 0 && rc == EXIT_OK)
+	if (fflush(out) != 0 && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	if (out != stdout && fclose(out) != 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR;
 	free(ps.out);
-	free(ps.cache);
-	free(ps.frames);
-	free(ps.key);
 	free(fr);
-	folded_free(ps.folded);
-	kallsyms_free(ps.ksyms);
+	sample_frames_fini(&ps.sf);
+	stacksnap_stacks__free(ps.stacks);
 	stacksnap_unwinder__free(ps.uw);
 	stacksnap_procs__free(ps.procs);
 	stacksnap_perf_data__free(pd);
+	free(input);
 	stacksnap_ctx__free(ps.ctx);
 	return rc;
 }

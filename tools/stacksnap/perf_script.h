@@ -1,5 +1,6 @@
-/* perf_script.h - pieces of `stacksnap perf-script` shared between its
- * files: kernel symbols from /proc/kallsyms and the folded-stack counter. */
+/* perf_script.h - pieces shared between the CLI's files: kernel symbols
+ * (perf-script, profile) and the folded-stack counter of perf_folded.c
+ * (trace --count/--folded, watch). */
 #ifndef STACKSNAP_TOOL_PERF_SCRIPT_H
 #define STACKSNAP_TOOL_PERF_SCRIPT_H
 
@@ -8,11 +9,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Kernel symbols, loaded on first use, through a per-boot cache file in
- * cache_dir (NULL: none). NULL name when unknown (no /proc/kallsyms, or
- * addresses hidden by kptr_restrict). */
+/* Kernel symbols, loaded on first use: those of the kernel whose build-id
+ * (hex) the recording gives, from perf's build-id cache
+ * ($PERF_BUILDID_DIR or ~/.debug), else /proc/kallsyms through a
+ * per-boot cache file in cache_dir (NULL: none); none when the recording
+ * names another kernel than the running one and no copy is kept. NULL
+ * name when unknown (addresses hidden by kptr_restrict). */
 struct kallsyms;
-struct kallsyms *kallsyms_load(const char *cache_dir);
+struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_id);
 const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off);
 void kallsyms_free(struct kallsyms *ks);
 

@@ -21,5 +21,9 @@ int core_main(struct options *o);
 /* `stacksnap trace -e EVENT (-p PID | -- CMD)`: call stacks at events,
  * captured with eBPF. */
 int trace_main(int argc, char **argv);
+/* `stacksnap profile`: on-CPU sampling into a profile (cmd_profile.c). */
+int profile_main(int argc, char **argv);
+/* `stacksnap diff A B`: a differential flame graph (cmd_diff.c). */
+int diff_main(int argc, char **argv);
 
 #endif

@@ -1,0 +1,135 @@
+/* test_stacks.c - aggregated stacks: distinct stacks counted once, the
+ * folded writer's names and order, the folded reader (and its errors), and
+ * the structure of what the pprof, speedscope and SVG writers emit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/stacks.h"
+#include "harness.h"
+#include "stacksnap.h"
+
+/* Writes st in fmt into a malloc'ed string (len in *len). */
+static char *render(struct stacksnap_stacks *st, enum stacksnap_stacks_format fmt,
+		    const struct stacksnap_stacks_write_opts *o, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	if (stacksnap_stacks__write(st, f, fmt, o)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void add3(struct stacksnap_stacks *st, const char *leaf, uint64_t n)
+{
+	struct stacksnap_stack_frame fr[3] = {
+		{ .name = leaf, .module = "/bin/prog", .addr = 0x1010 + strlen(leaf) },
+		{ .name = "main(int, char**)", .module = "/bin/prog", .addr = 0x1100 },
+		{ .name = "prog", .kind = STACKSNAP_KIND_ROOT },
+	};
+
+	CHECK(stacksnap_stacks__add(st, fr, 3, n) == 0);
+}
+
+static void distinct_stacks_counted_once(void)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	size_t nframes;
+
+	for (int i = 0; i < 1000; i++)
+		add3(st, i % 2 ? "a" : "b;c", 1);
+	nframes = st->nframes;
+	CHECK_EQ_U64(stacksnap_stacks__samples(st), 1000);
+	CHECK_EQ_U64(stacksnap_stacks__distinct(st), 2);
+	/* Memory follows distinct stacks: more samples add no frame, no node. */
+	for (int i = 0; i < 1000; i++)
+		add3(st, "a", 2);
+	CHECK_EQ_U64(st->nframes, nframes);
+	CHECK_EQ_U64(st->nnodes, 1 + 1 + 1 + 2);
+	CHECK_EQ_U64(stacksnap_stacks__samples(st), 3000);
+	stacksnap_stacks__free(st);
+}
+
+static void folded_names_and_order(void)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	struct stacksnap_stack_frame unk[2] = {
+		{ .module = "/usr/lib/libz.so.1", .addr = 5 },
+		{ .name = "prog", .kind = STACKSNAP_KIND_ROOT },
+	};
+	size_t len;
+	char *out;
+
+	add3(st, "a", 3);
+	add3(st, "b;c", 2);
+	CHECK(stacksnap_stacks__add(st, unk, 2, 1) == 0);
+	out = render(st, STACKSNAP_FORMAT_FOLDED, NULL, &len);
+	CHECKF(out && !strcmp(out, "prog;[libz.so.1] 1\nprog;main;a 3\nprog;main;b:c 2\n"),
+	       "got:\n%s", out ? out : "(null)");
+	free(out);
+	stacksnap_stacks__free(st);
+}
+
+static void folded_reader(void)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	static const char text[] = "# comment\nprog;main;a 3\r\nprog;main;b 2\n\nprog;k_[k] 4";
+	size_t len;
+	char *out;
+
+	CHECK(stacksnap_stacks__add_folded(st, NULL, text, strlen(text)) == 3);
+	CHECK_EQ_U64(stacksnap_stacks__samples(st), 9);
+	out = render(st, STACKSNAP_FORMAT_FOLDED, NULL, &len);
+	CHECKF(out && !strcmp(out, "prog;k 4\nprog;main;a 3\nprog;main;b 2\n"), "got:\n%s",
+	       out ? out : "(null)");
+	free(out);
+	CHECK(stacksnap_stacks__add_folded(st, NULL, "a;b x\n", 6) == -EINVAL);
+	CHECK(stacksnap_stacks__add_folded(st, NULL, "a;b -3\n", 7) == -EINVAL);
+	CHECK(stacksnap_stacks__add_folded(st, NULL, "nocount\n", 8) == -EINVAL);
+	stacksnap_stacks__free(st);
+}
+
+static void writers_structure(void)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	struct stacksnap_stacks *base = stacksnap_stacks__new(NULL);
+	enum stacksnap_stacks_format fmt;
+	size_t len;
+	char *out;
+
+	add3(st, "a", 3);
+	add3(st, "b", 1);
+	add3(base, "a", 1);
+	add3(base, "b", 3);
+	out = render(st, STACKSNAP_FORMAT_PPROF, NULL, &len);
+	CHECK(out && len > 20 && (uint8_t)out[0] == 0x1f && (uint8_t)out[1] == 0x8b);
+	free(out);
+	out = render(st, STACKSNAP_FORMAT_SPEEDSCOPE, NULL, &len);
+	CHECK(out && strstr(out, "\"weights\":[3,1]") && strstr(out, "\"type\":\"sampled\""));
+	free(out);
+	out = render(st, STACKSNAP_FORMAT_SVG, NULL, &len);
+	CHECK(out && strstr(out, "data-name=\"a\"") && strstr(out, "(3 samples, 75.00%)"));
+	free(out);
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .base = base);
+	out = render(st, STACKSNAP_FORMAT_SVG, &wo, &len);
+	/* a went from 25% to 75%: red; b from 75% to 25%: blue. */
+	CHECK(out && strstr(out, "base 1 samples, 25.00%; +50.00%") &&
+	      strstr(out, "hsl(0,80%") && strstr(out, "hsl(220,80%"));
+	free(out);
+	CHECK(stacksnap_stacks_format__parse("svg", &fmt) == 0 && fmt == STACKSNAP_FORMAT_SVG);
+	CHECK(stacksnap_stacks_format__parse("png", &fmt) == -EINVAL);
+	stacksnap_stacks__free(st);
+	stacksnap_stacks__free(base);
+}
+
+TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
+	  TEST(folded_reader), TEST(writers_structure))

@@ -1,0 +1,119 @@
+/* cmd_diff.c - `stacksnap diff BASE NEW`: reads two profiles written as
+ * folded stacks and draws the differential flame graph of NEW against
+ * BASE (the library's SVG writer with a base profile). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "help.h"
+#include "options.h"
+#include "subcommands.h"
+
+/* The whole of path ("-": standard input). NULL with a message. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	size_t cap = 1 << 16, n = 0, r;
+	char *buf = NULL;
+
+	if (!f) {
+		fprintf(stderr, "stacksnap diff: cannot open %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	while ((buf = buf ? buf : malloc(cap)) && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = realloc(buf, cap *= 2);
+
+			if (!nb)
+				free(buf);
+			buf = nb;
+		}
+	}
+	if (buf && ferror(f)) {
+		fprintf(stderr, "stacksnap diff: cannot read %s: %s\n", path, strerror(errno));
+		free(buf);
+		buf = NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	*len = n;
+	return buf;
+}
+
+static struct stacksnap_stacks *load(struct stacksnap_ctx *ctx, const char *path)
+{
+	size_t len;
+	char *text = slurp(path, &len);
+	struct stacksnap_stacks *st = text ? stacksnap_stacks__new(NULL) : NULL;
+
+	if (st && stacksnap_stacks__add_folded(st, ctx, text, len) < 0) {
+		fprintf(stderr, "stacksnap diff: %s is not folded stacks (see above)\n", path);
+		stacksnap_stacks__free(st);
+		st = NULL;
+	}
+	free(text);
+	return st;
+}
+
+int diff_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "title", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	const char *output = NULL, *title = NULL;
+	struct stacksnap_stacks *base = NULL, *cur = NULL;
+	struct stacksnap_ctx *ctx = NULL;
+	FILE *out = stdout;
+	int c, rc = EXIT_ERROR;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case 't': title = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "svg")) {
+				fprintf(stderr, "stacksnap diff: --format '%s': only svg is written\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': fputs(help_text("diff"), stdout); return EXIT_OK;
+		default: fputs(help_text("diff"), stderr); return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr, "stacksnap diff: expected two folded-stack files: BASE NEW\n");
+		return EXIT_USAGE;
+	}
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log);
+	ctx = stacksnap_ctx__new(&copts);
+	if (!ctx || !(base = load(ctx, argv[optind])) || !(cur = load(ctx, argv[optind + 1])))
+		goto out;
+	if (output && !(out = fopen(output, "w"))) {
+		fprintf(stderr, "stacksnap diff: cannot write %s: %s\n", output, strerror(errno));
+		out = stdout;
+		goto out;
+	}
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .base = base, .title = title);
+	if (stacksnap_stacks__write(cur, out, STACKSNAP_FORMAT_SVG, &wo))
+		fprintf(stderr, "stacksnap diff: writing %s: %s\n",
+			output ? output : "standard output", strerror(errno));
+	else
+		rc = EXIT_OK;
+out:
+	if (out != stdout && fclose(out) && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	stacksnap_stacks__free(base);
+	stacksnap_stacks__free(cur);
+	stacksnap_ctx__free(ctx);
+	return rc;
+}

@@ -1,0 +1,700 @@
+/* cmd_profile.c - `stacksnap profile`: on-CPU sampling without perf.data.
+ * A software cpu-clock perf event per thread of the target (inherited by
+ * the threads and processes it creates) or per CPU (-a) copies each
+ * sample's user registers and stack into a ring buffer; samples are
+ * decoded, unwound and symbolized as they arrive and counted into the
+ * aggregated stacks, so memory follows distinct stacks, not samples. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "help.h"
+#include "options.h"
+#include "sample_frames.h"
+#include "subcommands.h"
+
+/* perf's user register set on x86_64: every register but the segment
+ * registers ds, es, fs, gs (PERF_REG_X86_* 0..23). */
+#define PERF_REGS_USER_MASK 0xff0fffull
+#define MAX_EVENTS 1024
+
+struct prof_options {
+	pid_t pid;
+	bool all_cpus;
+	char **cmd;		/* argv after "--" */
+	unsigned freq;
+	double duration;	/* seconds; 0: until the target ends */
+	const char *output;
+	enum stacksnap_stacks_format format;
+	enum stacksnap_svg_colors colors;
+	size_t stack_size;
+	unsigned max_stack;
+	bool no_demangle, stats, verbose;
+};
+
+/* One opened event and its ring buffer (1 metadata page + 2^n pages). */
+struct ring {
+	int fd;
+	struct perf_event_mmap_page *meta;
+	uint8_t *data;
+	size_t size, map_len;	/* data size: a power of two */
+};
+
+/* Pids whose address space we have: attached from /proc, or followed from
+ * the start through fork and exec events. Open addressing, never shrinks. */
+struct pidset {
+	pid_t *v;
+	size_t n, cap;
+};
+
+static bool pidset_has(const struct pidset *s, pid_t p)
+{
+	for (size_t i = (size_t)p * 2654435761u & (s->cap - 1); s->cap && s->v[i];
+	     i = (i + 1) & (s->cap - 1))
+		if (s->v[i] == p)
+			return true;
+	return false;
+}
+
+static int pidset_add(struct pidset *s, pid_t p)
+{
+	size_t i;
+
+	if (pidset_has(s, p))
+		return 0;
+	if ((s->n + 1) * 2 >= s->cap) {
+		struct pidset ns = { .cap = s->cap ? s->cap * 2 : 256 };
+
+		if (!(ns.v = calloc(ns.cap, sizeof(*ns.v))))
+			return -ENOMEM;
+		for (size_t k = 0; k < s->cap; k++)
+			if (s->v[k])
+				pidset_add(&ns, s->v[k]);
+		free(s->v);
+		*s = ns;
+	}
+	for (i = (size_t)p * 2654435761u & (s->cap - 1); s->v[i]; i = (i + 1) & (s->cap - 1))
+		;
+	s->v[i] = p;
+	s->n++;
+	return 0;
+}
+
+struct profiler {
+	struct prof_options o;
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_procs *procs;
+	struct stacksnap_unwinder *uw;
+	struct stacksnap_perf_data *dec;
+	struct sample_frames sf;
+	struct stacksnap_stacks *stacks;
+	struct out_frame *fr;
+	size_t maxfr;
+	struct ring rings[MAX_EVENTS];	/* one per CPU */
+	size_t nrings;
+	int ring_of_cpu[MAX_EVENTS];	/* index + 1 into rings; 0 none */
+	int extra_fds[MAX_EVENTS];	/* events writing into a CPU's ring */
+	size_t nextra;
+	struct pidset known;
+	uint64_t *rec;		/* an aligned copy of a record that wraps */
+	uint64_t samples, lost, records;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void make_attr(const struct profiler *p, struct perf_event_attr *a,
+		      bool kernel, bool on_exec)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->freq = 1;
+	a->sample_freq = p->o.freq;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
+			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = PERF_REGS_USER_MASK;
+	a->sample_stack_user = (uint32_t)p->o.stack_size;
+	a->exclude_callchain_user = 1; /* user frames are unwound here */
+	a->exclude_kernel = !kernel;
+	a->exclude_hv = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->inherit = !p->o.all_cpus; /* threads and children created later */
+	a->disabled = on_exec;
+	a->enable_on_exec = on_exec;
+	a->watermark = 1;
+	a->wakeup_watermark = 64 * 1024;
+}
+
+/* Opens the event of thread pid (-1: every thread) on one CPU. The
+ * kernel maps no ring of an inherited event counting on every CPU, so
+ * events are per CPU, and the events of one CPU share its ring
+ * (PERF_EVENT_IOC_SET_OUTPUT). Kernel frames are asked for first; where
+ * the kernel refuses them (perf_event_paranoid), user frames only. */
+static int open_event(struct profiler *p, pid_t pid, int cpu, bool on_exec)
+{
+	struct perf_event_attr a;
+	struct ring *r;
+	long fd;
+
+	if (p->nrings >= MAX_EVENTS || p->nextra >= MAX_EVENTS || cpu >= MAX_EVENTS)
+		return -E2BIG;
+	make_attr(p, &a, true, on_exec);
+	fd = perf_event_open(&a, pid, cpu);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		make_attr(p, &a, false, on_exec);
+		fd = perf_event_open(&a, pid, cpu);
+	}
+	if (fd < 0)
+		return -errno;
+	if (!p->dec && !(p->dec = stacksnap_perf_data__open_attr(p->ctx, &a, sizeof(a)))) {
+		close((int)fd);
+		return -errno;
+	}
+	if (p->ring_of_cpu[cpu]) {
+		if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT,
+			  p->rings[p->ring_of_cpu[cpu] - 1].fd)) {
+			int err = -errno;
+
+			close((int)fd);
+			return err;
+		}
+		p->extra_fds[p->nextra++] = (int)fd;
+		return 0;
+	}
+	r = &p->rings[p->nrings];
+	r->fd = (int)fd;
+	/* 8 MiB a ring: a sample carries its stack copy (16 KiB by default),
+	 * and unwinding the first samples of a program waits for its
+	 * modules' tables. Halved while the kernel refuses (a user's mlock
+	 * allowance, perf_event_mlock_kb, is 516 KiB by default). */
+	for (size_t pages = 2048; pages >= 8; pages /= 2) {
+		size_t len = (pages + 1) * (size_t)sysconf(_SC_PAGESIZE);
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+
+		if (m == MAP_FAILED)
+			continue;
+		r->meta = m;
+		r->data = (uint8_t *)m + sysconf(_SC_PAGESIZE);
+		r->size = pages * (size_t)sysconf(_SC_PAGESIZE);
+		r->map_len = len;
+		p->ring_of_cpu[cpu] = (int)++p->nrings;
+		return 0;
+	}
+	int err = -errno;
+
+	close(r->fd);
+	return err;
+}
+
+/* Opens the events of thread pid (-1: all) on every CPU. */
+static int open_cpus(struct profiler *p, pid_t pid, bool on_exec)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int err = 0, opened = 0;
+
+	for (int cpu = 0; cpu < ncpu && cpu < MAX_EVENTS; cpu++) {
+		err = open_event(p, pid, cpu, on_exec);
+		if (err == -ENODEV || err == -ENOENT) /* an offline CPU */
+			continue;
+		if (err)
+			return err;
+		opened++;
+	}
+	return opened ? 0 : -ENODEV;
+}
+
+static void close_rings(struct profiler *p)
+{
+	for (size_t i = 0; i < p->nextra; i++)
+		close(p->extra_fds[i]);
+	for (size_t i = 0; i < p->nrings; i++) {
+		munmap(p->rings[i].meta, p->rings[i].map_len);
+		close(p->rings[i].fd);
+	}
+	p->nrings = p->nextra = 0;
+}
+
+/* The name of a thread met before any COMM event named it. */
+static void learn_comm(struct profiler *p, pid_t pid, pid_t tid)
+{
+	char path[64], name[32];
+	FILE *f;
+
+	if (stacksnap_procs__comm_of(p->procs, tid))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = 0;
+		stacksnap_procs__comm(p->procs, pid, tid, name, false);
+	}
+	fclose(f);
+}
+
+static int handle(struct profiler *p, const void *rec, size_t len)
+{
+	struct stacksnap_perf_event ev;
+	char comm_buf[24];
+	int err = stacksnap_perf_data__decode(p->dec, rec, len, &ev);
+
+	if (err)
+		return 0; /* logged; the next record is still framed by its size */
+	p->records++;
+	switch (ev.type) {
+	case STACKSNAP_PERF_SAMPLE:
+		if (ev.pid <= 0) /* the idle task (-a) */
+			return 0;
+		if (!pidset_has(&p->known, ev.pid)) {
+			/* A process met first by a sample (-a): its mappings
+			 * as they are now; events keep them current after. */
+			stacksnap_procs__attach_pid(p->procs, ev.pid);
+			if (pidset_add(&p->known, ev.pid))
+				return -ENOMEM;
+		}
+		learn_comm(p, ev.pid, ev.tid);
+		size_t n = sample_frames_resolve(&p->sf, &ev, p->fr, p->maxfr);
+
+		p->samples++;
+		return sample_frames_add(&p->sf, p->stacks,
+					 sample_comm(&p->sf, ev.tid, comm_buf), p->fr, n);
+	case STACKSNAP_PERF_FORK:
+		if (ev.pid != ev.ppid && pidset_has(&p->known, ev.ppid) &&
+		    pidset_add(&p->known, ev.pid))
+			return -ENOMEM;
+		break;
+	case STACKSNAP_PERF_LOST:
+		p->lost += ev.lost;
+		return 0;
+	default:
+		break;
+	}
+	err = stacksnap_procs__apply_perf_event(p->procs, &ev);
+	return err == -ENOMEM ? err : 0;
+}
+
+/* Processes every record the kernel has written to r since last time. */
+static int drain(struct profiler *p, struct ring *r)
+{
+	uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = r->meta->data_tail;
+	int err = 0;
+
+	while (tail + sizeof(struct perf_event_header) <= head && !err) {
+		size_t off = tail & (r->size - 1);
+		struct perf_event_header h;
+
+		for (size_t i = 0; i < sizeof(h); i++)
+			((uint8_t *)&h)[i] = r->data[(off + i) & (r->size - 1)];
+		if (h.size < sizeof(h) || tail + h.size > head)
+			break;
+		if (off + h.size <= r->size && off % 8 == 0) {
+			err = handle(p, r->data + off, h.size);
+		} else {
+			for (size_t i = 0; i < h.size; i++)
+				((uint8_t *)p->rec)[i] = r->data[(off + i) & (r->size - 1)];
+			err = handle(p, p->rec, h.size);
+		}
+		tail += h.size;
+	}
+	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
+	return err;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Opens an event for every thread of pid. */
+static int open_pid(struct profiler *p, pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	int err = 0, opened = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -ESRCH;
+	while ((e = readdir(d)) && !err) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+
+		if (tid <= 0)
+			continue;
+		err = open_cpus(p, tid, false);
+		if (err == -ESRCH) /* the thread has just exited */
+			err = 0;
+		else if (!err)
+			opened++;
+	}
+	closedir(d);
+	return err ? err : opened ? 0 : -ESRCH;
+}
+
+static int exit_for(int err)
+{
+	switch (-err) {
+	case ESRCH: case ENOENT: return EXIT_NO_PROCESS;
+	case EPERM: case EACCES: return EXIT_NOT_PERMITTED;
+	}
+	return EXIT_ERROR;
+}
+
+static int parse(struct prof_options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "colors", required_argument, NULL, 'c' },
+		{ "stack-size", required_argument, NULL, 's' },
+		{ "max-stack", required_argument, NULL, 'm' },
+		{ "no-demangle", no_argument, NULL, 'D' },
+		{ "stats", no_argument, NULL, 'S' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c, targets;
+	char *end;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->stack_size = 16384;
+	o->max_stack = 127;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", longopts, NULL)) != -1) {
+		unsigned long v;
+
+		switch (c) {
+		case 'p':
+			v = strtoul(optarg, &end, 10);
+			if (*end || !v || v > INT32_MAX) {
+				fprintf(stderr, "stacksnap profile: -p '%s': expected a process id\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->pid = (pid_t)v;
+			break;
+		case 'a': o->all_cpus = true; break;
+		case 'F':
+			v = strtoul(optarg, &end, 10);
+			if (*end || !v || v > 100000) {
+				fprintf(stderr, "stacksnap profile: -F '%s': expected samples a second in 1..100000\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->freq = (unsigned)v;
+			break;
+		case 'd':
+			o->duration = strtod(optarg, &end);
+			if (*end || !(o->duration > 0) || o->duration > 1e7) {
+				fprintf(stderr, "stacksnap profile: --duration '%s': expected seconds > 0\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o': o->output = optarg; break;
+		case 'f':
+			if (stacksnap_stacks_format__parse(optarg, &o->format)) {
+				fprintf(stderr, "stacksnap profile: --format '%s': expected "
+					"folded, pprof, speedscope or svg\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			if (!strcmp(optarg, "module"))
+				o->colors = STACKSNAP_COLOR_MODULE;
+			else if (!strcmp(optarg, "kind"))
+				o->colors = STACKSNAP_COLOR_KIND;
+			else {
+				fprintf(stderr, "stacksnap profile: --colors '%s': expected module or kind\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 's':
+			v = strtoul(optarg, &end, 10);
+			if (*end == 'k' || *end == 'K') {
+				v *= 1024;
+				end++;
+			}
+			if (*end || v < 64 || v > 65528) {
+				fprintf(stderr, "stacksnap profile: --stack-size '%s': expected "
+					"bytes in 64..65528 (e.g. 16k)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->stack_size = v & ~7ul;
+			break;
+		case 'm':
+			v = strtoul(optarg, &end, 10);
+			if (*end || !v || v > 65536) {
+				fprintf(stderr, "stacksnap profile: --max-stack wants a number of frames in 1..65536\n");
+				return EXIT_USAGE;
+			}
+			o->max_stack = (unsigned)v;
+			break;
+		case 'D': o->no_demangle = true; break;
+		case 'S': o->stats = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': fputs(help_text("profile"), stdout); return -1;
+		default: fputs(help_text("profile"), stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		o->cmd = argv + optind;
+	targets = (o->pid > 0) + o->all_cpus + (o->cmd != NULL);
+	if (targets != 1) {
+		fprintf(stderr, "stacksnap profile: say what to profile: one of -p PID, "
+			"-a, or -- CMD [ARGS]\n");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Starts CMD stopped before its exec (it waits on a pipe), so the event
+ * can be opened on it and enabled by the exec. */
+static pid_t spawn_cmd(char **cmd, int *go_fd)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char c;
+
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "stacksnap profile: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	if (pid < 0) {
+		close(fds[1]);
+		return -1;
+	}
+	*go_fd = fds[1];
+	return pid;
+}
+
+int profile_main(int argc, char **argv)
+{
+	struct profiler p = { 0 };
+	struct pollfd *pfds = NULL;
+	FILE *out = stdout;
+	pid_t child = -1;
+	int go_fd = -1, rc, err = 0, child_status = 0;
+	double t0, last_progress = 0;
+	bool tty = isatty(STDERR_FILENO);
+	struct timespec c0;
+
+	rc = parse(&p.o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	cli_verbose = p.o.verbose;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .cache_dir = default_cache_dir());
+	p.ctx = stacksnap_ctx__new(&copts);
+	p.procs = p.ctx ? stacksnap_procs__new(p.ctx, NULL) : NULL;
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = p.o.max_stack);
+	p.uw = stacksnap_unwinder__new(&uopts);
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts,
+		       .period_ns = 1000000000ull / p.o.freq,
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	p.stacks = stacksnap_stacks__new(&sopts);
+	p.maxfr = p.o.max_stack + 256;
+	p.fr = calloc(p.maxfr, sizeof(*p.fr));
+	p.rec = malloc(65536);
+	if (!p.procs || !p.uw || !p.stacks || !p.fr || !p.rec ||
+	    sample_frames_init(&p.sf, p.procs, p.uw, p.o.max_stack,
+			       p.o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0, false)) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (p.o.output && !(out = fopen(p.o.output, "w"))) {
+		fprintf(stderr, "stacksnap profile: cannot write %s: %s\n", p.o.output,
+			strerror(errno));
+		out = stdout;
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (p.o.cmd) {
+		child = spawn_cmd(p.o.cmd, &go_fd);
+		if (child < 0) {
+			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+				p.o.cmd[0], strerror(errno));
+			rc = EXIT_ERROR;
+			goto out;
+		}
+		err = open_cpus(&p, child, true);
+		if (!err)
+			err = pidset_add(&p.known, child);
+	} else if (p.o.pid) {
+		if (kill(p.o.pid, 0) && errno == ESRCH) {
+			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p.o.pid);
+			rc = EXIT_NO_PROCESS;
+			goto out;
+		}
+		err = stacksnap_procs__attach_pid(p.procs, p.o.pid);
+		if (!err)
+			err = pidset_add(&p.known, p.o.pid);
+		if (!err)
+			err = open_pid(&p, p.o.pid);
+	} else {
+		err = open_cpus(&p, -1, false);
+	}
+	if (err) {
+		const char *what = p.o.all_cpus ? "every CPU" : NULL;
+		char who[32];
+
+		snprintf(who, sizeof(who), "pid %d", (int)(p.o.pid ? p.o.pid : child));
+		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s\n",
+			what ? what : who, strerror(-err),
+			err == -EACCES || err == -EPERM
+				? " (run as root, or lower kernel.perf_event_paranoid)" : "");
+		rc = exit_for(err);
+		goto out;
+	}
+	pfds = calloc(p.nrings, sizeof(*pfds));
+	if (!pfds) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	for (size_t i = 0; i < p.nrings; i++)
+		pfds[i] = (struct pollfd){ .fd = p.rings[i].fd, .events = POLLIN };
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (go_fd >= 0) {
+		(void)!write(go_fd, "g", 1);
+		close(go_fd);
+		go_fd = -1;
+	}
+	t0 = now_s();
+	rc = EXIT_OK;
+	for (;;) {
+		bool ended = stop_requested ||
+			     (p.o.duration > 0 && now_s() - t0 >= p.o.duration);
+
+		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
+			child = -1;
+			ended = true;
+		}
+		if (p.o.pid && kill(p.o.pid, 0) && errno == ESRCH)
+			ended = true;
+		if (poll(pfds, p.nrings, ended ? 0 : 100) < 0 && errno != EINTR)
+			break;
+		for (size_t i = 0; i < p.nrings && !err; i++)
+			err = drain(&p, &p.rings[i]);
+		if (err) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			rc = EXIT_ERROR;
+			break;
+		}
+		if (tty && now_s() - last_progress >= 1) {
+			last_progress = now_s();
+			fprintf(stderr, "\rprofiling: %.0f s, %" PRIu64 " samples, %zu stacks ",
+				last_progress - t0, p.samples, stacksnap_stacks__distinct(p.stacks));
+		}
+		if (ended)
+			break;
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (child > 0) { /* --duration ended the profile before CMD ended */
+		kill(child, SIGTERM);
+		waitpid(child, &child_status, 0);
+		child = -1;
+	}
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .colors = p.o.colors,
+		       .title = p.o.cmd ? p.o.cmd[0] : "stacksnap profile");
+	if (rc == EXIT_OK && stacksnap_stacks__write(p.stacks, out, p.o.format, &wo)) {
+		fprintf(stderr, "stacksnap profile: writing %s: %s\n",
+			p.o.output ? p.o.output : "standard output", strerror(errno));
+		rc = EXIT_ERROR;
+	}
+	if (p.o.stats) {
+		struct timespec c1;
+		struct rusage ru;
+
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		getrusage(RUSAGE_SELF, &ru);
+		fprintf(stderr, "profile: %" PRIu64 " samples, %" PRIu64 " lost, %zu distinct "
+			"stacks, %" PRIu64 " truncated walks, %.3f s CPU, max RSS %ld KiB\n",
+			p.samples, p.lost, stacksnap_stacks__distinct(p.stacks), p.sf.truncated,
+			(double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9,
+			ru.ru_maxrss);
+	}
+	if (p.lost)
+		fprintf(stderr, "stacksnap profile: the kernel dropped %" PRIu64 " samples "
+			"(lower -F or --stack-size)\n", p.lost);
+out:
+	if (go_fd >= 0)
+		close(go_fd); /* the child reads EOF and exits 127 */
+	if (child > 0)
+		waitpid(child, &child_status, 0);
+	close_rings(&p);
+	free(pfds);
+	if (fflush(out) && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	if (out != stdout && fclose(out) && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	free(p.fr);
+	free(p.rec);
+	free(p.known.v);
+	sample_frames_fini(&p.sf);
+	stacksnap_stacks__free(p.stacks);
+	stacksnap_perf_data__free(p.dec);
+	stacksnap_unwinder__free(p.uw);
+	stacksnap_procs__free(p.procs);
+	stacksnap_ctx__free(p.ctx);
+	return rc;
+}

@@ -1,0 +1,232 @@
+/* sample_frames.c - perf-style samples to symbolized frames (kernel frames
+ * from the callchain, user frames unwound by the library and named from
+ * the ELF symbol tables, as perf names them), cached per address, and
+ * handed on to the aggregated stacks. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "perf_script.h"
+#include "sample_frames.h"
+
+#define PERF_CONTEXT_MAX ((uint64_t)-4095)
+#define PERF_CONTEXT_KERNEL ((uint64_t)-128)
+#define SYM_CACHE (1u << 16)
+
+int sample_frames_init(struct sample_frames *sf, struct stacksnap_procs *procs,
+		       struct stacksnap_unwinder *uw, unsigned max_stack,
+		       unsigned sym_flags, bool no_cache)
+{
+	memset(sf, 0, sizeof(*sf));
+	sf->procs = procs;
+	sf->uw = uw;
+	sf->max_stack = max_stack;
+	sf->sym_flags = sym_flags;
+	sf->no_cache = no_cache;
+	sf->frames = calloc(max_stack, sizeof(*sf->frames));
+	sf->cache = calloc(SYM_CACHE, sizeof(*sf->cache));
+	return sf->frames && sf->cache ? 0 : -ENOMEM;
+}
+
+void sample_frames_fini(struct sample_frames *sf)
+{
+	free(sf->frames);
+	free(sf->cache);
+	free(sf->agg);
+	kallsyms_free(sf->ksyms);
+	memset(sf, 0, sizeof(*sf));
+}
+
+static const struct sym_slot *symbolize(struct sample_frames *sf,
+					struct stacksnap_addrspace *as,
+					uint64_t addr)
+{
+	uint64_t gen = stacksnap_procs__generation(sf->procs);
+	uint64_t h = (addr ^ (uint64_t)(uintptr_t)as * 0x9e3779b97f4a7c15ull) *
+		     0x9e3779b97f4a7c15ull;
+	struct sym_slot *s = &sf->cache[h >> 48 & (SYM_CACHE - 1)];
+	struct stacksnap_mapping m;
+	struct stacksnap_sym sym;
+
+	sf->lookups++;
+	if (s->as == as && s->addr == addr && s->gen == gen)
+		return s;
+	sf->misses++;
+	memset(s, 0, sizeof(*s));
+	s->as = as;
+	s->addr = addr;
+	s->gen = gen;
+	s->rel = addr;
+	m.sz = sizeof(m);
+	if (stacksnap_addrspace__find_mapping(as, addr, &m) == 0) {
+		s->dso = m.path;
+		s->rel = addr - m.start + m.offset;
+		s->map_start = m.start;
+		s->map_end = m.end;
+		s->map_offset = m.offset;
+		s->build_id = m.build_id;
+		s->build_id_len = m.build_id_len;
+	}
+	if (stacksnap_addrspace__symbolize(as, addr, false, sf->sym_flags, &sym, 1) > 0 &&
+	    sym.function) {
+		s->name = sym.function;
+		s->off = sym.offset;
+		if (!s->dso)
+			s->dso = sym.module;
+	}
+	return s;
+}
+
+/* Inline frames (--inline), before the frame at addr: one per function
+ * inlined there, innermost first, named from the debug information and
+ * printed "(inlined)" with the address and offset of the containing
+ * symbol, as perf prints its inline frames. (perf names them through
+ * addr2line and orders some chains differently: not compared line for
+ * line.) Returns the new count. */
+static size_t add_inlined(struct sample_frames *sf, struct stacksnap_addrspace *as,
+			  struct sym_slot *sl, uint64_t addr, struct out_frame *fr,
+			  size_t n, size_t maxfr)
+{
+	if (!sl->inl_done) {
+		struct stacksnap_sym syms[9];
+		int k = stacksnap_addrspace__symbolize(as, addr, false,
+						       STACKSNAP_SYM_LINES |
+						       (sf->sym_flags & STACKSNAP_SYM_NO_DEMANGLE),
+						       syms, 9);
+
+		sl->inl_done = true;
+		for (int i = 0; i < k && sl->ninl < 8; i++)
+			if (syms[i].inlined && syms[i].function)
+				sl->inl[sl->ninl++] = syms[i].function;
+	}
+	for (unsigned i = 0; sl->name && i < sl->ninl && n < maxfr; i++)
+		fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr, .name = sl->inl[i],
+					      .off = sl->off, .dso = sl->dso, .slot = sl,
+					      .inlined = true };
+	return n;
+}
+
+const char *sample_comm(struct sample_frames *sf, pid_t tid, char buf[24])
+{
+	const char *comm = stacksnap_procs__comm_of(sf->procs, tid);
+
+	if (comm)
+		return comm;
+	snprintf(buf, 24, ":%d", (int)tid);
+	return buf;
+}
+
+size_t sample_frames_resolve(struct sample_frames *sf,
+			     const struct stacksnap_perf_event *ev,
+			     struct out_frame *fr, size_t maxfr)
+{
+	size_t n = 0;
+	bool in_kernel = false, add_marker = false;
+
+	/* Kernel frames come from the sample's own callchain. */
+	for (uint64_t i = 0; i < ev->callchain_nr && n < maxfr; i++) {
+		uint64_t ip = ev->callchain[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			in_kernel = ip == PERF_CONTEXT_KERNEL;
+			continue;
+		}
+		if (!in_kernel)
+			continue;
+		if (!sf->ksyms_tried) {
+			sf->ksyms_tried = true;
+			sf->ksyms = kallsyms_load(sf->no_cache ? NULL : default_cache_dir(),
+						  sf->kernel_build_id);
+		}
+		fr[n] = (struct out_frame){ .addr = ip, .pc = ip, .kernel = true,
+					    .dso = "[kernel.kallsyms]" };
+		fr[n].name = kallsyms_lookup(sf->ksyms, ip, &fr[n].off);
+		n++;
+	}
+	if (ev->regs_abi && ev->regs) {
+		STACKSNAP_OPTS(stacksnap_sample, s, .pid = ev->pid, .tid = ev->tid,
+			       .perf_regs_mask = ev->regs_mask, .perf_regs = ev->regs,
+			       .stack = ev->stack, .stack_len = ev->stack_len);
+		enum stacksnap_end end = STACKSNAP_END_NONE;
+		int nf = stacksnap_procs__unwind_sample(sf->procs, sf->uw, &s,
+							sf->frames, sf->max_stack, &end);
+		struct stacksnap_addrspace *as =
+			stacksnap_procs__addrspace(sf->procs, ev->pid);
+
+		if (nf < 0 || !as)
+			nf = 0;
+		/* perf ends a walk that ran out of copied stack with a
+		 * frame at -1, [unknown]; print it the same (a consumer
+		 * of perf script's output sees a truncated stack as it
+		 * would from perf). */
+		if (end == STACKSNAP_END_STACK_COPY && nf > 0 &&
+		    (unsigned)nf < sf->max_stack && n + (unsigned)nf < maxfr)
+			add_marker = true;
+		if (end != STACKSNAP_END_COMPLETE) {
+			sf->truncated++;
+			if (cli_verbose)
+				fprintf(stderr, "stacksnap: sample at offset %#" PRIx64
+					" (tid %d): walk ended after %d frames: %s\n",
+					ev->offset, (int)ev->tid, nf,
+					stacksnap_end__str(end));
+		}
+		sf->frames_total += (unsigned)nf;
+		for (int i = 0; i < nf && n < maxfr; i++) {
+			const struct stacksnap_frame *f = &sf->frames[i];
+			/* perf names a return address by the call before it
+			 * and prints that address; only frame 0 and the
+			 * signal trampoline are exact. */
+			uint64_t addr = f->pc - (i > 0 && !(f->flags & STACKSNAP_FRAME_SIGRETURN));
+			const struct sym_slot *sl = symbolize(sf, as, addr);
+
+			if (sf->inline_frames)
+				n = add_inlined(sf, as, (struct sym_slot *)sl, addr, fr, n, maxfr);
+			if (n < maxfr)
+				fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
+							      .name = sl->name, .off = sl->off,
+							      .dso = sl->dso, .slot = sl };
+		}
+	}
+	if (add_marker)
+		fr[n++] = (struct out_frame){ .addr = UINT64_MAX, .pc = UINT64_MAX };
+	sf->samples++;
+	return n;
+}
+
+int sample_frames_add(struct sample_frames *sf, struct stacksnap_stacks *st,
+		      const char *comm, const struct out_frame *fr, size_t n)
+{
+	if (n + 1 > sf->aggcap) {
+		size_t cap = (n + 1) * 2;
+		struct stacksnap_stack_frame *a = realloc(sf->agg, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		sf->agg = a;
+		sf->aggcap = cap;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct sym_slot *sl = fr[i].slot;
+
+		sf->agg[i] = (struct stacksnap_stack_frame){
+			.name = fr[i].name, .module = fr[i].dso, .addr = fr[i].pc,
+			.kind = fr[i].kernel ? STACKSNAP_KIND_KERNEL
+				: fr[i].name || fr[i].dso ? STACKSNAP_KIND_USER
+				: STACKSNAP_KIND_UNKNOWN,
+		};
+		if (sl) {
+			sf->agg[i].map_start = sl->map_start;
+			sf->agg[i].map_end = sl->map_end;
+			sf->agg[i].map_offset = sl->map_offset;
+			sf->agg[i].build_id = sl->build_id;
+			sf->agg[i].build_id_len = sl->build_id_len;
+		}
+	}
+	sf->agg[n] = (struct stacksnap_stack_frame){ .name = comm,
+						     .kind = STACKSNAP_KIND_ROOT };
+	return stacksnap_stacks__add(st, sf->agg, n + 1, 1);
+}
