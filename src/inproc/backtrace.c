@@ -16,6 +16,7 @@
 #include "inproc/inproc.h"
 #include "stacksnap.h"
 #include "table/unwind_table.h"
+#include "unwind/ucontext_regs.h"
 
 #define MAX_SIGNAL_FRAMES 64	/* nested signal frames crossed in one walk */
 #define WALK_MODULES 4		/* modules remembered during one walk */
@@ -209,26 +210,6 @@ __attribute__((no_sanitize_address)) static int walk_read(void *user,
 	return 0;
 }
 
-/* The registers of a ucontext's mcontext (kernel order of gregs). */
-static void regs_from_gregs(const greg_t *g, struct stacksnap_regs *r)
-{
-	static const uint8_t dwarf_of[][2] = {
-		{ REG_R8, STACKSNAP_REG_R8 },	{ REG_R9, STACKSNAP_REG_R9 },
-		{ REG_R10, STACKSNAP_REG_R10 }, { REG_R11, STACKSNAP_REG_R11 },
-		{ REG_R12, STACKSNAP_REG_R12 }, { REG_R13, STACKSNAP_REG_R13 },
-		{ REG_R14, STACKSNAP_REG_R14 }, { REG_R15, STACKSNAP_REG_R15 },
-		{ REG_RDI, STACKSNAP_REG_RDI }, { REG_RSI, STACKSNAP_REG_RSI },
-		{ REG_RBP, STACKSNAP_REG_RBP }, { REG_RBX, STACKSNAP_REG_RBX },
-		{ REG_RDX, STACKSNAP_REG_RDX }, { REG_RAX, STACKSNAP_REG_RAX },
-		{ REG_RCX, STACKSNAP_REG_RCX }, { REG_RSP, STACKSNAP_REG_RSP },
-		{ REG_RIP, STACKSNAP_REG_RIP },
-	};
-
-	for (size_t i = 0; i < sizeof(dwarf_of) / sizeof(dwarf_of[0]); i++)
-		r->regs[dwarf_of[i][1]] = (uint64_t)g[dwarf_of[i][0]];
-	r->valid = BIT(STACKSNAP_REG_COUNT) - 1;
-}
-
 static struct walk_module *module_of_slow(struct walk *w, uintptr_t addr)
 {
 	struct walk_module *wm;
@@ -412,7 +393,7 @@ static enum step_end step_sigreturn(struct walk *w)
 
 	if (walk_read(w, g, gregs, sizeof(gregs)))
 		return STEP_END;
-	regs_from_gregs(gregs, &w->regs);
+	ucontext_regs__set((const uint64_t *)gregs, &w->regs);
 	w->exact = true;
 	return STEP_OK;
 }
@@ -678,6 +659,6 @@ int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 	}
 	if (!max)
 		return 0;
-	regs_from_gregs(uc->uc_mcontext.gregs, &w.regs);
+	ucontext_regs__set((const uint64_t *)uc->uc_mcontext.gregs, &w.regs);
 	return run_walk(&w, true, ips, max); /* the interrupted pc is exact */
 }
