@@ -540,6 +540,14 @@ stacksnap_procs__unwind_sample(struct stacksnap_procs *procs,
 			       struct stacksnap_frame *frames, size_t max,
 			       enum stacksnap_end *end);
 
+/* Parses one line of /proc/PID/maps (or of a saved copy of it) in place
+ * into *out, as far as out->sz (set by the caller) says: start, end,
+ * offset, prot, inode, dev, and path (pointing into line, NULL when the
+ * line names none; build_id NULL). Returns 0, or -EINVAL for a line of
+ * another format. */
+STACKSNAP_API int stacksnap_mapping__parse_line(char *line,
+						struct stacksnap_mapping *out);
+
 /* The mapping holding addr, copied into *out as far as out->sz (set by
  * the caller, e.g. STACKSNAP_OPTS) says; path owned by as, valid until its
  * mappings change. Returns 0, or -ENOENT when none does. */

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <elf.h>
 
+#include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "symbolize/symbolize.h"
@@ -304,24 +306,17 @@ static int read_maps(struct stacksnap_addrspace *as)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		struct stacksnap_mapping mp = { .sz = sizeof(mp) };
-		char perms[8], path[4096] = "";
-		unsigned dmaj, dmin;
-		unsigned long long start, end, off, ino;
+		struct maps_line ml;
 
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]",
-			   &start, &end, perms, &off, &dmaj, &dmin, &ino,
-			   path) < 7)
+		if (maps_line__parse(line, &ml))
 			continue;
+		uint64_t start = ml.start, end = ml.end;
 		mp.start = start;
 		mp.end = end;
-		mp.offset = off;
-		mp.inode = ino;
-		mp.prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			  (perms[1] == 'w' ? PROT_WRITE : 0) |
-			  (perms[2] == 'x' ? PROT_EXEC : 0);
-		char *p = path + strspn(path, " ");
-		mp.path = *p ? p : NULL;
+		mp.offset = ml.offset;
+		mp.inode = ml.inode;
+		mp.prot = ml.prot;
+		mp.path = ml.path;
 		if (!(mp.prot & PROT_EXEC))
 			continue; /* only code needs a module */
 		if (mp.path && !strcmp(mp.path, "[vdso]")) {
@@ -346,6 +341,24 @@ static int read_maps(struct stacksnap_addrspace *as)
 	fclose(f);
 	maps_sort(as);
 	return err;
+}
+
+int stacksnap_mapping__parse_line(char *line, struct stacksnap_mapping *out)
+{
+	struct stacksnap_mapping mp = { .sz = sizeof(mp) };
+	struct maps_line ml;
+
+	if (!line || !out || maps_line__parse(line, &ml))
+		return fail(-EINVAL);
+	mp.start = ml.start;
+	mp.end = ml.end;
+	mp.offset = ml.offset;
+	mp.path = ml.path;
+	mp.prot = ml.prot;
+	mp.inode = ml.inode;
+	mp.dev = makedev(ml.dev_major, ml.dev_minor);
+	return opts_out(out, &mp, sizeof(mp), offsetof(struct stacksnap_mapping, path))
+		? fail(-EINVAL) : 0;
 }
 
 struct stacksnap_addrspace *stacksnap_addrspace__from_pid(struct stacksnap_ctx *ctx,

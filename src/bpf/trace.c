@@ -26,6 +26,7 @@
 
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
+#include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "bpf/bpf_env.h"
@@ -812,11 +813,12 @@ int stacksnap_exec_ranges__from_pid(struct stacksnap_exec_ranges *r, pid_t pid)
 	if (!(f = fopen(path, "re")))
 		return fail(-ESRCH);
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char perms[8];
+		struct maps_line ml;
 
-		if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 || perms[2] != 'x')
+		/* A fragment of a long line is no line: skipped. */
+		if (maps_line__parse(line, &ml) || !(ml.prot & PROT_EXEC))
 			continue;
+		uint64_t a = ml.start, b = ml.end;
 		/* /proc lists mappings in address order: sorted already. */
 		if (r->n && r->end[r->n - 1] == a) {
 			r->end[r->n - 1] = b;

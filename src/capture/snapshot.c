@@ -25,6 +25,7 @@
 
 #include "addrspace/module.h"
 #include "base/log.h"
+#include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "bpf/nonstop.h"
@@ -452,17 +453,17 @@ static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a, b;
-		char perms[8];
+		struct maps_line ml;
 
 		if (!strchr(line, '\n') && !feof(f)) { /* long path: skip rest */
 			int c;
 			while ((c = fgetc(f)) != EOF && c != '\n')
 				;
+			line[sizeof(line) - 2] = '\0'; /* the path cut, not the numbers */
 		}
-		if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) != 3 ||
-		    perms[1] != 'w')
+		if (maps_line__parse(line, &ml) || !(ml.prot & PROT_WRITE))
 			continue;
+		uint64_t a = ml.start, b = ml.end;
 		struct rw_map *m = VEC_PUSH(v, n, cap);
 		if (!m) {
 			fclose(f);

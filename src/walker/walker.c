@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "addrspace/module.h"
+#include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "walker/walker.h"
@@ -68,9 +69,7 @@ int walker_read_maps(pid_t pid, struct xmap **x, size_t *nx, size_t *capx,
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long a, b, off, ino;
-		char perms[8], file[4096] = "";
-		unsigned dmaj, dmin;
+		struct maps_line ml;
 
 		if (!strchr(line, '\n') && !feof(f)) { /* a longer line: skip it */
 			int c;
@@ -78,12 +77,11 @@ int walker_read_maps(pid_t pid, struct xmap **x, size_t *nx, size_t *capx,
 				;
 			continue;
 		}
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &a, &b,
-			   perms, &off, &dmaj, &dmin, &ino, file) < 7)
+		if (maps_line__parse(line, &ml))
 			continue;
-		const char *p = file + strspn(file, " ");
-		if (rw && perms[1] == 'w') {
+		uint64_t a = ml.start, b = ml.end;
+		const char *p = ml.path ? ml.path : "";
+		if (rw && (ml.prot & PROT_WRITE)) {
 			struct rwmap *m = VEC_PUSH(*rw, *nrw, *caprw);
 			if (!m) {
 				err = -ENOMEM;
@@ -92,7 +90,7 @@ int walker_read_maps(pid_t pid, struct xmap **x, size_t *nx, size_t *capx,
 			m->start = a;
 			m->end = b;
 		}
-		if (x && perms[2] == 'x' && p[0] == '/') {
+		if (x && (ml.prot & PROT_EXEC) && p[0] == '/') {
 			struct xmap *m = VEC_PUSH(*x, *nx, *capx);
 			if (!m || !(m->path = strdup(p))) {
 				if (m)
@@ -102,7 +100,7 @@ int walker_read_maps(pid_t pid, struct xmap **x, size_t *nx, size_t *capx,
 			}
 			m->start = a;
 			m->end = b;
-			m->inode = ino;
+			m->inode = ml.inode;
 		}
 	}
 	fclose(f);

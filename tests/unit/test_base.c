@@ -4,6 +4,7 @@
 
 #include "base/cursor.h"
 #include "base/log.h"
+#include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "harness.h"
@@ -140,7 +141,64 @@ static void opts_out_respects_caller_size(void)
 	CHECK(opts_out(&dst.v, &src, sizeof(src), 0) == -EINVAL);
 }
 
+
+/* /proc/PID/maps lines: every field of real lines (file, vDSO, anonymous,
+ * deleted file, path with spaces, hex device numbers), and the malformed
+ * lines refused: end before start, no number, unknown perms, no inode,
+ * junk after the inode. */
+static void maps_lines(void)
+{
+	static const struct {
+		const char *line;
+		int rc;
+		uint64_t start, end, offset, inode;
+		unsigned maj, min;
+		uint32_t prot;
+		const char *path;
+	} c[] = {
+		{ "5578eb8c8000-5578eb8cb000 r--p 00008000 fe:00 247498      /usr/bin/head\n",
+		  0, 0x5578eb8c8000, 0x5578eb8cb000, 0x8000, 247498, 0xfe, 0, PROT_READ, "/usr/bin/head" },
+		{ "7ffbd406a000-7ffbd406c000 r-xp 00000000 00:00 0          [vdso]",
+		  0, 0x7ffbd406a000, 0x7ffbd406c000, 0, 0, 0, 0, PROT_READ | PROT_EXEC, "[vdso]" },
+		{ "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n",
+		  0, 0x7f0000000000, 0x7f0000001000, 0, 0, 0, 0, PROT_READ | PROT_WRITE, NULL },
+		{ "00400000-00452000 r-xp 00001000 08:02 173521 /usr/bin/d (deleted)",
+		  0, 0x400000, 0x452000, 0x1000, 173521, 8, 2, PROT_READ | PROT_EXEC, "/usr/bin/d (deleted)" },
+		{ "10-20 --xs 0 103:0a 12 /path with spaces",
+		  0, 0x10, 0x20, 0, 12, 0x103, 0xa, PROT_EXEC, "/path with spaces" },
+		{ "7f-7e r--p 0 0:0 0", -EINVAL },
+		{ "x-1 r--p 0 0:0 0", -EINVAL },
+		{ "10-20 rwxq 0 0:0 0", -EINVAL },
+		{ "10-20 r--p 0 0:0", -EINVAL },
+		{ "10-20 r--p 0 0:0 12x", -EINVAL },
+		{ "10-20 r--p 0 0:0 1 extra", 0, 0x10, 0x20, 0, 1, 0, 0, PROT_READ, "extra" },
+		{ "10000000000000000-20 r--p 0 0:0 1", -EINVAL },
+		{ "", -EINVAL },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char buf[256];
+		struct maps_line ml;
+
+		snprintf(buf, sizeof(buf), "%s", c[i].line);
+		int rc = maps_line__parse(buf, &ml);
+		CHECKF(rc == c[i].rc, "line %zu: rc %d", i, rc);
+		if (rc || c[i].rc)
+			continue;
+		CHECK_EQ_U64(ml.start, c[i].start);
+		CHECK_EQ_U64(ml.end, c[i].end);
+		CHECK_EQ_U64(ml.offset, c[i].offset);
+		CHECK_EQ_U64(ml.inode, c[i].inode);
+		CHECK_EQ_U64(ml.dev_major, c[i].maj);
+		CHECK_EQ_U64(ml.dev_minor, c[i].min);
+		CHECK_EQ_U64(ml.prot, c[i].prot);
+		CHECKF(c[i].path ? ml.path && !strcmp(ml.path, c[i].path) : !ml.path,
+		       "line %zu: path '%s'", i, ml.path ? ml.path : "(null)");
+	}
+}
+
 TEST_MAIN("base", TEST(uleb_values), TEST(sleb_values),
 	  TEST(leb_overflow_and_truncation), TEST(fixed_and_strings),
 	  TEST(vec_push_grows), TEST(log_levels_and_fail),
-	  TEST(opts_versions), TEST(opts_out_respects_caller_size))
+	  TEST(opts_versions), TEST(opts_out_respects_caller_size),
+	  TEST(maps_lines))

@@ -96,14 +96,9 @@ static struct stacksnap_addrspace *from_maps_file(struct stacksnap_ctx *ctx,
 	}
 	while (fgets(line, sizeof(line), f)) {
 		STACKSNAP_OPTS(stacksnap_mapping, mp);
-		char perms[8], file[4096] = "";
-		unsigned dmaj, dmin;
-		unsigned long long start, end, off, ino;
 
 		lineno++;
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]",
-			   &start, &end, perms, &off, &dmaj, &dmin, &ino, file) < 7) {
+		if (stacksnap_mapping__parse_line(line, &mp)) {
 			fprintf(stderr, "stacksnap symbolize: %s:%u: not a /proc/PID/maps "
 				"line (start-end perms offset dev inode [path]): '%.60s'\n",
 				path, lineno, line);
@@ -112,16 +107,10 @@ static struct stacksnap_addrspace *from_maps_file(struct stacksnap_ctx *ctx,
 			errno = EINVAL;
 			return NULL;
 		}
-		char *p = file + strspn(file, " ");
-
-		if (perms[2] != 'x' || *p != '/')
+		if (!(mp.prot & PROT_EXEC) || !mp.path || mp.path[0] != '/')
 			continue; /* only code from files */
-		mp.start = start;
-		mp.end = end;
-		mp.offset = off;
-		mp.inode = ino;
 		mp.prot = PROT_READ | PROT_EXEC;
-		mp.path = p;
+		mp.dev = 0; /* a saved file's device says nothing here */
 		if (stacksnap_addrspace__add_mapping(as, &mp) == 0)
 			used++;
 	}
