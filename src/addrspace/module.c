@@ -308,9 +308,20 @@ bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
  * table keeps the sigreturn scan off the per-frame path. */
 #define MODULE_LAZY_MIN_CFI (256u << 10)
 
-/* Keeps a whole table on disk for the next run (once per module). A
- * module that scanned its code for trampolines page by page scans the
- * rest now: the file records them all. */
+/* A module that scanned its code for trampolines page by page scans the
+ * rest: for a table file, which records them all, and for callers of
+ * module__table_whole, which export them. */
+static void sigreturn_complete(struct module *m)
+{
+	if (!m->sig_lazy)
+		return;
+	m->nsigreturn = 0;
+	m->sig_lazy = false;
+	m->sig_check = false;
+	find_sigreturn(m);
+}
+
+/* Keeps a whole table on disk for the next run (once per module). */
 static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 {
 	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
@@ -320,12 +331,7 @@ static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 	    unwind_table__is_lazy(m->table))
 		return;
 	m->table_on_disk = true;
-	if (m->sig_lazy) {
-		m->nsigreturn = 0;
-		m->sig_lazy = false;
-		m->sig_check = false;
-		find_sigreturn(m);
-	}
+	sigreturn_complete(m);
 	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
 			       m->nsigreturn, &ctx->log) == 0) {
 		ctx->stats.tables_stored++;
@@ -410,6 +416,7 @@ const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
 		ctx->stats.tables_whole++;
 		store_table(ctx, m);
 	}
+	sigreturn_complete(m);
 	return m->table;
 }
 

@@ -199,7 +199,7 @@ int ktable__reuse_maps(struct ktable *kt, struct bpf_object *obj)
 const struct unwind_table *ktable__module_table(struct stacksnap_ctx *ctx,
 						struct module *m)
 {
-	return module__table(ctx, m);
+	return module__table_whole(ctx, m); /* every row goes into the maps */
 }
 
 /* Fills an array map with n values of size elem, keys 0..n-1. */
