@@ -34,6 +34,14 @@ p = subprocess.run(['zstd', '-d', '-c', '-q'], input=b''.join(stream), capture_o
 # The last frame of a recording stopped by the end of the workload may be
 # unterminated: zstd says "premature end" after writing what it decoded.
 body = p.stdout
+# Keep whole records only: a stream cut short may end inside one.
+o = 0
+while o + 8 <= len(body):
+    s = struct.unpack_from('<H', body, o + 6)[0]
+    if s < 8 or o + s > len(body):
+        break
+    o += s
+body = body[:o]
 data = head + body
 delta = len(data) - dsize
 out = bytearray(d[:doff] + data + d[end:])
