@@ -1454,6 +1454,90 @@ STACKSNAP_API int stacksnap_stacks__write(const struct stacksnap_stacks *st,
 					  FILE *f, enum stacksnap_stacks_format fmt,
 					  const struct stacksnap_stacks_write_opts *opts);
 
+
+/* ------------------------------------------------------------------ */
+/* Trace events you can keep (`stacksnap trace --save FILE`): every event
+ * of a trace written into the snapshot container as it comes (time,
+ * pid/tid, comm, event and its fields, registers, a compact stack or the
+ * in-kernel walk's pcs), with the address spaces of the traced processes
+ * by generation; read back with stacksnap_saved__open and re-unwound.
+ * docs/snapshot-format.md ("Events files"). */
+
+struct stacksnap_trace_writer;
+
+struct stacksnap_trace_writer_opts {
+	size_t sz;
+	/* How each event's stack is stored (as for snapshot files); EXACT
+	 * unwinds it again with max_frames to know what it read. */
+	enum stacksnap_stack_encoding encoding;
+	unsigned max_frames;	/* the trace's (0: 256), shown walks use it */
+	unsigned unwind;	/* STACKSNAP_TRACE_UNWIND_* of the trace */
+	pid_t pid;		/* the process traced first (its command line) */
+	size_t :0;
+};
+
+/* Creates path and writes the file's header. NULL and errno set (the log
+ * names the problem). */
+STACKSNAP_API struct stacksnap_trace_writer *
+stacksnap_trace_writer__new(struct stacksnap_ctx *ctx, const char *path,
+			    const struct stacksnap_trace_writer_opts *opts);
+/* Appends one event as the trace delivered it (in its callback), with the
+ * fields stacksnap_trace__fields gave; a new generation of the process's
+ * address space is written first when its code mappings changed. Events
+ * are written at least every 64 KiB and at each flush. Returns 0 or
+ * -errno. */
+STACKSNAP_API int stacksnap_trace_writer__add(struct stacksnap_trace_writer *w,
+					      const struct stacksnap_trace_event *ev,
+					      const struct stacksnap_trace_field *fields,
+					      size_t nfields);
+/* Writes what is buffered (a crash after it loses nothing before). */
+STACKSNAP_API int stacksnap_trace_writer__flush(struct stacksnap_trace_writer *w);
+/* Flushes, completes the header (length, checksum) and closes; frees w.
+ * Returns 0 or -errno (the first write error of the run). */
+STACKSNAP_API int stacksnap_trace_writer__close(struct stacksnap_trace_writer *w);
+
+/* One saved event (stacksnap_saved__event). Pointers are owned by the
+ * saved capture and valid until the next call. */
+struct stacksnap_saved_event {
+	size_t sz;
+	const char *name;	/* "syscalls:sys_enter_write" */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC of the capturing host */
+	pid_t pid, tid;
+	unsigned cpu;
+	const char *comm;
+	const struct stacksnap_trace_field *fields;
+	size_t nfields;
+	uint32_t stack_bytes;	/* bytes of stack the capture covered */
+	/* The copy to unwind (stack NULL: none was kept, --unwind=kernel). */
+	struct stacksnap_regs regs;
+	const void *stack;
+	size_t stack_len;
+	uint64_t stack_base;
+	/* No copy (--unwind=kernel): the frames the kernel's walk gave, as
+	 * the trace printed them, and why it ended. */
+	const struct stacksnap_frame *frames;
+	int nframes;
+	enum stacksnap_end end;
+	/* The in-kernel walk's pcs (KERNEL/BOTH; bit 63 on exact pcs). */
+	const uint64_t *kernel_pcs;
+	int kernel_nframes;
+	/* The address space of the event's process at its generation. */
+	struct stacksnap_addrspace *as;
+	unsigned generation;	/* 1 for the first of its process */
+	size_t :0;
+};
+
+/* The number of events of a saved capture (0 for snapshots, cores). */
+STACKSNAP_API size_t stacksnap_saved__event_count(const struct stacksnap_saved *s);
+/* Event i as far as ev->sz says. Returns 0, -EINVAL (i out of range),
+ * -ENOMEM. */
+STACKSNAP_API int stacksnap_saved__event(struct stacksnap_saved *s, size_t i,
+					 struct stacksnap_saved_event *ev);
+/* How the saved trace unwound (its max_frames, STACKSNAP_TRACE_UNWIND_*),
+ * so a reader walks the same way; 0 when not an events file. */
+STACKSNAP_API unsigned stacksnap_saved__trace_max_frames(const struct stacksnap_saved *s);
+STACKSNAP_API unsigned stacksnap_saved__trace_unwind(const struct stacksnap_saved *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
+#include "format/events_file.h"
 
 struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path)
 {
@@ -219,6 +220,7 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	if (!s)
 		return;
 	core__free(s->core);
+	events__free(s->events);
 	stacksnap_mem__free(s->mem);
 	stacksnap_addrspace__free(s->as);
 	free(s->threads);

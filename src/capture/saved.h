@@ -28,6 +28,12 @@ struct stacksnap_saved {
 	bool image_mmapped;	/* image is an mmap, else malloc'ed or borrowed */
 	bool image_owned;
 	void *core;		/* core reader state, freed by core__free */
+	/* Events files (stacksnap trace --save): the events, the address
+	 * spaces by generation (events_file.c), how the trace unwound, and
+	 * where a file its writer did not finish was cut (0: whole). */
+	struct saved_events *events;
+	unsigned trace_max_frames, trace_unwind;
+	size_t cut_at;
 };
 
 struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path);

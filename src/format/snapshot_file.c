@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "format/snapshot_file.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 #include "base/opts.h"
 #include "capture/saved.h"
 #include "elf/elf_image.h"
+#include "format/events_file.h"
 
 /* Measured in BENCHMARKS.md ("Snapshot file sizes"). */
 #define DEFAULT_ENCODING STACKSNAP_ENCODING_POINTERS
@@ -58,6 +60,15 @@ void snapfile_writer__end_section(struct snapfile_writer *w)
 	byte_buf__patch_u64(&w->buf, w->open_section + 8, w->buf.n - payload);
 	w->open_section = 0;
 	w->nsections++;
+}
+
+void snapfile_writer__end_section_crc(struct snapfile_writer *w)
+{
+	size_t payload = w->open_section + SNAPFILE_SECTION_HEADER_SIZE;
+
+	if (!w->buf.failed)
+		byte_buf__u32(&w->buf, elf_crc32(0, w->buf.p + payload, w->buf.n - payload));
+	snapfile_writer__end_section(w);
 }
 
 int snapfile_writer__finish(struct snapfile_writer *w, const char *path,
@@ -118,7 +129,7 @@ static void put_str(struct byte_buf *b, const char *s, size_t len)
 }
 
 /* The command line with its NULs as spaces. */
-static void read_cmdline(pid_t pid, char *buf, size_t size)
+void snapfile__read_cmdline(pid_t pid, char *buf, size_t size)
 {
 	char path[64];
 	ssize_t n;
@@ -154,7 +165,7 @@ static void put_process(struct snapfile_writer *w, const struct stacksnap_snapsh
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (uname(&u))
 		u.release[0] = 0;
-	read_cmdline(pid, cmd, sizeof(cmd));
+	snapfile__read_cmdline(pid, cmd, sizeof(cmd));
 	snapfile_writer__begin_section(w, SNAPFILE_SEC_PROCESS, 1, 0);
 	byte_buf__u32(&w->buf, (uint32_t)pid);
 	byte_buf__u64(&w->buf, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
@@ -167,48 +178,61 @@ static void put_process(struct snapfile_writer *w, const struct stacksnap_snapsh
 	snapfile_writer__end_section(w);
 }
 
-static void put_mappings(struct snapfile_writer *w, struct stacksnap_addrspace *as)
+unsigned snapfile__put_mapping_records(struct byte_buf *b, struct stacksnap_addrspace *as)
 {
-	uint32_t nimages = 0;
+	unsigned nimages = 0;
 
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_MAPPINGS, 1, 0);
-	byte_buf__u32(&w->buf, (uint32_t)as->n);
+	byte_buf__u32(b, (uint32_t)as->n);
 	for (size_t i = 0; i < as->n; i++) {
 		const struct as_map *m = &as->maps[i];
 		const struct elf_image *img = m->mod ? m->mod->img : NULL;
 		const char *path = m->path ? m->path : "";
-		size_t rec = w->buf.n, plen = strlen(path);
+		size_t rec = b->n, plen = strlen(path);
 		uint8_t kind = m->mod && m->mod->is_vdso ? SNAPFILE_MAP_IMAGE
 			       : m->path && m->path[0] == '/' ? SNAPFILE_MAP_FILE
 							     : SNAPFILE_MAP_ANON;
 
-		byte_buf__u32(&w->buf, 0); /* record length */
-		byte_buf__u64(&w->buf, m->start);
-		byte_buf__u64(&w->buf, m->end);
-		byte_buf__u64(&w->buf, m->offset);
-		byte_buf__u32(&w->buf, m->prot);
-		byte_buf__u8(&w->buf, kind);
-		byte_buf__u8(&w->buf, img ? (uint8_t)img->build_id_len : 0);
+		byte_buf__u32(b, 0); /* record length */
+		byte_buf__u64(b, m->start);
+		byte_buf__u64(b, m->end);
+		byte_buf__u64(b, m->offset);
+		byte_buf__u32(b, m->prot);
+		byte_buf__u8(b, kind);
+		byte_buf__u8(b, img ? (uint8_t)img->build_id_len : 0);
 		if (img)
-			byte_buf__put(&w->buf, img->build_id, img->build_id_len);
-		byte_buf__u16(&w->buf, (uint16_t)(plen > 4095 ? 4095 : plen));
-		byte_buf__put(&w->buf, path, plen > 4095 ? 4095 : plen);
-		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
+			byte_buf__put(b, img->build_id, img->build_id_len);
+		byte_buf__u16(b, (uint16_t)(plen > 4095 ? 4095 : plen));
+		byte_buf__put(b, path, plen > 4095 ? 4095 : plen);
+		byte_buf__patch_u32(b, rec, (uint32_t)(b->n - rec - 4));
 		if (kind == SNAPFILE_MAP_IMAGE)
 			nimages++;
 	}
-	snapfile_writer__end_section(w);
-	for (size_t i = 0; nimages && i < as->n; i++) {
-		const struct as_map *m = &as->maps[i];
+	return nimages;
+}
 
-		if (!m->mod || !m->mod->is_vdso)
-			continue;
-		snapfile_writer__begin_section(w, SNAPFILE_SEC_IMAGE, 1, 0);
-		byte_buf__u64(&w->buf, m->start);
-		byte_buf__u64(&w->buf, m->mod->img->size);
-		byte_buf__put(&w->buf, m->mod->img->bytes, m->mod->img->size);
+void snapfile__put_image(struct snapfile_writer *w, const struct as_map *m,
+			 uint16_t flags)
+{
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_IMAGE, 1, flags);
+	byte_buf__u64(&w->buf, m->start);
+	byte_buf__u64(&w->buf, m->mod->img->size);
+	byte_buf__put(&w->buf, m->mod->img->bytes, m->mod->img->size);
+	if (flags & SNAPFILE_SEC_CRC)
+		snapfile_writer__end_section_crc(w);
+	else
 		snapfile_writer__end_section(w);
-	}
+}
+
+static void put_mappings(struct snapfile_writer *w, struct stacksnap_addrspace *as)
+{
+	unsigned nimages;
+
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_MAPPINGS, 1, 0);
+	nimages = snapfile__put_mapping_records(&w->buf, as);
+	snapfile_writer__end_section(w);
+	for (size_t i = 0; nimages && i < as->n; i++)
+		if (as->maps[i].mod && as->maps[i].mod->is_vdso)
+			snapfile__put_image(w, &as->maps[i], 0);
 }
 
 /* The memory source of the exact encoding's walk: the copy, with every
@@ -285,8 +309,8 @@ static int mark_exact(struct stacksnap_addrspace *as, struct stacksnap_unwinder 
 
 /* Registers under a compact encoding: rip and rsp, and the others only
  * when they point into code or the stack (a register may hold a secret). */
-static void filter_regs(struct stacksnap_addrspace *as, const struct stacksnap_thread *th,
-			struct stacksnap_regs *r)
+void snapfile__filter_regs(struct stacksnap_addrspace *as, const struct stacksnap_thread *th,
+			   struct stacksnap_regs *r)
 {
 	*r = th->regs;
 	for (int i = 0; i < STACKSNAP_REG_COUNT; i++)
@@ -357,7 +381,7 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 		struct stacksnap_regs regs = th->regs;
 
 		if (enc != STACKSNAP_ENCODING_FULL)
-			filter_regs(as, th, &regs);
+			snapfile__filter_regs(as, th, &regs);
 		byte_buf__u32(&w->buf, 0); /* record length */
 		byte_buf__u32(&w->buf, (uint32_t)th->tid);
 		byte_buf__u8(&w->buf, (uint8_t)th->state);
@@ -466,6 +490,10 @@ static int read_process(struct stacksnap_saved *s, struct cursor *c, size_t base
 		BAD(s, base + cursor_offset(c), "process section truncated");
 		return -EINVAL;
 	}
+	if (cursor_left(c) >= 5) { /* events files: how the trace unwound */
+		s->trace_max_frames = cursor_u32(c);
+		s->trace_unwind = cursor_u8(c);
+	}
 	s->info.cmdline = s->cmdline;
 	s->info.kernel = s->kernel;
 	s->info.version = s->version;
@@ -502,8 +530,8 @@ static bool find_image(const struct stacksnap_saved *s, const uint8_t *sections,
 	return false;
 }
 
-static int read_mappings(struct stacksnap_saved *s, struct cursor *c, size_t base,
-			 const uint8_t *sections, size_t sections_len)
+int snapfile__read_mappings(struct stacksnap_saved *s, struct cursor *c, size_t base,
+			    const uint8_t *sections, size_t sections_len)
 {
 	uint32_t n = cursor_u32(c);
 
@@ -675,7 +703,7 @@ static int parse(struct stacksnap_saved *s)
 	uint32_t crc, nsec;
 	uint16_t major, minor;
 	uint32_t hsize;
-	bool have_threads = false;
+	bool have_threads = false, streamed;
 	int err;
 
 	cursor_init(&c, b, len);
@@ -704,12 +732,17 @@ static int parse(struct stacksnap_saved *s)
 		BAD(s, SNAPFILE_OFF_HEADER_SIZE, "header size %u is wrong", hsize);
 		return -EINVAL;
 	}
-	if (file_len != len) {
+	/* An events file whose writer never closed it (killed, crashed)
+	 * has no length, checksum or count yet: its sections, each with its
+	 * own checksum, are read up to the last complete one. */
+	streamed = minor >= SNAPFILE_MINOR_EVENTS && !file_len && !crc && !nsec;
+	if (!streamed && file_len != len) {
 		BAD(s, SNAPFILE_OFF_FILE_LEN, "file is %zu bytes, its header says %" PRIu64
 			" (truncated or appended to)", len, file_len);
 		return -EINVAL;
 	}
-	if (elf_crc32(0, b + SNAPFILE_HEADER_SIZE, len - SNAPFILE_HEADER_SIZE) != crc) {
+	if (!streamed &&
+	    elf_crc32(0, b + SNAPFILE_HEADER_SIZE, len - SNAPFILE_HEADER_SIZE) != crc) {
 		BAD(s, SNAPFILE_OFF_CRC, "checksum mismatch: the file is corrupt");
 		return -EINVAL;
 	}
@@ -718,7 +751,7 @@ static int parse(struct stacksnap_saved *s)
 	const uint8_t *sections = b + hsize;
 	size_t sections_len = len - hsize;
 	cursor_init(&c, sections, sections_len);
-	for (uint32_t i = 0; i < nsec; i++) {
+	for (uint32_t i = 0; streamed ? cursor_left(&c) > 0 : i < nsec; i++) {
 		size_t at = hsize + cursor_offset(&c);
 		uint32_t kind = cursor_u32(&c);
 		uint16_t ver = cursor_u16(&c), flags = cursor_u16(&c);
@@ -726,9 +759,38 @@ static int parse(struct stacksnap_saved *s)
 		const uint8_t *p = !c.bad && plen <= cursor_left(&c) ? cursor_take(&c, plen) : NULL;
 		struct cursor pc;
 
+		if (!p && streamed) {
+			/* The write the writer was killed in: what came before
+			 * is whole (each section checked on its own). */
+			log_warn(&s->ctx->log, "%s: offset %zu: the file ends inside "
+				 "section %u: its writer did not finish (killed?); "
+				 "read up to there", s->path, at, i);
+			s->cut_at = at;
+			break;
+		}
 		if (!p) {
 			BAD(s, at, "section %u: %s", i, c.bad ? "header truncated"
 							       : "length past the end of the file");
+			return -EINVAL;
+		}
+		if (flags & SNAPFILE_SEC_CRC) {
+			uint32_t want;
+
+			if (plen < 4) {
+				BAD(s, at, "section %u: too short for its checksum", i);
+				return -EINVAL;
+			}
+			plen -= 4;
+			memcpy(&want, p + plen, 4);
+			want = le32toh(want);
+			if (elf_crc32(0, p, plen) != want) {
+				BAD(s, at, "section %u (kind %u): checksum mismatch: the "
+					   "section is corrupt", i, kind);
+				return -EINVAL;
+			}
+		} else if (streamed) {
+			BAD(s, at, "section %u: a streamed file's sections carry "
+				   "checksums; this one does not", i);
 			return -EINVAL;
 		}
 		cursor_init(&pc, p, plen);
@@ -739,7 +801,7 @@ static int parse(struct stacksnap_saved *s)
 			err = read_process(s, &pc, pbase);
 			break;
 		case SNAPFILE_SEC_MAPPINGS:
-			err = read_mappings(s, &pc, pbase, sections, sections_len);
+			err = snapfile__read_mappings(s, &pc, pbase, sections, sections_len);
 			break;
 		case SNAPFILE_SEC_IMAGE:
 			break; /* read with the mapping that names it */
@@ -751,6 +813,12 @@ static int parse(struct stacksnap_saved *s)
 			have_threads = true;
 			err = read_threads(s, &pc, pbase);
 			break;
+		case SNAPFILE_SEC_EVENT:
+		case SNAPFILE_SEC_ADDRSPACE:
+		case SNAPFILE_SEC_EVENT_KIND:
+			err = events__read_section(s, kind, &pc, pbase, sections,
+						   sections_len);
+			break;
 		default:
 			if (flags & SNAPFILE_SEC_REQUIRED) {
 				BAD(s, at, "section kind %u (version %u) is required but "
@@ -758,7 +826,7 @@ static int parse(struct stacksnap_saved *s)
 				    kind, ver);
 				return -ENOTSUP;
 			}
-			break; /* events, and kinds of newer versions: skipped */
+			break; /* kinds of newer versions: skipped */
 		}
 		if (err)
 			return err;

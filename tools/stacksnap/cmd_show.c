@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "options.h"
+#include "perf_script.h"
 #include "print.h"
+#include "trace_print.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 
@@ -80,6 +82,74 @@ out:
 	return rc;
 }
 
+/* An events file (stacksnap trace --save): every event unwound again
+ * from its saved registers and stack, against its process's address space
+ * of the event's generation, as the trace unwound it (its max_frames),
+ * and printed as the live trace printed it. */
+static int print_events(const struct options *o, struct stacksnap_saved *s)
+{
+	unsigned max_frames = o->max_frames ? o->max_frames
+			      : stacksnap_saved__trace_max_frames(s);
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = max_frames,
+		       .stack_scan = o->stack_scan);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	struct stacksnap_frame *frames = calloc(max_frames ? max_frames : 1, sizeof(*frames));
+	struct trace_printer p = { .print = o, .out = stdout, .json = o->json };
+	size_t n = stacksnap_saved__event_count(s);
+	int rc = EXIT_OK;
+
+	if (!uw || !mem || !frames || ((o->count || o->folded) && !(p.counts = folded_new()))) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		STACKSNAP_OPTS(stacksnap_saved_event, ev);
+		struct trace_line line;
+		int nf;
+
+		if (stacksnap_saved__event(s, i, &ev)) {
+			rc = EXIT_ERROR; /* checked when opened: out of memory */
+			break;
+		}
+		line = (struct trace_line){
+			.name = ev.name, .time_ns = ev.time_ns, .comm = ev.comm,
+			.pid = ev.pid, .tid = ev.tid, .cpu = ev.cpu,
+			.fields = ev.fields, .nfields = (int)ev.nfields,
+			.stack_bytes = ev.stack_bytes, .as = ev.as,
+			.frames = ev.frames, .nframes = ev.nframes, .end = ev.end,
+		};
+		if (ev.stack && ev.as) {
+			stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
+			nf = stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, max_frames,
+					      &line.end);
+			if (nf < 0) { /* as the live trace says it */
+				nf = 0;
+				line.end = STACKSNAP_END_BAD_MEMORY;
+			}
+			line.frames = frames;
+			line.nframes = nf;
+		}
+		if (trace_print_event(&p, &line)) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			rc = EXIT_ERROR;
+			break;
+		}
+	}
+	if (p.counts && rc == EXIT_OK)
+		trace_print_counts(&p, o->folded);
+out:
+	folded_free(p.counts);
+	free(p.key);
+	free(frames);
+	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(uw);
+	if (fflush(stdout) != 0 && rc == EXIT_OK)
+		rc = EXIT_ERROR;
+	return rc;
+}
+
 /* Warnings are shown without -v here: they name the modules that were
  * not found, which is why frames stay addresses. */
 static void saved_log(enum stacksnap_log_level level, const char *msg, void *user)
@@ -128,7 +198,15 @@ static int run_saved(struct options *o, const char *file, bool core)
 	STACKSNAP_OPTS(stacksnap_saved_info, info);
 	stacksnap_saved__info(s, &info);
 	o->pid = info.pid;
-	rc = print_saved(o, s);
+	if (stacksnap_saved__event_count(s) ||
+	    (!core && info.format_version % 100 >= 1 && !stacksnap_saved__thread_count(s)))
+		rc = print_events(o, s);
+	else if (o->count || o->folded) {
+		fprintf(stderr, "stacksnap show: %s: --count and --folded are for events "
+			"files (stacksnap trace --save)\n", file);
+		rc = EXIT_USAGE;
+	} else
+		rc = print_saved(o, s);
 	stacksnap_saved__free(s);
 	stacksnap_ctx__free(ctx);
 	return rc;

@@ -18,6 +18,7 @@
 #include "options.h"
 #include "perf_script.h"
 #include "print.h"
+#include "trace_print.h"
 #include "help.h"
 #include "stacksnap.h"
 #include "subcommands.h"
@@ -31,6 +32,9 @@ struct trace_options {
 	pid_t pid, tid;			/* -p, -t */
 	char **cmd;			/* after -- */
 	bool list, json, count, folded, no_inherit, compact;
+	const char *save;		/* --save FILE: an events file */
+	bool quiet;			/* -q: print no events (with --save) */
+	int encoding;			/* --encoding: of --save's stacks */
 	const char *list_pattern;
 	const char *output;		/* -o */
 	double duration, interval;	/* seconds; 0: none */
@@ -39,14 +43,13 @@ struct trace_options {
 	struct options print;		/* what the shared printers read */
 };
 
-/* State of one run: the output, the counters of --count/--folded. */
+/* State of one run: the printer (output, counters of --count/--folded)
+ * and the events file of --save. */
 struct tracer {
 	struct trace_options *o;
 	struct stacksnap_trace *tr;
-	FILE *out;
-	struct folded *counts;
-	char *key;
-	size_t keycap;
+	struct trace_printer p;
+	struct stacksnap_trace_writer *save;
 	int error;
 };
 
@@ -62,7 +65,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 {
 	enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
 	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-	       O_COMPACT };
+	       O_COMPACT, O_ENC };
 	static const struct option longopts[] = {
 		{ "event", required_argument, NULL, 'e' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -85,6 +88,8 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "compact", no_argument, NULL, O_COMPACT },
+		{ "encoding", required_argument, NULL, O_ENC },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -96,7 +101,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	optind = 1;
 	/* '+': options stop at the command after "--". */
-	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_UNWIND:
 			if (!strcmp(optarg, "user"))
@@ -183,10 +188,15 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			}
 			o->print.max_frames = (unsigned)v;
 			break;
-		case O_SAVE:
-			fprintf(stderr, "stacksnap trace: --save is not available yet: it writes "
-				"the snapshot container, which this build does not have\n");
-			return EXIT_USAGE;
+		case O_SAVE: o->save = optarg; break;
+		case 'q': o->quiet = true; break;
+		case O_ENC:
+			if ((o->encoding = options_parse_encoding(optarg)) < 0) {
+				fprintf(stderr, "stacksnap trace: --encoding: '%s' is not an "
+					"encoding (pointers, exact or full)\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'v': o->print.verbose = true; break;
 		case 'h': fputs(help_text("trace"), stdout); return -1;
 		default:
@@ -220,6 +230,11 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		fprintf(stderr, "stacksnap trace: --interval goes with --count or --folded\n");
 		return EXIT_USAGE;
 	}
+	if ((o->quiet || o->encoding) && !o->save) {
+		fprintf(stderr, "stacksnap trace: %s goes with --save FILE\n",
+			o->quiet ? "-q" : "--encoding");
+		return EXIT_USAGE;
+	}
 	if (o->json + o->count + o->folded > 1) {
 		fprintf(stderr, "stacksnap trace: give only one of --json, --count and --folded\n");
 		return EXIT_USAGE;
@@ -227,125 +242,18 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	return 0;
 }
 
-/* The event line's fields: "write(fd: 1, buf: 0x..., count: 6)" for a
- * system call entry (as perf trace shows it), "NAME() = RET" for its exit,
- * "name=value ..." for other tracepoints. */
-static void print_fields(struct tracer *t, const struct stacksnap_trace_event *ev)
-{
-	struct stacksnap_trace_field f[32];
-	int n = stacksnap_trace__fields(t->tr, ev, f, 32);
-	const char *colon = strchr(ev->name, ':');
-	const char *ev_name = colon ? colon + 1 : ev->name;
-	bool sys_enter = !strncmp(ev_name, "sys_enter_", 10);
-	bool sys_exit = !strncmp(ev_name, "sys_exit_", 9);
-
-	if (sys_enter || sys_exit)
-		fprintf(t->out, " %s(", ev_name + (sys_enter ? 10 : 9));
-	for (int i = 0; i < n; i++) {
-		if ((sys_enter || sys_exit) && !strcmp(f[i].name, "__syscall_nr"))
-			continue;
-		if (sys_exit) {
-			fprintf(t->out, ") = %" PRId64, (int64_t)f[i].value);
-			return;
-		}
-		fputs(sys_enter ? (i > 1 ? ", " : "") : " ", t->out);
-		fprintf(t->out, sys_enter ? "%s: " : "%s=", f[i].name);
-		if (f[i].str)
-			fprintf(t->out, "%s", f[i].str);
-		else if (f[i].is_pointer || (sys_enter && f[i].value > 0xffffffffull &&
-					     !f[i].is_signed))
-			fprintf(t->out, "%#" PRIx64, f[i].value);
-		else if (f[i].is_signed)
-			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
-		else
-			fprintf(t->out, "%" PRIu64, f[i].value);
-	}
-	if (sys_enter)
-		fputc(')', t->out);
-}
-
-static void json_fields(struct tracer *t, const struct stacksnap_trace_event *ev)
-{
-	struct stacksnap_trace_field f[32];
-	int n = stacksnap_trace__fields(t->tr, ev, f, 32);
-
-	fputs(",\"fields\":{", t->out);
-	for (int i = 0; i < n; i++) {
-		fputs(i ? "," : "", t->out);
-		json_str(t->out, f[i].name);
-		fputc(':', t->out);
-		if (f[i].str)
-			json_str(t->out, f[i].str);
-		else if (f[i].is_signed)
-			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
-		else
-			fprintf(t->out, "%" PRIu64, f[i].value);
-	}
-	fputc('}', t->out);
-}
-
-/* Adds the event's stack, "event;outermost;...;innermost", to the counts. */
-static int count_stack(struct tracer *t, const struct stacksnap_trace_event *ev,
-		       const struct thread_result *r)
-{
-	size_t len = 0;
-
-	for (size_t i = r->nout + 1; i-- > 0;) {
-		const char *name;
-		char tmp[64];
-
-		if (i == r->nout) {
-			name = ev->name;
-		} else if (r->out[i].frame->flags & STACKSNAP_FRAME_SIGRETURN) {
-			name = "<signal handler called>";
-		} else if (!(name = r->out[i].sym.function)) {
-			const char *m = r->out[i].sym.module, *b = m ? strrchr(m, '/') : NULL;
-
-			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : m ? m : "unknown");
-			name = tmp;
-		}
-		size_t n = strlen(name);
-		if (len + n + 2 > t->keycap) {
-			size_t cap = (len + n + 2) * 2;
-			char *k = realloc(t->key, cap);
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = cap;
-		}
-		if (len)
-			t->key[len++] = ';';
-		for (size_t j = 0; j < n; j++)
-			t->key[len++] = name[j] == ';' ? ':' : name[j];
-	}
-	if (r->end != STACKSNAP_END_COMPLETE) {
-		static const char trunc[] = ";[truncated]";
-
-		/* The innermost frames are what was walked: mark the top. */
-		if (len + sizeof(trunc) > t->keycap) {
-			char *k = realloc(t->key, len + sizeof(trunc));
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = len + sizeof(trunc);
-		}
-		size_t first = strcspn(t->key, ";");
-		memmove(t->key + first + sizeof(trunc) - 1, t->key + first, len - first);
-		memcpy(t->key + first, trunc, sizeof(trunc) - 1);
-		len += sizeof(trunc) - 1;
-	}
-	return folded_add(t->counts, t->key, len, 1);
-}
-
 static int on_event(const struct stacksnap_trace_event *ev, void *user)
 {
 	struct tracer *t = user;
-	struct thread_result r = {
-		.frames = (struct stacksnap_frame *)ev->frames,
-		.nframes = ev->nframes,
-		.end = ev->end,
+	struct stacksnap_trace_field f[32];
+	int nf = stacksnap_trace__fields(t->tr, ev, f, 32);
+	struct trace_line line = {
+		.name = ev->name, .time_ns = ev->time_ns, .comm = ev->comm,
+		.pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu,
+		.fields = f, .nfields = nf > 0 ? nf : 0,
+		.stack_bytes = ev->capture->stack_len,
+		.frames = ev->frames, .nframes = ev->nframes, .end = ev->end,
+		.as = ev->as,
 	};
 
 	/* --unwind both: say where the two walks part (the summary counts). */
@@ -355,38 +263,17 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 			ev->time_ns / 1e9, (int)ev->tid, ev->first_difference,
 			(uint64_t)(ev->kernel_pcs[ev->first_difference] & ~(1ull << 63)),
 			ev->frames[ev->first_difference].pc);
-	if (symbolize_thread(&t->o->print, ev->as, &r)) {
+	if (t->save && stacksnap_trace_writer__add(t->save, ev, f, line.nfields)) {
+		t->error = errno ? errno : EIO;
+		return -t->error;
+	}
+	if (t->o->quiet)
+		return 0;
+	if (trace_print_event(&t->p, &line)) {
 		t->error = ENOMEM;
 		return -ENOMEM;
 	}
-	if (t->counts) {
-		if (count_stack(t, ev, &r))
-			t->error = ENOMEM;
-	} else if (t->o->json) {
-		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
-			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u);
-		json_str(t->out, ev->comm);
-		fprintf(t->out, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"event\":",
-			(int)ev->pid, (int)ev->tid, ev->cpu);
-		json_str(t->out, ev->name);
-		json_fields(t, ev);
-		fprintf(t->out, ",\"stack_bytes\":%u,\"complete\":%s,\"end\":",
-			ev->capture->stack_len, ev->end == STACKSNAP_END_COMPLETE ? "true" : "false");
-		json_str(t->out, stacksnap_end__str(ev->end));
-		fputs(",\"frames\":[", t->out);
-		print_json_frames(t->out, &r);
-		fputs("]}\n", t->out);
-	} else {
-		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
-			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,
-			ev->comm, (int)ev->pid, (int)ev->tid, ev->name);
-		print_fields(t, ev);
-		fputc('\n', t->out);
-		print_text_frames(t->out, &t->o->print, &r);
-		fputc('\n', t->out);
-	}
-	free(r.out);
-	return t->error ? -t->error : 0;
+	return 0;
 }
 
 static int list_one(const char *name, void *user)
@@ -466,7 +353,7 @@ static pid_t spawn_held(char **cmd, int *go, int *err)
 int trace_main(int argc, char **argv)
 {
 	struct trace_options o;
-	struct tracer t = { .o = &o, .out = stdout };
+	struct tracer t = { .o = &o, .p.out = stdout };
 	struct stacksnap_ctx *ctx = NULL;
 	struct stacksnap_trace_stats st;
 	pid_t child = -1;
@@ -522,15 +409,28 @@ int trace_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if (o.output && !(t.out = fopen(o.output, "we"))) {
+	t.p.print = &o.print;
+	t.p.json = o.json;
+	if (o.output && !(t.p.out = fopen(o.output, "we"))) {
 		fprintf(stderr, "stacksnap trace: %s: %s\n", o.output, strerror(errno));
-		t.out = stdout;
+		t.p.out = stdout;
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if ((o.count || o.folded) && !(t.counts = folded_new())) {
+	if ((o.count || o.folded) && !(t.p.counts = folded_new())) {
 		rc = EXIT_ERROR;
 		goto out;
+	}
+	if (o.save) {
+		STACKSNAP_OPTS(stacksnap_trace_writer_opts, wopts,
+			       .encoding = (enum stacksnap_stack_encoding)o.encoding,
+			       .max_frames = o.print.max_frames, .unwind = o.unwind,
+			       .pid = o.pid ? o.pid : o.tid);
+		t.save = stacksnap_trace_writer__new(ctx, o.save, &wopts);
+		if (!t.save) {
+			rc = EXIT_ERROR; /* the log named the file */
+			goto out;
+		}
 	}
 	if (o.cmd && (child = spawn_held(o.cmd, &go, &cerr)) < 0) {
 		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o.cmd[0], strerror(errno));
@@ -567,6 +467,9 @@ int trace_main(int argc, char **argv)
 	rc = EXIT_OK;
 	while (!stop_signal && !t.error) {
 		r = stacksnap_trace__poll(t.tr, 100, on_event, &t);
+		/* What a crash or a kill would lose: at most one round. */
+		if (t.save && r > 0 && stacksnap_trace_writer__flush(t.save))
+			t.error = errno ? errno : EIO;
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
 			rc = EXIT_ERROR;
@@ -581,9 +484,9 @@ int trace_main(int argc, char **argv)
 		if (o.duration > 0 && now_s() - t0 >= o.duration)
 			break;
 		if (next_print && now_s() >= next_print) {
-			fprintf(t.out, "--- %.1f s\n", now_s() - t0);
-			o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
-			fflush(t.out);
+			fprintf(t.p.out, "--- %.1f s\n", now_s() - t0);
+			trace_print_counts(&t.p, o.folded);
+			fflush(t.p.out);
 			next_print += o.interval;
 		}
 	}
@@ -595,10 +498,19 @@ int trace_main(int argc, char **argv)
 		fprintf(stderr, "stacksnap trace: %s\n", strerror(t.error));
 		rc = EXIT_ERROR;
 	}
-	if (t.counts) {
+	if (t.p.counts) {
 		if (o.interval > 0)
-			fprintf(t.out, "--- end\n");
-		o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
+			fprintf(t.p.out, "--- end\n");
+		trace_print_counts(&t.p, o.folded);
+	}
+	if (t.save) {
+		r = stacksnap_trace_writer__close(t.save);
+		t.save = NULL;
+		if (r) {
+			fprintf(stderr, "stacksnap trace: %s: the events file is "
+				"incomplete: %s\n", o.save, strerror(-r));
+			rc = EXIT_ERROR;
+		}
 	}
 	stacksnap_trace__stats(t.tr, &st);
 	fprintf(stderr, "stacksnap trace: %" PRIu64 " events captured, %" PRIu64
@@ -638,10 +550,11 @@ out:
 		waitpid(child, &child_status, 0);
 	}
 	stacksnap_trace__free(t.tr);
-	folded_free(t.counts);
-	free(t.key);
-	if (t.out != stdout)
-		fclose(t.out);
+	stacksnap_trace_writer__close(t.save);
+	folded_free(t.p.counts);
+	free(t.p.key);
+	if (t.p.out != stdout)
+		fclose(t.p.out);
 	else if (fflush(stdout) && rc == EXIT_OK)
 		rc = EXIT_ERROR;
 	stacksnap_ctx__free(ctx);

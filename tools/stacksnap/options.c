@@ -78,7 +78,7 @@ const char *default_cache_dir(void)
 }
 
 /* --encoding's names, by enum stacksnap_stack_encoding. */
-static int parse_encoding(const char *s)
+int options_parse_encoding(const char *s)
 {
 	if (!strcmp(s, "pointers"))
 		return STACKSNAP_ENCODING_POINTERS;
@@ -174,7 +174,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_NORT: o->no_realtime = true; break;
 		case O_SAVE: o->save_path = optarg; break;
 		case O_ENC:
-			if ((o->encoding = parse_encoding(optarg)) < 0) {
+			if ((o->encoding = options_parse_encoding(optarg)) < 0) {
 				fprintf(stderr, "stacksnap: --encoding: '%s' is not an encoding (pointers, exact or full)\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -243,7 +243,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI };
+	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -255,6 +255,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-cache", no_argument, NULL, O_NOCACHE },
 		{ "debug-dir", required_argument, NULL, O_DDIR },
 		{ "no-debuginfod", no_argument, NULL, O_NODI },
+		{ "count", no_argument, NULL, O_COUNT },
+		{ "folded", no_argument, NULL, O_FOLDED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -281,12 +283,18 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NOCACHE: o->no_cache = true; break;
 		case O_DDIR: o->debug_dirs = optarg; break;
 		case O_NODI: o->no_debuginfod = true; break;
+		case O_COUNT: o->count = true; break;
+		case O_FOLDED: o->folded = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:
 			fputs("Try 'stacksnap show --help'.\n", stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (o->json + o->count + o->folded > 1) {
+		fprintf(stderr, "stacksnap show: give only one of --json, --count and --folded\n");
+		return EXIT_USAGE;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap show: which file? give a snapshot file\n"

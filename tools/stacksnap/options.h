@@ -34,6 +34,7 @@ struct options {
 	const char *exe_path;	/* --exe PATH: its executable */
 	const char *debug_dirs;	/* show --debug-dir: NULL for the default */
 	bool no_debuginfod;	/* show --no-debuginfod */
+	bool count, folded;	/* show --count/--folded (events files) */
 };
 
 /* Exit codes, also listed in --help and the README. */
@@ -62,6 +63,10 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
  * can be named. The string is static. */
 const char *default_cache_dir(void);
+
+/* --encoding's names (pointers, exact, full) as enum
+ * stacksnap_stack_encoding; -1 for another name. */
+int options_parse_encoding(const char *s);
 
 /* The exit status for a capture's or an attach's errno: no such process,
  * not permitted, traced, zombie, kernel thread, or other error. */

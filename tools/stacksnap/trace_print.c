@@ -1,0 +1,174 @@
+/* trace_print.c - the lines of `stacksnap trace` (an event, its fields,
+ * its frames; JSON; the --count/--folded stacks), printed alike for a live
+ * trace and for an events file read back by `stacksnap show`. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_script.h"
+#include "print.h"
+#include "trace_print.h"
+
+/* The event line's fields: "write(fd: 1, buf: 0x..., count: 6)" for a
+ * system call entry (as perf trace shows it), "NAME() = RET" for its exit,
+ * "name=value ..." for other tracepoints. */
+static void print_fields(struct trace_printer *t, const struct trace_line *ev)
+{
+	const struct stacksnap_trace_field *f = ev->fields;
+	int n = ev->nfields;
+	const char *colon = strchr(ev->name, ':');
+	const char *ev_name = colon ? colon + 1 : ev->name;
+	bool sys_enter = !strncmp(ev_name, "sys_enter_", 10);
+	bool sys_exit = !strncmp(ev_name, "sys_exit_", 9);
+
+	if (sys_enter || sys_exit)
+		fprintf(t->out, " %s(", ev_name + (sys_enter ? 10 : 9));
+	for (int i = 0; i < n; i++) {
+		if ((sys_enter || sys_exit) && !strcmp(f[i].name, "__syscall_nr"))
+			continue;
+		if (sys_exit) {
+			fprintf(t->out, ") = %" PRId64, (int64_t)f[i].value);
+			return;
+		}
+		fputs(sys_enter ? (i > 1 ? ", " : "") : " ", t->out);
+		fprintf(t->out, sys_enter ? "%s: " : "%s=", f[i].name);
+		if (f[i].str)
+			fprintf(t->out, "%s", f[i].str);
+		else if (f[i].is_pointer || (sys_enter && f[i].value > 0xffffffffull &&
+					     !f[i].is_signed))
+			fprintf(t->out, "%#" PRIx64, f[i].value);
+		else if (f[i].is_signed)
+			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
+		else
+			fprintf(t->out, "%" PRIu64, f[i].value);
+	}
+	if (sys_enter)
+		fputc(')', t->out);
+}
+
+static void json_fields(struct trace_printer *t, const struct trace_line *ev)
+{
+	const struct stacksnap_trace_field *f = ev->fields;
+	int n = ev->nfields;
+
+	fputs(",\"fields\":{", t->out);
+	for (int i = 0; i < n; i++) {
+		fputs(i ? "," : "", t->out);
+		json_str(t->out, f[i].name);
+		fputc(':', t->out);
+		if (f[i].str)
+			json_str(t->out, f[i].str);
+		else if (f[i].is_signed)
+			fprintf(t->out, "%" PRId64, (int64_t)f[i].value);
+		else
+			fprintf(t->out, "%" PRIu64, f[i].value);
+	}
+	fputc('}', t->out);
+}
+
+/* Adds the event's stack, "event;outermost;...;innermost", to the counts. */
+static int count_stack(struct trace_printer *t, const struct trace_line *ev,
+		       const struct thread_result *r)
+{
+	size_t len = 0;
+
+	for (size_t i = r->nout + 1; i-- > 0;) {
+		const char *name;
+		char tmp[64];
+
+		if (i == r->nout) {
+			name = ev->name;
+		} else if (r->out[i].frame->flags & STACKSNAP_FRAME_SIGRETURN) {
+			name = "<signal handler called>";
+		} else if (!(name = r->out[i].sym.function)) {
+			const char *m = r->out[i].sym.module, *b = m ? strrchr(m, '/') : NULL;
+
+			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : m ? m : "unknown");
+			name = tmp;
+		}
+		size_t n = strlen(name);
+		if (len + n + 2 > t->keycap) {
+			size_t cap = (len + n + 2) * 2;
+			char *k = realloc(t->key, cap);
+
+			if (!k)
+				return -ENOMEM;
+			t->key = k;
+			t->keycap = cap;
+		}
+		if (len)
+			t->key[len++] = ';';
+		for (size_t j = 0; j < n; j++)
+			t->key[len++] = name[j] == ';' ? ':' : name[j];
+	}
+	if (r->end != STACKSNAP_END_COMPLETE) {
+		static const char trunc[] = ";[truncated]";
+
+		/* The innermost frames are what was walked: mark the top. */
+		if (len + sizeof(trunc) > t->keycap) {
+			char *k = realloc(t->key, len + sizeof(trunc));
+
+			if (!k)
+				return -ENOMEM;
+			t->key = k;
+			t->keycap = len + sizeof(trunc);
+		}
+		size_t first = strcspn(t->key, ";");
+		memmove(t->key + first + sizeof(trunc) - 1, t->key + first, len - first);
+		memcpy(t->key + first, trunc, sizeof(trunc) - 1);
+		len += sizeof(trunc) - 1;
+	}
+	return folded_add(t->counts, t->key, len, 1);
+}
+
+
+int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
+{
+	struct thread_result r = {
+		.frames = (struct stacksnap_frame *)ev->frames,
+		.nframes = ev->nframes,
+		.end = ev->end,
+	};
+	int err = 0;
+
+	if (symbolize_thread(t->print, ev->as, &r))
+		return -ENOMEM;
+	if (t->counts) {
+		err = count_stack(t, ev, &r);
+	} else if (t->json) {
+		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
+			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u);
+		json_str(t->out, ev->comm);
+		fprintf(t->out, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"event\":",
+			(int)ev->pid, (int)ev->tid, ev->cpu);
+		json_str(t->out, ev->name);
+		json_fields(t, ev);
+		fprintf(t->out, ",\"stack_bytes\":%u,\"complete\":%s,\"end\":",
+			ev->stack_bytes, ev->end == STACKSNAP_END_COMPLETE ? "true" : "false");
+		json_str(t->out, stacksnap_end__str(ev->end));
+		fputs(",\"frames\":[", t->out);
+		print_json_frames(t->out, &r);
+		fputs("]}\n", t->out);
+	} else {
+		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
+			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,
+			ev->comm, (int)ev->pid, (int)ev->tid, ev->name);
+		print_fields(t, ev);
+		fputc('\n', t->out);
+		print_text_frames(t->out, t->print, &r);
+		fputc('\n', t->out);
+	}
+	free(r.out);
+	return err;
+}
+
+void trace_print_counts(struct trace_printer *t, bool folded)
+{
+	if (folded)
+		folded_print(t->counts, t->out);
+	else
+		folded_print_counts(t->counts, t->out);
+}

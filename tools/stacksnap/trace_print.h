@@ -1,0 +1,47 @@
+/* trace_print.h - printing trace events, shared by `stacksnap trace` and
+ * `stacksnap show` on an events file, so both print the same lines. */
+#ifndef STACKSNAP_TOOL_TRACE_PRINT_H
+#define STACKSNAP_TOOL_TRACE_PRINT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "options.h"
+#include "stacksnap.h"
+
+struct folded;
+
+/* Where and how events are printed. counts non-NULL: --count/--folded,
+ * each event's stack is counted instead of printed. key/keycap: the
+ * folded key being built (freed by the owner). */
+struct trace_printer {
+	const struct options *print;	/* frame printing options */
+	FILE *out;
+	bool json;
+	struct folded *counts;
+	char *key;
+	size_t keycap;
+};
+
+/* What one event line shows: a live event or a saved one. */
+struct trace_line {
+	const char *name;
+	uint64_t time_ns;
+	const char *comm;
+	pid_t pid, tid;
+	unsigned cpu;
+	const struct stacksnap_trace_field *fields;
+	int nfields;
+	uint32_t stack_bytes;
+	const struct stacksnap_frame *frames;
+	int nframes;
+	enum stacksnap_end end;
+	struct stacksnap_addrspace *as;
+};
+
+/* Symbolizes and prints (or counts) one event. Returns 0 or -ENOMEM. */
+int trace_print_event(struct trace_printer *t, const struct trace_line *ev);
+/* The counted stacks: folded lines, or most frequent first. */
+void trace_print_counts(struct trace_printer *t, bool folded);
+
+#endif
