@@ -1,7 +1,8 @@
 /* fuzz_snapshot_file.c - libFuzzer target for the snapshot file reader:
  * open the bytes as they are (header checks), then again with the length
- * and checksum fields made right (so mutations reach the sections), and
- * unwind every thread read, as `stacksnap show` does. */
+ * and checksum fields made right (the sections' own checksums too, so
+ * mutations reach events files' records), and unwind every thread and
+ * every event read, as `stacksnap show` does. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,40 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 		stacksnap_unwind(uw, stacksnap_saved__addrspace(s), &th->regs, mem,
 				 frames, 64, &end);
 	}
+	for (size_t i = 0; s && mem && i < stacksnap_saved__event_count(s); i++) {
+		STACKSNAP_OPTS(stacksnap_saved_event, ev);
+
+		if (stacksnap_saved__event(s, i, &ev) || !ev.stack || !ev.as)
+			continue;
+		stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
+		stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, 64, &end);
+	}
 	stacksnap_mem__free(mem);
 	stacksnap_saved__free(s);
+}
+
+/* Makes every checksummed section's CRC right, as far as the section
+ * headers make sense. */
+static void fix_section_crcs(uint8_t *b, size_t size)
+{
+	size_t at = SNAPFILE_HEADER_SIZE;
+
+	while (size - at >= SNAPFILE_SECTION_HEADER_SIZE) {
+		uint16_t flags;
+		uint64_t plen;
+		uint32_t crc;
+
+		memcpy(&flags, b + at + 6, 2);
+		memcpy(&plen, b + at + 8, 8);
+		at += SNAPFILE_SECTION_HEADER_SIZE;
+		if (plen > size - at)
+			return;
+		if ((flags & SNAPFILE_SEC_CRC) && plen >= 4) {
+			crc = elf_crc32(0, b + at, plen - 4);
+			memcpy(b + at + plen - 4, &crc, 4);
+		}
+		at += plen;
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -61,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t len = size;
 
 		memcpy(fixed, data, size);
+		fix_section_crcs(fixed, size);
 		memcpy(fixed + SNAPFILE_OFF_FILE_LEN, &len, 8);
 		crc = elf_crc32(0, fixed + SNAPFILE_HEADER_SIZE, size - SNAPFILE_HEADER_SIZE);
 		memcpy(fixed + SNAPFILE_OFF_CRC, &crc, 4);

@@ -831,7 +831,7 @@ static int parse(struct stacksnap_saved *s)
 		if (err)
 			return err;
 	}
-	if (cursor_left(&c)) {
+	if (cursor_left(&c) && !s->cut_at) {
 		BAD(s, hsize + cursor_offset(&c), "%zu bytes after the last section",
 		    cursor_left(&c));
 		return -EINVAL;
