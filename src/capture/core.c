@@ -119,13 +119,7 @@ static int seg_cmp(const void *a, const void *b)
 	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
-#define BAD(s, off, ...)                                                       \
-	do {                                                                   \
-		char msg_[512];                                                \
-		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                     \
-		log_err(&(s)->ctx->log, "%s: offset %zu: %s", (s)->path,       \
-			(size_t)(off), msg_);                                  \
-	} while (0)
+#define BAD SAVED_BAD
 
 /* ELF header and program headers: PT_LOADs into c->segs, PT_NOTEs
  * returned as (offset, size) pairs in *notes. */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "stacksnap.h"
 
@@ -35,6 +36,16 @@ struct stacksnap_saved {
 	unsigned trace_max_frames, trace_unwind;
 	size_t cut_at;
 };
+
+/* Logs an error of a reader of s's file, naming the file and the byte
+ * offset in it: "FILE: offset 1234: thread 3: corrupt stack encoding". */
+#define SAVED_BAD(s, off, ...)                                                 \
+	do {                                                                   \
+		char msg_[4400];                                               \
+		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                     \
+		log_err(&(s)->ctx->log, "%s: offset %zu: %s", (s)->path,       \
+			(size_t)(off), msg_);                                  \
+	} while (0)
 
 struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path);
 

@@ -500,13 +500,7 @@ struct saved_events {
 	char comm[256];
 };
 
-#define BAD(s, off, ...)                                                       \
-	do {                                                                   \
-		char msg_[512];                                                \
-		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                     \
-		log_err(&(s)->ctx->log, "%s: offset %zu: %s", (s)->path,       \
-			(size_t)(off), msg_);                                  \
-	} while (0)
+#define BAD SAVED_BAD
 
 void events__free(struct saved_events *e)
 {

@@ -438,13 +438,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 /* Reading */
 
 /* Errors name the file and the byte offset in it. */
-#define BAD(s, off, ...)                                                       \
-	do {                                                                   \
-		char msg_[4400];                                                \
-		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                     \
-		log_err(&(s)->ctx->log, "%s: offset %zu: %s", (s)->path,       \
-			(size_t)(off), msg_);                                  \
-	} while (0)
+#define BAD SAVED_BAD
 
 /* A string field: u32 length, bytes. Returns a malloc'ed copy or NULL
  * (bad set, or *nomem). */
