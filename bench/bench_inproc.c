@@ -164,7 +164,64 @@ static double signal_cost(int depth, int walk, int calls)
 	return median(j.ns, BATCHES);
 }
 
-int main(void)
+/* --count METHOD DEPTH CALLS: only CALLS calls of one method at one
+ * depth (tables prepared first, one warm-up call), for instruction counts
+ * under valgrind --tool=callgrind or perf stat, which do not depend on the
+ * machine's load. METHOD: stacksnap, fp, glibc, libunwind, ucontext (from
+ * a SIGUSR1 handler), interpreted (no tables). Prints the frames walked. */
+static struct job count_job;
+
+static void count_at_bottom(void *arg)
+{
+	struct job *j = arg;
+
+	if (!j->fn) { /* from a handler */
+		for (int i = 0; i < j->calls; i++)
+			raise(SIGUSR1);
+		j->frames = sink_n;
+		return;
+	}
+	for (int i = 0; i < j->calls; i++)
+		sink_n = j->fn(sink, MAXF);
+	j->frames = sink_n;
+}
+
+static int count_mode(const char *method, int depth, int calls,
+		      bt_fn glibc_bt, bt_fn unw_bt)
+{
+	bt_fn fn = NULL;
+
+	if (strcmp(method, "interpreted"))
+		stacksnap_backtrace_prepare();
+	if (!strcmp(method, "stacksnap") || !strcmp(method, "interpreted"))
+		fn = stacksnap_backtrace;
+	else if (!strcmp(method, "fp"))
+		fn = fp_backtrace;
+	else if (!strcmp(method, "glibc"))
+		fn = glibc_bt;
+	else if (!strcmp(method, "libunwind"))
+		fn = unw_bt;
+	else if (strcmp(method, "ucontext")) {
+		fprintf(stderr, "bench_inproc: unknown method %s (stacksnap, fp, "
+			"glibc, libunwind, ucontext, interpreted)\n", method);
+		return 2;
+	}
+	if (!fn && strcmp(method, "ucontext")) {
+		fprintf(stderr, "bench_inproc: %s not available\n", method);
+		return 1;
+	}
+	handler_walks = 1;
+	count_job.fn = fn;
+	count_job.calls = 1; /* warm-up: the stack ranges, the row caches */
+	recurse(depth, count_at_bottom, &count_job);
+	count_job.calls = calls;
+	recurse(depth, count_at_bottom, &count_job);
+	printf("%s depth %d: %d calls, %d frames a call\n", method, depth, calls,
+	       count_job.frames);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	static const int depths[] = { 36, 200 };
 	bt_fn glibc_bt, unw_bt = NULL;
@@ -191,6 +248,13 @@ int main(void)
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGUSR1, &sa, NULL);
+	if (argc == 5 && !strcmp(argv[1], "--count"))
+		return count_mode(argv[2], atoi(argv[3]), atoi(argv[4]), glibc_bt,
+				  unw_bt);
+	if (argc > 1) {
+		fprintf(stderr, "usage: bench_inproc [--count METHOD DEPTH CALLS]\n");
+		return 2;
+	}
 
 	printf("== in-process backtrace (bench_inproc): ns per call, ns per frame; "
 	       "medians of %d batches\n", BATCHES);

@@ -398,38 +398,85 @@ static enum step_end step_sigreturn(struct walk *w)
 	return STEP_OK;
 }
 
-_Static_assert(sizeof(struct unwind_row) == 8, "a row is two cache halves");
+/* A compact row in the row cache's fast form (inproc.h), or false when
+ * it has no such form. */
+static bool fast_encode(const struct unwind_row *row, uint32_t *out)
+{
+	uint32_t f = (uint16_t)row->cfa_off;
+	const struct {
+		unsigned kind;
+		int16_t off;
+		unsigned shift, slot, bits;
+	} reg[2] = {
+		{ row->rbp_kind, row->rbp_off, INPROC_FAST_RBP_SHIFT,
+		  INPROC_FAST_RBP_SLOT, 6 },
+		{ row->rbx_kind, row->rbx_off, INPROC_FAST_RBX_SHIFT,
+		  INPROC_FAST_RBX_SLOT, 5 },
+	};
 
-/* unwind_table__lookup through the module's row cache: the row copied
- * into *buf on a hit (or after a lookup), or NULL. */
-static inline __attribute__((always_inline)) const struct unwind_row *
-cached_lookup(const struct inproc_module *m, uint64_t vaddr,
+	if (row->cfa_kind == UT_CFA_RBP)
+		f |= INPROC_FAST_RBP_BASE;
+	else if (row->cfa_kind != UT_CFA_RSP)
+		return false;
+	for (int i = 0; i < 2; i++) {
+		int32_t slot = -(int32_t)reg[i].off / 8;
+
+		if (reg[i].kind > UT_RBP_UNDEFINED)
+			return false;
+		f |= (uint32_t)reg[i].kind << reg[i].shift;
+		if (reg[i].kind != UT_RBP_CFA_OFF)
+			continue; /* the offset is not used */
+		if (reg[i].off > 0 || reg[i].off % 8 ||
+		    slot >= (1 << reg[i].bits))
+			return false;
+		f |= (uint32_t)slot << reg[i].slot;
+	}
+	*out = f;
+	return true;
+}
+
+/* The row fast_encode encoded (the same row for every use the walk makes
+ * of it: offsets of rules that do not use them are 0). */
+static void fast_decode(uint32_t f, struct unwind_row *row)
+{
+	row->cfa_off = (int16_t)(uint16_t)f;
+	row->cfa_kind = f & INPROC_FAST_RBP_BASE ? UT_CFA_RBP : UT_CFA_RSP;
+	row->rbp_kind = f >> INPROC_FAST_RBP_SHIFT & 3;
+	row->rbx_kind = f >> INPROC_FAST_RBX_SHIFT & 3;
+	row->rbp_off = row->rbp_kind == UT_RBP_CFA_OFF
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBP_SLOT & 63) * 8)
+			       : 0;
+	row->rbx_off = row->rbx_kind == UT_RBP_CFA_OFF
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBX_SLOT & 31) * 8)
+			       : 0;
+}
+
+/* unwind_table__lookup through the module's row cache, for the pc addr
+ * (run-time): the row copied into *buf, or NULL. Fills the cache. */
+static const struct unwind_row *
+cached_lookup(const struct inproc_module *m, uintptr_t addr,
 	      struct unwind_row *buf)
 {
-	const struct unwind_table *t = m->table;
+	uint64_t rel = addr - m->start, e;
 	const struct unwind_row *row;
-	uint64_t off = vaddr - t->lo, tag = (off + 1) << 32, e0, e1;
-	_Atomic(uint64_t) *pair;
-	uint32_t half[2];
+	_Atomic(uint64_t) *slot = NULL;
+	uint32_t f;
 
-	if (vaddr < t->lo || vaddr >= t->hi)
-		return NULL;
-	pair = &m->row_cache[2 * ((off ^ off >> 10) & (INPROC_ROW_CACHE - 1))];
-	e0 = atomic_load_explicit(&pair[0], memory_order_relaxed);
-	e1 = atomic_load_explicit(&pair[1], memory_order_relaxed);
-	if ((e0 & ~0xffffffffull) == tag && (e1 & ~0xffffffffull) == tag) {
-		half[0] = (uint32_t)e0;
-		half[1] = (uint32_t)e1;
-		memcpy(buf, half, sizeof(*buf));
-		return buf;
+	if (m->row_cache && rel < UINT32_MAX) {
+		slot = &m->row_cache[rel & (INPROC_ROW_CACHE - 1)];
+		e = atomic_load_explicit(slot, memory_order_relaxed);
+		if (e >> 32 == rel + 1) {
+			fast_decode((uint32_t)e, buf);
+			return buf;
+		}
 	}
-	row = unwind_table__lookup(t, vaddr);
+	row = unwind_table__lookup(m->table, addr - m->bias);
 	if (!row)
 		return NULL;
-	memcpy(half, row, sizeof(half));
-	atomic_store_explicit(&pair[0], tag | half[0], memory_order_relaxed);
-	atomic_store_explicit(&pair[1], tag | half[1], memory_order_relaxed);
 	*buf = *row;
+	if (slot && fast_encode(buf, &f))
+		atomic_store_explicit(slot, (rel + 1) << 32 | f,
+				      memory_order_relaxed);
 	return buf;
 }
 
@@ -449,7 +496,7 @@ static enum step_end step(struct walk *w)
 	if (!wm)
 		return STEP_END;
 	if (wm->m.table) {
-		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
+		row = cached_lookup(&wm->m, addr, &rowbuf);
 		if (row) {
 			was_signal = row->cfa_kind == UT_CFA_DWARF &&
 				     (row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
@@ -484,94 +531,103 @@ check:
 	return STEP_OK;
 }
 
-/* A callee-saved register's caller value by a compact rule, on the fast
- * path's locals; false when the general step must decide. */
-static inline __attribute__((always_inline)) bool
-fast_saved(unsigned kind, int16_t off, uint64_t cfa, uint64_t sp,
-	   const struct stack_range *st, unsigned reg, uint64_t *val,
-	   uint32_t *valid, uint32_t cur_valid)
-{
-	uint64_t a = cfa + (uint64_t)(int64_t)off;
-
-	switch (kind) {
-	case UT_RBP_SAME:
-		*valid |= cur_valid & BIT(reg);
-		return true;
-	case UT_RBP_CFA_OFF:
-		if (a < sp) { /* an epilogue's slot: already restored */
-			*valid |= cur_valid & BIT(reg);
-			return true;
-		}
-		if (a < st->lo || a >= st->hi || st->hi - a < 8)
-			return false;
-		*val = load_u64(a);
-		*valid |= BIT(reg);
-		return true;
-	default:
-		*val = 0;
-		return true;
-	}
-}
-
 /* The common frame, with the state in locals: a return address in the
- * previous frame's module, which has a table; a compact row with CFA =
- * rsp|rbp + offset; every read inside the current stack. Emits frames
- * into ips from n on and returns the new count; stops (leaving w at the
- * last frame emitted) at anything else, for the general step, which
- * produces the same result (the same rules as step_row). */
-static int fast_frames(struct walk *w, void **ips, int n, int max)
+ * previous frame's module, whose row is in the row cache (fast form);
+ * every read inside the current stack, above sp. Emits frames into ips
+ * from n on and returns the new count; stops (leaving w at the last frame
+ * emitted) at anything else, for the general step, which produces the
+ * same result (the same rules as step_row). The loop's critical path is
+ * load of the return address -> cache word (one load, index = its low
+ * bits) -> CFA -> next load: the module's constants live in registers. */
+__attribute__((no_sanitize_address)) static int
+fast_frames(struct walk *w, void **ips, int n, int max)
 {
 	uint64_t *r = w->regs.regs;
 	uint64_t pc = r[STACKSNAP_REG_RIP], sp = r[STACKSNAP_REG_RSP];
 	uint64_t bp = r[STACKSNAP_REG_RBP], bx = r[STACKSNAP_REG_RBX];
 	uint32_t valid = w->regs.valid;
 	const struct walk_module *wm = w->last;
-	const struct stack_range st = w->stacks[0];
-	int start = n;
+	const _Atomic(uint64_t) *cache;
+	uint64_t base, span, hi;
+	void **out = ips + n, **end = ips + max;
 
-	if (w->exact || !wm || !wm->m.table || !w->nstacks)
+	if (w->exact || !wm || !wm->m.row_cache || !w->nstacks ||
+	    sp < w->stacks[0].lo || sp >= w->stacks[0].hi)
 		return n;
-	while (n < max) {
-		uint64_t addr = pc - 1, cfa, ra, nbp = bp, nbx = bx;
-		uint32_t nvalid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
-		const struct unwind_row *row;
-		struct unwind_row rowbuf;
+	cache = wm->m.row_cache;
+	base = wm->m.start + 1; /* rel of a return address: pc - 1 - start */
+	span = wm->m.end - wm->m.start;
+	hi = w->stacks[0].hi;
+	while (out < end) {
+		uint64_t rel = pc - base, e, cfa, ra, a, nbp = bp, nbx = bx;
+		uint32_t f, nvalid = valid;
 
-		if (addr - wm->m.start >= wm->m.end - wm->m.start)
+		if (rel >= span)
 			break;
-		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
-		if (!row)
+		e = atomic_load_explicit(&cache[rel & (INPROC_ROW_CACHE - 1)],
+					 memory_order_relaxed);
+		if (e >> 32 != rel + 1)
 			break;
-		if (row->cfa_kind == UT_CFA_RSP)
-			cfa = sp + (uint64_t)(int64_t)row->cfa_off;
-		else if (row->cfa_kind == UT_CFA_RBP && (valid & BIT(STACKSNAP_REG_RBP)))
-			cfa = bp + (uint64_t)(int64_t)row->cfa_off;
-		else
-			break;
-		if (cfa <= sp || cfa - 8 < st.lo || cfa > st.hi)
+		f = (uint32_t)e;
+		if (f & INPROC_FAST_RBP_BASE) {
+			if (!(valid & BIT(STACKSNAP_REG_RBP)))
+				break;
+			cfa = bp + (uint64_t)(int64_t)(int16_t)f;
+		} else {
+			cfa = sp + (uint64_t)(int64_t)(int16_t)f;
+		}
+		/* sp <= cfa - 8 (sp is inside the stack) and cfa <= hi */
+		if (cfa - 8 < sp || cfa > hi || cfa < 8)
 			break;
 		ra = load_u64(cfa - 8);
-		if (!ra ||
-		    !fast_saved(row->rbp_kind, row->rbp_off, cfa, sp, &st,
-				STACKSNAP_REG_RBP, &nbp, &nvalid, valid) ||
-		    !fast_saved(row->rbx_kind, row->rbx_off, cfa, sp, &st,
-				STACKSNAP_REG_RBX, &nbx, &nvalid, valid))
+		if (!ra)
 			break;
+		switch (f >> INPROC_FAST_RBP_SHIFT & 3) {
+		case UT_RBP_CFA_OFF:
+			a = cfa - (f >> INPROC_FAST_RBP_SLOT & 63) * 8;
+			if (a < sp) /* an epilogue's slot: already restored */
+				break;
+			if (a > hi - 8)
+				goto done;
+			nbp = load_u64(a);
+			nvalid |= BIT(STACKSNAP_REG_RBP);
+			break;
+		case UT_RBP_UNDEFINED:
+			nbp = 0;
+			nvalid &= ~BIT(STACKSNAP_REG_RBP);
+			break;
+		}
+		switch (f >> INPROC_FAST_RBX_SHIFT & 3) {
+		case UT_RBP_CFA_OFF:
+			a = cfa - (f >> INPROC_FAST_RBX_SLOT & 31) * 8;
+			if (a < sp)
+				break;
+			if (a > hi - 8)
+				goto done;
+			nbx = load_u64(a);
+			nvalid |= BIT(STACKSNAP_REG_RBX);
+			break;
+		case UT_RBP_UNDEFINED:
+			nbx = 0;
+			nvalid &= ~BIT(STACKSNAP_REG_RBX);
+			break;
+		}
 		pc = ra;
 		sp = cfa;
 		bp = nbp;
 		bx = nbx;
 		valid = nvalid;
-		ips[n++] = (void *)(uintptr_t)pc;
+		*out++ = (void *)(uintptr_t)pc;
 	}
-	if (n != start) {
+done:
+	if (out != ips + n) {
 		r[STACKSNAP_REG_RIP] = pc;
 		r[STACKSNAP_REG_RSP] = sp;
 		r[STACKSNAP_REG_RBP] = bp;
 		r[STACKSNAP_REG_RBX] = bx;
 		w->regs.valid = valid;
 	}
-	return n;
+	return (int)(out - ips);
 }
 
 static int walk(struct walk *w, void **ips, int max)

@@ -20,17 +20,30 @@ struct inproc_module {
 	uint64_t bias;		/* run-time minus link-time addresses */
 	const uint8_t *hdr;	/* .eh_frame_hdr; NULL when it has none */
 	const struct unwind_table *table; /* NULL: none published yet */
-	/* With table: INPROC_ROW_CACHE pairs of words shared by every
-	 * thread; a pair holds a copy of the row for one offset from
-	 * table->lo: each word is (offset + 1) << 32 | one half of the row,
-	 * written and read whole (relaxed atomics). Both words must carry
-	 * the same offset to be used, so a pair torn by two writers is a
-	 * miss, never a wrong row. A hit skips the binary search and the
-	 * load of the row itself for a pc seen before. */
+	/* With table (NULL when the module spans 4 GiB or more):
+	 * INPROC_ROW_CACHE words shared by every thread, indexed by the low
+	 * bits of rel = pc - start (the pc a row is looked up at). A word
+	 * holds (rel + 1) << 32 | the row in the fast form (inproc_fast_*
+	 * below), written and read whole with relaxed atomics: one load
+	 * gives both the tag and the row, so no torn entry can be used, and
+	 * 0 (empty) matches no pc. A hit skips the binary search. Rows the
+	 * fast form cannot hold are not cached. */
 	_Atomic(uint64_t) *row_cache;
 };
 
-#define INPROC_ROW_CACHE 1024	/* pairs */
+#define INPROC_ROW_CACHE 2048	/* words: 16 KiB a module */
+
+/* The fast form of a compact row, 32 bits: what the walk's inner loop
+ * decodes with a shift or two. cfa_off (int16) in bits 0-15; the CFA's
+ * base register; the kinds of the rbp and rbx rules (enum ut_rbp_kind);
+ * the slots where they are saved as -offset / 8 (6 and 5 bits). Rows with
+ * another CFA rule, a saved register above the CFA, not 8-aligned or too
+ * far below it, are not in this form. */
+#define INPROC_FAST_RBP_BASE	(1u << 16)	/* CFA = rbp + off, else rsp */
+#define INPROC_FAST_RBP_SHIFT	17		/* 2 bits: rbp rule kind */
+#define INPROC_FAST_RBX_SHIFT	19		/* 2 bits: rbx rule kind */
+#define INPROC_FAST_RBP_SLOT	21		/* 6 bits: -rbp_off / 8 */
+#define INPROC_FAST_RBX_SLOT	27		/* 5 bits: -rbx_off / 8 */
 
 /* The module holding addr, from _dl_find_object and the table registry.
  * Async-signal-safe: no allocation, no lock, no system call. Returns 0,

@@ -35,7 +35,7 @@ struct reg_slot {
 	const uint8_t *hdr;
 	uint64_t fingerprint;	  /* of the .eh_frame_hdr's contents */
 	struct unwind_table *table;
-	_Atomic(uint64_t) *row_cache; /* 2 * INPROC_ROW_CACHE words */
+	_Atomic(uint64_t) *row_cache; /* INPROC_ROW_CACHE words, or NULL */
 	uint64_t bias;
 };
 
@@ -378,8 +378,11 @@ static int prepare_module(uintptr_t addr)
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
-	cache = calloc(2 * INPROC_ROW_CACHE, sizeof(*cache));
-	if (!cache) {
+	/* The cache's tags are 32 bits of pc - start: none for a module of
+	 * 4 GiB or more. */
+	cache = m.end - m.start >= UINT32_MAX ? NULL
+		: calloc(INPROC_ROW_CACHE, sizeof(*cache));
+	if (!cache && m.end - m.start < UINT32_MAX) {
 		unwind_table__free(t);
 		return -ENOMEM;
 	}
