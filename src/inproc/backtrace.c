@@ -406,30 +406,32 @@ static bool fast_encode(const struct unwind_row *row, uint32_t *out)
 	const struct {
 		unsigned kind;
 		int16_t off;
-		unsigned shift, slot, bits;
+		uint32_t saved;
+		unsigned slot, bits;
 	} reg[2] = {
-		{ row->rbp_kind, row->rbp_off, INPROC_FAST_RBP_SHIFT,
-		  INPROC_FAST_RBP_SLOT, 6 },
-		{ row->rbx_kind, row->rbx_off, INPROC_FAST_RBX_SHIFT,
-		  INPROC_FAST_RBX_SLOT, 5 },
+		{ row->rbp_kind, row->rbp_off, INPROC_FAST_RBP_SAVED,
+		  INPROC_FAST_RBP_SLOT, 7 },
+		{ row->rbx_kind, row->rbx_off, INPROC_FAST_RBX_SAVED,
+		  INPROC_FAST_RBX_SLOT, 6 },
 	};
 
+	if (row->cfa_kind == UT_CFA_UNDEFINED_RA) {
+		*out = INPROC_FAST_END;
+		return true;
+	}
 	if (row->cfa_kind == UT_CFA_RBP)
 		f |= INPROC_FAST_RBP_BASE;
-	else if (row->cfa_kind != UT_CFA_RSP)
-		return false;
+	else if (row->cfa_kind != UT_CFA_RSP || !row->cfa_off)
+		return false; /* CFA = rsp + 0 is the end's form */
 	for (int i = 0; i < 2; i++) {
 		int32_t slot = -(int32_t)reg[i].off / 8;
 
-		if (reg[i].kind > UT_RBP_UNDEFINED)
-			return false;
-		f |= (uint32_t)reg[i].kind << reg[i].shift;
-		if (reg[i].kind != UT_RBP_CFA_OFF)
+		if (reg[i].kind == UT_RBP_SAME)
 			continue; /* the offset is not used */
-		if (reg[i].off > 0 || reg[i].off % 8 ||
-		    slot >= (1 << reg[i].bits))
+		if (reg[i].kind != UT_RBP_CFA_OFF || reg[i].off % 8 ||
+		    slot < 1 || slot >= (1 << reg[i].bits))
 			return false;
-		f |= (uint32_t)slot << reg[i].slot;
+		f |= reg[i].saved | (uint32_t)slot << reg[i].slot;
 	}
 	*out = f;
 	return true;
@@ -439,15 +441,20 @@ static bool fast_encode(const struct unwind_row *row, uint32_t *out)
  * of it: offsets of rules that do not use them are 0). */
 static void fast_decode(uint32_t f, struct unwind_row *row)
 {
+	if (f == INPROC_FAST_END) {
+		memset(row, 0, sizeof(*row));
+		row->cfa_kind = UT_CFA_UNDEFINED_RA;
+		return;
+	}
 	row->cfa_off = (int16_t)(uint16_t)f;
 	row->cfa_kind = f & INPROC_FAST_RBP_BASE ? UT_CFA_RBP : UT_CFA_RSP;
-	row->rbp_kind = f >> INPROC_FAST_RBP_SHIFT & 3;
-	row->rbx_kind = f >> INPROC_FAST_RBX_SHIFT & 3;
-	row->rbp_off = row->rbp_kind == UT_RBP_CFA_OFF
-			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBP_SLOT & 63) * 8)
+	row->rbp_kind = f & INPROC_FAST_RBP_SAVED ? UT_RBP_CFA_OFF : UT_RBP_SAME;
+	row->rbx_kind = f & INPROC_FAST_RBX_SAVED ? UT_RBP_CFA_OFF : UT_RBP_SAME;
+	row->rbp_off = f & INPROC_FAST_RBP_SAVED
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBP_SLOT & 127) * 8)
 			       : 0;
-	row->rbx_off = row->rbx_kind == UT_RBP_CFA_OFF
-			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBX_SLOT & 31) * 8)
+	row->rbx_off = f & INPROC_FAST_RBX_SAVED
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBX_SLOT & 63) * 8)
 			       : 0;
 }
 
@@ -463,7 +470,7 @@ cached_lookup(const struct inproc_module *m, uintptr_t addr,
 	uint32_t f;
 
 	if (m->row_cache && rel < UINT32_MAX) {
-		slot = &m->row_cache[rel & (INPROC_ROW_CACHE - 1)];
+		slot = &m->row_cache[(addr + 1) & (INPROC_ROW_CACHE - 1)];
 		e = atomic_load_explicit(slot, memory_order_relaxed);
 		if (e >> 32 == rel + 1) {
 			fast_decode((uint32_t)e, buf);
@@ -531,101 +538,89 @@ check:
 	return STEP_OK;
 }
 
-/* The common frame, with the state in locals: a return address in the
- * previous frame's module, whose row is in the row cache (fast form);
- * every read inside the current stack, above sp. Emits frames into ips
- * from n on and returns the new count; stops (leaving w at the last frame
- * emitted) at anything else, for the general step, which produces the
- * same result (the same rules as step_row). The loop's critical path is
- * load of the return address -> cache word (one load, index = its low
- * bits) -> CFA -> next load: the module's constants live in registers. */
+/* The common frame, with the state in locals: a return address in a
+ * module whose row for it is in the row cache (fast form), rbp and rbx
+ * known, every read inside the current stack, above sp. Emits frames into
+ * ips from n on and returns the new count; stops (leaving w at the last
+ * frame emitted) at anything else, for the general step, which produces
+ * the same result (the same rules as step_row). Its critical path is the
+ * load of the return address -> cache word (index = its low bits; one
+ * load gives tag and row) -> CFA -> the next load; the module's constants
+ * and the stack's top stay in registers. */
 __attribute__((no_sanitize_address)) static int
 fast_frames(struct walk *w, void **ips, int n, int max)
 {
 	uint64_t *r = w->regs.regs;
 	uint64_t pc = r[STACKSNAP_REG_RIP], sp = r[STACKSNAP_REG_RSP];
 	uint64_t bp = r[STACKSNAP_REG_RBP], bx = r[STACKSNAP_REG_RBX];
-	uint32_t valid = w->regs.valid;
+	const uint32_t need = BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
 	const struct walk_module *wm = w->last;
 	const _Atomic(uint64_t) *cache;
-	uint64_t base, span, hi;
+	uint64_t start, span, hi8;
 	void **out = ips + n, **end = ips + max;
 
-	if (w->exact || !wm || !wm->m.row_cache || !w->nstacks ||
+	if (w->exact || (w->regs.valid & need) != need ||
+	    (!w->nstacks && !readable_slow(w, sp, 8)) ||
 	    sp < w->stacks[0].lo || sp >= w->stacks[0].hi)
 		return n;
+	if (!wm || pc - 1 - wm->m.start >= wm->m.end - wm->m.start)
+		wm = module_of_slow(w, pc - 1);
+	if (!wm || !wm->m.row_cache)
+		return n;
 	cache = wm->m.row_cache;
-	base = wm->m.start + 1; /* rel of a return address: pc - 1 - start */
+	start = wm->m.start;
 	span = wm->m.end - wm->m.start;
-	hi = w->stacks[0].hi;
+	hi8 = w->stacks[0].hi - 8;
 	while (out < end) {
-		uint64_t rel = pc - base, e, cfa, ra, a, nbp = bp, nbx = bx;
-		uint32_t f, nvalid = valid;
+		/* the tag: pc - 1 - start + 1 */
+		uint64_t tag = pc - start, e, cfa, ra, a, nbp = bp, nbx = bx;
+		uint32_t f;
 
-		if (rel >= span)
-			break;
-		e = atomic_load_explicit(&cache[rel & (INPROC_ROW_CACHE - 1)],
+		if (tag - 1 >= span) { /* into another module (main -> libc) */
+			wm = module_of_slow(w, pc - 1);
+			if (!wm || !wm->m.row_cache)
+				break;
+			cache = wm->m.row_cache;
+			start = wm->m.start;
+			span = wm->m.end - wm->m.start;
+			tag = pc - start;
+		}
+		e = atomic_load_explicit(&cache[pc & (INPROC_ROW_CACHE - 1)],
 					 memory_order_relaxed);
-		if (e >> 32 != rel + 1)
+		if (e >> 32 != tag)
 			break;
 		f = (uint32_t)e;
-		if (f & INPROC_FAST_RBP_BASE) {
-			if (!(valid & BIT(STACKSNAP_REG_RBP)))
-				break;
-			cfa = bp + (uint64_t)(int64_t)(int16_t)f;
-		} else {
-			cfa = sp + (uint64_t)(int64_t)(int16_t)f;
-		}
-		/* sp <= cfa - 8 (sp is inside the stack) and cfa <= hi */
-		if (cfa - 8 < sp || cfa > hi || cfa < 8)
+		cfa = (f & INPROC_FAST_RBP_BASE ? bp : sp) +
+		      (uint64_t)(int64_t)(int16_t)f;
+		/* sp <= cfa - 8 <= hi - 8 (a CFA below 8 wraps above hi) */
+		if (cfa - 8 < sp || cfa - 8 > hi8)
 			break;
 		ra = load_u64(cfa - 8);
 		if (!ra)
 			break;
-		switch (f >> INPROC_FAST_RBP_SHIFT & 3) {
-		case UT_RBP_CFA_OFF:
-			a = cfa - (f >> INPROC_FAST_RBP_SLOT & 63) * 8;
-			if (a < sp) /* an epilogue's slot: already restored */
-				break;
-			if (a > hi - 8)
-				goto done;
-			nbp = load_u64(a);
-			nvalid |= BIT(STACKSNAP_REG_RBP);
-			break;
-		case UT_RBP_UNDEFINED:
-			nbp = 0;
-			nvalid &= ~BIT(STACKSNAP_REG_RBP);
-			break;
+		if (f & INPROC_FAST_RBP_SAVED) {
+			/* slot >= 1: a <= cfa - 8 <= hi - 8; a slot below sp is
+			 * an epilogue's, already restored */
+			a = cfa - (f >> (INPROC_FAST_RBP_SLOT - 3) & (127 << 3));
+			if (a >= sp)
+				nbp = load_u64(a);
 		}
-		switch (f >> INPROC_FAST_RBX_SHIFT & 3) {
-		case UT_RBP_CFA_OFF:
-			a = cfa - (f >> INPROC_FAST_RBX_SLOT & 31) * 8;
-			if (a < sp)
-				break;
-			if (a > hi - 8)
-				goto done;
-			nbx = load_u64(a);
-			nvalid |= BIT(STACKSNAP_REG_RBX);
-			break;
-		case UT_RBP_UNDEFINED:
-			nbx = 0;
-			nvalid &= ~BIT(STACKSNAP_REG_RBX);
-			break;
+		if (f & INPROC_FAST_RBX_SAVED) {
+			a = cfa - (f >> (INPROC_FAST_RBX_SLOT - 3) & (63 << 3));
+			if (a >= sp)
+				nbx = load_u64(a);
 		}
 		pc = ra;
 		sp = cfa;
 		bp = nbp;
 		bx = nbx;
-		valid = nvalid;
 		*out++ = (void *)(uintptr_t)pc;
 	}
-done:
 	if (out != ips + n) {
 		r[STACKSNAP_REG_RIP] = pc;
 		r[STACKSNAP_REG_RSP] = sp;
 		r[STACKSNAP_REG_RBP] = bp;
 		r[STACKSNAP_REG_RBX] = bx;
-		w->regs.valid = valid;
 	}
 	return (int)(out - ips);
 }
