@@ -10,12 +10,14 @@
  * frame-pointer walk works at all); the CFI walkers do not use them. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stacksnap.h>
 
@@ -131,10 +133,153 @@ static double run(bt_fn fn, int depth, int calls, int *frames)
 
 static volatile int handler_walks;
 
+/* handler_walks > 1: the handler times that many walks itself (the
+ * thread's CPU clock read around them), without the signal's delivery. */
+static volatile double handler_ns; /* written by the handler */
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (handler_walks)
+	if (handler_walks == 1) {
 		sink_n = stacksnap_backtrace_ucontext(uc, sink, MAXF);
+	} else if (handler_walks > 1) {
+		double t0 = now_ns();
+
+		for (int i = 0; i < handler_walks; i++)
+			sink_n = stacksnap_backtrace_ucontext(uc, sink, MAXF);
+		handler_ns += now_ns() - t0;
+	}
+}
+
+/* Walks timed inside the handler: ns per walk, median of BATCHES of
+ * `signals` signals of `per` walks each. */
+struct injob {
+	int signals, per;
+	double ns[BATCHES];
+};
+
+static void run_in_handler(void *arg)
+{
+	struct injob *j = arg;
+
+	for (int b = 0; b < BATCHES; b++) {
+		handler_ns = 0;
+		for (int i = 0; i < j->signals; i++)
+			raise(SIGUSR1);
+		j->ns[b] = handler_ns / ((double)j->signals * j->per);
+	}
+}
+
+static double in_handler_cost(int depth)
+{
+	struct injob j = { .signals = 50, .per = 40 };
+
+	handler_walks = j.per;
+	recurse(depth, run_in_handler, &j);
+	handler_walks = 0;
+	return median(j.ns, BATCHES);
+}
+
+/* ---- the first calls after a dlopen() ----
+ * Each batch copies libhop.so (bench/hop.c, built next to this program)
+ * to a new file, dlopen()s it and takes backtraces from a leaf its code
+ * calls: the first (its frames interpreted from .eh_frame: no table yet;
+ * the other modules have theirs), the second, then after
+ * stacksnap_backtrace_prepare() (which compiles the one new table), the
+ * first (row cache cold for its pcs) and a warm one. */
+enum { DL_FIRST, DL_SECOND, DL_PREPARE, DL_AFTER, DL_WARM, DL_N };
+static double dl_ns[DL_N][BATCHES];
+static int dl_frames, dl_batch, dl_phase;
+static double dl_clock_ns;	/* what reading the clock costs */
+
+#define DL_REPEAT 100	/* calls timed together for the second and warm */
+
+static void dl_leaf(void)
+{
+	double t0 = now_ns(), t1, t2;
+
+	sink_n = stacksnap_backtrace(sink, MAXF);
+	t1 = now_ns();
+	for (int i = 0; i < DL_REPEAT; i++)
+		sink_n = stacksnap_backtrace(sink, MAXF);
+	t2 = now_ns();
+	dl_ns[dl_phase ? DL_AFTER : DL_FIRST][dl_batch] = t1 - t0 - dl_clock_ns;
+	dl_ns[dl_phase ? DL_WARM : DL_SECOND][dl_batch] = (t2 - t1) / DL_REPEAT;
+	dl_frames = sink_n;
+}
+
+typedef void (*hop_fn)(const void *hops, int i, int n, void (*leaf)(void));
+
+static int dlopen_cost(void)
+{
+	char self[4096], src[4200], tmpl[] = "/tmp/bench_inproc.XXXXXX";
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	double t0;
+	int fd;
+
+	if (len <= 0)
+		return -1;
+	self[len] = 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	snprintf(src, sizeof(src), "%s/libhop.so", self);
+	if (access(src, R_OK) || !mkdtemp(tmpl))
+		return -1;
+	{
+		double c[BATCHES];
+
+		for (int b = 0; b < BATCHES; b++) {
+			t0 = now_ns();
+			c[b] = now_ns() - t0;
+		}
+		dl_clock_ns = median(c, BATCHES);
+	}
+	for (dl_batch = 0; dl_batch < BATCHES; dl_batch++) {
+		char dst[4200], buf[65536];
+		ssize_t got;
+		int in = open(src, O_RDONLY);
+		void *h;
+		hop_fn hops[1];
+
+		snprintf(dst, sizeof(dst), "%s/hop%d.so", tmpl, dl_batch);
+		fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		while (in >= 0 && fd >= 0 && (got = read(in, buf, sizeof(buf))) > 0)
+			if (write(fd, buf, (size_t)got) != got)
+				break;
+		if (in >= 0)
+			close(in);
+		if (fd >= 0)
+			close(fd);
+		h = dlopen(dst, RTLD_NOW | RTLD_LOCAL);
+		unlink(dst);
+		if (!h || !(hops[0] = (hop_fn)dlsym(h, "hop_enter")))
+			return -1;
+		dl_phase = 0;
+		hops[0](hops, 0, 1, dl_leaf);
+		t0 = now_ns();
+		stacksnap_backtrace_prepare();
+		dl_ns[DL_PREPARE][dl_batch] = now_ns() - t0 - dl_clock_ns;
+		dl_phase = 1;
+		hops[0](hops, 0, 1, dl_leaf);
+		/* kept loaded: a module unloaded and loaded again at the same
+		 * address would find its table already published */
+	}
+	rmdir(tmpl);
+	printf("\nafter a dlopen() (a copy of libhop.so a batch, %d frames, 3 in it; "
+	       "medians of %d; the first ones single calls, less a clock read of %.0f ns):\n", dl_frames, BATCHES, dl_clock_ns);
+	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "first stacksnap_backtrace",
+	       median(dl_ns[DL_FIRST], BATCHES), median(dl_ns[DL_FIRST], BATCHES) / dl_frames);
+	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "second (still no table)",
+	       median(dl_ns[DL_SECOND], BATCHES), median(dl_ns[DL_SECOND], BATCHES) / dl_frames);
+	printf("  %-34s %9.0f ns (one new table; the others are found published)\n",
+	       "stacksnap_backtrace_prepare()", median(dl_ns[DL_PREPARE], BATCHES));
+	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "first after prepare (cache cold)",
+	       median(dl_ns[DL_AFTER], BATCHES), median(dl_ns[DL_AFTER], BATCHES) / dl_frames);
+	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "next (warm)",
+	       median(dl_ns[DL_WARM], BATCHES), median(dl_ns[DL_WARM], BATCHES) / dl_frames);
+	return 0;
 }
 
 struct sigjob {
@@ -164,7 +309,64 @@ static double signal_cost(int depth, int walk, int calls)
 	return median(j.ns, BATCHES);
 }
 
-int main(void)
+/* --count METHOD DEPTH CALLS: only CALLS calls of one method at one
+ * depth (tables prepared first, one warm-up call), for instruction counts
+ * under valgrind --tool=callgrind or perf stat, which do not depend on the
+ * machine's load. METHOD: stacksnap, fp, glibc, libunwind, ucontext (from
+ * a SIGUSR1 handler), interpreted (no tables). Prints the frames walked. */
+static struct job count_job;
+
+static void count_at_bottom(void *arg)
+{
+	struct job *j = arg;
+
+	if (!j->fn) { /* from a handler */
+		for (int i = 0; i < j->calls; i++)
+			raise(SIGUSR1);
+		j->frames = sink_n;
+		return;
+	}
+	for (int i = 0; i < j->calls; i++)
+		sink_n = j->fn(sink, MAXF);
+	j->frames = sink_n;
+}
+
+static int count_mode(const char *method, int depth, int calls,
+		      bt_fn glibc_bt, bt_fn unw_bt)
+{
+	bt_fn fn = NULL;
+
+	if (strcmp(method, "interpreted"))
+		stacksnap_backtrace_prepare();
+	if (!strcmp(method, "stacksnap") || !strcmp(method, "interpreted"))
+		fn = stacksnap_backtrace;
+	else if (!strcmp(method, "fp"))
+		fn = fp_backtrace;
+	else if (!strcmp(method, "glibc"))
+		fn = glibc_bt;
+	else if (!strcmp(method, "libunwind"))
+		fn = unw_bt;
+	else if (strcmp(method, "ucontext")) {
+		fprintf(stderr, "bench_inproc: unknown method %s (stacksnap, fp, "
+			"glibc, libunwind, ucontext, interpreted)\n", method);
+		return 2;
+	}
+	if (!fn && strcmp(method, "ucontext")) {
+		fprintf(stderr, "bench_inproc: %s not available\n", method);
+		return 1;
+	}
+	handler_walks = 1;
+	count_job.fn = fn;
+	count_job.calls = 1; /* warm-up: the stack ranges, the row caches */
+	recurse(depth, count_at_bottom, &count_job);
+	count_job.calls = calls;
+	recurse(depth, count_at_bottom, &count_job);
+	printf("%s depth %d: %d calls, %d frames a call\n", method, depth, calls,
+	       count_job.frames);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	static const int depths[] = { 36, 200 };
 	bt_fn glibc_bt, unw_bt = NULL;
@@ -191,6 +393,13 @@ int main(void)
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGUSR1, &sa, NULL);
+	if (argc == 5 && !strcmp(argv[1], "--count"))
+		return count_mode(argv[2], atoi(argv[3]), atoi(argv[4]), glibc_bt,
+				  unw_bt);
+	if (argc > 1) {
+		fprintf(stderr, "usage: bench_inproc [--count METHOD DEPTH CALLS]\n");
+		return 2;
+	}
 
 	printf("== in-process backtrace (bench_inproc): ns per call, ns per frame; "
 	       "medians of %d batches\n", BATCHES);
@@ -236,10 +445,16 @@ int main(void)
 			double empty = signal_cost(depth, 0, 2000);
 			double walk = signal_cost(depth, 1, 2000);
 
+			double in = in_handler_cost(depth);
+
 			printf("  %-34s %9.0f ns/call %6.2f ns/frame (%d frames; "
 			       "raise() with an empty handler: %.0f ns)\n",
 			       "from a handler (_ucontext)", walk - empty,
 			       (walk - empty) / sink_n, sink_n, empty);
+			printf("  %-34s %9.0f ns/call %6.2f ns/frame (%d frames; timed "
+			       "inside the handler, no delivery)\n",
+			       "  the walk alone, in the handler", in, in / sink_n,
+			       sink_n);
 		}
 		printf("  ratios per frame: fp walk / stacksnap %.2f, glibc / stacksnap %.1f, "
 		       "libunwind / stacksnap %.1f, interpreted / table %.1f\n",
@@ -248,5 +463,8 @@ int main(void)
 		       ns[3] ? (ns[3] / frames[3]) / (ns[0] / frames[0]) : 0,
 		       (interp[d] / interp_frames[d]) / (ns[0] / frames[0]));
 	}
+	if (dlopen_cost())
+		printf("\nafter a dlopen(): not measured (libhop.so next to this "
+		       "program: `make bench` builds it)\n");
 	return 0;
 }

@@ -398,38 +398,92 @@ static enum step_end step_sigreturn(struct walk *w)
 	return STEP_OK;
 }
 
-_Static_assert(sizeof(struct unwind_row) == 8, "a row is two cache halves");
+/* A compact row in the row cache's fast form (inproc.h), or false when
+ * it has no such form. */
+static bool fast_encode(const struct unwind_row *row, uint32_t *out)
+{
+	uint32_t f = (uint16_t)row->cfa_off;
+	const struct {
+		unsigned kind;
+		int16_t off;
+		uint32_t saved;
+		unsigned slot, bits;
+	} reg[2] = {
+		{ row->rbp_kind, row->rbp_off, INPROC_FAST_RBP_SAVED,
+		  INPROC_FAST_RBP_SLOT, 7 },
+		{ row->rbx_kind, row->rbx_off, INPROC_FAST_RBX_SAVED,
+		  INPROC_FAST_RBX_SLOT, 6 },
+	};
 
-/* unwind_table__lookup through the module's row cache: the row copied
- * into *buf on a hit (or after a lookup), or NULL. */
-static inline __attribute__((always_inline)) const struct unwind_row *
-cached_lookup(const struct inproc_module *m, uint64_t vaddr,
+	if (row->cfa_kind == UT_CFA_UNDEFINED_RA) {
+		*out = INPROC_FAST_END;
+		return true;
+	}
+	if (row->cfa_kind == UT_CFA_RBP)
+		f |= INPROC_FAST_RBP_BASE;
+	else if (row->cfa_kind != UT_CFA_RSP || !row->cfa_off)
+		return false; /* CFA = rsp + 0 is the end's form */
+	for (int i = 0; i < 2; i++) {
+		int32_t slot = -(int32_t)reg[i].off / 8;
+
+		if (reg[i].kind == UT_RBP_SAME)
+			continue; /* the offset is not used */
+		if (reg[i].kind != UT_RBP_CFA_OFF || reg[i].off % 8 ||
+		    slot < 1 || slot >= (1 << reg[i].bits))
+			return false;
+		f |= reg[i].saved | (uint32_t)slot << reg[i].slot;
+	}
+	*out = f;
+	return true;
+}
+
+/* The row fast_encode encoded (the same row for every use the walk makes
+ * of it: offsets of rules that do not use them are 0). */
+static void fast_decode(uint32_t f, struct unwind_row *row)
+{
+	if (f == INPROC_FAST_END) {
+		memset(row, 0, sizeof(*row));
+		row->cfa_kind = UT_CFA_UNDEFINED_RA;
+		return;
+	}
+	row->cfa_off = (int16_t)(uint16_t)f;
+	row->cfa_kind = f & INPROC_FAST_RBP_BASE ? UT_CFA_RBP : UT_CFA_RSP;
+	row->rbp_kind = f & INPROC_FAST_RBP_SAVED ? UT_RBP_CFA_OFF : UT_RBP_SAME;
+	row->rbx_kind = f & INPROC_FAST_RBX_SAVED ? UT_RBP_CFA_OFF : UT_RBP_SAME;
+	row->rbp_off = f & INPROC_FAST_RBP_SAVED
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBP_SLOT & 127) * 8)
+			       : 0;
+	row->rbx_off = f & INPROC_FAST_RBX_SAVED
+			       ? (int16_t)-(int16_t)((f >> INPROC_FAST_RBX_SLOT & 63) * 8)
+			       : 0;
+}
+
+/* unwind_table__lookup through the module's row cache, for the pc addr
+ * (run-time): the row copied into *buf, or NULL. Fills the cache. */
+static const struct unwind_row *
+cached_lookup(const struct inproc_module *m, uintptr_t addr,
 	      struct unwind_row *buf)
 {
-	const struct unwind_table *t = m->table;
+	uint64_t rel = addr - m->start, e;
 	const struct unwind_row *row;
-	uint64_t off = vaddr - t->lo, tag = (off + 1) << 32, e0, e1;
-	_Atomic(uint64_t) *pair;
-	uint32_t half[2];
+	_Atomic(uint64_t) *slot = NULL;
+	uint32_t f;
 
-	if (vaddr < t->lo || vaddr >= t->hi)
-		return NULL;
-	pair = &m->row_cache[2 * ((off ^ off >> 10) & (INPROC_ROW_CACHE - 1))];
-	e0 = atomic_load_explicit(&pair[0], memory_order_relaxed);
-	e1 = atomic_load_explicit(&pair[1], memory_order_relaxed);
-	if ((e0 & ~0xffffffffull) == tag && (e1 & ~0xffffffffull) == tag) {
-		half[0] = (uint32_t)e0;
-		half[1] = (uint32_t)e1;
-		memcpy(buf, half, sizeof(*buf));
-		return buf;
+	if (m->row_cache && rel < UINT32_MAX) {
+		slot = &m->row_cache[(addr + 1) & (INPROC_ROW_CACHE - 1)];
+		e = atomic_load_explicit(slot, memory_order_relaxed);
+		if (e >> 32 == rel + 1) {
+			fast_decode((uint32_t)e, buf);
+			return buf;
+		}
 	}
-	row = unwind_table__lookup(t, vaddr);
+	row = unwind_table__lookup(m->table, addr - m->bias);
 	if (!row)
 		return NULL;
-	memcpy(half, row, sizeof(half));
-	atomic_store_explicit(&pair[0], tag | half[0], memory_order_relaxed);
-	atomic_store_explicit(&pair[1], tag | half[1], memory_order_relaxed);
 	*buf = *row;
+	if (slot && fast_encode(buf, &f))
+		atomic_store_explicit(slot, (rel + 1) << 32 | f,
+				      memory_order_relaxed);
 	return buf;
 }
 
@@ -449,7 +503,7 @@ static enum step_end step(struct walk *w)
 	if (!wm)
 		return STEP_END;
 	if (wm->m.table) {
-		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
+		row = cached_lookup(&wm->m, addr, &rowbuf);
 		if (row) {
 			was_signal = row->cfa_kind == UT_CFA_DWARF &&
 				     (row->rbp_kind & UT_DWARF_SIGNAL_FRAME);
@@ -484,94 +538,91 @@ check:
 	return STEP_OK;
 }
 
-/* A callee-saved register's caller value by a compact rule, on the fast
- * path's locals; false when the general step must decide. */
-static inline __attribute__((always_inline)) bool
-fast_saved(unsigned kind, int16_t off, uint64_t cfa, uint64_t sp,
-	   const struct stack_range *st, unsigned reg, uint64_t *val,
-	   uint32_t *valid, uint32_t cur_valid)
-{
-	uint64_t a = cfa + (uint64_t)(int64_t)off;
-
-	switch (kind) {
-	case UT_RBP_SAME:
-		*valid |= cur_valid & BIT(reg);
-		return true;
-	case UT_RBP_CFA_OFF:
-		if (a < sp) { /* an epilogue's slot: already restored */
-			*valid |= cur_valid & BIT(reg);
-			return true;
-		}
-		if (a < st->lo || a >= st->hi || st->hi - a < 8)
-			return false;
-		*val = load_u64(a);
-		*valid |= BIT(reg);
-		return true;
-	default:
-		*val = 0;
-		return true;
-	}
-}
-
-/* The common frame, with the state in locals: a return address in the
- * previous frame's module, which has a table; a compact row with CFA =
- * rsp|rbp + offset; every read inside the current stack. Emits frames
- * into ips from n on and returns the new count; stops (leaving w at the
- * last frame emitted) at anything else, for the general step, which
- * produces the same result (the same rules as step_row). */
-static int fast_frames(struct walk *w, void **ips, int n, int max)
+/* The common frame, with the state in locals: a return address in a
+ * module whose row for it is in the row cache (fast form), rbp and rbx
+ * known, every read inside the current stack, above sp. Emits frames into
+ * ips from n on and returns the new count; stops (leaving w at the last
+ * frame emitted) at anything else, for the general step, which produces
+ * the same result (the same rules as step_row). Its critical path is the
+ * load of the return address -> cache word (index = its low bits; one
+ * load gives tag and row) -> CFA -> the next load; the module's constants
+ * and the stack's top stay in registers. */
+__attribute__((no_sanitize_address)) static int
+fast_frames(struct walk *w, void **ips, int n, int max)
 {
 	uint64_t *r = w->regs.regs;
 	uint64_t pc = r[STACKSNAP_REG_RIP], sp = r[STACKSNAP_REG_RSP];
 	uint64_t bp = r[STACKSNAP_REG_RBP], bx = r[STACKSNAP_REG_RBX];
-	uint32_t valid = w->regs.valid;
+	const uint32_t need = BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
 	const struct walk_module *wm = w->last;
-	const struct stack_range st = w->stacks[0];
-	int start = n;
+	const _Atomic(uint64_t) *cache;
+	uint64_t start, span, hi8;
+	void **out = ips + n, **end = ips + max;
 
-	if (w->exact || !wm || !wm->m.table || !w->nstacks)
+	if (w->exact || (w->regs.valid & need) != need ||
+	    (!w->nstacks && !readable_slow(w, sp, 8)) ||
+	    sp < w->stacks[0].lo || sp >= w->stacks[0].hi)
 		return n;
-	while (n < max) {
-		uint64_t addr = pc - 1, cfa, ra, nbp = bp, nbx = bx;
-		uint32_t nvalid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP);
-		const struct unwind_row *row;
-		struct unwind_row rowbuf;
+	if (!wm || pc - 1 - wm->m.start >= wm->m.end - wm->m.start)
+		wm = module_of_slow(w, pc - 1);
+	if (!wm || !wm->m.row_cache)
+		return n;
+	cache = wm->m.row_cache;
+	start = wm->m.start;
+	span = wm->m.end - wm->m.start;
+	hi8 = w->stacks[0].hi - 8;
+	while (out < end) {
+		/* the tag: pc - 1 - start + 1 */
+		uint64_t tag = pc - start, e, cfa, ra, a, nbp = bp, nbx = bx;
+		uint32_t f;
 
-		if (addr - wm->m.start >= wm->m.end - wm->m.start)
+		if (tag - 1 >= span) { /* into another module (main -> libc) */
+			wm = module_of_slow(w, pc - 1);
+			if (!wm || !wm->m.row_cache)
+				break;
+			cache = wm->m.row_cache;
+			start = wm->m.start;
+			span = wm->m.end - wm->m.start;
+			tag = pc - start;
+		}
+		e = atomic_load_explicit(&cache[pc & (INPROC_ROW_CACHE - 1)],
+					 memory_order_relaxed);
+		if (e >> 32 != tag)
 			break;
-		row = cached_lookup(&wm->m, addr - wm->m.bias, &rowbuf);
-		if (!row)
-			break;
-		if (row->cfa_kind == UT_CFA_RSP)
-			cfa = sp + (uint64_t)(int64_t)row->cfa_off;
-		else if (row->cfa_kind == UT_CFA_RBP && (valid & BIT(STACKSNAP_REG_RBP)))
-			cfa = bp + (uint64_t)(int64_t)row->cfa_off;
-		else
-			break;
-		if (cfa <= sp || cfa - 8 < st.lo || cfa > st.hi)
+		f = (uint32_t)e;
+		cfa = (f & INPROC_FAST_RBP_BASE ? bp : sp) +
+		      (uint64_t)(int64_t)(int16_t)f;
+		/* sp <= cfa - 8 <= hi - 8 (a CFA below 8 wraps above hi) */
+		if (cfa - 8 < sp || cfa - 8 > hi8)
 			break;
 		ra = load_u64(cfa - 8);
-		if (!ra ||
-		    !fast_saved(row->rbp_kind, row->rbp_off, cfa, sp, &st,
-				STACKSNAP_REG_RBP, &nbp, &nvalid, valid) ||
-		    !fast_saved(row->rbx_kind, row->rbx_off, cfa, sp, &st,
-				STACKSNAP_REG_RBX, &nbx, &nvalid, valid))
+		if (!ra)
 			break;
+		if (f & INPROC_FAST_RBP_SAVED) {
+			/* slot >= 1: a <= cfa - 8 <= hi - 8; a slot below sp is
+			 * an epilogue's, already restored */
+			a = cfa - (f >> (INPROC_FAST_RBP_SLOT - 3) & (127 << 3));
+			if (a >= sp)
+				nbp = load_u64(a);
+		}
+		if (f & INPROC_FAST_RBX_SAVED) {
+			a = cfa - (f >> (INPROC_FAST_RBX_SLOT - 3) & (63 << 3));
+			if (a >= sp)
+				nbx = load_u64(a);
+		}
 		pc = ra;
 		sp = cfa;
 		bp = nbp;
 		bx = nbx;
-		valid = nvalid;
-		ips[n++] = (void *)(uintptr_t)pc;
+		*out++ = (void *)(uintptr_t)pc;
 	}
-	if (n != start) {
+	if (out != ips + n) {
 		r[STACKSNAP_REG_RIP] = pc;
 		r[STACKSNAP_REG_RSP] = sp;
 		r[STACKSNAP_REG_RBP] = bp;
 		r[STACKSNAP_REG_RBX] = bx;
-		w->regs.valid = valid;
 	}
-	return n;
+	return (int)(out - ips);
 }
 
 static int walk(struct walk *w, void **ips, int max)

@@ -20,17 +20,36 @@ struct inproc_module {
 	uint64_t bias;		/* run-time minus link-time addresses */
 	const uint8_t *hdr;	/* .eh_frame_hdr; NULL when it has none */
 	const struct unwind_table *table; /* NULL: none published yet */
-	/* With table: INPROC_ROW_CACHE pairs of words shared by every
-	 * thread; a pair holds a copy of the row for one offset from
-	 * table->lo: each word is (offset + 1) << 32 | one half of the row,
-	 * written and read whole (relaxed atomics). Both words must carry
-	 * the same offset to be used, so a pair torn by two writers is a
-	 * miss, never a wrong row. A hit skips the binary search and the
-	 * load of the row itself for a pc seen before. */
+	/* With table (NULL when the module spans 4 GiB or more):
+	 * INPROC_ROW_CACHE words shared by every thread. The row for the pc
+	 * addr (a return address - 1, or an exact pc) is at index
+	 * (addr + 1) % INPROC_ROW_CACHE, taken from the run-time address so
+	 * that the walk's critical path computes it with one AND of the
+	 * return address. A word holds (addr + 1 - start) << 32 | the row in
+	 * the fast form (INPROC_FAST_* below), written and read whole with
+	 * relaxed atomics: one load gives both the tag and the row, so no
+	 * torn entry can be used, and 0 (empty) matches no pc. A hit skips
+	 * the binary search. Rows the fast form cannot hold are not cached. */
 	_Atomic(uint64_t) *row_cache;
 };
 
-#define INPROC_ROW_CACHE 1024	/* pairs */
+#define INPROC_ROW_CACHE 2048	/* words: 16 KiB a module */
+
+/* The fast form of a compact row, 32 bits: what the walk's inner loop
+ * decodes with a shift or two. cfa_off (int16) in bits 0-15; the CFA's
+ * base register; whether rbp and rbx are saved (else unchanged); the
+ * slots where they are saved, -offset / 8 (7 and 6 bits, at least 1).
+ * The outermost frame has one (INPROC_FAST_END); rows with another CFA
+ * rule, an undefined register, or one saved at or above the CFA, not
+ * 8-aligned or too far below it, have none. */
+#define INPROC_FAST_RBP_BASE	(1u << 16)	/* CFA = rbp + off, else rsp */
+#define INPROC_FAST_RBP_SAVED	(1u << 17)	/* at CFA - 8 * slot */
+#define INPROC_FAST_RBX_SAVED	(1u << 18)
+#define INPROC_FAST_RBP_SLOT	19		/* 7 bits */
+#define INPROC_FAST_RBX_SLOT	26		/* 6 bits */
+/* The outermost frame (return address undefined): CFA = rsp + 0, which
+ * no other row has in this form, and which ends the inner loop. */
+#define INPROC_FAST_END		0u
 
 /* The module holding addr, from _dl_find_object and the table registry.
  * Async-signal-safe: no allocation, no lock, no system call. Returns 0,

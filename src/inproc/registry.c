@@ -35,7 +35,7 @@ struct reg_slot {
 	const uint8_t *hdr;
 	uint64_t fingerprint;	  /* of the .eh_frame_hdr's contents */
 	struct unwind_table *table;
-	_Atomic(uint64_t) *row_cache; /* 2 * INPROC_ROW_CACHE words */
+	_Atomic(uint64_t) *row_cache; /* INPROC_ROW_CACHE words, or NULL */
 	uint64_t bias;
 };
 
@@ -112,13 +112,30 @@ struct hdr_info {
 	uint64_t count;
 };
 
-static int hdr_parse(const struct inproc_module *m, struct hdr_info *h)
+static inline __attribute__((always_inline)) int
+hdr_parse(const struct inproc_module *m, struct hdr_info *h)
 {
 	const uint8_t *hdr = m->hdr, *p, *lim = (const uint8_t *)m->end;
 	uint64_t v;
 
 	if (!hdr || (uintptr_t)hdr < m->start || lim - hdr < 4 || hdr[0] != 1)
 		return -ENOENT;
+	if (hdr[1] == 0x1b && hdr[2] == 0x03 && hdr[3] == 0x3b && lim - hdr >= 12) {
+		/* What linkers write (pcrel sdata4 pointer, udata4 count,
+		 * datarel sdata4 table), read directly: a walk parses the
+		 * header of every module it meets (hdr_fingerprint). */
+		int32_t ptr;
+		uint32_t count;
+
+		memcpy(&ptr, hdr + 4, 4);
+		memcpy(&count, hdr + 8, 4);
+		if (count > (uint64_t)(lim - (hdr + 12)) / 8)
+			return -ENOENT;
+		h->eh_frame = (uintptr_t)(hdr + 4) + (uintptr_t)(intptr_t)ptr;
+		h->table = hdr + 12;
+		h->count = count;
+		return 0;
+	}
 	p = hdr + 4;
 	if (hdr[1] == DW_EH_PE_omit || hdr_value(hdr, &p, lim, hdr[1], &v))
 		return -ENOENT;
@@ -378,8 +395,11 @@ static int prepare_module(uintptr_t addr)
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
-	cache = calloc(2 * INPROC_ROW_CACHE, sizeof(*cache));
-	if (!cache) {
+	/* The cache's tags are 32 bits of pc - start: none for a module of
+	 * 4 GiB or more. */
+	cache = m.end - m.start >= UINT32_MAX ? NULL
+		: calloc(INPROC_ROW_CACHE, sizeof(*cache));
+	if (!cache && m.end - m.start < UINT32_MAX) {
 		unwind_table__free(t);
 		return -ENOMEM;
 	}
