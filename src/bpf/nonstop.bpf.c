@@ -18,6 +18,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 stack_size = 256 << 10; /* per thread, from rsp up */
 __u32 witness_only;	/* 1: no registers, no copy */
+__u32 retry_gen;	/* non-zero: copy only the threads that `retry` maps
+			   to this value, witnesses of the others; the copies
+			   go on from next_page */
 __u32 next_page;	/* first free page; the iterator runs in one read(),
 			   one task at a time, so no atomics are needed */
 __u32 npages_total;	/* pages of stack_pages */
@@ -33,6 +36,14 @@ struct {
 	__type(value, struct stack_page);
 	__uint(max_entries, 1); /* set by the loader */
 } stack_pages SEC(".maps");
+
+/* tid -> the retry_gen of the run that is to read it again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1); /* set by the loader */
+} retry SEC(".maps");
 
 struct vma_bounds {
 	__u64 start, end;
@@ -141,6 +152,12 @@ int capture(struct bpf_iter__task *ctx)
 	if ((t->flags & PF_EXITING_) || !t->mm)
 		r.flags |= NONSTOP_EXITING;
 	witness(t, &r.w1, &r.flags);
+	if (retry_gen) {
+		__u32 *g = bpf_map_lookup_elem(&retry, &r.tid);
+
+		if (!g || *g != retry_gen)
+			goto out;
+	}
 	/* A traced thread's tracer may change its registers and memory while
 	 * it does not run: it goes the ptrace way (which says it is traced). */
 	if (witness_only || r.state == 0 || t->ptrace ||

@@ -40,6 +40,14 @@
 #define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
 #define NONSTOP_ROUNDS 4    /* final witness checks before every thread
 			       still read non-stop is interrupted instead */
+#define SETTLE_ROUNDS 6	    /* iterator runs, before any thread is stopped,
+			       that read again the threads that ran */
+/* Below this many threads asleep (S or D) at the scan, and with none in D,
+ * the default capture stops every thread: loading the iterator costs the
+ * tool ~55 ms and the target its wake-ups' share of it, more than the
+ * freeze of a few sleepers (~15-30 us each) that it saves
+ * (docs/nonstop-capture.md, "When it pays"). */
+#define NONSTOP_MIN_ASLEEP 16
 
 /* A writable mapping, to clamp stack copies to the stack they are on. */
 struct rw_map {
@@ -759,6 +767,28 @@ static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 	s->ns_stats.witness_moved++;
 }
 
+/* Takes the iterator's copy of thread t (record r: COPIED): t is read
+ * non-stop. */
+static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
+		     const struct nonstop_rec *r)
+{
+	t->pub.nonstop = true;
+	t->w = r->w1;
+	for (int k = 0; k < NONSTOP_NREGS; k++)
+		t->pub.regs.regs[k] = r->regs[k];
+	t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	t->have_regs = true;
+	t->copy_start = r->copy_start;
+	t->copy_len = r->copy_len;
+	t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
+	t->stack_top = r->map_end;
+	t->pub.stack = nonstop__pages(s->ns, r->first_page);
+	t->pub.stack_len = r->copy_len;
+	t->pub.stack_base = r->copy_start;
+	s->stats.bytes_copied += r->copy_len;
+	s->ns_stats.read_nonstop++;
+}
+
 /* Takes the first iterator run: every thread it copied (asleep, off CPU,
  * witness unchanged across its copy) is read non-stop; the others stay to
  * be interrupted. */
@@ -777,21 +807,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 			return -ENOMEM;
 		if (!(r->flags & NONSTOP_COPIED) || t->pub.error)
 			continue;
-		t->pub.nonstop = true;
-		t->w = r->w1;
-		for (int k = 0; k < NONSTOP_NREGS; k++)
-			t->pub.regs.regs[k] = r->regs[k];
-		t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
-		t->have_regs = true;
-		t->copy_start = r->copy_start;
-		t->copy_len = r->copy_len;
-		t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
-		t->stack_top = r->map_end;
-		t->pub.stack = nonstop__pages(s->ns, r->first_page);
-		t->pub.stack_len = r->copy_len;
-		t->pub.stack_base = r->copy_start;
-		s->stats.bytes_copied += r->copy_len;
-		s->ns_stats.read_nonstop++;
+		take_one(s, t, r);
 	}
 	return 0;
 }
@@ -842,7 +858,7 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 	int moved = 0, err;
 	uint64_t t0 = now_ns();
 
-	err = nonstop__run(s->ns, false, &r, &n);
+	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	s->ns_stats.rounds++;
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
@@ -865,6 +881,64 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 	return err ? err : moved;
 }
 
+/* Before anything is stopped: threads the first run could not read (on a
+ * CPU) and threads read that ran since (their witness moved) are read
+ * again, non-stop, by runs that copy only them and check the witnesses of
+ * the others; until a run finds nothing moved, or SETTLE_ROUNDS. Each run
+ * reads fewer threads, so it is shorter and fewer wake up during it; what
+ * is left is interrupted by the freeze, whose witness check proves every
+ * read (a thread read again here counts as read when it was last read). */
+static void settle(struct stacksnap_snapshot *s,
+		   const struct stacksnap_snapshot_opts *o,
+		   const struct log_sink *log)
+{
+	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
+	bool any_moved = true;
+
+	for (unsigned k = 0; tids && any_moved && k < SETTLE_ROUNDS; k++) {
+		const struct nonstop_rec *r;
+		size_t n = 0, want = 0;
+		int err;
+
+		for (size_t i = 0; i < s->n; i++) {
+			struct cap_thread *t = &s->threads[i];
+
+			if (!t->pub.nonstop && !t->pub.error && wanted(o, t->pub.tid))
+				tids[want++] = (__u32)t->pub.tid;
+		}
+		if (!want && k)
+			break; /* every thread read: the witness check below */
+		err = nonstop__retry(s->ns, tids, want);
+		if (!err)
+			err = nonstop__run(s->ns, NONSTOP_RUN_RETRY, &r, &n);
+		if (err) {
+			log_debug(log, "pid %d: a settle run failed: %s", s->pid,
+				  strerror(-err));
+			break;
+		}
+		s->ns_stats.rounds++;
+		any_moved = false;
+		for (size_t j = 0; j < n; j++) {
+			struct cap_thread *t = find_thread(s, (pid_t)r[j].tid);
+
+			if (!t || t->pub.error)
+				continue;
+			if (t->pub.nonstop) {
+				if ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
+				    !same_witness(&r[j].w1, &t->w)) {
+					demote(s, t);
+					any_moved = true;
+				}
+			} else if (r[j].flags & NONSTOP_COPIED) {
+				take_one(s, t, &r[j]);
+				s->ns_stats.reread++;
+				any_moved = true; /* its read needs a check */
+			}
+		}
+	}
+	free(tids);
+}
+
 /* Loads the iterator and takes its first run. Failing that, every thread
  * is interrupted; ns_reason says why. */
 static void start_nonstop(struct stacksnap_snapshot *s,
@@ -885,15 +959,26 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 		NONSTOP_PAGE + 2 * s->n + 1;
 	if (pages > (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE)
 		pages = (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE;
-	err = nonstop__open(&s->ns, s->pid, o->stack_size, pages, log,
+	err = nonstop__open(&s->ns, s->pid, s->n, o->stack_size, pages, log,
 			    s->ns_reason, sizeof(s->ns_reason));
 	if (err)
 		return;
+	/* Outside any window: nothing is stopped yet. */
+	err = nonstop__warm(s->ns);
+	if (err)
+		log_debug(log, "pid %d: the warm-up run failed: %s", s->pid,
+			  strerror(-err));
+	/* From here each run's length is how long a thread read has to stay
+	 * asleep: the tool must not be preempted. */
+	if (!o->no_realtime)
+		realtime_enter(s);
 	t0 = now_ns();
-	err = nonstop__run(s->ns, true, &r, &n);
-	s->ns_stats.iter_ns = now_ns() - t0;
+	err = nonstop__run(s->ns, NONSTOP_RUN_COPY, &r, &n);
 	if (!err)
 		err = take_nonstop(s, o, r, n);
+	if (!err)
+		settle(s, o, log);
+	s->ns_stats.iter_ns = now_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "the task iterator failed: %s", strerror(-err));
@@ -969,11 +1054,20 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	}
 	memset(s->stack_bytes, 0, prefault);
 	s->stack_cap = prefault;
+	unsigned asleep = 0, in_d = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		asleep += s->threads[i].pub.state == 'S' || s->threads[i].pub.state == 'D';
+		in_d += s->threads[i].pub.state == 'D';
+	}
 	if (o.freeze_all)
 		snprintf(s->ns_reason, sizeof(s->ns_reason), "--freeze-all asked for");
 	else if (o.hold || o.no_copy)
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "threads held for a live unwind are all stopped");
+	else if (!o.nonstop && asleep < NONSTOP_MIN_ASLEEP && !in_d)
+		snprintf(s->ns_reason, sizeof(s->ns_reason),
+			 "%u threads asleep: the non-stop path pays from %u "
+			 "(--nonstop forces it)", asleep, NONSTOP_MIN_ASLEEP);
 	else
 		start_nonstop(s, &o, log);
 	/* The freeze of the threads not read non-stop (all of them without
@@ -1134,7 +1228,7 @@ int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,
 		return fail(errno == ESRCH ? -ESRCH : -EFAULT);
 	/* The new bytes are the thread's at the snapshot's instant only if
 	 * it has not run since: the witness of its first read must stand. */
-	err = nonstop__run(s->ns, false, &r, &n);
+	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	if (err)
 		return fail(err);
 	for (size_t k = 0; k < n; k++)
