@@ -40,8 +40,9 @@
 #define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
 #define NONSTOP_ROUNDS 4    /* final witness checks before every thread
 			       still read non-stop is interrupted instead */
-#define SETTLE_ROUNDS 6	    /* iterator runs, before any thread is stopped,
-			       that read again the threads that ran */
+#define SETTLE_ROUNDS 12    /* iterator runs, before any thread is stopped,
+			       that read again the threads that ran ... */
+#define SETTLE_NS 3000000u  /* ... for at most this long */
 /* Below this many threads asleep (S or D) at the scan, and with none in D,
  * the default capture stops every thread: loading the iterator costs the
  * tool ~55 ms and the target its wake-ups' share of it, more than the
@@ -94,6 +95,10 @@ struct stacksnap_snapshot {
 	/* The calling thread's scheduling before the freeze window, while it
 	 * runs SCHED_FIFO (realtime); restored when the window closes. */
 	bool realtime;
+	/* settle() ended with a clean run: every thread was read non-stop
+	 * and none ran until that run; no freeze and no check are needed
+	 * unless the freeze's rescan finds a new thread. */
+	bool settled;
 	int saved_policy;
 	struct sched_param saved_param;
 };
@@ -884,18 +889,23 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 /* Before anything is stopped: threads the first run could not read (on a
  * CPU) and threads read that ran since (their witness moved) are read
  * again, non-stop, by runs that copy only them and check the witnesses of
- * the others; until a run finds nothing moved, or SETTLE_ROUNDS. Each run
- * reads fewer threads, so it is shorter and fewer wake up during it; what
- * is left is interrupted by the freeze, whose witness check proves every
- * read (a thread read again here counts as read when it was last read). */
+ * the others. Each run reads fewer threads, so it is shorter and fewer
+ * wake up during it. It ends with a *clean* run (it read nothing, found
+ * every thread read unchanged and no thread we do not know): that run is a
+ * witness check of every thread, so the snapshot is consistent at its
+ * start with nothing stopped at all (s->settled); or after SETTLE_ROUNDS
+ * runs or SETTLE_NS, and what is left is interrupted by the freeze, whose
+ * witness check proves every read (a thread read again counts as read
+ * when it was last read). */
 static void settle(struct stacksnap_snapshot *s,
 		   const struct stacksnap_snapshot_opts *o,
-		   const struct log_sink *log)
+		   uint64_t budget_ns, const struct log_sink *log)
 {
 	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
-	bool any_moved = true;
+	uint64_t end = now_ns() + budget_ns;
 
-	for (unsigned k = 0; tids && any_moved && k < SETTLE_ROUNDS; k++) {
+	s->settled = false;
+	for (unsigned k = 0; tids && k < SETTLE_ROUNDS && now_ns() < end; k++) {
 		const struct nonstop_rec *r;
 		size_t n = 0, want = 0;
 		int err;
@@ -903,11 +913,11 @@ static void settle(struct stacksnap_snapshot *s,
 		for (size_t i = 0; i < s->n; i++) {
 			struct cap_thread *t = &s->threads[i];
 
-			if (!t->pub.nonstop && !t->pub.error && wanted(o, t->pub.tid))
+			/* Seized threads are stopped: read under ptrace. */
+			if (!t->pub.nonstop && !t->pub.error && !t->seized &&
+			    wanted(o, t->pub.tid))
 				tids[want++] = (__u32)t->pub.tid;
 		}
-		if (!want && k)
-			break; /* every thread read: the witness check below */
 		err = nonstop__retry(s->ns, tids, want);
 		if (!err)
 			err = nonstop__run(s->ns, NONSTOP_RUN_RETRY, &r, &n);
@@ -917,26 +927,53 @@ static void settle(struct stacksnap_snapshot *s,
 			break;
 		}
 		s->ns_stats.rounds++;
-		any_moved = false;
+		bool clean = !want;
+		size_t unchanged = 0, read = 0;
 		for (size_t j = 0; j < n; j++) {
 			struct cap_thread *t = find_thread(s, (pid_t)r[j].tid);
 
-			if (!t || t->pub.error)
+			if (!t && wanted(o, (pid_t)r[j].tid))
+				clean = false; /* new: the freeze's rescan takes it */
+			if (!t || t->pub.error || t->seized)
 				continue;
 			if (t->pub.nonstop) {
 				if ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
 				    !same_witness(&r[j].w1, &t->w)) {
 					demote(s, t);
-					any_moved = true;
+					clean = false;
+				} else {
+					unchanged++;
 				}
 			} else if (r[j].flags & NONSTOP_COPIED) {
 				take_one(s, t, &r[j]);
 				s->ns_stats.reread++;
-				any_moved = true; /* its read needs a check */
 			}
+		}
+		/* Every thread known must have been in the run: one missing
+		 * exited (the freeze finds it gone) or is not ours to read. */
+		for (size_t i = 0; clean && i < s->n; i++) {
+			read += s->threads[i].pub.nonstop;
+			if (!s->threads[i].pub.nonstop && !s->threads[i].pub.error &&
+			    !s->threads[i].seized && wanted(o, s->threads[i].pub.tid))
+				clean = false;
+		}
+		if (read != unchanged)
+			clean = false; /* a thread read is missing from the run */
+		if (clean) {
+			s->settled = true;
+			break;
 		}
 	}
 	free(tids);
+}
+
+static size_t count_interrupted(const struct stacksnap_snapshot *s)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		k += s->threads[i].interrupted;
+	return k;
 }
 
 /* Loads the iterator and takes its first run. Failing that, every thread
@@ -977,7 +1014,7 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 	if (!err)
 		err = take_nonstop(s, o, r, n);
 	if (!err)
-		settle(s, o, log);
+		settle(s, o, SETTLE_NS, log);
 	s->ns_stats.iter_ns = now_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
@@ -1079,8 +1116,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		realtime_enter(s);
 	for (unsigned round = 0;; round++) {
 		uint64_t t_begin = now_ns();
+		size_t interrupted_before = count_interrupted(s), interrupted_now;
 
 		err = freeze_rest(s, &o, deadline, log);
+		interrupted_now = count_interrupted(s);
 		if (err)
 			goto fail_detach;
 		uint64_t t_stopped = now_ns();
@@ -1097,6 +1136,8 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			goto fail_detach;
 		if (!s->ns || !s->ns_stats.read_nonstop)
 			break;
+		if (s->settled && interrupted_now == interrupted_before)
+			break; /* proven by settle()'s clean run */
 		if (round + 1 == NONSTOP_ROUNDS) {
 			/* Still moving: stop the rest as well; no check is
 			 * needed once every thread is stopped. */
@@ -1111,6 +1152,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 				      "stopping every thread", pid, strerror(-moved));
 			continue; /* all demoted */
 		}
+		/* Those that ran are interrupted by the next round: reading
+		 * them again non-stop here (as settle() does before the
+		 * freeze) kept the stopped threads waiting longer than the
+		 * freeze of the few that moved takes. */
 		if (!moved)
 			break;
 	}
