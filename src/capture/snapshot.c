@@ -1005,10 +1005,10 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 	if (err)
 		log_debug(log, "pid %d: the warm-up run failed: %s", s->pid,
 			  strerror(-err));
-	/* From here each run's length is how long a thread read has to stay
-	 * asleep: the tool must not be preempted. */
-	if (!o->no_realtime)
-		realtime_enter(s);
+	/* Not SCHED_FIFO for the runs (it was tried): the tool may share a
+	 * CPU with the target's threads, and a realtime tool running up to
+	 * SETTLE_NS of runs would keep them from waking on time; nothing of
+	 * the target is stopped yet, so a preempted run only costs reads. */
 	t0 = now_ns();
 	err = nonstop__run(s->ns, NONSTOP_RUN_COPY, &r, &n);
 	if (!err)
