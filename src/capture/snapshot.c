@@ -845,6 +845,9 @@ static void extend_deep(struct stacksnap_snapshot *s)
 			continue;
 		}
 		s->stats.bytes_copied += l.iov_len;
+		/* Read after settle()'s clean run: only the final check
+		 * proves these bytes. */
+		s->settled = false;
 		t->copy_len = t->want_len;
 		t->want_len = 0;
 		t->pub.stack = buf;
