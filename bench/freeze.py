@@ -6,12 +6,16 @@ reporting the stall the target measured, the whole command's wall time and
 whether every stack came out complete.
 
 usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64,512] [--modes sleep,spin]
-                               [--hog]
+                               [--hog] [--tools all|NAME,NAME...]
 
-stacksnap runs twice: by default (non-stop: threads asleep in the kernel
-are read without being stopped) and with --freeze-all (every thread
-stopped, the path before the non-stop capture). --hog runs everything with
-a CPU hog on every core.
+stacksnap runs three times: by default (the non-stop path from 16 threads
+asleep, else every thread stopped: the "path" column says which was
+taken), with --nonstop (threads asleep in the kernel read without being
+stopped, whatever their number) and with --freeze-all (every thread
+stopped). --hog runs everything with a CPU hog on every core. --tools
+picks the rows (default: all but "libunwind ptrace", which takes ~1 s a
+run at 64 threads; `--tools all` adds it); `--threads 1,8,64` with the
+default tools takes ~3 minutes on a quiet 2-core machine.
 """
 import json
 import os
@@ -26,6 +30,8 @@ DEPTH = 40  # chain_a/b/c frames per worker thread (plus ~10 more)
 
 TOOLS = [
     ("stacksnap", lambda pid: [os.path.join(O, "stacksnap"), "--json", str(pid)]),
+    ("stacksnap --nonstop", lambda pid: [os.path.join(O, "stacksnap"), "--json",
+                                         "--nonstop", str(pid)]),
     ("stacksnap --freeze-all", lambda pid: [os.path.join(O, "stacksnap"), "--json",
                                             "--freeze-all", str(pid)]),
     ("eu-stack", lambda pid: ["eu-stack", "-p", str(pid)]),
@@ -40,10 +46,14 @@ SETTLE = 0.02
 IDLE_CAP = 2.0
 
 
+SLOW_TOOLS = {"libunwind ptrace"}
+
+
 def parse_stacksnap(out):
     d = json.loads(out)
     return ({t["tid"]: ([f.get("function") or "??" for f in t["frames"]], t["complete"])
-             for t in d["threads"]}, d.get("freeze_us"))
+             for t in d["threads"]}, d.get("freeze_us"),
+            (d.get("path", "?"), d.get("read_nonstop", 0), len(d["threads"])))
 
 
 def parse_blocks(out, start_re, frame_re, bottom):
@@ -82,6 +92,10 @@ def parse(tool, out, err):
     text = out.decode(errors="replace")
     if tool.startswith("stacksnap"):
         return parse_stacksnap(text)
+    return parse_other(tool, text, err) + (None,)
+
+
+def parse_other(tool, text, err):
     freeze = None
     m = re.search(r"freeze_us=([\d.]+)", err.decode(errors="replace"))
     if m:
@@ -116,21 +130,21 @@ def dump_complete(threads, target):
     return good, target.threads + 1
 
 
-def run_config(mode, nthreads, reps, results):
+def run_config(mode, nthreads, reps, results, tools):
     target = Target(nthreads, mode, depth=DEPTH)
     try:
         # One unmeasured run per tool: page cache and any on-disk caches
         # warm for everyone alike.
-        for name, argv in TOOLS:
+        for name, argv in tools:
             run_tool(argv(target.pid), keep_output=False)
         for rep in range(reps):
             # Rotate the order so no tool always follows the same one.
-            order = TOOLS[rep % len(TOOLS):] + TOOLS[:rep % len(TOOLS)]
+            order = tools[rep % len(tools):] + tools[:rep % len(tools)]
             for name, argv in order:
                 r = results.setdefault((mode, nthreads, name), {
                     "stall": [], "thread": [], "idle": [], "idle_thread": [],
                     "wall": [], "complete": 0, "runs": 0, "freeze": [],
-                    "incomplete": [], "failed": []})
+                    "incomplete": [], "failed": [], "paths": []})
                 target.reset()
                 code, out, err, wall, _, _ = run_tool(argv(target.pid))
                 time.sleep(SETTLE)
@@ -149,10 +163,12 @@ def run_config(mode, nthreads, reps, results):
                 if code != 0:
                     r["failed"].append("exit %d: %s" % (code, err.decode(errors="replace").strip()[-200:]))
                 try:
-                    threads, freeze = parse(name, out, err)
+                    threads, freeze, path = parse(name, out, err)
                 except (ValueError, KeyError) as e:
-                    threads, freeze = {}, None
+                    threads, freeze, path = {}, None, None
                     r["failed"].append("unparsable output: %s" % e)
+                if path:
+                    r["paths"].append(path)
                 if freeze is not None:
                     r["freeze"].append(freeze)
                 good, want = dump_complete(threads, target)
@@ -181,15 +197,22 @@ def report(mode, nthreads, results):
         if base and name != "stacksnap":
             ratio_s = "%.1fx" % (st / med(base["stall"])) if med(base["stall"]) else "-"
             ratio_w = "%.1fx" % (wall / med(base["wall"])) if med(base["wall"]) else "-"
-        rows.append([name,
+        path = "-"
+        if r["paths"]:
+            kinds = sorted(set(p[0] for p in r["paths"]))
+            path = "/".join(kinds)
+            if "non-stop" in kinds:
+                path += " %s/%d" % (fmt(med([p[1] for p in r["paths"]])), r["paths"][0][2])
+        rows.append([name, path,
                      fmt(st), fmt(max(r["stall"])),
                      "%s / %s" % (fmt(med(r["idle"])), fmt(max(r["idle"]))),
                      fmt(med(r["freeze"])) if r["freeze"] else "-",
                      "%s (%s-%s)" % (fmt(wall, 1), fmt(min(r["wall"]), 1), fmt(max(r["wall"]), 1)),
                      "%d/%d" % (r["complete"], r["runs"]),
                      ratio_s, ratio_w])
-    table(["tool", "stall med", "stall max", "idle med / max", "own freeze med",
+    table(["tool", "path (read non-stop / threads)", "stall med", "stall max", "idle med / max", "own freeze med",
            "wall ms med (min-max)", "complete", "stall vs stacksnap", "wall vs stacksnap"], rows)
+    summary(mode, nthreads, results)
     for name, _ in TOOLS:
         r = results.get((mode, nthreads, name))
         if r and (r["failed"] or r["incomplete"]):
@@ -197,7 +220,51 @@ def report(mode, nthreads, results):
             print("  %s: %s" % (name, "; ".join(notes[:3])))
 
 
+def summary(mode, nthreads, results):
+    """The question of the non-stop capture, in one line: does it pay
+    against --freeze-all and where does it stand against eu-stack, beside
+    the idle noise of the same run."""
+    def get(name):
+        r = results.get((mode, nthreads, name))
+        return (med(r["stall"]), med(r["wall"]), med(r["idle"])) if r else None
+    ns, fa, eu = get("stacksnap --nonstop"), get("stacksnap --freeze-all"), get("eu-stack")
+    parts = []
+    if ns and fa:
+        parts.append("--nonstop / --freeze-all: stall %.2fx, wall %.2fx"
+                     % (ns[0] / fa[0] if fa[0] else 0, ns[1] / fa[1] if fa[1] else 0))
+    for label, x in (("--nonstop", ns), ("--freeze-all", fa)):
+        if x and eu:
+            parts.append("%s / eu-stack: stall %.2fx" % (label, x[0] / eu[0] if eu[0] else 0))
+    idle = [x[2] for x in (ns, fa, eu) if x]
+    if idle:
+        parts.append("idle noise med %s us" % fmt(med(idle)))
+    if parts:
+        print("  summary: " + "; ".join(parts))
+
+
+def pick_tools(argv):
+    """--tools all|NAME,... out of argv (bench_args knows only the shared
+    options)."""
+    want = None
+    if "--tools" in argv:
+        i = argv.index("--tools")
+        want = argv[i + 1] if i + 1 < len(argv) else ""
+        del argv[i:i + 2]
+    if want == "all":
+        return list(TOOLS)
+    if want:
+        names = set(want.split(","))
+        unknown = names - {n for n, _ in TOOLS}
+        if unknown:
+            sys.exit("freeze.py: unknown tools %s (known: %s)"
+                     % (", ".join(sorted(unknown)), ", ".join(n for n, _ in TOOLS)))
+        return [t for t in TOOLS if t[0] in names]
+    return [t for t in TOOLS if t[0] not in SLOW_TOOLS]
+
+
 def main():
+    tools = pick_tools(sys.argv)
+    t_start = time.monotonic()
     a = bench_args("1,8,64")
     # This orchestrator polls for the tool's exit while it runs: kept off
     # the target's CPU, it cannot be what makes the target's threads late.
@@ -216,11 +283,11 @@ def main():
     try:
         for mode in a.modes.split(","):
             for n in [int(x) for x in a.threads.split(",")]:
-                run_config(mode, n, a.reps, results)
+                run_config(mode, n, a.reps, results, tools)
                 report(mode, n, results)
     finally:
         stop_hogs(hog)
-    print("load average after: %s" % " ".join(load()))
+    print("load average after: %s; %.0f s" % (" ".join(load()), time.monotonic() - t_start))
 
 
 if __name__ == "__main__":

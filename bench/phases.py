@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """phases.py - where the freeze goes: `stacksnap --stats` on the stall
 target at 1, 8, 64 and 512 threads, sleeping or spinning, by the all-threads
-freeze (--freeze-all) and by the default non-stop path, quiet or with a CPU
+freeze (--freeze-all), by the non-stop path (--nonstop) and by the default
+(which of the two the thread states pick), quiet or with a CPU
 hog on every core (--hog). Prints the medians of each phase the library
 reports (stop = interrupt + wait for the stops, registers, copy, detach
 (after the witness checks), the whole freeze) and, for the non-stop path,
@@ -36,7 +37,9 @@ def main():
             for n in [int(x) for x in a.threads.split(",")]:
                 t = Target(n, mode, depth=40)
                 try:
-                    for path, extra in (("freeze-all", ["--freeze-all"]), ("non-stop", [])):
+                    for path, extra in (("freeze-all", ["--freeze-all"]),
+                                        ("non-stop", ["--nonstop"]),
+                                        ("default", [])):
                         v = {k: [] for k in ("freeze", "stop", "regs", "copy", "detach",
                                              "bytes", "ns", "intr", "moved", "iter", "check")}
                         for _ in range(a.reps):

@@ -368,6 +368,10 @@ struct stacksnap_snapshot_opts {
 	 * window (by default it is, where permitted, and restored at once:
 	 * a preempted tool stretches the freeze on a loaded machine). */
 	bool no_realtime;
+	/* Take the non-stop path whatever the threads' states (by default it
+	 * is taken only where it pays: at least 16 threads asleep, or one in
+	 * uninterruptible sleep (D), which a freeze would wait for). */
+	bool nonstop;
 	size_t :0;
 };
 
@@ -982,11 +986,15 @@ struct stacksnap_nonstop_stats {
 	unsigned interrupted;	/* threads stopped with PTRACE_INTERRUPT */
 	unsigned witness_moved;	/* of the first, found to have run before
 				   the final check: interrupted instead */
-	unsigned rounds;	/* final witness checks made */
+	unsigned rounds;	/* iterator runs after the first: reads
+				   again, then final witness checks */
 	unsigned extended;	/* stacks deeper than one BPF copy, completed
 				   by a read after the thaw */
-	uint64_t iter_ns;	/* the first iterator run (registers, copies) */
+	uint64_t iter_ns;	/* the iterator runs before the freeze
+				   (registers, copies, reads again) */
 	uint64_t check_ns;	/* the final witness checks */
+	unsigned reread;	/* threads read again non-stop before the
+				   freeze, after they ran or were on a CPU */
 	size_t :0;
 };
 

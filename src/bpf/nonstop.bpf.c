@@ -18,6 +18,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 stack_size = 256 << 10; /* per thread, from rsp up */
 __u32 witness_only;	/* 1: no registers, no copy */
+__u32 retry_gen;	/* non-zero: copy only the threads that `retry` maps
+			   to this value, witnesses of the others; the copies
+			   go on from next_page */
 __u32 next_page;	/* first free page; the iterator runs in one read(),
 			   one task at a time, so no atomics are needed */
 __u32 npages_total;	/* pages of stack_pages */
@@ -33,6 +36,14 @@ struct {
 	__type(value, struct stack_page);
 	__uint(max_entries, 1); /* set by the loader */
 } stack_pages SEC(".maps");
+
+/* tid -> the retry_gen of the run that is to read it again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, 1); /* set by the loader */
+} retry SEC(".maps");
 
 struct vma_bounds {
 	__u64 start, end;
@@ -82,29 +93,46 @@ static void read_regs(struct task_struct *t, struct nonstop_rec *r)
 	r->regs[16] = BPF_CORE_READ(p, ip);
 }
 
+struct copy_ctx {
+	struct task_struct *t;
+	struct nonstop_rec *r;
+	int err;
+};
+
+/* One page of the copy (a bpf_loop body: the verifier checks it once,
+ * where an open-coded loop of NONSTOP_MAX_PAGES pages made it walk ~74,000
+ * instructions, most of the program's load time). */
+static long copy_page(__u32 i, struct copy_ctx *c)
+{
+	__u64 off = (__u64)i * NONSTOP_PAGE, n;
+	__u32 key = c->r->first_page + i;
+	struct stack_page *dst;
+
+	if (off >= c->r->copy_len)
+		return 1;
+	dst = bpf_map_lookup_elem(&stack_pages, &key);
+	if (!dst) {
+		c->err = -1;
+		return 1;
+	}
+	n = c->r->copy_len - off;
+	if (n > NONSTOP_PAGE)
+		n = NONSTOP_PAGE;
+	if (bpf_copy_from_user_task(dst->b, n & (2 * NONSTOP_PAGE - 1),
+				    (void *)(c->r->copy_start + off), c->t, 0)) {
+		c->err = -1;
+		return 1;
+	}
+	return 0;
+}
+
 /* Copies [r->copy_start, + r->copy_len) into pages from r->first_page. */
 static int copy_stack(struct task_struct *t, struct nonstop_rec *r)
 {
-	__u64 lo = r->copy_start, len = r->copy_len;
+	struct copy_ctx c = { .t = t, .r = r };
 
-	for (__u32 i = 0; i < NONSTOP_MAX_PAGES; i++) {
-		__u64 off = (__u64)i * NONSTOP_PAGE, n;
-		__u32 key = r->first_page + i;
-		struct stack_page *dst;
-
-		if (off >= len)
-			break;
-		dst = bpf_map_lookup_elem(&stack_pages, &key);
-		if (!dst)
-			return -1;
-		n = len - off;
-		if (n > NONSTOP_PAGE)
-			n = NONSTOP_PAGE;
-		if (bpf_copy_from_user_task(dst->b, n & (2 * NONSTOP_PAGE - 1),
-					    (void *)(lo + off), t, 0))
-			return -1;
-	}
-	return 0;
+	bpf_loop(NONSTOP_MAX_PAGES, copy_page, &c, 0);
+	return c.err;
 }
 
 SEC("iter.s/task")
@@ -124,6 +152,12 @@ int capture(struct bpf_iter__task *ctx)
 	if ((t->flags & PF_EXITING_) || !t->mm)
 		r.flags |= NONSTOP_EXITING;
 	witness(t, &r.w1, &r.flags);
+	if (retry_gen) {
+		__u32 *g = bpf_map_lookup_elem(&retry, &r.tid);
+
+		if (!g || *g != retry_gen)
+			goto out;
+	}
 	/* A traced thread's tracer may change its registers and memory while
 	 * it does not run: it goes the ptrace way (which says it is traced). */
 	if (witness_only || r.state == 0 || t->ptrace ||

@@ -26,6 +26,9 @@ struct nonstop {
 	struct nonstop_rec *recs;
 	size_t nrecs, cap;
 	const struct log_sink *log;
+	__u32 gen;		/* retry_gen of the next retry run */
+	size_t nretry;		/* entries of the retry map */
+	__u32 *vals;		/* nretry copies of gen, for batch updates */
 };
 
 void nonstop__close(struct nonstop *ns)
@@ -37,12 +40,13 @@ void nonstop__close(struct nonstop *ns)
 	bpf_link__destroy(ns->link);
 	nonstop_bpf__destroy(ns->skel);
 	free(ns->recs);
+	free(ns->vals);
 	free(ns);
 }
 
-int nonstop__open(struct nonstop **out, pid_t pid, size_t stack_size,
-		  size_t pages, const struct log_sink *log, char *reason,
-		  size_t reason_len)
+int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
+		  size_t stack_size, size_t pages, const struct log_sink *log,
+		  char *reason, size_t reason_len)
 {
 	LIBBPF_OPTS(bpf_iter_attach_opts, aopts);
 	union bpf_iter_link_info linfo;
@@ -71,6 +75,8 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t stack_size,
 	}
 	ns->skel->rodata->stack_size = stack_size;
 	bpf_map__set_max_entries(ns->skel->maps.stack_pages, (__u32)ns->npages);
+	ns->nretry = 2 * threads + 64;
+	bpf_map__set_max_entries(ns->skel->maps.retry, (__u32)ns->nretry);
 	err = nonstop_bpf__load(ns->skel);
 	if (err) {
 		snprintf(reason, reason_len, "the kernel refused the task iterator "
@@ -108,14 +114,32 @@ fail:
 	return err;
 }
 
-int nonstop__run(struct nonstop *ns, bool copy, const struct nonstop_rec **recs,
-		 size_t *n)
+int nonstop__retry(struct nonstop *ns, const __u32 *tids, size_t n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
+	__u32 count = (__u32)n;
+
+	if (n > ns->nretry)
+		return -E2BIG;
+	if (!ns->vals && !(ns->vals = calloc(ns->nretry, sizeof(*ns->vals))))
+		return -ENOMEM;
+	/* A new generation: entries of earlier rounds need no delete. */
+	ns->gen++;
+	for (size_t i = 0; i < n; i++)
+		ns->vals[i] = ns->gen;
+	if (n && bpf_map_update_batch(bpf_map__fd(ns->skel->maps.retry), tids,
+				      ns->vals, &count, &bopts))
+		return -errno;
+	return 0;
+}
+
+/* One read of a fresh iterator, as the bss variables say. */
+static int run_once(struct nonstop *ns, const struct nonstop_rec **recs,
+		    size_t *n)
 {
 	size_t used = 0; /* bytes: a read may end inside a record */
 	int fd;
 
-	ns->skel->bss->witness_only = !copy;
-	ns->skel->bss->next_page = 0;
 	fd = bpf_iter_create(bpf_link__fd(ns->link));
 	if (fd < 0)
 		return -errno;
@@ -154,6 +178,33 @@ int nonstop__run(struct nonstop *ns, bool copy, const struct nonstop_rec **recs,
 	*recs = ns->recs;
 	*n = ns->nrecs;
 	return 0;
+}
+
+int nonstop__run(struct nonstop *ns, enum nonstop_run what,
+		 const struct nonstop_rec **recs, size_t *n)
+{
+	ns->skel->bss->witness_only = what == NONSTOP_RUN_WITNESS;
+	ns->skel->bss->retry_gen = what == NONSTOP_RUN_RETRY ? ns->gen : 0;
+	if (what == NONSTOP_RUN_COPY)
+		ns->skel->bss->next_page = 0;
+	return run_once(ns, recs, n);
+}
+
+int nonstop__warm(struct nonstop *ns)
+{
+	const struct nonstop_rec *r;
+	size_t n;
+	__u32 used;
+	int err = nonstop__run(ns, NONSTOP_RUN_COPY, &r, &n);
+
+	used = ns->skel->bss->next_page;
+	if (err || !used || 2 * (size_t)used > ns->npages)
+		return err;
+	/* The pages after them, where reads again go. */
+	ns->skel->bss->witness_only = 0;
+	ns->skel->bss->retry_gen = 0;
+	ns->skel->bss->next_page = used;
+	return run_once(ns, &r, &n);
 }
 
 const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first)

@@ -61,17 +61,36 @@ struct nonstop_rec {
 #ifndef __bpf__
 struct nonstop;
 
-/* Loads and attaches the iterator for the threads of pid; pages is the
- * size of the stack buffer (mapped into this process). Returns 0, or
- * -errno with `reason` saying what is missing (rights, BTF, the load). */
-int nonstop__open(struct nonstop **out, pid_t pid, size_t stack_size,
-		  size_t pages, const struct log_sink *log, char *reason,
-		  size_t reason_len);
-/* Runs the iterator once: with copy, every candidate's registers and
- * stack are read into the buffer (from its first page); without, only
- * witnesses. *recs (owned by ns, valid until the next run) gets n records. */
-int nonstop__run(struct nonstop *ns, bool copy, const struct nonstop_rec **recs,
-		 size_t *n);
+/* Loads and attaches the iterator for the threads of pid (about `threads`
+ * of them); pages is the size of the stack buffer (mapped into this
+ * process). Returns 0, or -errno with `reason` saying what is missing
+ * (rights, BTF, the load). */
+int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
+		  size_t stack_size, size_t pages, const struct log_sink *log,
+		  char *reason, size_t reason_len);
+/* What one run of the iterator reads. */
+enum nonstop_run {
+	NONSTOP_RUN_WITNESS,	/* witnesses only */
+	NONSTOP_RUN_COPY,	/* every candidate's registers and stack, into
+				   the buffer from its first page */
+	NONSTOP_RUN_RETRY,	/* those of the threads named by the last
+				   nonstop__retry(), into the buffer after
+				   the copies of earlier runs; witnesses of
+				   the others */
+};
+
+/* Runs the iterator once. *recs (owned by ns, valid until the next run)
+ * gets n records, one per thread. */
+int nonstop__run(struct nonstop *ns, enum nonstop_run what,
+		 const struct nonstop_rec **recs, size_t *n);
+/* Two copy runs whose results are dropped, into the pages a first run
+ * and its reads again use: the first write to a page of the buffer costs
+ * the kernel ~6 us a page on the machines measured (a fresh mapping), and
+ * would stretch the first real run ~4x. Returns 0 or -errno. */
+int nonstop__warm(struct nonstop *ns);
+/* Names the threads the next NONSTOP_RUN_RETRY run reads (at most the
+ * `threads` given to nonstop__open, twice over). Returns 0 or -errno. */
+int nonstop__retry(struct nonstop *ns, const __u32 *tids, size_t n);
 /* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous). */
 const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first);
 void nonstop__close(struct nonstop *ns);

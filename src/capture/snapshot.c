@@ -40,6 +40,15 @@
 #define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
 #define NONSTOP_ROUNDS 4    /* final witness checks before every thread
 			       still read non-stop is interrupted instead */
+#define SETTLE_ROUNDS 12    /* iterator runs, before any thread is stopped,
+			       that read again the threads that ran ... */
+#define SETTLE_NS 3000000u  /* ... for at most this long */
+/* Below this many threads asleep (S or D) at the scan, and with none in D,
+ * the default capture stops every thread: loading the iterator costs the
+ * tool ~55 ms and the target its wake-ups' share of it, more than the
+ * freeze of a few sleepers (~15-30 us each) that it saves
+ * (docs/nonstop-capture.md, "When it pays"). */
+#define NONSTOP_MIN_ASLEEP 16
 
 /* A writable mapping, to clamp stack copies to the stack they are on. */
 struct rw_map {
@@ -86,6 +95,10 @@ struct stacksnap_snapshot {
 	/* The calling thread's scheduling before the freeze window, while it
 	 * runs SCHED_FIFO (realtime); restored when the window closes. */
 	bool realtime;
+	/* settle() ended with a clean run: every thread was read non-stop
+	 * and none ran until that run; no freeze and no check are needed
+	 * unless the freeze's rescan finds a new thread. */
+	bool settled;
 	int saved_policy;
 	struct sched_param saved_param;
 };
@@ -759,6 +772,28 @@ static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 	s->ns_stats.witness_moved++;
 }
 
+/* Takes the iterator's copy of thread t (record r: COPIED): t is read
+ * non-stop. */
+static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
+		     const struct nonstop_rec *r)
+{
+	t->pub.nonstop = true;
+	t->w = r->w1;
+	for (int k = 0; k < NONSTOP_NREGS; k++)
+		t->pub.regs.regs[k] = r->regs[k];
+	t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	t->have_regs = true;
+	t->copy_start = r->copy_start;
+	t->copy_len = r->copy_len;
+	t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
+	t->stack_top = r->map_end;
+	t->pub.stack = nonstop__pages(s->ns, r->first_page);
+	t->pub.stack_len = r->copy_len;
+	t->pub.stack_base = r->copy_start;
+	s->stats.bytes_copied += r->copy_len;
+	s->ns_stats.read_nonstop++;
+}
+
 /* Takes the first iterator run: every thread it copied (asleep, off CPU,
  * witness unchanged across its copy) is read non-stop; the others stay to
  * be interrupted. */
@@ -777,21 +812,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 			return -ENOMEM;
 		if (!(r->flags & NONSTOP_COPIED) || t->pub.error)
 			continue;
-		t->pub.nonstop = true;
-		t->w = r->w1;
-		for (int k = 0; k < NONSTOP_NREGS; k++)
-			t->pub.regs.regs[k] = r->regs[k];
-		t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
-		t->have_regs = true;
-		t->copy_start = r->copy_start;
-		t->copy_len = r->copy_len;
-		t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
-		t->stack_top = r->map_end;
-		t->pub.stack = nonstop__pages(s->ns, r->first_page);
-		t->pub.stack_len = r->copy_len;
-		t->pub.stack_base = r->copy_start;
-		s->stats.bytes_copied += r->copy_len;
-		s->ns_stats.read_nonstop++;
+		take_one(s, t, r);
 	}
 	return 0;
 }
@@ -824,6 +845,9 @@ static void extend_deep(struct stacksnap_snapshot *s)
 			continue;
 		}
 		s->stats.bytes_copied += l.iov_len;
+		/* Read after settle()'s clean run: only the final check
+		 * proves these bytes. */
+		s->settled = false;
 		t->copy_len = t->want_len;
 		t->want_len = 0;
 		t->pub.stack = buf;
@@ -842,7 +866,7 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 	int moved = 0, err;
 	uint64_t t0 = now_ns();
 
-	err = nonstop__run(s->ns, false, &r, &n);
+	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	s->ns_stats.rounds++;
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
@@ -865,6 +889,96 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 	return err ? err : moved;
 }
 
+/* Before anything is stopped: threads the first run could not read (on a
+ * CPU) and threads read that ran since (their witness moved) are read
+ * again, non-stop, by runs that copy only them and check the witnesses of
+ * the others. Each run reads fewer threads, so it is shorter and fewer
+ * wake up during it. It ends with a *clean* run (it read nothing, found
+ * every thread read unchanged and no thread we do not know): that run is a
+ * witness check of every thread, so the snapshot is consistent at its
+ * start with nothing stopped at all (s->settled); or after SETTLE_ROUNDS
+ * runs or SETTLE_NS, and what is left is interrupted by the freeze, whose
+ * witness check proves every read (a thread read again counts as read
+ * when it was last read). */
+static void settle(struct stacksnap_snapshot *s,
+		   const struct stacksnap_snapshot_opts *o,
+		   uint64_t budget_ns, const struct log_sink *log)
+{
+	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
+	uint64_t end = now_ns() + budget_ns;
+
+	s->settled = false;
+	for (unsigned k = 0; tids && k < SETTLE_ROUNDS && now_ns() < end; k++) {
+		const struct nonstop_rec *r;
+		size_t n = 0, want = 0;
+		int err;
+
+		for (size_t i = 0; i < s->n; i++) {
+			struct cap_thread *t = &s->threads[i];
+
+			/* Seized threads are stopped: read under ptrace. */
+			if (!t->pub.nonstop && !t->pub.error && !t->seized &&
+			    wanted(o, t->pub.tid))
+				tids[want++] = (__u32)t->pub.tid;
+		}
+		err = nonstop__retry(s->ns, tids, want);
+		if (!err)
+			err = nonstop__run(s->ns, NONSTOP_RUN_RETRY, &r, &n);
+		if (err) {
+			log_debug(log, "pid %d: a settle run failed: %s", s->pid,
+				  strerror(-err));
+			break;
+		}
+		s->ns_stats.rounds++;
+		bool clean = !want;
+		size_t unchanged = 0, read = 0;
+		for (size_t j = 0; j < n; j++) {
+			struct cap_thread *t = find_thread(s, (pid_t)r[j].tid);
+
+			if (!t && wanted(o, (pid_t)r[j].tid))
+				clean = false; /* new: the freeze's rescan takes it */
+			if (!t || t->pub.error || t->seized)
+				continue;
+			if (t->pub.nonstop) {
+				if ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
+				    !same_witness(&r[j].w1, &t->w)) {
+					demote(s, t);
+					clean = false;
+				} else {
+					unchanged++;
+				}
+			} else if (r[j].flags & NONSTOP_COPIED) {
+				take_one(s, t, &r[j]);
+				s->ns_stats.reread++;
+			}
+		}
+		/* Every thread known must have been in the run: one missing
+		 * exited (the freeze finds it gone) or is not ours to read. */
+		for (size_t i = 0; clean && i < s->n; i++) {
+			read += s->threads[i].pub.nonstop;
+			if (!s->threads[i].pub.nonstop && !s->threads[i].pub.error &&
+			    !s->threads[i].seized && wanted(o, s->threads[i].pub.tid))
+				clean = false;
+		}
+		if (read != unchanged)
+			clean = false; /* a thread read is missing from the run */
+		if (clean) {
+			s->settled = true;
+			break;
+		}
+	}
+	free(tids);
+}
+
+static size_t count_interrupted(const struct stacksnap_snapshot *s)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		k += s->threads[i].interrupted;
+	return k;
+}
+
 /* Loads the iterator and takes its first run. Failing that, every thread
  * is interrupted; ns_reason says why. */
 static void start_nonstop(struct stacksnap_snapshot *s,
@@ -885,15 +999,26 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 		NONSTOP_PAGE + 2 * s->n + 1;
 	if (pages > (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE)
 		pages = (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE;
-	err = nonstop__open(&s->ns, s->pid, o->stack_size, pages, log,
+	err = nonstop__open(&s->ns, s->pid, s->n, o->stack_size, pages, log,
 			    s->ns_reason, sizeof(s->ns_reason));
 	if (err)
 		return;
+	/* Outside any window: nothing is stopped yet. */
+	err = nonstop__warm(s->ns);
+	if (err)
+		log_debug(log, "pid %d: the warm-up run failed: %s", s->pid,
+			  strerror(-err));
+	/* Not SCHED_FIFO for the runs (it was tried): the tool may share a
+	 * CPU with the target's threads, and a realtime tool running up to
+	 * SETTLE_NS of runs would keep them from waking on time; nothing of
+	 * the target is stopped yet, so a preempted run only costs reads. */
 	t0 = now_ns();
-	err = nonstop__run(s->ns, true, &r, &n);
-	s->ns_stats.iter_ns = now_ns() - t0;
+	err = nonstop__run(s->ns, NONSTOP_RUN_COPY, &r, &n);
 	if (!err)
 		err = take_nonstop(s, o, r, n);
+	if (!err)
+		settle(s, o, SETTLE_NS, log);
+	s->ns_stats.iter_ns = now_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "the task iterator failed: %s", strerror(-err));
@@ -969,11 +1094,20 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	}
 	memset(s->stack_bytes, 0, prefault);
 	s->stack_cap = prefault;
+	unsigned asleep = 0, in_d = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		asleep += s->threads[i].pub.state == 'S' || s->threads[i].pub.state == 'D';
+		in_d += s->threads[i].pub.state == 'D';
+	}
 	if (o.freeze_all)
 		snprintf(s->ns_reason, sizeof(s->ns_reason), "--freeze-all asked for");
 	else if (o.hold || o.no_copy)
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "threads held for a live unwind are all stopped");
+	else if (!o.nonstop && asleep < NONSTOP_MIN_ASLEEP && !in_d)
+		snprintf(s->ns_reason, sizeof(s->ns_reason),
+			 "%u threads asleep: the non-stop path pays from %u "
+			 "(--nonstop forces it)", asleep, NONSTOP_MIN_ASLEEP);
 	else
 		start_nonstop(s, &o, log);
 	/* The freeze of the threads not read non-stop (all of them without
@@ -985,8 +1119,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		realtime_enter(s);
 	for (unsigned round = 0;; round++) {
 		uint64_t t_begin = now_ns();
+		size_t interrupted_before = count_interrupted(s), interrupted_now;
 
 		err = freeze_rest(s, &o, deadline, log);
+		interrupted_now = count_interrupted(s);
 		if (err)
 			goto fail_detach;
 		uint64_t t_stopped = now_ns();
@@ -1003,6 +1139,8 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			goto fail_detach;
 		if (!s->ns || !s->ns_stats.read_nonstop)
 			break;
+		if (s->settled && interrupted_now == interrupted_before)
+			break; /* proven by settle()'s clean run */
 		if (round + 1 == NONSTOP_ROUNDS) {
 			/* Still moving: stop the rest as well; no check is
 			 * needed once every thread is stopped. */
@@ -1017,6 +1155,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 				      "stopping every thread", pid, strerror(-moved));
 			continue; /* all demoted */
 		}
+		/* Those that ran are interrupted by the next round: reading
+		 * them again non-stop here (as settle() does before the
+		 * freeze) kept the stopped threads waiting longer than the
+		 * freeze of the few that moved takes. */
 		if (!moved)
 			break;
 	}
@@ -1134,7 +1276,7 @@ int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,
 		return fail(errno == ESRCH ? -ESRCH : -EFAULT);
 	/* The new bytes are the thread's at the snapshot's instant only if
 	 * it has not run since: the witness of its first read must stand. */
-	err = nonstop__run(s->ns, false, &r, &n);
+	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	if (err)
 		return fail(err);
 	for (size_t k = 0; k < n; k++)

@@ -230,7 +230,8 @@ static int dump_main(int argc, char **argv)
 		       .stop_timeout_ms = o.stop_timeout_ms, .proc_mem = o.proc_mem,
 		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
 		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &stop_signal,
-		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime);
+		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime,
+		       .nonstop = o.nonstop);
 	in_freeze = 1;
 	if (stop_signal) { /* came before in_freeze was set */
 		rc = interrupted_exit();

@@ -93,7 +93,7 @@ int options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
 	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL, O_NOCACHE,
-	       O_FREEZEALL, O_NORT, O_SAVE, O_ENC, O_CORE, O_EXE };
+	       O_FREEZEALL, O_NORT, O_SAVE, O_ENC, O_CORE, O_EXE, O_NONSTOP };
 	static const struct option longopts[] = {
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, O_LINES },
@@ -112,6 +112,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "no-cache", no_argument, NULL, O_NOCACHE },
 		{ "freeze-all", no_argument, NULL, O_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, O_NORT },
+		{ "nonstop", no_argument, NULL, O_NONSTOP },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "encoding", required_argument, NULL, O_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -172,6 +173,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		case O_NOCACHE: o->no_cache = true; break;
 		case O_FREEZEALL: o->freeze_all = true; break;
 		case O_NORT: o->no_realtime = true; break;
+		case O_NONSTOP: o->nonstop = true; break;
 		case O_SAVE: o->save_path = optarg; break;
 		case O_ENC:
 			if ((o->encoding = options_parse_encoding(optarg)) < 0) {
@@ -195,6 +197,12 @@ int options_parse(struct options *o, int argc, char **argv)
 	if ((o->quiet || o->encoding) && !o->save_path) {
 		fprintf(stderr, "stacksnap: %s only goes with --save FILE\n",
 			o->quiet ? "-q" : "--encoding");
+		return EXIT_USAGE;
+	}
+	if (o->nonstop && (o->freeze_all || o->ptrace)) {
+		fputs("stacksnap: --nonstop reads sleeping threads without "
+		      "stopping them; --freeze-all and --ptrace stop every "
+		      "thread: give one\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (o->save_path && o->ptrace) {

@@ -26,6 +26,8 @@ struct options {
 	bool ignore_deleted;	/* skip mappings of deleted files */
 	bool freeze_all;	/* --freeze-all: stop every thread */
 	bool no_realtime;	/* --no-realtime: no SCHED_FIFO window */
+	bool nonstop;		/* --nonstop: the non-stop path, whatever the
+				   thread count */
 	/* Saved captures (docs/snapshot-format.md). */
 	const char *save_path;	/* --save FILE: write a snapshot file */
 	bool quiet;		/* -q: with --save, print no stacks */

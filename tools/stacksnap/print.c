@@ -243,11 +243,12 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		fprintf(f, "stacksnap: path non-stop: %u threads read without "
 			   "stopping them, %u interrupted (%u found to have run "
 			   "after their read), %u witness checks, iterator %.1f us, "
-			   "checks %.1f us, %u deep stacks completed\n",
+			   "checks %.1f us, %u deep stacks completed, %u read "
+			   "again before the freeze\n",
 			tot->nonstop->read_nonstop, tot->nonstop->interrupted,
 			tot->nonstop->witness_moved, tot->nonstop->rounds,
 			tot->nonstop->iter_ns / 1e3, tot->nonstop->check_ns / 1e3,
-			tot->nonstop->extended);
+			tot->nonstop->extended, tot->nonstop->reread);
 	else if (tot->nonstop)
 		fprintf(f, "stacksnap: path freeze-all: %u threads interrupted "
 			   "(%s)\n", tot->nonstop->interrupted, tot->nonstop->reason);
