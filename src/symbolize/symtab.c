@@ -422,3 +422,23 @@ const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
 		*start = best->addr;
 	return display_name(best, no_demangle);
 }
+
+const char *symtab__lookup_range(struct symtab *st, uint64_t vaddr,
+				 uint64_t *start, uint64_t *end)
+{
+	struct sym_entry *best = NULL;
+
+	if (!st)
+		return NULL;
+	for (size_t t = 0; t < st->ntables; t++) {
+		struct sym_entry *e = table_lookup(&st->tables[t], vaddr);
+
+		if (e && (!best || e->addr > best->addr))
+			best = e;
+	}
+	if (!best)
+		return NULL;
+	*start = best->addr;
+	*end = best->limit;
+	return best->name;
+}
