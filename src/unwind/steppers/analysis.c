@@ -591,7 +591,14 @@ enum stacksnap_end step_analysis(struct stacksnap_unwinder *uw,
 	if (!m || !m->mod || !(m->prot & PROT_EXEC))
 		return STACKSNAP_END_NO_CFI;
 	fn = function_at(uw, m->mod, (exact ? pc : pc - 1) - m->bias, &why);
-	if (!fn || analysis__query(fn, pc - m->bias, exact, &r))
+	if (!fn)
+		return STACKSNAP_END_NO_CFI;
+	/* The program's entry point (_start) is the outermost frame: the
+	 * kernel entered it with no return address (its CFI, when present,
+	 * says "return address undefined"). */
+	if (m->mod->img->e_entry && fn->start == m->mod->img->e_entry)
+		return STACKSNAP_END_COMPLETE;
+	if (analysis__query(fn, pc - m->bias, exact, &r))
 		return STACKSNAP_END_NO_CFI;
 	if (r.rsp_ok)
 		*cfa = st->regs.regs[STACKSNAP_REG_RSP] + (uint64_t)(int64_t)r.cfa_rsp;
