@@ -273,6 +273,8 @@ struct stacksnap_unwind_opts {
 	unsigned max_frames;	/* 0: 1024 */
 	bool stack_scan;	/* try stack scanning when nothing else works */
 	bool no_frame_pointer;	/* disable the frame-pointer stepper */
+	bool no_analysis;	/* disable the analysis stepper (code analysis
+				   where there is no CFI; docs/steppers.md) */
 	size_t :0;
 };
 

@@ -37,6 +37,7 @@ stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts)
 	uw->max_frames = o.max_frames ? o.max_frames : DEFAULT_MAX_FRAMES;
 	uw->stack_scan = o.stack_scan;
 	uw->no_fp = o.no_frame_pointer;
+	uw->no_analysis = o.no_analysis;
 	uw->end = STACKSNAP_END_NONE;
 	return uw;
 }
@@ -160,9 +161,11 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 		}
 	}
 	TRY_USERS(STACKSNAP_PRIO_ANALYSIS + 1, STACKSNAP_PRIO_CFI + 1);
-	end = step_analysis(uw, m, exact, st, cfa);
-	if (end != STACKSNAP_END_NO_CFI)
+	if (!uw->no_analysis &&
+	    (uend = step_analysis(uw, m, exact, st, cfa)) != STACKSNAP_END_NO_CFI) {
+		end = uend;
 		goto check;
+	}
 	TRY_USERS(STACKSNAP_PRIO_FP + 1, STACKSNAP_PRIO_ANALYSIS + 1);
 	if (!uw->no_fp) {
 		end = step_fp(uw, m, exact, st, cfa);

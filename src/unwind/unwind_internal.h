@@ -26,7 +26,7 @@ struct frame_state {
  * that each frame is emitted with its own CFA. */
 struct stacksnap_unwinder {
 	unsigned max_frames;
-	bool stack_scan, no_fp;
+	bool stack_scan, no_fp, no_analysis;
 	struct stacksnap_addrspace *as;
 	struct stacksnap_mem *mem;
 	struct frame_state cur;

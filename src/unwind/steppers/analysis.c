@@ -165,7 +165,7 @@ static unsigned transfer(csh cs, const cs_insn *in, uint64_t start,
 			goto generic;
 		if (op[1].type == X86_OP_MEM && op[1].mem.index == X86_REG_INVALID &&
 		    op[1].mem.segment == X86_REG_INVALID) {
-			int32_t base_h; /* CFA - base register */
+			int32_t base_h = 0; /* CFA - base register */
 			bool ok = false;
 
 			if (op[1].mem.base == X86_REG_RSP && rsp) {
