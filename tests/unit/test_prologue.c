@@ -7,7 +7,9 @@
  * fp_outer's call to fp_mid); the plain rbp chain would skip it. The
  * wanderer's call-site check: with neither CFI nor frame pointer, a decoy
  * return address (after a call to another function) below the real one
- * is passed over, through the PLT or direct calls. */
+ * is passed over, through the PLT or direct calls; and a return address
+ * after a call to the function that tail-called the current one is
+ * taken (fp_tail_*). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -22,13 +24,15 @@
 #include "unwind/unwind_internal.h"
 
 static char dir[64];
+static unsigned tail_cases; /* variants where fp_tail_mid is a tail call */
 
-/* The address after caller's call to callee: call rel32 targets it
- * directly, or through the PLT (a jmp to it via the GOT). */
-static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
+/* The address after outer's instruction op rel32 (e8: call, e9: jmp) to
+ * mid, directly or through the PLT (a jmp to it via the GOT). */
+static uint64_t after_rel32(const uint8_t *outer, const uint8_t *mid,
+			    uint8_t op)
 {
 	for (int i = 0; i < 256; i++)
-		if (outer[i] == 0xe8) {
+		if (outer[i] == op) {
 			int32_t rel;
 
 			memcpy(&rel, outer + i + 1, 4);
@@ -49,6 +53,11 @@ static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
 			}
 		}
 	return 0;
+}
+
+static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
+{
+	return after_rel32(outer, mid, 0xe8);
 }
 
 struct variant {
@@ -180,8 +189,37 @@ static void one_variant(const struct variant *v)
 	       "%s %s: scan found %#lx, want %#lx (the decoy is %#lx)", v->cc,
 	       v->flags, sn >= 2 ? (unsigned long)sf[1].pc : 0UL,
 	       (unsigned long)ra_mid, (unsigned long)ra);
-	stacksnap_unwinder__free(uw);
 	stacksnap_mem__free(mem);
+
+	/* The tail-call case: stopped at fp_tail_leaf's entry, which
+	 * fp_tail_mid entered by a jmp (-O2), the return address above is
+	 * fp_tail_outer's, after its call to fp_tail_mid: the call targets
+	 * the current function's caller, and is taken; the decoy below it
+	 * (after fp_outer's call to fp_mid, which jumps nowhere near) is not. */
+	const uint8_t *tleaf = dlsym(h, "fp_tail_leaf"),
+		      *tmid = dlsym(h, "fp_tail_mid"),
+		      *touter = dlsym(h, "fp_tail_outer");
+	uint64_t ra_tail = ret_after_call(touter, tmid);
+	bool jumps = after_rel32(tmid, tleaf, 0xe9) != 0;
+	if (jumps && ra_tail) {
+		uint64_t tstack[128] = { ra, ra_tail };
+
+		mem = stacksnap_mem__new_copy(tstack, sizeof(tstack),
+					      (uintptr_t)tstack);
+		stacksnap_mem__set_fallback(mem, self);
+		sregs.regs[STACKSNAP_REG_RIP] = (uintptr_t)tleaf;
+		sregs.regs[STACKSNAP_REG_RSP] = (uintptr_t)tstack;
+		sn = stacksnap_unwind(uw, as, &sregs, mem, sf, 4, &send);
+		CHECKF(sn >= 2 && sf[1].pc == ra_tail &&
+		       sf[1].stepper == STACKSNAP_STEP_SCAN,
+		       "%s %s: tail call: scan found %#lx, want %#lx (the decoy "
+		       "is %#lx)", v->cc, v->flags,
+		       sn >= 2 ? (unsigned long)sf[1].pc : 0UL,
+		       (unsigned long)ra_tail, (unsigned long)ra);
+		stacksnap_mem__free(mem);
+		tail_cases++;
+	}
+	stacksnap_unwinder__free(uw);
 	stacksnap_mem__free(self);
 	stacksnap_addrspace__free(as);
 	stacksnap_ctx__free(ctx);
@@ -202,6 +240,8 @@ static void test_fp_prologue(void)
 	CHECK(mkdtemp(dir));
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		one_variant(&v[i]);
+	/* gcc and clang at -O2 make fp_tail_mid's call a jmp. */
+	CHECKF(tail_cases >= 4, "only %u variants had a tail call", tail_cases);
 	harness_sh("rm -rf %s", dir);
 }
 
