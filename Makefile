@@ -17,6 +17,8 @@ endif
 CLANG ?= clang
 O ?= build
 PKGS := libelf libdw liblzma libbpf libdebuginfod
+# The analysis stepper decodes machine code with Capstone (issue 14).
+PKGS += capstone
 
 # Missing build dependencies are installed by scripts/install-deps.sh the
 # first time; the stamp keeps later builds from asking pkg-config again.

@@ -221,6 +221,8 @@ enum stacksnap_stepper {
 	STACKSNAP_STEP_SCAN,	    /* stack scan (a guess) */
 	STACKSNAP_STEP_USER,	    /* a stepper the user registered (see
 				       stacksnap_frame.user_stepper) */
+	STACKSNAP_STEP_ANALYSIS,    /* stack height from an analysis of the
+				       function's machine code */
 };
 
 enum stacksnap_trust {
@@ -271,6 +273,8 @@ struct stacksnap_unwind_opts {
 	unsigned max_frames;	/* 0: 1024 */
 	bool stack_scan;	/* try stack scanning when nothing else works */
 	bool no_frame_pointer;	/* disable the frame-pointer stepper */
+	bool no_analysis;	/* disable the analysis stepper (code analysis
+				   where there is no CFI; docs/steppers.md) */
 	size_t :0;
 };
 
@@ -927,6 +931,9 @@ STACKSNAP_API int stacksnap_target__walk(struct stacksnap_target *t,
 #define STACKSNAP_PRIO_CFI 400
 #define STACKSNAP_PRIO_FP 300
 #define STACKSNAP_PRIO_SCAN 100
+/* The analysis stepper (docs/steppers.md): between CFI and frame
+ * pointer; it answers only where it followed rsp from the entry. */
+#define STACKSNAP_PRIO_ANALYSIS 350
 
 /* What a stepper says of a frame. */
 enum stacksnap_step_result {

@@ -29,6 +29,11 @@ void symtab__free(struct symtab *st);
  * NULL when no symbol covers vaddr. */
 const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
 			   uint64_t *start);
+/* The same, with the symbol's end (its size, or its section's end for a
+ * symbol of size 0) and its raw name: for code analysis, which needs the
+ * function's whole range. */
+const char *symtab__lookup_range(struct symtab *st, uint64_t vaddr,
+				 uint64_t *start, uint64_t *end);
 
 /* Demangles a C++ (Itanium ABI) name; returns a malloc'ed string or NULL
  * when name is not mangled. */

@@ -403,8 +403,8 @@ static const char *display_name(struct sym_entry *e, int no_demangle)
 	return s;
 }
 
-const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
-			   uint64_t *start)
+/* The symbol covering vaddr in any of st's tables: the closest start. */
+static struct sym_entry *best_entry(struct symtab *st, uint64_t vaddr)
 {
 	struct sym_entry *best = NULL;
 
@@ -416,9 +416,29 @@ const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
 		if (e && (!best || e->addr > best->addr))
 			best = e;
 	}
+	return best;
+}
+
+const char *symtab__lookup(struct symtab *st, uint64_t vaddr, int no_demangle,
+			   uint64_t *start)
+{
+	struct sym_entry *best = best_entry(st, vaddr);
+
 	if (!best)
 		return NULL;
 	if (start)
 		*start = best->addr;
 	return display_name(best, no_demangle);
+}
+
+const char *symtab__lookup_range(struct symtab *st, uint64_t vaddr,
+				 uint64_t *start, uint64_t *end)
+{
+	struct sym_entry *best = best_entry(st, vaddr);
+
+	if (!best)
+		return NULL;
+	*start = best->addr;
+	*end = best->limit;
+	return best->name;
 }

@@ -1,6 +1,6 @@
 /* unwind.c - the unwinder: from one frame's registers to its caller's,
- * trying the steppers in order (signal frame, compiled table, frame
- * pointer, stack scan), each frame tagged with the stepper that produced
+ * trying the steppers in order (signal frame, compiled table, code
+ * analysis, frame pointer, stack scan), each frame tagged with the stepper that produced
  * it; every walk bounded by a frame limit and a stack-direction check. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,12 +37,15 @@ stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts)
 	uw->max_frames = o.max_frames ? o.max_frames : DEFAULT_MAX_FRAMES;
 	uw->stack_scan = o.stack_scan;
 	uw->no_fp = o.no_frame_pointer;
+	uw->no_analysis = o.no_analysis;
 	uw->end = STACKSNAP_END_NONE;
 	return uw;
 }
 
 void stacksnap_unwinder__free(struct stacksnap_unwinder *uw)
 {
+	if (uw)
+		analysis__cache_free(uw->analysis);
 	free(uw);
 }
 
@@ -157,7 +160,13 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 			goto check;
 		}
 	}
-	TRY_USERS(STACKSNAP_PRIO_FP + 1, STACKSNAP_PRIO_CFI + 1);
+	TRY_USERS(STACKSNAP_PRIO_ANALYSIS + 1, STACKSNAP_PRIO_CFI + 1);
+	if (!uw->no_analysis &&
+	    (uend = step_analysis(uw, m, exact, st, cfa)) != STACKSNAP_END_NO_CFI) {
+		end = uend;
+		goto check;
+	}
+	TRY_USERS(STACKSNAP_PRIO_FP + 1, STACKSNAP_PRIO_ANALYSIS + 1);
 	if (!uw->no_fp) {
 		end = step_fp(uw, m, exact, st, cfa);
 		if (end == STACKSNAP_END_NONE)
@@ -453,6 +462,7 @@ const char *stacksnap_stepper__str(enum stacksnap_stepper st)
 		[STACKSNAP_STEP_DWARF] = "dwarf",   [STACKSNAP_STEP_PLT] = "plt",
 		[STACKSNAP_STEP_SIGNAL] = "signal", [STACKSNAP_STEP_FP] = "fp",
 		[STACKSNAP_STEP_SCAN] = "scan",	    [STACKSNAP_STEP_USER] = "user",
+		[STACKSNAP_STEP_ANALYSIS] = "analysis",
 	};
 	return (unsigned)st < sizeof(s) / sizeof(s[0]) ? s[st] : "unknown";
 }

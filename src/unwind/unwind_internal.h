@@ -26,7 +26,7 @@ struct frame_state {
  * that each frame is emitted with its own CFA. */
 struct stacksnap_unwinder {
 	unsigned max_frames;
-	bool stack_scan, no_fp;
+	bool stack_scan, no_fp, no_analysis;
 	struct stacksnap_addrspace *as;
 	struct stacksnap_mem *mem;
 	struct frame_state cur;
@@ -49,6 +49,7 @@ struct stacksnap_unwinder {
 		uint8_t id;	/* stacksnap_frame.user_stepper */
 	} users[MAX_USER_STEPPERS];
 	unsigned nusers, nuser_above_cfi;
+	struct analysis_cache *analysis; /* steppers/analysis.c's, lazily */
 };
 
 static inline enum stacksnap_end mem_end(int err)
@@ -110,5 +111,53 @@ enum stacksnap_end step_scan(struct stacksnap_unwinder *uw, bool exact,
 enum stacksnap_end step_users(struct stacksnap_unwinder *uw,
 			      struct frame_state *st, uint64_t *cfa, bool exact,
 			      int lo, int hi);
+
+/* steppers/analysis.c: the stack height at an address by a dataflow over
+ * the function's machine code from its entry (Capstone decodes it). */
+enum analysis_why {		/* why the analysis knows nothing at an address */
+	ANALYSIS_WHY_NONE = 0,
+	ANALYSIS_WHY_NO_SYMBOL,	/* no symbol covers the address */
+	ANALYSIS_WHY_TOO_BIG,	/* function beyond the bounded work */
+	ANALYSIS_WHY_NO_CODE,	/* its bytes could not be read */
+	ANALYSIS_WHY_UNREACHED,	/* no path from the entry (indirect jump) */
+	ANALYSIS_WHY_JOIN,	/* heights disagree where paths join */
+	ANALYSIS_WHY_UNTRACKED,	/* rsp changed in a way not followed */
+	ANALYSIS_WHY_DECODE,	/* Capstone could not decode */
+	ANALYSIS_WHY_NOT_CALL,	/* a return address not right after a call */
+	ANALYSIS_WHY_COLD,	/* a function's cold part, entered by a jump */
+	ANALYSIS_WHY_COUNT,
+};
+enum { ANALYSIS_RBP_SAME = 0, ANALYSIS_RBP_SAVED, ANALYSIS_RBP_LOST };
+/* What the analysis says at one address: CFA = rsp + cfa_rsp when rsp_ok,
+ * CFA = rbp + cfa_rbp when cfa_rbp != 0 (both may hold); the return
+ * address at CFA - 8; the caller's rbp in rbp, at CFA + rbp_off, or lost. */
+struct analysis_result {
+	bool rsp_ok;
+	int32_t cfa_rsp, cfa_rbp, rbp_off;
+	uint8_t rbp;	/* ANALYSIS_RBP_* */
+	uint8_t why;	/* enum analysis_why, when the query fails */
+};
+struct analysis_fn;
+struct analysis_cache;
+/* Analyses the function whose code is code[0 .. end - start), entered at
+ * start (link-time addresses). A function beyond the bounds is analysed
+ * to "unknown everywhere". Returns 0 and *out, or -errno. */
+int analysis__function(const uint8_t *code, uint64_t start, uint64_t end,
+		       struct analysis_fn **out);
+/* The CFA at addr: exact, an instruction's address; else a return address
+ * (the call before it is looked at). Returns 0, or -1 with r->why. */
+int analysis__query(const struct analysis_fn *fn, uint64_t addr, bool exact,
+		    struct analysis_result *r);
+void analysis__fn_free(struct analysis_fn *fn);
+void analysis__cache_free(struct analysis_cache *c);
+const char *analysis_why__str(enum analysis_why why);
+/* Is the symbol name a function's cold part (not analysable from its
+ * start: it is jumped to, at its parent's height)? */
+bool analysis__is_cold(const char *name);
+/* The stepper: the function from the module's symbols, analysed once per
+ * unwinder (a small cache). */
+enum stacksnap_end step_analysis(struct stacksnap_unwinder *uw,
+				 const struct as_map *m, bool exact,
+				 struct frame_state *st, uint64_t *cfa);
 
 #endif

@@ -7,7 +7,9 @@
  * fp_outer's call to fp_mid); the plain rbp chain would skip it. The
  * wanderer's call-site check: with neither CFI nor frame pointer, a decoy
  * return address (after a call to another function) below the real one
- * is passed over, through the PLT or direct calls. */
+ * is passed over, through the PLT or direct calls; and a return address
+ * after a call to the function that tail-called the current one is
+ * taken (fp_tail_*). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -22,13 +24,15 @@
 #include "unwind/unwind_internal.h"
 
 static char dir[64];
+static unsigned tail_cases; /* variants where fp_tail_mid is a tail call */
 
-/* The address after caller's call to callee: call rel32 targets it
- * directly, or through the PLT (a jmp to it via the GOT). */
-static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
+/* The address after outer's instruction op rel32 (e8: call, e9: jmp) to
+ * mid, directly or through the PLT (a jmp to it via the GOT). */
+static uint64_t after_rel32(const uint8_t *outer, const uint8_t *mid,
+			    uint8_t op)
 {
 	for (int i = 0; i < 256; i++)
-		if (outer[i] == 0xe8) {
+		if (outer[i] == op) {
 			int32_t rel;
 
 			memcpy(&rel, outer + i + 1, 4);
@@ -49,6 +53,11 @@ static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
 			}
 		}
 	return 0;
+}
+
+static uint64_t ret_after_call(const uint8_t *outer, const uint8_t *mid)
+{
+	return after_rel32(outer, mid, 0xe8);
 }
 
 struct variant {
@@ -112,7 +121,10 @@ static void one_variant(const struct variant *v)
 	uint64_t stack[16] = { 0 }, base = (uintptr_t)stack;
 	uint64_t fake_rbp = base + 8 * 8; /* fp_outer's frame: [rbp] 0, [rbp+8] 0 */
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(stack, sizeof(stack), base);
-	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	/* The frame-pointer stepper on its own: the analysis stepper, which
+	 * comes first, would take these frames (see test_analysis.c). */
+	STACKSNAP_OPTS(stacksnap_unwind_opts, fp_opts, .no_analysis = true);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&fp_opts);
 	struct {
 		const char *name;
 		unsigned off;	   /* pc in fp_mid */
@@ -160,7 +172,7 @@ static void one_variant(const struct variant *v)
 	uint64_t ra_mid = ret_after_call(mid, leaf), scan_stack[128] = { ra, ra_mid };
 	struct stacksnap_mem *self = stacksnap_mem__new_self();
 	STACKSNAP_OPTS(stacksnap_unwind_opts, so_opts, .no_frame_pointer = true,
-		       .stack_scan = true);
+		       .no_analysis = true, .stack_scan = true);
 	uw = stacksnap_unwinder__new(&so_opts);
 	mem = stacksnap_mem__new_copy(scan_stack, sizeof(scan_stack),
 				      (uintptr_t)scan_stack);
@@ -177,8 +189,37 @@ static void one_variant(const struct variant *v)
 	       "%s %s: scan found %#lx, want %#lx (the decoy is %#lx)", v->cc,
 	       v->flags, sn >= 2 ? (unsigned long)sf[1].pc : 0UL,
 	       (unsigned long)ra_mid, (unsigned long)ra);
-	stacksnap_unwinder__free(uw);
 	stacksnap_mem__free(mem);
+
+	/* The tail-call case: stopped at fp_tail_leaf's entry, which
+	 * fp_tail_mid entered by a jmp (-O2), the return address above is
+	 * fp_tail_outer's, after its call to fp_tail_mid: the call targets
+	 * the current function's caller, and is taken; the decoy below it
+	 * (after fp_outer's call to fp_mid, which jumps nowhere near) is not. */
+	const uint8_t *tleaf = dlsym(h, "fp_tail_leaf"),
+		      *tmid = dlsym(h, "fp_tail_mid"),
+		      *touter = dlsym(h, "fp_tail_outer");
+	uint64_t ra_tail = ret_after_call(touter, tmid);
+	bool jumps = after_rel32(tmid, tleaf, 0xe9) != 0;
+	if (jumps && ra_tail) {
+		uint64_t tstack[128] = { ra, ra_tail };
+
+		mem = stacksnap_mem__new_copy(tstack, sizeof(tstack),
+					      (uintptr_t)tstack);
+		stacksnap_mem__set_fallback(mem, self);
+		sregs.regs[STACKSNAP_REG_RIP] = (uintptr_t)tleaf;
+		sregs.regs[STACKSNAP_REG_RSP] = (uintptr_t)tstack;
+		sn = stacksnap_unwind(uw, as, &sregs, mem, sf, 4, &send);
+		CHECKF(sn >= 2 && sf[1].pc == ra_tail &&
+		       sf[1].stepper == STACKSNAP_STEP_SCAN,
+		       "%s %s: tail call: scan found %#lx, want %#lx (the decoy "
+		       "is %#lx)", v->cc, v->flags,
+		       sn >= 2 ? (unsigned long)sf[1].pc : 0UL,
+		       (unsigned long)ra_tail, (unsigned long)ra);
+		stacksnap_mem__free(mem);
+		tail_cases++;
+	}
+	stacksnap_unwinder__free(uw);
 	stacksnap_mem__free(self);
 	stacksnap_addrspace__free(as);
 	stacksnap_ctx__free(ctx);
@@ -199,6 +240,8 @@ static void test_fp_prologue(void)
 	CHECK(mkdtemp(dir));
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		one_variant(&v[i]);
+	/* gcc and clang at -O2 make fp_tail_mid's call a jmp. */
+	CHECKF(tail_cases >= 4, "only %u variants had a tail call", tail_cases);
 	harness_sh("rm -rf %s", dir);
 }
 

@@ -1,8 +1,10 @@
 /* wanderer.c - the stack-scan stepper (StepperWanderer): the first word up
  * the stack that is a return address, i.e. points just after a call that
- * could have entered the current function. */
+ * could have entered the current function, directly or by a tail call. */
 #define _GNU_SOURCE
+#include <capstone/capstone.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -12,6 +14,7 @@
 #include "unwind/unwind_internal.h"
 
 #define SCAN_MAX_WORDS 1024 /* how far a stack scan looks, in words */
+#define TAIL_MAX_BYTES 4096 /* how much of a callee is searched for a tail call */
 
 enum call_kind { NOT_A_CALL = 0, INDIRECT_CALL, DIRECT_CALL };
 
@@ -96,10 +99,66 @@ static uint64_t through_plt(struct stacksnap_unwinder *uw, uint64_t target)
 	return dest;
 }
 
+/* Does the function starting at fn (a runtime address) jump to cur, i.e.
+ * can it have tail-called it: a direct jmp or jcc, through the PLT, to
+ * cur? Its code is decoded by Capstone from its symbol's range (the first
+ * TAIL_MAX_BYTES of it). */
+static bool tail_calls(struct stacksnap_unwinder *uw, uint64_t fn, uint64_t cur)
+{
+	const struct as_map *m = addrspace__find(uw->as, fn);
+	struct symtab *st;
+	uint64_t start, end, addr;
+	const uint8_t *p;
+	uint8_t *code;
+	size_t len;
+	bool found = false;
+	cs_insn *in;
+	csh cs;
+
+	if (!m || !m->mod || !(st = module__symtab(uw->as->ctx, m->mod)) ||
+	    !symtab__lookup_range(st, fn - m->bias, &start, &end) ||
+	    start != fn - m->bias || end <= start)
+		return false;
+	len = end - start < TAIL_MAX_BYTES ? end - start : TAIL_MAX_BYTES;
+	code = malloc(len);
+	if (!code || module__read_code(m->mod, start, code, len)) {
+		free(code);
+		return false;
+	}
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		free(code);
+		return false;
+	}
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	in = cs_malloc(cs);
+	p = code;
+	addr = fn;
+	while (in && !found && cs_disasm_iter(cs, &p, &len, &addr, in)) {
+		const cs_x86 *x = &in->detail->x86;
+		uint64_t t;
+
+		if (!cs_insn_group(cs, in, X86_GRP_JUMP) || x->op_count != 1 ||
+		    x->operands[0].type != X86_OP_IMM)
+			continue;
+		t = (uint64_t)x->operands[0].imm;
+		if (t >= fn && t < fn + (end - start))
+			continue; /* a jump inside the function */
+		t = through_plt(uw, t);
+		found = t && (t == cur || function_of(uw, t) == cur);
+	}
+	if (in)
+		cs_free(in, 1);
+	cs_close(&cs);
+	free(code);
+	return found;
+}
+
 /* StepperWanderer's check: a candidate return address is kept when the
  * call before it could have entered the current function (cur, 0 when
  * unknown): an indirect call (its target is not known), or a direct one,
- * through the PLT, to cur. */
+ * through the PLT, to cur or to a function that tail-calls cur (cur was
+ * reached by a jump from the function the call entered: its caller as
+ * the stack shows it). */
 static bool calls_current(struct stacksnap_unwinder *uw, const struct as_map *m,
 			  uint64_t ret, uint64_t cur)
 {
@@ -115,7 +174,9 @@ static bool calls_current(struct stacksnap_unwinder *uw, const struct as_map *m,
 	}
 	if (!cur || !(dest = through_plt(uw, target)))
 		return true; /* nothing to check against */
-	return dest == cur || function_of(uw, dest) == cur;
+	if (dest == cur || function_of(uw, dest) == cur)
+		return true;
+	return tail_calls(uw, function_of(uw, dest), cur);
 }
 
 /* Looks up the stack for a word that is a plausible return address. A
