@@ -67,6 +67,30 @@ of the stack: _start or a thread's clone3/clone, so our extra frames are
 not a walk gone astray).
 
 Usage with the pid map: compare.py PERF_OUT OURS LABEL PIDMAP
+
+With --inline first (compare.py --inline PERF_OUT OURS ...), the outputs
+are perf script's default and ours (inline frames: "NAME+OFF (inlined)"
+lines at the address of the frame they are inlined in). A sample is
+ - identical: same lines (address, name, inlined or module), normalised as
+   above (function start for real frames, PLT names);
+ - identical but for inline naming (counted as identical, shown apart):
+   same addresses, and the names equal once reduced to the bare function
+   name (no scope, template or parameter list): perf names inline frames
+   through binutils' addr2line (unqualified DW_AT_name for the callers,
+   "__unguarded_partition<...>"; a lambda it cannot name gets the ELF
+   symbol's name instead), we through libdw with gdb's qualified names
+   ("std::__unguarded_partition<...>", "(anonymous namespace)::operator()");
+   whether the containing function prints "(inlined)" follows from the
+   same names (perf: its DWARF name differs from the symbol's);
+   a frame whose chain one side has and the other not (debug information
+   found by one only) is not;
+ - perf-inline-unnamed (perf wrong): same walk, and at each address perf's
+   chain is ours without some innermost entries: binutils' addr2line
+   cannot name some inlined functions (clang's lambdas, whose DWARF name
+   is reached through DW_AT_specification) and perf drops them;
+ - otherwise, each run of lines at one address reduced to one frame, the
+   kinds above apply to the walks; a sample whose walks agree but whose
+   inline chains differ beyond naming is "inline-chain-differs".
 """
 import collections
 import os
@@ -107,6 +131,8 @@ def parse(path):
             if mo and sym != '[unknown]':
                 func = (dso, addr - int(mo.group(2), 16))
                 name = mo.group(1)
+                if dso == 'inlined':  # a chain shares the start: name it
+                    func += (name,)
             else:
                 func = (dso, '?', addr)
                 name = '[unknown]'
@@ -165,7 +191,98 @@ def perf_astray(pf, of):
     return of[-1][1] == MARKER and pf[-1][1] >= 0x0000800000000000
 
 
+def base_name(name):
+    """The bare function name: no scope, template arguments or parameter
+    list (operator names kept whole)."""
+    depth, out = 0, []
+    i = 0
+    while i < len(name):
+        c = name[i]
+        if name.startswith('operator', i) and depth == 0:
+            m = re.match(r'operator(\(\)|\[\]|[^(<]*)', name[i:])
+            out.append(m.group(0))
+            i += len(m.group(0))
+            continue
+        if c in '<(':
+            depth += 1
+        elif c in '>)':
+            depth -= 1
+        elif depth == 0:
+            if c == ':' and name.startswith('::', i):
+                out = []
+                i += 2
+                continue
+            out.append(c)
+        i += 1
+    return ''.join(out).strip()
+
+
+def runs(frames):
+    """One frame per run of lines at one address (an inline chain and its
+    frame): (('pc', addr), addr, name of the real line or the last)."""
+    out = []
+    for f in frames:
+        if out and out[-1][1] == f[1] and out[-1][3]:
+            # Still in a chain: an inline line was last.
+            real = f[0][0] != 'inlined'
+            out[-1] = (out[-1][0], f[1], f[2] if real else out[-1][2], not real)
+            continue
+        out.append((('pc', f[1]), f[1], f[2], f[0][0] == 'inlined'))
+    return [(a, b, c) for a, b, c, _ in out]
+
+
+def chains(frames):
+    """The bare names of each run of lines at one address."""
+    out = []
+    for f in frames:
+        if out and out[-1][0] == f[1] and out[-1][2]:
+            out[-1][1].append(base_name(f[2]))
+            out[-1][2] = f[0][0] == 'inlined'
+            continue
+        out.append([f[1], [base_name(f[2])], f[0][0] == 'inlined'])
+    return [(a, n) for a, n, _ in out]
+
+
+def perf_inline_unnamed(pf, of):
+    """Same addresses, and at each one perf's chain is ours with inner
+    entries left out (binutils' addr2line does not name some inlined
+    functions, clang's lambdas among them, and perf drops them), perf's
+    first line sometimes the symbol's name."""
+    pc, oc = chains(pf), chains(of)
+    if [a for a, _ in pc] != [a for a, _ in oc]:
+        return False
+    short = False
+    for (_, p), (_, o) in zip(pc, oc):
+        if p == o:
+            continue
+        if len(p) < len(o) and (p == o[len(o) - len(p):] or
+                                p[1:] == o[len(o) - len(p) + 1:]):
+            short = True
+            continue
+        return False
+    return short
+
+
+def inline_equal(pf, of):
+    """Same addresses and bare names (see the module's doc); perf's first
+    line of a chain may be the symbol's name (a lambda addr2line cannot
+    name): then the bare names may differ there."""
+    if [a for _, a, _ in pf] != [a for _, a, _ in of]:
+        return False
+    for i, (a, b) in enumerate(zip(pf, of)):
+        if base_name(a[2]) == base_name(b[2]):
+            continue
+        nxt = i + 1 < len(pf) and pf[i + 1][1] == a[1]
+        if a[0][0] != 'inlined' and nxt and b[0][0] == 'inlined':
+            continue  # perf's symbol name for an unnamed innermost entry
+        return False
+    return True
+
+
 def main():
+    inline = len(sys.argv) > 1 and sys.argv[1] == '--inline'
+    if inline:
+        del sys.argv[1]
     perf, ours = parse(sys.argv[1]), parse(sys.argv[2])
     label = sys.argv[3] if len(sys.argv) > 3 else 'perf_compare'
     # tid -> pid, and the pids sampled under more than one comm (exec'd).
@@ -179,7 +296,8 @@ def main():
     execd = {p for p, c in comms.items() if len(c) > 1}
     kinds = collections.Counter()
     examples = {}
-    same = plt = perf_short = 0
+    same = plt = perf_short = inl_naming = 0
+    inl_examples = []
     for key, pf in perf.items():
         of = ours.get(key)
         if of is None:
@@ -194,7 +312,20 @@ def main():
             same += 1
             plt += 1
             continue
-        if not pf and of and of[0][2] == 'execve':
+        if inline:
+            if inline_equal(pf, of):
+                same += 1
+                inl_naming += 1
+                if len(inl_examples) < 2:
+                    inl_examples.append((key, pf, of))
+                continue
+            unnamed = perf_inline_unnamed(pf, of)
+            pf, of = runs(pf), runs(of)
+            pfun = [f for f, _, _ in pf]
+            ofun = [f for f, _, _ in of]
+        if inline and pfun == ofun:
+            kind = 'perf-inline-unnamed' if unnamed else 'inline-chain-differs'
+        elif not pf and of and of[0][2] == 'execve':
             kind = 'perf-none-in-execve'
         elif tid_pid.get(key[0]) in execd and len(pf) <= len(of) and \
                 all(same_frame(a, b) for a, b in zip(pf[:-1], of)):
@@ -235,9 +366,17 @@ def main():
     if plt:
         print('  (%d of the identical samples have a PLT stub frame: perf '
               'names it foo@plt, we print [unknown] at the same address)' % plt)
+    if inl_naming:
+        print('  (%d of the identical samples differ in inline frame names only: '
+              'bare names equal, see compare.py)' % inl_naming)
+        for key, pf, of in inl_examples[:1]:
+            print('    sample tid %s time %s:' % key[:2])
+            for i in range(len(pf)):
+                print('      %-3d %-45s | %s' % (i, ('%x %s' % (pf[i][1], pf[i][2]))[:45],
+                                             ('%x %s' % (of[i][1], of[i][2]))[:45]))
     perf_wrong = perf_short + sum(kinds[k] for k in (
         'perf-stale-after-exec', 'perf-none-in-execve', 'perf-unknown',
-        'perf-astray'))
+        'perf-astray', 'perf-inline-unnamed'))
     judged = total - perf_wrong
     jpct = 100.0 * same / judged if judged else 0.0
     print('%s: %d samples, %d identical (%.2f%%); %d where perf is wrong; '
