@@ -44,6 +44,13 @@ Kinds of disagreement, each explained in the summary:
    frames that we have, while ours reaches the bottom of the stack or the
    end of the copy: e.g. perf has memmove called by sort_some, then garbage;
    we have memmove called by qsort_r, called by sort_some;
+ - perf-skipped-then-stopped: perf's frames (but a last [unknown] or
+   end-of-copy frame) are ours with some left out, and end sooner, while
+   ours reach the bottom of the stack (below). Seen on real programs
+   (gcc, make): perf goes from a syscall wrapper or a leaf string function
+   (mmap64, readlink, strcmp, memmove, fopen) straight to its caller's
+   caller, leaving out the real caller (_dl_map_object_from_fd calls mmap,
+   realpath calls readlink, _dl_sort_maps calls memmove), then gives up;
  - ours-stopped-early: the reverse of perf-stopped-early;
  - perf-unknown: perf's walk goes on past an address it cannot map (its
    [unknown] frames, read from the stack after its unwinding went wrong);
@@ -56,15 +63,22 @@ Kinds of disagreement, each explained in the summary:
    comm,pid,tid) to know the pids; such samples do not count as identical;
  - perf-none-in-execve: the sample was taken inside execve() (our frame 0
    is libc's execve, with the old image's registers); perf prints no user
-   frame at all for it, having switched the thread to the new image's maps;
+   frame at all for it, having switched the thread to the new image's maps.
+   Also when the sample comes after the exec's COMM and MMAP records but
+   the registers are still the old image's (the kernel sets them last):
+   our frame 0 is then in no mapping ([unknown], seen at libc's execve
+   offset), which perf does not print; neither walk can say more;
  - different: anything else (a real disagreement; details printed).
 
 Pass: no "different" sample, and identical samples are at least 99.5% of
 the samples minus those where perf's own walk is explained as wrong
 (perf-stale-after-exec, perf-none-in-execve, perf-unknown, perf-astray, and
-perf-stopped-early or perf-skipped-frames when our walk reached the bottom
-of the stack: _start or a thread's clone3/clone, so our extra frames are
-not a walk gone astray).
+perf-skipped-then-stopped, perf-stopped-early or perf-skipped-frames when
+our walk reached the bottom of the stack: _start or a thread's
+clone3/clone, or a stripped program's _start (its [unknown] frame called
+by nobody after __libc_start_main), so our extra frames are not a walk
+gone astray; for perf-stopped-early and perf-skipped-frames also the end
+of the copied stack, after a frame in a known module).
 
 Usage with the pid map: compare.py PERF_OUT OURS LABEL PIDMAP
 
@@ -169,10 +183,45 @@ def plt_only(pf, of):
 
 
 # Where a complete walk ends: the program's entry or a thread's start.
-BOTTOM = ('_start', 'clone3', 'clone', '__clone', '__clone3')
+# (_dl_start_user: ld.so's entry code after _dl_start, which runs the
+# libraries' initialisers before jumping to the program's _start.)
+BOTTOM = ('_start', 'clone3', 'clone', '__clone', '__clone3', '_dl_start_user')
 
 
 MARKER = 0xffffffffffffffff  # the "stack copy ended" frame, perf's and ours
+
+
+def at_bottom(of, end_of_copy=False):
+    """Our walk reached the bottom of the stack: _start or a thread's
+    start, or a stripped program's _start (an [unknown] frame of the
+    program called by nothing, right after __libc_start_main); with
+    end_of_copy, also the end of the copied stack (our marker frame after
+    a frame in a known module: each step found its caller where perf's
+    gave up)."""
+    if not of:
+        return False
+    if of[-1][2] in BOTTOM:
+        return True
+    if end_of_copy and of[-1][1] == MARKER and len(of) >= 2 and \
+            of[-2][0][0] != '[unknown]':
+        return True
+    return len(of) >= 2 and of[-1][2] == '[unknown]' and of[-1][1] != MARKER and \
+        of[-2][2].startswith('__libc_start_main')
+
+
+def perf_skipped_stopped(pf, of):
+    """perf's walk (without its trailing end-of-copy marker or garbage
+    [unknown] frame) is ours with frames left out, and ends before ours,
+    which reaches the bottom: perf stepped past a caller (typically frame
+    1, the caller of a syscall wrapper or of a leaf string function) and
+    soon gave up."""
+    body = pf
+    if body and body[-1][2] == '[unknown]' and \
+            (body[-1][1] == MARKER or body[-1][1] >= 0x0000800000000000 or
+             body[-1][0][0] == '[unknown]'):
+        body = body[:-1]
+    return bool(body) and len(body) < len(of) and same_frame(body[0], of[0]) and \
+        is_subsequence_frames(body, of) and at_bottom(of)
 
 
 def perf_astray(pf, of):
@@ -186,7 +235,7 @@ def perf_astray(pf, of):
     if not body or not same_frame(body[0], of[0]) or \
             not is_subsequence_frames(body, of):
         return False
-    if len(of) > len(pf) - 1 and of[-1][2] in BOTTOM:
+    if len(of) > len(pf) - 1 and at_bottom(of):
         return True
     return of[-1][1] == MARKER and pf[-1][1] >= 0x0000800000000000
 
@@ -325,7 +374,7 @@ def main():
             ofun = [f for f, _, _ in of]
         if inline and pfun == ofun:
             kind = 'perf-inline-unnamed' if unnamed else 'inline-chain-differs'
-        elif not pf and of and of[0][2] == 'execve':
+        elif not pf and of and (of[0][2] == 'execve' or of[0][0][0] == '[unknown]'):
             kind = 'perf-none-in-execve'
         elif tid_pid.get(key[0]) in execd and len(pf) <= len(of) and \
                 all(same_frame(a, b) for a, b in zip(pf[:-1], of)):
@@ -337,6 +386,8 @@ def main():
             kind = 'perf-skipped-frames'
         elif perf_astray(pf, of):
             kind = 'perf-astray'
+        elif perf_skipped_stopped(pf, of):
+            kind = 'perf-skipped-then-stopped'
         elif len(of) < len(pf) and ofun == pfun[:len(of)]:
             kind = 'ours-stopped-early'
             # perf's extra frames all [unknown]: it read on past the end.
@@ -345,7 +396,7 @@ def main():
         else:
             kind = 'different'
         if kind in ('perf-stopped-early', 'perf-skipped-frames') and \
-                of and of[-1][2] in BOTTOM:
+                at_bottom(of, end_of_copy=True):
             perf_short += 1
         kinds[kind] += 1
         examples.setdefault(kind, []).append((key, pf, of))
@@ -356,11 +407,15 @@ def main():
     pct = 100.0 * same / total if total else 0.0
     for kind, n in sorted(kinds.items()):
         print('  %s: %d sample(s)' % (kind, n))
-        for key, pf, of in examples.get(kind, [])[:2]:
+        nshow = int(os.environ.get('COMPARE_EXAMPLES', '2'))
+        for key, pf, of in examples.get(kind, [])[:nshow]:
             print('    sample tid %s time %s:' % key[:2])
             for i in range(max(len(pf), len(of))):
                 a = '%x %s' % (pf[i][1], pf[i][2]) if i < len(pf) else ''
                 b = '%x %s' % (of[i][1], of[i][2]) if i < len(of) else ''
+                if os.environ.get('COMPARE_EXAMPLES'):  # with modules
+                    a += ' ' + os.path.basename(str(pf[i][0][0])) if i < len(pf) else ''
+                    b += ' ' + os.path.basename(str(of[i][0][0])) if i < len(of) else ''
                 print('      %-3d %-45s | %s%s' % (i, a[:45], b[:45],
                                                   '' if a == b else '   <-'))
     if plt:
@@ -376,7 +431,7 @@ def main():
                                              ('%x %s' % (of[i][1], of[i][2]))[:45]))
     perf_wrong = perf_short + sum(kinds[k] for k in (
         'perf-stale-after-exec', 'perf-none-in-execve', 'perf-unknown',
-        'perf-astray', 'perf-inline-unnamed'))
+        'perf-astray', 'perf-inline-unnamed', 'perf-skipped-then-stopped'))
     judged = total - perf_wrong
     jpct = 100.0 * same / judged if judged else 0.0
     print('%s: %d samples, %d identical (%.2f%%); %d where perf is wrong; '

@@ -213,9 +213,15 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 		for (int i = 0; i < nf && n < maxfr; i++) {
 			const struct stacksnap_frame *f = &sf->frames[i];
 			/* perf names a return address by the call before it
-			 * and prints that address; only frame 0 and the
-			 * signal trampoline are exact. */
-			uint64_t addr = f->pc - (i > 0 && !(f->flags & STACKSNAP_FRAME_SIGRETURN));
+			 * and prints that address; exact are frame 0 and the
+			 * frame a signal interrupted, the one after the
+			 * trampoline (dwfl_frame_pc's activations; perf does
+			 * the same through libunwind): its pc is the next
+			 * instruction to run, pc - 1 may be another
+			 * function's. The trampoline's own pc, where the
+			 * handler returns, is taken as a return address. */
+			bool exact = i == 0 || (f->flags & STACKSNAP_FRAME_SIGNAL);
+			uint64_t addr = f->pc - !exact;
 			const struct sym_slot *sl = symbolize(sf, as, addr);
 
 			if (sf->inline_frames)
