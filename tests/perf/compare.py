@@ -41,7 +41,8 @@ Kinds of disagreement, each explained in the summary:
    while relocating) and _dl_start (which calls _dl_sysdep_start);
  - perf-astray: perf's walk ends at an [unknown] frame of its own (an
    address in no symbol, or not even a canonical address) after leaving out
-   frames that we have, while ours reaches the bottom of the stack or the
+   frames that we have (or, when that last address is below 64 KiB or not
+   canonical, after a wrong frame of its own), while ours reaches the bottom of the stack or the
    end of the copy: e.g. perf has memmove called by sort_some, then garbage;
    we have memmove called by qsort_r, called by sort_some;
  - perf-skipped-then-stopped: perf's frames (but a last [unknown] or
@@ -138,8 +139,9 @@ def parse(path):
             if not m:
                 continue
             addr, sym, dso = m.groups()
-            if dso == '[kernel.kallsyms]':
-                continue
+            if dso == '[kernel.kallsyms]' or \
+                    int(addr, 16) >= 0xffff800000000000 and addr != 'f' * 16:
+                continue  # kernel (BPF programs: perf names their own dso)
             addr = int(addr, 16)
             mo = re.match(r'^(.*)\+0x([0-9a-f]+)$', sym)
             if mo and sym != '[unknown]':
@@ -232,6 +234,9 @@ def perf_astray(pf, of):
     if not pf or pf[-1][2] != '[unknown]' or pf[-1][1] == MARKER:
         return False
     body = pf[:-1]
+    if body and same_frame(body[0], of[0]) and at_bottom(of) and \
+            (pf[-1][1] < 0x10000 or pf[-1][1] >= 0x0000800000000000):
+        return True  # perf's last step read garbage: not even an address
     if not body or not same_frame(body[0], of[0]) or \
             not is_subsequence_frames(body, of):
         return False
