@@ -33,12 +33,23 @@ def workloads(tmp):
         for i in range(300):
             f.write("int f%d(int *a, int n) { int s = 0; for (int i = 0; i < n; i++) "
                     "s += a[i] * %d + (a[i] >> %d); return s; }\n" % (i, i, i % 7))
+    tree = os.path.join(tmp, "tree")  # a small tree for make -j2
+    os.makedirs(tree, exist_ok=True)
+    for k in range(8):
+        with open(os.path.join(tree, "m%d.c" % k), "w") as f:
+            for i in range(60):
+                f.write("int g%d_%d(int *a, int n) { int s = 0; for (int i = 0; i < n; i++) "
+                        "s += a[i] * %d; return s; }\n" % (k, i, i))
+    with open(os.path.join(tree, "Makefile"), "w") as f:
+        f.write("lib.a: %s\n\tar rcs $@ $^\n%%.o: %%.c\n\t$(CC) -O2 -c -o $@ $<\n"
+                % " ".join("m%d.o" % k for k in range(8)))
     return [
         ("xz -9", ["xz", "-9", "-k", "-f", "-T1", data]),
         ("python3", ["python3", "-c", "import json\nfor i in range(40):\n"
                      " json.loads(json.dumps({str(k): list(range(k % 50)) for k in range(3000)}))"]),
         ("gcc -O2 (cc1)", ["gcc", "-O2", "-c", "-o", os.path.join(tmp, "prog.o"), src]),
         ("sort", ["sort", "-o", os.path.join(tmp, "sorted"), data]),
+        ("make -j2 (gcc, as, ld: fork and exec)", ["make", "-s", "-j2", "-B", "-C", tree]),
     ]
 
 
@@ -71,6 +82,9 @@ def main():
             tools = [
                 ("perf script", ["perf", "script", "-i", data]),
                 ("stacksnap perf-script", [SS, "perf-script", data]),
+                # Without inline frames (no DWARF read by either tool).
+                ("perf script --no-inline", ["perf", "script", "--no-inline", "-i", data]),
+                ("stacksnap perf-script --no-inline", [SS, "perf-script", "--no-inline", data]),
                 ("stacksnap perf-script --format pprof",
                  [SS, "perf-script", "--format", "pprof", "-o", os.devnull, data]),
                 ("stacksnap perf-script --format svg",
@@ -87,9 +101,12 @@ def main():
                     if code:
                         r["fail"] = "exit %d" % code
             base = med(res["perf script"]["cpu"])
-            table(["replay", "CPU s med", "peak RSS MB", "perf script CPU / this", "status"],
+            base_ni = med(res["perf script --no-inline"]["cpu"])
+            table(["replay", "CPU s med", "peak RSS MB", "perf script CPU / this",
+                   "perf script --no-inline CPU / this", "status"],
                   [[n, fmt(med(res[n]["cpu"]), 3), fmt(max(res[n]["rss"]) / 1024, 1),
                     "%.1fx" % (base / med(res[n]["cpu"])) if med(res[n]["cpu"]) > 0 else "-",
+                    "%.1fx" % (base_ni / med(res[n]["cpu"])) if med(res[n]["cpu"]) > 0 else "-",
                     res[n]["fail"] or "ok"] for n, _ in tools])
             cap = {}
             for _ in range(a.reps):

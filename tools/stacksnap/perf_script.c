@@ -28,7 +28,10 @@ struct ps_options {
 	bool aggregate;		/* --folded / --format: stacks, not samples */
 	enum stacksnap_stacks_format format;
 	bool no_demangle, stats, verbose, file_order, no_cache;
-	bool inline_frames;	/* --inline: perf script's default */
+	/* Inline frames: perf script's default for its text layout (-1:
+	 * not asked, then on for text, off for the aggregated formats, which
+	 * stacksnap profile and trace write without them). */
+	int inline_frames;
 	unsigned max_stack;	/* user frames per sample, as perf's --max-stack */
 };
 
@@ -188,6 +191,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 
 	memset(o, 0, sizeof(*o));
 	o->max_stack = 127;
+	o->inline_frames = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -208,8 +212,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 			o->aggregate = true;
 			break;
 		case 'D': o->no_demangle = true; break;
-		case 'I': o->inline_frames = true; break;
-		case 'N': o->inline_frames = false; break;
+		case 'I': o->inline_frames = 1; break;
+		case 'N': o->inline_frames = 0; break;
 		case 'O': o->file_order = true; break;
 		case 'S': o->stats = true; break;
 		case 'C': o->no_cache = true; break;
@@ -239,6 +243,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 	}
 	if (!o->file)
 		o->file = "perf.data"; /* as perf script */
+	if (o->inline_frames < 0)
+		o->inline_frames = !o->aggregate;
 	return 0;
 }
 
@@ -294,8 +300,12 @@ int perf_script_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
 	cli_verbose = ps.o.verbose;
+	/* The cache directory keeps compiled unwind tables and uncompressed
+	 * debug files for the next run (cc1's table: a quarter of a replay's
+	 * CPU when compiled each time). */
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
-		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR);
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .cache_dir = ps.o.no_cache ? NULL : default_cache_dir());
 	ps.ctx = stacksnap_ctx__new(&copts);
 	STACKSNAP_OPTS(stacksnap_perf_data_opts, popts, .file_order = ps.o.file_order);
 	if (ps.ctx && !strcmp(ps.o.file, "-")) {
@@ -336,7 +346,7 @@ int perf_script_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	ps.sf.inline_frames = ps.o.inline_frames;
+	ps.sf.inline_frames = ps.o.inline_frames > 0;
 	const uint8_t *kid;
 	size_t kidlen;
 

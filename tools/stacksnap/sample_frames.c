@@ -34,6 +34,8 @@ int sample_frames_init(struct sample_frames *sf, struct stacksnap_procs *procs,
 
 void sample_frames_fini(struct sample_frames *sf)
 {
+	for (size_t i = 0; sf->cache && i < SYM_CACHE; i++)
+		free(sf->cache[i].inl);
 	free(sf->frames);
 	free(sf->cache);
 	free(sf->agg);
@@ -56,6 +58,7 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 	if (s->as == as && s->addr == addr && s->gen == gen)
 		return s;
 	sf->misses++;
+	free(s->inl);
 	memset(s, 0, sizeof(*s));
 	s->as = as;
 	s->addr = addr;
@@ -81,32 +84,64 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 	return s;
 }
 
-/* Inline frames (--inline), before the frame at addr: one per function
- * inlined there, innermost first, named from the debug information and
- * printed "(inlined)" with the address and offset of the containing
- * symbol, as perf prints its inline frames. (perf names them through
- * addr2line and orders some chains differently: not compared line for
- * line.) Returns the new count. */
-static size_t add_inlined(struct sample_frames *sf, struct stacksnap_addrspace *as,
-			  struct sym_slot *sl, uint64_t addr, struct out_frame *fr,
-			  size_t n, size_t maxfr)
+/* Inline frames (perf script's default; --no-inline turns them off): the
+ * frame at addr printed as perf prints it, through the chain of functions
+ * the debug information has there, innermost first, down to the
+ * containing function, all with the address and offset of the ELF symbol.
+ * perf (append_inlines) prints such a chain in place of the frame; an
+ * entry named as the symbol is the frame itself (dso shown), any other is
+ * "(inlined)" - the containing function too when its DWARF name is not
+ * the symbol's (a gcc clone foo.constprop.0, glibc's
+ * __libc_start_main_impl). perf takes C++ names from binutils' addr2line,
+ * unqualified, and names some inner entries (lambdas) by the symbol: such
+ * chains differ in names only (tests/perf/compare.py --inline). No chain (no debug information, no symbol):
+ * the frame alone. Returns the new count. */
+/* The debug information's name dw is the symbol's: equal, or the symbol
+ * is dw with a parameter list (C++ symbols are demangled with one, gdb-
+ * style DWARF names have none) and perhaps a return type before it
+ * (templates: "void std::sort<...>(...)"). */
+static bool same_function(const char *dw, const char *sym)
 {
-	if (!sl->inl_done) {
-		struct stacksnap_sym syms[9];
+	size_t n = strlen(dw);
+
+	for (const char *p = sym; (p = strstr(p, dw)); p++)
+		if ((p == sym || p[-1] == ' ') && (p[n] == 0 || p[n] == '('))
+			return true;
+	return false;
+}
+
+static size_t add_frame_inline(struct sample_frames *sf, struct stacksnap_addrspace *as,
+			       struct sym_slot *sl, uint64_t addr, struct out_frame *fr,
+			       size_t n, size_t maxfr)
+{
+	if (!sl->inl_done && sl->name) {
+		struct stacksnap_sym syms[64];
 		int k = stacksnap_addrspace__symbolize(as, addr, false,
 						       STACKSNAP_SYM_LINES |
 						       (sf->sym_flags & STACKSNAP_SYM_NO_DEMANGLE),
-						       syms, 9);
+						       syms, 64);
 
 		sl->inl_done = true;
-		for (int i = 0; i < k && sl->ninl < 8; i++)
-			if (syms[i].inlined && syms[i].function)
-				sl->inl[sl->ninl++] = syms[i].function;
+		/* A chain from DWARF ends with a subprogram; a lone entry
+		 * without line info is the symbol table's answer. */
+		if (k > 0 && (k > 1 || syms[0].file) &&
+		    (sl->inl = malloc((size_t)k * sizeof(*sl->inl)))) {
+			for (int i = 0; i < k; i++)
+				sl->inl[i] = syms[i].function ? syms[i].function : "??";
+			sl->ninl = (uint16_t)k;
+		}
 	}
-	for (unsigned i = 0; sl->name && i < sl->ninl && n < maxfr; i++)
+	if (!sl->ninl) {
+		if (n < maxfr)
+			fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
+						      .name = sl->name, .off = sl->off,
+						      .dso = sl->dso, .slot = sl };
+		return n;
+	}
+	for (unsigned i = 0; i < sl->ninl && n < maxfr; i++)
 		fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr, .name = sl->inl[i],
 					      .off = sl->off, .dso = sl->dso, .slot = sl,
-					      .inlined = true };
+					      .inlined = !same_function(sl->inl[i], sl->name) };
 	return n;
 }
 
@@ -178,14 +213,21 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 		for (int i = 0; i < nf && n < maxfr; i++) {
 			const struct stacksnap_frame *f = &sf->frames[i];
 			/* perf names a return address by the call before it
-			 * and prints that address; only frame 0 and the
-			 * signal trampoline are exact. */
-			uint64_t addr = f->pc - (i > 0 && !(f->flags & STACKSNAP_FRAME_SIGRETURN));
+			 * and prints that address; exact are frame 0 and the
+			 * frame a signal interrupted, the one after the
+			 * trampoline (dwfl_frame_pc's activations; perf does
+			 * the same through libunwind): its pc is the next
+			 * instruction to run, pc - 1 may be another
+			 * function's. The trampoline's own pc, where the
+			 * handler returns, is taken as a return address. */
+			bool exact = i == 0 || (f->flags & STACKSNAP_FRAME_SIGNAL);
+			uint64_t addr = f->pc - !exact;
 			const struct sym_slot *sl = symbolize(sf, as, addr);
 
 			if (sf->inline_frames)
-				n = add_inlined(sf, as, (struct sym_slot *)sl, addr, fr, n, maxfr);
-			if (n < maxfr)
+				n = add_frame_inline(sf, as, (struct sym_slot *)sl, addr,
+						     fr, n, maxfr);
+			else if (n < maxfr)
 				fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
 							      .name = sl->name, .off = sl->off,
 							      .dso = sl->dso, .slot = sl };

@@ -22,11 +22,14 @@ struct sym_slot {
 	uint64_t map_start, map_end, map_offset;
 	const uint8_t *build_id;
 	size_t build_id_len;
-	/* With inline frames: the functions inlined at addr, innermost first
-	 * (looked up once, on first use). */
+	/* With inline frames, perf's way: the debug information's chain at
+	 * addr, innermost first, down to the containing function (looked up
+	 * once, on first use; inl is malloc'd, ninl entries). When ninl > 0
+	 * the chain replaces the frame: an entry named as the symbol (name)
+	 * prints as the frame itself, any other as "(inlined)". */
 	bool inl_done;
-	uint8_t ninl;
-	const char *inl[8];
+	uint16_t ninl;
+	const char **inl;
 };
 
 /* A resolved frame of a sample, innermost first. addr is what perf
