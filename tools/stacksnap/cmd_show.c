@@ -9,6 +9,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "profile_out.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 
@@ -63,7 +64,15 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	if (o->json)
+	if (o->out.format_set) {
+		char title[64];
+		int r;
+
+		snprintf(title, sizeof(title), "stacksnap show: pid %d", (int)info.pid);
+		r = profile_out_threads(&o->out, "stacksnap show", as, res, n, title);
+		if (r)
+			rc = r;
+	} else if (o->json)
 		print_json(stdout, o, res, n, &tot);
 	else
 		print_text(stdout, o, res, n);

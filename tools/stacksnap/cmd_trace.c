@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "options.h"
-#include "perf_script.h"
 #include "print.h"
+#include "profile_out.h"
 #include "help.h"
 #include "stacksnap.h"
 #include "subcommands.h"
@@ -32,21 +32,20 @@ struct trace_options {
 	char **cmd;			/* after -- */
 	bool list, json, count, folded, no_inherit, compact;
 	const char *list_pattern;
-	const char *output;		/* -o */
+	struct profile_out out;		/* -o, --format, --colors */
 	double duration, interval;	/* seconds; 0: none */
 	size_t stack_size, ring_size;
 	unsigned unwind;		/* --unwind: STACKSNAP_TRACE_UNWIND_* */
 	struct options print;		/* what the shared printers read */
 };
 
-/* State of one run: the output, the counters of --count/--folded. */
+/* State of one run: the output, the stacks of --count/--folded/--format
+ * (an event a sample, the event's name as the root frame). */
 struct tracer {
 	struct trace_options *o;
 	struct stacksnap_trace *tr;
 	FILE *out;
-	struct folded *counts;
-	char *key;
-	size_t keycap;
+	struct stacksnap_stacks *counts;
 	int error;
 };
 
@@ -69,10 +68,10 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "list", no_argument, NULL, 'l' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
-		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		PROFILE_OUT_LONGOPTS,
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "duration", required_argument, NULL, O_DURATION },
 		{ "stack-size", required_argument, NULL, O_STACK },
@@ -97,6 +96,13 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	optind = 1;
 	/* '+': options stop at the command after "--". */
 	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:vh", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
 		switch (c) {
 		case O_UNWIND:
 			if (!strcmp(optarg, "user"))
@@ -135,10 +141,12 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			}
 			*(c == 'p' ? &o->pid : &o->tid) = (pid_t)v;
 			break;
-		case 'o': o->output = optarg; break;
 		case O_JSON: o->json = true; break;
 		case O_COUNT: o->count = true; break;
-		case O_FOLDED: o->folded = true; break;
+		case O_FOLDED:
+			o->folded = true;
+			o->out.format = STACKSNAP_FORMAT_FOLDED;
+			break;
 		case O_INTERVAL:
 		case O_DURATION: {
 			double d = strtod(optarg, &end);
@@ -216,12 +224,17 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			: "give only one of -p PID, -t TID and -- CMD");
 		return EXIT_USAGE;
 	}
+	if (o->out.format_set && o->out.format == STACKSNAP_FORMAT_FOLDED) {
+		o->folded = true; /* --format folded is --folded */
+		o->out.format_set = false;
+	}
 	if ((o->interval > 0) && !o->count && !o->folded) {
 		fprintf(stderr, "stacksnap trace: --interval goes with --count or --folded\n");
 		return EXIT_USAGE;
 	}
-	if (o->json + o->count + o->folded > 1) {
-		fprintf(stderr, "stacksnap trace: give only one of --json, --count and --folded\n");
+	if (o->json + o->count + o->folded + o->out.format_set > 1) {
+		fprintf(stderr, "stacksnap trace: give only one of --json, --count, "
+			"--folded and --format\n");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -284,61 +297,6 @@ static void json_fields(struct tracer *t, const struct stacksnap_trace_event *ev
 	fputc('}', t->out);
 }
 
-/* Adds the event's stack, "event;outermost;...;innermost", to the counts. */
-static int count_stack(struct tracer *t, const struct stacksnap_trace_event *ev,
-		       const struct thread_result *r)
-{
-	size_t len = 0;
-
-	for (size_t i = r->nout + 1; i-- > 0;) {
-		const char *name;
-		char tmp[64];
-
-		if (i == r->nout) {
-			name = ev->name;
-		} else if (r->out[i].frame->flags & STACKSNAP_FRAME_SIGRETURN) {
-			name = "<signal handler called>";
-		} else if (!(name = r->out[i].sym.function)) {
-			const char *m = r->out[i].sym.module, *b = m ? strrchr(m, '/') : NULL;
-
-			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : m ? m : "unknown");
-			name = tmp;
-		}
-		size_t n = strlen(name);
-		if (len + n + 2 > t->keycap) {
-			size_t cap = (len + n + 2) * 2;
-			char *k = realloc(t->key, cap);
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = cap;
-		}
-		if (len)
-			t->key[len++] = ';';
-		for (size_t j = 0; j < n; j++)
-			t->key[len++] = name[j] == ';' ? ':' : name[j];
-	}
-	if (r->end != STACKSNAP_END_COMPLETE) {
-		static const char trunc[] = ";[truncated]";
-
-		/* The innermost frames are what was walked: mark the top. */
-		if (len + sizeof(trunc) > t->keycap) {
-			char *k = realloc(t->key, len + sizeof(trunc));
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = len + sizeof(trunc);
-		}
-		size_t first = strcspn(t->key, ";");
-		memmove(t->key + first + sizeof(trunc) - 1, t->key + first, len - first);
-		memcpy(t->key + first, trunc, sizeof(trunc) - 1);
-		len += sizeof(trunc) - 1;
-	}
-	return folded_add(t->counts, t->key, len, 1);
-}
-
 static int on_event(const struct stacksnap_trace_event *ev, void *user)
 {
 	struct tracer *t = user;
@@ -360,7 +318,7 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		return -ENOMEM;
 	}
 	if (t->counts) {
-		if (count_stack(t, ev, &r))
+		if (profile_out_add_thread(t->counts, ev->as, ev->name, &r, 1))
 			t->error = ENOMEM;
 	} else if (t->o->json) {
 		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
@@ -387,6 +345,39 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 	}
 	free(r.out);
 	return t->error ? -t->error : 0;
+}
+
+/* --folded: the folded stacks; --count: the stacks most frequent first,
+ * "COUNT FIRST" then the other frames, the innermost first, indented. */
+static int print_counts(struct tracer *t)
+{
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo);
+	struct profile_top top = { 0 };
+
+	if (t->o->folded)
+		return stacksnap_stacks__write(t->counts, t->out, STACKSNAP_FORMAT_FOLDED, &wo);
+	if (profile_out_top(t->counts, &top)) {
+		profile_out_top_free(&top);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < top.n; i++) {
+		const char *key = top.v[i].text, *first = strchr(key, ';');
+		const char *end = key + strlen(key);
+
+		fprintf(t->out, "%10" PRIu64 "  %.*s\n", top.v[i].count,
+			(int)(first ? first - key : end - key), key);
+		while (first && end > first) {
+			const char *p = end;
+
+			while (p > first && p[-1] != ';')
+				p--;
+			fprintf(t->out, "            %.*s\n", (int)(end - p), p);
+			end = p - 1;
+		}
+		fputc('\n', t->out);
+	}
+	profile_out_top_free(&top);
+	return 0;
 }
 
 static int list_one(const char *name, void *user)
@@ -522,13 +513,15 @@ int trace_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if (o.output && !(t.out = fopen(o.output, "we"))) {
-		fprintf(stderr, "stacksnap trace: %s: %s\n", o.output, strerror(errno));
+	if (!(t.out = profile_out_open(&o.out, "stacksnap trace"))) {
 		t.out = stdout;
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if ((o.count || o.folded) && !(t.counts = folded_new())) {
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events",
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	if ((o.count || o.folded || o.out.format_set) &&
+	    !(t.counts = stacksnap_stacks__new(&sopts))) {
 		rc = EXIT_ERROR;
 		goto out;
 	}
@@ -582,7 +575,7 @@ int trace_main(int argc, char **argv)
 			break;
 		if (next_print && now_s() >= next_print) {
 			fprintf(t.out, "--- %.1f s\n", now_s() - t0);
-			o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
+			print_counts(&t);
 			fflush(t.out);
 			next_print += o.interval;
 		}
@@ -598,7 +591,14 @@ int trace_main(int argc, char **argv)
 	if (t.counts) {
 		if (o.interval > 0)
 			fprintf(t.out, "--- end\n");
-		o.folded ? folded_print(t.counts, t.out) : folded_print_counts(t.counts, t.out);
+		if (o.out.format_set) {
+			rc = profile_out_write(&o.out, "stacksnap trace", t.out, t.counts,
+					       o.cmd ? o.cmd[0] : "stacksnap trace");
+			t.out = stdout; /* closed */
+		} else if (print_counts(&t)) {
+			fprintf(stderr, "stacksnap trace: out of memory\n");
+			rc = EXIT_ERROR;
+		}
 	}
 	stacksnap_trace__stats(t.tr, &st);
 	fprintf(stderr, "stacksnap trace: %" PRIu64 " events captured, %" PRIu64
@@ -638,8 +638,7 @@ out:
 		waitpid(child, &child_status, 0);
 	}
 	stacksnap_trace__free(t.tr);
-	folded_free(t.counts);
-	free(t.key);
+	stacksnap_stacks__free(t.counts);
 	if (t.out != stdout)
 		fclose(t.out);
 	else if (fflush(stdout) && rc == EXIT_OK)
