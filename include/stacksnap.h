@@ -1470,11 +1470,12 @@ STACKSNAP_API int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *
 
 /* Off-CPU events of a trace (before start): two events, "off-cpu" when a
  * followed thread leaves a CPU to wait (sched_switch of a thread not
- * runnable: blocked or sleeping, not preempted; its user stack, where it
- * waits) and "on-cpu" when any followed thread runs again (no stack:
- * nframes 0). The time from a thread's "off-cpu" to its next "on-cpu" is
- * what it waited (blocked, then runnable until it ran). Returns the
- * number of events added (2) or -errno (-EEXIST when added already). */
+ * runnable: blocked or sleeping; not preempted, not exiting; its user
+ * stack, where it waits) and "wakeup" when a followed thread is woken
+ * (sched_wakeup; no stack: nframes 0; pid, tid and comm are the woken
+ * thread's). The time from a thread's "off-cpu" to its next "wakeup" is
+ * the time it was blocked. Returns the number of events added (2) or
+ * -errno (-EEXIST when added already). */
 STACKSNAP_API int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr);
 
 #ifdef __cplusplus

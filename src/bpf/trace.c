@@ -60,10 +60,10 @@ struct tp_field {
 	bool is_signed, is_pointer, is_string, is_data_loc;
 };
 
-/* EV_OFF_CPU / EV_ON_CPU: a traced thread leaving / coming back on a CPU
+/* EV_OFF_CPU / EV_WAKEUP: a traced thread leaving a CPU to wait / woken
  * (stacksnap_trace__add_off_cpu; the second carries no stack). */
 enum event_kind { EV_TRACEPOINT, EV_UPROBE, EV_URETPROBE, EV_SAMPLE, EV_OFF_CPU,
-		  EV_ON_CPU };
+		  EV_WAKEUP };
 
 /* One event as added. Invariant: raw_len <= TRACE_RAW_MAX; for
  * tracepoints nfields fields, each inside raw_len. */
@@ -596,7 +596,7 @@ int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr)
 	for (size_t i = 0; i < tr->nevents; i++)
 		if (tr->events[i].kind == EV_OFF_CPU)
 			return fail(-EEXIST);
-	if (!event_new(tr, EV_OFF_CPU, "off-cpu") || !event_new(tr, EV_ON_CPU, "on-cpu"))
+	if (!event_new(tr, EV_OFF_CPU, "off-cpu") || !event_new(tr, EV_WAKEUP, "wakeup"))
 		return fail(-ENOMEM);
 	return 2;
 }
@@ -753,18 +753,27 @@ static int attach_sampling(struct stacksnap_trace *tr, struct trace_event_spec *
 	return 0;
 }
 
-/* One program for both events: a thread leaving and one coming back. */
+/* Both programs with the first of the two events: the wakeups first (a
+ * wait begun is then always ended). */
 static int attach_offcpu(struct stacksnap_trace *tr)
 {
-	struct bpf_link *l = bpf_program__attach(tr->offcpu->progs.trace_offcpu);
+	struct bpf_program *progs[2] = { tr->offcpu->progs.trace_wakeup,
+					 tr->offcpu->progs.trace_offcpu };
 
-	if (!l) {
-		int err = -errno;
+	for (int i = 0; i < 2; i++) {
+		struct bpf_link *l = bpf_program__attach(progs[i]);
+		int err;
 
-		log_err(LOG(tr), "cannot attach to sched_switch: %s", strerror(-err));
-		return err;
+		if (!l) {
+			err = -errno;
+			log_err(LOG(tr), "cannot attach to %s: %s",
+				i ? "sched_switch" : "sched_wakeup", strerror(-err));
+			return err;
+		}
+		if ((err = link_add(tr, l)))
+			return err;
 	}
-	return link_add(tr, l);
+	return 0;
 }
 
 static int on_record(void *ctx, void *data, size_t len);
@@ -773,7 +782,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 {
 	struct bpf_env env;
 	bool need_tp = false, need_up = false, need_sample = false;
-	int off_idx = -1, on_idx = -1;
+	int off_idx = -1, wake_idx = -1;
 	int ncpu, err;
 
 	if (!tr || tr->proc || !tr->nevents)
@@ -790,8 +799,8 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		need_sample |= tr->events[i].kind == EV_SAMPLE;
 		if (tr->events[i].kind == EV_OFF_CPU)
 			off_idx = (int)i;
-		if (tr->events[i].kind == EV_ON_CPU)
-			on_idx = (int)i;
+		if (tr->events[i].kind == EV_WAKEUP)
+			wake_idx = (int)i;
 	}
 	if (tr->o.unwind != STACKSNAP_TRACE_UNWIND_USER && !tr->kt) {
 		tr->kt = ktable__new(tr->ctx);
@@ -818,7 +827,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 			return fail(load_error(tr, "off-CPU", -errno));
 		CONFIGURE(tr, tr->offcpu);
 		tr->offcpu->rodata->off_event = (uint32_t)off_idx;
-		tr->offcpu->rodata->on_event = (uint32_t)on_idx;
+		tr->offcpu->rodata->wake_event = (uint32_t)wake_idx;
 		if ((err = SHARE(tr, tr->offcpu)) || (err = offcpu_bpf__load(tr->offcpu)))
 			return fail(load_error(tr, "off-CPU", err));
 	}
@@ -833,7 +842,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		err = e->kind == EV_TRACEPOINT ? attach_tracepoint(tr, e, i)
 		    : e->kind == EV_SAMPLE ? attach_sampling(tr, e, i, ncpu)
 		    : e->kind == EV_OFF_CPU ? attach_offcpu(tr)
-		    : e->kind == EV_ON_CPU ? 0
+		    : e->kind == EV_WAKEUP ? 0
 		    : attach_uprobe(tr, e, i);
 		if (err) {
 			stacksnap_trace__stop(tr);
@@ -1058,7 +1067,7 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	ev.raw = r->raw_len ? (const uint8_t *)r + raw_off : NULL;
 	ev.raw_len = r->raw_len;
 	ev.record_len = len;
-	if (tr->events[r->event].kind == EV_ON_CPU) {
+	if (tr->events[r->event].kind == EV_WAKEUP) {
 		/* No stack: when and which thread only. */
 		ev.end = STACKSNAP_END_NONE;
 		ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);

@@ -1,8 +1,9 @@
 /* profile_offcpu.c - `stacksnap profile --off-cpu`: where threads wait.
  * The trace's eBPF capture sends a followed thread's user stack when it
- * leaves a CPU (sched_switch) and a mark when it comes back; the stack,
- * unwound by the trace (stacksnap_procs), is weighted by the nanoseconds
- * between the two, and aggregated like every profile. */
+ * leaves a CPU to wait (sched_switch) and a mark when it is woken
+ * (sched_wakeup); the stack, unwound by the trace (stacksnap_procs), is
+ * weighted by the nanoseconds between the two (the time blocked), and
+ * aggregated like every profile. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -19,14 +20,16 @@
 #include "profile_offcpu.h"
 #include "profile_out.h"
 
-/* A thread off the CPU: its stack at the switch, waiting for its return.
+/* A thread off the CPU: its stack at the switch, waiting for its wakeup.
  * Invariant: slots form an open-addressing table keyed by tid (cap a power
  * of two, n < cap / 2); a slot with tid keeps its frames buffer across
- * waits; waiting says whether off_ns and frames are a wait in progress. */
+ * waits; waiting says whether off_ns and frames are a wait in progress.
+ * wake_ns: the last wakeup that ended no wait (records of two CPUs may
+ * arrive out of order: a wakeup just after the switch, before it). */
 struct waiter {
 	pid_t tid;
 	bool waiting;
-	uint64_t off_ns;
+	uint64_t off_ns, wake_ns;
 	struct stacksnap_frame *frames;
 	size_t nframes, capframes;
 	enum stacksnap_end end;
@@ -40,8 +43,9 @@ struct offcpu {
 	struct stacksnap_stacks *stacks;
 	struct waiter *slots;
 	size_t n, cap;
-	unsigned off_event;		/* index of "off-cpu" ("on-cpu" + 1) */
+	unsigned off_event;		/* index of "off-cpu" ("wakeup" + 1) */
 	uint64_t switches, waits, wait_ns;
+	uint64_t unended;	/* waits whose wakeup never came (lost record) */
 	int error;
 };
 
@@ -81,9 +85,10 @@ static struct waiter *waiter_of(struct offcpu *oc, pid_t tid, bool add)
 }
 
 /* Adds w's wait, ended at end_ns, to the profile (its stack symbolized
- * now, in as). */
+ * now, in as), under the thread's name then (comm; NULL: at the switch;
+ * a thread named while it waited has its new name, as its next waits). */
 static int add_wait(struct offcpu *oc, struct waiter *w, struct stacksnap_addrspace *as,
-		    uint64_t end_ns)
+		    uint64_t end_ns, const char *comm)
 {
 	struct thread_result r = { .frames = w->frames, .nframes = (int)w->nframes,
 				   .end = w->end };
@@ -98,7 +103,8 @@ static int add_wait(struct offcpu *oc, struct waiter *w, struct stacksnap_addrsp
 		r.nframes = 0;
 	err = symbolize_thread(&oc->print, as, &r);
 	if (!err)
-		err = profile_out_add_thread(oc->stacks, as, w->comm[0] ? w->comm : "?",
+		err = profile_out_add_thread(oc->stacks, as,
+					     comm && *comm ? comm : w->comm[0] ? w->comm : "?",
 					     &r, end_ns - w->off_ns);
 	free(r.out);
 	return err;
@@ -113,6 +119,7 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		oc->switches++;
 		if (!(w = waiter_of(oc, ev->tid, true)))
 			goto nomem;
+		oc->unended += w->waiting;
 		if (w->capframes < (size_t)ev->nframes) {
 			void *f = realloc(w->frames, (size_t)ev->nframes * sizeof(*w->frames));
 
@@ -128,11 +135,16 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		w->off_ns = ev->time_ns;
 		w->waiting = true;
 		snprintf(w->comm, sizeof(w->comm), "%s", ev->comm);
+		if (w->wake_ns > w->off_ns && add_wait(oc, w, ev->as, w->wake_ns, NULL))
+			goto nomem; /* its wakeup came first */
 		return 0;
 	}
-	/* on-cpu: the end of the thread's wait, when one began while followed. */
-	w = waiter_of(oc, ev->tid, false);
-	if (w && w->waiting && add_wait(oc, w, ev->as, ev->time_ns))
+	/* wakeup: the end of the thread's wait, when one began while followed. */
+	if (!(w = waiter_of(oc, ev->tid, true)))
+		goto nomem;
+	if (!w->waiting)
+		w->wake_ns = ev->time_ns;
+	else if (add_wait(oc, w, ev->as, ev->time_ns, ev->comm))
 		goto nomem;
 	return 0;
 nomem:
@@ -195,7 +207,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		rc = exit_for(r);
 		goto out;
 	}
-	oc.off_event = 0; /* the first events added: off-cpu, then on-cpu */
+	oc.off_event = 0; /* the first events added: off-cpu, then wakeup */
 	if (a->cmd) {
 		child = a->spawn(a->cmd, a->go_fd);
 		if (child < 0) {
@@ -244,7 +256,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	/* Threads still waiting when the profile ended: their wait so far. */
 	for (size_t i = 0; i < oc.cap && !oc.error; i++)
 		if (oc.slots[i].tid && oc.slots[i].waiting &&
-		    add_wait(&oc, &oc.slots[i], oc.slots[i].as, end_ns))
+		    add_wait(&oc, &oc.slots[i], oc.slots[i].as, end_ns, NULL))
 			oc.error = ENOMEM;
 	if (oc.error) {
 		fprintf(stderr, "stacksnap profile: %s\n", strerror(oc.error));
@@ -260,8 +272,9 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	if (a->stats)
 		fprintf(stderr, "profile --off-cpu: %" PRIu64 " switches, %" PRIu64
 			" waits, %.3f s waited, %zu distinct stacks, %" PRIu64
-			" events lost\n", oc.switches, oc.waits, (double)oc.wait_ns / 1e9,
-			stacksnap_stacks__distinct(oc.stacks), st.lost);
+			" events lost, %" PRIu64 " waits without their wakeup\n", oc.switches,
+			oc.waits, (double)oc.wait_ns / 1e9, stacksnap_stacks__distinct(oc.stacks),
+			st.lost, oc.unended);
 	if (st.lost)
 		fprintf(stderr, "stacksnap profile: %" PRIu64 " switches lost (ring "
 			"buffer full; a smaller --stack-size helps)\n", st.lost);
