@@ -58,6 +58,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
 # --help texts and the man page, both generated from tools/stacksnap/help/
 # (scripts/gen-help.py; issue 15).
 HELP_SRCS := $(sort $(wildcard tools/stacksnap/help/*.txt))
+HELP_SRCS += $(wildcard tools/stacksnap/help/*.inc)
 CLI_OBJS += $(O)/obj/gen/help_text.o
 MANDIR ?= $(PREFIX)/share/man
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))

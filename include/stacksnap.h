@@ -1410,6 +1410,9 @@ struct stacksnap_stacks_opts {
 	uint64_t period_ns;
 	uint64_t duration_ns;	/* length of the profile; 0 unknown */
 	uint64_t time_ns;	/* start, ns since the epoch; 0 unknown */
+	/* What the period measures, as pprof names it: "cpu" when NULL
+	 * (on-CPU sampling); "wall" for samples of wall-clock time. */
+	const char *period_type;
 	size_t :0;
 };
 
@@ -1552,6 +1555,26 @@ STACKSNAP_API int stacksnap_saved__event(struct stacksnap_saved *s, size_t i,
  * so a reader walks the same way; 0 when not an events file. */
 STACKSNAP_API unsigned stacksnap_saved__trace_max_frames(const struct stacksnap_saved *s);
 STACKSNAP_API unsigned stacksnap_saved__trace_unwind(const struct stacksnap_saved *s);
+/* Every distinct stack as one folded line ("outer;...;inner", the text
+ * STACKSNAP_FORMAT_FOLDED writes, without the count) and its count, in the
+ * folded output's order; stacks that print the same are one line. For
+ * tables of the stacks (`trace --count`, `watch --top`). Stops at the
+ * first non-zero return of fn, which is returned; or -errno. */
+typedef int (*stacksnap_stacks_folded_fn)(const char *folded, uint64_t count,
+					  void *user);
+STACKSNAP_API int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *st,
+						 stacksnap_stacks_folded_fn fn,
+						 void *user);
+
+/* Off-CPU events of a trace (before start): two events, "off-cpu" when a
+ * followed thread leaves a CPU to wait (sched_switch of a thread not
+ * runnable: blocked or sleeping; not preempted, not exiting; its user
+ * stack, where it waits) and "wakeup" when a followed thread is woken
+ * (sched_wakeup; no stack: nframes 0; pid, tid and comm are the woken
+ * thread's). The time from a thread's "off-cpu" to its next "wakeup" is
+ * the time it was blocked. Returns the number of events added (2) or
+ * -errno (-EEXIST when added already). */
+STACKSNAP_API int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr);
 
 #ifdef __cplusplus
 }

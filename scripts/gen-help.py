@@ -15,11 +15,21 @@ import re
 import sys
 
 
+def expand(d, text):
+    """A line "@include FILE" stands for FILE's lines (a block of options
+    several commands share, such as output.inc: written once)."""
+    out = []
+    for line in text.splitlines(True):
+        m = re.match(r'@include (\S+)\s*$', line)
+        out.append(open(os.path.join(d, m.group(1))).read() if m else line)
+    return ''.join(out)
+
+
 def load(d):
     cmds = {}
     for f in sorted(os.listdir(d)):
         if f.endswith('.txt'):
-            cmds[f[:-4]] = open(os.path.join(d, f)).read()
+            cmds[f[:-4]] = expand(d, open(os.path.join(d, f)).read())
     if 'stacksnap' not in cmds:
         sys.exit('gen-help.py: %s/stacksnap.txt is missing' % d)
     return cmds

@@ -49,6 +49,7 @@
 #include "trace_tp.skel.h"
 #include "trace_uprobe.skel.h"
 #include "trace_sample.skel.h"
+#include "offcpu.skel.h"
 
 #define MAX_FIELDS 32
 
@@ -59,7 +60,10 @@ struct tp_field {
 	bool is_signed, is_pointer, is_string, is_data_loc;
 };
 
-enum event_kind { EV_TRACEPOINT, EV_UPROBE, EV_URETPROBE, EV_SAMPLE };
+/* EV_OFF_CPU / EV_WAKEUP: a traced thread leaving a CPU to wait / woken
+ * (stacksnap_trace__add_off_cpu; the second carries no stack). */
+enum event_kind { EV_TRACEPOINT, EV_UPROBE, EV_URETPROBE, EV_SAMPLE, EV_OFF_CPU,
+		  EV_WAKEUP };
 
 /* One event as added. Invariant: raw_len <= TRACE_RAW_MAX; for
  * tracepoints nfields fields, each inside raw_len. */
@@ -88,6 +92,7 @@ struct stacksnap_trace {
 	struct trace_tp_bpf *tp;
 	struct trace_uprobe_bpf *uprobe;
 	struct trace_sample_bpf *sample;
+	struct offcpu_bpf *offcpu;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
 	int *perf_fds;
@@ -584,6 +589,18 @@ int stacksnap_trace__add_sampling(struct stacksnap_trace *tr, unsigned hz)
 	return 1;
 }
 
+int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr)
+{
+	if (!tr || tr->proc)
+		return fail(-EINVAL);
+	for (size_t i = 0; i < tr->nevents; i++)
+		if (tr->events[i].kind == EV_OFF_CPU)
+			return fail(-EEXIST);
+	if (!event_new(tr, EV_OFF_CPU, "off-cpu") || !event_new(tr, EV_WAKEUP, "wakeup"))
+		return fail(-ENOMEM);
+	return 2;
+}
+
 /* ---- loading and attaching ---- */
 
 static int link_add(struct stacksnap_trace *tr, struct bpf_link *l)
@@ -736,12 +753,36 @@ static int attach_sampling(struct stacksnap_trace *tr, struct trace_event_spec *
 	return 0;
 }
 
+/* Both programs with the first of the two events: the wakeups first (a
+ * wait begun is then always ended). */
+static int attach_offcpu(struct stacksnap_trace *tr)
+{
+	struct bpf_program *progs[2] = { tr->offcpu->progs.trace_wakeup,
+					 tr->offcpu->progs.trace_offcpu };
+
+	for (int i = 0; i < 2; i++) {
+		struct bpf_link *l = bpf_program__attach(progs[i]);
+		int err;
+
+		if (!l) {
+			err = -errno;
+			log_err(LOG(tr), "cannot attach to %s: %s",
+				i ? "sched_switch" : "sched_wakeup", strerror(-err));
+			return err;
+		}
+		if ((err = link_add(tr, l)))
+			return err;
+	}
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t len);
 
 int stacksnap_trace__start(struct stacksnap_trace *tr)
 {
 	struct bpf_env env;
 	bool need_tp = false, need_up = false, need_sample = false;
+	int off_idx = -1, wake_idx = -1;
 	int ncpu, err;
 
 	if (!tr || tr->proc || !tr->nevents)
@@ -756,6 +797,10 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		need_tp |= tr->events[i].kind == EV_TRACEPOINT;
 		need_up |= tr->events[i].kind == EV_UPROBE || tr->events[i].kind == EV_URETPROBE;
 		need_sample |= tr->events[i].kind == EV_SAMPLE;
+		if (tr->events[i].kind == EV_OFF_CPU)
+			off_idx = (int)i;
+		if (tr->events[i].kind == EV_WAKEUP)
+			wake_idx = (int)i;
 	}
 	if (tr->o.unwind != STACKSNAP_TRACE_UNWIND_USER && !tr->kt) {
 		tr->kt = ktable__new(tr->ctx);
@@ -777,6 +822,15 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		LOAD_SHARING(tr, uprobe, trace_uprobe, "uprobe");
 	if (need_sample)
 		LOAD_SHARING(tr, sample, trace_sample, "sampling");
+	if (off_idx >= 0) {
+		if (!(tr->offcpu = offcpu_bpf__open()))
+			return fail(load_error(tr, "off-CPU", -errno));
+		CONFIGURE(tr, tr->offcpu);
+		tr->offcpu->rodata->off_event = (uint32_t)off_idx;
+		tr->offcpu->rodata->wake_event = (uint32_t)wake_idx;
+		if ((err = SHARE(tr, tr->offcpu)) || (err = offcpu_bpf__load(tr->offcpu)))
+			return fail(load_error(tr, "off-CPU", err));
+	}
 	if ((err = trace_proc_bpf__attach(tr->proc))) {
 		log_err(LOG(tr), "cannot attach to the sched_process_fork/exec/exit "
 			"tracepoints: %s", strerror(-err));
@@ -787,6 +841,8 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 
 		err = e->kind == EV_TRACEPOINT ? attach_tracepoint(tr, e, i)
 		    : e->kind == EV_SAMPLE ? attach_sampling(tr, e, i, ncpu)
+		    : e->kind == EV_OFF_CPU ? attach_offcpu(tr)
+		    : e->kind == EV_WAKEUP ? 0
 		    : attach_uprobe(tr, e, i);
 		if (err) {
 			stacksnap_trace__stop(tr);
@@ -1011,6 +1067,12 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	ev.raw = r->raw_len ? (const uint8_t *)r + raw_off : NULL;
 	ev.raw_len = r->raw_len;
 	ev.record_len = len;
+	if (tr->events[r->event].kind == EV_WAKEUP) {
+		/* No stack: when and which thread only. */
+		ev.end = STACKSNAP_END_NONE;
+		ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
+		return tr->fn ? tr->fn(&ev, tr->fn_user) : 0;
+	}
 	if (r->kframes || (unwind_mode(tr) & KU_MODE_KERNEL))
 		kernel_event(tr, r, raw_off, &ev);
 	if (unwind_mode(tr) & KU_MODE_COPY) {
@@ -1206,6 +1268,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	stacksnap_trace__stop(tr);
 	ring_buffer__free(tr->rb);
 	trace_sample_bpf__destroy(tr->sample);
+	offcpu_bpf__destroy(tr->offcpu);
 	trace_uprobe_bpf__destroy(tr->uprobe);
 	trace_tp_bpf__destroy(tr->tp);
 	trace_proc_bpf__destroy(tr->proc);

@@ -167,7 +167,7 @@ static const char script[] =
 "  });\n"
 "  ranges.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });\n"
 "  ranges.forEach(function (r) { if (r[0] >= end) { sum += r[1]; end = r[0] + r[1]; } });\n"
-"  matchedtxt.textContent = re ? 'Matched: ' + sum + ' samples (' + (100 * sum / total).toFixed(1) + '%)' : '';\n"
+"  matchedtxt.textContent = re ? 'Matched: ' + sum + ' ' + matchedtxt.getAttribute('data-unit') + ' (' + (100 * sum / total).toFixed(1) + '%)' : '';\n"
 "  matchedtxt.setAttribute('data-samples', re ? sum : 0);\n"
 "  return sum;\n"
 "}\n"
@@ -182,6 +182,9 @@ int flamegraph_svg_write(const struct stacksnap_stacks *st, FILE *f,
 	uint64_t *left;		/* samples left of each node in its level */
 	double max_delta = 0;
 	char fill[64];
+	/* What the widths count: samples, or the unit of weighted stacks
+	 * (nanoseconds waited off the CPU). */
+	const char *unit = strcmp(st->o.sample_unit, "count") ? st->o.sample_unit : "samples";
 	int err = mtree_build(&t, st, o->base);
 
 	if (err)
@@ -236,9 +239,9 @@ int flamegraph_svg_write(const struct stacksnap_stacks *st, FILE *f,
 	xml_text(f, title);
 	fprintf(f, "</text>\n<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
 		"<text id=\"search\" x=\"%u\" y=\"24\" text-anchor=\"end\">Search</text>\n"
-		"<text id=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"></text>\n"
-		"<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n",
-		PAD_X, width - PAD_X, width - PAD_X, height - 10, PAD_X, height - 10);
+		"<text id=\"matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\" data-unit=\"%s\">"
+		"</text>\n<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n",
+		PAD_X, width - PAD_X, width - PAD_X, height - 10, unit, PAD_X, height - 10);
 	for (size_t i = 0; i < t.nn; i++) {
 		const struct mnode *m = &t.n[i];
 		double x = PAD_X + avail * (double)left[i] / tot;
@@ -263,10 +266,10 @@ int flamegraph_svg_write(const struct stacksnap_stacks *st, FILE *f,
 			xml_text(f, base_name(m->frame->module));
 			fputc(']', f);
 		}
-		fprintf(f, " (%" PRIu64 " samples, %.2f%%", m->total, 100.0 * m->total / tot);
+		fprintf(f, " (%" PRIu64 " %s, %.2f%%", m->total, unit, 100.0 * m->total / tot);
 		if (o->base)
-			fprintf(f, "; base %" PRIu64 " samples, %.2f%%; %+.2f%%",
-				m->base_total, 100.0 * m->base_total / btot,
+			fprintf(f, "; base %" PRIu64 " %s, %.2f%%; %+.2f%%",
+				m->base_total, unit, 100.0 * m->base_total / btot,
 				100.0 * ((double)m->total / tot - (double)m->base_total / btot));
 		fprintf(f, ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 			"fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",

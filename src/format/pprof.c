@@ -300,7 +300,7 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 	vt[0].type = str_index(&p, st->o.sample_type);
 	vt[0].unit = str_index(&p, st->o.sample_unit);
 	if (st->o.period_ns) {
-		vt[1].type = period_type.type = str_index(&p, "cpu");
+		vt[1].type = period_type.type = str_index(&p, st->o.period_type);
 		vt[1].unit = period_type.unit = str_index(&p, "nanoseconds");
 		prof.period_type = &period_type;
 		prof.period = (int64_t)st->o.period_ns;

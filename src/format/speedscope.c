@@ -75,7 +75,8 @@ int speedscope_write(const struct stacksnap_stacks *st, FILE *f,
 	fputs("]},\"profiles\":[{\"type\":\"sampled\",\"name\":", f);
 	json_string(f, title);
 	fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
-		",\"samples\":[", st->o.period_ns ? "nanoseconds" : "none",
+		",\"samples\":[", st->o.period_ns || !strcmp(st->o.sample_unit, "nanoseconds")
+		? "nanoseconds" : "none",
 		st->samples * mult);
 	first = true;
 	for (size_t i = 1; i < st->nnodes; i++) {

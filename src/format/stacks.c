@@ -125,6 +125,7 @@ struct stacksnap_stacks *stacksnap_stacks__new(const struct stacksnap_stacks_opt
 	st->o = o;
 	st->o.sample_type = intern0(st, o.sample_type ? o.sample_type : "samples", &oom);
 	st->o.sample_unit = intern0(st, o.sample_unit ? o.sample_unit : "count", &oom);
+	st->o.period_type = intern0(st, o.period_type ? o.period_type : "cpu", &oom);
 	if (oom)
 		goto nomem;
 	return st;
@@ -483,7 +484,12 @@ static int cmp_line(const void *a, const void *b)
 		      ((const struct folded_line *)b)->text);
 }
 
-static int folded_write(const struct stacksnap_stacks *st, FILE *f)
+/* Calls fn with every distinct folded line, sorted by text; stacks that
+ * differ only in what folded text does not show (the address, the module)
+ * are one line, their counts summed. */
+static int folded_lines(const struct stacksnap_stacks *st,
+			int (*fn)(const char *folded, uint64_t count, void *user),
+			void *user)
 {
 	struct folded_line *v = calloc(st->distinct ? st->distinct : 1, sizeof(*v));
 	uint32_t *path = malloc(st->nnodes * sizeof(*path));
@@ -522,15 +528,13 @@ static int folded_write(const struct stacksnap_stacks *st, FILE *f)
 		v[k++].count = st->nodes[i].self;
 	}
 	qsort(v, k, sizeof(*v), cmp_line);
-	/* Stacks that differ only in what folded text does not show (the
-	 * address, the module) print as one line. */
-	for (size_t i = 0; i < k;) {
+	for (size_t i = 0; i < k && !err;) {
 		uint64_t c = v[i].count;
 		size_t j = i + 1;
 
 		while (j < k && !strcmp(v[j].text, v[i].text))
 			c += v[j++].count;
-		fprintf(f, "%s %" PRIu64 "\n", v[i].text, c);
+		err = fn(v[i].text, c, user);
 		i = j;
 	}
 out:
@@ -540,6 +544,28 @@ out:
 	free(v);
 	free(path);
 	return err;
+}
+
+static int print_line(const char *folded, uint64_t count, void *user)
+{
+	fprintf(user, "%s %" PRIu64 "\n", folded, count);
+	return 0;
+}
+
+static int folded_write(const struct stacksnap_stacks *st, FILE *f)
+{
+	return folded_lines(st, print_line, f);
+}
+
+int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *st,
+				   stacksnap_stacks_folded_fn fn, void *user)
+{
+	int err;
+
+	if (!st || !fn)
+		return fail(-EINVAL);
+	err = folded_lines(st, fn, user);
+	return err == -ENOMEM ? fail(err) : err;
 }
 
 /* ---- the name-merged tree ---- */

@@ -131,5 +131,66 @@ static void writers_structure(void)
 	stacksnap_stacks__free(base);
 }
 
+struct visited {
+	char text[4][64];
+	uint64_t count[4];
+	int n;
+};
+
+static int visit_one(const char *folded, uint64_t count, void *user)
+{
+	struct visited *v = user;
+
+	if (v->n == 4)
+		return 7; /* stops the visit, returned as it is */
+	snprintf(v->text[v->n], sizeof(v->text[0]), "%s", folded);
+	v->count[v->n++] = count;
+	return 0;
+}
+
+/* visit_folded gives what the folded writer prints: stacks that print
+ * the same (same names, other addresses) are one line, summed; sorted. */
+static void visit_folded_lines(void)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	struct stacksnap_stack_frame other[3] = {
+		{ .name = "a", .module = "/bin/prog", .addr = 0x2222 },
+		{ .name = "main(int, char**)", .module = "/bin/prog", .addr = 0x1100 },
+		{ .name = "prog", .kind = STACKSNAP_KIND_ROOT },
+	};
+	struct visited v = { .n = 0 };
+	STACKSNAP_OPTS(stacksnap_stacks_opts, o, .period_ns = 10000000, .period_type = "wall");
+	struct stacksnap_stacks *wall = stacksnap_stacks__new(&o);
+	char *out;
+	size_t len;
+
+	add3(st, "b", 2);
+	add3(st, "a", 3);
+	CHECK(stacksnap_stacks__add(st, other, 3, 4) == 0);
+	CHECK_EQ_U64(stacksnap_stacks__distinct(st), 3);
+	CHECK(stacksnap_stacks__visit_folded(st, visit_one, &v) == 0);
+	CHECK(v.n == 2);
+	CHECK(!strcmp(v.text[0], "prog;main;a") && v.count[0] == 7);
+	CHECK(!strcmp(v.text[1], "prog;main;b") && v.count[1] == 2);
+	CHECK(stacksnap_stacks__visit_folded(st, NULL, NULL) == -EINVAL);
+	for (int i = 0; i < 5; i++) {
+		char leaf[8];
+
+		snprintf(leaf, sizeof(leaf), "f%d", i);
+		add3(st, leaf, 1);
+	}
+	v.n = 0;
+	CHECK(stacksnap_stacks__visit_folded(st, visit_one, &v) == 7);
+	/* The pprof file names the period's type as asked. */
+	add3(wall, "a", 1);
+	out = render(wall, STACKSNAP_FORMAT_PPROF, NULL, &len);
+	CHECK(out != NULL);
+	free(out);
+	CHECK(wall && !strcmp(wall->o.period_type, "wall"));
+	CHECK(!strcmp(st->o.period_type, "cpu"));
+	stacksnap_stacks__free(wall);
+	stacksnap_stacks__free(st);
+}
+
 TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
-	  TEST(folded_reader), TEST(writers_structure))
+	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines))

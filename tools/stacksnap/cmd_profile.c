@@ -26,6 +26,8 @@
 
 #include "help.h"
 #include "options.h"
+#include "profile_offcpu.h"
+#include "profile_out.h"
 #include "sample_frames.h"
 #include "subcommands.h"
 
@@ -40,12 +42,11 @@ struct prof_options {
 	char **cmd;		/* argv after "--" */
 	unsigned freq;
 	double duration;	/* seconds; 0: until the target ends */
-	const char *output;
-	enum stacksnap_stacks_format format;
-	enum stacksnap_svg_colors colors;
+	struct profile_out out;	/* -o, --format, --colors */
 	size_t stack_size;
 	unsigned max_stack;
 	bool no_demangle, stats, verbose;
+	bool off_cpu;		/* --off-cpu: profile_offcpu.c */
 };
 
 /* One opened event and its ring buffer (1 metadata page + 2^n pages). */
@@ -387,13 +388,12 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "colors", required_argument, NULL, 'c' },
+		PROFILE_OUT_LONGOPTS,
 		{ "stack-size", required_argument, NULL, 's' },
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -408,7 +408,13 @@ static int parse(struct prof_options *o, int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:aF:d:o:vh", longopts, NULL)) != -1) {
 		unsigned long v;
+		int r = profile_out_option(&o->out, "stacksnap profile", c, optarg);
 
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
 		switch (c) {
 		case 'p':
 			v = strtoul(optarg, &end, 10);
@@ -431,24 +437,6 @@ static int parse(struct prof_options *o, int argc, char **argv)
 			o->duration = strtod(optarg, &end);
 			if (*end || !(o->duration > 0) || o->duration > 1e7) {
 				fprintf(stderr, "stacksnap profile: --duration '%s': expected seconds > 0\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'o': o->output = optarg; break;
-		case 'f':
-			if (stacksnap_stacks_format__parse(optarg, &o->format)) {
-				fprintf(stderr, "stacksnap profile: --format '%s': expected "
-					"folded, pprof, speedscope or svg\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'c':
-			if (!strcmp(optarg, "module"))
-				o->colors = STACKSNAP_COLOR_MODULE;
-			else if (!strcmp(optarg, "kind"))
-				o->colors = STACKSNAP_COLOR_KIND;
-			else {
-				fprintf(stderr, "stacksnap profile: --colors '%s': expected module or kind\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -475,6 +463,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 			break;
 		case 'D': o->no_demangle = true; break;
 		case 'S': o->stats = true; break;
+		case 'O': o->off_cpu = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("profile"), stdout); return -1;
 		default: fputs(help_text("profile"), stderr); return EXIT_USAGE;
@@ -482,6 +471,11 @@ static int parse(struct prof_options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
+	if (o->off_cpu && o->all_cpus) {
+		fprintf(stderr, "stacksnap profile: --off-cpu follows one process: "
+			"give -p PID or -- CMD, not -a\n");
+		return EXIT_USAGE;
+	}
 	targets = (o->pid > 0) + o->all_cpus + (o->cmd != NULL);
 	if (targets != 1) {
 		fprintf(stderr, "stacksnap profile: say what to profile: one of -p PID, "
@@ -557,10 +551,22 @@ int profile_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if (p.o.output && !(out = fopen(p.o.output, "w"))) {
-		fprintf(stderr, "stacksnap profile: cannot write %s: %s\n", p.o.output,
-			strerror(errno));
-		out = stdout;
+	if (p.o.off_cpu) {
+		if (p.o.pid && kill(p.o.pid, 0) && errno == ESRCH) {
+			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p.o.pid);
+			rc = EXIT_NO_PROCESS;
+			goto out;
+		}
+		struct offcpu_args oa = {
+			.ctx = p.ctx, .pid = p.o.pid, .cmd = p.o.cmd, .spawn = spawn_cmd,
+			.go_fd = &go_fd, .duration = p.o.duration,
+			.stack_size = p.o.stack_size, .max_stack = p.o.max_stack,
+			.no_demangle = p.o.no_demangle, .stats = p.o.stats, .out = &p.o.out,
+		};
+		rc = profile_offcpu_run(&oa);
+		goto out;
+	}
+	if (!(out = profile_out_open(&p.o.out, "stacksnap profile"))) {
 		rc = EXIT_ERROR;
 		goto out;
 	}
@@ -654,12 +660,10 @@ int profile_main(int argc, char **argv)
 		waitpid(child, &child_status, 0);
 		child = -1;
 	}
-	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .colors = p.o.colors,
-		       .title = p.o.cmd ? p.o.cmd[0] : "stacksnap profile");
-	if (rc == EXIT_OK && stacksnap_stacks__write(p.stacks, out, p.o.format, &wo)) {
-		fprintf(stderr, "stacksnap profile: writing %s: %s\n",
-			p.o.output ? p.o.output : "standard output", strerror(errno));
-		rc = EXIT_ERROR;
+	if (rc == EXIT_OK) {
+		rc = profile_out_write(&p.o.out, "stacksnap profile", out, p.stacks,
+				       p.o.cmd ? p.o.cmd[0] : "stacksnap profile");
+		out = NULL; /* closed */
 	}
 	if (p.o.stats) {
 		struct timespec c1;
@@ -683,10 +687,8 @@ out:
 		waitpid(child, &child_status, 0);
 	close_rings(&p);
 	free(pfds);
-	if (fflush(out) && rc == EXIT_OK)
-		rc = EXIT_ERROR;
-	if (out != stdout && fclose(out) && rc == EXIT_OK)
-		rc = EXIT_ERROR;
+	if (out && out != stdout)
+		fclose(out);
 	free(p.fr);
 	free(p.rec);
 	free(p.known.v);

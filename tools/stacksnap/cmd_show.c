@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "options.h"
-#include "perf_script.h"
 #include "print.h"
 #include "trace_print.h"
+#include "profile_out.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 
@@ -65,7 +65,15 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	if (o->json)
+	if (o->out.format_set) {
+		char title[64];
+		int r;
+
+		snprintf(title, sizeof(title), "stacksnap show: pid %d", (int)info.pid);
+		r = profile_out_threads(&o->out, "stacksnap show", as, res, n, title);
+		if (r)
+			rc = r;
+	} else if (o->json)
 		print_json(stdout, o, res, n, &tot);
 	else
 		print_text(stdout, o, res, n);
@@ -99,7 +107,10 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 	size_t n = stacksnap_saved__event_count(s);
 	int rc = EXIT_OK;
 
-	if (!uw || !mem || !frames || ((o->count || o->folded) && !(p.counts = folded_new()))) {
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events");
+	if (!uw || !mem || !frames ||
+	    ((o->count || o->folded || o->out.format_set) &&
+	     !(p.counts = stacksnap_stacks__new(&sopts)))) {
 		fprintf(stderr, "stacksnap: out of memory\n");
 		rc = EXIT_ERROR;
 		goto out;
@@ -137,11 +148,17 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 			break;
 		}
 	}
-	if (p.counts && rc == EXIT_OK)
-		trace_print_counts(&p, o->folded);
+	if (p.counts && rc == EXIT_OK) {
+		if (o->out.format_set)
+			rc = profile_out_write(&o->out, "stacksnap show", NULL, p.counts,
+					       "stacksnap show");
+		else if (trace_print_counts(&p, o->folded)) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			rc = EXIT_ERROR;
+		}
+	}
 out:
-	folded_free(p.counts);
-	free(p.key);
+	stacksnap_stacks__free(p.counts);
 	free(frames);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);

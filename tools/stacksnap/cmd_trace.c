@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "options.h"
-#include "perf_script.h"
 #include "print.h"
 #include "trace_print.h"
+#include "profile_out.h"
 #include "help.h"
 #include "stacksnap.h"
 #include "subcommands.h"
@@ -36,7 +36,7 @@ struct trace_options {
 	bool quiet;			/* -q: print no events (with --save) */
 	int encoding;			/* --encoding: of --save's stacks */
 	const char *list_pattern;
-	const char *output;		/* -o */
+	struct profile_out out;		/* -o, --format, --colors */
 	double duration, interval;	/* seconds; 0: none */
 	size_t stack_size, ring_size;
 	unsigned unwind;		/* --unwind: STACKSNAP_TRACE_UNWIND_* */
@@ -72,10 +72,10 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "list", no_argument, NULL, 'l' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
-		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		PROFILE_OUT_LONGOPTS,
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "duration", required_argument, NULL, O_DURATION },
 		{ "stack-size", required_argument, NULL, O_STACK },
@@ -102,6 +102,13 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	optind = 1;
 	/* '+': options stop at the command after "--". */
 	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
 		switch (c) {
 		case O_UNWIND:
 			if (!strcmp(optarg, "user"))
@@ -140,10 +147,12 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			}
 			*(c == 'p' ? &o->pid : &o->tid) = (pid_t)v;
 			break;
-		case 'o': o->output = optarg; break;
 		case O_JSON: o->json = true; break;
 		case O_COUNT: o->count = true; break;
-		case O_FOLDED: o->folded = true; break;
+		case O_FOLDED:
+			o->folded = true;
+			o->out.format = STACKSNAP_FORMAT_FOLDED;
+			break;
 		case O_INTERVAL:
 		case O_DURATION: {
 			double d = strtod(optarg, &end);
@@ -226,6 +235,10 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			: "give only one of -p PID, -t TID and -- CMD");
 		return EXIT_USAGE;
 	}
+	if (o->out.format_set && o->out.format == STACKSNAP_FORMAT_FOLDED) {
+		o->folded = true; /* --format folded is --folded */
+		o->out.format_set = false;
+	}
 	if ((o->interval > 0) && !o->count && !o->folded) {
 		fprintf(stderr, "stacksnap trace: --interval goes with --count or --folded\n");
 		return EXIT_USAGE;
@@ -235,8 +248,9 @@ static int parse(struct trace_options *o, int argc, char **argv)
 			o->quiet ? "-q" : "--encoding");
 		return EXIT_USAGE;
 	}
-	if (o->json + o->count + o->folded > 1) {
-		fprintf(stderr, "stacksnap trace: give only one of --json, --count and --folded\n");
+	if (o->json + o->count + o->folded + o->out.format_set > 1) {
+		fprintf(stderr, "stacksnap trace: give only one of --json, --count, "
+			"--folded and --format\n");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -411,13 +425,15 @@ int trace_main(int argc, char **argv)
 	}
 	t.p.print = &o.print;
 	t.p.json = o.json;
-	if (o.output && !(t.p.out = fopen(o.output, "we"))) {
-		fprintf(stderr, "stacksnap trace: %s: %s\n", o.output, strerror(errno));
+	if (!(t.p.out = profile_out_open(&o.out, "stacksnap trace"))) {
 		t.p.out = stdout;
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if ((o.count || o.folded) && !(t.p.counts = folded_new())) {
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events",
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	if ((o.count || o.folded || o.out.format_set) &&
+	    !(t.p.counts = stacksnap_stacks__new(&sopts))) {
 		rc = EXIT_ERROR;
 		goto out;
 	}
@@ -501,7 +517,14 @@ int trace_main(int argc, char **argv)
 	if (t.p.counts) {
 		if (o.interval > 0)
 			fprintf(t.p.out, "--- end\n");
-		trace_print_counts(&t.p, o.folded);
+		if (o.out.format_set) {
+			rc = profile_out_write(&o.out, "stacksnap trace", t.p.out, t.p.counts,
+					       o.cmd ? o.cmd[0] : "stacksnap trace");
+			t.p.out = stdout; /* closed */
+		} else if (trace_print_counts(&t.p, o.folded)) {
+			fprintf(stderr, "stacksnap trace: out of memory\n");
+			rc = EXIT_ERROR;
+		}
 	}
 	if (t.save) {
 		r = stacksnap_trace_writer__close(t.save);
@@ -551,8 +574,7 @@ out:
 	}
 	stacksnap_trace__free(t.tr);
 	stacksnap_trace_writer__close(t.save);
-	folded_free(t.p.counts);
-	free(t.p.key);
+	stacksnap_stacks__free(t.p.counts);
 	if (t.p.out != stdout)
 		fclose(t.p.out);
 	else if (fflush(stdout) && rc == EXIT_OK)

@@ -15,29 +15,28 @@
 
 #include "options.h"
 #include "help.h"
-#include "perf_script.h"
 #include "print.h"
+#include "profile_out.h"
 #include "stacksnap.h"
 #include "subcommands.h"
 
-enum watch_format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_JSON };
+enum watch_format { FORMAT_TOP, FORMAT_PROFILE, FORMAT_JSON };
 
 struct watch_options {
 	pid_t pid;
 	uint64_t interval_ns, duration_ns; /* duration 0: until Ctrl-C or exit */
 	enum watch_format format;
 	unsigned limit;		/* stacks in the top table */
+	struct profile_out out;	/* FORMAT_PROFILE: -o, --format, --colors */
 	bool no_demangle, verbose;
 };
 
-/* One run. Invariant: stopped_ns holds nsamples entries. key is the
- * folded stack being built (keylen bytes). */
+/* One run. Invariant: stopped_ns holds nsamples entries. */
 struct watch {
 	struct watch_options o;
+	struct options print;	/* what symbolize_thread reads */
 	struct stacksnap_target *t;
-	struct folded *folded;
-	char *key;
-	size_t keycap;
+	struct stacksnap_stacks *stacks; /* a sample per thread stack */
 	uint64_t *stopped_ns;
 	size_t nsamples, capsamples;
 	uint64_t thread_samples, truncated;
@@ -94,6 +93,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		{ "top", no_argument, NULL, 'T' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "folded", no_argument, NULL, 'F' },
+		PROFILE_OUT_LONGOPTS,
 		{ "json", no_argument, NULL, 'J' },
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -106,7 +106,18 @@ static int parse(struct watch_options *o, int argc, char **argv)
 	o->interval_ns = 10000000;
 	o->limit = 20;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:d:n:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:d:n:o:vh", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap watch", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			if (c == PROFILE_OUT_FORMAT) {
+				o->format = FORMAT_PROFILE;
+				formats++;
+			}
+			continue;
+		}
 		switch (c) {
 		case 'i':
 			if (parse_duration(optarg, &o->interval_ns) ||
@@ -136,7 +147,11 @@ static int parse(struct watch_options *o, int argc, char **argv)
 			break;
 		}
 		case 'T': o->format = FORMAT_TOP; formats++; break;
-		case 'F': o->format = FORMAT_FOLDED; formats++; break;
+		case 'F':
+			o->format = FORMAT_PROFILE;
+			o->out.format = STACKSNAP_FORMAT_FOLDED;
+			formats++;
+			break;
 		case 'J': o->format = FORMAT_JSON; formats++; break;
 		case 'D': o->no_demangle = true; break;
 		case 'v': o->verbose = true; break;
@@ -144,9 +159,13 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		default: fputs("Try 'stacksnap watch --help'.\n", stderr); return EXIT_USAGE;
 		}
 	}
-	if (formats > 1) {
-		fprintf(stderr, "stacksnap watch: choose one of --top, --folded "
-				"and --json\n");
+	if (o->out.output && !formats) {
+		o->format = FORMAT_PROFILE; /* -o alone: folded stacks */
+		formats++;
+	}
+	if (formats > 1 || (o->out.output && o->format != FORMAT_PROFILE)) {
+		fprintf(stderr, "stacksnap watch: choose one of --top, --folded, "
+				"--format and --json\n");
 		return EXIT_USAGE;
 	}
 	if (optind >= argc) {
@@ -200,35 +219,26 @@ static const char *thread_name(struct watch *w, pid_t tid)
 	return w->names[w->nnames++].name;
 }
 
-/* One sampled thread: its folded stack counted once. */
+/* One sampled thread: its stack counted once (a sample of the wall
+ * clock's interval). */
 static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 {
 	struct watch *w = user;
 	struct stacksnap_addrspace *as = stacksnap_target__addrspace(w->t);
-	unsigned flags = w->o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0;
-	size_t len = 0;
+	struct thread_result r = { .frames = (struct stacksnap_frame *)th->frames,
+				   .nframes = (int)th->nframes, .end = th->end };
+	int err;
 
 	if (th->error)
 		return 0;
 	w->thread_samples++;
 	if (th->end != STACKSNAP_END_COMPLETE)
 		w->truncated++;
-	if (folded_key_add(&w->key, &w->keycap, &len, thread_name(w, th->tid),
-			   NULL, false))
-		return -ENOMEM;
-	for (size_t i = th->nframes; i-- > 0;) {
-		const struct stacksnap_frame *fr = &th->frames[i];
-		bool is_return = i > 0 && !(fr->flags & STACKSNAP_FRAME_SIGNAL);
-		struct stacksnap_sym sym;
-
-		if (stacksnap_addrspace__symbolize(as, fr->pc, is_return, flags,
-						   &sym, 1) < 1)
-			memset(&sym, 0, sizeof(sym));
-		if (folded_key_add(&w->key, &w->keycap, &len, sym.function, sym.module,
-				   false))
-			return -ENOMEM;
-	}
-	return folded_add(w->folded, w->key, len, 1);
+	err = symbolize_thread(&w->print, as, &r);
+	if (!err)
+		err = profile_out_add_thread(w->stacks, as, thread_name(w, th->tid), &r, 1);
+	free(r.out);
+	return err;
 }
 
 static int on_event(void *user, const struct stacksnap_event *ev)
@@ -243,42 +253,6 @@ static int on_event(void *user, const struct stacksnap_event *ev)
 }
 
 /* ---- output ---- */
-
-struct entry {
-	const char *key;
-	uint64_t count;
-};
-
-struct entries {
-	struct entry *v;
-	size_t n, cap;
-};
-
-static int collect(void *user, const char *key, uint64_t count)
-{
-	struct entries *e = user;
-
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 256;
-		struct entry *v = realloc(e->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		e->v = v;
-		e->cap = cap;
-	}
-	e->v[e->n++] = (struct entry){ key, count };
-	return 0;
-}
-
-static int by_count(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return strcmp(x->key, y->key);
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -332,7 +306,7 @@ static void print_innermost_first(FILE *f, const char *key, bool json)
 	}
 }
 
-static void print_top(FILE *f, struct watch *w, const struct entries *e,
+static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 		      uint64_t elapsed_ns)
 {
 	fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s, %llu thread "
@@ -342,13 +316,13 @@ static void print_top(FILE *f, struct watch *w, const struct entries *e,
 	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%", "thread",
 		"stack (innermost first)");
 	for (size_t i = 0; i < e->n && i < w->o.limit; i++) {
-		const char *semi = strchr(e->v[i].key, ';');
-		int namelen = semi ? (int)(semi - e->v[i].key) : (int)strlen(e->v[i].key);
+		const char *semi = strchr(e->v[i].text, ';');
+		int namelen = semi ? (int)(semi - e->v[i].text) : (int)strlen(e->v[i].text);
 
 		fprintf(f, "%8llu %5.1f%%  %-16.*s ", (unsigned long long)e->v[i].count,
 			100.0 * (double)e->v[i].count / (double)w->thread_samples,
-			namelen, e->v[i].key);
-		print_innermost_first(f, e->v[i].key, false);
+			namelen, e->v[i].text);
+		print_innermost_first(f, e->v[i].text, false);
 		fputc('\n', f);
 	}
 	if (e->n > w->o.limit)
@@ -356,7 +330,7 @@ static void print_top(FILE *f, struct watch *w, const struct entries *e,
 			e->n - w->o.limit);
 }
 
-static void print_json_profile(FILE *f, struct watch *w, const struct entries *e,
+static void print_json_profile(FILE *f, struct watch *w, const struct profile_top *e,
 			       const struct cost *c, uint64_t elapsed_ns)
 {
 	fprintf(f, "{\"pid\": %d, \"interval_ns\": %llu, \"elapsed_ns\": %llu, "
@@ -369,16 +343,16 @@ static void print_json_profile(FILE *f, struct watch *w, const struct entries *e
 		(unsigned long long)c->median, (unsigned long long)c->max,
 		(unsigned long long)c->total, w->exited ? "true" : "false");
 	for (size_t i = 0; i < e->n; i++) {
-		const char *semi = strchr(e->v[i].key, ';');
-		char *name = strndup(e->v[i].key, semi ? (size_t)(semi - e->v[i].key)
-						       : strlen(e->v[i].key));
+		const char *semi = strchr(e->v[i].text, ';');
+		char *name = strndup(e->v[i].text, semi ? (size_t)(semi - e->v[i].text)
+							: strlen(e->v[i].text));
 
 		fprintf(f, "%s\n  {\"count\": %llu, \"thread\": ", i ? "," : "",
 			(unsigned long long)e->v[i].count);
 		json_str(f, name);
 		free(name);
 		fputs(", \"frames\": [", f);
-		print_innermost_first(f, e->v[i].key, true);
+		print_innermost_first(f, e->v[i].text, true);
 		fputs("]}", f);
 	}
 	fputs("\n]}\n", f);
@@ -390,7 +364,8 @@ int watch_main(int argc, char **argv)
 	struct stacksnap_ctx *ctx = NULL;
 	struct stacksnap_walker *walker = NULL;
 	struct stacksnap_unwinder *uw = NULL;
-	struct entries e = { 0 };
+	struct profile_top e = { 0 };
+	FILE *out = NULL;
 	struct sigaction sa;
 	int rc;
 
@@ -410,9 +385,17 @@ int watch_main(int argc, char **argv)
 	ctx = stacksnap_ctx__new(&copts);
 	walker = ctx ? stacksnap_walker__new(ctx, NULL) : NULL;
 	uw = stacksnap_unwinder__new(NULL);
-	w.folded = folded_new();
-	if (!ctx || !walker || !uw || !w.folded) {
+	w.print.no_demangle = w.o.no_demangle;
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .period_ns = w.o.interval_ns,
+		       .period_type = "wall",
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	w.stacks = stacksnap_stacks__new(&sopts);
+	if (!ctx || !walker || !uw || !w.stacks) {
 		fprintf(stderr, "stacksnap watch: %s\n", strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (w.o.format == FORMAT_PROFILE && !(out = profile_out_open(&w.o.out, "stacksnap watch"))) {
 		rc = EXIT_ERROR;
 		goto out;
 	}
@@ -426,15 +409,12 @@ int watch_main(int argc, char **argv)
 	 * the modules met (tens to hundreds of ms the first time): it must
 	 * not eat into the sampling. */
 	struct watch warm = w;
-	warm.folded = folded_new();
-	if (warm.folded) {
-		warm.key = NULL;
-		warm.keycap = 0;
+	warm.stacks = stacksnap_stacks__new(NULL);
+	if (warm.stacks) {
 		warm.names = NULL;
 		warm.nnames = warm.capnames = 0;
 		stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &warm, NULL);
-		folded_free(warm.folded);
-		free(warm.key);
+		stacksnap_stacks__free(warm.stacks);
 		free(warm.names);
 	}
 	uint64_t start = now_ns(), next = start;
@@ -481,14 +461,18 @@ int watch_main(int argc, char **argv)
 	stacksnap_walker__free(walker);
 	walker = NULL;
 	struct cost c = cost_of(&w);
-	if (folded_visit(w.folded, collect, &e)) {
+	char title[64];
+	snprintf(title, sizeof(title), "stacksnap watch %d", (int)w.o.pid);
+	if (w.o.format == FORMAT_PROFILE) {
+		rc = profile_out_write(&w.o.out, "stacksnap watch", out, w.stacks, title);
+		out = NULL; /* closed */
+		if (rc)
+			goto out;
+	} else if (profile_out_top(w.stacks, &e)) {
+		fprintf(stderr, "stacksnap watch: out of memory\n");
 		rc = EXIT_ERROR;
 		goto out;
-	}
-	qsort(e.v, e.n, sizeof(*e.v), by_count);
-	if (w.o.format == FORMAT_FOLDED)
-		folded_print(w.folded, stdout);
-	else if (w.o.format == FORMAT_JSON)
+	} else if (w.o.format == FORMAT_JSON)
 		print_json_profile(stdout, &w, &e, &c, elapsed);
 	else
 		print_top(stdout, &w, &e, elapsed);
@@ -514,9 +498,10 @@ out:
 		stacksnap_target__detach(w.t);
 	stacksnap_walker__free(walker);
 	stacksnap_unwinder__free(uw);
-	folded_free(w.folded);
-	free(e.v);
-	free(w.key);
+	if (out && out != stdout)
+		fclose(out);
+	stacksnap_stacks__free(w.stacks);
+	profile_out_top_free(&e);
 	free(w.stopped_ns);
 	free(w.names);
 	stacksnap_ctx__free(ctx);

@@ -361,7 +361,13 @@ static int dump_main(int argc, char **argv)
 		}
 	tot.symbolize_ns = now_ns() - t0;
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	if (o.json)
+	if (o.out.format_set) { /* -o/--format: a profile, a sample a thread */
+		char title[64];
+
+		snprintf(title, sizeof(title), "stacksnap %d", (int)o.pid);
+		if (profile_out_threads(&o.out, "stacksnap", as, res, n, title))
+			rc = EXIT_ERROR;
+	} else if (o.json)
 		print_json(stdout, &o, res, n, &tot);
 	else
 		print_text(stdout, &o, res, n);

@@ -121,13 +121,21 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		PROFILE_OUT_LONGOPTS,
 		{ 0 },
 	};
 	unsigned long v;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "t:vhVq", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:o:vhVq", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
 		switch (c) {
 		case 't':
 			if (parse_uint(optarg, INT_MAX, &v) || !v) {
@@ -205,6 +213,12 @@ int options_parse(struct options *o, int argc, char **argv)
 		      "thread: give one\n", stderr);
 		return EXIT_USAGE;
 	}
+	if (o->out.output)
+		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->out.format_set && o->json) {
+		fputs("stacksnap: give --json or -o/--format, not both\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (o->save_path && o->ptrace) {
 		fputs("stacksnap: --save keeps stack copies; --ptrace makes none\n", stderr);
 		return EXIT_USAGE;
@@ -267,13 +281,21 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "folded", no_argument, NULL, O_FOLDED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		PROFILE_OUT_LONGOPTS,
 		{ 0 },
 	};
 	unsigned long v;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap show", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
 		switch (c) {
 		case O_LINES: o->lines = true; break;
 		case O_NODEM: o->no_demangle = true; break;
@@ -300,8 +322,11 @@ int options_parse_show(struct options *o, int argc, char **argv,
 			return EXIT_USAGE;
 		}
 	}
-	if (o->json + o->count + o->folded > 1) {
-		fprintf(stderr, "stacksnap show: give only one of --json, --count and --folded\n");
+	if (o->out.output)
+		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->json + o->count + o->folded + o->out.format_set > 1) {
+		fprintf(stderr, "stacksnap show: give only one of --json, --count, "
+			"--folded and -o/--format\n");
 		return EXIT_USAGE;
 	}
 	if (optind != argc - 1) {

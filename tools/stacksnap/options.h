@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "profile_out.h"
 #include "stacksnap.h"
 
 #define MAX_TIDS 256
@@ -37,6 +38,8 @@ struct options {
 	const char *debug_dirs;	/* show --debug-dir: NULL for the default */
 	bool no_debuginfod;	/* show --no-debuginfod */
 	bool count, folded;	/* show --count/--folded (events files) */
+	/* -o/--format: the stacks as a profile (a sample per thread). */
+	struct profile_out out;
 };
 
 /* Exit codes, also listed in --help and the README. */

@@ -17,6 +17,7 @@
 #include "options.h"
 #include "perf_script.h"
 #include "sample_frames.h"
+#include "profile_out.h"
 #include "stacksnap.h"
 #include "subcommands.h"
 
@@ -24,9 +25,8 @@
 
 struct ps_options {
 	const char *file;
-	const char *output;	/* -o: NULL for stdout */
+	struct profile_out out;	/* -o, --format, --colors */
 	bool aggregate;		/* --folded / --format: stacks, not samples */
-	enum stacksnap_stacks_format format;
 	bool no_demangle, stats, verbose, file_order, no_cache;
 	/* Inline frames: perf script's default for its text layout (-1:
 	 * not asked, then on for text, off for the aggregated formats, which
@@ -173,9 +173,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "output", required_argument, NULL, 'o' },
 		{ "folded", no_argument, NULL, 'F' },
-		{ "format", required_argument, NULL, 'f' },
+		PROFILE_OUT_LONGOPTS,
 		{ "max-stack", required_argument, NULL, 'm' },
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "inline", no_argument, NULL, 'I' },
@@ -194,23 +193,23 @@ static int parse(struct ps_options *o, int argc, char **argv)
 	o->inline_frames = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "i:o:vh", longopts, NULL)) != -1) {
+		int r;
+
+		if (c == PROFILE_OUT_FORMAT && !strcmp(optarg, "text")) {
+			o->aggregate = false;
+			continue;
+		}
+		r = profile_out_option(&o->out, "stacksnap perf-script", c, optarg);
+		if (r != 1) {
+			if (r)
+				return r;
+			if (c == PROFILE_OUT_FORMAT)
+				o->aggregate = true;
+			continue;
+		}
 		switch (c) {
 		case 'i': o->file = optarg; break;
-		case 'o': o->output = optarg; break;
-		case 'F': o->aggregate = true; o->format = STACKSNAP_FORMAT_FOLDED; break;
-		case 'f':
-			if (!strcmp(optarg, "text")) {
-				o->aggregate = false;
-				break;
-			}
-			if (stacksnap_stacks_format__parse(optarg, &o->format)) {
-				fprintf(stderr, "stacksnap perf-script: --format '%s': "
-					"expected text, folded, pprof, speedscope or svg\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			o->aggregate = true;
-			break;
+		case 'F': o->aggregate = true; o->out.format = STACKSNAP_FORMAT_FOLDED; break;
 		case 'D': o->no_demangle = true; break;
 		case 'I': o->inline_frames = 1; break;
 		case 'N': o->inline_frames = 0; break;
@@ -322,9 +321,7 @@ int perf_script_main(int argc, char **argv)
 		rc = EXIT_ERROR; /* the log said why */
 		goto out;
 	}
-	if (ps.o.output && !(out = fopen(ps.o.output, "w"))) {
-		fprintf(stderr, "stacksnap perf-script: cannot write %s: %s\n",
-			ps.o.output, strerror(errno));
+	if (!(out = profile_out_open(&ps.o.out, "stacksnap perf-script"))) {
 		out = stdout;
 		rc = EXIT_ERROR;
 		goto out;
@@ -384,14 +381,10 @@ int perf_script_main(int argc, char **argv)
 		rc = EXIT_ERROR; /* corrupt file: the log named the offset */
 	out_flush(ps.out);
 	if (ps.stacks) {
-		STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .title = ps.o.file);
-
-		if (stacksnap_stacks__write(ps.stacks, out, ps.o.format, &wo)) {
-			fprintf(stderr, "stacksnap perf-script: writing %s: %s\n",
-				ps.o.output ? ps.o.output : "standard output",
-				strerror(errno));
+		if (profile_out_write(&ps.o.out, "stacksnap perf-script", out,
+				      ps.stacks, ps.o.file))
 			rc = EXIT_ERROR;
-		}
+		out = stdout; /* closed */
 	}
 	if (ps.o.stats) {
 		struct rusage ru;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_script.h"
+#include "profile_out.h"
 #include "print.h"
 #include "trace_print.h"
 
@@ -69,62 +69,6 @@ static void json_fields(struct trace_printer *t, const struct trace_line *ev)
 	fputc('}', t->out);
 }
 
-/* Adds the event's stack, "event;outermost;...;innermost", to the counts. */
-static int count_stack(struct trace_printer *t, const struct trace_line *ev,
-		       const struct thread_result *r)
-{
-	size_t len = 0;
-
-	for (size_t i = r->nout + 1; i-- > 0;) {
-		const char *name;
-		char tmp[64];
-
-		if (i == r->nout) {
-			name = ev->name;
-		} else if (r->out[i].frame->flags & STACKSNAP_FRAME_SIGRETURN) {
-			name = "<signal handler called>";
-		} else if (!(name = r->out[i].sym.function)) {
-			const char *m = r->out[i].sym.module, *b = m ? strrchr(m, '/') : NULL;
-
-			snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : m ? m : "unknown");
-			name = tmp;
-		}
-		size_t n = strlen(name);
-		if (len + n + 2 > t->keycap) {
-			size_t cap = (len + n + 2) * 2;
-			char *k = realloc(t->key, cap);
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = cap;
-		}
-		if (len)
-			t->key[len++] = ';';
-		for (size_t j = 0; j < n; j++)
-			t->key[len++] = name[j] == ';' ? ':' : name[j];
-	}
-	if (r->end != STACKSNAP_END_COMPLETE) {
-		static const char trunc[] = ";[truncated]";
-
-		/* The innermost frames are what was walked: mark the top. */
-		if (len + sizeof(trunc) > t->keycap) {
-			char *k = realloc(t->key, len + sizeof(trunc));
-
-			if (!k)
-				return -ENOMEM;
-			t->key = k;
-			t->keycap = len + sizeof(trunc);
-		}
-		size_t first = strcspn(t->key, ";");
-		memmove(t->key + first + sizeof(trunc) - 1, t->key + first, len - first);
-		memcpy(t->key + first, trunc, sizeof(trunc) - 1);
-		len += sizeof(trunc) - 1;
-	}
-	return folded_add(t->counts, t->key, len, 1);
-}
-
-
 int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 {
 	struct thread_result r = {
@@ -137,7 +81,7 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 	if (symbolize_thread(t->print, ev->as, &r))
 		return -ENOMEM;
 	if (t->counts) {
-		err = count_stack(t, ev, &r);
+		err = profile_out_add_thread(t->counts, ev->as, ev->name, &r, 1);
 	} else if (t->json) {
 		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
 			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u);
@@ -165,10 +109,33 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 	return err;
 }
 
-void trace_print_counts(struct trace_printer *t, bool folded)
+int trace_print_counts(struct trace_printer *t, bool folded)
 {
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo);
+	struct profile_top top = { 0 };
+
 	if (folded)
-		folded_print(t->counts, t->out);
-	else
-		folded_print_counts(t->counts, t->out);
+		return stacksnap_stacks__write(t->counts, t->out, STACKSNAP_FORMAT_FOLDED, &wo);
+	if (profile_out_top(t->counts, &top)) {
+		profile_out_top_free(&top);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < top.n; i++) {
+		const char *key = top.v[i].text, *first = strchr(key, ';');
+		const char *end = key + strlen(key);
+
+		fprintf(t->out, "%10" PRIu64 "  %.*s\n", top.v[i].count,
+			(int)(first ? first - key : end - key), key);
+		while (first && end > first) {
+			const char *p = end;
+
+			while (p > first && p[-1] != ';')
+				p--;
+			fprintf(t->out, "            %.*s\n", (int)(end - p), p);
+			end = p - 1;
+		}
+		fputc('\n', t->out);
+	}
+	profile_out_top_free(&top);
+	return 0;
 }

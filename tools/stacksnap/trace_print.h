@@ -9,18 +9,14 @@
 #include "options.h"
 #include "stacksnap.h"
 
-struct folded;
-
-/* Where and how events are printed. counts non-NULL: --count/--folded,
- * each event's stack is counted instead of printed. key/keycap: the
- * folded key being built (freed by the owner). */
+/* Where and how events are printed. counts non-NULL: --count/--folded/
+ * --format, each event's stack is counted (an event a sample, the event's
+ * name as the root frame) instead of printed; the owner frees it. */
 struct trace_printer {
 	const struct options *print;	/* frame printing options */
 	FILE *out;
 	bool json;
-	struct folded *counts;
-	char *key;
-	size_t keycap;
+	struct stacksnap_stacks *counts;
 };
 
 /* What one event line shows: a live event or a saved one. */
@@ -41,7 +37,9 @@ struct trace_line {
 
 /* Symbolizes and prints (or counts) one event. Returns 0 or -ENOMEM. */
 int trace_print_event(struct trace_printer *t, const struct trace_line *ev);
-/* The counted stacks: folded lines, or most frequent first. */
-void trace_print_counts(struct trace_printer *t, bool folded);
+/* The counted stacks: folded lines (--folded), or (--count) most frequent
+ * first, "COUNT FIRST" then the other frames, innermost first, indented.
+ * Returns 0 or -ENOMEM. */
+int trace_print_counts(struct trace_printer *t, bool folded);
 
 #endif

@@ -1,0 +1,296 @@
+/* profile_offcpu.c - `stacksnap profile --off-cpu`: where threads wait.
+ * The trace's eBPF capture sends a followed thread's user stack when it
+ * leaves a CPU to wait (sched_switch) and a mark when it is woken
+ * (sched_wakeup); the stack, unwound by the trace (stacksnap_procs), is
+ * weighted by the nanoseconds between the two (the time blocked), and
+ * aggregated like every profile. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "print.h"
+#include "profile_offcpu.h"
+#include "profile_out.h"
+
+/* A thread off the CPU: its stack at the switch, waiting for its wakeup.
+ * Invariant: slots form an open-addressing table keyed by tid (cap a power
+ * of two, n < cap / 2); a slot with tid keeps its frames buffer across
+ * waits; waiting says whether off_ns and frames are a wait in progress.
+ * wake_ns: the last wakeup that ended no wait (records of two CPUs may
+ * arrive out of order: a wakeup just after the switch, before it). */
+struct waiter {
+	pid_t tid;
+	bool waiting;
+	uint64_t off_ns, wake_ns;
+	struct stacksnap_frame *frames;
+	size_t nframes, capframes;
+	enum stacksnap_end end;
+	struct stacksnap_addrspace *as;	/* the process's, at the switch */
+	char comm[16];
+};
+
+struct offcpu {
+	const struct offcpu_args *a;
+	struct options print;		/* what symbolize_thread reads */
+	struct stacksnap_stacks *stacks;
+	struct waiter *slots;
+	size_t n, cap;
+	unsigned off_event;		/* index of "off-cpu" ("wakeup" + 1) */
+	uint64_t switches, waits, wait_ns;
+	uint64_t unended;	/* waits whose wakeup never came (lost record) */
+	int error;
+};
+
+static struct waiter *waiter_of(struct offcpu *oc, pid_t tid, bool add)
+{
+	size_t i;
+
+	if (add && (oc->n + 1) * 2 >= oc->cap) {
+		size_t ncap = oc->cap ? oc->cap * 2 : 64;
+		struct waiter *ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return NULL;
+		for (size_t k = 0; k < oc->cap; k++) {
+			if (!oc->slots[k].tid)
+				continue;
+			for (i = (size_t)oc->slots[k].tid * 2654435761u & (ncap - 1); ns[i].tid;
+			     i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = oc->slots[k];
+		}
+		free(oc->slots);
+		oc->slots = ns;
+		oc->cap = ncap;
+	}
+	if (!oc->cap)
+		return NULL;
+	for (i = (size_t)tid * 2654435761u & (oc->cap - 1); oc->slots[i].tid;
+	     i = (i + 1) & (oc->cap - 1))
+		if (oc->slots[i].tid == tid)
+			return &oc->slots[i];
+	if (!add)
+		return NULL;
+	oc->slots[i].tid = tid;
+	oc->n++;
+	return &oc->slots[i];
+}
+
+/* Adds w's wait, ended at end_ns, to the profile (its stack symbolized
+ * now, in as), under the thread's name then (comm; NULL: at the switch;
+ * a thread named while it waited has its new name, as its next waits). */
+static int add_wait(struct offcpu *oc, struct waiter *w, struct stacksnap_addrspace *as,
+		    uint64_t end_ns, const char *comm)
+{
+	struct thread_result r = { .frames = w->frames, .nframes = (int)w->nframes,
+				   .end = w->end };
+	int err = 0;
+
+	w->waiting = false;
+	if (end_ns <= w->off_ns)
+		return 0;
+	oc->waits++;
+	oc->wait_ns += end_ns - w->off_ns;
+	if (!as) /* the process is gone: no symbols, addresses only */
+		r.nframes = 0;
+	err = symbolize_thread(&oc->print, as, &r);
+	if (!err)
+		err = profile_out_add_thread(oc->stacks, as,
+					     comm && *comm ? comm : w->comm[0] ? w->comm : "?",
+					     &r, end_ns - w->off_ns);
+	free(r.out);
+	return err;
+}
+
+static int on_event(const struct stacksnap_trace_event *ev, void *user)
+{
+	struct offcpu *oc = user;
+	struct waiter *w;
+
+	if (ev->event == oc->off_event) {
+		oc->switches++;
+		if (!(w = waiter_of(oc, ev->tid, true)))
+			goto nomem;
+		oc->unended += w->waiting;
+		if (w->capframes < (size_t)ev->nframes) {
+			void *f = realloc(w->frames, (size_t)ev->nframes * sizeof(*w->frames));
+
+			if (!f)
+				goto nomem;
+			w->frames = f;
+			w->capframes = (size_t)ev->nframes;
+		}
+		memcpy(w->frames, ev->frames, (size_t)ev->nframes * sizeof(*w->frames));
+		w->nframes = (size_t)ev->nframes;
+		w->end = ev->end;
+		w->as = ev->as;
+		w->off_ns = ev->time_ns;
+		w->waiting = true;
+		snprintf(w->comm, sizeof(w->comm), "%s", ev->comm);
+		if (w->wake_ns > w->off_ns && add_wait(oc, w, ev->as, w->wake_ns, NULL))
+			goto nomem; /* its wakeup came first */
+		return 0;
+	}
+	/* wakeup: the end of the thread's wait, when one began while followed. */
+	if (!(w = waiter_of(oc, ev->tid, true)))
+		goto nomem;
+	if (!w->waiting)
+		w->wake_ns = ev->time_ns;
+	else if (add_wait(oc, w, ev->as, ev->time_ns, ev->comm))
+		goto nomem;
+	return 0;
+nomem:
+	oc->error = ENOMEM;
+	return -ENOMEM;
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int exit_for(int err)
+{
+	switch (err) {
+	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
+	case -ESRCH: case -ENOENT: return EXIT_NO_PROCESS;
+	}
+	return EXIT_ERROR;
+}
+
+int profile_offcpu_run(const struct offcpu_args *a)
+{
+	struct offcpu oc = { .a = a };
+	struct stacksnap_trace *tr = NULL;
+	struct stacksnap_trace_stats st;
+	FILE *out = NULL;
+	pid_t child = -1, target = a->pid;
+	int rc = EXIT_ERROR, r, child_status = 0;
+	uint64_t t0, end_ns;
+
+	oc.print.no_demangle = a->no_demangle;
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "off_cpu",
+		       .sample_unit = "nanoseconds",
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	oc.stacks = stacksnap_stacks__new(&sopts);
+	if (!oc.stacks) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		goto out;
+	}
+	if (!(out = profile_out_open(a->out, "stacksnap profile")))
+		goto out;
+	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = a->stack_size,
+		       .max_frames = a->max_stack, .pid_hint = a->pid);
+	tr = stacksnap_trace__new(a->ctx, &topts);
+	if (!tr)
+		goto out; /* the log said why */
+	r = stacksnap_trace__add_off_cpu(tr);
+	if (r < 0) {
+		rc = exit_for(r);
+		goto out;
+	}
+	oc.off_event = 0; /* the first events added: off-cpu, then wakeup */
+	if (a->cmd) {
+		child = a->spawn(a->cmd, a->go_fd);
+		if (child < 0) {
+			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+				a->cmd[0], strerror(errno));
+			goto out;
+		}
+		target = child;
+	}
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if ((r = stacksnap_trace__start(tr)) || (r = stacksnap_trace__follow(tr, target))) {
+		rc = exit_for(r); /* the log said why */
+		goto out;
+	}
+	if (*a->go_fd >= 0) { /* let CMD exec, followed from its first instruction */
+		(void)!write(*a->go_fd, "g", 1);
+		close(*a->go_fd);
+		*a->go_fd = -1;
+	}
+	t0 = mono_ns();
+	rc = EXIT_OK;
+	while (!stop_signal && !oc.error) {
+		r = stacksnap_trace__poll(tr, 100, on_event, &oc);
+		if (r < 0 && r != -EINTR && !oc.error) {
+			fprintf(stderr, "stacksnap profile: reading events: %s\n", strerror(-r));
+			rc = EXIT_ERROR;
+			break;
+		}
+		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
+			child = -1;
+			break;
+		}
+		if (a->pid && kill(a->pid, 0) && errno == ESRCH)
+			break;
+		if (a->duration > 0 && mono_ns() - t0 >= (uint64_t)(a->duration * 1e9))
+			break;
+	}
+	end_ns = mono_ns();
+	stacksnap_trace__stop(tr);
+	while (!oc.error && stacksnap_trace__poll(tr, 0, on_event, &oc) > 0)
+		;
+	/* Threads still waiting when the profile ended: their wait so far. */
+	for (size_t i = 0; i < oc.cap && !oc.error; i++)
+		if (oc.slots[i].tid && oc.slots[i].waiting &&
+		    add_wait(&oc, &oc.slots[i], oc.slots[i].as, end_ns, NULL))
+			oc.error = ENOMEM;
+	if (oc.error) {
+		fprintf(stderr, "stacksnap profile: %s\n", strerror(oc.error));
+		rc = EXIT_ERROR;
+	}
+	if (rc == EXIT_OK) {
+		const char *title = a->cmd ? a->cmd[0] : "stacksnap profile --off-cpu";
+
+		rc = profile_out_write(a->out, "stacksnap profile", out, oc.stacks, title);
+		out = NULL; /* closed */
+	}
+	stacksnap_trace__stats(tr, &st);
+	if (a->stats)
+		fprintf(stderr, "profile --off-cpu: %" PRIu64 " switches, %" PRIu64
+			" waits, %.3f s waited, %zu distinct stacks, %" PRIu64
+			" events lost, %" PRIu64 " waits without their wakeup\n", oc.switches,
+			oc.waits, (double)oc.wait_ns / 1e9, stacksnap_stacks__distinct(oc.stacks),
+			st.lost, oc.unended);
+	if (st.lost)
+		fprintf(stderr, "stacksnap profile: %" PRIu64 " switches lost (ring "
+			"buffer full; a smaller --stack-size helps)\n", st.lost);
+	if (stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
+out:
+	if (child > 0) { /* --duration ended the profile before CMD ended */
+		kill(child, SIGTERM);
+		waitpid(child, &child_status, 0);
+	}
+	if (out && out != stdout)
+		fclose(out);
+	stacksnap_trace__free(tr);
+	for (size_t i = 0; i < oc.cap; i++)
+		free(oc.slots[i].frames);
+	free(oc.slots);
+	stacksnap_stacks__free(oc.stacks);
+	return rc;
+}

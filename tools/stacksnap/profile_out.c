@@ -1,0 +1,198 @@
+/* profile_out.c - the profile outputs every source shares: the output
+ * options, writing the aggregated stacks, adding walked threads to them,
+ * and the stacks ranked for tables. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+#include "print.h"
+#include "profile_out.h"
+
+int profile_out_option(struct profile_out *po, const char *prefix, int c,
+		       const char *arg)
+{
+	switch (c) {
+	case 'o':
+		po->output = arg;
+		return 0;
+	case PROFILE_OUT_FORMAT:
+		if (stacksnap_stacks_format__parse(arg, &po->format)) {
+			fprintf(stderr, "%s: --format '%s': expected folded, "
+				"pprof, speedscope or svg\n", prefix, arg);
+			return EXIT_USAGE;
+		}
+		po->format_set = true;
+		return 0;
+	case PROFILE_OUT_COLORS:
+		if (!strcmp(arg, "module"))
+			po->colors = STACKSNAP_COLOR_MODULE;
+		else if (!strcmp(arg, "kind"))
+			po->colors = STACKSNAP_COLOR_KIND;
+		else {
+			fprintf(stderr, "%s: --colors '%s': expected module or kind\n",
+				prefix, arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+FILE *profile_out_open(const struct profile_out *po, const char *prefix)
+{
+	FILE *f = stdout;
+
+	if (po->output && !(f = fopen(po->output, "we")))
+		fprintf(stderr, "%s: cannot write %s: %s\n", prefix, po->output,
+			strerror(errno));
+	return f;
+}
+
+int profile_out_write(const struct profile_out *po, const char *prefix, FILE *f,
+		      const struct stacksnap_stacks *st, const char *title)
+{
+	int err;
+
+	if (!f && !(f = profile_out_open(po, prefix)))
+		return EXIT_ERROR;
+	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .colors = po->colors,
+		       .title = title);
+	err = stacksnap_stacks__write(st, f, po->format, &wo);
+	if (fflush(f) && !err)
+		err = -errno;
+	if (f != stdout && fclose(f) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "%s: writing %s: %s\n", prefix,
+			po->output ? po->output : "standard output", strerror(-err));
+		return EXIT_ERROR;
+	}
+	return EXIT_OK;
+}
+
+int profile_out_add_thread(struct stacksnap_stacks *st,
+			   struct stacksnap_addrspace *as, const char *root,
+			   const struct thread_result *r, uint64_t count)
+{
+	struct stacksnap_stack_frame stackbuf[64], *fr = stackbuf;
+	size_t n = 0;
+	int err;
+
+	if (r->nout + 2 > 64 && !(fr = calloc(r->nout + 2, sizeof(*fr))))
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nout; i++) {
+		const struct stacksnap_frame *f = r->out[i].frame;
+		const struct stacksnap_sym *s = &r->out[i].sym;
+		bool exact = f == r->frames || (f->flags & STACKSNAP_FRAME_SIGNAL);
+		STACKSNAP_OPTS(stacksnap_mapping, m);
+
+		fr[n] = (struct stacksnap_stack_frame){
+			.name = s->function, .module = s->module,
+			.addr = f->pc - !exact, .file = s->file, .line = s->line,
+			.inlined = s->inlined,
+			.kind = s->function || s->module ? STACKSNAP_KIND_USER
+							 : STACKSNAP_KIND_UNKNOWN,
+		};
+		if (f->flags & STACKSNAP_FRAME_SIGRETURN) {
+			fr[n].name = "<signal handler called>";
+			fr[n].kind = STACKSNAP_KIND_USER;
+		}
+		if (as && stacksnap_addrspace__find_mapping(as, f->pc - !exact, &m) == 0) {
+			fr[n].map_start = m.start;
+			fr[n].map_end = m.end;
+			fr[n].map_offset = m.offset;
+			fr[n].build_id = m.build_id;
+			fr[n].build_id_len = m.build_id_len;
+		}
+		n++;
+	}
+	if (r->end != STACKSNAP_END_COMPLETE)
+		fr[n++] = (struct stacksnap_stack_frame){ .name = "[truncated]",
+							  .kind = STACKSNAP_KIND_UNKNOWN };
+	fr[n++] = (struct stacksnap_stack_frame){ .name = root, .kind = STACKSNAP_KIND_ROOT };
+	err = stacksnap_stacks__add(st, fr, n, count);
+	if (fr != stackbuf)
+		free(fr);
+	return err;
+}
+
+int profile_out_threads(const struct profile_out *po, const char *prefix,
+			struct stacksnap_addrspace *as,
+			const struct thread_result *res, size_t n, const char *title)
+{
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	int rc = EXIT_OK;
+
+	for (size_t i = 0; st && i < n; i++) {
+		const struct stacksnap_thread *th = res[i].thread;
+		char name[32];
+
+		if (th->error)
+			continue; /* not captured: said by the caller */
+		if (th->name[0])
+			snprintf(name, sizeof(name), "%s", th->name);
+		else
+			snprintf(name, sizeof(name), ":%d", (int)th->tid);
+		if (profile_out_add_thread(st, as, name, &res[i], 1)) {
+			stacksnap_stacks__free(st);
+			st = NULL;
+		}
+	}
+	if (!st) {
+		fprintf(stderr, "%s: out of memory\n", prefix);
+		return EXIT_ERROR;
+	}
+	rc = profile_out_write(po, prefix, NULL, st, title);
+	stacksnap_stacks__free(st);
+	return rc;
+}
+
+static int top_add(const char *folded, uint64_t count, void *user)
+{
+	struct profile_top *t = user;
+
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 256;
+		void *v = realloc(t->v, cap * sizeof(*t->v));
+
+		if (!v)
+			return -ENOMEM;
+		t->v = v;
+		t->cap = cap;
+	}
+	if (!(t->v[t->n].text = strdup(folded)))
+		return -ENOMEM;
+	t->v[t->n++].count = count;
+	return 0;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct profile_top *dummy = NULL;
+	const __typeof__(dummy->v[0]) *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->text, y->text);
+}
+
+int profile_out_top(const struct stacksnap_stacks *st, struct profile_top *top)
+{
+	int err = stacksnap_stacks__visit_folded(st, top_add, top);
+
+	if (err)
+		return err;
+	qsort(top->v, top->n, sizeof(*top->v), by_count);
+	return 0;
+}
+
+void profile_out_top_free(struct profile_top *top)
+{
+	for (size_t i = 0; i < top->n; i++)
+		free(top->v[i].text);
+	free(top->v);
+	memset(top, 0, sizeof(*top));
+}
