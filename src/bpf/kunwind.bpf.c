@@ -18,6 +18,7 @@ volatile const __u32 ku_max_frames = KU_MAX_FRAMES;
 volatile const __u32 ku_stack_size = KU_MAX_STACK;
 volatile const __s32 ku_syscall_nr = -1; /* raw_syscalls filter; -1: all */
 volatile const __u32 ku_follow_forks = 1;
+volatile const __u32 ku_exp = 0;
 
 /* Followed processes (tgid -> 1). */
 struct {
@@ -31,6 +32,18 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);
 } ku_events SEC(".maps");
+
+/* Wake the reader only once this much is waiting: a wakeup per event
+ * (the ring buffer's default when the reader has caught up) is an
+ * irq_work self-IPI, ~1 us in a VM: more than the walk itself. The reader
+ * polls with a timeout and drains what is there (kunwind__poll). */
+#define KU_RB_WAKE_BYTES (1u << 20)
+
+static __always_inline __u64 ku_rb_flags(void)
+{
+	return bpf_ringbuf_query(&ku_events, BPF_RB_AVAIL_DATA) >= KU_RB_WAKE_BYTES
+		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 /* One event under construction: header, pcs, then the stack copy right
  * after the last pc (so the record is exactly as long as it needs). The
@@ -91,6 +104,8 @@ static __always_inline int ku_capture(__u32 event_id)
 
 	if (!bpf_map_lookup_elem(&ku_pids, &tgid))
 		return 0;
+	if (ku_exp == 1)
+		return 0;
 	s = bpf_map_lookup_elem(&ku_scratch, &zero);
 	if (!s)
 		return 0;
@@ -112,7 +127,7 @@ static __always_inline int ku_capture(__u32 event_id)
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 	if (ip == 0 || sp == 0) {
 		s->ev.end = KU_END_NO_REGS;
-	} else if (ku_mode & KU_MODE_KERNEL) {
+	} else if ((ku_mode & KU_MODE_KERNEL) && ku_exp != 2) {
 		ku_walk(&s->ev, s->pcs, ip, sp, bp, bx, ku_max_frames);
 	}
 	len = s->ev.nframes;
@@ -130,9 +145,11 @@ static __always_inline int ku_capture(__u32 event_id)
 		len = off + s->ev.stack_len;
 	}
 	len += sizeof(s->ev);
+	if (ku_exp == 3)
+		return 0;
 	if (len > sizeof(*s))
 		len = sizeof(*s);
-	if (bpf_ringbuf_output(&ku_events, s, len, 0)) {
+	if (bpf_ringbuf_output(&ku_events, s, len, ku_rb_flags())) {
 		__u64 *lost = bpf_map_lookup_elem(&ku_lost, &zero);
 
 		if (lost)
@@ -171,7 +188,7 @@ static __always_inline void ku_notify(__u32 tgid, __u32 tid, __u8 flag)
 	ev->pid = tgid;
 	ev->tid = tid;
 	ev->flags = flag;
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP); /* rare, and urgent */
 }
 
 #define KU_NR_MMAP 9
