@@ -111,10 +111,11 @@ static __always_inline int ku_capture(__u32 event_id)
 		return 0;
 	task = bpf_get_current_task_btf();
 	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	ip = BPF_CORE_READ(regs, ip);
-	sp = BPF_CORE_READ(regs, sp);
-	bp = BPF_CORE_READ(regs, bp);
-	bx = BPF_CORE_READ(regs, bx);
+	/* Plain loads (the pointer is trusted BTF): no helper calls. */
+	ip = regs->ip;
+	sp = regs->sp;
+	bp = regs->bp;
+	bx = regs->bx;
 	__builtin_memset(&s->ev, 0, sizeof(s->ev));
 	s->ev.time_ns = bpf_ktime_get_ns();
 	s->ev.pid = tgid;

@@ -311,6 +311,18 @@ void kunwind__stats(struct kunwind *k, struct kunwind_stats *st)
 				  sizeof(lost[0]) * (size_t)ncpu, 0))
 		for (int i = 0; i < ncpu; i++)
 			st->lost += lost[i];
+	if (ncpu > 0 && ncpu <= 256) {
+		struct ku_cache *c = calloc((size_t)ncpu, sizeof(*c));
+
+		if (c && !bpf_map__lookup_elem(k->skel->maps.ku_row_cache, &zero,
+					       sizeof(zero), c, sizeof(*c) * (size_t)ncpu, 0))
+			for (int i = 0; i < ncpu; i++) {
+				st->cache_hits += c[i].hits;
+				st->cache_misses += c[i].misses;
+				st->stack_reads += c[i].win_reads;
+			}
+		free(c);
+	}
 	/* The event program: the sys_enter one, or the tracepoint's. */
 	memset(&info, 0, sizeof(info));
 	if (!bpf_obj_get_info_by_fd(bpf_program__fd(k->link ? k->skel->progs.ku_tracepoint

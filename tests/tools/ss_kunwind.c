@@ -306,7 +306,8 @@ int main(int argc, char **argv)
 	       "\"fixed_bytes\":%zu,\"compile_ns\":%llu,\"load_ns\":%llu,"
 	       "\"last_refresh_ns\":%llu,\"bytes\":%llu,\"kernel_complete\":%u,"
 	       "\"compared\":%u,\"same\":%u,\"kernel_prefix\":%u,\"user_prefix\":%u,"
-	       "\"differ\":%u,\"fallback\":%u,"
+	       "\"differ\":%u,\"fallback\":%u,\"cache_hits\":%llu,"
+	       "\"cache_misses\":%llu,\"stack_reads\":%llu,"
 	       "\"exit_status\":%d}}\n",
 	       (unsigned long long)ks.events, (unsigned long long)ks.lost,
 	       (unsigned long long)ks.refreshes, ks.verified_insns, ks.xlated_insns,
@@ -315,7 +316,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)ts.compile_ns, (unsigned long long)ts.load_ns,
 	       (unsigned long long)ks.last_refresh_ns, (unsigned long long)d.bytes,
 	       d.kernel_complete, d.compared, d.agree, d.prefix, d.user_prefix, d.differ,
-	       d.fallback,
+	       d.fallback, (unsigned long long)ks.cache_hits,
+	       (unsigned long long)ks.cache_misses, (unsigned long long)ks.stack_reads,
 	       child ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
 		     : 0);
 	kunwind__close(d.k);
