@@ -140,6 +140,15 @@ enum ku_end {
 	KU_END_COUNT,
 };
 
+/* Where an in-kernel walk stopped: the registers of the frame of its last
+ * pc (pc carries KU_PC_EXACT as that pc does) and why. User space
+ * continues the walk from here over a stack copy (the hybrid). */
+struct ku_end_state {
+	__u64 pc, sp, rbp, rbx;
+	__u32 valid;		/* KU_VALID_* */
+	__u32 end;		/* enum ku_end */
+};
+
 /* Valid bits of the end registers. */
 #define KU_VALID_RBP 1
 #define KU_VALID_RBX 2

@@ -523,3 +523,42 @@ void ktable__stats(struct ktable *kt, struct ktable_stats *st)
 	st->compile_ns = kt->compile_ns;
 	st->load_ns = kt->load_ns;
 }
+
+bool ktable__can_continue(unsigned end)
+{
+	return end == KU_END_DWARF || end == KU_END_NO_CFI || end == KU_END_BAD_CFI ||
+	       end == KU_END_BAD_MEMORY;
+}
+
+int ktable__continue_walk(struct stacksnap_procs *procs, struct stacksnap_unwinder *uw,
+			  pid_t pid, pid_t tid, const struct ku_end_state *es,
+			  const void *stack, size_t stack_len, uint64_t stack_start,
+			  struct stacksnap_frame *frames, size_t max,
+			  enum stacksnap_end *end)
+{
+	struct stacksnap_regs regs = { .valid = 0 };
+	uint64_t pc = es->pc & ~KU_PC_EXACT;
+	int n;
+
+	if (!ktable__can_continue(es->end))
+		return -ENOENT;
+	if (!stack || es->sp < stack_start || es->sp >= stack_start + stack_len)
+		return -ERANGE;
+	/* The user-space walk takes its first pc as exact (looked up at
+	 * pc); a return address is looked up at pc - 1, inside the call:
+	 * start there, then give the frame its pc back. */
+	regs.regs[STACKSNAP_REG_RIP] = es->pc & KU_PC_EXACT ? pc : pc - 1;
+	regs.regs[STACKSNAP_REG_RSP] = es->sp;
+	regs.regs[STACKSNAP_REG_RBP] = es->rbp;
+	regs.regs[STACKSNAP_REG_RBX] = es->rbx;
+	regs.valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+		     (es->valid & KU_VALID_RBP ? 1u << STACKSNAP_REG_RBP : 0) |
+		     (es->valid & KU_VALID_RBX ? 1u << STACKSNAP_REG_RBX : 0);
+	STACKSNAP_OPTS(stacksnap_sample, s, .pid = pid, .tid = tid, .regs = &regs,
+		       .stack = stack, .stack_len = stack_len,
+		       .stack_start = stack_start);
+	n = stacksnap_procs__unwind_sample(procs, uw, &s, frames, max, end);
+	if (n > 0)
+		frames[0].pc = pc;
+	return n;
+}
