@@ -339,6 +339,39 @@ static int count_stack(struct tracer *t, const struct stacksnap_trace_event *ev,
 	return folded_add(t->counts, t->key, len, 1);
 }
 
+/* --unwind kernel|both with --json: the in-kernel walk's pcs (exact ones
+ * marked) and end reason, and in both mode how it compares with the
+ * copy's walk (the frames above). */
+static void json_kernel_walk(struct tracer *t, const struct stacksnap_trace_event *ev)
+{
+	static const char *const agree[] = {
+		[STACKSNAP_TRACE_AGREE_SAME] = "same",
+		[STACKSNAP_TRACE_AGREE_FALLBACK] = "fallback",
+		[STACKSNAP_TRACE_AGREE_KERNEL_PREFIX] = "kernel-prefix",
+		[STACKSNAP_TRACE_AGREE_USER_PREFIX] = "user-prefix",
+		[STACKSNAP_TRACE_AGREE_DIFFER] = "differ",
+	};
+
+	if (t->o->unwind == STACKSNAP_TRACE_UNWIND_USER || !ev->kernel_end)
+		return;
+	fputs(",\"kernel\":{\"end\":", t->out);
+	json_str(t->out, ev->kernel_end);
+	fputs(",\"pcs\":[", t->out);
+	for (int i = 0; i < ev->kernel_nframes; i++)
+		fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
+			(uint64_t)(ev->kernel_pcs[i] & ~(1ull << 63)));
+	fputs("],\"exact\":[", t->out);
+	for (int i = 0, n = 0; i < ev->kernel_nframes; i++)
+		if (ev->kernel_pcs[i] >> 63)
+			fprintf(t->out, "%s%d", n++ ? "," : "", i);
+	fputc(']', t->out);
+	if (t->o->unwind == STACKSNAP_TRACE_UNWIND_BOTH && ev->agreement >= 0 &&
+	    ev->agreement <= STACKSNAP_TRACE_AGREE_DIFFER)
+		fprintf(t->out, ",\"agreement\":\"%s\",\"first_difference\":%d",
+			agree[ev->agreement], ev->first_difference);
+	fputc('}', t->out);
+}
+
 static int on_event(const struct stacksnap_trace_event *ev, void *user)
 {
 	struct tracer *t = user;
@@ -375,7 +408,9 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		json_str(t->out, stacksnap_end__str(ev->end));
 		fputs(",\"frames\":[", t->out);
 		print_json_frames(t->out, &r);
-		fputs("]}\n", t->out);
+		fputc(']', t->out);
+		json_kernel_walk(t, ev);
+		fputs("}\n", t->out);
 	} else {
 		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
 			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,
