@@ -369,6 +369,21 @@ static void json_kernel_walk(struct tracer *t, const struct stacksnap_trace_even
 	    ev->agreement <= STACKSNAP_TRACE_AGREE_DIFFER)
 		fprintf(t->out, ",\"agreement\":\"%s\",\"first_difference\":%d",
 			agree[ev->agreement], ev->first_difference);
+	if (ev->hybrid_nframes >= 0) {
+		/* The hybrid: the kernel's frames, then user space from
+		 * where it stopped; the same as the copy's own walk? */
+		bool same = ev->hybrid_nframes == (int)ev->nframes;
+
+		for (int i = 0; same && i < ev->hybrid_nframes; i++)
+			same = ev->hybrid_frames[i].pc == ev->frames[i].pc;
+		fprintf(t->out, ",\"hybrid\":{\"frames\":%d,\"end\":", ev->hybrid_nframes);
+		json_str(t->out, stacksnap_end__str(ev->hybrid_end));
+		fprintf(t->out, ",\"same_as_copy\":%s,\"pcs\":[", same ? "true" : "false");
+		for (int i = 0; i < ev->hybrid_nframes; i++)
+			fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
+				ev->hybrid_frames[i].pc);
+		fputs("]}", t->out);
+	}
 	fputc('}', t->out);
 }
 
