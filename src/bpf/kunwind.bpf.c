@@ -8,6 +8,11 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+/* SS_KUNWIND_EXP (measurements): 1 returns after the pid check, 2 sends
+ * the event without walking, 3 walks without sending, 4 and 5 walk
+ * without the row cache or the stack window. */
+volatile const __u32 ku_exp = 0;
+#define KU_WALK_EXP ku_exp
 #include "bpf/kunwind_walk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -18,7 +23,6 @@ volatile const __u32 ku_max_frames = KU_MAX_FRAMES;
 volatile const __u32 ku_stack_size = KU_MAX_STACK;
 volatile const __s32 ku_syscall_nr = -1; /* raw_syscalls filter; -1: all */
 volatile const __u32 ku_follow_forks = 1;
-volatile const __u32 ku_exp = 0;
 
 /* Followed processes (tgid -> 1). */
 struct {

@@ -12,6 +12,14 @@
 
 #include "bpf/kunwind.h"
 
+/* Measurement variants (bench): 4 walks without the row cache, 5 without
+ * the stack window. A program may define it to a rodata knob. */
+#ifndef KU_WALK_EXP
+#define KU_WALK_EXP 0
+#endif
+#define KU_ROWS(st) (KU_WALK_EXP == 4 ? 0 : (st)->cache) /* the row cache */
+#define KU_WIN(st) (KU_WALK_EXP == 5 ? 0 : (st)->cache)	 /* the window */
+
 /* The template of the per-module inner maps: user space creates each
  * module's maps with its own max_entries (BPF_F_INNER_MAP allows that),
  * so table memory follows the modules actually traced. */
@@ -211,14 +219,16 @@ __noinline int ku_lookup_row(__u32 id, const struct ku_module *mod, __u64 vaddr,
 	return 0;
 }
 
-/* ku_lookup_row through this CPU's cache. */
-static __always_inline int ku_cached_row(struct ku_cache *cache, __u32 id,
-					 const struct ku_module *mod, __u64 vaddr,
-					 struct ku_row *out)
+/* ku_lookup_row through this CPU's cache. A global function (verified
+ * once). */
+__noinline int ku_cached_row(struct ku_cache *cache, __u32 id,
+			     const struct ku_module *mod, __u64 vaddr, struct ku_row *out)
 {
 	__u64 tag = vaddr ^ ((__u64)(id + 1) << 48);
 	struct ku_cache_slot *sl;
 
+	if (!out)
+		return -1;
 	if (!cache)
 		return ku_lookup_row(id, mod, vaddr, out);
 	sl = &cache->slot[(vaddr ^ (vaddr >> 11) ^ (id * 0x9e37u)) & (KU_CACHE_SLOTS - 1)];
@@ -289,7 +299,7 @@ static __always_inline int ku_saved(struct ku_walk_state *st, __u8 kind, __s16 o
 {
 	if (ku_slot_read(kind, off, cfa, sp)) {
 		*valid |= bit;
-		return ku_word(st->cache, &st->win, cfa + off, val);
+		return ku_word(KU_WIN(st), &st->win, cfa + off, val);
 	}
 	if (kind == KU_REG_SAME || kind == KU_REG_CFA_OFF) {
 		*val = cur;
@@ -381,7 +391,7 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			st->map_ok = 1;
 			return 0;
 		}
-		if (ku_cached_row(st->cache, id, mod, lookup - m->bias, &row))
+		if (ku_cached_row(KU_ROWS(st), id, mod, lookup - m->bias, &row))
 			row.cfa_kind = KU_CFA_NONE;
 	}
 	if (row.cfa_kind != KU_CFA_NONE) {
@@ -416,8 +426,8 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			low = cfa + row.rbp_off;
 		if (ku_slot_read(xk, row.rbx_off, cfa, sp) && cfa + row.rbx_off < low)
 			low = cfa + row.rbx_off;
-		if ((low != cfa - 8 && ku_word(st->cache, &st->win, low, &ra)) ||
-		    ku_word(st->cache, &st->win, cfa - 8, &ra) ||
+		if ((low != cfa - 8 && ku_word(KU_WIN(st), &st->win, low, &ra)) ||
+		    ku_word(KU_WIN(st), &st->win, cfa - 8, &ra) ||
 		    ku_saved(st, rk, row.rbp_off, cfa, sp, st->rbp, st->valid,
 			     KU_VALID_RBP, &rbp, &valid) ||
 		    ku_saved(st, xk, row.rbx_off, cfa, sp, st->rbx, st->valid,
@@ -432,8 +442,8 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			st->end = KU_END_NO_CFI;
 			return 1;
 		}
-		if (ku_word(st->cache, &st->win, st->rbp, &rbp) ||
-		    ku_word(st->cache, &st->win, st->rbp + 8, &ra)) {
+		if (ku_word(KU_WIN(st), &st->win, st->rbp, &rbp) ||
+		    ku_word(KU_WIN(st), &st->win, st->rbp + 8, &ra)) {
 			st->end = KU_END_BAD_MEMORY;
 			return 1;
 		}
