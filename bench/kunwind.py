@@ -11,7 +11,10 @@ time per call and the time added per event against plain; the BPF
 program's own run time per event (kernel.bpf_stats_enabled, switched on
 for the run and restored); bytes per event; events lost. Then the table
 memory and load time for the target and for a large program (clangd-14,
-when installed). BENCH_KUNWIND_N sets N (default 100,000)."""
+when installed). BENCH_KUNWIND_N sets N (default 100,000); BENCH_KUNWIND_MODES a comma list
+of the modes to run (default plain,kernel,copy,both,perf), BENCH_KUNWIND_DEPTHS
+of the frame counts (default 10,40,200); BENCH_KUNWIND_CLANGD=0 skips
+the large program's tables."""
 import os
 import re
 import select
@@ -31,6 +34,9 @@ TMP = tempfile.mkdtemp(prefix="stacksnap-kunwind-bench-")
 TARGET = os.path.join(TMP, "kunwind_target")
 TP = "syscalls:sys_enter_getppid"
 DEPTHS = [(10, 3), (40, 33), (200, 193)]  # (frames, recursion depth)
+DEPTHS = [d for d in DEPTHS if str(d[0]) in
+          os.environ.get("BENCH_KUNWIND_DEPTHS", "10,40,200").split(",")]
+MODES = os.environ.get("BENCH_KUNWIND_MODES", "plain,kernel,copy,both,perf").split(",")
 
 
 def start_target(depth):
@@ -123,7 +129,7 @@ def main():
         mem = None
         for frames, depth in DEPTHS:
             runs = {}
-            for mode in ("plain", "kernel", "copy", "both", "perf"):
+            for mode in MODES:
                 res = []
                 for _ in range(REPS):
                     try:
@@ -136,7 +142,7 @@ def main():
                     except Exception as e:  # noqa: BLE001 - report and go on
                         print("(%s at %d frames failed: %s)" % (mode, frames, e))
                 runs[mode] = res
-            base = median([r[0] for r in runs["plain"]])
+            base = median([r[0] for r in runs.get("plain", [])]) or 0
             for mode, res in runs.items():
                 if not res:
                     continue
@@ -164,7 +170,8 @@ def main():
                   (mem["modules"], mem["rows"], mem["table_bytes"] // 1024,
                    mem["fixed_bytes"] // 1024, mem["compile_ns"] / 1e6,
                    mem["load_ns"] / 1e6, mem["verified_insns"], mem["xlated_insns"]))
-        clangd = shutil.which("clangd-14") or shutil.which("clangd")
+        clangd = (shutil.which("clangd-14") or shutil.which("clangd")) \
+            if os.environ.get("BENCH_KUNWIND_CLANGD", "1") != "0" else None
         if clangd:
             c = subprocess.Popen([clangd], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

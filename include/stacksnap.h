@@ -1296,6 +1296,14 @@ struct stacksnap_trace_event {
 	const char *kernel_end;
 	int agreement;
 	int first_difference;	/* frame index, -1 when none */
+	/* BOTH mode, when the in-kernel walk stopped where user space can
+	 * go on (a row that needs DWARF evaluation, no or unusable CFI, an
+	 * unreadable page): the hybrid, the kernel's frames and then the
+	 * copy's walk from the registers where the kernel stopped.
+	 * hybrid_nframes is -1 otherwise. */
+	const struct stacksnap_frame *hybrid_frames;
+	int hybrid_nframes;
+	enum stacksnap_end hybrid_end;
 };
 
 #define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */

@@ -38,11 +38,9 @@
 #define KU_REG_CFA_OFF 1
 #define KU_REG_UNDEFINED 2
 
-/* One table row as the kernel reads it: the user-space row (8 bytes) with
- * its start offset (relative to the module's lo). Array elements are
- * rounded up to 8 bytes, so this costs 16 bytes a row in the map. */
+/* One table row's rules as the kernel reads them: the user-space row
+ * (8 bytes), without its start. */
 struct ku_row {
-	__u32 start;
 	__s16 cfa_off;
 	__s16 rbp_off;
 	__s16 rbx_off;
@@ -50,10 +48,30 @@ struct ku_row {
 	__u8 reg_kinds;		/* rbp kind in the low nibble, rbx in the high */
 };
 
+/* Rows in the map: a module's sorted rows cut into chunks of KU_CHUNK
+ * consecutive rows, one array element each, so that one map lookup (a
+ * helper call: inner maps are not inlined) brings a whole chunk and the
+ * binary search inside it is plain memory access. 12 bytes a row. Rows
+ * past the module's last have start KU_CHUNK_PAD. */
+#define KU_CHUNK 64
+#define KU_CHUNK_SHIFT 6
+#define KU_CHUNK_PAD 0xffffffffu
+struct ku_chunk {
+	__u32 start[KU_CHUNK];	/* offsets from the module's lo */
+	struct ku_row row[KU_CHUNK];
+};
+
+/* The block index, one element per 2^block_shift bytes of text: the rows
+ * that may cover an address of the block are [lo, hi] (the table's
+ * block[b] and block[b + 1], in one element to need one lookup). */
+struct ku_block {
+	__u32 lo, hi;
+};
+
 /* One module (ku_modules[id]). Invariant: when loaded is set, the inner
- * maps ku_rows[id] (nrows rows) and ku_blocks[id] (nblocks + 1 entries)
- * hold the module's table; row i covers [lo + start[i], lo + start[i+1]).
- * block[b] is the row covering lo + (b << block_shift). */
+ * maps ku_rows[id] (ceil(nrows / KU_CHUNK) chunks) and ku_blocks[id]
+ * (nblocks + 1 entries) hold the module's table; row i covers
+ * [lo + start[i], lo + start[i+1]). */
 struct ku_module {
 	__u64 lo, hi;		/* link-time range the rows cover */
 	__u32 nrows;
@@ -63,6 +81,29 @@ struct ku_module {
 	__u64 sigreturn[KU_MAX_SIGRETURN]; /* link-time trampoline starts */
 	__u32 loaded;		/* 1 once the inner maps are in place */
 	__u32 pad;
+};
+
+/* A per-CPU cache of rows found, direct-mapped by (module, address): a
+ * profiler sees the same code again and again, and a hit needs no helper
+ * call. Entries never go stale: a module id names one table for the
+ * registry's life (ids are not reused). tag 0 is an empty slot. */
+#define KU_CACHE_SLOTS 1024	/* a per-CPU value is at most 32 KiB */
+struct ku_cache_slot {
+	__u64 tag;		/* ku_cache_tag(id, vaddr) */
+	struct ku_row row;
+};
+#define KU_STACK_WIN 512	/* bytes of user stack one read brings */
+struct ku_cache {
+	__u64 hits, misses;	/* row lookups answered here, and not */
+	__u64 win_reads;	/* stack reads (windows) */
+	__u32 busy;		/* a walk on this CPU uses the cache: a
+				   program nested in it (an NMI) must not */
+	__u32 pad;
+	struct ku_cache_slot slot[KU_CACHE_SLOTS];
+	/* The walk's window on the user stack: a frame's return address
+	 * and save slots are mostly within the bytes read for the frame
+	 * below, so a walk costs a read per window, not per frame. */
+	__u8 win[KU_STACK_WIN];
 };
 
 /* One executable mapping of a process. module is KU_NO_MODULE for code
@@ -97,6 +138,15 @@ enum ku_end {
 	KU_END_BAD_PC,		/* return address is not in executable code */
 	KU_END_NO_REGS,		/* no user registers at the event */
 	KU_END_COUNT,
+};
+
+/* Where an in-kernel walk stopped: the registers of the frame of its last
+ * pc (pc carries KU_PC_EXACT as that pc does) and why. User space
+ * continues the walk from here over a stack copy (the hybrid). */
+struct ku_end_state {
+	__u64 pc, sp, rbp, rbx;
+	__u32 valid;		/* KU_VALID_* */
+	__u32 end;		/* enum ku_end */
 };
 
 /* Valid bits of the end registers. */

@@ -12,6 +12,14 @@
 
 #include "bpf/kunwind.h"
 
+/* Measurement variants (bench): 4 walks without the row cache, 5 without
+ * the stack window. A program may define it to a rodata knob. */
+#ifndef KU_WALK_EXP
+#define KU_WALK_EXP 0
+#endif
+#define KU_ROWS(st) (KU_WALK_EXP == 4 ? 0 : (st)->cache) /* the row cache */
+#define KU_WIN(st) (KU_WALK_EXP == 5 ? 0 : (st)->cache)	 /* the window */
+
 /* The template of the per-module inner maps: user space creates each
  * module's maps with its own max_entries (BPF_F_INNER_MAP allows that),
  * so table memory follows the modules actually traced. */
@@ -20,9 +28,9 @@ struct ku_rows_inner {
 	__uint(map_flags, BPF_F_INNER_MAP);
 	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct ku_row)); /* by size: BTF would
-						      only hold a forward
-						      declaration here */
+	__uint(value_size, sizeof(struct ku_chunk)); /* by size: BTF would
+							only hold a forward
+							declaration here */
 };
 
 struct ku_blocks_inner {
@@ -30,7 +38,7 @@ struct ku_blocks_inner {
 	__uint(map_flags, BPF_F_INNER_MAP);
 	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct ku_block));
 };
 
 struct {
@@ -72,6 +80,19 @@ struct {
 	__type(value, struct ku_proc);
 } ku_procs SEC(".maps");
 
+/* Each program's own row cache (not shared: it is only a cache). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ku_cache);
+} ku_row_cache SEC(".maps");
+
+/* The user stack bytes the window holds: [lo, lo + len). */
+struct ku_win {
+	__u64 lo, len;
+};
+
 /* The walk's state, on the calling program's stack (bpf_loop hands the
  * callback a pointer to it). Invariant: pc/sp/rbp/rbx are the registers of
  * the frame about to be emitted; map_idx is the mapping holding its lookup
@@ -89,6 +110,8 @@ struct ku_walk_state {
 	__u8 pad;
 	struct ku_proc *proc;	/* the process's mapping table */
 	__u64 *pcs;		/* KU_MAX_FRAMES slots (per-CPU scratch) */
+	struct ku_cache *cache;	/* this CPU's row cache, or NULL */
+	struct ku_win win;	/* what cache->win holds */
 };
 
 /* Index of the mapping holding addr, or -1. */
@@ -113,75 +136,190 @@ static __always_inline int ku_find_map(const struct ku_proc *p, __u64 addr)
 	return lo;
 }
 
-/* The row covering link-time address vaddr of module id, or NULL. */
-static __always_inline const struct ku_row *
-ku_lookup_row(__u32 id, const struct ku_module *mod, __u64 vaddr)
+/* The last row with start <= rel in rows [lo, hi] of chunk c (indexes
+ * relative to the chunk, hi < KU_CHUNK): a binary search in one map
+ * value, plain loads. */
+static __always_inline __u32 ku_chunk_search(const struct ku_chunk *ch, __u32 lo,
+					     __u32 hi, __u32 rel)
 {
-	void *rows, *blocks;
-	__u32 rel, b, lo, hi, *bp, n;
-	const struct ku_row *r;
+	__u32 n = hi - lo + 1;
 
-	if (vaddr < mod->lo || vaddr >= mod->hi || mod->nrows == 0)
-		return NULL;
-	rows = bpf_map_lookup_elem(&ku_rows, &id);
+	for (int i = 0; i < KU_CHUNK_SHIFT + 1 && n > 1; i++) {
+		__u32 half = n / 2, mid = (lo + half) & (KU_CHUNK - 1);
+
+		if (ch->start[mid] <= rel)
+			lo = mid;
+		n -= half;
+	}
+	return lo & (KU_CHUNK - 1);
+}
+
+/* Copies into out the row covering link-time address vaddr of module
+ * id; 0, or -1 when there is none. Two inner-map lookups: the block index
+ * entry, then the chunk holding the block's last candidate row; only a
+ * block whose rows span chunks and whose row is in an earlier one costs
+ * a binary search over chunks (one lookup a step). A global function:
+ * the verifier checks it once, not in every caller's state. */
+__noinline int ku_lookup_row(__u32 id, const struct ku_module *mod, __u64 vaddr,
+			     struct ku_row *out)
+{
+	void *chunks, *blocks;
+	const struct ku_block *bp;
+	const struct ku_chunk *ch;
+	__u32 rel, b, lo, hi, c, clo, base;
+
+	if (!mod || !out || vaddr < mod->lo || vaddr >= mod->hi || mod->nrows == 0)
+		return -1;
+	chunks = bpf_map_lookup_elem(&ku_rows, &id);
 	blocks = bpf_map_lookup_elem(&ku_blocks, &id);
-	if (!rows || !blocks)
-		return NULL;
+	if (!chunks || !blocks)
+		return -1;
 	rel = (__u32)(vaddr - mod->lo);
 	b = rel >> (mod->block_shift & 31);
 	bp = bpf_map_lookup_elem(blocks, &b);
 	if (!bp)
-		return NULL;
-	lo = *bp;
-	b++;
-	bp = bpf_map_lookup_elem(blocks, &b);
-	if (!bp)
-		return NULL;
-	hi = *bp;
-	if (hi < lo)
-		return NULL;
-	/* Last row with start <= rel within [lo, hi], as the user-space
-	 * lookup does. */
-	n = hi - lo + 1;
-	for (int i = 0; i < KU_ROW_SEARCH_STEPS && n > 1; i++) {
-		__u32 half = n / 2, mid = lo + half;
+		return -1;
+	lo = bp->lo;
+	hi = bp->hi;
+	if (hi < lo || hi >= mod->nrows)
+		return -1;
+	c = hi >> KU_CHUNK_SHIFT;
+	ch = bpf_map_lookup_elem(chunks, &c);
+	if (!ch)
+		return -1;
+	clo = lo >> KU_CHUNK_SHIFT;
+	if (clo < c && ch->start[0] > rel) {
+		/* Last chunk in [clo, c - 1] whose first row starts at or
+		 * below rel (chunk clo does: row lo covers the block's
+		 * start). */
+		__u32 n = c - clo;
 
-		r = bpf_map_lookup_elem(rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->start <= rel)
-			lo = mid;
-		n -= half;
+		for (int i = 0; i < 26 && n > 1; i++) {
+			__u32 half = n / 2, mid = clo + half;
+
+			ch = bpf_map_lookup_elem(chunks, &mid);
+			if (!ch)
+				return -1;
+			if (ch->start[0] <= rel)
+				clo = mid;
+			n -= half;
+		}
+		c = clo;
+		ch = bpf_map_lookup_elem(chunks, &c);
+		if (!ch)
+			return -1;
+		hi = (c << KU_CHUNK_SHIFT) + KU_CHUNK - 1;
 	}
-	if (n > 1)
-		return NULL; /* a block wider than the search allows */
-	return bpf_map_lookup_elem(rows, &lo);
+	base = c << KU_CHUNK_SHIFT;
+	lo = lo > base ? lo - base : 0;
+	hi -= base;
+	if (hi >= KU_CHUNK || lo > hi)
+		return -1;
+	*out = ch->row[ku_chunk_search(ch, lo, hi, rel)];
+	return 0;
 }
 
-static __always_inline int ku_read(__u64 *val, __u64 addr)
+/* ku_lookup_row through this CPU's cache. A global function (verified
+ * once). */
+__noinline int ku_cached_row(struct ku_cache *cache, __u32 id,
+			     const struct ku_module *mod, __u64 vaddr, struct ku_row *out)
 {
-	return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+	__u64 tag = vaddr ^ ((__u64)(id + 1) << 48);
+	struct ku_cache_slot *sl;
+
+	if (!out)
+		return -1;
+	if (!cache)
+		return ku_lookup_row(id, mod, vaddr, out);
+	sl = &cache->slot[(vaddr ^ (vaddr >> 11) ^ (id * 0x9e37u)) & (KU_CACHE_SLOTS - 1)];
+	if (sl->tag == tag) {
+		*out = sl->row;
+		/* Checked again: a program nested on this CPU (an NMI) may
+		 * have replaced the slot meanwhile. */
+		if (sl->tag == tag) {
+			cache->hits++;
+			return 0;
+		}
+	}
+	cache->misses++;
+	if (ku_lookup_row(id, mod, vaddr, out))
+		return -1;
+	sl->tag = 0;
+	sl->row = *out;
+	sl->tag = tag;
+	return 0;
+}
+
+/* Whether a register rule reads a save slot: CFA + off at or above sp (a
+ * slot below sp is in an epilogue after its pop: the register already
+ * holds the caller's value). */
+static __always_inline bool ku_slot_read(__u8 kind, __s16 off, __u64 cfa, __u64 sp)
+{
+	return kind == KU_REG_CFA_OFF && cfa + off >= sp;
+}
+
+/* The user stack word at addr: from the window (c->win holding
+ * [w->lo, w->lo + w->len)) when it holds it, else through a new window
+ * from addr to at most KU_STACK_WIN bytes, never past addr's page (a page
+ * readable at addr is readable to its end, the next may not be).
+ * Unaligned words and walks without a window are read alone. Non-zero
+ * when it cannot be read. A global function: verified once. */
+__noinline int ku_word(struct ku_cache *c, struct ku_win *w, __u64 addr, __u64 *val)
+{
+	__u64 off, len;
+
+	if (!val)
+		return -1;
+	if (!c || !w || (addr & 7))
+		return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+	off = addr - w->lo;
+	if (addr < w->lo || off + 8 > w->len) {
+		len = 4096 - (addr & 4095);
+		if (len > KU_STACK_WIN)
+			len = KU_STACK_WIN;
+		c->win_reads++;
+		if (bpf_probe_read_user(c->win, len, (const void *)addr)) {
+			w->len = 0;
+			return bpf_probe_read_user(val, sizeof(*val), (const void *)addr);
+		}
+		w->lo = addr;
+		w->len = len;
+		off = 0;
+	}
+	*val = *(__u64 *)(c->win + (off & (KU_STACK_WIN - 8)));
+	return 0;
 }
 
 /* A callee-saved register's value in the caller by its row rule (the
  * user-space unwinder's saved_value()): unchanged, or read from its save
- * slot, or unknown. A slot below sp is in an epilogue after its pop: the
- * register already holds the caller's value. */
-static __always_inline int ku_saved(__u8 kind, __s16 off, __u64 cfa, __u64 sp,
-				    __u64 cur, __u32 cur_valid, __u32 bit,
-				    __u64 *val, __u32 *valid)
+ * slot, or unknown. Non-zero when the slot cannot be read. */
+static __always_inline int ku_saved(struct ku_walk_state *st, __u8 kind, __s16 off,
+				    __u64 cfa, __u64 sp, __u64 cur, __u32 cur_valid,
+				    __u32 bit, __u64 *val, __u32 *valid)
 {
-	if (kind == KU_REG_SAME || (kind == KU_REG_CFA_OFF && cfa + off < sp)) {
+	if (ku_slot_read(kind, off, cfa, sp)) {
+		*valid |= bit;
+		return ku_word(KU_WIN(st), &st->win, cfa + off, val);
+	}
+	if (kind == KU_REG_SAME || kind == KU_REG_CFA_OFF) {
 		*val = cur;
 		*valid |= cur_valid & bit;
-		return 0;
+	} else {
+		*val = 0;
 	}
-	if (kind == KU_REG_CFA_OFF) {
-		*valid |= bit;
-		return ku_read(val, cfa + off);
-	}
-	*val = 0;
 	return 0;
+}
+
+/* The mapping holding addr: hint (the current frame's) when it does,
+ * else a binary search; -1 when none. */
+static __always_inline int ku_find_map_hint(const struct ku_proc *p, __u64 addr,
+					    int hint)
+{
+	const struct ku_map *m = &p->maps[hint & (KU_MAX_MAPS - 1)];
+
+	if (hint >= 0 && addr >= m->start && addr < m->end)
+		return hint;
+	return ku_find_map(p, addr);
 }
 
 /* One frame: emit st->pc, then step to the caller. Returns 1 to stop the
@@ -191,7 +329,7 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 	struct ku_proc *p = st->proc;
 	const struct ku_module *mod = 0;
 	const struct ku_map *m;
-	const struct ku_row *row = 0;
+	struct ku_row row = {};
 	__u64 pc = st->pc, sp = st->sp, lookup, cfa, ra, rbp, rbx;
 	__u32 valid = 0, id;
 	int idx;
@@ -219,7 +357,9 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			return 1;
 		}
 		for (int k = 0; k < KU_MAX_SIGRETURN; k++) {
-			if (k >= mod->nsigreturn || mod->sigreturn[k] != pc - m->bias)
+			if (k >= mod->nsigreturn)
+				break;
+			if (mod->sigreturn[k] != pc - m->bias)
 				continue;
 			/* rsp points at the ucontext the kernel pushed:
 			 * gregs from offset 40; REG_RBP (10), REG_RBX,
@@ -251,19 +391,23 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			st->map_ok = 1;
 			return 0;
 		}
-		row = ku_lookup_row(id, mod, lookup - m->bias);
+		if (ku_cached_row(KU_ROWS(st), id, mod, lookup - m->bias, &row))
+			row.cfa_kind = KU_CFA_NONE;
 	}
-	if (row && row->cfa_kind != KU_CFA_NONE) {
-		switch (row->cfa_kind) {
+	if (row.cfa_kind != KU_CFA_NONE) {
+		__u8 rk = row.reg_kinds & 15, xk = row.reg_kinds >> 4;
+		__u64 low;
+
+		switch (row.cfa_kind) {
 		case KU_CFA_RSP:
-			cfa = sp + row->cfa_off;
+			cfa = sp + row.cfa_off;
 			break;
 		case KU_CFA_RBP:
 			if (!(st->valid & KU_VALID_RBP)) {
 				st->end = KU_END_BAD_CFI;
 				return 1;
 			}
-			cfa = st->rbp + row->cfa_off;
+			cfa = st->rbp + row.cfa_off;
 			break;
 		case KU_CFA_PLT:
 			cfa = sp + 8 + ((pc & 15) >= 11 ? 8 : 0);
@@ -275,30 +419,35 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			st->end = KU_END_DWARF;
 			return 1;
 		}
-		if (ku_read(&ra, cfa - 8) ||
-		    ku_saved(row->reg_kinds & 15, row->rbp_off, cfa, sp, st->rbp,
-			     st->valid, KU_VALID_RBP, &rbp, &valid) ||
-		    ku_saved(row->reg_kinds >> 4, row->rbx_off, cfa, sp, st->rbx,
-			     st->valid, KU_VALID_RBX, &rbx, &valid)) {
+		/* The lowest word first: a new window then covers the
+		 * others. */
+		low = cfa - 8;
+		if (ku_slot_read(rk, row.rbp_off, cfa, sp) && cfa + row.rbp_off < low)
+			low = cfa + row.rbp_off;
+		if (ku_slot_read(xk, row.rbx_off, cfa, sp) && cfa + row.rbx_off < low)
+			low = cfa + row.rbx_off;
+		if ((low != cfa - 8 && ku_word(KU_WIN(st), &st->win, low, &ra)) ||
+		    ku_word(KU_WIN(st), &st->win, cfa - 8, &ra) ||
+		    ku_saved(st, rk, row.rbp_off, cfa, sp, st->rbp, st->valid,
+			     KU_VALID_RBP, &rbp, &valid) ||
+		    ku_saved(st, xk, row.rbx_off, cfa, sp, st->rbx, st->valid,
+			     KU_VALID_RBX, &rbx, &valid)) {
 			st->end = KU_END_BAD_MEMORY;
 			return 1;
 		}
 	} else {
 		/* No CFI here: the frame-pointer chain, [rbp] = caller's
 		 * rbp, [rbp + 8] = return address. */
-		__u64 pair[2];
-
 		if (!(st->valid & KU_VALID_RBP) || (st->rbp & 7) || st->rbp < sp) {
 			st->end = KU_END_NO_CFI;
 			return 1;
 		}
-		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)st->rbp)) {
+		if (ku_word(KU_WIN(st), &st->win, st->rbp, &rbp) ||
+		    ku_word(KU_WIN(st), &st->win, st->rbp + 8, &ra)) {
 			st->end = KU_END_BAD_MEMORY;
 			return 1;
 		}
 		cfa = st->rbp + 16;
-		rbp = pair[0];
-		ra = pair[1];
 		rbx = 0;
 		valid = KU_VALID_RBP;
 	}
@@ -310,7 +459,7 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 		st->end = KU_END_LOOP;
 		return 1;
 	}
-	idx = ku_find_map(p, ra - 1);
+	idx = ku_find_map_hint(p, ra - 1, idx);
 	if (idx < 0) {
 		st->end = KU_END_BAD_PC;
 		return 1;
@@ -345,10 +494,17 @@ static __always_inline void ku_walk(struct ku_event *ev, __u64 *pcs,
 	st.max = max_frames > KU_MAX_FRAMES || !max_frames ? KU_MAX_FRAMES : max_frames;
 	st.pcs = pcs;
 	st.proc = bpf_map_lookup_elem(&ku_procs, &tgid);
+	st.cache = bpf_map_lookup_elem(&ku_row_cache, &(__u32){ 0 });
+	if (st.cache && st.cache->busy)
+		st.cache = 0; /* nested in a walk on this CPU: without */
 	if (!st.proc) {
 		st.end = KU_END_NO_PROC;
 	} else {
+		if (st.cache)
+			st.cache->busy = 1;
 		bpf_loop(KU_MAX_FRAMES + 1, ku_step, &st, 0);
+		if (st.cache)
+			st.cache->busy = 0;
 		if (st.end == KU_END_NONE)
 			st.end = KU_END_FRAME_LIMIT;
 	}

@@ -111,6 +111,7 @@ struct stacksnap_trace {
 	 * burst of events of not-yet-loaded code reads /proc once. */
 	struct ktable *kt;
 	struct stacksnap_frame *kframes;
+	struct stacksnap_frame *hframes; /* the hybrid walk's (both mode) */
 	pid_t last_refresh_pid;
 	uint64_t last_refresh_ns;
 };
@@ -167,7 +168,8 @@ struct stacksnap_trace *stacksnap_trace__new(struct stacksnap_ctx *ctx,
 	tr->uw = stacksnap_unwinder__new(&uo);
 	tr->frames = calloc(tr->o.max_frames, sizeof(*tr->frames));
 	tr->kframes = calloc(KU_MAX_FRAMES, sizeof(*tr->kframes));
-	if (!tr->procs || !tr->uw || !tr->frames || !tr->kframes) {
+	tr->hframes = calloc(KU_MAX_FRAMES, sizeof(*tr->hframes));
+	if (!tr->procs || !tr->uw || !tr->frames || !tr->kframes || !tr->hframes) {
 		stacksnap_trace__free(tr);
 		errno = ENOMEM;
 		return NULL;
@@ -1044,6 +1046,33 @@ static void compare_walks(struct stacksnap_trace *tr,
 	tr->st.agreement[a]++;
 }
 
+/* BOTH mode: where the kernel stopped at something user space can go
+ * past, the hybrid walk (the kernel's frames, then the copy's walk from
+ * the stop registers the record carries). */
+static void hybrid_walk(struct stacksnap_trace *tr, const struct trace_rec *r,
+			size_t raw_off, struct stacksnap_trace_event *ev)
+{
+	const uint8_t *p = (const uint8_t *)r + raw_off + ((r->raw_len + 7u) & ~7u) +
+			   r->kframes * 8ull;
+	struct ku_end_state es;
+	int k = ev->kernel_nframes - 1, c;
+
+	ev->hybrid_nframes = -1;
+	if (!(r->kflags & TRACE_KEND_STATE) || k < 0 || !ktable__can_continue(r->kend) ||
+	    (r->cap.flags & STACKSNAP_CAPTURE_COMPACT)) /* (a compacted copy: not yet) */
+		return;
+	memcpy(&es, p, sizeof(es));
+	c = ktable__continue_walk(tr->procs, tr->uw, ev->pid, ev->tid, &es, ev->stack,
+				  r->cap.data_len, r->cap.stack_start, tr->hframes + k,
+				  KU_MAX_FRAMES - (size_t)k, &ev->hybrid_end);
+	if (c <= 0)
+		return;
+	memcpy(tr->hframes, tr->kframes, (size_t)k * sizeof(*tr->hframes));
+	tr->hframes[k].flags |= tr->kframes[k].flags;
+	ev->hybrid_frames = tr->hframes;
+	ev->hybrid_nframes = k + c;
+}
+
 static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_t len)
 {
 	struct stacksnap_trace_event ev;
@@ -1052,9 +1081,11 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 
 	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
 	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
-	    raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull > len)
+	    raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
+	    (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0) > len)
 		return 0; /* not ours: ignore */
 	memset(&ev, 0, sizeof(ev));
+	ev.hybrid_nframes = -1;
 	ev.event = r->event;
 	ev.name = tr->events[r->event].name;
 	ev.time_ns = r->time;
@@ -1094,8 +1125,10 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 			n = 0;
 			ev.end = STACKSNAP_END_BAD_MEMORY;
 		}
-		if (unwind_mode(tr) == KU_MODE_BOTH)
+		if (unwind_mode(tr) == KU_MODE_BOTH) {
 			compare_walks(tr, &ev, n, r->kend);
+			hybrid_walk(tr, r, raw_off, &ev);
+		}
 		ev.frames = tr->frames;
 	} else {
 		n = ev.kernel_nframes;
@@ -1282,6 +1315,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->events);
 	free(tr->frames);
 	free(tr->kframes);
+	free(tr->hframes);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
 	stacksnap_procs__free(tr->procs);

@@ -63,8 +63,9 @@ struct {
 	__type(value, struct ss_scratch);
 } scratch SEC(".maps");
 _Static_assert(sizeof(struct stacksnap_compact_area) >=
-	       TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8,
-	       "the stack copy, raw record and pcs fit in the area");
+	       TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8 +
+	       sizeof(struct ku_end_state),
+	       "the stack copy, raw record, pcs and end state fit in the area");
 
 /* Executable ranges per traced process (key: tgid), for compaction;
  * written by the loader from /proc/PID/maps. A process without an entry
@@ -126,6 +127,7 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	s->rec.event = TRACE_COOKIE_INDEX(cookie);
 	s->rec.kframes = 0;
 	s->rec.kend = 0;
+	s->rec.kflags = 0;
 	if (unwind_mode & KU_MODE_KERNEL) {
 		s->kev.pid = s->rec.pid;
 		s->kev.nframes = 0;
@@ -183,8 +185,24 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		if (o > TRACE_STACK_MAX + TRACE_RAW_MAX || len > KU_MAX_FRAMES * 8 ||
 		    bpf_probe_read_kernel(s->area.in + o, len, s->kpcs))
 			s->rec.kframes = 0;
+		if (s->rec.kframes && unwind_mode == KU_MODE_BOTH) {
+			/* Where the walk stopped, for the hybrid. */
+			struct ku_end_state es = {
+				.pc = s->kpcs[(s->rec.kframes - 1) & (KU_MAX_FRAMES - 1)],
+				.sp = s->kev.end_sp, .rbp = s->kev.end_rbp,
+				.rbx = s->kev.end_rbx, .valid = s->kev.end_valid,
+				.end = s->kev.end,
+			};
+
+			o += len;
+			__stacksnap_opaque(o);
+			if (o <= TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8 &&
+			    !bpf_probe_read_kernel(s->area.in + o, sizeof(es), &es))
+				s->rec.kflags |= TRACE_KEND_STATE;
+		}
 	}
-	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8;
+	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8 +
+		(s->rec.kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0);
 	__stacksnap_opaque(total);
 	if (total > sizeof(*s))
 		return 0;

@@ -31,11 +31,15 @@ enum trace_stat {
 	TRACE_STAT_NR,
 };
 
+#define TRACE_KEND_STATE 1	/* a struct ku_end_state follows the pcs */
+
 /* One ring buffer record. Invariant: the record is sizeof(struct
  * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes:
  * the stack bytes follow the header, then the raw tracepoint record, then
  * the in-kernel walk's pcs (src/bpf/kunwind.h: KU_PC_EXACT marks exact
- * pcs). For FORK/EXEC/EXIT
+ * pcs), then, when kflags has TRACE_KEND_STATE (both mode), a struct
+ * ku_end_state: where the walk stopped, for user space to go on from
+ * there over the copy (the hybrid). For FORK/EXEC/EXIT
  * records cap is not filled and nothing follows. */
 struct trace_rec {
 	__u32 kind;		/* enum trace_rec_kind */
@@ -48,7 +52,7 @@ struct trace_rec {
 	__u16 kframes;		/* pcs of the in-kernel walk after the raw
 				   record (kernel/both unwind modes) */
 	__u8 kend;		/* why that walk ended (enum ku_end) */
-	__u8 pad;
+	__u8 kflags;		/* TRACE_KEND_* */
 	__u32 pad2;
 	char comm[16];
 	struct stacksnap_capture cap;

@@ -1,5 +1,5 @@
 /* ktable.c - turns compiled unwind tables into BPF map images (one inner
- * array of rows and one of block-index entries per module, sized to the
+ * array of row chunks and one of block-index entries per module, sized to the
  * module) and keeps the per-process mapping tables the in-kernel walk
  * resolves pcs with. */
 #define _GNU_SOURCE
@@ -110,11 +110,11 @@ struct ktable *ktable__new(struct stacksnap_ctx *ctx)
 	kt->rows_tmpl_fd = kt->blocks_tmpl_fd = -1;
 	/* The same shapes as kunwind_walk.bpf.h declares. */
 	if ((fd = create_map(kt, "ku_rows_tmpl", BPF_MAP_TYPE_ARRAY, 4,
-			     sizeof(struct ku_row), 1, BPF_F_INNER_MAP, -1)) < 0)
+			     sizeof(struct ku_chunk), 1, BPF_F_INNER_MAP, -1)) < 0)
 		goto fail;
 	kt->rows_tmpl_fd = fd;
-	if ((fd = create_map(kt, "ku_blocks_tmpl", BPF_MAP_TYPE_ARRAY, 4, 4, 1,
-			     BPF_F_INNER_MAP, -1)) < 0)
+	if ((fd = create_map(kt, "ku_blocks_tmpl", BPF_MAP_TYPE_ARRAY, 4,
+			     sizeof(struct ku_block), 1, BPF_F_INNER_MAP, -1)) < 0)
 		goto fail;
 	kt->blocks_tmpl_fd = fd;
 	if ((fd = create_map(kt, "ku_rows", BPF_MAP_TYPE_ARRAY_OF_MAPS, 4, 4,
@@ -244,7 +244,9 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 {
 	const struct unwind_table *t;
 	struct ktable_module *km;
-	struct ku_row *rows = NULL;
+	struct ku_chunk *chunks = NULL;
+	struct ku_block *blocks = NULL;
+	size_t nchunks;
 	int err = 0;
 	uint64_t t0;
 
@@ -283,16 +285,19 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 		km->entry.nblocks = (uint32_t)t->nblocks;
 		km->entry.block_shift = t->block_shift;
 		km->rows = t->nrows;
-		rows = malloc(t->nrows * sizeof(*rows));
-		if (!rows) {
+		nchunks = (t->nrows + KU_CHUNK - 1) / KU_CHUNK;
+		chunks = malloc(nchunks * sizeof(*chunks));
+		blocks = malloc((t->nblocks + 1) * sizeof(*blocks));
+		if (!chunks || !blocks) {
 			err = -ENOMEM;
 			goto out;
 		}
-		for (size_t i = 0; i < t->nrows; i++) {
-			const struct unwind_row *r = &t->rows[i];
+		for (size_t i = 0; i < nchunks * KU_CHUNK; i++) {
+			const struct unwind_row *r = &t->rows[i < t->nrows ? i : 0];
+			struct ku_chunk *c = &chunks[i / KU_CHUNK];
 
-			rows[i] = (struct ku_row){
-				.start = t->starts[i],
+			c->start[i % KU_CHUNK] = i < t->nrows ? t->starts[i] : KU_CHUNK_PAD;
+			c->row[i % KU_CHUNK] = (struct ku_row){
 				.cfa_off = r->cfa_off,
 				.rbp_off = r->rbp_off,
 				.rbx_off = r->rbx_off,
@@ -300,18 +305,23 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 				.reg_kinds = (uint8_t)(r->rbp_kind | r->rbx_kind << 4),
 			};
 		}
+		for (size_t b = 0; b <= t->nblocks; b++)
+			blocks[b] = (struct ku_block){
+				.lo = t->block[b],
+				.hi = t->block[b < t->nblocks ? b + 1 : b],
+			};
 		km->rows_fd = create_map(kt, "ku_mod_rows", BPF_MAP_TYPE_ARRAY, 4,
-					 sizeof(struct ku_row), (uint32_t)t->nrows,
+					 sizeof(struct ku_chunk), (uint32_t)nchunks,
 					 BPF_F_INNER_MAP, -1);
 		km->blocks_fd = create_map(kt, "ku_mod_blocks", BPF_MAP_TYPE_ARRAY,
-					   4, 4, (uint32_t)t->nblocks + 1,
-					   BPF_F_INNER_MAP, -1);
+					   4, sizeof(struct ku_block),
+					   (uint32_t)t->nblocks + 1, BPF_F_INNER_MAP, -1);
 		if (km->rows_fd < 0 || km->blocks_fd < 0) {
 			err = km->rows_fd < 0 ? km->rows_fd : km->blocks_fd;
 			goto out;
 		}
-		if ((err = fill_array(km->rows_fd, rows, t->nrows)) ||
-		    (err = fill_array(km->blocks_fd, t->block, t->nblocks + 1)))
+		if ((err = fill_array(km->rows_fd, chunks, nchunks)) ||
+		    (err = fill_array(km->blocks_fd, blocks, t->nblocks + 1)))
 			goto out;
 		km->bytes = ktable__fd_memlock(km->rows_fd) +
 			    ktable__fd_memlock(km->blocks_fd);
@@ -321,7 +331,8 @@ static int load_pending(struct ktable *kt, struct module *m, uint32_t *id)
 	kt->nmods++;
 out:
 	kt->load_ns += clock_monotonic_ns() - t0;
-	free(rows);
+	free(chunks);
+	free(blocks);
 	if (err) {
 		log_err(&kt->ctx->log, "%s: cannot load its unwind table into BPF maps: %s",
 			m->name, strerror(-err));
@@ -511,4 +522,43 @@ void ktable__stats(struct ktable *kt, struct ktable_stats *st)
 	st->fixed_bytes += kt->nprocs * sizeof(struct ku_proc);
 	st->compile_ns = kt->compile_ns;
 	st->load_ns = kt->load_ns;
+}
+
+bool ktable__can_continue(unsigned end)
+{
+	return end == KU_END_DWARF || end == KU_END_NO_CFI || end == KU_END_BAD_CFI ||
+	       end == KU_END_BAD_MEMORY;
+}
+
+int ktable__continue_walk(struct stacksnap_procs *procs, struct stacksnap_unwinder *uw,
+			  pid_t pid, pid_t tid, const struct ku_end_state *es,
+			  const void *stack, size_t stack_len, uint64_t stack_start,
+			  struct stacksnap_frame *frames, size_t max,
+			  enum stacksnap_end *end)
+{
+	struct stacksnap_regs regs = { .valid = 0 };
+	uint64_t pc = es->pc & ~KU_PC_EXACT;
+	int n;
+
+	if (!ktable__can_continue(es->end))
+		return -ENOENT;
+	if (!stack || es->sp < stack_start || es->sp >= stack_start + stack_len)
+		return -ERANGE;
+	/* The user-space walk takes its first pc as exact (looked up at
+	 * pc); a return address is looked up at pc - 1, inside the call:
+	 * start there, then give the frame its pc back. */
+	regs.regs[STACKSNAP_REG_RIP] = es->pc & KU_PC_EXACT ? pc : pc - 1;
+	regs.regs[STACKSNAP_REG_RSP] = es->sp;
+	regs.regs[STACKSNAP_REG_RBP] = es->rbp;
+	regs.regs[STACKSNAP_REG_RBX] = es->rbx;
+	regs.valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+		     (es->valid & KU_VALID_RBP ? 1u << STACKSNAP_REG_RBP : 0) |
+		     (es->valid & KU_VALID_RBX ? 1u << STACKSNAP_REG_RBX : 0);
+	STACKSNAP_OPTS(stacksnap_sample, s, .pid = pid, .tid = tid, .regs = &regs,
+		       .stack = stack, .stack_len = stack_len,
+		       .stack_start = stack_start);
+	n = stacksnap_procs__unwind_sample(procs, uw, &s, frames, max, end);
+	if (n > 0)
+		frames[0].pc = pc;
+	return n;
 }

@@ -7,11 +7,13 @@
 #ifndef SS_KTABLE_KTABLE_H
 #define SS_KTABLE_KTABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "addrspace/addrspace.h"
+#include "bpf/kunwind.h"
 
 struct bpf_object;
 struct ktable;
@@ -60,5 +62,22 @@ void ktable__stats(struct ktable *kt, struct ktable_stats *st);
 /* The kernel's memlock accounting of a BPF map or program fd (from
  * /proc/self/fdinfo), or 0 when unknown. */
 size_t ktable__fd_memlock(int fd);
+
+/* Whether user space can go on where an in-kernel walk ended for reason
+ * end (a row that needs DWARF evaluation, no or unusable CFI, an
+ * unreadable page): the hybrid walk. */
+bool ktable__can_continue(unsigned end);
+
+/* The hybrid: unwinds the stack copy (stack_len bytes from stack_start)
+ * from the frame where the in-kernel walk stopped (es), as the
+ * user-space unwinder would from there, into frames[0..max) (frames[0]
+ * is the stop frame, with its pc). Returns the frame count and sets *end,
+ * -ENOENT when es->end is not one to go past, -ERANGE when the copy does
+ * not hold the stop frame's stack, or -errno. */
+int ktable__continue_walk(struct stacksnap_procs *procs, struct stacksnap_unwinder *uw,
+			  pid_t pid, pid_t tid, const struct ku_end_state *es,
+			  const void *stack, size_t stack_len, uint64_t stack_start,
+			  struct stacksnap_frame *frames, size_t max,
+			  enum stacksnap_end *end);
 
 #endif

@@ -97,6 +97,8 @@ struct kunwind *kunwind__open(struct stacksnap_ctx *ctx,
 	 * tracepoint of its own. */
 	k->skel->rodata->ku_syscall_nr = opts->tracepoint ? -2 : opts->syscall;
 	k->skel->rodata->ku_follow_forks = !opts->no_follow_forks;
+	if (getenv("SS_KUNWIND_EXP"))
+		k->skel->rodata->ku_exp = (unsigned)atoi(getenv("SS_KUNWIND_EXP"));
 	if (!opts->tracepoint)
 		bpf_program__set_autoattach(k->skel->progs.ku_tracepoint, false);
 	err = ktable__reuse_maps(k->kt, k->skel->obj);
@@ -269,6 +271,10 @@ int kunwind__poll(struct kunwind *k, int timeout_ms, kunwind_event_fn fn,
 	k->user = user;
 	k->fn_err = 0;
 	err = ring_buffer__poll(k->rb, timeout_ms);
+	/* Events are sent without a wakeup (kunwind.bpf.c, ku_rb_flags): a
+	 * poll that timed out still drains what is waiting. */
+	if (err >= 0)
+		err = ring_buffer__consume(k->rb);
 	k->fn = NULL;
 	refresh_dirty(k);
 	if (k->fn_err)
@@ -305,6 +311,18 @@ void kunwind__stats(struct kunwind *k, struct kunwind_stats *st)
 				  sizeof(lost[0]) * (size_t)ncpu, 0))
 		for (int i = 0; i < ncpu; i++)
 			st->lost += lost[i];
+	if (ncpu > 0 && ncpu <= 256) {
+		struct ku_cache *c = calloc((size_t)ncpu, sizeof(*c));
+
+		if (c && !bpf_map__lookup_elem(k->skel->maps.ku_row_cache, &zero,
+					       sizeof(zero), c, sizeof(*c) * (size_t)ncpu, 0))
+			for (int i = 0; i < ncpu; i++) {
+				st->cache_hits += c[i].hits;
+				st->cache_misses += c[i].misses;
+				st->stack_reads += c[i].win_reads;
+			}
+		free(c);
+	}
 	/* The event program: the sys_enter one, or the tracepoint's. */
 	memset(&info, 0, sizeof(info));
 	if (!bpf_obj_get_info_by_fd(bpf_program__fd(k->link ? k->skel->progs.ku_tracepoint

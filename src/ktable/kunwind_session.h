@@ -64,6 +64,8 @@ struct kunwind_stats {
 	/* Latency from a process's exec (or executable mmap) notification to
 	 * its mapping table being rewritten, the last time it happened. */
 	uint64_t last_refresh_ns;
+	/* The walk's row cache and stack window, summed over CPUs. */
+	uint64_t cache_hits, cache_misses, stack_reads;
 };
 void kunwind__stats(struct kunwind *k, struct kunwind_stats *st);
 

@@ -9,6 +9,9 @@
  *   exec       at the first line, fork, then exec of this program as
  *              `child`: child_main > child_b > marker in the new image
  *   signal     sig_caller > raise ... handler > handler_b > marker
+ *   dwarf      dwarf_caller > kt_dwarf_frame > dwarf_leaf > marker, where
+ *              kt_dwarf_frame's CFA is a DWARF expression (the in-kernel
+ *              walk stops there; user space goes on: the hybrid)
  *   deep N     recurse x N > marker
  *   garbage    the marker with rsp on a buffer of random words
  *   selfloop   rsp on a buffer whose every word is a return address
@@ -72,6 +75,40 @@ static void handler(int sig)
 	KEEP();
 }
 NOINLINE static void sig_caller(void) { HERE(6); raise(SIGUSR1); KEEP(); }
+
+/* kt_dwarf_frame(fn): calls fn on a stack realigned to 64 bytes, keeping
+ * the entry rsp in rbx; its CFA is rbx + 16, said with
+ * DW_CFA_def_cfa_expression (DW_OP_breg3 16), which a compact row cannot
+ * hold (CFA = rsp|rbp + offset): a row that needs DWARF evaluation. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void kt_dwarf_frame(void (*fn)(void));
+#ifdef __cplusplus
+}
+#endif
+__asm__(".text\n"
+	".globl kt_dwarf_frame\n"
+	".type kt_dwarf_frame, @function\n"
+	"kt_dwarf_frame:\n"
+	".cfi_startproc\n"
+	"push %rbx\n"
+	".cfi_adjust_cfa_offset 8\n"
+	".cfi_offset %rbx, -16\n"
+	"mov %rsp, %rbx\n"
+	".cfi_escape 0x0f, 0x02, 0x73, 0x10\n" /* CFA = rbx + 16 */
+	"and $-64, %rsp\n"
+	"call *%rdi\n"
+	"mov %rbx, %rsp\n"
+	".cfi_def_cfa %rsp, 16\n"
+	"pop %rbx\n"
+	".cfi_def_cfa_offset 8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size kt_dwarf_frame, .-kt_dwarf_frame\n");
+
+NOINLINE static void dwarf_leaf(void) { HERE(8); marker(); KEEP(); }
+NOINLINE static void dwarf_caller(void) { HERE(9); kt_dwarf_frame(dwarf_leaf); KEEP(); }
 
 static long bench_n; /* markers per call at the bottom (bench mode) */
 
@@ -181,6 +218,8 @@ NOINLINE static void run_round(const char *what, int arg, const char *self)
 		entry();
 	} else if (!strcmp(what, "signal")) {
 		sig_caller();
+	} else if (!strcmp(what, "dwarf")) {
+		dwarf_caller();
 	} else if (!strcmp(what, "deep")) {
 		recurse(arg);
 	} else if (!strcmp(what, "bench")) {

@@ -28,10 +28,13 @@ struct driver {
 	struct kunwind *k;
 	struct stacksnap_unwinder *uw;
 	struct stacksnap_frame frames[KU_MAX_FRAMES];
+	struct stacksnap_frame hframes[KU_MAX_FRAMES]; /* the hybrid's */
 	int mode;
 	bool quiet;
 	unsigned agree, prefix, user_prefix, differ, fallback, compared;
 	unsigned kernel_complete;
+	unsigned hybrid, hybrid_same; /* walks user space went on with, and
+					 how many equal the copy's walk */
 	uint64_t bytes;		/* event bytes received (frames + copy) */
 	uint64_t first_ns;	/* first event's time */
 };
@@ -118,6 +121,30 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 		un = stacksnap_procs__unwind_sample(procs, d->uw, &s, d->frames,
 						    KU_MAX_FRAMES, &uend);
 	}
+	/* The hybrid: where the kernel stopped at something user space can
+	 * go past, the copy's walk from the stop frame completes it. */
+	enum stacksnap_end hend = STACKSNAP_END_NONE;
+	int hn = -1;
+	if (stack && ev->nframes && ktable__can_continue(ev->end)) {
+		struct ku_end_state es = {
+			.pc = pcs[ev->nframes - 1], .sp = ev->end_sp,
+			.rbp = ev->end_rbp, .rbx = ev->end_rbx,
+			.valid = ev->end_valid, .end = ev->end,
+		};
+		int k = ev->nframes - 1;
+		int c = ktable__continue_walk(procs, d->uw, (pid_t)ev->pid, (pid_t)ev->tid,
+					      &es, stack, ev->stack_len, ev->stack_start,
+					      d->hframes + k, KU_MAX_FRAMES - (size_t)k,
+					      &hend);
+
+		if (c > 0) {
+			for (int i = 0; i < k; i++)
+				d->hframes[i] = (struct stacksnap_frame){
+					.pc = pcs[i] & ~KU_PC_EXACT };
+			hn = k + c;
+			d->hybrid++;
+		}
+	}
 	/* Agreement: same pcs where both have frames. Either walk may stop
 	 * earlier for a reason the other goes past: the kernel at rows that
 	 * need DWARF, at tables not loaded yet (fallback); user space at the
@@ -151,6 +178,13 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 			d->user_prefix++;
 		}
 	}
+	bool hsame = false;
+	if (hn >= 0 && un >= 0) {
+		hsame = hn == un;
+		for (int i = 0; hsame && i < hn; i++)
+			hsame = d->hframes[i].pc == d->frames[i].pc;
+		d->hybrid_same += hsame;
+	}
 	if (d->quiet)
 		return 0;
 	printf("{\"pid\":%u,\"tid\":%u,\"comm\":", ev->pid, ev->tid);
@@ -171,6 +205,15 @@ static int on_event(void *user, const struct ku_event *ev, const uint64_t *pcs,
 		for (int i = 0; i < un; i++)
 			print_frame(as, d->frames[i].pc,
 				    i == 0 || (d->frames[i].flags & STACKSNAP_FRAME_SIGNAL),
+				    i == 0);
+		printf("]");
+	}
+	if (hn >= 0) {
+		printf(",\"hybrid_end\":\"%s\",\"hybrid_same\":%s,\"hybrid_frames\":[",
+		       stacksnap_end__str(hend), un < 0 ? "null" : hsame ? "true" : "false");
+		for (int i = 0; i < hn; i++)
+			print_frame(as, d->hframes[i].pc,
+				    i < ev->nframes ? (pcs[i] & KU_PC_EXACT) != 0 : false,
 				    i == 0);
 		printf("]");
 	}
@@ -306,7 +349,9 @@ int main(int argc, char **argv)
 	       "\"fixed_bytes\":%zu,\"compile_ns\":%llu,\"load_ns\":%llu,"
 	       "\"last_refresh_ns\":%llu,\"bytes\":%llu,\"kernel_complete\":%u,"
 	       "\"compared\":%u,\"same\":%u,\"kernel_prefix\":%u,\"user_prefix\":%u,"
-	       "\"differ\":%u,\"fallback\":%u,"
+	       "\"differ\":%u,\"fallback\":%u,\"cache_hits\":%llu,"
+	       "\"cache_misses\":%llu,\"stack_reads\":%llu,\"hybrid\":%u,"
+	       "\"hybrid_same\":%u,"
 	       "\"exit_status\":%d}}\n",
 	       (unsigned long long)ks.events, (unsigned long long)ks.lost,
 	       (unsigned long long)ks.refreshes, ks.verified_insns, ks.xlated_insns,
@@ -315,7 +360,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)ts.compile_ns, (unsigned long long)ts.load_ns,
 	       (unsigned long long)ks.last_refresh_ns, (unsigned long long)d.bytes,
 	       d.kernel_complete, d.compared, d.agree, d.prefix, d.user_prefix, d.differ,
-	       d.fallback,
+	       d.fallback, (unsigned long long)ks.cache_hits,
+	       (unsigned long long)ks.cache_misses, (unsigned long long)ks.stack_reads,
+	       d.hybrid, d.hybrid_same,
 	       child ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status))
 		     : 0);
 	kunwind__close(d.k);

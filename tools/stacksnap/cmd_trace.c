@@ -267,7 +267,7 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		.fields = f, .nfields = nf > 0 ? nf : 0,
 		.stack_bytes = ev->capture->stack_len,
 		.frames = ev->frames, .nframes = ev->nframes, .end = ev->end,
-		.as = ev->as,
+		.as = ev->as, .live = ev,
 	};
 
 	/* --unwind both: say where the two walks part (the summary counts). */
@@ -425,6 +425,7 @@ int trace_main(int argc, char **argv)
 	}
 	t.p.print = &o.print;
 	t.p.json = o.json;
+	t.p.unwind = o.unwind;
 	if (!(t.p.out = profile_out_open(&o.out, "stacksnap trace"))) {
 		t.p.out = stdout;
 		rc = EXIT_ERROR;

@@ -69,6 +69,55 @@ static void json_fields(struct trace_printer *t, const struct trace_line *ev)
 	fputc('}', t->out);
 }
 
+/* --unwind kernel|both with --json: the in-kernel walk's pcs (exact ones
+ * marked) and end reason, and in both mode how it compares with the
+ * copy's walk (the frames above). */
+static void json_kernel_walk(struct trace_printer *t, const struct stacksnap_trace_event *ev)
+{
+	static const char *const agree[] = {
+		[STACKSNAP_TRACE_AGREE_SAME] = "same",
+		[STACKSNAP_TRACE_AGREE_FALLBACK] = "fallback",
+		[STACKSNAP_TRACE_AGREE_KERNEL_PREFIX] = "kernel-prefix",
+		[STACKSNAP_TRACE_AGREE_USER_PREFIX] = "user-prefix",
+		[STACKSNAP_TRACE_AGREE_DIFFER] = "differ",
+	};
+
+	if (t->unwind == STACKSNAP_TRACE_UNWIND_USER || !ev->kernel_end)
+		return;
+	fputs(",\"kernel\":{\"end\":", t->out);
+	json_str(t->out, ev->kernel_end);
+	fputs(",\"pcs\":[", t->out);
+	for (int i = 0; i < ev->kernel_nframes; i++)
+		fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
+			(uint64_t)(ev->kernel_pcs[i] & ~(1ull << 63)));
+	fputs("],\"exact\":[", t->out);
+	for (int i = 0, n = 0; i < ev->kernel_nframes; i++)
+		if (ev->kernel_pcs[i] >> 63)
+			fprintf(t->out, "%s%d", n++ ? "," : "", i);
+	fputc(']', t->out);
+	if (t->unwind == STACKSNAP_TRACE_UNWIND_BOTH && ev->agreement >= 0 &&
+	    ev->agreement <= STACKSNAP_TRACE_AGREE_DIFFER)
+		fprintf(t->out, ",\"agreement\":\"%s\",\"first_difference\":%d",
+			agree[ev->agreement], ev->first_difference);
+	if (ev->hybrid_nframes >= 0) {
+		/* The hybrid: the kernel's frames, then user space from
+		 * where it stopped; the same as the copy's own walk? */
+		bool same = ev->hybrid_nframes == (int)ev->nframes;
+
+		for (int i = 0; same && i < ev->hybrid_nframes; i++)
+			same = ev->hybrid_frames[i].pc == ev->frames[i].pc;
+		fprintf(t->out, ",\"hybrid\":{\"frames\":%d,\"end\":", ev->hybrid_nframes);
+		json_str(t->out, stacksnap_end__str(ev->hybrid_end));
+		fprintf(t->out, ",\"same_as_copy\":%s,\"pcs\":[", same ? "true" : "false");
+		for (int i = 0; i < ev->hybrid_nframes; i++)
+			fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
+				ev->hybrid_frames[i].pc);
+		fputs("]}", t->out);
+	}
+	fputc('}', t->out);
+}
+
+
 int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 {
 	struct thread_result r = {
@@ -95,7 +144,10 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		json_str(t->out, stacksnap_end__str(ev->end));
 		fputs(",\"frames\":[", t->out);
 		print_json_frames(t->out, &r);
-		fputs("]}\n", t->out);
+		fputc(']', t->out);
+		if (ev->live)
+			json_kernel_walk(t, ev->live);
+		fputs("}\n", t->out);
 	} else {
 		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
 			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,

@@ -16,6 +16,7 @@ struct trace_printer {
 	const struct options *print;	/* frame printing options */
 	FILE *out;
 	bool json;
+	unsigned unwind;	/* STACKSNAP_TRACE_UNWIND_* (--json's "kernel") */
 	struct stacksnap_stacks *counts;
 };
 
@@ -33,6 +34,9 @@ struct trace_line {
 	int nframes;
 	enum stacksnap_end end;
 	struct stacksnap_addrspace *as;
+	/* A live event (NULL for a saved one): --json adds its in-kernel
+	 * walk (pcs, end, agreement, hybrid) under --unwind=kernel|both. */
+	const struct stacksnap_trace_event *live;
 };
 
 /* Symbolizes and prints (or counts) one event. Returns 0 or -ENOMEM. */
