@@ -49,6 +49,8 @@ SAN_OBJS := $(LIB_SRCS:%.c=$(O)/san/%.o)
 # pprof's profile.proto, compiled by protoc-c at build time into
 # $(O)/gen (issue 15): the generated encoder is one more library source.
 PKGS += libprotobuf-c zlib libzstd
+# libdeflate inflates compressed debug sections (src/symbolize/dwarf_mem.c).
+PKGS += libdeflate
 GEN_DIR := $(O)/gen
 GEN_SRCS := $(GEN_DIR)/profile.pb-c.c
 LIB_OBJS += $(O)/obj/gen/profile.pb-c.o

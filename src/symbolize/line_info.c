@@ -26,6 +26,11 @@ struct cu_range {
 
 struct line_info {
 	Dwarf *dw;
+	/* dw's ELF when the debug file's sections are compressed: only
+	 * what lookups read, line tables inflated on first use (NULL: dw
+	 * reads the image itself). */
+	struct dwarf_mem *mem;
+	bool lines_bad;		/* the line tables did not inflate */
 	const struct log_sink *log;
 	/* CU ranges sorted by lo, from each CU DIE's DW_AT_ranges or
 	 * low/high pc: libdw's dwarf_addrdie needs .debug_aranges, which
@@ -141,23 +146,35 @@ int line_info__open(const struct elf_image *img, const struct log_sink *log,
 		    struct line_info **out)
 {
 	struct line_info *li;
+	struct dwarf_mem *mem = NULL;
 	Dwarf *dw;
+	int err;
 
 	*out = NULL;
 	if (!img || !img->elf || !img->has_dwarf_info)
 		return 0;
-	dw = dwarf_begin_elf(img->elf, DWARF_C_READ, NULL);
+	err = dwarf_mem__open(img->elf, img->bytes, img->size, &mem);
+	if (err == -ENOMEM)
+		return fail(err);
+	if (err)
+		log_info(log, "%s: compressed DWARF section does not inflate; "
+			 "reading it through libdw", img->path);
+	dw = dwarf_begin_elf(mem ? dwarf_mem__elf(mem) : img->elf, DWARF_C_READ,
+			     NULL);
 	if (!dw) {
 		log_info(log, "%s: DWARF unreadable: %s", img->path,
 			 dwarf_errmsg(-1));
+		dwarf_mem__free(mem);
 		return 0;
 	}
 	li = calloc(1, sizeof(*li));
 	if (!li) {
 		dwarf_end(dw);
+		dwarf_mem__free(mem);
 		return fail(-ENOMEM);
 	}
 	li->dw = dw;
+	li->mem = mem;
 	li->log = log;
 	if (index_cus(li)) {
 		line_info__free(li);
@@ -176,6 +193,7 @@ void line_info__free(struct line_info *li)
 	free(li->names);
 	free(li->ranges);
 	dwarf_end(li->dw);
+	dwarf_mem__free(li->mem);
 	free(li);
 }
 
@@ -414,6 +432,18 @@ static int scope_chain(Dwarf_Die *cu, uint64_t pc, bool last_match,
 	return n;
 }
 
+/* Are the line tables readable (inflated first if deferred)? */
+static bool lines_ready(struct line_info *li)
+{
+	if (!li->mem || li->lines_bad)
+		return !li->lines_bad;
+	if (dwarf_mem__fill_deferred(li->mem)) {
+		log_info(li->log, "line tables do not inflate: no file:line");
+		li->lines_bad = true;
+	}
+	return !li->lines_bad;
+}
+
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			    unsigned flags, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry)
@@ -434,13 +464,18 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	if (!find_cu(li, vaddr, &cudie))
 		return 0;
 	/* Decoding a CU's line program costs milliseconds: only for lines. */
-	line = flags & SYM_NO_LINES ? NULL : dwarf_getsrc_die(&cudie, vaddr);
+	line = flags & SYM_NO_LINES || !lines_ready(li)
+		       ? NULL
+		       : dwarf_getsrc_die(&cudie, vaddr);
 	if (line) {
 		file = dwarf_linesrc(line, NULL, NULL);
 		dwarf_lineno(line, &lineno);
 		dwarf_linecol(line, &col);
 	}
-	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+	/* The files of inline call sites: read from the line table, which
+	 * a caller that wants only the function need not inflate. */
+	if (flags & SYM_FUNCTION_ONLY || !lines_ready(li) ||
+	    dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
 	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
 	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);
