@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ struct name_slot {
 /* One address range of a compile unit. */
 struct cu_range {
 	uint64_t lo, hi;     /* [lo, hi) */
-	Dwarf_Off cu_off;    /* offset of the CU's DIE */
+	Dwarf_Off cu_off;    /* offset of the CU's header in .debug_info */
 };
 
 struct line_info {
@@ -71,48 +72,127 @@ static int cmp_off(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The bytes of img's section name as libdw reads them (inflated), or
+ * NULL. */
+static const uint8_t *section_bytes(Dwarf *dw, const char *name, size_t *len)
+{
+	Elf *elf = dwarf_getelf(dw);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(n = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(n, name))
+			continue;
+		if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
+		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			return NULL;
+		*len = d->d_size;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Reads .debug_aranges (DWARF 2-5, 32- and 64-bit units, 8-byte
+ * addresses) into the index, CUs by the offset of their header, which
+ * also go to *listed (sorted). libdw's dwarf_getaranges would do it, but
+ * mallocs a node per range and reads every CU header to find its DIE:
+ * most of a warm dump's symbolization of libc. Returns 0 (a malformed
+ * unit ends the reading: its CUs are then found by their DIEs) or
+ * -ENOMEM. */
+static int read_aranges(struct line_info *li, size_t *cap, Dwarf_Off **listed,
+			size_t *nlisted)
+{
+	size_t len = 0, pos = 0, lcap = 0;
+	const uint8_t *b = section_bytes(li->dw, ".debug_aranges", &len);
+
+	while (b && len - pos >= 4) {
+		uint64_t ulen = 0, cu = 0;
+		uint32_t u32;
+		uint16_t ver;
+		size_t off = pos, hdr, end;
+		bool dw64;
+
+		memcpy(&u32, b + pos, 4);
+		dw64 = u32 == 0xffffffffu;
+		if (dw64 && len - pos < 12)
+			break;
+		if (dw64)
+			memcpy(&ulen, b + pos + 4, 8);
+		else
+			ulen = u32;
+		hdr = dw64 ? 12 : 4;
+		if (ulen > len - pos - hdr)
+			break;
+		end = pos + hdr + ulen;
+		/* version, CU offset, address size, segment selector size */
+		if (ulen < 2 + (dw64 ? 8u : 4u) + 2)
+			break;
+		memcpy(&ver, b + pos + hdr, 2);
+		memcpy(&cu, b + pos + hdr + 2, dw64 ? 8 : 4);
+		pos += hdr + 2 + (dw64 ? 8 : 4);
+		if (ver != 2 || b[pos] != 8 || b[pos + 1] != 0)
+			break;
+		/* Tuples start at a multiple of twice the address size. */
+		pos = off + (pos + 2 - off + 15) / 16 * 16;
+		if (*nlisted == lcap) {
+			size_t ncap = lcap ? 2 * lcap : 256;
+			void *p = realloc(*listed, ncap * sizeof(**listed));
+
+			if (!p)
+				return -ENOMEM;
+			*listed = p;
+			lcap = ncap;
+		}
+		(*listed)[(*nlisted)++] = cu;
+		for (; pos + 16 <= end; pos += 16) {
+			uint64_t lo, n;
+			int err;
+
+			memcpy(&lo, b + pos, 8);
+			memcpy(&n, b + pos + 8, 8);
+			if (!n || lo + n < lo)
+				continue;
+			if ((err = add_range(li, cap, lo, lo + n, cu)))
+				return err;
+		}
+		pos = end;
+	}
+	if (*nlisted)
+		qsort(*listed, *nlisted, sizeof(**listed), cmp_off);
+	return 0;
+}
+
 /* The CU address index: .debug_aranges where the producer wrote it (gcc
  * does; reading it is ten times cheaper than opening every CU), and the
  * CU DIE's own ranges for the CUs it leaves out (clang writes none). */
 static int index_cus(struct line_info *li)
 {
-	Dwarf_Aranges *ar = NULL;
 	Dwarf_Off off = 0, next, *listed = NULL;
 	size_t hsize, cap = 0, nar = 0;
-	int err = 0;
+	int err;
 
-	if (dwarf_getaranges(li->dw, &ar, &nar) != 0)
-		nar = 0;
-	if (nar && !(listed = malloc(nar * sizeof(*listed))))
-		return -ENOMEM;
-	for (size_t i = 0; i < nar; i++) {
-		Dwarf_Addr addr;
-		Dwarf_Word len;
-		Dwarf_Off cu;
-
-		listed[i] = (Dwarf_Off)-1;
-		if (dwarf_getarangeinfo(dwarf_onearange(ar, i), &addr, &len, &cu) ||
-		    !len)
-			continue;
-		listed[i] = cu;
-		if ((err = add_range(li, &cap, addr, addr + len, cu)))
-			goto out;
-	}
-	if (nar)
-		qsort(listed, nar, sizeof(*listed), cmp_off);
+	if ((err = read_aranges(li, &cap, &listed, &nar)))
+		goto out;
 	while (dwarf_nextcu(li->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Off die_off = off + hsize;
+		Dwarf_Off hdr_off = off;
 		Dwarf_Die cu;
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t it = 0;
 
 		off = next;
-		if (nar && bsearch(&die_off, listed, nar, sizeof(*listed), cmp_off))
+		if (nar && bsearch(&hdr_off, listed, nar, sizeof(*listed), cmp_off))
 			continue;
-		if (!dwarf_offdie(li->dw, die_off, &cu))
+		if (!dwarf_offdie(li->dw, hdr_off + hsize, &cu))
 			continue;
 		while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0)
-			if (hi > lo && (err = add_range(li, &cap, lo, hi, die_off)))
+			if (hi > lo && (err = add_range(li, &cap, lo, hi, hdr_off)))
 				goto out;
 	}
 	if (li->nranges)
@@ -120,6 +200,16 @@ static int index_cus(struct line_info *li)
 out:
 	free(listed);
 	return err;
+}
+
+/* The DIE of the CU whose header is at hdr_off. */
+static bool cu_die(Dwarf *dw, Dwarf_Off hdr_off, Dwarf_Die *cu)
+{
+	Dwarf_Off next;
+	size_t hsize;
+
+	return dwarf_nextcu(dw, hdr_off, &next, &hsize, NULL, NULL, NULL) == 0 &&
+	       dwarf_offdie(dw, hdr_off + hsize, cu) != NULL;
 }
 
 /* The CU containing vaddr: our index first, then libdw's aranges. */
@@ -138,7 +228,7 @@ static bool find_cu(struct line_info *li, uint64_t vaddr, Dwarf_Die *cu)
 	/* Ranges of different CUs may nest (rarely); look back a little. */
 	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
 		if (vaddr < li->ranges[i].hi)
-			return dwarf_offdie(li->dw, li->ranges[i].cu_off, cu) != NULL;
+			return cu_die(li->dw, li->ranges[i].cu_off, cu);
 	return dwarf_addrdie(li->dw, vaddr, cu) != NULL;
 }
 
