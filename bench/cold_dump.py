@@ -7,7 +7,14 @@ side and interleaved, on clangd-14 idling on stdin, python3 idling on
 stdin, and the stall target with 1, 8 and 64 sleeping threads. Prints
 medians, ratios to eu-stack, and stacksnap's own --stats phases.
 
+Each stacksnap run is made twice: as a person runs it (the default
+non-stop capture, which loads a BPF program) and with --freeze-all (no
+BPF), each cold and warm. CPU is the command's own user+system time (on
+a loaded machine the steadier number). --baseline runs another binary
+interleaved, for before/after numbers under one load.
+
 usage: O=build bench/cold_dump.py [--reps N] [--targets clangd,python3,stall1,stall8,stall64]
+                                  [--baseline OLD_STACKSNAP] [--no-gdb]
 """
 import argparse
 import os
@@ -52,13 +59,39 @@ def start(name):
     return Target(int(name[len("stall"):]), "sleep", depth=40, cpu=None)
 
 
+def settle_cache(argv, env, cache_dir):
+    """The warm cache: what a first run leaves, written by its detached
+    child after it exits: wait until the files stop changing."""
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    settled, last = 0, None
+    for _ in range(600):
+        now = sorted((f, os.path.getsize(os.path.join(d, f)))
+                     for d, _, fs in os.walk(cache_dir) for f in fs)
+        settled = settled + 1 if now == last and now else 0
+        last = now
+        if settled >= 10:
+            break
+        time.sleep(0.1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--targets", default="clangd,python3,stall1,stall8,stall64")
+    ap.add_argument("--baseline", metavar="STACKSNAP",
+                    help="another stacksnap binary (e.g. an older build) run "
+                    "interleaved with --freeze-all, for before/after under one load")
+    ap.add_argument("--no-gdb", action="store_true", help="leave gdb out (slow)")
     a = ap.parse_args()
-    print("== cold and warm dumps, whole command wall time (ms), median of %d "
-          "interleaved runs; load average %s" % (a.reps, " ".join(load())))
+    print("== cold and warm dumps, whole command wall time and CPU (ms), median "
+          "of %d interleaved runs; load average %s" % (a.reps, " ".join(load())))
+    print("(stacksnap: the default capture; --freeze-all: every thread stopped, "
+          "no BPF program loaded)")
+    # (label, binary, extra args): each gets a cold and a warm run.
+    variants = [("stacksnap", STACKSNAP, []),
+                ("stacksnap --freeze-all", STACKSNAP, ["--freeze-all"])]
+    if a.baseline:
+        variants.append(("baseline --freeze-all", a.baseline, ["--freeze-all"]))
     rows = []
     phases = []
     for name in a.targets.split(","):
@@ -67,68 +100,70 @@ def main():
             print("(%s: not installed; skipped)" % name)
             continue
         pid = str(t.pid)
-        warm_dir = tempfile.mkdtemp(prefix="stacksnap-bench-warm-")
-        env_warm = dict(os.environ, STACKSNAP_CACHE_DIR=warm_dir)
-        # The warm cache: what a first run leaves, written by its detached
-        # child after it exits: wait until the files stop changing.
-        subprocess.run([STACKSNAP, pid], env=env_warm, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        settled, last = 0, None
-        for _ in range(600):
-            now = sorted((f, os.path.getsize(os.path.join(d, f)))
-                         for d, _, fs in os.walk(warm_dir) for f in fs)
-            settled = settled + 1 if now == last and now else 0
-            last = now
-            if settled >= 10:
-                break
-            time.sleep(0.1)
-        res = {k: [] for k in ("cold", "warm", "eu-stack", "gdb")}
-        st = {"cold": [], "warm": []}
+        warm = {}
+        for label, exe, extra in variants:
+            warm[label] = tempfile.mkdtemp(prefix="stacksnap-bench-warm-")
+            settle_cache([exe] + extra + [pid], dict(os.environ, STACKSNAP_CACHE_DIR=warm[label]),
+                         warm[label])
+        keys = [(label, kind) for label, _, _ in variants for kind in ("cold", "warm")]
+        res = {k: [] for k in keys + ["eu-stack", "gdb"]}
+        cpu = {k: [] for k in res}
+        st = {k: [] for k in keys}
         fails = {}
         for _ in range(a.reps):
-            cold_dir = tempfile.mkdtemp(prefix="stacksnap-bench-cold-")
-            tools = [
-                ("cold", [STACKSNAP, "--stats", pid], dict(os.environ, STACKSNAP_CACHE_DIR=cold_dir)),
-                ("warm", [STACKSNAP, "--stats", pid], env_warm),
-                ("eu-stack", ["eu-stack", "-p", pid], None),
-                ("gdb", ["gdb", "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt"], None),
-            ]
+            tools = []
+            cold_dirs = []
+            for label, exe, extra in variants:
+                cold_dirs.append(tempfile.mkdtemp(prefix="stacksnap-bench-cold-"))
+                tools.append(((label, "cold"), [exe] + extra + ["--stats", pid],
+                              dict(os.environ, STACKSNAP_CACHE_DIR=cold_dirs[-1])))
+                tools.append(((label, "warm"), [exe] + extra + ["--stats", pid],
+                              dict(os.environ, STACKSNAP_CACHE_DIR=warm[label])))
+            tools.append(("eu-stack", ["eu-stack", "-p", pid], None))
+            if not a.no_gdb:
+                tools.append(("gdb", ["gdb", "-p", pid, "-batch", "-nx", "-ex",
+                                      "thread apply all bt"], None))
             for key, argv, env in tools:
                 old = os.environ.copy()
                 if env:
                     os.environ.clear()
                     os.environ.update(env)
                 try:
-                    rc, out, err, wall, cpu, rss = run_tool(argv, cpu=None, timeout=120)
+                    rc, out, err, wall, c, rss = run_tool(argv, cpu=None, timeout=120)
                 finally:
                     os.environ.clear()
                     os.environ.update(old)
                 if rc != 0:
                     fails[key] = fails.get(key, 0) + 1
                 res[key].append(wall * 1e3)
+                cpu[key].append(c * 1e3)
                 if key in st:
                     m, u = PHASES.search(err.decode()), UNWIND.search(err.decode())
                     if m and u:
                         st[key].append([float(x) / (1 if i == 2 else 1e3)
                                         for i, x in enumerate(m.groups())] +
                                        [float(u.group(1)) / 1e3, float(u.group(3)) / 1e3])
-            shutil.rmtree(cold_dir, True)
-        shutil.rmtree(warm_dir, True)
+            for d in cold_dirs:
+                shutil.rmtree(d, True)
+        for d in warm.values():
+            shutil.rmtree(d, True)
         t.stop()
-        m = {k: med(v) for k, v in res.items()}
-        eu = m["eu-stack"]
-        rows.append([name, fmt(m["cold"], 1), fmt(m["warm"], 1), fmt(eu, 1), fmt(m["gdb"], 0),
-                     fmt(m["cold"] / eu, 2), fmt(m["warm"] / eu, 2),
-                     ", ".join("%s %d" % kv for kv in fails.items()) or "-"])
-        for key in ("cold", "warm"):
+        eu = med(res["eu-stack"])
+        for key in keys + ["eu-stack", "gdb"]:
+            if not res[key]:
+                continue
+            label = " ".join(key) if isinstance(key, tuple) else key
+            w = med(res[key])
+            rows.append([name, label, fmt(w, 1), fmt(med(cpu[key]), 1), fmt(w / eu, 2),
+                         str(fails.get(key, "-"))])
+        for key in keys:
             if st[key]:
                 cols = list(zip(*st[key]))
                 v = [med(c) for c in cols]
-                phases.append([name + " " + key, fmt(v[0], 1), fmt(v[1], 1), "%d" % v[2],
-                               fmt(v[3], 1), fmt(v[4], 1), fmt(v[5], 1), fmt(v[7], 1),
-                               fmt(v[8], 1), fmt(v[6], 1)])
-    table(["target", "stacksnap cold", "stacksnap warm", "eu-stack", "gdb",
-           "cold / eu-stack", "warm / eu-stack", "non-zero exits"], rows)
+                phases.append([name + " " + " ".join(key), fmt(v[0], 1), fmt(v[1], 1),
+                               "%d" % v[2], fmt(v[3], 1), fmt(v[4], 1), fmt(v[5], 1),
+                               fmt(v[7], 1), fmt(v[8], 1), fmt(v[6], 1)])
+    table(["target", "run", "wall ms", "CPU ms", "wall / eu-stack", "non-zero exits"], rows)
     print()
     print("stacksnap --stats phases (ms, medians): unwind includes lazy table fills")
     table(["run", "check", "maps+modules", "modules", "tables", "debug files",

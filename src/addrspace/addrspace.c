@@ -499,7 +499,7 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	} else {
 		n = st || li ? symbolize__lookup(st, li, vaddr,
 						 (no_demangle ? SYM_NO_DEMANGLE : 0) |
-							 (lines ? 0 : SYM_NO_LINES),
+							 (lines ? 0 : SYM_NO_LINES | SYM_FUNCTION_ONLY),
 						 out, max)
 			     : 0;
 	}

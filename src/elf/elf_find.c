@@ -3,7 +3,9 @@
  * directories' .build-id trees, and debuginfod servers for executables
  * and separate debug files. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,48 @@
 #include <elfutils/debuginfod.h>
 
 #include "elf/elf_image.h"
+
+/* libdebuginfod is opened when first asked for, not linked: it pulls in
+ * libcurl, GnuTLS, Kerberos and LDAP (28 more libraries), whose loading
+ * and relocation cost every run of the CLI ~12 ms of CPU at start-up, for
+ * a feature few runs use. */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*end)(debuginfod_client *);
+	int (*find_executable)(debuginfod_client *, const unsigned char *,
+			       int, char **);
+	int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int,
+			      char **);
+} dfd;
+static pthread_once_t dfd_once = PTHREAD_ONCE_INIT;
+
+static void dfd_load(void)
+{
+	void *h = dlopen("libdebuginfod.so.1", RTLD_LAZY | RTLD_LOCAL);
+
+	if (!h)
+		return;
+	dfd.end = (void (*)(debuginfod_client *))dlsym(h, "debuginfod_end");
+	dfd.find_executable = (int (*)(debuginfod_client *, const unsigned char *,
+				       int, char **))dlsym(h, "debuginfod_find_executable");
+	dfd.find_debuginfo = (int (*)(debuginfod_client *, const unsigned char *,
+				      int, char **))dlsym(h, "debuginfod_find_debuginfo");
+	if (dfd.end && dfd.find_executable && dfd.find_debuginfo)
+		dfd.begin = (debuginfod_client *(*)(void))dlsym(h, "debuginfod_begin");
+}
+
+/* A debuginfod client, or NULL (with a message) when the library is not
+ * installed or the client cannot start. */
+static debuginfod_client *dfd_begin(const struct log_sink *log)
+{
+	pthread_once(&dfd_once, dfd_load);
+	if (!dfd.begin) {
+		log_info(log, "debuginfod: libdebuginfod.so.1 not loadable (install "
+			 "libdebuginfod1): %s", dlerror() ?: "symbols missing");
+		return NULL;
+	}
+	return dfd.begin();
+}
 
 static void hex(const uint8_t *id, size_t len, char *out)
 {
@@ -62,11 +106,11 @@ char *elf_find_by_build_id(const char *path, const uint8_t *id, size_t len,
 	}
 	if (!debuginfod)
 		return NULL;
-	debuginfod_client *c = debuginfod_begin();
+	debuginfod_client *c = dfd_begin(log);
 	if (!c)
 		return NULL;
-	int fd = debuginfod_find_executable(c, id, (int)len, &found);
-	debuginfod_end(c);
+	int fd = dfd.find_executable(c, id, (int)len, &found);
+	dfd.end(c);
 	if (fd < 0) {
 		log_info(log, "%s: build-id %s: debuginfod has no executable: %s",
 			 path ? path : "?", idhex, strerror(-fd));
@@ -88,12 +132,11 @@ int elf_image__open_debug_remote(const struct elf_image *img,
 	if (!img->build_id_len)
 		return 0;
 	hex(img->build_id, img->build_id_len, idhex);
-	c = debuginfod_begin();
+	c = dfd_begin(log);
 	if (!c)
 		return 0;
-	fd = debuginfod_find_debuginfo(c, img->build_id, (int)img->build_id_len,
-				       &path);
-	debuginfod_end(c);
+	fd = dfd.find_debuginfo(c, img->build_id, (int)img->build_id_len, &path);
+	dfd.end(c);
 	if (fd < 0) {
 		log_info(log, "%s: build-id %s: no debug file from debuginfod: %s",
 			 img->path, idhex, strerror(-fd));

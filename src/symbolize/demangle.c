@@ -1,6 +1,8 @@
 /* demangle.c - C++ demangling through the C++ runtime, and the renamings
  * gdb applies to symbol names before printing them. */
 #include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,23 @@
 #include "symbolize/symbolize.h"
 #include "symbolize/sym_internal.h"
 
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* The C++ runtime's demangler, from libstdc++ opened on the first C++
+ * name rather than linked: loading and relocating libstdc++ costs every
+ * run ~6 ms of CPU at start-up, and a C program's dump never needs it
+ * (a C++ program using the library has it loaded already: dlopen then
+ * only finds it). */
+static char *(*cxa_demangle)(const char *mangled, char *buf, size_t *len,
+			     int *status);
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+static void cxa_load(void)
+{
+	void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+	if (h)
+		cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))
+			dlsym(h, "__cxa_demangle");
+}
 
 /* The C++ runtime prints the standard substitutions (Ss, Si, So, Sd) by
  * their typedef names; gdb's demangler spells them out. */
@@ -69,7 +87,10 @@ char *demangle(const char *name)
 
 	if (!name || strncmp(name, "_Z", 2) != 0)
 		return NULL;
-	s = __cxa_demangle(name, NULL, NULL, &status);
+	pthread_once(&cxa_once, cxa_load);
+	if (!cxa_demangle)
+		return NULL;
+	s = cxa_demangle(name, NULL, NULL, &status);
 	if (status != 0) {
 		free(s);
 		return NULL;

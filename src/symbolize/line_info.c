@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +22,16 @@ struct name_slot {
 /* One address range of a compile unit. */
 struct cu_range {
 	uint64_t lo, hi;     /* [lo, hi) */
-	Dwarf_Off cu_off;    /* offset of the CU's DIE */
+	Dwarf_Off cu_off;    /* offset of the CU's header in .debug_info */
 };
 
 struct line_info {
 	Dwarf *dw;
+	/* dw's ELF when the debug file's sections are compressed: only
+	 * what lookups read, line tables inflated on first use (NULL: dw
+	 * reads the image itself). */
+	struct dwarf_mem *mem;
+	bool lines_bad;		/* the line tables did not inflate */
 	const struct log_sink *log;
 	/* CU ranges sorted by lo, from each CU DIE's DW_AT_ranges or
 	 * low/high pc: libdw's dwarf_addrdie needs .debug_aranges, which
@@ -66,48 +72,127 @@ static int cmp_off(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The bytes of img's section name as libdw reads them (inflated), or
+ * NULL. */
+static const uint8_t *section_bytes(Dwarf *dw, const char *name, size_t *len)
+{
+	Elf *elf = dwarf_getelf(dw);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(n = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(n, name))
+			continue;
+		if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
+		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			return NULL;
+		*len = d->d_size;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Reads .debug_aranges (DWARF 2-5, 32- and 64-bit units, 8-byte
+ * addresses) into the index, CUs by the offset of their header, which
+ * also go to *listed (sorted). libdw's dwarf_getaranges would do it, but
+ * mallocs a node per range and reads every CU header to find its DIE:
+ * most of a warm dump's symbolization of libc. Returns 0 (a malformed
+ * unit ends the reading: its CUs are then found by their DIEs) or
+ * -ENOMEM. */
+static int read_aranges(struct line_info *li, size_t *cap, Dwarf_Off **listed,
+			size_t *nlisted)
+{
+	size_t len = 0, pos = 0, lcap = 0;
+	const uint8_t *b = section_bytes(li->dw, ".debug_aranges", &len);
+
+	while (b && len - pos >= 4) {
+		uint64_t ulen = 0, cu = 0;
+		uint32_t u32;
+		uint16_t ver;
+		size_t off = pos, hdr, end;
+		bool dw64;
+
+		memcpy(&u32, b + pos, 4);
+		dw64 = u32 == 0xffffffffu;
+		if (dw64 && len - pos < 12)
+			break;
+		if (dw64)
+			memcpy(&ulen, b + pos + 4, 8);
+		else
+			ulen = u32;
+		hdr = dw64 ? 12 : 4;
+		if (ulen > len - pos - hdr)
+			break;
+		end = pos + hdr + ulen;
+		/* version, CU offset, address size, segment selector size */
+		if (ulen < 2 + (dw64 ? 8u : 4u) + 2)
+			break;
+		memcpy(&ver, b + pos + hdr, 2);
+		memcpy(&cu, b + pos + hdr + 2, dw64 ? 8 : 4);
+		pos += hdr + 2 + (dw64 ? 8 : 4);
+		if (ver != 2 || b[pos] != 8 || b[pos + 1] != 0)
+			break;
+		/* Tuples start at a multiple of twice the address size. */
+		pos = off + (pos + 2 - off + 15) / 16 * 16;
+		if (*nlisted == lcap) {
+			size_t ncap = lcap ? 2 * lcap : 256;
+			void *p = realloc(*listed, ncap * sizeof(**listed));
+
+			if (!p)
+				return -ENOMEM;
+			*listed = p;
+			lcap = ncap;
+		}
+		(*listed)[(*nlisted)++] = cu;
+		for (; pos + 16 <= end; pos += 16) {
+			uint64_t lo, n;
+			int err;
+
+			memcpy(&lo, b + pos, 8);
+			memcpy(&n, b + pos + 8, 8);
+			if (!n || lo + n < lo)
+				continue;
+			if ((err = add_range(li, cap, lo, lo + n, cu)))
+				return err;
+		}
+		pos = end;
+	}
+	if (*nlisted)
+		qsort(*listed, *nlisted, sizeof(**listed), cmp_off);
+	return 0;
+}
+
 /* The CU address index: .debug_aranges where the producer wrote it (gcc
  * does; reading it is ten times cheaper than opening every CU), and the
  * CU DIE's own ranges for the CUs it leaves out (clang writes none). */
 static int index_cus(struct line_info *li)
 {
-	Dwarf_Aranges *ar = NULL;
 	Dwarf_Off off = 0, next, *listed = NULL;
 	size_t hsize, cap = 0, nar = 0;
-	int err = 0;
+	int err;
 
-	if (dwarf_getaranges(li->dw, &ar, &nar) != 0)
-		nar = 0;
-	if (nar && !(listed = malloc(nar * sizeof(*listed))))
-		return -ENOMEM;
-	for (size_t i = 0; i < nar; i++) {
-		Dwarf_Addr addr;
-		Dwarf_Word len;
-		Dwarf_Off cu;
-
-		listed[i] = (Dwarf_Off)-1;
-		if (dwarf_getarangeinfo(dwarf_onearange(ar, i), &addr, &len, &cu) ||
-		    !len)
-			continue;
-		listed[i] = cu;
-		if ((err = add_range(li, &cap, addr, addr + len, cu)))
-			goto out;
-	}
-	if (nar)
-		qsort(listed, nar, sizeof(*listed), cmp_off);
+	if ((err = read_aranges(li, &cap, &listed, &nar)))
+		goto out;
 	while (dwarf_nextcu(li->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Off die_off = off + hsize;
+		Dwarf_Off hdr_off = off;
 		Dwarf_Die cu;
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t it = 0;
 
 		off = next;
-		if (nar && bsearch(&die_off, listed, nar, sizeof(*listed), cmp_off))
+		if (nar && bsearch(&hdr_off, listed, nar, sizeof(*listed), cmp_off))
 			continue;
-		if (!dwarf_offdie(li->dw, die_off, &cu))
+		if (!dwarf_offdie(li->dw, hdr_off + hsize, &cu))
 			continue;
 		while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0)
-			if (hi > lo && (err = add_range(li, &cap, lo, hi, die_off)))
+			if (hi > lo && (err = add_range(li, &cap, lo, hi, hdr_off)))
 				goto out;
 	}
 	if (li->nranges)
@@ -115,6 +200,16 @@ static int index_cus(struct line_info *li)
 out:
 	free(listed);
 	return err;
+}
+
+/* The DIE of the CU whose header is at hdr_off. */
+static bool cu_die(Dwarf *dw, Dwarf_Off hdr_off, Dwarf_Die *cu)
+{
+	Dwarf_Off next;
+	size_t hsize;
+
+	return dwarf_nextcu(dw, hdr_off, &next, &hsize, NULL, NULL, NULL) == 0 &&
+	       dwarf_offdie(dw, hdr_off + hsize, cu) != NULL;
 }
 
 /* The CU containing vaddr: our index first, then libdw's aranges. */
@@ -133,7 +228,7 @@ static bool find_cu(struct line_info *li, uint64_t vaddr, Dwarf_Die *cu)
 	/* Ranges of different CUs may nest (rarely); look back a little. */
 	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
 		if (vaddr < li->ranges[i].hi)
-			return dwarf_offdie(li->dw, li->ranges[i].cu_off, cu) != NULL;
+			return cu_die(li->dw, li->ranges[i].cu_off, cu);
 	return dwarf_addrdie(li->dw, vaddr, cu) != NULL;
 }
 
@@ -141,23 +236,35 @@ int line_info__open(const struct elf_image *img, const struct log_sink *log,
 		    struct line_info **out)
 {
 	struct line_info *li;
+	struct dwarf_mem *mem = NULL;
 	Dwarf *dw;
+	int err;
 
 	*out = NULL;
 	if (!img || !img->elf || !img->has_dwarf_info)
 		return 0;
-	dw = dwarf_begin_elf(img->elf, DWARF_C_READ, NULL);
+	err = dwarf_mem__open(img->elf, img->bytes, img->size, &mem);
+	if (err == -ENOMEM)
+		return fail(err);
+	if (err)
+		log_info(log, "%s: compressed DWARF section does not inflate; "
+			 "reading it through libdw", img->path);
+	dw = dwarf_begin_elf(mem ? dwarf_mem__elf(mem) : img->elf, DWARF_C_READ,
+			     NULL);
 	if (!dw) {
 		log_info(log, "%s: DWARF unreadable: %s", img->path,
 			 dwarf_errmsg(-1));
+		dwarf_mem__free(mem);
 		return 0;
 	}
 	li = calloc(1, sizeof(*li));
 	if (!li) {
 		dwarf_end(dw);
+		dwarf_mem__free(mem);
 		return fail(-ENOMEM);
 	}
 	li->dw = dw;
+	li->mem = mem;
 	li->log = log;
 	if (index_cus(li)) {
 		line_info__free(li);
@@ -176,6 +283,7 @@ void line_info__free(struct line_info *li)
 	free(li->names);
 	free(li->ranges);
 	dwarf_end(li->dw);
+	dwarf_mem__free(li->mem);
 	free(li);
 }
 
@@ -414,6 +522,18 @@ static int scope_chain(Dwarf_Die *cu, uint64_t pc, bool last_match,
 	return n;
 }
 
+/* Are the line tables readable (inflated first if deferred)? */
+static bool lines_ready(struct line_info *li)
+{
+	if (!li->mem || li->lines_bad)
+		return !li->lines_bad;
+	if (dwarf_mem__fill_deferred(li->mem)) {
+		log_info(li->log, "line tables do not inflate: no file:line");
+		li->lines_bad = true;
+	}
+	return !li->lines_bad;
+}
+
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			    unsigned flags, struct stacksnap_sym *out,
 			    size_t max, uint64_t *entry)
@@ -434,13 +554,18 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	if (!find_cu(li, vaddr, &cudie))
 		return 0;
 	/* Decoding a CU's line program costs milliseconds: only for lines. */
-	line = flags & SYM_NO_LINES ? NULL : dwarf_getsrc_die(&cudie, vaddr);
+	line = flags & SYM_NO_LINES || !lines_ready(li)
+		       ? NULL
+		       : dwarf_getsrc_die(&cudie, vaddr);
 	if (line) {
 		file = dwarf_linesrc(line, NULL, NULL);
 		dwarf_lineno(line, &lineno);
 		dwarf_linecol(line, &col);
 	}
-	if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+	/* The files of inline call sites: read from the line table, which
+	 * a caller that wants only the function need not inflate. */
+	if (flags & SYM_FUNCTION_ONLY || !lines_ready(li) ||
+	    dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
 	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
 	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);

@@ -21,4 +21,23 @@ char *sym_gdb_name(const char *name, size_t len, bool demangle,
  * with debug info: no parameter list, qualifiers or return type. In place. */
 void sym_strip_params(char *s);
 
+/* An in-memory ELF of a debug file's DWARF sections, inflated with
+ * libdeflate (zlib) or libzstd; .debug_line only when
+ * dwarf_mem__fill_deferred is called (before any libdw call that reads
+ * line tables), location lists and name indexes never (dwarf_mem.c). */
+typedef struct Elf Elf;
+struct dwarf_mem;
+
+/* *out is NULL (and 0 returned) when the image has no compressed DWARF
+ * section or a layout left to libdw (.zdebug_, dwz's .gnu_debugaltlink):
+ * the caller then reads elf as it is. bytes/size: the image elf reads.
+ * Returns 0 or -errno (-EINVAL: a compressed section does not inflate). */
+int dwarf_mem__open(Elf *elf, const uint8_t *bytes, size_t size,
+		    struct dwarf_mem **out);
+Elf *dwarf_mem__elf(const struct dwarf_mem *dm);
+/* Inflates the deferred sections. Returns 0 or -errno (then they read as
+ * zeros: the caller must not read line tables). */
+int dwarf_mem__fill_deferred(struct dwarf_mem *dm);
+void dwarf_mem__free(struct dwarf_mem *dm);
+
 #endif

@@ -61,6 +61,10 @@ int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
 /* Flags of the lookups below. */
 #define SYM_NO_DEMANGLE 0x1 /* keep C++ names mangled */
 #define SYM_NO_LINES 0x2    /* function names only: no file:line (faster) */
+/* Only the containing function (name, entry) is used: inline call sites'
+ * file names are left NULL, so line tables are never read (a debug file's
+ * compressed .debug_line is never inflated). */
+#define SYM_FUNCTION_ONLY 0x4
 
 int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			    unsigned flags, struct stacksnap_sym *out,

@@ -3,6 +3,7 @@
  * fixture built here. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,6 +403,80 @@ static void cxx_frame_names(void)
 	}
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* libc's debug file has compressed sections: line_info reads them through
+ * its in-memory ELF (names now, line tables on first use). The oracle is
+ * libdw reading an uncompressed copy (objcopy --decompress-debug-sections)
+ * as it is: every field of the whole inline chain must match, names-only
+ * lookups first (so the line tables are inflated late, mid-run), then
+ * with lines. */
+static void compressed_dwarf_vs_plain(void)
+{
+	struct elf_image *img = NULL, *dbg = NULL, *plain = NULL;
+	struct line_info *a = NULL, *b = NULL;
+	static uint64_t addrs[4096];
+	char cmd[1024], path[512];
+	size_t n, bad = 0, named = 0;
+
+	CHECK(elf_image__open("/lib/x86_64-linux-gnu/libc.so.6", NULL, &img) == 0);
+	if (!img)
+		return;
+	elf_image__open_debug(img, NULL, NULL, &dbg);
+	CHECKF(dbg, "no debug file for libc (install libc6-dbg)");
+	if (!dbg)
+		goto out;
+	snprintf(path, sizeof(path), "%s/libc-plain.debug", tmpdir);
+	CHECK(harness_sh("objcopy --decompress-debug-sections %s %s", dbg->path,
+			 path) == 0);
+	CHECK(elf_image__open(path, NULL, &plain) == 0);
+	CHECK(line_info__open(dbg, NULL, &a) == 0 && a);
+	CHECK(plain && line_info__open(plain, NULL, &b) == 0 && b);
+	snprintf(cmd, sizeof(cmd), "nm %s 2>/dev/null | sort -u", dbg->path);
+	n = pick_addrs(cmd, 3, addrs, 0, 4096);
+	CHECKF(n > 1000, "only %zu addresses", n);
+	for (int pass = 0; pass < 2 && a && b; pass++) {
+		unsigned flags = pass ? 0 : SYM_NO_LINES | SYM_FUNCTION_ONLY;
+
+		for (size_t i = 0; i < n; i++) {
+			struct stacksnap_sym x[16], y[16];
+			uint64_t ex = 0, ey = 0;
+			int kx, ky;
+
+			memset(x, 0, sizeof(x));
+			memset(y, 0, sizeof(y));
+			kx = line_info__lookup_entry(a, addrs[i], flags, x, 16, &ex);
+			ky = line_info__lookup_entry(b, addrs[i], flags, y, 16, &ey);
+			bool same = kx == ky && ex == ey;
+
+			for (int k = 0; same && k < kx; k++)
+				same = same_str(x[k].function, y[k].function) &&
+				       same_str(x[k].file, y[k].file) &&
+				       x[k].line == y[k].line &&
+				       x[k].column == y[k].column &&
+				       x[k].inlined == y[k].inlined;
+			named += kx > 0;
+			if (!same && bad++ < 10)
+				fprintf(stderr, "  %#lx (pass %d): %d entries '%s' vs %d '%s'\n",
+					(unsigned long)addrs[i], pass, kx,
+					kx > 0 && x[kx - 1].function ? x[kx - 1].function : "-",
+					ky, ky > 0 && y[ky - 1].function ? y[ky - 1].function : "-");
+		}
+	}
+	printf("  libc: %zu addresses twice, %zu named, %zu differ\n", n, named, bad);
+	CHECK(bad == 0);
+	CHECK(named > n);
+out:
+	line_info__free(a);
+	line_info__free(b);
+	elf_image__free(plain);
+	elf_image__free(dbg);
+	elf_image__free(img);
+}
+
 static void setup(void)
 {
 	CHECK(mkdtemp(tmpdir) != NULL);
@@ -414,4 +489,5 @@ static void cleanup(void)
 
 TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip), TEST(cxx_frame_names),
 	  TEST(inline_chain_vs_addr2line), TEST(gdb_names_libc),
-	  TEST(gdb_names_ld_so), TEST(gdb_names_libstdcxx), TEST(cleanup))
+	  TEST(gdb_names_ld_so), TEST(gdb_names_libstdcxx),
+	  TEST(compressed_dwarf_vs_plain), TEST(cleanup))
