@@ -813,6 +813,13 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	if (!tr->proc)
 		return fail(load_error(tr, "process-following", -errno));
 	CONFIGURE(tr, tr->proc);
+	if (!tr->o.compact) {
+		/* The executable-mapping hooks only keep --compact's ranges. */
+		bpf_program__set_autoload(tr->proc->progs.trace_mmap_enter, false);
+		bpf_program__set_autoload(tr->proc->progs.trace_mmap_exit, false);
+		bpf_program__set_autoload(tr->proc->progs.trace_mprotect_enter, false);
+		bpf_program__set_autoload(tr->proc->progs.trace_mprotect_exit, false);
+	}
 	if (tr->kt && (err = ktable__reuse_maps(tr->kt, tr->proc->obj)))
 		return fail(load_error(tr, "process-following", err));
 	bpf_map__set_max_entries(tr->proc->maps.events, (uint32_t)tr->o.ring_size);
@@ -835,7 +842,8 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	}
 	if ((err = trace_proc_bpf__attach(tr->proc))) {
 		log_err(LOG(tr), "cannot attach to the sched_process_fork/exec/exit "
-			"tracepoints: %s", strerror(-err));
+			"tracepoints%s: %s", tr->o.compact ? " (or, for --compact, "
+			"sys_enter/exit_mmap/mprotect)" : "", strerror(-err));
 		return fail(err);
 	}
 	for (size_t i = 0; i < tr->nevents; i++) {
