@@ -268,6 +268,8 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		.stack_bytes = ev->capture->stack_len,
 		.frames = ev->frames, .nframes = ev->nframes, .end = ev->end,
 		.as = ev->as, .live = ev,
+		.kernel_end = ev->kernel_end, .kernel_pcs = ev->kernel_pcs,
+		.kernel_nframes = ev->kernel_nframes,
 	};
 
 	/* --unwind both: say where the two walks part (the summary counts). */

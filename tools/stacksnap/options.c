@@ -324,6 +324,10 @@ int options_parse_show(struct options *o, int argc, char **argv,
 	}
 	if (o->out.output)
 		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->out.format_set && o->json) {
+		fputs("stacksnap show: give --json or -o/--format, not both\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (o->json + o->count + o->folded + o->out.format_set > 1) {
 		fprintf(stderr, "stacksnap show: give only one of --json, --count, "
 			"--folded and -o/--format\n");

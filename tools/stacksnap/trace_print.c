@@ -72,7 +72,7 @@ static void json_fields(struct trace_printer *t, const struct trace_line *ev)
 /* --unwind kernel|both with --json: the in-kernel walk's pcs (exact ones
  * marked) and end reason, and in both mode how it compares with the
  * copy's walk (the frames above). */
-static void json_kernel_walk(struct trace_printer *t, const struct stacksnap_trace_event *ev)
+static void json_kernel_walk(struct trace_printer *t, const struct trace_line *line)
 {
 	static const char *const agree[] = {
 		[STACKSNAP_TRACE_AGREE_SAME] = "same",
@@ -81,20 +81,25 @@ static void json_kernel_walk(struct trace_printer *t, const struct stacksnap_tra
 		[STACKSNAP_TRACE_AGREE_USER_PREFIX] = "user-prefix",
 		[STACKSNAP_TRACE_AGREE_DIFFER] = "differ",
 	};
+	const struct stacksnap_trace_event *ev = line->live;
 
-	if (t->unwind == STACKSNAP_TRACE_UNWIND_USER || !ev->kernel_end)
+	if (t->unwind == STACKSNAP_TRACE_UNWIND_USER || !line->kernel_end)
 		return;
 	fputs(",\"kernel\":{\"end\":", t->out);
-	json_str(t->out, ev->kernel_end);
+	json_str(t->out, line->kernel_end);
 	fputs(",\"pcs\":[", t->out);
-	for (int i = 0; i < ev->kernel_nframes; i++)
+	for (int i = 0; i < line->kernel_nframes; i++)
 		fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
-			(uint64_t)(ev->kernel_pcs[i] & ~(1ull << 63)));
+			(uint64_t)(line->kernel_pcs[i] & ~(1ull << 63)));
 	fputs("],\"exact\":[", t->out);
-	for (int i = 0, n = 0; i < ev->kernel_nframes; i++)
-		if (ev->kernel_pcs[i] >> 63)
+	for (int i = 0, n = 0; i < line->kernel_nframes; i++)
+		if (line->kernel_pcs[i] >> 63)
 			fprintf(t->out, "%s%d", n++ ? "," : "", i);
 	fputc(']', t->out);
+	if (!ev) {
+		fputc('}', t->out);
+		return;
+	}
 	if (t->unwind == STACKSNAP_TRACE_UNWIND_BOTH && ev->agreement >= 0 &&
 	    ev->agreement <= STACKSNAP_TRACE_AGREE_DIFFER)
 		fprintf(t->out, ",\"agreement\":\"%s\",\"first_difference\":%d",
@@ -145,8 +150,7 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		fputs(",\"frames\":[", t->out);
 		print_json_frames(t->out, &r);
 		fputc(']', t->out);
-		if (ev->live)
-			json_kernel_walk(t, ev->live);
+		json_kernel_walk(t, ev);
 		fputs("}\n", t->out);
 	} else {
 		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",

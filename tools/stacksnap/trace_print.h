@@ -34,8 +34,13 @@ struct trace_line {
 	int nframes;
 	enum stacksnap_end end;
 	struct stacksnap_addrspace *as;
-	/* A live event (NULL for a saved one): --json adds its in-kernel
-	 * walk (pcs, end, agreement, hybrid) under --unwind=kernel|both. */
+	/* --unwind=kernel|both: the in-kernel walk --json shows (its end
+	 * reason, NULL when unknown: no "kernel" object; its pcs, bit 63 on
+	 * exact ones), and for a live event (NULL for a saved one, whose file
+	 * keeps neither) the comparison with the copy's walk and the hybrid. */
+	const char *kernel_end;
+	const uint64_t *kernel_pcs;
+	int kernel_nframes;
 	const struct stacksnap_trace_event *live;
 };
 
