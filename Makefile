@@ -20,6 +20,9 @@ PKGS := libelf libdw liblzma libbpf libdebuginfod
 # The analysis stepper decodes machine code with Capstone (issue 14).
 PKGS += capstone
 
+# Plain `make` builds everything (the stamp rule below would come first).
+.DEFAULT_GOAL := all
+
 # Missing build dependencies are installed by scripts/install-deps.sh the
 # first time; the stamp keeps later builds from asking pkg-config again.
 DEPS_STAMP := $(O)/.deps-ok
