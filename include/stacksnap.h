@@ -1435,6 +1435,16 @@ STACKSNAP_API void stacksnap_stacks__free(struct stacksnap_stacks *st);
 STACKSNAP_API int stacksnap_stacks__add(struct stacksnap_stacks *st,
 					const struct stacksnap_stack_frame *frames,
 					size_t n, uint64_t count);
+/* As stacksnap_stacks__add, and *id (when id is non-NULL) names the stack
+ * for stacksnap_stacks__add_again: a caller that knows it sees the same
+ * stack again (the same pcs of the same process) adds to it without
+ * building and interning its frames. Ids stay valid until st is freed. */
+STACKSNAP_API int stacksnap_stacks__add_id(struct stacksnap_stacks *st,
+					   const struct stacksnap_stack_frame *frames,
+					   size_t n, uint64_t count, uint64_t *id);
+/* count more samples of stack id. Returns 0 or -EINVAL (not an id of st). */
+STACKSNAP_API int stacksnap_stacks__add_again(struct stacksnap_stacks *st,
+					      uint64_t id, uint64_t count);
 /* Reads folded stacks ("outer;...;inner COUNT" lines, as
  * stackcollapse-perf.pl writes them) and adds them: frames get only a
  * name (and kind KERNEL for a "_[k]" suffix). Returns the number of stacks

@@ -284,8 +284,14 @@ static int64_t frame_index(struct stacksnap_stacks *st,
 		size_t bl = in->build_id_len > 64 ? 64 : in->build_id_len;
 		char hex[129];
 
-		for (size_t k = 0; k < bl; k++)
-			sprintf(hex + 2 * k, "%02x", in->build_id[k]);
+		static const char digits[] = "0123456789abcdef";
+
+		/* No sprintf: this runs for every frame of every sample. */
+		for (size_t k = 0; k < bl; k++) {
+			hex[2 * k] = digits[in->build_id[k] >> 4];
+			hex[2 * k + 1] = digits[in->build_id[k] & 15];
+		}
+		hex[2 * bl] = 0;
 		/* Interned as hex text: equal ids are equal pointers. */
 		f.build_id = (const uint8_t *)stacks_intern(st, hex, 2 * bl);
 		f.build_id_len = (uint8_t)bl;
@@ -349,9 +355,23 @@ static int64_t child_index(struct stacksnap_stacks *st, uint32_t parent, uint32_
 	return (int64_t)st->nnodes - 1;
 }
 
-int stacksnap_stacks__add(struct stacksnap_stacks *st,
-			  const struct stacksnap_stack_frame *frames, size_t n,
-			  uint64_t count)
+/* count more samples of the stack ending at node. */
+static void add_at(struct stacksnap_stacks *st, uint32_t node, uint64_t count)
+{
+	if (!st->nodes[node].self && count)
+		st->distinct++;
+	st->nodes[node].self += count;
+	for (uint32_t k = node;; k = st->nodes[k].parent) {
+		st->nodes[k].total += count;
+		if (!k)
+			break;
+	}
+	st->samples += count;
+}
+
+int stacksnap_stacks__add_id(struct stacksnap_stacks *st,
+			     const struct stacksnap_stack_frame *frames, size_t n,
+			     uint64_t count, uint64_t *id)
 {
 	uint32_t node = 0;
 
@@ -365,15 +385,25 @@ int stacksnap_stacks__add(struct stacksnap_stacks *st,
 			return fail(-ENOMEM);
 		node = (uint32_t)c;
 	}
-	if (!st->nodes[node].self && count)
-		st->distinct++;
-	st->nodes[node].self += count;
-	for (uint32_t k = node;; k = st->nodes[k].parent) {
-		st->nodes[k].total += count;
-		if (!k)
-			break;
-	}
-	st->samples += count;
+	add_at(st, node, count);
+	if (id)
+		*id = node;
+	return 0;
+}
+
+int stacksnap_stacks__add(struct stacksnap_stacks *st,
+			  const struct stacksnap_stack_frame *frames, size_t n,
+			  uint64_t count)
+{
+	return stacksnap_stacks__add_id(st, frames, n, count, NULL);
+}
+
+int stacksnap_stacks__add_again(struct stacksnap_stacks *st, uint64_t id,
+				uint64_t count)
+{
+	if (!st || id >= st->nnodes)
+		return fail(-EINVAL);
+	add_at(st, (uint32_t)id, count);
 	return 0;
 }
 

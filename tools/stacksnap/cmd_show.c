@@ -159,6 +159,7 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 	}
 out:
 	stacksnap_stacks__free(p.counts);
+	trace_printer_free(&p);
 	free(frames);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);

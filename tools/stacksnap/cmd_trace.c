@@ -578,6 +578,7 @@ out:
 	stacksnap_trace__free(t.tr);
 	stacksnap_trace_writer__close(t.save);
 	stacksnap_stacks__free(t.p.counts);
+	trace_printer_free(&t.p);
 	if (t.p.out != stdout)
 		fclose(t.p.out);
 	else if (fflush(stdout) && rc == EXIT_OK)

@@ -77,6 +77,14 @@ int profile_out_add_thread(struct stacksnap_stacks *st,
 			   struct stacksnap_addrspace *as, const char *root,
 			   const struct thread_result *r, uint64_t count)
 {
+	return profile_out_add_thread_id(st, as, root, r, count, NULL);
+}
+
+int profile_out_add_thread_id(struct stacksnap_stacks *st,
+			      struct stacksnap_addrspace *as, const char *root,
+			      const struct thread_result *r, uint64_t count,
+			      uint64_t *id)
+{
 	struct stacksnap_stack_frame stackbuf[64], *fr = stackbuf;
 	size_t n = 0;
 	int err;
@@ -113,7 +121,7 @@ int profile_out_add_thread(struct stacksnap_stacks *st,
 		fr[n++] = (struct stacksnap_stack_frame){ .name = "[truncated]",
 							  .kind = STACKSNAP_KIND_UNKNOWN };
 	fr[n++] = (struct stacksnap_stack_frame){ .name = root, .kind = STACKSNAP_KIND_ROOT };
-	err = stacksnap_stacks__add(st, fr, n, count);
+	err = stacksnap_stacks__add_id(st, fr, n, count, id);
 	if (fr != stackbuf)
 		free(fr);
 	return err;

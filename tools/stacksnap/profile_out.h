@@ -54,6 +54,11 @@ struct thread_result;
 int profile_out_add_thread(struct stacksnap_stacks *st,
 			   struct stacksnap_addrspace *as, const char *root,
 			   const struct thread_result *r, uint64_t count);
+/* The same, and *id names the stack (stacksnap_stacks__add_again). */
+int profile_out_add_thread_id(struct stacksnap_stacks *st,
+			      struct stacksnap_addrspace *as, const char *root,
+			      const struct thread_result *r, uint64_t count,
+			      uint64_t *id);
 
 /* A snapshot (live dump, saved file, core) as a profile: one sample per
  * thread of res[0..n) (symbolized), its name as the root; written as po

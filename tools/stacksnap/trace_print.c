@@ -123,6 +123,139 @@ static void json_kernel_walk(struct trace_printer *t, const struct trace_line *l
 }
 
 
+/* Counting is per event, at up to hundreds of thousands a second: a stack
+ * seen before (same process, address space, event, end and frames: pcs
+ * and flags) is added again by its id, without symbolizing it or building
+ * and interning its frames. An open-addressing table, grown at half full;
+ * its size is the number of distinct stacks, as counts' is. */
+struct memo_entry {
+	uint64_t hash, id;
+	pid_t pid;
+	const void *as;
+	char *name;
+	int end, n;
+	uint64_t pcs[];		/* n pcs, then n frame flags */
+};
+
+struct trace_memo {
+	struct memo_entry **slot;
+	size_t cap, used;
+};
+
+static uint64_t memo_hash(const struct trace_line *ev)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)ev->pid;
+
+	h = (h ^ (uintptr_t)ev->as) * 1099511628211ull;
+	h = (h ^ (uint64_t)ev->end) * 1099511628211ull;
+	for (const char *c = ev->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (int i = 0; i < ev->nframes; i++)
+		h = (h ^ ev->frames[i].pc ^ ((uint64_t)ev->frames[i].flags << 56)) *
+		    1099511628211ull;
+	return h;
+}
+
+static bool memo_equal(const struct memo_entry *e, uint64_t h,
+		       const struct trace_line *ev)
+{
+	if (e->hash != h || e->pid != ev->pid || e->as != (const void *)ev->as ||
+	    e->end != (int)ev->end || e->n != ev->nframes || strcmp(e->name, ev->name))
+		return false;
+	for (int i = 0; i < e->n; i++)
+		if (e->pcs[i] != ev->frames[i].pc ||
+		    e->pcs[e->n + i] != ev->frames[i].flags)
+			return false;
+	return true;
+}
+
+/* The slot of ev's stack: its entry, or the empty slot it would take. */
+static struct memo_entry **memo_find(struct trace_memo *m, uint64_t h,
+				     const struct trace_line *ev)
+{
+	for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+		if (!m->slot[i] || memo_equal(m->slot[i], h, ev))
+			return &m->slot[i];
+}
+
+static int memo_grow(struct trace_memo *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	struct memo_entry **slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++) {
+		struct memo_entry *e = m->slot[i];
+		size_t j;
+
+		if (!e)
+			continue;
+		for (j = e->hash & (cap - 1); slot[j]; j = (j + 1) & (cap - 1))
+			;
+		slot[j] = e;
+	}
+	free(m->slot);
+	m->slot = slot;
+	m->cap = cap;
+	return 0;
+}
+
+/* Counts ev: 1 when it was a stack seen before (counted now), 0 when the
+ * caller must add it (then memo_remember with its id), -ENOMEM. */
+static int memo_count(struct trace_printer *t, const struct trace_line *ev,
+		      uint64_t h)
+{
+	struct memo_entry **e;
+
+	if (!t->memo && !(t->memo = calloc(1, sizeof(*t->memo))))
+		return -ENOMEM;
+	if ((t->memo->used + 1) * 2 > t->memo->cap && memo_grow(t->memo))
+		return -ENOMEM;
+	e = memo_find(t->memo, h, ev);
+	if (!*e)
+		return 0;
+	return stacksnap_stacks__add_again(t->counts, (*e)->id, 1) ? -ENOMEM : 1;
+}
+
+static void memo_remember(struct trace_printer *t, const struct trace_line *ev,
+			  uint64_t h, uint64_t id)
+{
+	struct memo_entry **slot = memo_find(t->memo, h, ev);
+	struct memo_entry *e = malloc(sizeof(*e) + 2 * (size_t)ev->nframes * 8);
+
+	if (!e || !(e->name = strdup(ev->name))) {
+		free(e);
+		return; /* not remembered: counted the long way next time */
+	}
+	e->hash = h;
+	e->id = id;
+	e->pid = ev->pid;
+	e->as = ev->as;
+	e->end = (int)ev->end;
+	e->n = ev->nframes;
+	for (int i = 0; i < e->n; i++) {
+		e->pcs[i] = ev->frames[i].pc;
+		e->pcs[e->n + i] = ev->frames[i].flags;
+	}
+	*slot = e;
+	t->memo->used++;
+}
+
+void trace_printer_free(struct trace_printer *t)
+{
+	if (!t->memo)
+		return;
+	for (size_t i = 0; i < t->memo->cap; i++)
+		if (t->memo->slot[i]) {
+			free(t->memo->slot[i]->name);
+			free(t->memo->slot[i]);
+		}
+	free(t->memo->slot);
+	free(t->memo);
+	t->memo = NULL;
+}
+
 int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 {
 	struct thread_result r = {
@@ -131,11 +264,20 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		.end = ev->end,
 	};
 	int err = 0;
+	uint64_t h = 0, id;
 
+	if (t->counts) {
+		h = memo_hash(ev);
+		err = memo_count(t, ev, h);
+		if (err)
+			return err < 0 ? err : 0;
+	}
 	if (symbolize_thread(t->print, ev->as, &r))
 		return -ENOMEM;
 	if (t->counts) {
-		err = profile_out_add_thread(t->counts, ev->as, ev->name, &r, 1);
+		err = profile_out_add_thread_id(t->counts, ev->as, ev->name, &r, 1, &id);
+		if (!err)
+			memo_remember(t, ev, h, id);
 	} else if (t->json) {
 		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
 			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u);

@@ -18,6 +18,7 @@ struct trace_printer {
 	bool json;
 	unsigned unwind;	/* STACKSNAP_TRACE_UNWIND_* (--json's "kernel") */
 	struct stacksnap_stacks *counts;
+	struct trace_memo *memo;	/* stacks seen, by pcs (trace_printer_free) */
 };
 
 /* What one event line shows: a live event or a saved one. */
@@ -50,5 +51,7 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev);
  * first, "COUNT FIRST" then the other frames, innermost first, indented.
  * Returns 0 or -ENOMEM. */
 int trace_print_counts(struct trace_printer *t, bool folded);
+/* Frees what the printer keeps besides counts (its owner frees those). */
+void trace_printer_free(struct trace_printer *t);
 
 #endif
