@@ -49,6 +49,23 @@ struct analysis_fn {
 	uint8_t why;	/* ANALYSIS_WHY_NONE, or why nothing is known */
 };
 
+/* rsp's height set to base + delta (base - delta with negate), where delta
+ * is an immediate or displacement, any 64-bit value in hostile code: beyond
+ * what a stack frame can be, rsp is unknown from here, and the arithmetic
+ * never overflows. */
+static void set_height(struct an_state *s, int32_t base, int64_t delta, bool negate)
+{
+	if (delta > -(1 << 24) && delta < (1 << 24)) {
+		int64_t h = (int64_t)base + (negate ? -delta : delta);
+
+		if (h > -(1 << 24) && h < (1 << 24)) {
+			s->h = (int32_t)h;
+			return;
+		}
+	}
+	s->flags &= ~ST_RSP;
+}
+
 static bool is_reg(unsigned r, unsigned r64, unsigned r32, unsigned r16,
 		   unsigned r8)
 {
@@ -155,8 +172,7 @@ static unsigned transfer(csh cs, const cs_insn *in, uint64_t start,
 		if (!dst_rsp)
 			goto generic;
 		if (rsp && op[1].type == X86_OP_IMM && op[0].reg == X86_REG_RSP)
-			s->h += in->id == X86_INS_SUB ? (int32_t)op[1].imm
-						      : -(int32_t)op[1].imm;
+			set_height(s, s->h, op[1].imm, in->id == X86_INS_ADD);
 		else
 			s->flags &= ~ST_RSP;
 		break;
@@ -177,8 +193,8 @@ static unsigned transfer(csh cs, const cs_insn *in, uint64_t start,
 			}
 			if (dst_rsp && op[0].reg == X86_REG_RSP) {
 				if (ok) {
-					s->h = base_h - (int32_t)op[1].mem.disp;
 					s->flags |= ST_RSP;
+					set_height(s, base_h, op[1].mem.disp, true);
 				} else {
 					s->flags &= ~ST_RSP;
 				}
