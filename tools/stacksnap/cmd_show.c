@@ -78,11 +78,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	else
 		print_text(stdout, o, res, n);
 out:
-	for (size_t i = 0; res && i < n; i++) {
-		free(res[i].frames);
-		free(res[i].out);
-	}
-	free(res);
+	thread_results_free(res, n);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
 	if (fflush(stdout) != 0 && rc == EXIT_OK)

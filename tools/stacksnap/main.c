@@ -392,11 +392,7 @@ static int dump_main(int argc, char **argv)
 	fflush(stderr);
 	_exit(rc);
 out:
-	for (size_t i = 0; res && i < n; i++) {
-		free(res[i].frames);
-		free(res[i].out);
-	}
-	free(res);
+	thread_results_free(res, n);
 	stacksnap_mem__free(mem);
 	if (mem_fd >= 0)
 		close(mem_fd);

@@ -253,3 +253,12 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		fprintf(f, "stacksnap: path freeze-all: %u threads interrupted "
 			   "(%s)\n", tot->nonstop->interrupted, tot->nonstop->reason);
 }
+
+void thread_results_free(struct thread_result *res, size_t n)
+{
+	for (size_t i = 0; res && i < n; i++) {
+		free(res[i].frames);
+		free(res[i].out);
+	}
+	free(res);
+}

@@ -23,6 +23,9 @@ struct thread_result {
 	size_t nout;
 };
 
+/* Frees res[0..n) (their frames and symbolized lines) and res itself. */
+void thread_results_free(struct thread_result *res, size_t n);
+
 struct dump_totals {
 	const struct stacksnap_snapshot_stats *snap;
 	const struct stacksnap_nonstop_stats *nonstop; /* NULL: not known */
