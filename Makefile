@@ -39,10 +39,13 @@ BASE_CFLAGS := -std=gnu11 $(WARN) -g -fno-omit-frame-pointer -Iinclude -Isrc -I$
 BASE_CFLAGS += -I$(O)/gen
 CFLAGS ?= -O2
 ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
-# libdebuginfod and libstdc++ are dlopen'ed when first needed
-# (src/elf/elf_find.c, src/symbolize/demangle.c): linked, they cost every
-# CLI run ~18 ms of start-up (issue 16).
-LIBS = $(filter-out -ldebuginfod,$(PKG_LIBS)) -lpthread
+# libdebuginfod, libstdc++ and libcapstone are dlopen'ed when first needed
+# (src/elf/elf_find.c, src/symbolize/demangle.c,
+# src/unwind/steppers/capstone_dl.c): linked, they cost every CLI run
+# ~24 ms of start-up (issue 16). Test tools that decode code themselves
+# link Capstone.
+LIBS = $(filter-out -ldebuginfod -lcapstone,$(PKG_LIBS)) -lpthread
+TOOL_LIBS = $(LIBS) -lcapstone
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 # src/bpf/*.bpf.c are BPF programs (built by clang -target bpf into
@@ -146,10 +149,10 @@ $(O)/tests-san/%: tests/unit/%.c tests/unit/harness.h $(O)/libstacksnap-san.a
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(O)/libstacksnap-san.a $(LIBS)
 $(O)/tests/%: tests/tools/%.c $(O)/libstacksnap.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libstacksnap.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libstacksnap.a $(TOOL_LIBS)
 $(O)/tests-san/%: tests/tools/%.c $(O)/libstacksnap-san.a
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(O)/libstacksnap-san.a $(LIBS)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(O)/libstacksnap-san.a $(TOOL_LIBS)
 
 # Every test program prints a closing `N passed, N failed` line;
 # tests/run-all sums them into the closing line of `make check`.

@@ -31,7 +31,8 @@ def pin(cpu):
 class Target:
     """A running stall_target and its shared stats file."""
 
-    def __init__(self, threads, mode, depth=40, nhops=0, cpu=TARGET_CPU):
+    def __init__(self, threads, mode, depth=40, nhops=0, cpu=TARGET_CPU,
+                 ready_timeout=None):
         self.dir = tempfile.mkdtemp(prefix="stacksnap-bench-")
         self.stats_path = os.path.join(self.dir, "stats")
         self.threads, self.mode, self.depth, self.nhops = threads, mode, depth, nhops
@@ -41,6 +42,12 @@ class Target:
             argv += ["--hops", os.path.join(BENCH, "libhop.so"), "--nhops", str(nhops)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
                                      preexec_fn=pin(cpu) if cpu is not None else None)
+        if ready_timeout is not None:
+            import select
+            if not select.select([self.proc.stdout], [], [], ready_timeout)[0]:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("stall_target not ready after %d s" % ready_timeout)
         line = self.proc.stdout.readline().decode()
         if not line.startswith("ready"):
             raise RuntimeError("stall_target did not start: %r" % line)
@@ -95,11 +102,17 @@ def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60):
         # blocks in the common case, polls only once the tool is slow.
         deadline = t0 + timeout
         while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG if time.perf_counter() < deadline else 0)
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() >= deadline - 0.05:
+            # Killed before the blocking wait, whatever the sleeps
+            # overshot: a sleep that jumped past the deadline used to
+            # skip the kill and wait forever (eu-stack stuck in wait4 at
+            # 512 spinners under a hog, load 500).
+            if time.perf_counter() >= deadline:
                 p.kill()  # reported as a failure (exit -9) by the caller
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
             time.sleep(0.001 if time.perf_counter() - t0 < 1 else 0.05)
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)

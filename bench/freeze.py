@@ -7,6 +7,7 @@ whether every stack came out complete.
 
 usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64,512] [--modes sleep,spin]
                                [--hog] [--tools all|NAME,NAME...]
+                               [--quick] [--timeout S] [--slow-reps N]
 
 stacksnap runs three times: by default (the non-stop path from 16 threads
 asleep, else every thread stopped: the "path" column says which was
@@ -16,10 +17,20 @@ stopped). --hog runs everything with a CPU hog on every core. --tools
 picks the rows (default: all but "libunwind ptrace", which takes ~1 s a
 run at 64 threads; `--tools all` adds it); `--threads 1,8,64` with the
 default tools takes ~3 minutes on a quiet 2-core machine.
+
+Bounded time (512 threads, --hog): every tool run has a timeout (--timeout,
+default 60 s; a run that times out counts as failed, and the tool's other
+runs in that configuration are skipped: "timed out" in the notes); gdb and
+the libunwind ptrace baseline run --slow-reps times (default 2) from 256
+threads on; the target must be ready within 120 s. --quick is --reps 3
+--slow-reps 1 --timeout 30 and no unmeasured warm-up run of the slow tools:
+`--threads 512 --quick` and `--hog --quick` are the runs that show the
+512-thread and loaded tables in minutes rather than hours.
 """
 import json
 import os
 import re
+import signal
 import sys
 import time
 
@@ -47,6 +58,10 @@ IDLE_CAP = 2.0
 
 
 SLOW_TOOLS = {"libunwind ptrace"}
+# Tools whose dump of hundreds of threads takes seconds to minutes: fewer
+# repetitions from SLOW_FROM threads on.
+SLOW_AT_SCALE = {"gdb", "libunwind ptrace"}
+SLOW_FROM = 256
 
 
 def parse_stacksnap(out):
@@ -130,13 +145,22 @@ def dump_complete(threads, target):
     return good, target.threads + 1
 
 
-def run_config(mode, nthreads, reps, results, tools):
-    target = Target(nthreads, mode, depth=DEPTH)
+def run_config(mode, nthreads, reps, results, tools, bound):
+    try:
+        target = Target(nthreads, mode, depth=DEPTH, ready_timeout=120)
+    except RuntimeError as e:
+        print("  (%s %d: %s)" % (mode, nthreads, e))
+        return
+    timed_out = set()
     try:
         # One unmeasured run per tool: page cache and any on-disk caches
-        # warm for everyone alike.
+        # warm for everyone alike (not of the slow ones in --quick).
         for name, argv in tools:
-            run_tool(argv(target.pid), keep_output=False)
+            if bound.quick and name in SLOW_AT_SCALE and nthreads >= SLOW_FROM:
+                continue
+            code = run_tool(argv(target.pid), keep_output=False, timeout=bound.timeout)[0]
+            if code < 0:
+                os.kill(target.pid, signal.SIGCONT)
         for rep in range(reps):
             # Rotate the order so no tool always follows the same one.
             order = tools[rep % len(tools):] + tools[:rep % len(tools)]
@@ -145,8 +169,24 @@ def run_config(mode, nthreads, reps, results, tools):
                     "stall": [], "thread": [], "idle": [], "idle_thread": [],
                     "wall": [], "complete": 0, "runs": 0, "freeze": [],
                     "incomplete": [], "failed": [], "paths": []})
+                if name in timed_out or (name in SLOW_AT_SCALE and nthreads >= SLOW_FROM
+                                         and r["runs"] >= bound.slow_reps):
+                    continue
                 target.reset()
-                code, out, err, wall, _, _ = run_tool(argv(target.pid))
+                code, out, err, wall, _, _ = run_tool(argv(target.pid),
+                                                      timeout=bound.timeout)
+                if wall >= bound.timeout - 0.1:
+                    timed_out.add(name)
+                    r["failed"].append("timed out after %d s (its other runs skipped)"
+                                       % bound.timeout)
+                if code < 0:
+                    # A tool killed (timeout) or crashed while attached
+                    # with PTRACE_ATTACH leaves the target in a group stop
+                    # (its SIGSTOP delivered after the detach): every
+                    # later row would dump a stopped process (seen: lu_dump
+                    # --copy crashing at 512 spinners, then "stall 0" and
+                    # every spinner "read non-stop" in all rows).
+                    os.kill(target.pid, signal.SIGCONT)
                 time.sleep(SETTLE)
                 stall, per_thread = target.read()
                 # Idle window of the same length (capped, so that a tool
@@ -204,10 +244,11 @@ def report(mode, nthreads, results):
             if "non-stop" in kinds:
                 path += " %s/%d" % (fmt(med([p[1] for p in r["paths"]])), r["paths"][0][2])
         rows.append([name, path,
-                     fmt(st), fmt(max(r["stall"])),
-                     "%s / %s" % (fmt(med(r["idle"])), fmt(max(r["idle"]))),
+                     fmt(st), fmt(max(r["stall"]) if r["stall"] else None),
+                     "%s / %s" % (fmt(med(r["idle"])), fmt(max(r["idle"]) if r["idle"] else None)),
                      fmt(med(r["freeze"])) if r["freeze"] else "-",
-                     "%s (%s-%s)" % (fmt(wall, 1), fmt(min(r["wall"]), 1), fmt(max(r["wall"]), 1)),
+                     "%s (%s-%s)" % (fmt(wall, 1), fmt(min(r["wall"]) if r["wall"] else None, 1),
+                                     fmt(max(r["wall"]) if r["wall"] else None, 1)),
                      "%d/%d" % (r["complete"], r["runs"]),
                      ratio_s, ratio_w])
     table(["tool", "path (read non-stop / threads)", "stall med", "stall max", "idle med / max", "own freeze med",
@@ -262,8 +303,29 @@ def pick_tools(argv):
     return [t for t in TOOLS if t[0] not in SLOW_TOOLS]
 
 
+class Bound:
+    """--quick, --timeout S, --slow-reps N out of argv (bench_args knows
+    only the shared options); --quick also sets --reps 3 unless given."""
+
+    def __init__(self, argv):
+        def take(flag, has_value=True):
+            if flag not in argv:
+                return None
+            i = argv.index(flag)
+            v = argv[i + 1] if has_value and i + 1 < len(argv) else True
+            del argv[i:i + (2 if has_value else 1)]
+            return v
+        self.quick = bool(take("--quick", False))
+        t, sr = take("--timeout"), take("--slow-reps")
+        self.timeout = float(t) if t else (30.0 if self.quick else 60.0)
+        self.slow_reps = int(sr) if sr else (1 if self.quick else 2)
+        if self.quick and "--reps" not in argv:
+            argv += ["--reps", "3"]
+
+
 def main():
     tools = pick_tools(sys.argv)
+    bound = Bound(sys.argv)
     t_start = time.monotonic()
     a = bench_args("1,8,64")
     # This orchestrator polls for the tool's exit while it runs: kept off
@@ -278,12 +340,15 @@ def main():
           "with every expected frame")
     print("load: %s" % ("a CPU hog (busy loop) pinned to every core, normal priority"
                         if a.hog else "no hog"))
+    print("bounds: timeout %d s a run; %s at %d+ threads: %d reps%s"
+          % (bound.timeout, "/".join(sorted(SLOW_AT_SCALE)), SLOW_FROM, bound.slow_reps,
+             "; --quick" if bound.quick else ""))
     results = {}
     hog = hogs() if a.hog else []
     try:
         for mode in a.modes.split(","):
             for n in [int(x) for x in a.threads.split(",")]:
-                run_config(mode, n, a.reps, results, tools)
+                run_config(mode, n, a.reps, results, tools, bound)
                 report(mode, n, results)
     finally:
         stop_hogs(hog)

@@ -26,7 +26,7 @@
 struct lu_map {
 	uint64_t start, end, offset;
 	char path[256];
-	int exec;
+	int exec, writable;
 	const uint8_t *image;
 	size_t image_len;
 	int image_failed;
@@ -81,6 +81,7 @@ static int lu_maps_read(struct lu_maps *m, int pid)
 			p->path[strcspn(p->path, "\n")] = 0;
 		}
 		p->exec = perms[2] == 'x';
+		p->writable = perms[1] == 'w';
 		m->n++;
 	}
 	fclose(f);
@@ -118,7 +119,9 @@ static int lu_read_module(struct lu_maps *m, uint64_t addr, uint64_t *val)
 {
 	struct lu_map *p = lu_maps_find(m, addr);
 
-	if (!p || p->path[0] != '/' || p->image_failed)
+	/* Writable mappings (data, a shared file the target writes) are not
+	 * the file's bytes any more: never read from disk. */
+	if (!p || p->path[0] != '/' || p->writable || p->image_failed)
 		return -1;
 	if (!p->image) {
 		int fd = open(p->path, O_RDONLY);

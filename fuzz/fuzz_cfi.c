@@ -1,6 +1,7 @@
 /* fuzz_cfi.c - libFuzzer target: arbitrary bytes as .eh_frame and as
- * .debug_frame through unwind_table__compile, lookups and eval_dwarf, and
- * as .eh_frame_hdr + .eh_frame through a lazy table. */
+ * .debug_frame through unwind_table__compile, lookups and eval_dwarf, as
+ * .eh_frame_hdr + .eh_frame through a lazy table, and as either section
+ * through a lazy table over an FDE index. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -78,6 +79,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (unwind_table__open_lazy(&in, data + at, size - at, 0x1000 + at,
 					    NULL, &t) == 0 && t) {
 			unwind_table__set_max_fills(t, 8 + (at & 7));
+			exercise(t, data, size);
+			unwind_table__complete(t);
+			exercise(t, data, size);
+			unwind_table__free(t);
+		}
+	}
+	/* Lazy tables through an FDE index made in one pass, both formats. */
+	for (int eh = 0; eh < 2; eh++) {
+		struct cfi_input in = { .data = data, .size = size,
+					.vaddr = 0x1000, .is_eh_frame = eh };
+		struct unwind_table *t = NULL;
+
+		if (unwind_table__open_lazy_index(&in, NULL, &t) == 0 && t) {
+			unwind_table__set_max_fills(t, 8 + (size & 7));
 			exercise(t, data, size);
 			unwind_table__complete(t);
 			exercise(t, data, size);

@@ -190,7 +190,10 @@ struct stacksnap_mapping {
 };
 
 /* Address space of a live process, from /proc/PID/maps. The vDSO image is
- * read from the process's memory. */
+ * read from the process's memory. The file of each code mapping is opened
+ * (through /proc/PID/root) when an address in it is first looked up, by an
+ * unwind, a symbolization or find_mapping: the process must still exist
+ * then. */
 STACKSNAP_API struct stacksnap_addrspace *
 stacksnap_addrspace__from_pid(struct stacksnap_ctx *ctx, pid_t pid);
 /* An empty address space the caller fills with add_mapping(). */
@@ -678,6 +681,9 @@ struct stacksnap_ctx_stats {
 	uint64_t table_ns;	/* making tables (compile, lazy fills, cache) */
 	uint64_t symtab_ns;	/* building symbol tables */
 	uint64_t debug_ns;	/* finding and opening separate debug files */
+	unsigned symtabs_cached; /* symbol tables mapped from the symbol cache */
+	uint64_t module_ns;	/* opening the modules of a pid's mappings,
+				   when a pc first falls in them */
 };
 /* Fills *st (as far as st->sz says). Returns 0 or -EINVAL. */
 STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,

@@ -10,11 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <elf.h>
 
+#include "base/clock.h"
 #include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -34,6 +37,8 @@ static void maps_clear(struct stacksnap_addrspace *as)
 	as->last = 0;
 }
 
+static void map_resolve(struct stacksnap_addrspace *as, struct as_map *m);
+
 const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
 					  uint64_t addr)
 {
@@ -47,6 +52,8 @@ const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
 		else if (addr >= as->maps[mid].end)
 			lo = mid + 1;
 		else {
+			if (as->maps[mid].pending)
+				map_resolve(as, &as->maps[mid]);
 			as->last = mid;
 			return &as->maps[mid];
 		}
@@ -112,15 +119,33 @@ static bool is_special(const char *path)
 	return !path || !*path || path[0] == '[';
 }
 
-/* Adds one mapping: ties file-backed executable mappings to modules. A
+/* mod with the bias of a mapping of it, or NULL (its reference dropped,
+ * a warning) when no PT_LOAD matches the mapping. */
+static struct module *module_biased(struct stacksnap_addrspace *as,
+				    struct module *mod, uint64_t start,
+				    uint64_t end, uint64_t offset, uint64_t *bias)
+{
+	if (mod && elf_image__load_bias(mod->img, start, offset, PF_X, bias)) {
+		log_warn(&as->ctx->log,
+			 "%s: mapping %#" PRIx64 "-%#" PRIx64 " at offset %#" PRIx64
+			 " matches no PT_LOAD segment; ignoring its module",
+			 mod->name, start, end, offset);
+		module__put(mod);
+		return NULL;
+	}
+	return mod;
+}
+
+/* Adds one mapping: ties file-backed executable mappings to modules
+ * (or, deferred, marks the mapping pending: opened when first found). A
  * module that cannot be opened is reported and the mapping kept as
  * anonymous code, so one bad file does not fail the whole space. */
 static int add_one(struct stacksnap_addrspace *as,
-		   const struct stacksnap_mapping *mp, const char *open_path,
-		   struct module *mod, bool no_file)
+		   const struct stacksnap_mapping *mp, struct module *mod,
+		   bool defer)
 {
 	struct as_map m = { .start = mp->start, .end = mp->end,
-			    .offset = mp->offset,
+			    .offset = mp->offset, .inode = mp->inode,
 			    .prot = mp->prot ? mp->prot : PROT_READ | PROT_EXEC };
 	int err;
 
@@ -129,25 +154,18 @@ static int add_one(struct stacksnap_addrspace *as,
 	if (mp->path && strcmp(mp->path, "[anon]") &&
 	    !(m.path = strdup(mp->path)))
 		return -ENOMEM;
-	if (!mod && !no_file && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
-		err = module__get_file(as->ctx, mp->path,
-				       open_path ? open_path : mp->path,
+	if (defer && !mod && (m.prot & PROT_EXEC) && m.path && m.path[0] == '/')
+		m.pending = true;
+	else if (!mod && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
+		err = module__get_file(as->ctx, mp->path, mp->path,
 				       mp->build_id, mp->build_id_len, &mod);
 		if (err == -ENOMEM)
 			goto fail;
 		if (err)
 			mod = NULL; /* elf_image__open logged why */
 	}
-	if (mod && elf_image__load_bias(mod->img, mp->start, mp->offset,
-					     PF_X, &m.bias)) {
-		log_warn(&as->ctx->log,
-			 "%s: mapping %#" PRIx64 "-%#" PRIx64 " at offset %#" PRIx64
-			 " matches no PT_LOAD segment; ignoring its module",
-			 mod->name, mp->start, mp->end, mp->offset);
-		module__put(mod);
-		mod = NULL;
-	}
-	m.mod = mod;
+	m.mod = mod = module_biased(as, mod, mp->start, mp->end, mp->offset,
+				    &m.bias);
 	err = maps_punch(as, mp->start, mp->end);
 	if (err)
 		goto fail;
@@ -196,7 +214,7 @@ int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
 	if (!as || !map ||
 	    opts_in(&m, sizeof(m), map, offsetof(struct stacksnap_mapping, path)))
 		return fail(-EINVAL);
-	err = add_one(as, &m, NULL, NULL, false);
+	err = add_one(as, &m, NULL, false);
 	if (err)
 		return fail(err);
 	maps_sort(as);
@@ -246,7 +264,7 @@ static int add_vdso(struct stacksnap_addrspace *as,
 	err = module__get_image(as->ctx, "[vdso]", img, &mod);
 	if (err)
 		return err;
-	return add_one(as, mp, NULL, mod, false);
+	return add_one(as, mp, mod, false);
 }
 
 /* Where to read the file behind a mapping of the target: under the
@@ -289,10 +307,59 @@ static const char *file_to_open(struct stacksnap_addrspace *as,
 	return buf;
 }
 
+/* The file of a mapping whose process exited between reading its maps
+ * and a pc landing in the mapping (files are opened lazily, and a capture
+ * outlives its target): /proc/PID/root is gone, so the path is opened as
+ * this process sees it, when it is still the file mapped (same inode as
+ * the maps line; the module's build-id checks the rest). */
+static struct module *gone_file(struct stacksnap_addrspace *as,
+				const struct as_map *m)
+{
+	char proc[32];
+	struct module *mod = NULL;
+	struct stat st;
+
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)as->pid);
+	if (!as->pid || !m->inode || access(proc, F_OK) == 0 ||
+	    stat(m->path, &st) || (uint64_t)st.st_ino != m->inode ||
+	    module__get_file(as->ctx, m->path, m->path, NULL, 0, &mod))
+		return NULL;
+	log_info(&as->ctx->log, "pid %d exited: %s opened at its path (the "
+		 "inode mapped)", (int)as->pid, m->path);
+	return mod;
+}
+
+/* Opens the module of a pending mapping of the target (its file under the
+ * target's root, or the bytes mapped when it was deleted since). */
+static void map_resolve(struct stacksnap_addrspace *as, struct as_map *m)
+{
+	char buf[4096 + 64];
+	const char *op;
+	struct module *mod = NULL;
+	uint64_t t0 = clock_monotonic_ns();
+
+	m->pending = false;
+	op = file_to_open(as, m->path, m->start, m->end, buf, sizeof(buf));
+	if (op && module__get_file(as->ctx, m->path, op, NULL, 0, &mod) == 0)
+		m->mod = module_biased(as, mod, m->start, m->end, m->offset,
+				       &m->bias);
+	else if (op && !as->ctx->sysroot && (mod = gone_file(as, m)))
+		m->mod = module_biased(as, mod, m->start, m->end, m->offset,
+				       &m->bias);
+	as->ctx->stats.module_ns += clock_monotonic_ns() - t0;
+}
+
+void addrspace__resolve_all(struct stacksnap_addrspace *as)
+{
+	for (size_t i = 0; as && i < as->n; i++)
+		if (as->maps[i].pending)
+			map_resolve(as, &as->maps[i]);
+}
+
 /* Parses /proc/PID/maps into the address space. */
 static int read_maps(struct stacksnap_addrspace *as)
 {
-	char fname[64], line[4096 + 256], open_path[4096 + 64];
+	char fname[64], line[4096 + 256];
 	FILE *f;
 	int err = 0;
 
@@ -326,14 +393,9 @@ static int read_maps(struct stacksnap_addrspace *as)
 			err = 0;
 			continue;
 		}
-		const char *op = NULL;
-		bool no_file = false;
-		if (mp.path && mp.path[0] == '/') {
-			op = file_to_open(as, mp.path, start, end, open_path,
-					  sizeof(open_path));
-			no_file = !op;
-		}
-		err = add_one(as, &mp, op, NULL, no_file);
+		/* Files are opened when a pc falls in them (map_resolve): a
+		 * dump of a process with 70 libraries meets a handful. */
+		err = add_one(as, &mp, NULL, true);
 		if (err == -ENOMEM)
 			break;
 		err = 0;
@@ -411,7 +473,7 @@ int addrspace__add_with_module(struct stacksnap_addrspace *as,
 	int err;
 
 	mod->refs++; /* add_one consumes one reference, also on failure */
-	err = add_one(as, map, NULL, mod, false);
+	err = add_one(as, map, mod, false);
 	maps_sort(as);
 	return err;
 }
@@ -477,7 +539,9 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	/* The default (names only): memoized, as stacks repeat their pcs. */
 	bool memo = !symtab_only && !(flags & STACKSNAP_SYM_LINES);
 	uint64_t key = module__memo_key(vaddr, no_demangle);
-	if (memo && module__memo_get(mod, key, &out->function, &out->offset)) {
+	if (memo && (module__memo_get(mod, key, &out->function, &out->offset) ||
+		     (!no_demangle && module__function(as->ctx, mod, vaddr, key,
+						       &out->function, &out->offset)))) {
 		if (out->function)
 			out->offset += pc - lookup;
 		out->module = m->path ? m->path : mod->name;

@@ -11,14 +11,20 @@
 #include "addrspace/module.h"
 
 /* One mapping. Invariant: start < end; mod != NULL implies bias is valid
- * (run-time = link-time + bias). Executable mappings without a module
- * (anonymous, JIT) are kept so steppers know the address is code. */
+ * (run-time = link-time + bias); pending implies mod == NULL and a path.
+ * Executable mappings without a module (anonymous, JIT) are kept so
+ * steppers know the address is code. */
 struct as_map {
 	uint64_t start, end, offset;
 	uint64_t bias;
 	struct module *mod; /* holds a reference; NULL for anonymous code */
 	uint32_t prot;
+	bool pending;	    /* a file of the target's maps not opened yet:
+			       addrspace__find opens it (a dump opens only
+			       the modules its pcs fall in) */
 	char *path;	    /* as the target names it; NULL for anonymous */
+	uint64_t inode;	    /* the maps line's, for a pending mapping whose
+			       process is gone when it is opened */
 };
 
 /* Invariant: maps is sorted by start and non-overlapping. last is the
@@ -35,19 +41,25 @@ struct stacksnap_addrspace {
 const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
 					  uint64_t addr);
 
-/* The mapping containing addr, or NULL. Does not allocate. Consecutive
- * frames are mostly in one mapping: that case is inlined. */
+/* The mapping containing addr, or NULL, its module opened. Does not
+ * allocate once the modules met are open. Consecutive frames are mostly
+ * in one mapping: that case is inlined. */
 static inline const struct as_map *addrspace__find(struct stacksnap_addrspace *as,
 						   uint64_t addr)
 {
 	if (as->n) {
 		const struct as_map *m = &as->maps[as->last];
 
-		if (addr - m->start < m->end - m->start)
+		if (addr - m->start < m->end - m->start && !m->pending)
 			return m;
 	}
 	return addrspace__find_slow(as, addr);
 }
+
+/* Opens the module of every mapping not opened yet (for callers that
+ * walk as->maps themselves: saving every mapping's build-id, exporting
+ * every module's table). */
+void addrspace__resolve_all(struct stacksnap_addrspace *as);
 
 /* A new address space with the same mappings (modules referenced again),
  * for a forked process. NULL and errno set on failure. */

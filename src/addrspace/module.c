@@ -10,18 +10,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/opts.h"
 #include "format/table_cache.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static bool same_build_id(const struct elf_image *img, const uint8_t *id,
 			  size_t len)
@@ -164,7 +157,7 @@ static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
 
 static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 
 	if (m->debug_tried)
 		return;
@@ -189,7 +182,7 @@ static void module_open_debug(struct stacksnap_ctx *ctx, struct module *m)
 	if (!m->debug &&
 	    elf_image__open_minidebug(m->img, &ctx->log, &m->minidebug))
 		m->minidebug = NULL;
-	ctx->stats.debug_ns += now_ns() - t0;
+	ctx->stats.debug_ns += clock_monotonic_ns() - t0;
 }
 
 /* x86_64 rt_sigreturn trampolines: `mov $15,%rax; syscall` (glibc) and
@@ -327,10 +320,14 @@ static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
 				       m->table->inputs, m->table->ninputs };
 
-	if (!ctx->cache_dir || !key.build_id_len || m->table_on_disk ||
-	    unwind_table__is_lazy(m->table))
+	/* A table from a file that failed a check was compiled here: the
+	 * file is rewritten. */
+	if (!ctx->cache_dir || !key.build_id_len ||
+	    (m->table_on_disk && !unwind_table__needs_rewrite(m->table)) ||
+	    unwind_table__is_lazy(m->table) || m->table->unchecked)
 		return;
 	m->table_on_disk = true;
+	m->table->rewrite = false;
 	sigreturn_complete(m);
 	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
 			       m->nsigreturn, &ctx->log) == 0) {
@@ -349,7 +346,7 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	if (m->table_tried)
 		return m->table;
 	m->table_tried = true;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 	if (m->img->eh_frame.size)
 		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
 					      m->img->eh_frame.size,
@@ -367,27 +364,32 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		m->sig_check = m->nsigreturn > 0;
 		ctx->stats.tables_cached++;
 		log_info(&ctx->log, "%s: unwind table from the table cache", m->name);
-		ctx->stats.table_ns += now_ns() - t0;
+		ctx->stats.table_ns += clock_monotonic_ns() - t0;
 		return m->table;
 	}
 	m->nsigreturn = 0;
 	if (!n) {
 		find_sigreturn(m);
 		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
-		ctx->stats.table_ns += now_ns() - t0;
+		ctx->stats.table_ns += clock_monotonic_ns() - t0;
 		return NULL;
 	}
-	if (n == 1 && in[0].is_eh_frame && m->img->eh_frame_hdr.size &&
-	    in[0].size >= ctx->lazy_min_cfi &&
-	    unwind_table__open_lazy(&in[0], m->img->eh_frame_hdr.data,
-				    m->img->eh_frame_hdr.size,
-				    m->img->eh_frame_hdr.vaddr, &ctx->log,
-				    &m->table) == 0) {
+	/* One CFI section: lazy, through .eh_frame_hdr's search table or,
+	 * without one (.debug_frame), an FDE index made in one pass. */
+	if (n == 1 && in[0].size >= ctx->lazy_min_cfi &&
+	    ((in[0].is_eh_frame && m->img->eh_frame_hdr.size &&
+	      unwind_table__open_lazy(&in[0], m->img->eh_frame_hdr.data,
+				      m->img->eh_frame_hdr.size,
+				      m->img->eh_frame_hdr.vaddr, &ctx->log,
+				      &m->table) == 0) ||
+	     (!m->table &&
+	      unwind_table__open_lazy_index(&in[0], &ctx->log, &m->table) == 0))) {
 		lazy_sigreturn(m);
 		ctx->stats.tables_lazy++;
-		log_info(&ctx->log, "%s: lazy unwind table (%zu bytes of "
-			 ".eh_frame)", m->name, in[0].size);
-		ctx->stats.table_ns += now_ns() - t0;
+		log_info(&ctx->log, "%s: lazy unwind table (%zu bytes of %s)",
+			 m->name, in[0].size,
+			 in[0].is_eh_frame ? ".eh_frame" : ".debug_frame");
+		ctx->stats.table_ns += clock_monotonic_ns() - t0;
 		return m->table;
 	}
 	find_sigreturn(m);
@@ -397,7 +399,7 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 		ctx->stats.tables_whole++;
 	if (m->table)
 		store_table(ctx, m);
-	ctx->stats.table_ns += now_ns() - t0;
+	ctx->stats.table_ns += clock_monotonic_ns() - t0;
 	return m->table;
 }
 
@@ -406,14 +408,18 @@ const struct unwind_table *module__table_whole(struct stacksnap_ctx *ctx,
 {
 	if (!module__table(ctx, m))
 		return NULL;
-	if (unwind_table__is_lazy(m->table)) {
-		uint64_t t0 = now_ns();
+	if (unwind_table__is_lazy(m->table) || m->table->unchecked) {
+		uint64_t t0 = clock_monotonic_ns();
+		bool compiles = unwind_table__is_lazy(m->table);
 		int err = unwind_table__complete(m->table);
 
-		ctx->stats.table_ns += now_ns() - t0;
+		ctx->stats.table_ns += clock_monotonic_ns() - t0;
 		if (err)
 			return NULL;
-		ctx->stats.tables_whole++;
+		/* A table from the cache is checked whole now (and compiled
+		 * whole when a chunk failed). */
+		if (compiles || unwind_table__needs_rewrite(m->table))
+			ctx->stats.tables_whole++;
 		store_table(ctx, m);
 	}
 	sigreturn_complete(m);
@@ -436,12 +442,16 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 	struct cfi_input in = { m->debug->debug_frame.data,
 				m->debug->debug_frame.size,
 				m->debug->debug_frame.vaddr, 0 };
-	uint64_t t0 = now_ns();
-	if (unwind_table__compile(&in, 1, &ctx->log, &m->debug_table))
+	uint64_t t0 = clock_monotonic_ns();
+	if (in.size >= ctx->lazy_min_cfi &&
+	    unwind_table__open_lazy_index(&in, &ctx->log, &m->debug_table) == 0) {
+		ctx->stats.tables_lazy++;
+	} else if (unwind_table__compile(&in, 1, &ctx->log, &m->debug_table)) {
 		m->debug_table = NULL;
-	else
+	} else {
 		ctx->stats.tables_whole++;
-	ctx->stats.table_ns += now_ns() - t0;
+	}
+	ctx->stats.table_ns += clock_monotonic_ns() - t0;
 	return m->debug_table;
 }
 
@@ -455,11 +465,26 @@ struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m)
 	const struct elf_image *imgs[2] = {
 		m->img, m->debug ? m->debug : m->minidebug
 	};
-	uint64_t t0 = now_ns();
-	if (symtab__build(imgs, 2, &ctx->log, &m->symtab))
+	uint64_t t0 = clock_monotonic_ns();
+	bool cached;
+	if (symtab__open(imgs, 2, ctx->cache_dir, &ctx->log, &m->symtab, &cached))
 		m->symtab = NULL;
-	ctx->stats.symtab_ns += now_ns() - t0;
+	if (cached) {
+		ctx->stats.symtabs_cached++;
+		log_info(&ctx->log, "%s: symbols from the symbol cache", m->name);
+	}
+	ctx->stats.symtab_ns += clock_monotonic_ns() - t0;
 	return m->symtab;
+}
+
+bool module__function(struct stacksnap_ctx *ctx, struct module *m,
+		      uint64_t vaddr, uint64_t key, const char **function,
+		      uint64_t *offset)
+{
+	if (!symtab__function(module__symtab(ctx, m), vaddr, function, offset))
+		return false;
+	module__memo_put(m, key, *function, *offset);
+	return true;
 }
 
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m)
@@ -469,10 +494,10 @@ struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m)
 	m->lines_tried = true;
 	module_open_debug(ctx, m);
 	if (m->debug && m->debug->has_dwarf_info) {
-		if (line_info__open(m->debug, &ctx->log, &m->lines))
+		if (line_info__open_cached(m->debug, m->symtab, &ctx->log, &m->lines))
 			m->lines = NULL;
 	} else if (m->img->has_dwarf_info) {
-		if (line_info__open(m->img, &ctx->log, &m->lines))
+		if (line_info__open_cached(m->img, m->symtab, &ctx->log, &m->lines))
 			m->lines = NULL;
 	}
 	return m->lines;
@@ -649,6 +674,9 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 		 * keeping for the next run. */
 		if (m->table)
 			store_table(ctx, m);
+		if (ctx->cache_dir && symtab__store_pending(m->symtab, false))
+			symtab__store(m->symtab, m->lines, false, ctx->cache_dir,
+				      &ctx->log);
 		ctx->modules = m->next;
 		module_free(m);
 	}
@@ -685,6 +713,12 @@ void stacksnap_ctx__defer_cache_writes(struct stacksnap_ctx *ctx, bool on)
 	ctx->lazy_min_cfi = on && ctx->cache_dir ? 0 : MODULE_LAZY_MIN_CFI;
 }
 
+/* Does module__lines find DWARF (once the debug file was looked for)? */
+static bool has_dwarf(const struct module *m)
+{
+	return (m->debug && m->debug->has_dwarf_info) || m->img->has_dwarf_info;
+}
+
 /* A lazy table write_caches would complete and keep. */
 static bool table_pending(const struct stacksnap_ctx *ctx, const struct module *m)
 {
@@ -697,7 +731,8 @@ unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
 	unsigned n = 0;
 
 	for (const struct module *m = ctx ? ctx->modules : NULL; m; m = m->next)
-		n += m->debug_copy_pending + table_pending(ctx, m);
+		n += m->debug_copy_pending + table_pending(ctx, m) +
+		     (ctx->cache_dir && symtab__store_pending(m->symtab, has_dwarf(m)));
 	return n;
 }
 
@@ -711,6 +746,11 @@ int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx)
 		char *path = NULL;
 
 		if (table_pending(ctx, m) && module__table_whole(ctx, m))
+			n++;
+		/* Symbols with the CU index of the module's DWARF. */
+		if (ctx->cache_dir && symtab__store_pending(m->symtab, has_dwarf(m)) &&
+		    symtab__store(m->symtab, module__lines(ctx, m), has_dwarf(m),
+				  ctx->cache_dir, &ctx->log) == 0)
 			n++;
 		if (!m->debug_copy_pending || !m->debug)
 			continue;

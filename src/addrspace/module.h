@@ -125,6 +125,12 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 					       struct module *m);
 struct symtab *module__symtab(struct stacksnap_ctx *ctx, struct module *m);
 struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m);
+/* The default name of link-time vaddr (demangled, function only) from the
+ * function index of the module's symbol cache file, memoized under key:
+ * no DWARF read. false when the cache does not cover vaddr. */
+bool module__function(struct stacksnap_ctx *ctx, struct module *m,
+		      uint64_t vaddr, uint64_t key, const char **function,
+		      uint64_t *offset);
 
 bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr);
 

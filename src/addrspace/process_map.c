@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/opts.h"
 #include "addrspace/addrspace.h"
 #include "base/vec.h"
@@ -482,14 +483,6 @@ int stacksnap_procs__apply_perf_event(struct stacksnap_procs *p,
 	}
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 				    struct stacksnap_unwinder *uw, pid_t pid,
 				    const struct stacksnap_capture *cap,
@@ -531,7 +524,7 @@ int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 		 * most every 10 ms for one that a re-read did not cure (JIT
 		 * code, a uretprobe trampoline). */
 		struct proc *e = proc_find(p, pid);
-		uint64_t now = monotonic_ns();
+		uint64_t now = clock_monotonic_ns();
 		uint64_t where = n ? frames[n - 1].pc : regs.regs[STACKSNAP_REG_RIP];
 
 		if (e && !e->dead && (where != e->miss_pc || now - e->reread_ns > 10000000u) &&

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,6 +96,27 @@ int cache_file__open(const char *path, const struct log_sink *log,
 		return -EPERM;
 	}
 	return fd;
+}
+
+int cache_file__map(const char *path, const char *what,
+		    const struct log_sink *log, void **map, size_t *len)
+{
+	struct stat st;
+	int fd = cache_file__open(path, log, NULL);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || st.st_size <= 0) {
+		close(fd);
+		log_info(log, "%s: empty %s file; ignored", path, what);
+		return -EINVAL;
+	}
+	*map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (*map == MAP_FAILED)
+		return -errno;
+	*len = (size_t)st.st_size;
+	return 0;
 }
 
 int cache_file__write(const char *path, const void *data, size_t len,

@@ -22,6 +22,12 @@ int cache_dir__prepare(const char *dir, const struct log_sink *log);
 int cache_file__open(const char *path, const struct log_sink *log,
 		     const char **why);
 
+/* cache_file__open, then the whole file mapped read-only (private) into
+ * *map, *len. what names the kind of file in messages. -ENOENT, -EPERM as
+ * open; -EINVAL: empty (logged at info level). */
+int cache_file__map(const char *path, const char *what,
+		    const struct log_sink *log, void **map, size_t *len);
+
 /* Writes len bytes to path atomically: a temporary file of this process
  * in the same directory (created exclusively, 0600), then rename(2).
  * Concurrent writers each rename a whole file; readers see a whole file

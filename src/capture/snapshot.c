@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "addrspace/module.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/maps_line.h"
 #include "base/opts.h"
@@ -38,8 +39,22 @@
 #define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
 #define PREFAULT_MAX (16u << 20)
 #define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
-#define NONSTOP_ROUNDS 4    /* final witness checks before every thread
-			       still read non-stop is interrupted instead */
+#define DENTS_SIZE (16u << 10) /* getdents64 buffer of the task scans */
+/* Final witness checks go on, each round interrupting only the threads
+ * that ran since their read, until one finds nothing moved. After
+ * NONSTOP_ROUNDS rounds with news, every thread that ran at any time
+ * during the capture (moves > 0) is interrupted with them: on a
+ * target whose threads keep waking (hundreds of periodic threads) each
+ * round would otherwise catch a few more and hold the stopped ones a round
+ * longer. After NONSTOP_MAX_ROUNDS, every thread still read non-stop is
+ * interrupted (no check is needed then). Neither is a time budget: under
+ * load one round takes milliseconds, and stopping every sleeper costs
+ * more still. */
+#define NONSTOP_ROUNDS 4
+#define NONSTOP_MAX_ROUNDS 12
+#define BUSY_MOVES 2	    /* runs that found a thread running (on a CPU,
+			       or having run since its read) for it to be
+			       interrupted when settle() ends unsettled */
 #define SETTLE_ROUNDS 12    /* iterator runs, before any thread is stopped,
 			       that read again the threads that ran ... */
 #define SETTLE_NS 3000000u  /* ... for at most this long */
@@ -70,15 +85,27 @@ struct cap_thread {
 	struct nonstop_witness w;
 	uint64_t want_len;	/* bytes the clamp allows beyond one BPF copy */
 	uint64_t stack_top;	/* read non-stop: where its stack ends */
+	unsigned moves;		/* iterator runs that found it running or
+				   having run since its read */
 };
 
 struct stacksnap_snapshot {
 	pid_t pid;
 	struct cap_thread *threads;
 	size_t n, cap;
-	uint8_t *stack_bytes; /* one buffer for every thread's copy */
+	int task_fd;	      /* /proc/PID/task, open from the first scan */
+	uint8_t *dents;	      /* its getdents64 buffer, DENTS_SIZE bytes */
+	uint8_t *stack_bytes; /* one buffer for the threads' copies */
 	size_t stack_cap;     /* bytes of stack_bytes already faulted in */
-	bool stack_used;      /* copies point into stack_bytes */
+	size_t stack_off;     /* bytes of stack_bytes given to copies */
+	/* Set during the freeze: the writable mappings and options that a
+	 * copy needs, so wait_stops() can copy the stacks of threads that
+	 * stopped while the others are still on their way (copy_early). */
+	const struct rw_map *maps;
+	size_t nmaps;
+	const struct stacksnap_snapshot_opts *copy_opts;
+	bool copy_early;
+	bool copied_any;      /* the last copy_stacks() copied something */
 	bool held;	      /* threads stopped until __release() */
 	unsigned stop_timeout_ms;
 	uint64_t freeze_start, t_copied; /* for the stats of a release */
@@ -102,14 +129,6 @@ struct stacksnap_snapshot {
 	int saved_policy;
 	struct sched_param saved_param;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int read_small_file(const char *path, char *buf, size_t size)
 {
@@ -216,33 +235,49 @@ static struct cap_thread *add_thread(struct stacksnap_snapshot *s, pid_t tid)
 }
 
 /* Adds threads of /proc/PID/task not yet known. Returns how many were new,
- * or -errno. */
+ * or -errno. The directory stays open and its buffer allocated for the
+ * rescans inside the freeze: the first scan, before it, has the kernel
+ * write the buffer once (see prefault_kernel(); at 65 threads, load ~70,
+ * a rescan through opendir()'s fresh buffer took 230-320 us of the
+ * window, this one 100-170 us: procfs builds an entry per thread). */
 static int scan_tasks(struct stacksnap_snapshot *s,
 		      const struct stacksnap_snapshot_opts *o)
 {
-	char path[64];
-	struct dirent *de;
 	int added = 0;
-	DIR *d;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
-	d = opendir(path);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
-		struct cap_thread *t;
+	if (s->task_fd < 0) {
+		char path[64];
 
-		if (tid <= 0 || !wanted(o, tid) || find_thread(s, tid))
-			continue;
-		t = add_thread(s, tid);
-		if (!t) {
-			closedir(d);
-			return -ENOMEM;
-		}
-		added++;
+		snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+		s->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s->task_fd < 0)
+			return -errno;
 	}
-	closedir(d);
+	if (!s->dents && !(s->dents = malloc(DENTS_SIZE)))
+		return -ENOMEM;
+	if (lseek(s->task_fd, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = getdents64(s->task_fd, s->dents, DENTS_SIZE);
+
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *de = (const void *)(s->dents + off);
+			pid_t tid = (pid_t)strtol(de->d_name, NULL, 10);
+			struct cap_thread *t;
+
+			off += de->d_reclen;
+			if (tid <= 0 || !wanted(o, tid) || find_thread(s, tid))
+				continue;
+			t = add_thread(s, tid);
+			if (!t)
+				return -ENOMEM;
+			added++;
+		}
+	}
 	return added;
 }
 
@@ -307,7 +342,7 @@ static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
 		if (!t->seized || t->interrupted || t->pub.error)
 			continue;
 		if (!*freeze_start)
-			*freeze_start = now_ns();
+			*freeze_start = clock_monotonic_ns();
 		t->interrupted = true;
 		if (ptrace(PTRACE_INTERRUPT, t->pub.tid, NULL, NULL) != 0)
 			t->pub.error = STACKSNAP_THREAD_GONE;
@@ -391,6 +426,49 @@ static bool cancelled(const volatile sig_atomic_t *cancel)
 	return cancel && *cancel;
 }
 
+/* Where thread t's copy starts and how long it is (t->copy_start,
+ * copy_len): from rsp minus the red zone to the end of its mapping or its
+ * thread pointer, at most stack_size. False, with the thread's error set,
+ * when rsp is in no writable mapping. */
+static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
+{
+	uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
+	uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
+
+	for (size_t k = 0; k < s->nmaps; k++)
+		if (sp >= s->maps[k].start && sp < s->maps[k].end) {
+			if (lo < s->maps[k].start)
+				lo = s->maps[k].start;
+			hi = s->maps[k].end;
+			break;
+		}
+	if (!hi) {
+		t->pub.error = STACKSNAP_THREAD_NO_STACK;
+		return false;
+	}
+	/* glibc puts a thread's descriptor at its thread pointer, at the top
+	 * of its stack mapping, above the outermost frame: the unwinder never
+	 * reads it. */
+	if (t->fs_base > sp && t->fs_base < hi)
+		hi = t->fs_base;
+	if (hi - lo > s->copy_opts->stack_size)
+		hi = lo + s->copy_opts->stack_size;
+	t->copy_start = lo;
+	t->copy_len = hi - lo;
+	return true;
+}
+
+static void copy_done(struct stacksnap_snapshot *s, struct cap_thread *t,
+		      uint8_t *at)
+{
+	t->pub.stack = at;
+	t->pub.stack_len = t->copy_len;
+	t->pub.stack_base = t->copy_start;
+	s->stats.bytes_copied += t->copy_len;
+}
+
+static int copy_stacks(struct stacksnap_snapshot *s);
+
 /* Collects stops until every interrupted thread reported, the deadline,
  * or a cancel. Between empty polls the CPU is yielded (the stopping
  * threads may need it, and a sleep would cost the timer slack, ~50 us,
@@ -420,8 +498,18 @@ static void wait_stops(struct stacksnap_snapshot *s,
 					   !s->threads[i].pub.error;
 			if (!pending)
 				break; /* the rest are gone */
-			if (now_ns() >= deadline)
+			if (clock_monotonic_ns() >= deadline)
 				break;
+			/* Nothing stopped since the last look: copy the threads
+			 * that did, in one call, while the others are on their
+			 * way (copying each at its stop would cost one call
+			 * per thread, and when stops come faster than they are
+			 * taken it would only lengthen the window). */
+			if (regs && s->copy_early && copy_stacks(s) == 0 &&
+			    s->copied_any) {
+				idle = 0;
+				continue;
+			}
 			if (s->realtime) {
 				nanosleep(&rt_nap, NULL);
 			} else if (++idle < 1000) {
@@ -492,12 +580,12 @@ static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
 	return 0;
 }
 
-/* Copies every stopped thread's stack: one process_vm_readv for all of
- * them (in batches of IOV_MAX), or /proc/PID/mem reads. */
-static int copy_stacks(struct stacksnap_snapshot *s,
-		       const struct stacksnap_snapshot_opts *o,
-		       const struct rw_map *maps, size_t nmaps)
+/* Copies the stack of every stopped thread not copied yet (copy_now()):
+ * one process_vm_readv for all of them (in batches of IOV_MAX), or
+ * /proc/PID/mem reads. */
+static int copy_stacks(struct stacksnap_snapshot *s)
 {
+	const struct stacksnap_snapshot_opts *o = s->copy_opts;
 	size_t total = 0, off = 0;
 	struct iovec *local, *remote;
 	uint8_t *buf;
@@ -506,40 +594,20 @@ static int copy_stacks(struct stacksnap_snapshot *s,
 
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
-		uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
-		uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
 
-		if (!t->stopped || t->pub.error || t->pub.stack)
+		if (!t->stopped || t->pub.error || t->pub.stack || !t->have_regs)
 			continue;
-		for (size_t k = 0; k < nmaps; k++)
-			if (sp >= maps[k].start && sp < maps[k].end) {
-				if (lo < maps[k].start)
-					lo = maps[k].start;
-				hi = maps[k].end;
-				break;
-			}
-		if (!hi) {
-			t->pub.error = STACKSNAP_THREAD_NO_STACK;
-			continue;
-		}
-		/* glibc puts a thread's descriptor at its thread pointer, at
-		 * the top of its stack mapping, above the outermost frame:
-		 * the unwinder never reads it. */
-		if (t->fs_base > sp && t->fs_base < hi)
-			hi = t->fs_base;
-		if (hi - lo > o->stack_size)
-			hi = lo + o->stack_size;
-		t->copy_start = lo;
-		t->copy_len = hi - lo;
-		total += t->copy_len;
+		if (copy_range(s, t))
+			total += t->copy_len;
 	}
+	s->copied_any = total != 0;
 	if (!total)
 		return 0;
 	/* The buffer was faulted in before the freeze; page faults on a
-	 * fresh one would be paid inside it. A later round (threads found
-	 * to have run) gets a buffer of its own: earlier copies point into
-	 * the first. */
-	if (total > s->stack_cap || s->stack_used) {
+	 * fresh one would be paid inside it. Copies already taken keep
+	 * their bytes: the rest goes after them, or into a buffer of its
+	 * own. */
+	if (total > s->stack_cap - s->stack_off) {
 		uint8_t **slot = VEC_PUSH(s->extra, s->nextra, s->extra_cap);
 
 		buf = slot ? malloc(total) : NULL;
@@ -550,8 +618,8 @@ static int copy_stacks(struct stacksnap_snapshot *s,
 		}
 		*slot = buf;
 	} else {
-		buf = s->stack_bytes;
-		s->stack_used = true;
+		buf = s->stack_bytes + s->stack_off;
+		s->stack_off += total;
 	}
 	local = calloc(s->n + 1, sizeof(*local));
 	remote = calloc(s->n + 1, sizeof(*remote));
@@ -563,7 +631,8 @@ static int copy_stacks(struct stacksnap_snapshot *s,
 	for (size_t i = 0; i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
 
-		if (!t->copy_len || t->pub.stack || !t->stopped || t->pub.error)
+		if (!t->copy_len || t->pub.stack || !t->stopped || t->pub.error ||
+		    !t->have_regs)
 			continue;
 		local[niov] = (struct iovec){ buf + off, t->copy_len };
 		remote[niov] = (struct iovec){ (void *)(uintptr_t)t->copy_start,
@@ -612,18 +681,38 @@ static int copy_stacks(struct stacksnap_snapshot *s,
 	for (size_t k = 0; k < niov; k++) {
 		struct cap_thread *t = &s->threads[which[k]];
 
-		if (t->pub.error)
-			continue;
-		t->pub.stack = local[k].iov_base;
-		t->pub.stack_len = t->copy_len;
-		t->pub.stack_base = t->copy_start;
-		s->stats.bytes_copied += t->copy_len;
+		if (!t->pub.error)
+			copy_done(s, t, local[k].iov_base);
 	}
 out:
 	free(local);
 	free(remote);
 	free(which);
 	return err;
+}
+
+/* Faults in buf by having the kernel write it (a read of /dev/zero),
+ * not by a write of ours: on the virtual machines measured (shadow page
+ * tables, and the kernel runs on page tables of its own), the kernel's
+ * first write to each page of a buffer costs ~5-20 us even after the
+ * process wrote it, the next ones nothing. The copy phase of the freeze
+ * writes the buffer from the kernel (process_vm_readv): without this,
+ * 64 threads' stacks (~400 KiB) took ~1 ms to copy instead of ~0.1 ms. */
+static void prefault_kernel(uint8_t *buf, size_t len)
+{
+	int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	size_t done = 0;
+
+	while (fd >= 0 && done < len) {
+		ssize_t r = read(fd, buf + done, len - done);
+
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	if (fd >= 0)
+		close(fd);
+	memset(buf + done, 0, len - done);
 }
 
 /* Says why pid cannot be captured, or 0. */
@@ -710,9 +799,9 @@ static void thaw(struct stacksnap_snapshot *s)
 					  ? s->stop_timeout_ms : THAW_WAIT_MS;
 
 	interrupt_new(s, &s->freeze_start);
-	wait_stops(s, NULL, now_ns() + timeout * 1000000u, false);
+	wait_stops(s, NULL, clock_monotonic_ns() + timeout * 1000000u, false);
 	detach_all_stopped(s);
-	t_end = now_ns();
+	t_end = clock_monotonic_ns();
 	realtime_leave(s);
 	detach_late(s);
 	s->stats.freeze_ns = s->freeze_start ? t_end - s->freeze_start : 0;
@@ -768,6 +857,7 @@ static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 	t->pub.stack_len = 0;
 	t->pub.stack_base = 0;
 	t->copy_start = t->copy_len = t->want_len = 0;
+	t->moves++;
 	s->ns_stats.read_nonstop--;
 	s->ns_stats.witness_moved++;
 }
@@ -810,8 +900,12 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 		t = find_thread(s, tid);
 		if (!t && !(t = add_thread(s, tid)))
 			return -ENOMEM;
-		if (!(r->flags & NONSTOP_COPIED) || t->pub.error)
+		if (t->pub.error)
 			continue;
+		if (!(r->flags & NONSTOP_COPIED)) {
+			t->moves += !!(r->flags & NONSTOP_ON_CPU) || !r->state;
+			continue;
+		}
 		take_one(s, t, r);
 	}
 	return 0;
@@ -864,7 +958,7 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 	const struct nonstop_rec *r;
 	size_t n = 0, j = 0;
 	int moved = 0, err;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 
 	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	s->ns_stats.rounds++;
@@ -885,7 +979,7 @@ static int check_witnesses(struct stacksnap_snapshot *s)
 			moved++;
 		}
 	}
-	s->ns_stats.check_ns += now_ns() - t0;
+	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
 	return err ? err : moved;
 }
 
@@ -905,10 +999,10 @@ static void settle(struct stacksnap_snapshot *s,
 		   uint64_t budget_ns, const struct log_sink *log)
 {
 	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
-	uint64_t end = now_ns() + budget_ns;
+	uint64_t end = clock_monotonic_ns() + budget_ns;
 
 	s->settled = false;
-	for (unsigned k = 0; tids && k < SETTLE_ROUNDS && now_ns() < end; k++) {
+	for (unsigned k = 0; tids && k < SETTLE_ROUNDS && clock_monotonic_ns() < end; k++) {
 		const struct nonstop_rec *r;
 		size_t n = 0, want = 0;
 		int err;
@@ -950,6 +1044,8 @@ static void settle(struct stacksnap_snapshot *s,
 			} else if (r[j].flags & NONSTOP_COPIED) {
 				take_one(s, t, &r[j]);
 				s->ns_stats.reread++;
+			} else {
+				t->moves++; /* asked for, not read */
 			}
 		}
 		/* Every thread known must have been in the run: one missing
@@ -965,6 +1061,19 @@ static void settle(struct stacksnap_snapshot *s,
 		if (clean) {
 			s->settled = true;
 			break;
+		}
+	}
+	/* Not settled: busy threads (found running again and again: a 50 us
+	 * timer, a spinner) are interrupted with the threads not read, even
+	 * when their last read stands: the check after the freeze would
+	 * almost surely find them running again, and each round it takes to
+	 * catch them holds the stopped threads longer. */
+	for (size_t i = 0; !s->settled && i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (t->pub.nonstop && t->moves >= BUSY_MOVES) {
+			demote(s, t);
+			t->moves--; /* demote() counts a move it did not see */
 		}
 	}
 	free(tids);
@@ -1012,13 +1121,13 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 	 * CPU with the target's threads, and a realtime tool running up to
 	 * SETTLE_NS of runs would keep them from waking on time; nothing of
 	 * the target is stopped yet, so a preempted run only costs reads. */
-	t0 = now_ns();
+	t0 = clock_monotonic_ns();
 	err = nonstop__run(s->ns, NONSTOP_RUN_COPY, &r, &n);
 	if (!err)
 		err = take_nonstop(s, o, r, n);
 	if (!err)
 		settle(s, o, SETTLE_NS, log);
-	s->ns_stats.iter_ns = now_ns() - t0;
+	s->ns_stats.iter_ns = clock_monotonic_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "the task iterator failed: %s", strerror(-err));
@@ -1045,7 +1154,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	struct stacksnap_snapshot *s;
 	struct rw_map *maps = NULL;
 	size_t nmaps = 0;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 	int err;
 
 	if (opts_in(&o, sizeof(o), opts, 0)) {
@@ -1071,6 +1180,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		return NULL;
 	}
 	s->pid = pid;
+	s->task_fd = -1;
 	s->stop_timeout_ms = o.stop_timeout_ms;
 	/* Before the freeze: tasks, names, states and writable mappings. */
 	err = scan_tasks(s, &o);
@@ -1092,7 +1202,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		err = -ENOMEM;
 		goto fail_detach;
 	}
-	memset(s->stack_bytes, 0, prefault);
+	prefault_kernel(s->stack_bytes, prefault);
 	s->stack_cap = prefault;
 	unsigned asleep = 0, in_d = 0;
 	for (size_t i = 0; i < s->n; i++) {
@@ -1114,23 +1224,27 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	 * the iterator), then, while they are stopped, the check that every
 	 * thread read non-stop has not run since it was read; those that ran
 	 * are interrupted too, and checked again, a few rounds at most. */
-	uint64_t deadline = now_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
+	uint64_t deadline = clock_monotonic_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
+	s->maps = maps;
+	s->nmaps = nmaps;
+	s->copy_opts = &o;
+	s->copy_early = !o.no_copy;
 	if (!o.no_realtime && !o.hold)
 		realtime_enter(s);
 	for (unsigned round = 0;; round++) {
-		uint64_t t_begin = now_ns();
+		uint64_t t_begin = clock_monotonic_ns();
 		size_t interrupted_before = count_interrupted(s), interrupted_now;
 
 		err = freeze_rest(s, &o, deadline, log);
 		interrupted_now = count_interrupted(s);
 		if (err)
 			goto fail_detach;
-		uint64_t t_stopped = now_ns();
+		uint64_t t_stopped = clock_monotonic_ns();
 		read_regs(s);
-		uint64_t t_regs = now_ns();
+		uint64_t t_regs = clock_monotonic_ns();
 		if (!o.no_copy)
-			err = copy_stacks(s, &o, maps, nmaps);
-		s->t_copied = now_ns();
+			err = copy_stacks(s);
+		s->t_copied = clock_monotonic_ns();
 		if (s->freeze_start)
 			s->stats.stop_ns += t_stopped - (round ? t_begin : s->freeze_start);
 		s->stats.regs_ns += t_regs - t_stopped;
@@ -1141,9 +1255,12 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			break;
 		if (s->settled && interrupted_now == interrupted_before)
 			break; /* proven by settle()'s clean run */
-		if (round + 1 == NONSTOP_ROUNDS) {
+		if (round + 1 == NONSTOP_MAX_ROUNDS) {
 			/* Still moving: stop the rest as well; no check is
 			 * needed once every thread is stopped. */
+			log_info(log, "pid %d: threads read non-stop keep "
+				      "running; stopping the %u left", pid,
+				 s->ns_stats.read_nonstop);
 			for (size_t i = 0; i < s->n; i++)
 				if (s->threads[i].pub.nonstop)
 					demote(s, &s->threads[i]);
@@ -1155,21 +1272,30 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 				      "stopping every thread", pid, strerror(-moved));
 			continue; /* all demoted */
 		}
-		/* Those that ran are interrupted by the next round: reading
-		 * them again non-stop here (as settle() does before the
-		 * freeze) kept the stopped threads waiting longer than the
-		 * freeze of the few that moved takes. */
+		/* Those that ran, and only those, are interrupted by the
+		 * next round: reading them again non-stop here (as settle()
+		 * does before the freeze) kept the stopped threads waiting
+		 * longer than the freeze of the few that moved takes. Each
+		 * round with news interrupts one thread at least, so the
+		 * rounds end; the budget bounds their time. */
 		if (!moved)
 			break;
+		if (round + 1 == NONSTOP_ROUNDS)
+			for (size_t i = 0; i < s->n; i++)
+				if (s->threads[i].pub.nonstop && s->threads[i].moves)
+					demote(s, &s->threads[i]);
 	}
-	s->t_copied = now_ns(); /* the detach phase starts after the checks */
+	s->t_copied = clock_monotonic_ns(); /* the detach phase starts after the checks */
 	s->held = o.hold;
+	s->copy_early = false; /* maps and o live no longer */
+	s->maps = NULL;
+	s->copy_opts = NULL;
 	if (!s->held)
 		thaw(s);
 	free(maps);
 	maps = NULL;
 	s->stats.threads = (unsigned)s->n;
-	s->stats.capture_ns = now_ns() - t0;
+	s->stats.capture_ns = clock_monotonic_ns() - t0;
 	for (size_t i = 0; i < s->n; i++)
 		s->ns_stats.interrupted += s->threads[i].interrupted;
 	/* Threads that did not stop are reported in the snapshot; only when
@@ -1240,6 +1366,9 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	free(s->extra);
 	free(s->stack_bytes);
 	free(s->threads);
+	free(s->dents);
+	if (s->task_fd >= 0)
+		close(s->task_fd);
 	free(s);
 }
 

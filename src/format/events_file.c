@@ -219,8 +219,11 @@ static uint64_t as_hash(const struct stacksnap_addrspace *as)
 static uint32_t addrspace_id(struct stacksnap_trace_writer *tw, pid_t pid,
 			     struct stacksnap_addrspace *as)
 {
-	uint64_t h = as_hash(as);
+	uint64_t h;
 	struct pid_gen *g = NULL;
+
+	addrspace__resolve_all(as); /* the hash covers every module */
+	h = as_hash(as);
 
 	for (size_t i = 0; i < tw->npids && !g; i++)
 		if (tw->pids[i].pid == pid)

@@ -182,6 +182,7 @@ unsigned snapfile__put_mapping_records(struct byte_buf *b, struct stacksnap_addr
 {
 	unsigned nimages = 0;
 
+	addrspace__resolve_all(as); /* every mapping's build-id */
 	byte_buf__u32(b, (uint32_t)as->n);
 	for (size_t i = 0; i < as->n; i++) {
 		const struct as_map *m = &as->maps[i];

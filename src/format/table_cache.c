@@ -1,6 +1,7 @@
 /* table_cache.c - encodes whole unwind tables into the cache file format
  * (docs/table-cache-format.md), and checks and maps such files for use in
- * place. */
+ * place: the header and the small index at load, each chunk of rows when a
+ * lookup first lands in it. */
 #define _GNU_SOURCE
 #include "format/table_cache.h"
 
@@ -9,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cache_file.h"
+#include "base/checksum.h"
 
 static const char magic[8] = "SSUTABLE";
 
@@ -23,56 +24,10 @@ enum {
 	H_LO = 64, H_HI = 72, H_NROWS = 80, H_NBLOCKS = 84, H_SHIFT = 88,
 	H_NFDES = 92, H_NINPUTS = 96, H_INPUT_KINDS = 100,
 	H_INPUTS = 104, /* 2 x (u64 vaddr, u64 size) */
-	H_NSIG = 136, H_RESERVED = 140, H_SIG = 144, /* 4 x u64 */
-	H_PAYLOAD_SIZE = 176, H_PAYLOAD_HASH = 184, H_HEADER_HASH = 192,
+	H_NSIG = 136, H_CHUNK_SHIFT = 140, H_SIG = 144, /* 4 x u64 */
+	H_PAYLOAD_SIZE = 176, H_INDEX_HASH = 184, H_HEADER_HASH = 192,
 	HDR_SIZE = 200,
 };
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-/* A 64-bit checksum of bytes: four independent multiply-xor lanes over
- * 8-byte little-endian words (fast enough to check a 10 MB table in a
- * millisecond or two), folded with a final mix. Detects truncation and
- * corruption; trust comes from the ownership rules, not from it. */
-static uint64_t checksum(const uint8_t *p, size_t len)
-{
-	uint64_t h[4] = { 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull,
-			  0x94d049bb133111ebull, 0x2545f4914f6cdd1dull };
-	size_t i = 0;
-
-	for (; i + 32 <= len; i += 32)
-		for (int k = 0; k < 4; k++)
-			h[k] = (h[k] ^ get64(p + i + 8 * k)) * 0x100000001b3ull;
-	for (; i < len; i++)
-		h[0] = (h[0] ^ p[i]) * 0x100000001b3ull;
-	uint64_t x = h[0] ^ (h[1] << 1 | h[1] >> 63) ^ (h[2] << 2 | h[2] >> 62) ^
-		     (h[3] << 3 | h[3] >> 61) ^ len;
-	x ^= x >> 31;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 29;
-	return x;
-}
 
 static size_t pad8(size_t n)
 {
@@ -95,17 +50,47 @@ static bool rows_native(void)
 }
 
 struct layout {
-	size_t starts, rows, block, fdes, end; /* offsets from the file start */
+	size_t starts, rows, block, fdes, sums, end; /* offsets from the file start */
 };
 
 static void layout_of(uint64_t nrows, uint64_t nblocks, uint64_t nfdes,
-		      struct layout *l)
+		      uint64_t nchunks, struct layout *l)
 {
 	l->starts = HDR_SIZE;
 	l->rows = l->starts + pad8(nrows * 4);
 	l->block = l->rows + nrows * 8;
 	l->fdes = l->block + pad8((nblocks + 1) * 4);
-	l->end = l->fdes + nfdes * 8;
+	l->sums = l->fdes + nfdes * 8;
+	l->end = l->sums + nchunks * 8;
+}
+
+static uint64_t chunks_of(uint64_t span, unsigned chunk_shift)
+{
+	return ((span - 1) >> chunk_shift) + 1;
+}
+
+/* The block index entries chunk c's lookups read: [*b0, *b1]. */
+static void chunk_blocks(uint64_t nblocks, unsigned shift, unsigned chunk_shift,
+			 uint64_t c, uint64_t *b0, uint64_t *b1)
+{
+	*b0 = c << (chunk_shift - shift);
+	*b1 = *b0 + (1ull << (chunk_shift - shift));
+	if (*b1 > nblocks)
+		*b1 = nblocks;
+}
+
+/* The checksum of chunk c: over its block entries [b0, b1] and the starts
+ * and rows [r0, r1] they span (r0 = block[b0], r1 = block[b1]), as the
+ * checksum of the three checksums. */
+static uint64_t chunk_sum(const uint8_t *b, const struct layout *l,
+			  uint64_t b0, uint64_t b1, uint64_t r0, uint64_t r1)
+{
+	uint8_t w[24];
+
+	put_le64(w, checksum64(b + l->block + 4 * b0, 4 * (b1 - b0 + 1)));
+	put_le64(w + 8, checksum64(b + l->starts + 4 * r0, 4 * (r1 - r0 + 1)));
+	put_le64(w + 16, checksum64(b + l->rows + 8 * r0, 8 * (r1 - r0 + 1)));
+	return checksum64(w, sizeof(w));
 }
 
 int table_cache__encode(const struct unwind_table *t,
@@ -115,113 +100,173 @@ int table_cache__encode(const struct unwind_table *t,
 {
 	struct layout l;
 	uint8_t *b;
+	unsigned cshift = t->block_shift > TABLE_CACHE_CHUNK_SHIFT
+				  ? t->block_shift : TABLE_CACHE_CHUNK_SHIFT;
 
 	*out = NULL;
-	if (t->lazy || !t->nrows || t->nrows > UINT32_MAX ||
+	if (t->lazy || t->unchecked || t->hi <= t->lo || !t->nrows || t->nrows > UINT32_MAX ||
 	    t->nblocks >= UINT32_MAX || t->nfdes > UINT32_MAX ||
 	    !key->build_id_len || key->build_id_len > 40 || !key->ninputs ||
 	    key->ninputs > 2 || key->ninputs != t->ninputs ||
 	    nsigreturn > TABLE_CACHE_MAX_SIGRETURN || !rows_native())
 		return -EINVAL;
-	layout_of(t->nrows, t->nblocks, t->nfdes, &l);
+	uint64_t nchunks = chunks_of(t->hi - t->lo, cshift);
+	layout_of(t->nrows, t->nblocks, t->nfdes, nchunks, &l);
 	b = calloc(1, l.end);
 	if (!b)
 		return -ENOMEM;
 	memcpy(b + H_MAGIC, magic, 8);
-	put32(b + H_VERSION, TABLE_CACHE_VERSION);
-	put32(b + H_COMPILER, TABLE_CACHE_COMPILER);
-	put32(b + H_HDR_SIZE, HDR_SIZE);
-	put32(b + H_BUILD_ID_LEN, (uint32_t)key->build_id_len);
+	put_le32(b + H_VERSION, TABLE_CACHE_VERSION);
+	put_le32(b + H_COMPILER, TABLE_CACHE_COMPILER);
+	put_le32(b + H_HDR_SIZE, HDR_SIZE);
+	put_le32(b + H_BUILD_ID_LEN, (uint32_t)key->build_id_len);
 	memcpy(b + H_BUILD_ID, key->build_id, key->build_id_len);
-	put64(b + H_LO, t->lo);
-	put64(b + H_HI, t->hi);
-	put32(b + H_NROWS, (uint32_t)t->nrows);
-	put32(b + H_NBLOCKS, (uint32_t)t->nblocks);
-	put32(b + H_SHIFT, t->block_shift);
-	put32(b + H_NFDES, (uint32_t)t->nfdes);
-	put32(b + H_NINPUTS, (uint32_t)key->ninputs);
+	put_le64(b + H_LO, t->lo);
+	put_le64(b + H_HI, t->hi);
+	put_le32(b + H_NROWS, (uint32_t)t->nrows);
+	put_le32(b + H_NBLOCKS, (uint32_t)t->nblocks);
+	put_le32(b + H_SHIFT, t->block_shift);
+	put_le32(b + H_NFDES, (uint32_t)t->nfdes);
+	put_le32(b + H_NINPUTS, (uint32_t)key->ninputs);
 	uint32_t kinds = 0;
 	for (size_t i = 0; i < key->ninputs; i++) {
 		kinds |= (key->inputs[i].is_eh_frame ? 1u : 0u) << i;
-		put64(b + H_INPUTS + 16 * i, key->inputs[i].vaddr);
-		put64(b + H_INPUTS + 16 * i + 8, key->inputs[i].size);
+		put_le64(b + H_INPUTS + 16 * i, key->inputs[i].vaddr);
+		put_le64(b + H_INPUTS + 16 * i + 8, key->inputs[i].size);
 	}
-	put32(b + H_INPUT_KINDS, kinds);
-	put32(b + H_NSIG, nsigreturn);
+	put_le32(b + H_INPUT_KINDS, kinds);
+	put_le32(b + H_NSIG, nsigreturn);
+	put_le32(b + H_CHUNK_SHIFT, cshift);
 	for (unsigned i = 0; i < nsigreturn; i++)
-		put64(b + H_SIG + 8 * i, sigreturn[i]);
+		put_le64(b + H_SIG + 8 * i, sigreturn[i]);
 	for (size_t i = 0; i < t->nrows; i++)
-		put32(b + l.starts + 4 * i, t->starts[i]);
+		put_le32(b + l.starts + 4 * i, t->starts[i]);
 	memcpy(b + l.rows, t->rows, t->nrows * 8);
 	for (size_t i = 0; i <= t->nblocks; i++)
-		put32(b + l.block + 4 * i, t->block[i]);
+		put_le32(b + l.block + 4 * i, t->block[i]);
 	for (size_t i = 0; i < t->nfdes; i++) {
-		put32(b + l.fdes + 8 * i, t->fdes[i].off);
-		put32(b + l.fdes + 8 * i + 4, t->fdes[i].input);
+		put_le32(b + l.fdes + 8 * i, t->fdes[i].off);
+		put_le32(b + l.fdes + 8 * i + 4, t->fdes[i].input);
 	}
-	put64(b + H_PAYLOAD_SIZE, l.end - HDR_SIZE);
-	put64(b + H_PAYLOAD_HASH, checksum(b + HDR_SIZE, l.end - HDR_SIZE));
-	put64(b + H_HEADER_HASH, checksum(b, H_HEADER_HASH));
+	for (uint64_t c = 0; c < nchunks; c++) {
+		uint64_t b0, b1;
+
+		chunk_blocks(t->nblocks, t->block_shift, cshift, c, &b0, &b1);
+		put_le64(b + l.sums + 8 * c,
+		      chunk_sum(b, &l, b0, b1, t->block[b0], t->block[b1]));
+	}
+	put_le64(b + H_PAYLOAD_SIZE, l.end - HDR_SIZE);
+	put_le64(b + H_INDEX_HASH, checksum64(b + l.fdes, l.end - l.fdes));
+	put_le64(b + H_HEADER_HASH, checksum64(b, H_HEADER_HASH));
 	*out = b;
 	*len = l.end;
 	return 0;
 }
 
-void table_cache__seal(uint8_t *b, size_t len)
+/* The table's shape as a file header states it. */
+struct geometry {
+	uint64_t lo, hi, nchunks;
+	uint32_t nrows, nblocks, shift, cshift, nfdes;
+	struct layout l;
+};
+
+/* Reads the header's shape; false when its fields are out of bounds
+ * (then g is not to be used). */
+static bool geometry_of(const uint8_t *b, struct geometry *g)
 {
-	if (len < HDR_SIZE)
-		return;
-	put64(b + H_PAYLOAD_SIZE, len - HDR_SIZE);
-	put64(b + H_PAYLOAD_HASH, checksum(b + HDR_SIZE, len - HDR_SIZE));
-	put64(b + H_HEADER_HASH, checksum(b, H_HEADER_HASH));
+	g->lo = le64(b + H_LO);
+	g->hi = le64(b + H_HI);
+	g->nrows = le32(b + H_NROWS);
+	g->nblocks = le32(b + H_NBLOCKS);
+	g->shift = le32(b + H_SHIFT);
+	g->cshift = le32(b + H_CHUNK_SHIFT);
+	g->nfdes = le32(b + H_NFDES);
+	if (g->hi <= g->lo || g->hi - g->lo > UINT32_MAX || !g->nrows ||
+	    g->nrows > g->hi - g->lo || g->shift < 1 || g->shift > 40 ||
+	    g->nblocks != ((g->hi - g->lo) >> g->shift) + 1 ||
+	    g->cshift < g->shift || g->cshift > 40)
+		return false;
+	g->nchunks = chunks_of(g->hi - g->lo, g->cshift);
+	layout_of(g->nrows, g->nblocks, g->nfdes, g->nchunks, &g->l);
+	return true;
 }
 
-/* Every bound the lookup and the DWARF evaluation rely on, and the block
- * index exactly as the compiler builds it. */
-static const char *check_table(const uint8_t *b, const struct layout *l,
-			       uint64_t span, uint32_t nrows, uint32_t nblocks,
-			       unsigned shift, uint32_t nfdes,
-			       const struct table_cache_key *key)
+void table_cache__seal(uint8_t *b, size_t len)
 {
-	const uint32_t *starts = (const uint32_t *)(b + l->starts);
-	const struct unwind_row *rows = (const struct unwind_row *)(b + l->rows);
-	const uint32_t *block = (const uint32_t *)(b + l->block);
+	struct geometry g;
 
-	if (starts[0] != 0)
-		return "first row does not start the table";
-	for (uint32_t i = 1; i < nrows; i++)
-		if (starts[i] <= starts[i - 1] || starts[i] >= span)
-			return "row starts out of order";
-	for (uint32_t i = 0; i < nrows; i++) {
-		const struct unwind_row *r = &rows[i];
+	if (len < HDR_SIZE)
+		return;
+	if (geometry_of(b, &g) && g.l.end == len) {
+		/* The chunk sums, where the block entries they span are in
+		 * bounds. */
+		for (uint64_t c = 0; c < g.nchunks; c++) {
+			uint64_t b0, b1, r0, r1;
 
-		if (r->cfa_kind > UT_CFA_DWARF)
-			return "row of an unknown kind";
-		if (r->cfa_kind == UT_CFA_DWARF) {
-			if (unwind_row__fde_index(r) >= nfdes ||
-			    r->rbp_kind > UT_DWARF_SIGNAL_FRAME || r->rbx_kind)
-				return "DWARF row out of bounds";
-		} else if (r->rbp_kind > UT_RBP_UNDEFINED ||
-			   r->rbx_kind > UT_RBP_UNDEFINED) {
-			return "register rule of an unknown kind";
+			chunk_blocks(g.nblocks, g.shift, g.cshift, c, &b0, &b1);
+			r0 = le32(b + g.l.block + 4 * b0);
+			r1 = le32(b + g.l.block + 4 * b1);
+			if (r0 <= r1 && r1 < g.nrows)
+				put_le64(b + g.l.sums + 8 * c,
+				      chunk_sum(b, &g.l, b0, b1, r0, r1));
+		}
+		put_le64(b + H_INDEX_HASH, checksum64(b + g.l.fdes, g.l.end - g.l.fdes));
+	}
+	put_le64(b + H_PAYLOAD_SIZE, len - HDR_SIZE);
+	put_le64(b + H_HEADER_HASH, checksum64(b, H_HEADER_HASH));
+}
+
+/* Chunk c of a table decoded from file bytes t->map: its checksum, then
+ * every bound its lookups rely on, and its block entries exactly as the
+ * compiler builds them from its rows. Lookups in the chunk read only
+ * block entries [b0, b1] and the starts and rows [r0, r1] they span. */
+static int check_chunk(const struct unwind_table *t, size_t c, void *user,
+		       const char **why)
+{
+	const uint8_t *b = t->map;
+	const uint32_t *starts = t->starts, *block = t->block;
+	const struct unwind_row *rows = t->rows;
+	uint64_t span = t->hi - t->lo, b0, b1, r0, r1;
+	struct layout l;
+
+	(void)user;
+	layout_of(t->nrows, t->nblocks, t->nfdes,
+		  chunks_of(span, t->unchecked->chunk_shift), &l);
+	chunk_blocks(t->nblocks, t->block_shift, t->unchecked->chunk_shift, c,
+		     &b0, &b1);
+	r0 = block[b0];
+	r1 = block[b1];
+#define BAD(msg) do { *why = (msg); return -EINVAL; } while (0)
+	if (r0 > r1 || r1 >= t->nrows)
+		BAD("block index out of bounds");
+	if (le64(b + l.sums + 8 * c) != chunk_sum(b, &l, b0, b1, r0, r1))
+		BAD("checksum of a chunk");
+	for (uint64_t r = r0; r <= r1; r++) {
+		const struct unwind_row *w = &rows[r];
+
+		if (starts[r] >= span || (r > r0 && starts[r] <= starts[r - 1]))
+			BAD("row starts out of order");
+		if (w->cfa_kind > UT_CFA_DWARF)
+			BAD("row of an unknown kind");
+		if (w->cfa_kind == UT_CFA_DWARF) {
+			if (unwind_row__fde_index(w) >= t->nfdes ||
+			    w->rbp_kind > UT_DWARF_SIGNAL_FRAME || w->rbx_kind)
+				BAD("DWARF row out of bounds");
+		} else if (w->rbp_kind > UT_RBP_UNDEFINED ||
+			   w->rbx_kind > UT_RBP_UNDEFINED) {
+			BAD("register rule of an unknown kind");
 		}
 	}
-	for (uint32_t bi = 0, r = 0; bi <= nblocks; bi++) {
-		uint64_t a = (uint64_t)bi << shift;
+	for (uint64_t bi = b0, prev = r0; bi <= b1; bi++) {
+		uint64_t a = bi << t->block_shift, r = block[bi];
 
-		while (r + 1 < nrows && starts[r + 1] <= a)
-			r++;
-		if (block[bi] != r)
-			return "block index does not match the rows";
+		if (r < prev || r > r1 || starts[r] > a ||
+		    (r < r1 && starts[r + 1] <= a))
+			BAD("block index does not match the rows");
+		prev = r;
 	}
-	for (uint32_t i = 0; i < nfdes; i++) {
-		uint32_t off = get32(b + l->fdes + 8 * i);
-		uint32_t in = get32(b + l->fdes + 8 * i + 4);
-
-		if (in >= key->ninputs || off >= key->inputs[in].size)
-			return "FDE reference out of bounds";
-	}
-	return NULL;
+#undef BAD
+	return 0;
 }
 
 int table_cache__decode(const uint8_t *b, size_t len,
@@ -230,9 +275,9 @@ int table_cache__decode(const uint8_t *b, size_t len,
 			struct unwind_table **out, const char **why)
 {
 	struct unwind_table *t;
-	struct layout l;
-	uint32_t nrows, nblocks, shift, nfdes, nsig, kinds;
-	uint64_t lo, hi;
+	struct geometry g;
+	const struct layout *l = &g.l;
+	uint32_t nsig, kinds;
 	const char *bad = NULL;
 
 	*out = NULL;
@@ -243,42 +288,40 @@ int table_cache__decode(const uint8_t *b, size_t len,
 		BAD("truncated header");
 	if (memcmp(b + H_MAGIC, magic, 8))
 		BAD("not a table cache file");
-	if (get32(b + H_VERSION) != TABLE_CACHE_VERSION ||
-	    get32(b + H_COMPILER) != TABLE_CACHE_COMPILER ||
-	    get32(b + H_HDR_SIZE) != HDR_SIZE)
+	if (le32(b + H_VERSION) != TABLE_CACHE_VERSION ||
+	    le32(b + H_COMPILER) != TABLE_CACHE_COMPILER ||
+	    le32(b + H_HDR_SIZE) != HDR_SIZE)
 		BAD("another format or compiler version");
-	if (get64(b + H_HEADER_HASH) != checksum(b, H_HEADER_HASH))
+	if (le64(b + H_HEADER_HASH) != checksum64(b, H_HEADER_HASH))
 		BAD("header checksum");
-	if (get32(b + H_BUILD_ID_LEN) != key->build_id_len ||
+	if (le32(b + H_BUILD_ID_LEN) != key->build_id_len ||
 	    key->build_id_len > 40 ||
 	    memcmp(b + H_BUILD_ID, key->build_id, key->build_id_len))
 		BAD("another build-id (stale)");
-	kinds = get32(b + H_INPUT_KINDS);
-	if (get32(b + H_NINPUTS) != key->ninputs || key->ninputs > 2)
+	kinds = le32(b + H_INPUT_KINDS);
+	if (le32(b + H_NINPUTS) != key->ninputs || key->ninputs > 2)
 		BAD("other CFI sections (stale)");
 	for (size_t i = 0; i < key->ninputs; i++)
-		if (get64(b + H_INPUTS + 16 * i) != key->inputs[i].vaddr ||
-		    get64(b + H_INPUTS + 16 * i + 8) != key->inputs[i].size ||
+		if (le64(b + H_INPUTS + 16 * i) != key->inputs[i].vaddr ||
+		    le64(b + H_INPUTS + 16 * i + 8) != key->inputs[i].size ||
 		    !((kinds >> i) & 1) != !key->inputs[i].is_eh_frame)
 			BAD("other CFI sections (stale)");
-	lo = get64(b + H_LO);
-	hi = get64(b + H_HI);
-	nrows = get32(b + H_NROWS);
-	nblocks = get32(b + H_NBLOCKS);
-	shift = get32(b + H_SHIFT);
-	nfdes = get32(b + H_NFDES);
-	nsig = get32(b + H_NSIG);
-	if (hi <= lo || hi - lo > UINT32_MAX || !nrows || nrows > (hi - lo) ||
-	    shift < 1 || shift > 40 || nblocks != ((hi - lo) >> shift) + 1 ||
-	    nsig > TABLE_CACHE_MAX_SIGRETURN || get32(b + H_RESERVED))
+	nsig = le32(b + H_NSIG);
+	if (!geometry_of(b, &g) || nsig > TABLE_CACHE_MAX_SIGRETURN)
 		BAD("header fields out of bounds");
-	layout_of(nrows, nblocks, nfdes, &l);
-	if (get64(b + H_PAYLOAD_SIZE) != l.end - HDR_SIZE || len != l.end)
-		BAD(len < l.end ? "truncated" : "size does not match its header");
-	if (get64(b + H_PAYLOAD_HASH) != checksum(b + HDR_SIZE, l.end - HDR_SIZE))
-		BAD("checksum");
-	if ((bad = check_table(b, &l, hi - lo, nrows, nblocks, shift, nfdes, key)))
-		goto bad;
+	if (le64(b + H_PAYLOAD_SIZE) != l->end - HDR_SIZE || len != l->end)
+		BAD(len < l->end ? "truncated" : "size does not match its header");
+	/* Here only what is small: the FDE list and the chunk checksums.
+	 * Rows are checked a chunk at a time, on first use (check_chunk). */
+	if (le64(b + H_INDEX_HASH) != checksum64(b + l->fdes, l->end - l->fdes))
+		BAD("checksum of the index");
+	for (uint32_t i = 0; i < g.nfdes; i++) {
+		uint32_t off = le32(b + l->fdes + 8 * i);
+		uint32_t in = le32(b + l->fdes + 8 * i + 4);
+
+		if (in >= key->ninputs || off >= key->inputs[in].size)
+			BAD("FDE reference out of bounds");
+	}
 #undef BAD
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->inputs = malloc(key->ninputs * sizeof(*t->inputs)))) {
@@ -287,19 +330,25 @@ int table_cache__decode(const uint8_t *b, size_t len,
 	}
 	memcpy(t->inputs, key->inputs, key->ninputs * sizeof(*t->inputs));
 	t->ninputs = key->ninputs;
-	t->lo = lo;
-	t->hi = hi;
-	t->starts = (uint32_t *)(b + l.starts);
-	t->rows = (struct unwind_row *)(b + l.rows);
-	t->nrows = nrows;
-	t->block = (uint32_t *)(b + l.block);
-	t->nblocks = nblocks;
-	t->block_shift = shift;
-	t->fdes = (struct ut_fde *)(b + l.fdes);
-	t->nfdes = nfdes;
+	t->lo = g.lo;
+	t->hi = g.hi;
+	t->starts = (uint32_t *)(b + l->starts);
+	t->rows = (struct unwind_row *)(b + l->rows);
+	t->nrows = g.nrows;
+	t->block = (uint32_t *)(b + l->block);
+	t->nblocks = g.nblocks;
+	t->block_shift = g.shift;
+	t->fdes = (struct ut_fde *)(b + l->fdes);
+	t->nfdes = g.nfdes;
 	t->map = (void *)b; /* borrowed: the caller's bytes */
+	int err = unwind_table__defer_checks(t, g.cshift, check_chunk, NULL, NULL,
+					     NULL);
+	if (err) {
+		unwind_table__free(t);
+		return err;
+	}
 	for (unsigned i = 0; i < nsig; i++)
-		sigreturn[i] = get64(b + H_SIG + 8 * i);
+		sigreturn[i] = le64(b + H_SIG + 8 * i);
 	*nsigreturn = nsig;
 	*out = t;
 	return 0;
@@ -327,38 +376,33 @@ int table_cache__load(const char *dir, const struct table_cache_key *key,
 		      unsigned *nsigreturn, struct unwind_table **out)
 {
 	char path[4096];
-	struct stat st;
 	const char *why = NULL;
 	void *map;
-	int fd, err;
+	size_t len;
+	int err;
 
 	*out = NULL;
 	if ((err = table_cache__path(dir, key->build_id, key->build_id_len,
 				     path, sizeof(path))))
 		return err;
-	fd = cache_file__open(path, log, NULL);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) || st.st_size <= 0) {
-		close(fd);
-		log_info(log, "%s: empty table cache file; ignored", path);
-		return -EINVAL;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	err = table_cache__decode(map, (size_t)st.st_size, key, sigreturn,
-				  nsigreturn, out, &why);
+	if ((err = cache_file__map(path, "table cache", log, &map, &len)))
+		return err;
+	err = table_cache__decode(map, len, key, sigreturn, nsigreturn, out,
+				  &why);
 	if (err) {
-		munmap(map, (size_t)st.st_size);
+		munmap(map, len);
 		if (err == -EINVAL)
 			log_info(log, "%s: table cache file not valid (%s); ignored "
 				 "and rewritten", path, why);
 		return err;
 	}
 	(*out)->map = map;
-	(*out)->map_len = (size_t)st.st_size;
+	(*out)->map_len = len;
+	/* Chunks that fail their check later say so under -v. */
+	if ((*out)->unchecked) {
+		(*out)->unchecked->log = log;
+		(*out)->unchecked->name = strdup(path);
+	}
 	return 0;
 }
 

@@ -11,11 +11,16 @@
 #include "base/log.h"
 #include "table/unwind_table.h"
 
-#define TABLE_CACHE_VERSION 1
+#define TABLE_CACHE_VERSION 2
 /* Bumped whenever the compiler would give other rows for the same CFI:
  * a file of another compiler version is stale. */
 #define TABLE_CACHE_COMPILER 1
 #define TABLE_CACHE_MAX_SIGRETURN 4
+/* log2 of the address range one checksummed chunk of rows covers (at
+ * least; a sparse table's blocks may be larger): a lookup checks the
+ * chunk it lands in once, so a dump that touches a handful of functions
+ * of a 50 MB library checks a handful of chunks, not the whole file. */
+#define TABLE_CACHE_CHUNK_SHIFT 16
 
 /* What a cache file must agree with to be used: the module's build-id,
  * its CFI sections (the table's inputs) and, returned by a load, the
@@ -36,8 +41,12 @@ int table_cache__encode(const struct unwind_table *t,
 
 /* Checks bytes as a cache file for key and, when valid, makes a table
  * whose arrays point into the bytes (which must outlive it; the table
- * does not free them). Returns 0, or -EINVAL with *why saying what is
- * wrong (truncated, checksum, another build-id...). */
+ * does not free them). Checked here: the header, the size, the FDE list
+ * and the chunk checksums; each chunk of rows is checked when a lookup
+ * first lands in it (unwind_table__check_all checks them all), and a
+ * chunk that fails makes the table compile its inputs instead. Returns
+ * 0, or -EINVAL with *why saying what is wrong (truncated, checksum,
+ * another build-id...). */
 int table_cache__decode(const uint8_t *bytes, size_t len,
 			const struct table_cache_key *key,
 			uint64_t *sigreturn, unsigned *nsigreturn,

@@ -434,6 +434,7 @@ int ktable__set_process(struct ktable *kt, pid_t pid,
 
 	if (!p)
 		return fail(-ENOMEM);
+	addrspace__resolve_all(as); /* every code mapping's module */
 	for (size_t i = 0; i < as->n; i++) {
 		const struct as_map *am = &as->maps[i];
 		struct ku_map *km;

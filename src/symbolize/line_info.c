@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
+#include "format/sym_cache.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/sym_internal.h"
 
@@ -19,11 +21,9 @@ struct name_slot {
 /* Invariant: dw reads img's Elf, which outlives li (the image is owned by
  * the module that owns li). names is an open-addressing table with at
  * most half its cap slots used, cap a power of two or 0. */
-/* One address range of a compile unit. */
-struct cu_range {
-	uint64_t lo, hi;     /* [lo, hi) */
-	Dwarf_Off cu_off;    /* offset of the CU's header in .debug_info */
-};
+/* One address range of a compile unit: [lo, hi) and the offset of the
+ * CU's header in .debug_info (the symbol cache's layout). */
+#define cu_range sym_cu_range
 
 struct line_info {
 	Dwarf *dw;
@@ -38,6 +38,12 @@ struct line_info {
 	 * clang does not emit. */
 	struct cu_range *ranges;
 	size_t nranges;
+	/* The index mapped from a symbol cache file instead (ranges NULL
+	 * then): each range checked as a lookup touches it; a failed check
+	 * drops it for ranges built from the DWARF. */
+	const struct cu_range *cached;
+	size_t ncached;
+	struct sym_cache *cache;
 	struct name_slot *names;
 	size_t nnames, cap;
 };
@@ -213,28 +219,63 @@ static bool cu_die(Dwarf *dw, Dwarf_Off hdr_off, Dwarf_Die *cu)
 }
 
 /* The CU containing vaddr: our index first, then libdw's aranges. */
+/* Range i of the index in use; NULL when a mapped one fails its check
+ * (then li->cache is dropped). */
+static const struct cu_range *range_at(struct line_info *li, size_t i)
+{
+	const struct cu_range *r;
+
+	if (!li->cache)
+		return &li->ranges[i];
+	r = &li->cached[i];
+	if (sym_cache__check(li->cache, r, sizeof(*r)))
+		return r;
+	log_info(li->log, "symbol cache file corrupt; CU index read again");
+	li->cache = NULL;
+	li->cached = NULL;
+	li->ncached = 0;
+	return NULL;
+}
+
 static bool find_cu(struct line_info *li, uint64_t vaddr, Dwarf_Die *cu)
 {
-	size_t lo = 0, hi = li->nranges;
+	size_t lo = 0, hi = li->cache ? li->ncached : li->nranges;
+	const struct cu_range *r;
 
 	while (lo < hi) { /* last range with lo <= vaddr */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (li->ranges[mid].lo <= vaddr)
+		if (!(r = range_at(li, mid)))
+			goto again;
+		if (r->lo <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	/* Ranges of different CUs may nest (rarely); look back a little. */
-	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
-		if (vaddr < li->ranges[i].hi)
-			return cu_die(li->dw, li->ranges[i].cu_off, cu);
+	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {
+		if (!(r = range_at(li, i)))
+			goto again;
+		if (vaddr < r->hi)
+			return cu_die(li->dw, r->cu_off, cu);
+	}
 	return dwarf_addrdie(li->dw, vaddr, cu) != NULL;
+again:
+	if (index_cus(li))
+		return false;
+	return find_cu(li, vaddr, cu);
 }
 
 int line_info__open(const struct elf_image *img, const struct log_sink *log,
 		    struct line_info **out)
 {
+	return line_info__open_cached(img, NULL, log, out);
+}
+
+int line_info__open_cached(const struct elf_image *img, struct symtab *st,
+			   const struct log_sink *log, struct line_info **out)
+{
+	struct sym_cache *c = symtab__cache(st);
 	struct line_info *li;
 	struct dwarf_mem *mem = NULL;
 	Dwarf *dw;
@@ -266,11 +307,30 @@ int line_info__open(const struct elf_image *img, const struct log_sink *log,
 	li->dw = dw;
 	li->mem = mem;
 	li->log = log;
-	if (index_cus(li)) {
+	if (c && sym_cache__view(c)->nranges) {
+		li->cache = c;
+		li->cached = sym_cache__view(c)->ranges;
+		li->ncached = sym_cache__view(c)->nranges;
+	} else if (index_cus(li)) {
 		line_info__free(li);
 		return fail(-ENOMEM);
 	}
 	*out = li;
+	return 0;
+}
+
+int line_info__cu_index(struct line_info *li, const struct sym_cu_range **ranges,
+			size_t *n)
+{
+	if (li->cache) {
+		li->cache = NULL;
+		li->cached = NULL;
+		li->ncached = 0;
+		if (index_cus(li))
+			return -ENOMEM;
+	}
+	*ranges = li->ranges;
+	*n = li->nranges;
 	return 0;
 }
 
@@ -620,14 +680,151 @@ int line_info__lookup(struct line_info *li, uint64_t vaddr, int no_demangle,
 				       out, max, NULL);
 }
 
+/* Addresses where what scope_chain finds may change, for the function
+ * index: DIE ranges of the functions it can reach. */
+struct bounds {
+	uint64_t *v;
+	size_t n, cap;
+	unsigned long dies;	/* visited, against BOUNDS_DIES_MAX */
+};
+
+/* DIEs visited to index one module; past it the module gets no function
+ * index (its lookups go through libdw, as without the cache). */
+#define BOUNDS_DIES_MAX 50000000ul
+
+static int push_ranges(struct bounds *b, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t it = 0;
+
+	while ((it = dwarf_ranges(die, it, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		if (vec_reserve((void **)&b->v, &b->cap, b->n + 2, sizeof(*b->v)))
+			return -ENOMEM;
+		b->v[b->n++] = lo;
+		b->v[b->n++] = hi;
+	}
+	return 0;
+}
+
+/* The functions and blocks scope_chain may descend into below die. With
+ * push, their ranges are added. Returns 1 when a subprogram is nested
+ * there (then which one is innermost depends on every block's range),
+ * 0, or -errno. */
+static int inner_bounds(struct bounds *b, Dwarf_Die *die, int depth, bool push)
+{
+	Dwarf_Die child;
+	int nested = 0, err;
+
+	if (depth >= SCOPE_DEPTH_MAX || dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (++b->dies > BOUNDS_DIES_MAX)
+			return -E2BIG;
+		if (!is_function(tag) && tag != DW_TAG_lexical_block)
+			continue;
+		if (tag == DW_TAG_subprogram)
+			nested = 1;
+		if (push && (err = push_ranges(b, &child)))
+			return err;
+		if ((err = inner_bounds(b, &child, depth + 1, push)) < 0)
+			return err;
+		nested |= err;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return nested;
+}
+
+/* The top-level functions of a CU or namespace, as scope_chain sees them. */
+static int top_bounds(struct bounds *b, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+	int err;
+
+	if (depth >= SCOPE_DEPTH_MAX || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (++b->dies > BOUNDS_DIES_MAX)
+			return -E2BIG;
+		if (tag == DW_TAG_namespace) {
+			if ((err = top_bounds(b, &child, depth + 1)))
+				return err;
+			continue;
+		}
+		if (!is_function(tag) && tag != DW_TAG_lexical_block)
+			continue;
+		if ((err = push_ranges(b, &child)))
+			return err;
+		/* Inline and block ranges matter only around a nested
+		 * subprogram: the innermost subprogram names the frame. */
+		if ((err = inner_bounds(b, &child, 1, false)) < 0 ||
+		    (err && (err = inner_bounds(b, &child, 1, true)) < 0))
+			return err;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+int line_info__bounds(struct line_info *li, uint64_t **out, size_t *n)
+{
+	struct bounds b = { 0 };
+	const struct cu_range *r;
+	size_t nr;
+	int err = line_info__cu_index(li, &r, &nr);
+
+	*out = NULL;
+	*n = 0;
+	if (err)
+		return err;
+	for (size_t i = 0; i < nr && !err; i++) {
+		if (vec_reserve((void **)&b.v, &b.cap, b.n + 2, sizeof(*b.v))) {
+			err = -ENOMEM;
+			break;
+		}
+		b.v[b.n++] = r[i].lo;
+		b.v[b.n++] = r[i].hi;
+	}
+	for (Dwarf_Off off = 0, next; !err;) {
+		size_t hsize;
+		Dwarf_Die cu;
+
+		if (dwarf_nextcu(li->dw, off, &next, &hsize, NULL, NULL, NULL))
+			break;
+		if (dwarf_offdie(li->dw, off + hsize, &cu))
+			err = top_bounds(&b, &cu, 0);
+		off = next;
+	}
+	if (err) {
+		free(b.v);
+		return err;
+	}
+	*out = b.v;
+	*n = b.n;
+	return 0;
+}
+
 int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 		      unsigned flags, struct stacksnap_sym *out, size_t max)
+{
+	uint64_t entry;
+
+	return symbolize__lookup_entry(st, li, vaddr, flags, out, max, &entry);
+}
+
+int symbolize__lookup_entry(struct symtab *st, struct line_info *li,
+			    uint64_t vaddr, unsigned flags,
+			    struct stacksnap_sym *out, size_t max,
+			    uint64_t *entry_out)
 {
 	int no_demangle = !!(flags & SYM_NO_DEMANGLE);
 	uint64_t entry = 0, mstart = 0;
 	const char *msym;
 	int n;
 
+	*entry_out = 0;
 	if (!max)
 		return 0;
 	for (size_t i = 0; i < max; i++)
@@ -641,6 +838,7 @@ int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 			return 0;
 		out[0].function = msym;
 		out[0].offset = vaddr - mstart;
+		*entry_out = mstart;
 		return 1;
 	}
 	/* gdb's bt (find_frame_funname) names a frame by its DWARF function
@@ -652,5 +850,6 @@ int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 	}
 	for (int i = 0; i < n; i++)
 		out[i].offset = entry ? vaddr - entry : 0;
+	*entry_out = entry;
 	return n;
 }

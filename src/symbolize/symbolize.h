@@ -4,6 +4,7 @@
 #ifndef SS_SYMBOLIZE_SYMBOLIZE_H
 #define SS_SYMBOLIZE_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,28 @@ struct symtab;
 int symtab__build(const struct elf_image *const *imgs, size_t nimgs,
 		  const struct log_sink *log, struct symtab **out);
 void symtab__free(struct symtab *st);
+
+struct line_info;
+struct sym_cache;
+
+/* symtab__build through the symbol cache in cache_dir (NULL: none): a
+ * file for imgs[0]'s build-id, made from the same debug image, is mapped
+ * and used in place (*from_cache set); otherwise the tables are built. */
+int symtab__open(const struct elf_image *const *imgs, size_t nimgs,
+		 const char *cache_dir, const struct log_sink *log,
+		 struct symtab **out, bool *from_cache);
+/* Is st built and not yet in the cache (its main image has a build-id)?
+ * With functions, also: mapped from a file without the function index. */
+bool symtab__store_pending(const struct symtab *st, bool functions);
+/* Writes st, and the CU address index of li (may be NULL: the module's
+ * DWARF, opened with line_info__open_cached), to the cache (once); with
+ * functions also the function index, which evaluates a lookup per piece
+ * of the module (up to a second for libc's debug file): for a writer off
+ * the user's path. */
+int symtab__store(struct symtab *st, struct line_info *li, bool functions,
+		  const char *cache_dir, const struct log_sink *log);
+/* The cache file st was mapped from, while it is trusted; else NULL. */
+struct sym_cache *symtab__cache(const struct symtab *st);
 
 /* The function containing link-time address vaddr: its name (demangled
  * unless no_demangle; the string lives as long as st) and start address.
@@ -45,6 +68,16 @@ struct line_info;
  * image with .debug_info). *out is NULL when there is none. */
 int line_info__open(const struct elf_image *img, const struct log_sink *log,
 		    struct line_info **out);
+/* The same, with the CU address index from st's cache file when st was
+ * mapped from one (made from the same images, so from this img's DWARF):
+ * not every CU header of .debug_info is read. st may be NULL. */
+int line_info__open_cached(const struct elf_image *img, struct symtab *st,
+			   const struct log_sink *log, struct line_info **out);
+struct sym_cu_range;
+/* li's CU address index, sorted by lo (made now when it came from a
+ * cache file). Returns 0 or -ENOMEM. */
+int line_info__cu_index(struct line_info *li, const struct sym_cu_range **ranges,
+			size_t *n);
 void line_info__free(struct line_info *li);
 
 /* Fills out[] for link-time vaddr with the inline chain, innermost first
@@ -83,5 +116,21 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
  * are left 0 for the caller. Returns the count (0: nothing known). */
 int symbolize__lookup(struct symtab *st, struct line_info *li, uint64_t vaddr,
 		      unsigned flags, struct stacksnap_sym *out, size_t max);
+/* The same, with the entry address the offsets are from (0: offsets are
+ * 0, the entry unknown). */
+int symbolize__lookup_entry(struct symtab *st, struct line_info *li,
+			    uint64_t vaddr, unsigned flags,
+			    struct stacksnap_sym *out, size_t max,
+			    uint64_t *entry);
+/* The addresses where the DWARF part of symbolize__lookup's answer may
+ * change (CU ranges; top-level functions' ranges; inline and block ranges
+ * around nested functions), unsorted, malloc'ed. Returns 0 or -errno
+ * (-E2BIG: too many DIEs to index). */
+int line_info__bounds(struct line_info *li, uint64_t **out, size_t *n);
+/* The default symbolization of vaddr (names demangled, function only)
+ * from st's cached function index: true and *function (NULL: no name)
+ * and *offset, or false when the index does not cover vaddr. */
+bool symtab__function(struct symtab *st, uint64_t vaddr,
+		      const char **function, uint64_t *offset);
 
 #endif

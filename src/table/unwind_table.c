@@ -564,6 +564,8 @@ out:
 struct ut_lazy {
 	const struct log_sink *log;
 	const uint8_t *entries;	/* the header's table: (loc, fde) sdata4 pairs */
+	struct fde_ref *refs;	/* or our own index (sorted by begin), for CFI
+				   without a header table (.debug_frame) */
 	size_t nentries;
 	uint64_t hdr_vaddr;	/* entries are relative to it (datarel) */
 	struct frag *frags;
@@ -581,6 +583,8 @@ static int32_t le32s(const uint8_t *p)
 
 static uint64_t lazy_loc(const struct ut_lazy *z, size_t i)
 {
+	if (z->refs)
+		return z->refs[i].begin;
 	return z->hdr_vaddr + (uint64_t)(int64_t)le32s(z->entries + 8 * i);
 }
 
@@ -594,8 +598,13 @@ static int lazy_fde(const struct unwind_table *t, size_t i, uint32_t *off,
 		    struct cfi_cie *cie, struct cfi_fde *fde)
 {
 	const struct cfi_input *in = &t->inputs[0];
-	uint64_t a = lazy_fde_vaddr(t->lazy, i);
+	uint64_t a;
 
+	if (t->lazy->refs) {
+		*off = t->lazy->refs[i].off;
+		return cfi_fde_at(in, *off, cie, fde) ? -EINVAL : 0;
+	}
+	a = lazy_fde_vaddr(t->lazy, i);
 	if (a < in->vaddr || a - in->vaddr >= in->size)
 		return -EINVAL;
 	*off = (uint32_t)(a - in->vaddr);
@@ -626,8 +635,33 @@ static void lazy_free(struct ut_lazy *z)
 {
 	if (z) {
 		free(z->frags);
+		free(z->refs);
 		free(z);
 	}
+}
+
+static int lazy_start(struct unwind_table *t, uint64_t lo, uint64_t hi,
+		      struct unwind_table **out);
+
+/* A lazy table over one input, its state not filled in yet; NULL when
+ * out of memory. */
+static struct unwind_table *lazy_new(const struct cfi_input *in,
+				     const struct log_sink *log)
+{
+	struct unwind_table *t = calloc(1, sizeof(*t));
+	struct ut_lazy *z = calloc(1, sizeof(*z));
+
+	if (!t || !z || !(t->inputs = malloc(sizeof(*t->inputs)))) {
+		free(t);
+		free(z);
+		return NULL;
+	}
+	t->inputs[0] = *in;
+	t->ninputs = 1;
+	t->lazy = z;
+	z->log = log;
+	z->max_fills = UT_LAZY_MAX_FILLS;
+	return t;
 }
 
 int unwind_table__open_lazy(const struct cfi_input *eh_frame,
@@ -650,18 +684,9 @@ int unwind_table__open_lazy(const struct cfi_input *eh_frame,
 	count = (uint32_t)le32s(hdr + 8);
 	if (!count || count > (hdr_size - 12) / 8)
 		return -ENOTSUP;
-	t = calloc(1, sizeof(*t));
-	z = calloc(1, sizeof(*z));
-	if (!t || !z || !(t->inputs = malloc(sizeof(*t->inputs)))) {
-		free(t);
-		free(z);
+	if (!(t = lazy_new(eh_frame, log)))
 		return fail(-ENOMEM);
-	}
-	t->inputs[0] = *eh_frame;
-	t->ninputs = 1;
-	t->lazy = z;
-	z->log = log;
-	z->max_fills = UT_LAZY_MAX_FILLS;
+	z = t->lazy;
 	z->entries = hdr + 12;
 	z->nentries = count;
 	z->hdr_vaddr = hdr_vaddr;
@@ -676,7 +701,16 @@ int unwind_table__open_lazy(const struct cfi_input *eh_frame,
 		if (!lazy_fde(t, count - 1, &off, &cie, &fde) && fde.pc_end > hi)
 			hi = fde.pc_end;
 	}
-	uint64_t lo = lazy_loc(z, 0);
+	return lazy_start(t, lazy_loc(z, 0), hi, out);
+}
+
+/* The first state of a lazy table over [lo, hi): one LAZY row. Frees t
+ * on failure. */
+static int lazy_start(struct unwind_table *t, uint64_t lo, uint64_t hi,
+		      struct unwind_table **out)
+{
+	struct ut_lazy *z = t->lazy;
+
 	if (hi <= lo || hi - lo > UINT32_MAX) {
 		unwind_table__free(t);
 		return -ENOTSUP;
@@ -696,6 +730,57 @@ int unwind_table__open_lazy(const struct cfi_input *eh_frame,
 	return 0;
 }
 
+int unwind_table__open_lazy_index(const struct cfi_input *in,
+				  const struct log_sink *log,
+				  struct unwind_table **out)
+{
+	struct unwind_table *t;
+	struct ut_lazy *z;
+	struct fde_ref *refs = NULL;
+	size_t nrefs = 0;
+	uint64_t hi = 0;
+	int err;
+
+	*out = NULL;
+	if (in->size > UINT32_MAX)
+		return -ENOTSUP;
+	/* One pass over the entries' headers (no CFA program runs), the
+	 * pass the whole compile makes first: the same FDEs, in the same
+	 * order. */
+	err = scan_fdes(in, 1, log, &refs, &nrefs);
+	if (err)
+		return fail(err);
+	if (!nrefs) {
+		free(refs);
+		return -ENOTSUP;
+	}
+	for (size_t i = 1; i < nrefs; i++) {
+		if (cmp_fde_ref(&refs[i - 1], &refs[i]) > 0) {
+			qsort(refs, nrefs, sizeof(*refs), cmp_fde_ref);
+			break;
+		}
+	}
+	/* A fill gives region i to FDE i alone: right when no FDE overlaps
+	 * one that starts later (the whole compile gives overlapped ranges
+	 * to the FDE that starts first, which a fill looking at its
+	 * neighbour only could miss). Overlapping FDEs: compile whole. */
+	for (size_t i = 0; i < nrefs; i++) {
+		if (refs[i].begin < hi) {
+			free(refs);
+			return -ENOTSUP;
+		}
+		hi = refs[i].end;
+	}
+	if (!(t = lazy_new(in, log))) {
+		free(refs);
+		return fail(-ENOMEM);
+	}
+	z = t->lazy;
+	z->refs = refs;
+	z->nentries = nrefs;
+	return lazy_start(t, refs[0].begin, hi, out);
+}
+
 bool unwind_table__is_lazy(const struct unwind_table *t)
 {
 	return t->lazy != NULL;
@@ -712,25 +797,132 @@ size_t unwind_table__lazy_fills(const struct unwind_table *t)
 	return t->lazy ? t->lazy->nfills : 0;
 }
 
-int unwind_table__complete(struct unwind_table *t)
+static void unchecked_free(struct ut_unchecked *u)
 {
-	struct unwind_table *w;
-	int err;
+	if (u) {
+		free(u->checked);
+		free(u->name);
+		free(u);
+	}
+}
 
-	if (!t->lazy)
-		return 0;
-	err = unwind_table__compile(t->inputs, t->ninputs, t->lazy->log, &w);
-	if (err)
-		return err;
+/* Frees what t's arrays and state hold (not t itself, nor t->inputs). */
+static void release_rows(struct unwind_table *t)
+{
+	lazy_free(t->lazy);
+	unchecked_free(t->unchecked);
+	if (t->map) {
+		if (t->map_len)
+			munmap(t->map, t->map_len);
+		return;
+	}
 	free(t->starts);
 	free(t->rows);
 	free(t->block);
 	free(t->fdes);
+}
+
+/* Replaces t's rows by a whole compile of its inputs; t is unchanged on
+ * failure. */
+static int compile_in_place(struct unwind_table *t, const struct log_sink *log,
+			    bool rewrite)
+{
+	struct unwind_table *w;
+	int err = unwind_table__compile(t->inputs, t->ninputs, log, &w);
+
+	if (err)
+		return err;
+	release_rows(t);
 	free(t->inputs);
-	lazy_free(t->lazy);
 	*t = *w;
+	t->rewrite = rewrite;
 	free(w);
 	return 0;
+}
+
+int unwind_table__defer_checks(struct unwind_table *t, unsigned chunk_shift,
+			       int (*check)(const struct unwind_table *, size_t,
+					    void *, const char **),
+			       void *user, const struct log_sink *log,
+			       char *name)
+{
+	struct ut_unchecked *u = calloc(1, sizeof(*u));
+	uint64_t span = t->hi - t->lo;
+
+	if (!u || t->hi <= t->lo || t->lazy || chunk_shift > 63) {
+		free(u);
+		free(name);
+		return u ? -EINVAL : -ENOMEM;
+	}
+	u->nchunks = (size_t)((span - 1) >> chunk_shift) + 1;
+	u->checked = calloc((u->nchunks + 63) / 64, sizeof(*u->checked));
+	if (!u->checked) {
+		free(u);
+		free(name);
+		return -ENOMEM;
+	}
+	u->chunk_shift = chunk_shift;
+	u->check = check;
+	u->user = user;
+	u->log = log;
+	u->name = name;
+	t->unchecked = u;
+	return 0;
+}
+
+/* Checks chunk c of t; once every chunk passed, t is an ordinary table. */
+static int check_chunk(struct unwind_table *t, size_t c, const char **why)
+{
+	struct ut_unchecked *u = t->unchecked;
+	int err;
+
+	if ((u->checked[c / 64] >> (c % 64)) & 1)
+		return 0;
+	const char *w = NULL;
+
+	err = u->check(t, c, u->user, &w);
+	if (err) {
+		if (why)
+			*why = w;
+		return err;
+	}
+	u->checked[c / 64] |= 1ull << (c % 64);
+	if (++u->nchecked == u->nchunks) {
+		unchecked_free(u);
+		t->unchecked = NULL;
+	}
+	return 0;
+}
+
+int unwind_table__check_all(struct unwind_table *t, const char **why)
+{
+	for (size_t c = 0; t->unchecked && c < t->unchecked->nchunks; c++)
+		if (check_chunk(t, c, why))
+			return -EINVAL;
+	return 0;
+}
+
+/* A chunk of a table from the cache failed its check: the file is not
+ * trusted any further, the table is compiled from the module's CFI. */
+static int checks_failed(struct unwind_table *t, const char *why)
+{
+	struct ut_unchecked *u = t->unchecked;
+
+	log_info(u->log, "%s: table cache file not valid (%s); ignored and "
+		 "rewritten", u->name ? u->name : "unwind table",
+		 why ? why : "?");
+	return compile_in_place(t, u->log, true);
+}
+
+int unwind_table__complete(struct unwind_table *t)
+{
+	const char *why = NULL;
+
+	if (t->unchecked && unwind_table__check_all(t, &why))
+		return checks_failed(t, why);
+	if (!t->lazy)
+		return 0;
+	return compile_in_place(t, t->lazy->log, false);
 }
 
 /* Header entry whose region holds vaddr: the last with loc <= vaddr. */
@@ -880,6 +1072,18 @@ const struct unwind_row *unwind_table__fill(const struct unwind_table *ct,
 	struct unwind_table *t = (struct unwind_table *)ct;
 	int err = -ENOTSUP;
 
+	if (t->unchecked) {
+		const char *why = NULL;
+
+		if (vaddr < t->lo || vaddr >= t->hi)
+			return NULL;
+		if (check_chunk(t, (size_t)((vaddr - t->lo) >>
+					    t->unchecked->chunk_shift), &why) &&
+		    checks_failed(t, why))
+			return NULL; /* out of memory: no row, this time */
+		/* Checked (or compiled) now: no recursion. */
+		return unwind_table__lookup(t, vaddr);
+	}
 	if (!t->lazy)
 		return NULL;
 	if (t->lazy->nfills < t->lazy->max_fills)
@@ -904,18 +1108,8 @@ void unwind_table__free(struct unwind_table *t)
 {
 	if (!t)
 		return;
-	lazy_free(t->lazy);
+	release_rows(t);
 	free(t->inputs);
-	if (t->map) {
-		if (t->map_len)
-			munmap(t->map, t->map_len);
-		free(t);
-		return;
-	}
-	free(t->starts);
-	free(t->rows);
-	free(t->block);
-	free(t->fdes);
 	free(t);
 }
 

@@ -93,9 +93,19 @@ int unwind_table__open_lazy(const struct cfi_input *eh_frame,
 			    const uint8_t *hdr, size_t hdr_size,
 			    uint64_t hdr_vaddr, const struct log_sink *log,
 			    struct unwind_table **out);
+/* The same over CFI without a search table (.debug_frame, or an
+ * .eh_frame without .eh_frame_hdr): one pass over the section's entry
+ * headers makes a sorted FDE index that plays the header table's part.
+ * -ENOTSUP when the section has no usable FDE (or spans more than 4 GiB:
+ * compile whole instead). in's bytes and log must outlive the table. */
+int unwind_table__open_lazy_index(const struct cfi_input *in,
+				  const struct log_sink *log,
+				  struct unwind_table **out);
 #define UT_LAZY_MAX_FILLS 256
-/* Compiles what a lazy table has not compiled yet: the table is then the
- * whole-module table (for exporting it whole, or keeping it on disk).
+/* Compiles what a lazy table has not compiled yet (checks what a table
+ * from the cache has not checked: one that fails is compiled whole
+ * instead): the table is then the whole-module table (for exporting it
+ * whole, or keeping it on disk).
  * Rows returned by earlier lookups are no longer valid. Returns 0 or
  * -errno (the table is unchanged then). No-op for a whole table. */
 int unwind_table__complete(struct unwind_table *t);
@@ -117,6 +127,7 @@ struct ut_fde {
 };
 
 struct ut_lazy;
+struct ut_unchecked;
 
 /* Invariants: starts[] is strictly increasing, starts[0] == 0, and row i
  * covers [lo + starts[i], lo + starts[i + 1]) (the last row up to hi);
@@ -124,7 +135,10 @@ struct ut_lazy;
  * b in [0, nblocks], so the row for an address in block b lies in
  * [block[b], block[b + 1]]. Rows of kind DWARF index fdes[]. Rows of kind
  * LAZY exist only while lazy != NULL; a fill replaces them (and may
- * reallocate the arrays: a row pointer is good until the next lookup). */
+ * reallocate the arrays: a row pointer is good until the next lookup).
+ * While unchecked != NULL (bytes from a cache file) all this is promised
+ * only inside the chunks checked so far, and a lookup checks its chunk
+ * before it reads the arrays there. */
 struct unwind_table {
 	uint64_t lo, hi;
 	uint32_t *starts;
@@ -138,6 +152,12 @@ struct unwind_table {
 	struct cfi_input *inputs;
 	size_t ninputs;
 	struct ut_lazy *lazy;	/* NULL once everything is compiled */
+	/* A table mapped from the cache is checked a chunk of its address
+	 * range at a time, when a lookup first lands in the chunk: NULL once
+	 * every chunk passed (or for a table compiled here). */
+	struct ut_unchecked *unchecked;
+	bool rewrite;		/* came from a cache file that failed a check
+				   and was compiled here instead */
 	/* A table read from the cache: its arrays point into these bytes,
 	 * not freed by unwind_table__free, which unmaps them when map_len
 	 * is not 0 (a mapping the table owns). */
@@ -145,7 +165,51 @@ struct unwind_table {
 	size_t map_len;
 };
 
-/* Compiles the range of the LAZY row at vaddr and returns vaddr's row
+/* The checks of a table used in place from bytes that are not ours:
+ * check(t, c, user, &why) returns 0 when chunk c, the rows of link-time
+ * range [lo + (c << chunk_shift), lo + ((c + 1) << chunk_shift)), may be
+ * used (its checksum and every bound a lookup there relies on), else
+ * -EINVAL with why. Invariant: bit c of checked[] set means check(t, c)
+ * returned 0; nchecked counts the bits set. */
+struct ut_unchecked {
+	uint64_t *checked;
+	size_t nchunks, nchecked;
+	unsigned chunk_shift;
+	int (*check)(const struct unwind_table *t, size_t chunk, void *user,
+		     const char **why);
+	void *user;
+	const struct log_sink *log;
+	char *name;		/* for messages: the file */
+};
+
+/* Makes t check its rows a chunk at a time (t takes name, a malloc'ed
+ * string). Returns 0 or -ENOMEM. */
+int unwind_table__defer_checks(struct unwind_table *t, unsigned chunk_shift,
+			       int (*check)(const struct unwind_table *, size_t,
+					    void *, const char **),
+			       void *user, const struct log_sink *log,
+			       char *name);
+/* Runs every check not run yet, without replacing anything: 0 when the
+ * whole table passed (it is then an ordinary table), else -EINVAL and
+ * *why (may be NULL). */
+int unwind_table__check_all(struct unwind_table *t, const char **why);
+/* Did the rows come from a cache file that failed a check (the file
+ * should be rewritten)? */
+static inline bool unwind_table__needs_rewrite(const struct unwind_table *t)
+{
+	return t->rewrite;
+}
+
+static inline bool ut_chunk_checked(const struct ut_unchecked *u, uint64_t off)
+{
+	uint64_t c = off >> u->chunk_shift;
+
+	return (u->checked[c / 64] >> (c % 64)) & 1;
+}
+
+/* Compiles the range of the LAZY row at vaddr (or, for a table from the
+ * cache, checks vaddr's chunk; a chunk that fails its check makes the
+ * table compile itself whole from its inputs) and returns vaddr's row
  * (NULL: no CFI there). Logically const: the table only learns rows it
  * would have had if compiled whole. */
 const struct unwind_row *unwind_table__fill(const struct unwind_table *t,
@@ -163,6 +227,10 @@ unwind_table__lookup(const struct unwind_table *t, uint64_t vaddr)
 	if (vaddr < t->lo || vaddr >= t->hi)
 		return NULL;
 	off = vaddr - t->lo;
+	/* A table from the cache: its chunk checked before first use. */
+	if (__builtin_expect(t->unchecked != NULL, 0) &&
+	    !ut_chunk_checked(t->unchecked, off))
+		return unwind_table__fill(t, vaddr);
 	o = (uint32_t)off;
 	lo = t->block[off >> t->block_shift];
 	hi = t->block[(off >> t->block_shift) + 1];

@@ -125,6 +125,7 @@ enum analysis_why {		/* why the analysis knows nothing at an address */
 	ANALYSIS_WHY_DECODE,	/* Capstone could not decode */
 	ANALYSIS_WHY_NOT_CALL,	/* a return address not right after a call */
 	ANALYSIS_WHY_COLD,	/* a function's cold part, entered by a jump */
+	ANALYSIS_WHY_NO_DECODER, /* libcapstone could not be loaded */
 	ANALYSIS_WHY_COUNT,
 };
 enum { ANALYSIS_RBP_SAME = 0, ANALYSIS_RBP_SAVED, ANALYSIS_RBP_LOST };

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/vec.h"
 #include "walker/walker.h"
 
@@ -442,7 +443,7 @@ static void start_request(struct stacksnap_walker *w, struct request *r)
 
 	r->started = true;
 	r->pending = 0;
-	r->t_start = walker_now_ns();
+	r->t_start = clock_monotonic_ns();
 	r->deadline = r->t_start + (uint64_t)w->stop_timeout_ms * 1000000u;
 	switch (r->kind) {
 	case REQ_ATTACH:
@@ -659,7 +660,7 @@ static void finish_detach(struct stacksnap_walker *w, struct request *r)
 static void progress_request(struct stacksnap_walker *w, struct request *r)
 {
 	struct stacksnap_target *t = r->t;
-	bool late = walker_now_ns() >= r->deadline;
+	bool late = clock_monotonic_ns() >= r->deadline;
 
 	if (r->pending && !late && !t->terminated)
 		return;
@@ -680,7 +681,7 @@ static void progress_request(struct stacksnap_walker *w, struct request *r)
 	for (size_t i = 0; i < t->n; i++)
 		t->threads[i].want_stop = false;
 	r->pending = 0;
-	r->t_end = walker_now_ns();
+	r->t_end = clock_monotonic_ns();
 	r->done = true;
 	pthread_cond_broadcast(&w->cond);
 }

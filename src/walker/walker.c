@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "addrspace/module.h"
+#include "base/clock.h"
 #include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -24,14 +25,6 @@
 #define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
 #define PREFAULT_MAX (16u << 20)
 
-uint64_t walker_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void walker_queue(struct stacksnap_walker *w, const struct stacksnap_event *ev,
 		  const char *path)
 {
@@ -43,7 +36,7 @@ void walker_queue(struct stacksnap_walker *w, const struct stacksnap_event *ev,
 		return;
 	}
 	e->ev = *ev;
-	e->ev.time_ns = walker_now_ns();
+	e->ev.time_ns = clock_monotonic_ns();
 	e->path = path ? strdup(path) : NULL;
 	e->ev.path = e->path;
 	(void)!write(w->efd, &one, sizeof(one));
@@ -485,7 +478,7 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	struct rwmap *rw = NULL;
 	size_t nrw = 0, caprw = 0;
 	struct stacksnap_mem *mem;
-	uint64_t t0 = walker_now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 	bool refreshed = false;
 	int err, handed = 0;
 
@@ -542,7 +535,7 @@ out:
 	stacksnap_mem__free(mem);
 	if (err)
 		return fail(err);
-	st.walk_ns = walker_now_ns() - t0;
+	st.walk_ns = clock_monotonic_ns() - t0;
 	if (stats)
 		opts_out(stats, &st, sizeof(st), sizeof(size_t));
 	return handed;

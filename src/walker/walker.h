@@ -136,7 +136,6 @@ struct stacksnap_walker {
 	unsigned ngone;
 };
 
-uint64_t walker_now_ns(void);
 /* Queues an event and makes the fd readable (lock held). */
 void walker_queue(struct stacksnap_walker *w, const struct stacksnap_event *ev,
 		  const char *path);

@@ -6,7 +6,12 @@
  * a test can then check that every stack a capture reported is one the
  * thread really had during the capture.
  *
- *   nonstop_race LOG [NSPIN]   LOG: a file this program sizes and maps
+ *   nonstop_race LOG [NSPIN [NIDLE [CHURN [NTICK]]]]
+ *
+ * LOG: a file this program sizes and maps; NSPIN spinners (1); NIDLE more
+ * threads blocked for good, in turn in a futex, nanosleep, read, poll and
+ * epoll_wait (0); CHURN 0 for no threads created and exiting (1); NTICK
+ * threads waking on periods of 0.3 to 1.8 ms, each its own (0).
  *
  * Prints `ready N` (threads at that moment; churn threads come and go). */
 #ifndef _GNU_SOURCE
@@ -77,10 +82,10 @@ static void record(struct slot *s, int depth)
 }
 
 enum kind { K_FUTEX, K_SLEEP, K_READ, K_POLL, K_EPOLL, K_TIMER, K_PRODUCER,
-	    K_CONSUMER, K_CHURN, K_SPIN };
+	    K_CONSUMER, K_CHURN, K_SPIN, K_TICK };
 static const char *const names[] = {
 	"r_futex", "r_sleep", "r_read", "r_poll", "r_epoll", "r_timer",
-	"r_producer", "r_consumer", "r_churn", "r_spin",
+	"r_producer", "r_consumer", "r_churn", "r_spin", "r_tick",
 };
 
 static int idle_pipe[2], pc_pipe[2], epfd;
@@ -118,6 +123,11 @@ static NOINLINE void race_block(struct slot *s, int depth)
 		for (int i = 0; i < 20000; i++)
 			spins++;
 		break;
+	case K_TICK: {
+		struct timespec p = { 0, 300000 * (1 + (s - slots) % 6) };
+		nanosleep(&p, NULL);
+		break;
+	}
 	}
 	KEEP_FRAME();
 }
@@ -166,6 +176,9 @@ int main(int argc, char **argv)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	int nspin = argc > 2 ? atoi(argv[2]) : 1, n = 0, fd;
+	int nidle = argc > 3 ? atoi(argv[3]) : 0;
+	int churn = argc > 4 ? atoi(argv[4]) : 1;
+	int ntick = argc > 5 ? atoi(argv[5]) : 0;
 	pthread_t t;
 
 	target_init();
@@ -185,8 +198,15 @@ int main(int argc, char **argv)
 	start(race_thread, K_TIMER, n++, &t); /* a second timer */
 	for (int i = 0; i < nspin && n < MAX_SLOTS / 4; i++, n++)
 		start(race_thread, K_SPIN, n, &t);
+	for (int i = 0; i < nidle && n < MAX_SLOTS - 8; i++, n++)
+		start(race_thread, K_FUTEX + i % (K_EPOLL + 1), n, &t);
+	for (int i = 0; i < ntick && n < MAX_SLOTS - 8; i++, n++)
+		start(race_thread, K_TICK, n, &t);
 	usleep(20000);
 	target_ready(n + 1);
+	if (!churn)
+		for (;;)
+			pause();
 	/* Churn: threads created and exiting, one every ~200 us. */
 	for (int c = 0;; c++) {
 		struct timespec ts = { 0, 200000 };

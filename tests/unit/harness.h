@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int harness_failed_checks;
 
@@ -89,5 +90,38 @@ static inline int harness_run(const char *suite, const struct harness_test *t,
 				   sizeof(tests) / sizeof(tests[0]), argc,     \
 				   argv);                                      \
 	}
+
+/* A whole file into a malloc'ed buffer (NULL when unreadable or empty),
+ * and bytes written to a new file of mode 0600 (for cache-file tests). */
+static inline unsigned char *harness_slurp(const char *p, size_t *len)
+{
+	FILE *f = fopen(p, "rb");
+	unsigned char *b = NULL;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	if (n > 0 && (b = malloc((size_t)n)) && fread(b, 1, (size_t)n, f) == (size_t)n)
+		*len = (size_t)n;
+	fclose(f);
+	return b;
+}
+
+static inline int harness_spit(const char *p, const void *b, size_t len)
+{
+	FILE *f;
+	int ok;
+
+	remove(p);
+	f = fopen(p, "wb");
+	ok = f && fwrite(b, 1, len, f) == len;
+	if (f)
+		fclose(f);
+	return ok && chmod(p, 0600) == 0 ? 0 : -1;
+}
 
 #endif

@@ -166,14 +166,14 @@ static void maps_lines(void)
 		  0, 0x400000, 0x452000, 0x1000, 173521, 8, 2, PROT_READ | PROT_EXEC, "/usr/bin/d (deleted)" },
 		{ "10-20 --xs 0 103:0a 12 /path with spaces",
 		  0, 0x10, 0x20, 0, 12, 0x103, 0xa, PROT_EXEC, "/path with spaces" },
-		{ "7f-7e r--p 0 0:0 0", -EINVAL },
-		{ "x-1 r--p 0 0:0 0", -EINVAL },
-		{ "10-20 rwxq 0 0:0 0", -EINVAL },
-		{ "10-20 r--p 0 0:0", -EINVAL },
-		{ "10-20 r--p 0 0:0 12x", -EINVAL },
+		{ "7f-7e r--p 0 0:0 0", .rc = -EINVAL },
+		{ "x-1 r--p 0 0:0 0", .rc = -EINVAL },
+		{ "10-20 rwxq 0 0:0 0", .rc = -EINVAL },
+		{ "10-20 r--p 0 0:0", .rc = -EINVAL },
+		{ "10-20 r--p 0 0:0 12x", .rc = -EINVAL },
 		{ "10-20 r--p 0 0:0 1 extra", 0, 0x10, 0x20, 0, 1, 0, 0, PROT_READ, "extra" },
-		{ "10000000000000000-20 r--p 0 0:0 1", -EINVAL },
-		{ "", -EINVAL },
+		{ "10000000000000000-20 r--p 0 0:0 1", .rc = -EINVAL },
+		{ "", .rc = -EINVAL },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {

@@ -174,7 +174,7 @@ static void visit_folded_lines(void)
 	CHECK(!strcmp(v.text[1], "prog;main;b") && v.count[1] == 2);
 	CHECK(stacksnap_stacks__visit_folded(st, NULL, NULL) == -EINVAL);
 	for (int i = 0; i < 5; i++) {
-		char leaf[8];
+		char leaf[16];
 
 		snprintf(leaf, sizeof(leaf), "f%d", i);
 		add3(st, leaf, 1);

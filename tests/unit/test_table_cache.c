@@ -1,5 +1,6 @@
 /* test_table_cache.c - unwind tables kept on disk: a second context uses
- * the cached table, which is byte for byte what a fresh compile encodes;
+ * the cached table, which is byte for byte what a fresh compile encodes,
+ * checking its rows a chunk at a time as lookups reach them;
  * truncated, corrupt, foreign-owned, world-writable, symlinked and stale
  * files are ignored (and rewritten); concurrent writers leave a whole
  * file; the debug-file cache follows the same ownership rules. */
@@ -55,36 +56,9 @@ static struct stacksnap_ctx_stats stats_of(struct stacksnap_ctx *ctx)
 	return st;
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	uint8_t *b = NULL;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	if (n > 0 && (b = malloc((size_t)n)) && fread(b, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	fclose(f);
-	return b;
-}
-
-static void spit(const char *p, const uint8_t *b, size_t len)
-{
-	FILE *f = fopen(p, "wb");
-
-	CHECK(f && fwrite(b, 1, len, f) == len);
-	if (f)
-		fclose(f);
-	chmod(p, 0600);
-}
-
-/* Runs a context on the cache; says whether libc's table came from it,
- * and checks its rows against a fresh compile. */
+/* Runs a context on the cache; says whether libc's table came from it
+ * (and passed the checks of every chunk of rows), and checks its rows
+ * against a fresh compile. */
 static bool run_uses_cache(void)
 {
 	struct stacksnap_ctx *ctx;
@@ -93,10 +67,12 @@ static bool run_uses_cache(void)
 	bool cached = false;
 
 	if (m) {
-		const struct unwind_table *t = module__table(ctx, m);
+		const struct unwind_table *t = module__table_whole(ctx, m);
 
 		CHECK(t != NULL);
-		cached = stats_of(ctx).tables_cached > 0;
+		/* From the file, and no compile after a chunk failed. */
+		cached = stats_of(ctx).tables_cached > 0 &&
+			 stats_of(ctx).tables_whole == 0;
 		CHECK(cached == m->table_on_disk || !cached);
 		if (t && fresh) {
 			uint8_t *b;
@@ -151,7 +127,7 @@ static void setup(void)
 static void second_run_uses_cache_byte_identical(void)
 {
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = harness_slurp(path, &len);
 
 	CHECKF(b && len == fresh_len && !memcmp(b, fresh, len),
 	       "cache file differs from a fresh compile's encoding");
@@ -166,7 +142,7 @@ static void damaged(const char *what, void (*damage)(void))
 	damage();
 	CHECKF(!run_uses_cache(), "%s: a damaged file was used", what);
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = harness_slurp(path, &len);
 	CHECKF(b && len == fresh_len && !memcmp(b, fresh, len),
 	       "%s: not rewritten", what);
 	free(b);
@@ -183,7 +159,7 @@ static void flip_it(void)
 	memcpy(b, fresh, fresh_len);
 	b[flip_at] ^= 0x40;
 	unlink(path);
-	spit(path, b, fresh_len);
+	CHECK(harness_spit(path, b, fresh_len) == 0);
 	free(b);
 }
 
@@ -198,8 +174,12 @@ static void truncated_and_corrupt(void)
 	size_t flips[] = { 0, 8, 12, 30, 64, 80, 88, 150, 190, 200, 300,
 			   fresh_len / 3, fresh_len - 1 };
 	for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+		char what[64];
+
 		flip_at = flips[i];
-		damaged("corrupt", flip_it);
+		snprintf(what, sizeof(what), "byte %zu of %zu flipped", flip_at,
+			 fresh_len);
+		damaged(what, flip_it);
 	}
 }
 
@@ -229,22 +209,73 @@ static void decode_rejects_every_flip(void)
 	}
 	key.inputs = in;
 	CHECK(table_cache__decode(fresh, fresh_len, &key, sig, &nsig, &t, NULL) == 0);
+	CHECK(t && unwind_table__check_all(t, NULL) == 0 && !t->unchecked);
 	unwind_table__free(t);
 	size_t accepted = 0;
+	/* Accepted: the decode and the checks of every chunk pass. */
 	for (size_t i = 0; i < fresh_len; i += step) {
 		memcpy(b, fresh, fresh_len);
 		b[i] ^= 1;
 		if (table_cache__decode(b, fresh_len, &key, sig, &nsig, &t, NULL) == 0) {
-			accepted++;
+			accepted += unwind_table__check_all(t, NULL) == 0;
 			unwind_table__free(t);
 		}
 		if (table_cache__decode(fresh, i, &key, sig, &nsig, &t, NULL) == 0) {
-			accepted++;
+			accepted += unwind_table__check_all(t, NULL) == 0;
 			unwind_table__free(t);
 		}
 	}
 	CHECKF(accepted == 0, "%zu damaged files accepted", accepted);
 	free(b);
+}
+
+/* A lookup checks the chunk it lands in, not the whole file; a chunk
+ * damaged in the file is found by the lookup that reaches it, which then
+ * gives the row a fresh compile gives, and the file is rewritten. */
+static void chunks_checked_on_first_use(void)
+{
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_addrspace *as;
+	struct module *m;
+	const struct unwind_table *t;
+	uint64_t pc = (uint64_t)(uintptr_t)&fprintf;
+
+	CHECK(run_uses_cache());
+	/* Damage the last row of the file: far from fprintf's chunk unless
+	 * the table is a single chunk. */
+	size_t nrows = 0;
+	memcpy(&nrows, fresh + 80, 4);
+	size_t rows_at = 200 + ((nrows * 4 + 7) & ~(size_t)7);
+	uint8_t *b = malloc(fresh_len);
+	memcpy(b, fresh, fresh_len);
+	b[rows_at + 8 * (nrows - 1)] ^= 0x10;
+	unlink(path);
+	CHECK(harness_spit(path, b, fresh_len) == 0);
+	free(b);
+	m = libc_module(&ctx, &as, dir);
+	t = m ? module__table(ctx, m) : NULL;
+	const struct as_map *map = addrspace__find(as, pc);
+	CHECK(t && map && stats_of(ctx).tables_cached == 1 && t->unchecked);
+	if (t && map && t->unchecked) {
+		size_t nchunks = t->unchecked->nchunks;
+		const struct unwind_row *r = unwind_table__lookup(t, pc - map->bias);
+
+		CHECK(r != NULL);
+		CHECKF(nchunks < 2 || (t->unchecked && t->unchecked->nchecked == 1),
+		       "a lookup checked more than its chunk (%zu chunks)", nchunks);
+		/* The last address: its chunk is the damaged one. */
+		uint64_t lo, hi;
+		unwind_table__range(t, &lo, &hi);
+		unwind_table__lookup(t, hi - 1);
+		CHECK(unwind_table__needs_rewrite(t) && !t->unchecked && !t->map);
+	}
+	done(ctx, as);
+	size_t len;
+	b = harness_slurp(path, &len);
+	CHECKF(b && len == fresh_len && !memcmp(b, fresh, len),
+	       "a file with a damaged chunk was not rewritten");
+	free(b);
+	CHECK(run_uses_cache());
 }
 
 static void foreign_owned_and_world_writable(void)
@@ -285,7 +316,7 @@ static void stale_file_never_used(void)
 	 * stands between it and use. */
 	b[24] ^= 0xff;
 	CHECK(table_cache__path(dir, b + 24, fresh[20], other, sizeof(other)) == 0);
-	spit(path, b, fresh_len);
+	CHECK(harness_spit(path, b, fresh_len) == 0);
 	CHECK(!run_uses_cache());
 	free(b);
 	/* And a file of another compiler version. */
@@ -293,7 +324,7 @@ static void stale_file_never_used(void)
 	memcpy(b, fresh, fresh_len);
 	b[12] = 99;
 	unlink(path);
-	spit(path, b, fresh_len);
+	CHECK(harness_spit(path, b, fresh_len) == 0);
 	CHECK(!run_uses_cache());
 	CHECK(run_uses_cache());
 	free(b);
@@ -318,7 +349,7 @@ static void concurrent_writers(void)
 	}
 	for (int i = 0; i < 200; i++) {
 		size_t len;
-		uint8_t *b = slurp(path, &len);
+		uint8_t *b = harness_slurp(path, &len);
 
 		if (b && (len != fresh_len || memcmp(b, fresh, len)))
 			bad++;
@@ -378,9 +409,9 @@ static void debug_cache_rules(void)
 	*strrchr(dbg, '/') = 0;
 	CHECK(cache_dir__prepare(dbg, NULL) == 0);
 	dbg[strlen(dbg)] = '/';
-	b = slurp(m->img->path, &len);
+	b = harness_slurp(m->img->path, &len);
 	CHECK(b != NULL);
-	spit(dbg, b, len);
+	CHECK(harness_spit(dbg, b, len) == 0);
 	free(b);
 	CHECK(elf_debug_cache__open(m->img, dir, NULL, &out) == 0 && out);
 	elf_image__free(out);
@@ -406,6 +437,7 @@ static void cleanup(void)
 
 TEST_MAIN("table_cache", TEST(setup), TEST(second_run_uses_cache_byte_identical),
 	  TEST(truncated_and_corrupt), TEST(decode_rejects_every_flip),
+	  TEST(chunks_checked_on_first_use),
 	  TEST(foreign_owned_and_world_writable), TEST(stale_file_never_used),
 	  TEST(concurrent_writers), TEST(foreign_cache_dir),
 	  TEST(debug_cache_rules), TEST(cleanup))

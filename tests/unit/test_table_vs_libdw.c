@@ -268,7 +268,7 @@ static void report(struct tally *ty, uint64_t a, const char *what)
  * fixed row, or a DWARF row of the same FDE, which eval_dwarf then runs
  * through the lazy table too). */
 struct lazy_check {
-	struct unwind_table *t[2];
+	struct unwind_table *t[3];
 	size_t n;
 	size_t differ, shown;
 };
@@ -315,8 +315,9 @@ static void compare_lazy(const struct unwind_table *t,
 		if (lazy_now->shown++ < 10)
 			fprintf(stderr, "    %#llx: lazy table (%s) row differs "
 				"from the whole table's\n", (unsigned long long)a,
-				i ? "compiles whole after 32 fills"
-				  : "stays lazy");
+				i == 2 ? "FDE index, stays lazy"
+				: i ? "compiles whole after 32 fills"
+				    : "stays lazy");
 	}
 }
 
@@ -564,25 +565,38 @@ static bool compare_section(const char *path, Elf *elf, const char *secname,
 	unwind_table__range(t, &lo, &hi);
 	unwind_table__stats(t, &st);
 	CHECKF(hi > lo, "%s %s: empty table", path, secname);
-	/* .eh_frame also through lazy tables: one kept lazy whatever it
-	 * compiles, one that compiles itself whole after 32 fills (both first filled at scattered addresses, so regions are
-	 * compiled out of order). */
+	/* Also through lazy tables: one kept lazy whatever it compiles,
+	 * one that compiles itself whole after 32 fills (both first filled
+	 * at scattered addresses, so regions are compiled out of order);
+	 * .eh_frame's found through .eh_frame_hdr, .debug_frame's through
+	 * the FDE index made in one pass; and .eh_frame's once more through
+	 * the FDE index, kept lazy. */
 	struct lazy_check lz = { .n = 0 };
 	struct cfi_input hdr;
-	if (in.is_eh_frame && find_section(elf, ".eh_frame_hdr", &hdr)) {
-		for (size_t i = 0; i < 2; i++) {
-			CHECK(unwind_table__open_lazy(&in, hdr.data, hdr.size,
-						      hdr.vaddr, NULL,
-						      &lz.t[i]) == 0);
+	bool eh = in.is_eh_frame && find_section(elf, ".eh_frame_hdr", &hdr);
+	if (eh || !in.is_eh_frame) {
+		for (size_t i = 0; i < 3; i++) {
+			if (i == 2 && !eh)
+				break;
+			if (eh && i < 2)
+				CHECK(unwind_table__open_lazy(&in, hdr.data, hdr.size,
+							      hdr.vaddr, NULL,
+							      &lz.t[i]) == 0);
+			else
+				CHECKF(unwind_table__open_lazy_index(&in, NULL,
+								     &lz.t[i]) == 0,
+				       "%s %s: no lazy table through an FDE index",
+				       path, secname);
 			if (!lz.t[i])
 				break;
 			lz.n++;
-			unwind_table__set_max_fills(lz.t[i], i ? 32 : SIZE_MAX);
+			unwind_table__set_max_fills(lz.t[i], i == 1 ? 32 : SIZE_MAX);
 			for (uint64_t k = 1; k <= 300 && hi > lo; k++)
 				unwind_table__lookup(lz.t[i],
 						     lo + (k * 0x9e3779b97f4a7c15ull) % (hi - lo));
 		}
-		CHECKF(lz.n == 2, "%s: lazy tables not made", path);
+		CHECKF(lz.n == (eh ? 3u : 2u), "%s %s: lazy tables not made",
+		       path, secname);
 	}
 	lazy_now = &lz;
 	/* Just outside the table, libdw must have nothing either. */
@@ -604,20 +618,24 @@ static bool compare_section(const char *path, Elf *elf, const char *secname,
 	CHECK(ty.agreed + ty.disagreed + ty.unsupported == ty.compared);
 	lazy_now = NULL;
 	if (lz.n) {
-		printf("  %-44s %-12s lazy: %zu fills (kept lazy), rows differing "
-		       "from the whole table's: %zu\n", path, secname,
-		       unwind_table__lazy_fills(lz.t[0]), lz.differ);
+		printf("  %-44s %-12s lazy: %zu fills (kept lazy%s), rows "
+		       "differing from the whole table's: %zu\n", path, secname,
+		       unwind_table__lazy_fills(lz.t[0]),
+		       eh ? ", .eh_frame_hdr" : ", FDE index", lz.differ);
 		CHECKF(lz.differ == 0, "%s: %zu lazy lookups differ from the "
 		       "whole table", path, lz.differ);
 		CHECK(unwind_table__is_lazy(lz.t[0]));
 		CHECK(unwind_table__is_lazy(lz.t[1]) ==
 		      (unwind_table__lazy_fills(lz.t[0]) < 32));
 		/* Completed, the lazy table is the whole table. */
-		CHECK(unwind_table__complete(lz.t[0]) == 0);
-		CHECK(!unwind_table__is_lazy(lz.t[0]) &&
-		      lz.t[0]->nrows == t->nrows &&
-		      !memcmp(lz.t[0]->rows, t->rows, t->nrows * sizeof(*t->rows)) &&
-		      !memcmp(lz.t[0]->starts, t->starts, t->nrows * sizeof(*t->starts)));
+		for (size_t i = 0; i < lz.n; i += 2) {
+			CHECK(unwind_table__is_lazy(lz.t[i]));
+			CHECK(unwind_table__complete(lz.t[i]) == 0);
+			CHECK(!unwind_table__is_lazy(lz.t[i]) &&
+			      lz.t[i]->nrows == t->nrows &&
+			      !memcmp(lz.t[i]->rows, t->rows, t->nrows * sizeof(*t->rows)) &&
+			      !memcmp(lz.t[i]->starts, t->starts, t->nrows * sizeof(*t->starts)));
+		}
 	}
 	for (size_t i = 0; i < lz.n; i++)
 		unwind_table__free(lz.t[i]);
@@ -761,7 +779,7 @@ static bool write_file(const char *path, const char *text)
 }
 
 /* The programs built for the test: each is compared on its .eh_frame
- * (and, for the last, .debug_frame only). */
+ * (and, for the last two, .debug_frame only). */
 static const struct build {
 	const char *name, *compiler, *src, *flags;
 } builds[] = {
@@ -783,6 +801,8 @@ static const struct build {
 	{ "cxx_clang_O0_fp", "clang++", "p.cc", "-O0 -fno-omit-frame-pointer" },
 	{ "c_gcc_debug_frame", "gcc", "p.c",
 	  "-O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables" },
+	{ "c_clang_debug_frame", "clang", "p.c",
+	  "-O0 -g -fno-asynchronous-unwind-tables -fno-unwind-tables" },
 };
 
 static void built_programs(void)

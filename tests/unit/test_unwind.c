@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -593,6 +594,20 @@ static void setup(void)
 	CHECK(ctx != NULL);
 	self_as = stacksnap_addrspace__from_pid(ctx, getpid());
 	CHECK(self_as != NULL);
+	/* Modules of a pid's maps are opened when first found: only the
+	 * vDSO (read at once, while the process is there) is open yet. */
+	CHECKF(ctx->nmodules <= 1, "%zu modules opened by reading the maps",
+	       ctx->nmodules);
+	const struct as_map *m = addrspace__find(self_as, (uint64_t)(uintptr_t)&memcpy);
+	CHECK(m && m->mod && !m->pending && ctx->nmodules <= 2);
+	size_t pending = 0;
+	for (size_t i = 0; i < self_as->n; i++)
+		pending += self_as->maps[i].pending;
+	CHECKF(pending >= 2, "%zu mappings still unopened", pending);
+	/* caller_supplied_mappings below expects every file open. */
+	addrspace__resolve_all(self_as);
+	for (size_t i = 0; i < self_as->n; i++)
+		CHECK(!self_as->maps[i].pending);
 }
 
 /* The same walks with every module's table lazy (compiled FDE by FDE as
@@ -631,6 +646,34 @@ static void lazy_walks(void)
 	batch_equals_stepwise();
 }
 
+/* Files are opened when a pc first lands in them; a target that exited
+ * after its maps were read (a capture outlives its target) still has its
+ * files found, at their paths, when they are the inodes it mapped. */
+static void files_of_exited_process(void)
+{
+	struct stacksnap_ctx *c = stacksnap_ctx__new(NULL);
+	struct stacksnap_addrspace *as;
+	const struct as_map *m;
+	int status;
+	pid_t kid = fork();
+
+	if (kid == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(c && kid > 0);
+	as = stacksnap_addrspace__from_pid(c, kid);
+	CHECK(as != NULL);
+	kill(kid, SIGKILL);
+	CHECK(waitpid(kid, &status, 0) == kid);
+	/* the child is a fork of this process: its libc is where ours is */
+	m = addrspace__find(as, (uint64_t)(uintptr_t)&memcpy);
+	CHECKF(m && m->mod, "libc's mapping of the exited child: %s",
+	       m ? "not opened" : "not found");
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(c);
+}
+
 static void cleanup(void)
 {
 	stacksnap_addrspace__free(self_as);
@@ -644,5 +687,5 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(signal_frame_from_cfi), TEST(batch_equals_stepwise),
 	  TEST(no_allocation_when_warm),
 	  TEST(memory_sources), TEST(perf_register_layout),
-	  TEST(lazy_setup), TEST(lazy_walks),
+	  TEST(lazy_setup), TEST(lazy_walks), TEST(files_of_exited_process),
 	  TEST(cleanup))

@@ -29,6 +29,7 @@
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "sample_frames.h"
+#include "stop_signal.h"
 #include "subcommands.h"
 
 /* perf's user register set on x86_64: every register but the segment
@@ -117,13 +118,6 @@ struct profiler {
 	uint64_t samples, lost, records;
 };
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
 {
@@ -335,14 +329,6 @@ static int drain(struct profiler *p, struct ring *r)
 	}
 	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
 	return err;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* Opens an event for every thread of pid. */
@@ -614,21 +600,17 @@ int profile_main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < p.nrings; i++)
 		pfds[i] = (struct pollfd){ .fd = p.rings[i].fd, .events = POLLIN };
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	stop_signal_catch();
 	if (go_fd >= 0) {
 		(void)!write(go_fd, "g", 1);
 		close(go_fd);
 		go_fd = -1;
 	}
-	t0 = now_s();
+	t0 = clock_monotonic_ns() / 1e9;
 	rc = EXIT_OK;
 	for (;;) {
-		bool ended = stop_requested ||
-			     (p.o.duration > 0 && now_s() - t0 >= p.o.duration);
+		bool ended = stop_signal ||
+			     (p.o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= p.o.duration);
 
 		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
 			child = -1;
@@ -645,8 +627,8 @@ int profile_main(int argc, char **argv)
 			rc = EXIT_ERROR;
 			break;
 		}
-		if (tty && now_s() - last_progress >= 1) {
-			last_progress = now_s();
+		if (tty && clock_monotonic_ns() / 1e9 - last_progress >= 1) {
+			last_progress = clock_monotonic_ns() / 1e9;
 			fprintf(stderr, "\rprofiling: %.0f s, %" PRIu64 " samples, %zu stacks ",
 				last_progress - t0, p.samples, stacksnap_stacks__distinct(p.stacks));
 		}

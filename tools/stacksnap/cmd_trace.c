@@ -21,6 +21,7 @@
 #include "profile_out.h"
 #include "help.h"
 #include "stacksnap.h"
+#include "stop_signal.h"
 #include "subcommands.h"
 
 #define MAX_EVENTS 64
@@ -53,12 +54,6 @@ struct tracer {
 	int error;
 };
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
 
 
 static int parse(struct trace_options *o, int argc, char **argv)
@@ -299,14 +294,6 @@ static int list_one(const char *name, void *user)
 	return 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The process ended (a zombie counts: its parent has not reaped it). */
 static bool process_gone(pid_t pid)
 {
@@ -456,11 +443,7 @@ int trace_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	stop_signal_catch();
 	if ((r = stacksnap_trace__start(t.tr))) {
 		rc = exit_for(r == -EINVAL ? -ENOTSUP : r);
 		goto out;
@@ -481,7 +464,7 @@ int trace_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	t0 = now_s();
+	t0 = clock_monotonic_ns() / 1e9;
 	next_print = o.interval > 0 ? t0 + o.interval : 0;
 	rc = EXIT_OK;
 	while (!stop_signal && !t.error) {
@@ -500,10 +483,10 @@ int trace_main(int argc, char **argv)
 		}
 		if ((o.pid || o.tid) && process_gone(o.pid ? o.pid : o.tid))
 			break; /* the process is gone: what it did is in the buffer */
-		if (o.duration > 0 && now_s() - t0 >= o.duration)
+		if (o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= o.duration)
 			break;
-		if (next_print && now_s() >= next_print) {
-			fprintf(t.p.out, "--- %.1f s\n", now_s() - t0);
+		if (next_print && clock_monotonic_ns() / 1e9 >= next_print) {
+			fprintf(t.p.out, "--- %.1f s\n", clock_monotonic_ns() / 1e9 - t0);
 			trace_print_counts(&t.p, o.folded);
 			fflush(t.p.out);
 			next_print += o.interval;

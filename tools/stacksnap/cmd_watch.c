@@ -18,6 +18,7 @@
 #include "print.h"
 #include "profile_out.h"
 #include "stacksnap.h"
+#include "stop_signal.h"
 #include "subcommands.h"
 
 enum watch_format { FORMAT_TOP, FORMAT_PROFILE, FORMAT_JSON };
@@ -46,20 +47,6 @@ struct watch {
 	int exit_status;
 };
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
-{
-	stop_signal = sig;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* "10ms", "1.5s", "500us", "20000ns"; a bare number is milliseconds. */
 static int parse_duration(const char *s, uint64_t *ns)
@@ -366,7 +353,6 @@ int watch_main(int argc, char **argv)
 	struct stacksnap_unwinder *uw = NULL;
 	struct profile_top e = { 0 };
 	FILE *out = NULL;
-	struct sigaction sa;
 	int rc;
 
 	rc = parse(&w.o, argc, argv);
@@ -374,11 +360,7 @@ int watch_main(int argc, char **argv)
 		return rc < 0 ? EXIT_OK : rc;
 	cli_verbose = w.o.verbose;
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop_signal; /* no SA_RESTART: the sleep ends */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	stop_signal_catch(); /* no SA_RESTART: the sleep ends */
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .log_level = w.o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
 		       .cache_dir = default_cache_dir());
@@ -417,7 +399,7 @@ int watch_main(int argc, char **argv)
 		stacksnap_stacks__free(warm.stacks);
 		free(warm.names);
 	}
-	uint64_t start = now_ns(), next = start;
+	uint64_t start = clock_monotonic_ns(), next = start;
 	while (!stop_signal) {
 		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
 		uint64_t now;
@@ -442,7 +424,7 @@ int watch_main(int argc, char **argv)
 		if (n >= 0)
 			w.stopped_ns[w.nsamples++] = st.stopped_ns;
 		next += w.o.interval_ns;
-		now = now_ns();
+		now = clock_monotonic_ns();
 		if (w.o.duration_ns && now - start >= w.o.duration_ns)
 			break;
 		if (next <= now) { /* late (a loaded machine): no burst to catch up */
@@ -453,7 +435,7 @@ int watch_main(int argc, char **argv)
 				       (long)(next % 1000000000u) };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	uint64_t elapsed = now_ns() - start;
+	uint64_t elapsed = clock_monotonic_ns() - start;
 	stacksnap_walker__handle_events(walker, false, on_event, &w);
 	/* Let the target go before printing (a slow pipe must not hold it). */
 	stacksnap_target__detach(w.t);

@@ -16,21 +16,15 @@
 #include "print.h"
 #include "subcommands.h"
 #include "stacksnap.h"
+#include "stop_signal.h"
 
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* SIGINT, SIGTERM and SIGHUP. While threads may be stopped (in_freeze),
  * the handler only records the signal: the capture polls it, detaches
  * every thread and returns, and we exit. Otherwise nothing of the target
  * is held and the handler exits at once. */
-static volatile sig_atomic_t stop_signal, in_freeze;
+static volatile sig_atomic_t dump_signal, in_freeze;
 
 static const char *signal_name(int sig)
 {
@@ -42,7 +36,7 @@ static void on_stop_signal(int sig)
 {
 	static const char msg[] = "stacksnap: interrupted; no thread is stopped\n";
 
-	stop_signal = sig;
+	dump_signal = sig;
 	if (!in_freeze) {
 		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		_exit(EXIT_SIGNAL_BASE + sig);
@@ -66,8 +60,8 @@ static void catch_stop_signals(void)
 static int interrupted_exit(void)
 {
 	fprintf(stderr, "stacksnap: interrupted by %s; every thread was "
-			"detached\n", signal_name(stop_signal));
-	return EXIT_SIGNAL_BASE + stop_signal;
+			"detached\n", signal_name(dump_signal));
+	return EXIT_SIGNAL_BASE + dump_signal;
 }
 
 /* Reads of /proc/PID/mem for --ptrace --proc-mem. */
@@ -172,7 +166,7 @@ static int dump_main(int argc, char **argv)
 	size_t n = 0;
 	int rc, partial = 0, mem_fd = -1;
 
-	uint64_t start_ns = now_ns();
+	uint64_t start_ns = clock_monotonic_ns();
 
 	rc = options_parse(&o, argc, argv);
 	if (rc)
@@ -198,16 +192,16 @@ static int dump_main(int argc, char **argv)
 	stacksnap_ctx__defer_cache_writes(ctx, true);
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
-	uint64_t t_check = now_ns();
+	uint64_t t_check = clock_monotonic_ns();
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
 		rc = exit_code_for_errno(errno);
 		goto out;
 	}
-	tot.check_ns = now_ns() - t_check;
+	tot.check_ns = clock_monotonic_ns() - t_check;
 	/* Maps, modules and the vDSO image are read before the freeze. */
-	uint64_t t_as = now_ns();
+	uint64_t t_as = clock_monotonic_ns();
 	as = stacksnap_addrspace__from_pid(ctx, o.pid);
-	tot.addrspace_ns = now_ns() - t_as;
+	tot.addrspace_ns = clock_monotonic_ns() - t_as;
 	if (!as) {
 		if (errno == EACCES || errno == EPERM) {
 			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
@@ -229,11 +223,11 @@ static int dump_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o.stack_size,
 		       .stop_timeout_ms = o.stop_timeout_ms, .proc_mem = o.proc_mem,
 		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
-		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &stop_signal,
+		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &dump_signal,
 		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime,
 		       .nonstop = o.nonstop);
 	in_freeze = 1;
-	if (stop_signal) { /* came before in_freeze was set */
+	if (dump_signal) { /* came before in_freeze was set */
 		rc = interrupted_exit();
 		goto out;
 	}
@@ -242,7 +236,7 @@ static int dump_main(int argc, char **argv)
 		int err = errno;
 
 		in_freeze = 0;
-		if (err == EINTR || stop_signal) {
+		if (err == EINTR || dump_signal) {
 			rc = interrupted_exit();
 			goto out;
 		}
@@ -255,7 +249,7 @@ static int dump_main(int argc, char **argv)
 	}
 	if (!o.ptrace)
 		in_freeze = 0;
-	if (stop_signal && !o.ptrace) {
+	if (dump_signal && !o.ptrace) {
 		rc = interrupted_exit();
 		goto out;
 	}
@@ -304,11 +298,11 @@ static int dump_main(int argc, char **argv)
 				: "cannot read the process's memory");
 		goto out;
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock_monotonic_ns();
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
 
-		if (stop_signal) { /* --ptrace: threads are held */
+		if (dump_signal) { /* --ptrace: threads are held */
 			stacksnap_snapshot__release(snap);
 			in_freeze = 0;
 			rc = interrupted_exit();
@@ -340,11 +334,11 @@ static int dump_main(int argc, char **argv)
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}
-	tot.unwind_ns = now_ns() - t0;
+	tot.unwind_ns = clock_monotonic_ns() - t0;
 	if (o.ptrace) {
 		stacksnap_snapshot__release(snap);
 		in_freeze = 0;
-		if (stop_signal) {
+		if (dump_signal) {
 			rc = interrupted_exit();
 			goto out;
 		}
@@ -352,14 +346,14 @@ static int dump_main(int argc, char **argv)
 	stacksnap_snapshot__stats(snap, &st);
 	stacksnap_snapshot__nonstop_stats(snap, &nst);
 	report_thread_errors(&o, snap);
-	t0 = now_ns();
+	t0 = clock_monotonic_ns();
 	for (size_t i = 0; i < n; i++)
 		if (symbolize_thread(&o, as, &res[i])) {
 			rc = EXIT_ERROR;
 			fprintf(stderr, "stacksnap: out of memory\n");
 			goto out;
 		}
-	tot.symbolize_ns = now_ns() - t0;
+	tot.symbolize_ns = clock_monotonic_ns() - t0;
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
 	if (o.out.format_set) { /* -o/--format: a profile, a sample a thread */
 		char title[64];
@@ -374,7 +368,7 @@ static int dump_main(int argc, char **argv)
 	if (o.stats) {
 		tot.ctx.sz = sizeof(tot.ctx);
 		stacksnap_ctx__stats(ctx, &tot.ctx);
-		tot.total_ns = now_ns() - start_ns;
+		tot.total_ns = clock_monotonic_ns() - start_ns;
 		print_stats(stderr, &tot);
 	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;

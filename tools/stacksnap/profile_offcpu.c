@@ -19,6 +19,7 @@
 #include "print.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
+#include "stop_signal.h"
 
 /* A thread off the CPU: its stack at the switch, waiting for its wakeup.
  * Invariant: slots form an open-addressing table keyed by tid (cap a power
@@ -152,20 +153,6 @@ nomem:
 	return -ENOMEM;
 }
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int exit_for(int err)
 {
@@ -217,11 +204,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		}
 		target = child;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	stop_signal_catch();
 	if ((r = stacksnap_trace__start(tr)) || (r = stacksnap_trace__follow(tr, target))) {
 		rc = exit_for(r); /* the log said why */
 		goto out;
@@ -231,7 +214,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		close(*a->go_fd);
 		*a->go_fd = -1;
 	}
-	t0 = mono_ns();
+	t0 = clock_monotonic_ns();
 	rc = EXIT_OK;
 	while (!stop_signal && !oc.error) {
 		r = stacksnap_trace__poll(tr, 100, on_event, &oc);
@@ -246,10 +229,10 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		}
 		if (a->pid && kill(a->pid, 0) && errno == ESRCH)
 			break;
-		if (a->duration > 0 && mono_ns() - t0 >= (uint64_t)(a->duration * 1e9))
+		if (a->duration > 0 && clock_monotonic_ns() - t0 >= (uint64_t)(a->duration * 1e9))
 			break;
 	}
-	end_ns = mono_ns();
+	end_ns = clock_monotonic_ns();
 	stacksnap_trace__stop(tr);
 	while (!oc.error && stacksnap_trace__poll(tr, 0, on_event, &oc) > 0)
 		;

@@ -4,7 +4,7 @@
  * CFI nor a frame pointer. Signal-unsafe (it allocates): the remote
  * unwinder's. */
 #define _GNU_SOURCE
-#include <capstone/capstone.h>
+#include "unwind/steppers/capstone_dl.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +97,9 @@ static bool known(const struct an_state *s)
 
 /* The instruction's effect on s. Returns how control goes on: bit 0 falls
  * through, bit 1 jumps to *target (a direct jump in the function). */
-static unsigned transfer(csh cs, const cs_insn *in, uint64_t start,
-			 uint64_t end, struct an_state *s, uint64_t *target)
+static unsigned transfer(const struct capstone_dl *C, csh cs,
+			 const cs_insn *in, uint64_t start, uint64_t end,
+			 struct an_state *s, uint64_t *target)
 {
 	const cs_x86 *x = &in->detail->x86;
 	const cs_x86_op *op = x->operands;
@@ -244,7 +245,7 @@ static unsigned transfer(csh cs, const cs_insn *in, uint64_t start,
 		flow = 0;
 		/* fall through */
 	default:
-		if (cs_insn_group(cs, in, X86_GRP_JUMP)) {
+		if (C->insn_group(cs, in, X86_GRP_JUMP)) {
 			if (x->op_count == 1 && op[0].type == X86_OP_IMM &&
 			    (uint64_t)op[0].imm >= start && (uint64_t)op[0].imm < end) {
 				*target = (uint64_t)op[0].imm;
@@ -262,7 +263,7 @@ generic: {
 	cs_regs rd, wr;
 	uint8_t nrd, nwr;
 
-	if (cs_regs_access(cs, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+	if (C->regs_access(cs, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
 		return flow;
 	for (unsigned i = 0; i < nwr; i++) {
 		if (IS_RSP(wr[i]))
@@ -323,6 +324,7 @@ int analysis__function(const uint8_t *code, uint64_t start, uint64_t end,
 	cs_insn *in = NULL;
 	csh cs = 0;
 	int err = 0;
+	const struct capstone_dl *C = capstone_dl();
 
 	*out = NULL;
 	fn = calloc(1, sizeof(*fn));
@@ -335,12 +337,18 @@ int analysis__function(const uint8_t *code, uint64_t start, uint64_t end,
 		*out = fn;
 		return 0;
 	}
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	if (!C) {
+		/* no decoder installed: nothing can be analysed */
+		fn->why = ANALYSIS_WHY_NO_DECODER;
+		*out = fn;
+		return 0;
+	}
+	if (C->open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		free(fn);
 		return fail(-ENOMEM);
 	}
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(cs);
+	C->option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	in = C->malloc(cs);
 	index = calloc(len, sizeof(*index));
 	if (!in || !index) {
 		err = -ENOMEM;
@@ -378,7 +386,7 @@ int analysis__function(const uint8_t *code, uint64_t start, uint64_t end,
 			fn->why = ANALYSIS_WHY_TOO_BIG;
 			break;
 		}
-		if (!cs_disasm_iter(cs, &p, &left, &addr, in)) {
+		if (!C->disasm_iter(cs, &p, &left, &addr, in)) {
 			/* undecodable: the state there stays, nothing after */
 			fn->insns[k].size = 0;
 			set_unknown(&fn->insns[k].in, ANALYSIS_WHY_DECODE);
@@ -388,12 +396,12 @@ int analysis__function(const uint8_t *code, uint64_t start, uint64_t end,
 		fn->insns[k].is_call = in->id == X86_INS_CALL;
 		s = fn->insns[k].in;
 		if (known(&s))
-			flow = transfer(cs, in, start, end, &s, &target);
+			flow = transfer(C, cs, in, start, end, &s, &target);
 		else
 			flow = in->id == X86_INS_RET || in->id == X86_INS_HLT ||
 					       in->id == X86_INS_UD2
 				       ? 0
-				       : transfer(cs, in, start, end,
+				       : transfer(C, cs, in, start, end,
 						  &(struct an_state){ .h = 8 },
 						  &target);
 		if (known(&fn->insns[k].in) && !known(&s))
@@ -434,8 +442,8 @@ out:
 	free(work);
 	free(index);
 	if (in)
-		cs_free(in, 1);
-	cs_close(&cs);
+		C->free(in, 1);
+	C->close(&cs);
 	if (err) {
 		analysis__fn_free(fn);
 		return fail(err);
@@ -506,6 +514,7 @@ const char *analysis_why__str(enum analysis_why why)
 		[ANALYSIS_WHY_JOIN] = "heights disagree at a join",
 		[ANALYSIS_WHY_UNTRACKED] = "rsp changed in a way not tracked",
 		[ANALYSIS_WHY_DECODE] = "undecodable instruction",
+		[ANALYSIS_WHY_NO_DECODER] = "libcapstone.so.4 not loadable (install libcapstone4)",
 		[ANALYSIS_WHY_NOT_CALL] = "return address not after a call",
 		[ANALYSIS_WHY_COLD] = "cold part of a function (entered by a jump)",
 	};

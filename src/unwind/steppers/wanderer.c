@@ -2,7 +2,7 @@
  * the stack that is a return address, i.e. points just after a call that
  * could have entered the current function, directly or by a tail call. */
 #define _GNU_SOURCE
-#include <capstone/capstone.h>
+#include "unwind/steppers/capstone_dl.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +114,9 @@ static bool tail_calls(struct stacksnap_unwinder *uw, uint64_t fn, uint64_t cur)
 	bool found = false;
 	cs_insn *in;
 	csh cs;
+	const struct capstone_dl *C = capstone_dl();
 
-	if (!m || !m->mod || !(st = module__symtab(uw->as->ctx, m->mod)) ||
+	if (!C || !m || !m->mod || !(st = module__symtab(uw->as->ctx, m->mod)) ||
 	    !symtab__lookup_range(st, fn - m->bias, &start, &end) ||
 	    start != fn - m->bias || end <= start)
 		return false;
@@ -125,19 +126,19 @@ static bool tail_calls(struct stacksnap_unwinder *uw, uint64_t fn, uint64_t cur)
 		free(code);
 		return false;
 	}
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	if (C->open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		free(code);
 		return false;
 	}
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(cs);
+	C->option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	in = C->malloc(cs);
 	p = code;
 	addr = fn;
-	while (in && !found && cs_disasm_iter(cs, &p, &len, &addr, in)) {
+	while (in && !found && C->disasm_iter(cs, &p, &len, &addr, in)) {
 		const cs_x86 *x = &in->detail->x86;
 		uint64_t t;
 
-		if (!cs_insn_group(cs, in, X86_GRP_JUMP) || x->op_count != 1 ||
+		if (!C->insn_group(cs, in, X86_GRP_JUMP) || x->op_count != 1 ||
 		    x->operands[0].type != X86_OP_IMM)
 			continue;
 		t = (uint64_t)x->operands[0].imm;
@@ -147,8 +148,8 @@ static bool tail_calls(struct stacksnap_unwinder *uw, uint64_t fn, uint64_t cur)
 		found = t && (t == cur || function_of(uw, t) == cur);
 	}
 	if (in)
-		cs_free(in, 1);
-	cs_close(&cs);
+		C->free(in, 1);
+	C->close(&cs);
 	free(code);
 	return found;
 }
