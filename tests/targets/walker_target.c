@@ -97,8 +97,12 @@ int main(int argc, char **argv)
 
 		for (int i = 1; i <= n && i <= 16; i++)
 			pthread_create(&th, NULL, counting_thread, (void *)(intptr_t)i);
-		while (n > 0 && !sh.tids[n > 16 ? 16 : n])
-			pause_us(1000);
+		/* Every thread's id, not just the last one's: threads start
+		 * in any order, and a tid still 0 would make the harness
+		 * pause the whole process instead of one thread. */
+		for (int i = 1; i <= n && i <= 16; i++)
+			while (!__atomic_load_n(&sh.tids[i], __ATOMIC_ACQUIRE))
+				pause_us(1000);
 		ready();
 		for (;;)
 			count_round(0);
