@@ -848,6 +848,13 @@ int symbolize__lookup_entry(struct symtab *st, struct line_info *li,
 		out[n - 1].function = msym;
 		entry = mstart;
 	}
+	/* A function in several ranges (gcc's hot/cold split: libc's
+	 * _IO_new_file_underflow) has neither DW_AT_low_pc nor, mostly,
+	 * DW_AT_entry_pc: the offset is from the ELF symbol around the
+	 * address (the function's own, or its ".cold" part's), as gdb's
+	 * x/i and perf count it — not from 0. */
+	if (!entry && msym && vaddr >= mstart)
+		entry = mstart;
 	for (int i = 0; i < n; i++)
 		out[i].offset = entry ? vaddr - entry : 0;
 	*entry_out = entry;

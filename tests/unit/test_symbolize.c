@@ -43,13 +43,14 @@ static const char gdb_script[] =
 	"    bt = mname\n"
 	"    if f is not None:\n"
 	"        bt = f.print_name\n"
-	"    out.write('%x\\t%s\\t%s\\n' % (a, mname, bt))\n"
+	"    out.write('%x\\t%s\\t%s\\t%x\\n' % (a, mname, bt, mstart))\n"
 	"out.close()\n";
 
 struct gdb_row {
 	uint64_t addr;
 	char msym[1024];
 	char bt[1024];
+	uint64_t mstart; /* where gdb's minimal symbol starts */
 };
 
 /* Runs gdb once over file for every address in addrs[]; fills rows. */
@@ -79,13 +80,14 @@ static size_t ask_gdb(const char *file, const uint64_t *addrs, size_t n,
 		return 0;
 	while (got < n && fgets(line, sizeof(line), f)) {
 		char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+		char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
 
-		if (!t2)
+		if (!t3)
 			continue;
-		*t1 = *t2 = 0;
+		*t1 = *t2 = *t3 = 0;
 		line[strcspn(line, "\n")] = 0;
-		t2[1 + strcspn(t2 + 1, "\n")] = 0;
 		rows[got].addr = strtoull(line, NULL, 16);
+		rows[got].mstart = strtoull(t3 + 1, NULL, 16);
 		snprintf(rows[got].msym, sizeof(rows[got].msym), "%s", t1 + 1);
 		snprintf(rows[got].bt, sizeof(rows[got].bt), "%s", t2 + 1);
 		got++;
@@ -94,7 +96,8 @@ static size_t ask_gdb(const char *file, const uint64_t *addrs, size_t n,
 	return got;
 }
 
-/* Addresses one byte into every step-th function symbol nm lists. */
+/* An address inside every step-th function symbol `nm -S` lists: one
+ * byte in, or further where nm gives a size (offsets are compared too). */
 static size_t pick_addrs(const char *nm_cmd, size_t step, uint64_t *addrs,
 			 size_t n, size_t max)
 {
@@ -106,13 +109,15 @@ static size_t pick_addrs(const char *nm_cmd, size_t step, uint64_t *addrs,
 		return n;
 	while (fgets(line, sizeof(line), p) && n < max) {
 		char type;
-		unsigned long long a;
+		unsigned long long a, size = 0;
 
-		if (sscanf(line, "%llx %c", &a, &type) != 2 ||
-		    !strchr("TtWiI", type))
+		if (sscanf(line, "%llx %llx %c", &a, &size, &type) != 3 &&
+		    (size = 0, sscanf(line, "%llx %c", &a, &type) != 2))
+			continue;
+		if (!strchr("TtWiI", type))
 			continue;
 		if (k++ % step == 0)
-			addrs[n++] = a + 1;
+			addrs[n++] = a + (size > 1 ? 1 + (k * 37) % (size - 1) : 1);
 	}
 	pclose(p);
 	return n;
@@ -127,7 +132,7 @@ static void compare_with_gdb(const char *lib, size_t step_dyn, size_t step_dbg)
 	static uint64_t addrs[2048];
 	static struct gdb_row rows[2048];
 	char cmd[1024];
-	size_t n = 0, got, msym_bad = 0, bt_bad = 0;
+	size_t n = 0, got, msym_bad = 0, bt_bad = 0, off_bad = 0;
 
 	CHECK(elf_image__open(lib, NULL, &img) == 0);
 	if (!img)
@@ -140,10 +145,10 @@ static void compare_with_gdb(const char *lib, size_t step_dyn, size_t step_dbg)
 	}
 	line_info__open(dbg ? dbg : img, NULL, &li);
 
-	snprintf(cmd, sizeof(cmd), "nm -D --defined-only %s 2>/dev/null | sort -u", lib);
+	snprintf(cmd, sizeof(cmd), "nm -S -D --defined-only %s 2>/dev/null | sort -u", lib);
 	n = pick_addrs(cmd, step_dyn, addrs, n, 2048);
 	if (dbg) {
-		snprintf(cmd, sizeof(cmd), "nm %s 2>/dev/null | sort -u", dbg->path);
+		snprintf(cmd, sizeof(cmd), "nm -S %s 2>/dev/null | sort -u", dbg->path);
 		n = pick_addrs(cmd, step_dbg, addrs, n, 2048);
 	}
 	got = ask_gdb(lib, addrs, n, rows);
@@ -154,6 +159,18 @@ static void compare_with_gdb(const char *lib, size_t step_dyn, size_t step_dbg)
 		struct stacksnap_sym out[16];
 		int k = symbolize__lookup(st, li, rows[i].addr, 0, out, 16);
 		const char *bt = k > 0 ? out[k - 1].function : NULL;
+
+		/* The offset printed after the name: from the function's
+		 * start, where gdb's minimal symbol starts (also for a
+		 * function known only by DW_AT_ranges, and in a ".cold" part,
+		 * from that part's symbol). */
+		if (bt && rows[i].msym[0] != '-' &&
+		    out[k - 1].offset != rows[i].addr - rows[i].mstart &&
+		    off_bad++ < 10)
+			fprintf(stderr, "  %s %#lx: %s+%#lx, gdb %s+%#lx\n", lib,
+				(unsigned long)rows[i].addr, bt,
+				(unsigned long)out[k - 1].offset, rows[i].msym,
+				(unsigned long)(rows[i].addr - rows[i].mstart));
 
 		if (strcmp(ours ? ours : "-", rows[i].msym) != 0) {
 			if (msym_bad++ < 10)
@@ -168,10 +185,11 @@ static void compare_with_gdb(const char *lib, size_t step_dyn, size_t step_dbg)
 					bt ? bt : "-", rows[i].bt);
 		}
 	}
-	printf("  %s: %zu addresses, %zu minimal-symbol and %zu bt-name mismatches\n",
-	       lib, got, msym_bad, bt_bad);
+	printf("  %s: %zu addresses, %zu minimal-symbol, %zu bt-name and %zu offset mismatches\n",
+	       lib, got, msym_bad, bt_bad, off_bad);
 	CHECK(msym_bad == 0);
 	CHECK(bt_bad == 0);
+	CHECK(off_bad == 0);
 	line_info__free(li);
 	symtab__free(st);
 	elf_image__free(dbg);
@@ -435,7 +453,7 @@ static void compressed_dwarf_vs_plain(void)
 	CHECK(elf_image__open(path, NULL, &plain) == 0);
 	CHECK(line_info__open(dbg, NULL, &a) == 0 && a);
 	CHECK(plain && line_info__open(plain, NULL, &b) == 0 && b);
-	snprintf(cmd, sizeof(cmd), "nm %s 2>/dev/null | sort -u", dbg->path);
+	snprintf(cmd, sizeof(cmd), "nm -S %s 2>/dev/null | sort -u", dbg->path);
 	n = pick_addrs(cmd, 3, addrs, 0, 4096);
 	CHECKF(n > 1000, "only %zu addresses", n);
 	for (int pass = 0; pass < 2 && a && b; pass++) {
