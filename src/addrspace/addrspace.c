@@ -371,6 +371,7 @@ static int read_maps(struct stacksnap_addrspace *as)
 			(int)as->pid, fname, strerror(errno));
 		return err;
 	}
+	as->nrw = 0;
 	while (fgets(line, sizeof(line), f)) {
 		struct stacksnap_mapping mp = { .sz = sizeof(mp) };
 		struct maps_line ml;
@@ -378,6 +379,16 @@ static int read_maps(struct stacksnap_addrspace *as)
 		if (maps_line__parse(line, &ml))
 			continue;
 		uint64_t start = ml.start, end = ml.end;
+		if (ml.prot & PROT_WRITE) {
+			struct as_rw_range *r = VEC_PUSH(as->rw, as->nrw, as->caprw);
+
+			if (!r) {
+				err = -ENOMEM;
+				break;
+			}
+			r->start = start;
+			r->end = end;
+		}
 		mp.start = start;
 		mp.end = end;
 		mp.offset = ml.offset;
@@ -510,7 +521,15 @@ void stacksnap_addrspace__free(struct stacksnap_addrspace *as)
 		return;
 	maps_clear(as);
 	free(as->maps);
+	free(as->rw);
 	free(as);
+}
+
+size_t addrspace__writable(const struct stacksnap_addrspace *as,
+			   const struct as_rw_range **out)
+{
+	*out = as->rw;
+	return as->pid ? as->nrw : 0;
 }
 
 int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,

@@ -30,13 +30,27 @@ struct as_map {
 /* Invariant: maps is sorted by start and non-overlapping. last is the
  * index of the most recent lookup hit (consecutive frames are usually in
  * the same module), always < n when n > 0. */
+/* A writable mapping of a process read from its maps (a stack, heap,
+ * data): a snapshot clamps its stack copies to them. */
+struct as_rw_range {
+	uint64_t start, end;
+};
+
 struct stacksnap_addrspace {
 	struct stacksnap_ctx *ctx;
 	pid_t pid;		/* 0 for caller-supplied mappings */
 	struct as_map *maps;
 	size_t n, cap;
 	size_t last;
+	/* The writable mappings of the last read of /proc/PID/maps (the
+	 * snapshot of the same process reuses them: one read, not two). */
+	struct as_rw_range *rw;
+	size_t nrw, caprw;
 };
+
+/* The writable mappings read with the maps; 0 for caller-supplied ones. */
+size_t addrspace__writable(const struct stacksnap_addrspace *as,
+			   const struct as_rw_range **out);
 
 const struct as_map *addrspace__find_slow(struct stacksnap_addrspace *as,
 					  uint64_t addr);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addrspace/addrspace.h"
 #include "addrspace/module.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -101,8 +102,9 @@ struct stacksnap_snapshot {
 	/* Set during the freeze: the writable mappings and options that a
 	 * copy needs, so wait_stops() can copy the stacks of threads that
 	 * stopped while the others are still on their way (copy_early). */
-	const struct rw_map *maps;
+	struct rw_map *maps;  /* owned; freed by the capture */
 	size_t nmaps;
+	bool maps_borrowed;   /* from opts.addrspace: reread once if short */
 	const struct stacksnap_snapshot_opts *copy_opts;
 	bool copy_early;
 	bool copied_any;      /* the last copy_stacks() copied something */
@@ -430,6 +432,8 @@ static bool cancelled(const volatile sig_atomic_t *cancel)
  * copy_len): from rsp minus the red zone to the end of its mapping or its
  * thread pointer, at most stack_size. False, with the thread's error set,
  * when rsp is in no writable mapping. */
+static int reread_maps(struct stacksnap_snapshot *s);
+
 static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 {
 	uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
@@ -442,6 +446,8 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 			hi = s->maps[k].end;
 			break;
 		}
+	if (!hi && s->maps_borrowed && reread_maps(s) == 0)
+		return copy_range(s, t);
 	if (!hi) {
 		t->pub.error = STACKSNAP_THREAD_NO_STACK;
 		return false;
@@ -540,6 +546,46 @@ static void wait_stops(struct stacksnap_snapshot *s,
 		if (s->threads[i].interrupted && !s->threads[i].stopped &&
 		    !s->threads[i].pub.error)
 			s->threads[i].pub.error = STACKSNAP_THREAD_NOT_STOPPED;
+}
+
+static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout);
+
+/* The writable mappings: those opts.addrspace read (the caller's own
+ * read of the same process a moment ago), else /proc/PID/maps read now. */
+static int rw_maps_of(struct stacksnap_snapshot *s,
+		      const struct stacksnap_snapshot_opts *o,
+		      struct rw_map **out, size_t *nout)
+{
+	const struct as_rw_range *r;
+	size_t n = o->addrspace && o->addrspace->pid == s->pid
+		? addrspace__writable(o->addrspace, &r) : 0;
+
+	if (!n)
+		return read_rw_maps(s->pid, out, nout);
+	if (!(*out = malloc(n * sizeof(**out))))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		(*out)[i] = (struct rw_map){ r[i].start, r[i].end };
+	*nout = n;
+	s->maps_borrowed = true;
+	return 0;
+}
+
+/* A stack pointer in none of the borrowed mappings: a thread created
+ * since they were read. Read them afresh, once. */
+static int reread_maps(struct stacksnap_snapshot *s)
+{
+	struct rw_map *maps;
+	size_t n;
+	int err;
+
+	s->maps_borrowed = false;
+	if ((err = read_rw_maps(s->pid, &maps, &n)))
+		return err;
+	free(s->maps);
+	s->maps = maps;
+	s->nmaps = n;
+	return 0;
 }
 
 static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
@@ -1185,7 +1231,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	/* Before the freeze: tasks, names, states and writable mappings. */
 	err = scan_tasks(s, &o);
 	if (err >= 0)
-		err = o.no_copy ? 0 : read_rw_maps(pid, &maps, &nmaps);
+		err = o.no_copy ? 0 : rw_maps_of(s, &o, &maps, &nmaps);
 	if (err < 0) {
 		if (err == -ENOENT)
 			err = -ESRCH;
@@ -1288,6 +1334,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	s->t_copied = clock_monotonic_ns(); /* the detach phase starts after the checks */
 	s->held = o.hold;
 	s->copy_early = false; /* maps and o live no longer */
+	maps = s->maps; /* reread_maps() may have replaced it */
 	s->maps = NULL;
 	s->copy_opts = NULL;
 	if (!s->held)

@@ -225,7 +225,7 @@ static int dump_main(int argc, char **argv)
 		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
 		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &dump_signal,
 		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime,
-		       .nonstop = o.nonstop);
+		       .nonstop = o.nonstop, .addrspace = as);
 	in_freeze = 1;
 	if (dump_signal) { /* came before in_freeze was set */
 		rc = interrupted_exit();

@@ -1,0 +1,161 @@
+/* test_snapshot.c - the capture given the caller's address space: its
+ * writable mappings clamp the copies (no second read of /proc/PID/maps),
+ * and a thread whose stack was mapped after that read is still copied
+ * (the capture reads the maps afresh). The oracle is the same capture
+ * without the address space. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "stacksnap.h"
+
+static struct stacksnap_ctx *ctx;
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The child: on each byte from `in`, starts 4 threads (new stack
+ * mappings), then answers on `out`. */
+static void child_main(int in, int out)
+{
+	char c;
+
+	alarm(60); /* never outlive a broken test */
+	while (read(in, &c, 1) == 1) {
+		for (int i = 0; i < 4; i++) {
+			pthread_t th;
+
+			pthread_create(&th, NULL, sleeper, NULL);
+		}
+		usleep(20000); /* the threads reach pause() */
+		if (write(out, "k", 1) != 1)
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static pid_t start_child(int *cmd, int *ack)
+{
+	int a[2], b[2];
+	pid_t pid;
+
+	if (pipe(a) || pipe(b))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(a[1]);
+		close(b[0]);
+		child_main(a[0], b[1]);
+	}
+	close(a[0]);
+	close(b[1]);
+	*cmd = a[1];
+	*ack = b[0];
+	return pid;
+}
+
+static bool more_threads(int cmd, int ack)
+{
+	char c;
+
+	return write(cmd, "c", 1) == 1 && read(ack, &c, 1) == 1;
+}
+
+static struct stacksnap_snapshot *capture(pid_t pid, const struct stacksnap_addrspace *as)
+{
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, o, .freeze_all = true, .addrspace = as);
+
+	return stacksnap_snapshot__capture(ctx, pid, &o);
+}
+
+/* Every thread copied, and each copy the same range as in the oracle. */
+static void compare(const struct stacksnap_snapshot *got,
+		    const struct stacksnap_snapshot *want, size_t expect)
+{
+	size_t n = stacksnap_snapshot__thread_count(got);
+
+	CHECK_EQ_U64(n, expect);
+	CHECK_EQ_U64(stacksnap_snapshot__thread_count(want), expect);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_thread *t = stacksnap_snapshot__thread(got, i);
+		const struct stacksnap_thread *w = NULL;
+
+		for (size_t k = 0; k < stacksnap_snapshot__thread_count(want); k++)
+			if (stacksnap_snapshot__thread(want, k)->tid == t->tid)
+				w = stacksnap_snapshot__thread(want, k);
+		CHECKF(t->error == STACKSNAP_THREAD_OK && t->stack,
+		       "thread %d: error %d, no stack copied", t->tid, t->error);
+		CHECKF(w, "thread %d not in the capture without the address space", t->tid);
+		if (!w)
+			continue;
+		/* Where the copy ends is the clamp (the end of the stack's
+		 * mapping or the thread pointer); where it starts follows
+		 * rsp, which may move between the two captures. */
+		CHECKF(t->stack_base + t->stack_len == w->stack_base + w->stack_len,
+		       "thread %d: copied %#llx+%zu, without the address space %#llx+%zu",
+		       t->tid, (unsigned long long)t->stack_base, t->stack_len,
+		       (unsigned long long)w->stack_base, w->stack_len);
+	}
+}
+
+static void borrowed_maps(void)
+{
+	int cmd, ack;
+	pid_t pid = start_child(&cmd, &ack);
+
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	CHECK(more_threads(cmd, ack));
+	struct stacksnap_addrspace *as = stacksnap_addrspace__from_pid(ctx, pid);
+	CHECKF(as, "addrspace: %s", strerror(errno));
+
+	/* The maps as they are: borrowed as read. */
+	struct stacksnap_snapshot *a = capture(pid, as), *b = capture(pid, NULL);
+	CHECKF(a && b, "capture: %s", strerror(errno));
+	if (a && b)
+		compare(a, b, 5);
+	stacksnap_snapshot__free(a);
+	stacksnap_snapshot__free(b);
+
+	/* Four stacks mapped after the address space read its maps. */
+	CHECK(more_threads(cmd, ack));
+	a = capture(pid, as);
+	b = capture(pid, NULL);
+	CHECKF(a && b, "capture: %s", strerror(errno));
+	if (a && b)
+		compare(a, b, 9);
+	stacksnap_snapshot__free(a);
+	stacksnap_snapshot__free(b);
+
+	stacksnap_addrspace__free(as);
+	close(cmd);
+	close(ack);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void setup(void)
+{
+	ctx = stacksnap_ctx__new(NULL);
+	CHECK(ctx);
+}
+
+static void cleanup(void)
+{
+	stacksnap_ctx__free(ctx);
+}
+
+TEST_MAIN("snapshot", TEST(setup), TEST(borrowed_maps), TEST(cleanup))
