@@ -19,6 +19,7 @@
 #include "addrspace/module.h"
 #include "base/cache_file.h"
 #include "format/sym_cache.h"
+#include "cache_race.h"
 #include "harness.h"
 #include "stacksnap.h"
 #include "symbolize/symbolize.h"
@@ -400,42 +401,17 @@ static void stale_file_never_used(void)
 
 /* Writers racing on one file while a reader maps it: every read finds
  * a whole file or none. */
+static int real_writer(void)
+{
+	int before = harness_failed_checks;
+
+	write_file_with(false);
+	return harness_failed_checks != before;
+}
+
 static void concurrent_writers(void)
 {
-	pid_t kids[4];
-	int bad = 0;
-
-	unlink(path);
-	for (int k = 0; k < 4; k++) {
-		kids[k] = fork();
-		if (kids[k] == 0) {
-			if (k == 0) { /* a real writer among them */
-				int before = harness_failed_checks;
-
-				write_file_with(false);
-				_exit(harness_failed_checks != before);
-			}
-			for (int i = 0; i < 30; i++)
-				if (cache_file__write(path, fresh, fresh_len, NULL))
-					_exit(1);
-			_exit(0);
-		}
-	}
-	for (int i = 0; i < 200; i++) {
-		size_t len;
-		uint8_t *b = slurp(path, &len);
-
-		if (b && !whole(b, len))
-			bad++;
-		free(b);
-	}
-	for (int k = 0; k < 4; k++) {
-		int status = 0;
-
-		waitpid(kids[k], &status, 0);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
-	CHECKF(bad == 0, "%d reads saw a partial file", bad);
+	harness_race_cache_writers(path, fresh, fresh_len, 4, real_writer, whole);
 	CHECK(run_uses_cache(61, "after the race"));
 	char cmd[4300];
 	snprintf(cmd, sizeof(cmd), "ls %s/symbols | grep -q tmp", dir);

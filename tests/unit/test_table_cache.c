@@ -19,6 +19,7 @@
 #include "addrspace/module.h"
 #include "base/cache_file.h"
 #include "format/table_cache.h"
+#include "cache_race.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -332,36 +333,14 @@ static void stale_file_never_used(void)
 
 /* Writers racing on one file while a reader maps it: every load finds
  * a whole file or none. */
+static bool is_fresh(const uint8_t *b, size_t len)
+{
+	return len == fresh_len && !memcmp(b, fresh, len);
+}
+
 static void concurrent_writers(void)
 {
-	pid_t kids[6];
-	int bad = 0;
-
-	unlink(path);
-	for (int k = 0; k < 6; k++) {
-		kids[k] = fork();
-		if (kids[k] == 0) {
-			for (int i = 0; i < 30; i++)
-				if (cache_file__write(path, fresh, fresh_len, NULL))
-					_exit(1);
-			_exit(0);
-		}
-	}
-	for (int i = 0; i < 200; i++) {
-		size_t len;
-		uint8_t *b = harness_slurp(path, &len);
-
-		if (b && (len != fresh_len || memcmp(b, fresh, len)))
-			bad++;
-		free(b);
-	}
-	for (int k = 0; k < 6; k++) {
-		int status = 0;
-
-		waitpid(kids[k], &status, 0);
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	}
-	CHECKF(bad == 0, "%d reads saw a partial file", bad);
+	harness_race_cache_writers(path, fresh, fresh_len, 6, NULL, is_fresh);
 	CHECK(run_uses_cache());
 	/* No temporary file left behind. */
 	char cmd[4300];
