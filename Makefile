@@ -159,10 +159,10 @@ $(O)/stacksnap.pc: stacksnap.pc.in Makefile
 
 # Unit tests and test tools link the static library, so they can reach
 # internal functions as well as the public API.
-$(O)/tests/%: tests/unit/%.c tests/unit/harness.h $(O)/libstacksnap.a
+$(O)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(O)/libstacksnap.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(O)/libstacksnap.a $(LIBS)
-$(O)/tests-san/%: tests/unit/%.c tests/unit/harness.h $(O)/libstacksnap-san.a
+$(O)/tests-san/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(O)/libstacksnap-san.a
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(O)/libstacksnap-san.a $(LIBS)
 $(O)/tests/%: tests/tools/%.c $(O)/libstacksnap.a
