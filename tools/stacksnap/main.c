@@ -110,39 +110,6 @@ static const struct subcommand {
 
 static int dump_main(int argc, char **argv);
 
-/* Copies of compressed debug files noted during the dump are made by a
- * detached, low-priority child once the stacks are printed: the first
- * dump is not made to wait for them (libc6-dbg's libc: inflating and
- * writing ~40 MB), the next one finds them. The target is long detached. */
-static void write_caches_detached(struct stacksnap_ctx *ctx)
-{
-	pid_t pid;
-
-	if (!stacksnap_ctx__pending_cache_writes(ctx))
-		return;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid != 0) {
-		/* Parent; if fork failed, the next run notes them again. */
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		return;
-	}
-	if (fork() != 0) /* the grandchild is reparented: no zombie, no wait */
-		_exit(0);
-	setsid();
-	int fd = open("/dev/null", O_RDWR);
-	if (fd >= 0) {
-		dup2(fd, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-	}
-	(void)!nice(19);
-	stacksnap_ctx__write_caches(ctx);
-	_exit(0);
-}
-
 int main(int argc, char **argv)
 {
 	for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
@@ -372,7 +339,7 @@ static int dump_main(int argc, char **argv)
 		print_stats(stderr, &tot);
 	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
-	write_caches_detached(ctx);
+	cli_write_caches_detached(ctx);
 	/* Done: the kernel drops the memory at once, where freeing it walks
 	 * every module, table and name, and after the cache writer's fork
 	 * takes a copy-on-write fault (and a TLB shootdown) on each page

@@ -3,12 +3,15 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "help.h"
 #include "stacksnap.h"
@@ -59,6 +62,50 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 
 	if (level <= STACKSNAP_LOG_ERROR || cli_verbose)
 		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
+}
+
+/* Copies of compressed debug files, whole unwind tables and symbol files
+ * noted during a dump or a replay are made by a detached, low-priority
+ * child once the output is written: the first run is not made to wait
+ * for them (libc6-dbg's libc: inflating and writing ~40 MB), the next one
+ * finds them. A dump's target is long detached by then. */
+void cli_write_caches_detached(struct stacksnap_ctx *ctx)
+{
+	pid_t pid;
+
+	if (!stacksnap_ctx__pending_cache_writes(ctx))
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid != 0) {
+		/* Parent; if fork failed, the next run notes them again. */
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		return;
+	}
+	if (fork() != 0) /* the grandchild is reparented: no zombie, no wait */
+		_exit(0);
+	setsid();
+	int fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	(void)!nice(19);
+	stacksnap_ctx__write_caches(ctx);
+	_exit(0);
+}
+
+void cli_print_table_stats(FILE *f, const char *who, const struct stacksnap_ctx_stats *c)
+{
+	fprintf(f, "%s: unwind tables: %u whole, %u lazy (%u FDEs), "
+		   "%u from the table cache, %u stored in it\n",
+		who, c->tables_whole, c->tables_lazy, c->lazy_fdes,
+		c->tables_cached, c->tables_stored);
+	fprintf(f, "%s: symbol tables: %u from the symbol cache\n", who,
+		c->symtabs_cached);
 }
 
 const char *default_cache_dir(void)

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "profile_out.h"
@@ -68,6 +69,11 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
  * can be named. The string is static. */
 const char *default_cache_dir(void);
+/* Writes the caches ctx noted (stacksnap_ctx__defer_cache_writes) from a
+ * detached child, after flushing stdout and stderr. */
+void cli_write_caches_detached(struct stacksnap_ctx *ctx);
+/* What the context's tables and symbols came from (--stats). */
+void cli_print_table_stats(FILE *f, const char *who, const struct stacksnap_ctx_stats *c);
 
 /* --encoding's names (pointers, exact, full) as enum
  * stacksnap_stack_encoding; -1 for another name. */

@@ -306,6 +306,12 @@ int perf_script_main(int argc, char **argv)
 		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
 		       .cache_dir = ps.o.no_cache ? NULL : default_cache_dir());
 	ps.ctx = stacksnap_ctx__new(&copts);
+	/* What the cache keeps for next time (the uncompressed copy of
+	 * libc6-dbg's libc, whole tables, symbol files) is written after the
+	 * output, by a detached child: a first replay of clangd's recording
+	 * spent 136 ms of its 0.45 s CPU on libc's copy, inline. */
+	if (ps.ctx)
+		stacksnap_ctx__defer_cache_writes(ps.ctx, true);
 	STACKSNAP_OPTS(stacksnap_perf_data_opts, popts, .file_order = ps.o.file_order);
 	if (ps.ctx && !strcmp(ps.o.file, "-")) {
 		input = read_stdin(&input_len);
@@ -397,12 +403,24 @@ int perf_script_main(int argc, char **argv)
 			events, ps.sf.samples, ps.sf.frames_total, ps.sf.truncated,
 			ps.sf.misses, ps.sf.lookups, (double)(cpu_ns() - t0) / 1e9,
 			ru.ru_maxrss);
+		STACKSNAP_OPTS(stacksnap_ctx_stats, cs);
+		if (stacksnap_ctx__stats(ps.ctx, &cs) == 0) {
+			/* The cold part of a replay: what a warm cache saves. */
+			fprintf(stderr, "perf-script: cold path: modules %.1f ms (%u), "
+					"tables %.1f ms, debug files %.1f ms, symbol "
+					"tables %.1f ms\n",
+				cs.module_ns / 1e6, cs.modules, cs.table_ns / 1e6,
+				cs.debug_ns / 1e6, cs.symtab_ns / 1e6);
+			cli_print_table_stats(stderr, "perf-script", &cs);
+		}
 	}
 out:
 	if (fflush(out) != 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR;
 	if (out != stdout && fclose(out) != 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR;
+	if (ps.ctx)
+		cli_write_caches_detached(ps.ctx);
 	free(ps.out);
 	free(fr);
 	sample_frames_fini(&ps.sf);

@@ -235,12 +235,7 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		(tot->addrspace_ns + tot->ctx.module_ns) / 1e3, tot->ctx.modules,
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
 		tot->ctx.symtab_ns / 1e3, tot->total_ns / 1e3);
-	fprintf(f, "stacksnap: unwind tables: %u whole, %u lazy (%u FDEs), "
-		   "%u from the table cache, %u stored in it\n",
-		tot->ctx.tables_whole, tot->ctx.tables_lazy, tot->ctx.lazy_fdes,
-		tot->ctx.tables_cached, tot->ctx.tables_stored);
-	fprintf(f, "stacksnap: symbol tables: %u from the symbol cache\n",
-		tot->ctx.symtabs_cached);
+	cli_print_table_stats(f, "stacksnap", &tot->ctx);
 
 	if (tot->nonstop && tot->nonstop->nonstop)
 		fprintf(f, "stacksnap: path non-stop: %u threads read without "
