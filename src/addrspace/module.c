@@ -671,10 +671,12 @@ void stacksnap_ctx__free(struct stacksnap_ctx *ctx)
 		struct module *m = ctx->modules;
 
 		/* A lazy table that went whole (a long-lived user) is worth
-		 * keeping for the next run. */
-		if (m->table)
+		 * keeping for the next run; with writes deferred,
+		 * write_caches keeps it (a replay's detached writer). */
+		if (m->table && !ctx->defer_cache_writes)
 			store_table(ctx, m);
-		if (ctx->cache_dir && symtab__store_pending(m->symtab, false))
+		if (ctx->cache_dir && !ctx->defer_cache_writes &&
+		    symtab__store_pending(m->symtab, false))
 			symtab__store(m->symtab, m->lines, false, ctx->cache_dir,
 				      &ctx->log);
 		ctx->modules = m->next;
@@ -719,11 +721,13 @@ static bool has_dwarf(const struct module *m)
 	return (m->debug && m->debug->has_dwarf_info) || m->img->has_dwarf_info;
 }
 
-/* A lazy table write_caches would complete and keep. */
+/* A table write_caches would keep: lazy (it completes it first), or
+ * completed by the run itself (a lazy table past its fills) and not
+ * kept yet. */
 static bool table_pending(const struct stacksnap_ctx *ctx, const struct module *m)
 {
 	return ctx->cache_dir && m->table && !m->table_on_disk &&
-	       m->img->build_id_len && unwind_table__is_lazy(m->table);
+	       m->img->build_id_len && !m->table->unchecked;
 }
 
 unsigned stacksnap_ctx__pending_cache_writes(const struct stacksnap_ctx *ctx)
@@ -745,8 +749,10 @@ int stacksnap_ctx__write_caches(struct stacksnap_ctx *ctx)
 	for (struct module *m = ctx->modules; m; m = m->next) {
 		char *path = NULL;
 
-		if (table_pending(ctx, m) && module__table_whole(ctx, m))
+		if (table_pending(ctx, m) && module__table_whole(ctx, m)) {
+			store_table(ctx, m); /* completed before: kept now */
 			n++;
+		}
 		/* Symbols with the CU index of the module's DWARF. */
 		if (ctx->cache_dir && symtab__store_pending(m->symtab, has_dwarf(m)) &&
 		    symtab__store(m->symtab, module__lines(ctx, m), has_dwarf(m),

@@ -405,6 +405,43 @@ static void debug_cache_rules(void)
 	done(ctx, as);
 }
 
+/* Deferred writes (a dump, a replay): a lazy table the run completed
+ * itself (past its fills) is kept by write_caches, not by the context's
+ * free, and the file equals a fresh compile. */
+static void completed_table_kept_by_write_caches(void)
+{
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_addrspace *as;
+	struct module *m;
+	struct stat st;
+
+	unlink(path);
+	m = libc_module(&ctx, &as, dir);
+	if (m) {
+		stacksnap_ctx__defer_cache_writes(ctx, true);
+		CHECK(module__table(ctx, m) && unwind_table__is_lazy(m->table));
+		CHECK(m->table && unwind_table__complete(m->table) == 0 &&
+		      !unwind_table__is_lazy(m->table));
+		CHECK(stacksnap_ctx__pending_cache_writes(ctx) >= 1);
+	}
+	done(ctx, as); /* deferred: the free keeps nothing */
+	CHECKF(stat(path, &st) != 0, "the free wrote %s", path);
+	m = libc_module(&ctx, &as, dir);
+	if (m) {
+		stacksnap_ctx__defer_cache_writes(ctx, true);
+		CHECK(module__table(ctx, m) && unwind_table__complete(m->table) == 0);
+		CHECK(stacksnap_ctx__write_caches(ctx) >= 1);
+	}
+	done(ctx, as);
+	size_t len;
+	uint8_t *b = harness_slurp(path, &len);
+
+	CHECKF(b && len == fresh_len && !memcmp(b, fresh, len),
+	       "the completed table, as write_caches kept it, differs from a fresh compile");
+	free(b);
+	CHECK(run_uses_cache());
+}
+
 static void cleanup(void)
 {
 	char cmd[4200];
@@ -418,5 +455,5 @@ TEST_MAIN("table_cache", TEST(setup), TEST(second_run_uses_cache_byte_identical)
 	  TEST(truncated_and_corrupt), TEST(decode_rejects_every_flip),
 	  TEST(chunks_checked_on_first_use),
 	  TEST(foreign_owned_and_world_writable), TEST(stale_file_never_used),
-	  TEST(concurrent_writers), TEST(foreign_cache_dir),
+	  TEST(concurrent_writers), TEST(completed_table_kept_by_write_caches), TEST(foreign_cache_dir),
 	  TEST(debug_cache_rules), TEST(cleanup))
