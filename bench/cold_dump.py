@@ -31,7 +31,7 @@ from common import O, Target, run_tool, med, fmt, table, load  # noqa: E402
 STACKSNAP = os.path.join(O, "stacksnap")
 PHASES = re.compile(r"cold path: check ([\d.]+) us, maps and modules ([\d.]+) us "
                     r"\((\d+) modules\), tables ([\d.]+) us, debug files ([\d.]+) us, "
-                    r"symbol tables ([\d.]+) us; total ([\d.]+) us")
+                    r"symbol tables ([\d.]+) us, DWARF ([\d.]+) us; total ([\d.]+) us")
 UNWIND = re.compile(r"unwind ([\d.]+) us \((\d+) frames\), symbolize ([\d.]+) us")
 
 
@@ -162,12 +162,14 @@ def main():
                 v = [med(c) for c in cols]
                 phases.append([name + " " + " ".join(key), fmt(v[0], 1), fmt(v[1], 1),
                                "%d" % v[2], fmt(v[3], 1), fmt(v[4], 1), fmt(v[5], 1),
-                               fmt(v[7], 1), fmt(v[8], 1), fmt(v[6], 1)])
+                               fmt(v[6], 1), fmt(v[8], 1), fmt(v[9], 1), fmt(v[7], 1)])
     table(["target", "run", "wall ms", "CPU ms", "wall / eu-stack", "non-zero exits"], rows)
     print()
-    print("stacksnap --stats phases (ms, medians): unwind includes lazy table fills")
+    print("stacksnap --stats phases (ms, medians): tables include lazy fills (inside "
+          "unwind); debug files, symbol tables and DWARF (opening it: inflating a "
+          "compressed debug file) are inside symbolize")
     table(["run", "check", "maps+modules", "modules", "tables", "debug files",
-           "symbol tables", "unwind", "symbolize", "total"], phases)
+           "symbol tables", "DWARF", "unwind", "symbolize", "total"], phases)
     print("load average now %s" % " ".join(load()))
 
 

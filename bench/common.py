@@ -88,7 +88,7 @@ class Target:
             pass
 
 
-def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60):
+def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60, env=None):
     """Runs argv; returns (exit code, stdout bytes, stderr bytes, wall s,
     CPU s, peak RSS KiB), with the child's own rusage from wait4. Output
     goes to unlinked temporary files, so the tool never blocks on a pipe
@@ -96,7 +96,7 @@ def run_tool(argv, cpu=TOOL_CPU, keep_output=True, timeout=60):
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(argv, stdout=out if keep_output else subprocess.DEVNULL,
-                             stderr=err,
+                             stderr=err, env=env,
                              preexec_fn=pin(cpu) if cpu is not None else None)
         # Popen.wait() would reap the child and lose its rusage: wait4
         # blocks in the common case, polls only once the tool is slow.

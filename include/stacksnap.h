@@ -691,6 +691,8 @@ struct stacksnap_ctx_stats {
 	unsigned symtabs_cached; /* symbol tables mapped from the symbol cache */
 	uint64_t module_ns;	/* opening the modules of a pid's mappings,
 				   when a pc first falls in them */
+	uint64_t dwarf_ns;	/* opening modules' DWARF for names and lines
+				   (inflating a compressed debug file) */
 };
 /* Fills *st (as far as st->sz says). Returns 0 or -EINVAL. */
 STACKSNAP_API int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,

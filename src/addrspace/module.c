@@ -493,6 +493,7 @@ struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m)
 		return m->lines;
 	m->lines_tried = true;
 	module_open_debug(ctx, m);
+	uint64_t t0 = clock_monotonic_ns();
 	if (m->debug && m->debug->has_dwarf_info) {
 		if (line_info__open_cached(m->debug, m->symtab, &ctx->log, &m->lines))
 			m->lines = NULL;
@@ -500,6 +501,7 @@ struct line_info *module__lines(struct stacksnap_ctx *ctx, struct module *m)
 		if (line_info__open_cached(m->img, m->symtab, &ctx->log, &m->lines))
 			m->lines = NULL;
 	}
+	ctx->stats.dwarf_ns += clock_monotonic_ns() - t0;
 	return m->lines;
 }
 
@@ -700,8 +702,10 @@ int stacksnap_ctx__stats(const struct stacksnap_ctx *ctx,
 	s = ctx->stats;
 	s.sz = sizeof(s);
 	for (const struct module *m = ctx->modules; m; m = m->next)
-		if (m->table)
+		if (m->table) {
 			s.lazy_fdes += (unsigned)unwind_table__lazy_fills(m->table);
+			s.table_ns += m->table->fill_ns; /* during walks */
+		}
 	return opts_out(st, &s, sizeof(s), sizeof(size_t)) ? fail(-EINVAL) : 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/clock.h"
 #include "base/vec.h"
 #include "dwarf/cfi.h"
 #include "dwarf/dwarf_expr.h"
@@ -1065,8 +1066,22 @@ static int lazy_fill_region(struct unwind_table *t, uint64_t vaddr)
 	return lazy_rebuild(t);
 }
 
+static const struct unwind_row *fill(const struct unwind_table *ct, uint64_t vaddr);
+
+/* The slow path of a lookup, timed: what a walk spends making its table
+ * (lazy fills, the completion after them, a cached table's chunk
+ * checks), for --stats. */
 const struct unwind_row *unwind_table__fill(const struct unwind_table *ct,
 					    uint64_t vaddr)
+{
+	uint64_t t0 = clock_monotonic_ns();
+	const struct unwind_row *r = fill(ct, vaddr);
+
+	((struct unwind_table *)ct)->fill_ns += clock_monotonic_ns() - t0;
+	return r;
+}
+
+static const struct unwind_row *fill(const struct unwind_table *ct, uint64_t vaddr)
 {
 	/* Logically const: the rows are those of the whole compile. */
 	struct unwind_table *t = (struct unwind_table *)ct;

@@ -163,6 +163,7 @@ struct unwind_table {
 	 * is not 0 (a mapping the table owns). */
 	void *map;
 	size_t map_len;
+	uint64_t fill_ns;	/* spent in unwind_table__fill (--stats) */
 };
 
 /* The checks of a table used in place from bytes that are not ours:

@@ -408,9 +408,9 @@ int perf_script_main(int argc, char **argv)
 			/* The cold part of a replay: what a warm cache saves. */
 			fprintf(stderr, "perf-script: cold path: modules %.1f ms (%u), "
 					"tables %.1f ms, debug files %.1f ms, symbol "
-					"tables %.1f ms\n",
+					"tables %.1f ms, DWARF %.1f ms\n",
 				cs.module_ns / 1e6, cs.modules, cs.table_ns / 1e6,
-				cs.debug_ns / 1e6, cs.symtab_ns / 1e6);
+				cs.debug_ns / 1e6, cs.symtab_ns / 1e6, cs.dwarf_ns / 1e6);
 			cli_print_table_stats(stderr, "perf-script", &cs);
 		}
 	}

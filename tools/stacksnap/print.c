@@ -230,11 +230,11 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		s->detach_ns / 1e3, s->rescans);
 	fprintf(f, "stacksnap: cold path: check %.1f us, maps and modules %.1f us "
 		   "(%u modules), tables %.1f us, debug files %.1f us, symbol "
-		   "tables %.1f us; total %.1f us\n",
+		   "tables %.1f us, DWARF %.1f us; total %.1f us\n",
 		tot->check_ns / 1e3,
 		(tot->addrspace_ns + tot->ctx.module_ns) / 1e3, tot->ctx.modules,
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
-		tot->ctx.symtab_ns / 1e3, tot->total_ns / 1e3);
+		tot->ctx.symtab_ns / 1e3, tot->ctx.dwarf_ns / 1e3, tot->total_ns / 1e3);
 	cli_print_table_stats(f, "stacksnap", &tot->ctx);
 
 	if (tot->nonstop && tot->nonstop->nonstop)
