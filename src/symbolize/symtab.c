@@ -4,6 +4,7 @@
  * rules). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 
 #include "base/checksum.h"
+#include "base/radix_sort.h"
 #include "base/vec.h"
 #include "format/sym_cache.h"
 #include "symbolize/symbolize.h"
@@ -99,40 +101,16 @@ static int cmp_entry(const void *a, const void *b)
 	return (x->name_len > y->name_len) - (x->name_len < y->name_len);
 }
 
-/* Sorts by cmp_entry: an LSD radix sort on the address, a byte a pass
- * over the bytes the largest address uses, then each run of equal
- * addresses by name. qsort's merge sort took ~150 instructions a
- * comparison: 180M for libLLVM's and libclang-cpp's 73k symbols, most of
- * a cold replay's symbol tables. */
+/* Sorts by cmp_entry: by address with radix_sort_u64 (qsort's merge sort
+ * took ~150 instructions a comparison: 180M for libLLVM's and
+ * libclang-cpp's 73k symbols, most of a cold replay's symbol tables),
+ * then each run of one address by name. */
 static void sort_entries(struct sym_entry *v, size_t n)
 {
-	struct sym_entry *tmp;
-	uint64_t max = 0;
-
-	if (n < 256 || !(tmp = malloc(n * sizeof(*tmp)))) {
+	if (radix_sort_u64(v, n, sizeof(*v), offsetof(struct sym_entry, addr))) {
 		qsort(v, n, sizeof(*v), cmp_entry);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (v[i].addr > max)
-			max = v[i].addr;
-	struct sym_entry *from = v, *to = tmp;
-	for (unsigned shift = 0; shift < 64 && (max >> shift); shift += 8) {
-		size_t count[257] = { 0 };
-
-		for (size_t i = 0; i < n; i++)
-			count[((from[i].addr >> shift) & 0xff) + 1]++;
-		for (unsigned d = 1; d <= 256; d++)
-			count[d] += count[d - 1];
-		for (size_t i = 0; i < n; i++)
-			to[count[(from[i].addr >> shift) & 0xff]++] = from[i];
-		struct sym_entry *x = from;
-		from = to;
-		to = x;
-	}
-	if (from != v)
-		memcpy(v, from, n * sizeof(*v));
-	free(tmp);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && v[j].addr == v[i].addr; j++)
 			;

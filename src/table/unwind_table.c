@@ -1,11 +1,13 @@
 /* unwind_table.c - compiles DWARF CFI into the sorted-rows-plus-block-index
  * unwind table, looks rows up, and evaluates the rows that stayed DWARF. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "base/clock.h"
+#include "base/radix_sort.h"
 #include "base/vec.h"
 #include "dwarf/cfi.h"
 #include "dwarf/dwarf_expr.h"
@@ -530,7 +532,10 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 			 "address ignored", dropped);
 	for (size_t i = 1; i < cc.nfrags; i++) {
 		if (cc.frags[i - 1].start > cc.frags[i].start) {
-			qsort(cc.frags, cc.nfrags, sizeof(*cc.frags), cmp_frag);
+			/* Stable, as the merge sort of glibc's qsort. */
+			if (radix_sort_u64(cc.frags, cc.nfrags, sizeof(*cc.frags),
+					   offsetof(struct frag, start)))
+				qsort(cc.frags, cc.nfrags, sizeof(*cc.frags), cmp_frag);
 			break;
 		}
 	}

@@ -1,11 +1,13 @@
 /* test_base.c - the bounds-checked cursor, LEB128 and growable arrays. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/cursor.h"
 #include "base/log.h"
 #include "base/maps_line.h"
 #include "base/opts.h"
+#include "base/radix_sort.h"
 #include "base/vec.h"
 #include "harness.h"
 
@@ -197,8 +199,46 @@ static void maps_lines(void)
 	}
 }
 
+/* Records of 24 bytes, key in the middle; keys with few distinct values
+ * (ties), zero bytes, and the full 64 bits. The reference: a stable
+ * insertion sort. */
+struct rs_rec {
+	uint32_t seq;
+	uint32_t pad;
+	uint64_t key;
+	uint64_t tail;
+};
+
+static void radix_sort_stable(void)
+{
+	enum { N = 5000 };
+	static struct rs_rec a[N], b[N];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < N; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			uint64_t k = round == 0 ? x % 17 : round == 1 ? x << 40
+				   : round == 2 ? x : 0x7f0000000000ull + (x & 0xffff00);
+			a[i] = b[i] = (struct rs_rec){ (uint32_t)i, 0, k, ~k };
+		}
+		for (int i = 1; i < N; i++) /* stable reference */
+			for (int j = i; j > 0 && b[j - 1].key > b[j].key; j--) {
+				struct rs_rec t = b[j];
+				b[j] = b[j - 1];
+				b[j - 1] = t;
+			}
+		CHECK(radix_sort_u64(a, N, sizeof(a[0]), offsetof(struct rs_rec, key)) == 0);
+		int bad = 0;
+		for (int i = 0; i < N; i++)
+			bad += a[i].seq != b[i].seq || a[i].key != b[i].key || a[i].tail != ~a[i].key;
+		CHECKF(!bad, "round %d: %d records out of place", round, bad);
+	}
+	CHECK(radix_sort_u64(a, 1, sizeof(a[0]), 8) == 0 && radix_sort_u64(a, 0, 8, 0) == 0);
+}
+
 TEST_MAIN("base", TEST(uleb_values), TEST(sleb_values),
 	  TEST(leb_overflow_and_truncation), TEST(fixed_and_strings),
 	  TEST(vec_push_grows), TEST(log_levels_and_fail),
 	  TEST(opts_versions), TEST(opts_out_respects_caller_size),
-	  TEST(maps_lines))
+	  TEST(maps_lines), TEST(radix_sort_stable))
