@@ -63,6 +63,13 @@ def settle_cache(argv, env, cache_dir):
     """The warm cache: what a first run leaves, written by its detached
     child after it exits: wait until the files stop changing."""
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    settle_dir(cache_dir)
+
+
+def settle_dir(cache_dir):
+    """Waits until a cold run's detached writer is done with cache_dir: a
+    writer still inflating and compiling on one of the two CPUs would
+    slow whatever runs next."""
     settled, last = 0, None
     for _ in range(600):
         now = sorted((f, os.path.getsize(os.path.join(d, f)))
@@ -133,6 +140,8 @@ def main():
                 finally:
                     os.environ.clear()
                     os.environ.update(old)
+                if isinstance(key, tuple) and key[1] == "cold":
+                    settle_dir(env["STACKSNAP_CACHE_DIR"])
                 if rc != 0:
                     fails[key] = fails.get(key, 0) + 1
                 res[key].append(wall * 1e3)
