@@ -91,6 +91,9 @@ struct cap_thread {
 	uint64_t fs_base;	/* its thread pointer (0: unknown) */
 	int pending_sig;	/* a signal whose delivery-stop we took for our
 				   interrupt: given back on detach */
+	bool status_unread;	/* found stopped by reading its registers: its
+				   wait status (pending_sig) is taken at its
+				   detach */
 	uint64_t copy_start, copy_len;
 	/* pub.nonstop: read by the iterator, never seized; w is the witness
 	 * of that read, which every later check must find unchanged. */
@@ -350,6 +353,14 @@ static void detach_all_stopped(struct stacksnap_snapshot *s)
 
 		if (!t->seized || !t->stopped || (k < s->n) != (t->pub.state == 'R'))
 			continue;
+		if (t->status_unread) {
+			int status;
+
+			if (waitpid(t->pub.tid, &status, __WALL | WNOHANG) == t->pub.tid &&
+			    WIFSTOPPED(status) && status >> 16 != PTRACE_EVENT_STOP)
+				t->pending_sig = WSTOPSIG(status);
+			t->status_unread = false;
+		}
 		ptrace(PTRACE_DETACH, t->pub.tid, NULL,
 		       (void *)(long)t->pending_sig);
 		t->seized = false;
@@ -414,8 +425,10 @@ static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
  * wait by tid never reaps a child of the caller's. *cursor keeps the place
  * between calls. Returns the thread, or NULL after a whole round without
  * news. */
+static bool try_regs(struct cap_thread *t);
+
 static struct cap_thread *next_status(struct stacksnap_snapshot *s,
-				      size_t *cursor, int *status)
+				      size_t *cursor, int *status, bool regs)
 {
 	for (size_t k = 0; k < s->n; k++) {
 		struct cap_thread *t = &s->threads[*cursor];
@@ -423,6 +436,15 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 		*cursor = (*cursor + 1) % s->n;
 		if (!t->interrupted || t->stopped || t->pub.error)
 			continue;
+		/* A tracee's registers can be read only once it is stopped:
+		 * a read that works is the news of its stop, in one system
+		 * call instead of waitpid() and then the read (64 spinners on
+		 * one CPU: every thread has stopped by the time it is asked,
+		 * and the window was ~11 us a thread). */
+		if (regs && try_regs(t)) {
+			*status = -1;
+			return t;
+		}
 		pid_t r = waitpid(t->pub.tid, status, __WALL | WNOHANG);
 		if (r == t->pub.tid)
 			return t;
@@ -434,21 +456,27 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 	return NULL;
 }
 
-static void read_thread_regs(struct cap_thread *t)
+/* Reads thread t's registers; false with errno set when it cannot (not
+ * stopped: ESRCH). */
+static bool try_regs(struct cap_thread *t)
 {
 	struct user_regs_struct u;
 	struct iovec iov = { &u, sizeof(u) };
 
-	if (t->have_regs)
-		return;
-	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0) {
-		t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
-					      : STACKSNAP_THREAD_NO_REGS;
-		return;
-	}
+	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0)
+		return false;
 	stacksnap_regs__from_user_regs(&t->pub.regs, &u);
 	t->fs_base = u.fs_base;
 	t->have_regs = true;
+	return true;
+}
+
+static void read_thread_regs(struct cap_thread *t)
+{
+	if (t->have_regs || try_regs(t))
+		return;
+	t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
+				      : STACKSNAP_THREAD_NO_REGS;
 }
 
 /* On a loaded machine the freeze stretched whenever the tool was
@@ -547,7 +575,7 @@ static void wait_stops(struct stacksnap_snapshot *s,
 			   !s->threads[i].pub.error;
 	while (pending && !cancelled(cancel)) {
 		int status;
-		struct cap_thread *t = next_status(s, &cursor, &status);
+		struct cap_thread *t = next_status(s, &cursor, &status, regs);
 
 		if (!t) {
 			pending = 0;
@@ -582,7 +610,10 @@ static void wait_stops(struct stacksnap_snapshot *s,
 		idle = 0;
 		if (t->stopped || t->pub.error)
 			continue;
-		if (WIFSTOPPED(status)) {
+		if (status == -1) { /* registers read: stopped */
+			t->stopped = true;
+			t->status_unread = true;
+		} else if (WIFSTOPPED(status)) {
 			t->stopped = true;
 			if (status >> 16 != PTRACE_EVENT_STOP)
 				t->pending_sig = WSTOPSIG(status);
