@@ -73,7 +73,6 @@
  * (docs/nonstop-capture.md, "Giving up": 512 sleepers on staggered 50 us
  * timers, rounds of 24-31 ms where stopping all took 8-12 ms). */
 #define NONSTOP_GIVE_UP 2.0
-#define SETTLE_EVIDENCE 3  /* settle runs before the estimate may end them */
 #define STOP_COST_NS 20000u /* interrupt, stop and registers of one thread,
 			       quiet (docs/nonstop-capture.md, "When it pays") */
 
@@ -1180,7 +1179,7 @@ static void give_up_unsettled(struct stacksnap_snapshot *s,
  * witness check proves every read (a thread read again counts as read
  * when it was last read). */
 static void settle(struct stacksnap_snapshot *s,
-		   const struct stacksnap_snapshot_opts *o, uint64_t t0,
+		   const struct stacksnap_snapshot_opts *o,
 		   uint64_t budget_ns, const struct log_sink *log)
 {
 	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
@@ -1253,11 +1252,6 @@ static void settle(struct stacksnap_snapshot *s,
 			s->settled = true;
 			break;
 		}
-		/* The default path gives up on a target whose threads keep
-		 * running (give_up_unsettled()) after 3 runs, not 12. */
-		if (!o->nonstop && k >= SETTLE_EVIDENCE - 1 &&
-		    estimate_unsettled(s, t0).expect >= NONSTOP_GIVE_UP)
-			break;
 	}
 	/* Not settled: busy threads (found running again and again: a 50 us
 	 * timer, a spinner) are interrupted with the threads not read, even
@@ -1322,7 +1316,7 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 	if (!err)
 		err = take_nonstop(s, o, r, n);
 	if (!err)
-		settle(s, o, t0, SETTLE_NS, log);
+		settle(s, o, SETTLE_NS, log);
 	s->ns_stats.iter_ns = clock_monotonic_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
