@@ -8,6 +8,7 @@ whether every stack came out complete.
 usage: O=build bench/freeze.py [--reps N] [--threads 1,8,64,512] [--modes sleep,spin]
                                [--hog] [--tools all|NAME,NAME...]
                                [--quick] [--timeout S] [--slow-reps N]
+                               [--baseline OLD_STACKSNAP]
 
 stacksnap runs three times: by default (the non-stop path from 16 threads
 asleep, else every thread stopped: the "path" column says which was
@@ -17,6 +18,11 @@ stopped). --hog runs everything with a CPU hog on every core. --tools
 picks the rows (default: all but "libunwind ptrace", which takes ~1 s a
 run at 64 threads; `--tools all` adds it); `--threads 1,8,64` with the
 default tools takes ~3 minutes on a quiet 2-core machine.
+
+--baseline runs another stacksnap binary (e.g. main's build) too, by
+default and with --freeze-all ("baseline" rows), interleaved with the
+others: before/after figures under one load. With --tools, name them
+"baseline" and "baseline --freeze-all".
 
 Bounded time (512 threads, --hog): every tool run has a timeout (--timeout,
 default 60 s; a run that times out counts as failed, and the tool's other
@@ -105,7 +111,7 @@ def bottom_by_name(head, names):
 
 def parse(tool, out, err):
     text = out.decode(errors="replace")
-    if tool.startswith("stacksnap"):
+    if tool.startswith("stacksnap") or tool.startswith("baseline"):
         return parse_stacksnap(text)
     return parse_other(tool, text, err) + (None,)
 
@@ -276,11 +282,35 @@ def summary(mode, nthreads, results):
     for label, x in (("--nonstop", ns), ("--freeze-all", fa)):
         if x and eu:
             parts.append("%s / eu-stack: stall %.2fx" % (label, x[0] / eu[0] if eu[0] else 0))
+    df, bl = get("stacksnap"), get("baseline")
+    if df and bl:
+        parts.append("stacksnap / baseline: stall %.2fx, wall %.2fx"
+                     % (df[0] / bl[0] if bl[0] else 0, df[1] / bl[1] if bl[1] else 0))
+    fb = get("baseline --freeze-all")
+    if fa and fb:
+        parts.append("--freeze-all / baseline's: stall %.2fx"
+                     % (fa[0] / fb[0] if fb[0] else 0))
     idle = [x[2] for x in (ns, fa, eu) if x]
     if idle:
         parts.append("idle noise med %s us" % fmt(med(idle)))
     if parts:
         print("  summary: " + "; ".join(parts))
+
+
+def add_baseline(argv):
+    """--baseline PATH out of argv: rows for that binary, by default and
+    with --freeze-all, after the stacksnap rows."""
+    if "--baseline" not in argv:
+        return
+    i = argv.index("--baseline")
+    if i + 1 >= len(argv):
+        sys.exit("freeze.py: --baseline needs a stacksnap binary")
+    exe = os.path.abspath(argv[i + 1])
+    del argv[i:i + 2]
+    TOOLS[3:3] = [
+        ("baseline", lambda pid: [exe, "--json", str(pid)]),
+        ("baseline --freeze-all", lambda pid: [exe, "--json", "--freeze-all", str(pid)]),
+    ]
 
 
 def pick_tools(argv):
@@ -324,6 +354,7 @@ class Bound:
 
 
 def main():
+    add_baseline(sys.argv)
     tools = pick_tools(sys.argv)
     bound = Bound(sys.argv)
     t_start = time.monotonic()

@@ -65,6 +65,17 @@
  * freeze of a few sleepers (~15-30 us each) that it saves
  * (docs/nonstop-capture.md, "When it pays"). */
 #define NONSTOP_MIN_ASLEEP 16
+/* When settle() ends without a clean run, the default capture estimates
+ * how many of the threads still read non-stop each check round would find
+ * to have run (give_up_unsettled()). From NONSTOP_GIVE_UP on, a round ends
+ * clean with a chance of e^-2 (~14%): ~7 rounds are to be expected, each
+ * holding the stopped threads, and past NONSTOP_MAX_ROUNDS every thread is
+ * stopped anyway; so every thread is stopped at once instead
+ * (docs/nonstop-capture.md, "Giving up": 512 sleepers on staggered 50 us
+ * timers, rounds of 24-31 ms where stopping all took 8-12 ms). */
+#define NONSTOP_GIVE_UP 2.0
+#define STOP_COST_NS 20000u /* interrupt, stop and registers of one thread,
+			       quiet (docs/nonstop-capture.md, "When it pays") */
 
 /* A writable mapping, to clamp stack copies to the stack they are on. */
 struct rw_map {
@@ -80,6 +91,9 @@ struct cap_thread {
 	uint64_t fs_base;	/* its thread pointer (0: unknown) */
 	int pending_sig;	/* a signal whose delivery-stop we took for our
 				   interrupt: given back on detach */
+	bool status_unread;	/* found stopped by reading its registers: its
+				   wait status (pending_sig) is taken at its
+				   detach */
 	uint64_t copy_start, copy_len;
 	/* pub.nonstop: read by the iterator, never seized; w is the witness
 	 * of that read, which every later check must find unchanged. */
@@ -88,12 +102,15 @@ struct cap_thread {
 	uint64_t stack_top;	/* read non-stop: where its stack ends */
 	unsigned moves;		/* iterator runs that found it running or
 				   having run since its read */
+	bool seen;		/* in the current check's records */
 };
 
 struct stacksnap_snapshot {
 	pid_t pid;
 	struct cap_thread *threads;
 	size_t n, cap;
+	size_t *by_tid;	      /* indices of threads[0, nindexed) by tid */
+	size_t nindexed;
 	int task_fd;	      /* /proc/PID/task, open from the first scan */
 	uint8_t *dents;	      /* its getdents64 buffer, DENTS_SIZE bytes */
 	uint8_t *stack_bytes; /* one buffer for the threads' copies */
@@ -128,6 +145,7 @@ struct stacksnap_snapshot {
 	 * and none ran until that run; no freeze and no check are needed
 	 * unless the freeze's rescan finds a new thread. */
 	bool settled;
+	uint64_t run_ns_min;  /* the shortest settle run */
 	int saved_policy;
 	struct sched_param saved_param;
 };
@@ -200,9 +218,51 @@ static long tracer_pid(pid_t pid, pid_t tid)
 	return strtol(tp + 10, NULL, 10);
 }
 
+static int cmp_by_tid(const void *a, const void *b, void *arg)
+{
+	const struct cap_thread *v = arg;
+	pid_t x = v[*(const size_t *)a].pub.tid, y = v[*(const size_t *)b].pub.tid;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorts the threads known so far by tid, for find_thread(): the iterator
+ * runs look up every record, and at 513 threads a linear search per
+ * record cost ~100 us a run. On -ENOMEM the index is only older. */
+static void index_threads(struct stacksnap_snapshot *s)
+{
+	size_t *v;
+
+	if (s->nindexed == s->n)
+		return;
+	v = realloc(s->by_tid, s->n * sizeof(*v));
+	if (!v)
+		return;
+	s->by_tid = v;
+	for (size_t i = 0; i < s->n; i++)
+		v[i] = i;
+	qsort_r(v, s->n, sizeof(*v), cmp_by_tid, s->threads);
+	s->nindexed = s->n;
+}
+
+/* Threads [0, nindexed) by a binary search of the index, those added
+ * since by a linear one. */
 static struct cap_thread *find_thread(struct stacksnap_snapshot *s, pid_t tid)
 {
-	for (size_t i = 0; i < s->n; i++)
+	size_t lo = 0, hi = s->nindexed;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct cap_thread *t = &s->threads[s->by_tid[mid]];
+
+		if (t->pub.tid == tid)
+			return t;
+		if (t->pub.tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = s->nindexed; i < s->n; i++)
 		if (s->threads[i].pub.tid == tid)
 			return &s->threads[i];
 	return NULL;
@@ -259,6 +319,7 @@ static int scan_tasks(struct stacksnap_snapshot *s,
 		return -ENOMEM;
 	if (lseek(s->task_fd, 0, SEEK_SET) < 0)
 		return -errno;
+	index_threads(s);
 	for (;;) {
 		ssize_t n = getdents64(s->task_fd, s->dents, DENTS_SIZE);
 
@@ -293,6 +354,14 @@ static void detach_all_stopped(struct stacksnap_snapshot *s)
 
 		if (!t->seized || !t->stopped || (k < s->n) != (t->pub.state == 'R'))
 			continue;
+		if (t->status_unread) {
+			int status;
+
+			if (waitpid(t->pub.tid, &status, __WALL | WNOHANG) == t->pub.tid &&
+			    WIFSTOPPED(status) && status >> 16 != PTRACE_EVENT_STOP)
+				t->pending_sig = WSTOPSIG(status);
+			t->status_unread = false;
+		}
 		ptrace(PTRACE_DETACH, t->pub.tid, NULL,
 		       (void *)(long)t->pending_sig);
 		t->seized = false;
@@ -357,8 +426,10 @@ static void interrupt_new(struct stacksnap_snapshot *s, uint64_t *freeze_start)
  * wait by tid never reaps a child of the caller's. *cursor keeps the place
  * between calls. Returns the thread, or NULL after a whole round without
  * news. */
+static bool try_regs(struct cap_thread *t);
+
 static struct cap_thread *next_status(struct stacksnap_snapshot *s,
-				      size_t *cursor, int *status)
+				      size_t *cursor, int *status, bool regs)
 {
 	for (size_t k = 0; k < s->n; k++) {
 		struct cap_thread *t = &s->threads[*cursor];
@@ -366,6 +437,15 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 		*cursor = (*cursor + 1) % s->n;
 		if (!t->interrupted || t->stopped || t->pub.error)
 			continue;
+		/* A tracee's registers can be read only once it is stopped:
+		 * a read that works is the news of its stop, in one system
+		 * call instead of waitpid() and then the read (64 spinners on
+		 * one CPU: every thread has stopped by the time it is asked,
+		 * and the window was ~11 us a thread). */
+		if (regs && try_regs(t)) {
+			*status = -1;
+			return t;
+		}
 		pid_t r = waitpid(t->pub.tid, status, __WALL | WNOHANG);
 		if (r == t->pub.tid)
 			return t;
@@ -377,21 +457,27 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 	return NULL;
 }
 
-static void read_thread_regs(struct cap_thread *t)
+/* Reads thread t's registers; false with errno set when it cannot (not
+ * stopped: ESRCH). */
+static bool try_regs(struct cap_thread *t)
 {
 	struct user_regs_struct u;
 	struct iovec iov = { &u, sizeof(u) };
 
-	if (t->have_regs)
-		return;
-	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0) {
-		t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
-					      : STACKSNAP_THREAD_NO_REGS;
-		return;
-	}
+	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0)
+		return false;
 	stacksnap_regs__from_user_regs(&t->pub.regs, &u);
 	t->fs_base = u.fs_base;
 	t->have_regs = true;
+	return true;
+}
+
+static void read_thread_regs(struct cap_thread *t)
+{
+	if (t->have_regs || try_regs(t))
+		return;
+	t->pub.error = errno == ESRCH ? STACKSNAP_THREAD_GONE
+				      : STACKSNAP_THREAD_NO_REGS;
 }
 
 /* On a loaded machine the freeze stretched whenever the tool was
@@ -494,7 +580,7 @@ static void wait_stops(struct stacksnap_snapshot *s,
 			   !s->threads[i].pub.error;
 	while (pending && !cancelled(cancel)) {
 		int status;
-		struct cap_thread *t = next_status(s, &cursor, &status);
+		struct cap_thread *t = next_status(s, &cursor, &status, regs);
 
 		if (!t) {
 			pending = 0;
@@ -529,7 +615,10 @@ static void wait_stops(struct stacksnap_snapshot *s,
 		idle = 0;
 		if (t->stopped || t->pub.error)
 			continue;
-		if (WIFSTOPPED(status)) {
+		if (status == -1) { /* registers read: stopped */
+			t->stopped = true;
+			t->status_unread = true;
+		} else if (WIFSTOPPED(status)) {
 			t->stopped = true;
 			if (status >> 16 != PTRACE_EVENT_STOP)
 				t->pending_sig = WSTOPSIG(status);
@@ -858,10 +947,12 @@ static void thaw(struct stacksnap_snapshot *s)
 /* The freeze of every thread not read non-stop: seize, interrupt, collect
  * the stops, rescan the task list until a rescan adds nothing (a stopped
  * thread creates none; one read non-stop that ran and created one is
- * caught by the witness check that follows). */
+ * caught by the witness check that follows). Without `rescan`, a witness
+ * check follows, whose run sees every thread: it is the rescan (at 513
+ * threads under load, a procfs rescan took ~600 us of every round). */
 static int freeze_rest(struct stacksnap_snapshot *s,
 		       const struct stacksnap_snapshot_opts *o, uint64_t deadline,
-		       const struct log_sink *log)
+		       bool rescan, const struct log_sink *log)
 {
 	int err = seize_new(s, log), added;
 
@@ -870,7 +961,7 @@ static int freeze_rest(struct stacksnap_snapshot *s,
 		wait_stops(s, o->cancel, deadline, true);
 		if (cancelled(o->cancel))
 			return -EINTR;
-		if (s->stats.rescans == MAX_RESCANS)
+		if (!rescan || s->stats.rescans == MAX_RESCANS)
 			break;
 		added = scan_tasks(s, o);
 		if (added <= 0) {
@@ -898,6 +989,7 @@ static bool same_witness(const struct nonstop_witness *a,
 static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 {
 	t->pub.nonstop = false;
+	s->stats.bytes_copied -= t->copy_len; /* dropped */
 	t->have_regs = false; /* read again once it is stopped */
 	t->pub.stack = NULL;
 	t->pub.stack_len = 0;
@@ -906,6 +998,17 @@ static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 	t->moves++;
 	s->ns_stats.read_nonstop--;
 	s->ns_stats.witness_moved++;
+}
+
+/* Demotes every thread read non-stop: every thread is to be stopped. Not
+ * counted as found to have run. */
+static void demote_all(struct stacksnap_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].pub.nonstop) {
+			demote(s, &s->threads[i]);
+			s->ns_stats.witness_moved--;
+		}
 }
 
 /* Takes the iterator's copy of thread t (record r: COPIED): t is read
@@ -937,6 +1040,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o,
 			const struct nonstop_rec *r, size_t n)
 {
+	index_threads(s);
 	for (size_t i = 0; i < n; i++, r++) {
 		pid_t tid = (pid_t)r->tid;
 		struct cap_thread *t;
@@ -997,36 +1101,116 @@ static void extend_deep(struct stacksnap_snapshot *s)
 }
 
 /* The final check: every thread read non-stop must show the witness of its
- * read and be off CPU. Those that do not are demoted. Returns how many
- * were, or -errno (then every one is: nothing proves them). */
-static int check_witnesses(struct stacksnap_snapshot *s)
+ * read and be off CPU. Those that do not are demoted. The run sees every
+ * thread of the process, so it is also the rescan of the task list: a
+ * thread we do not know (created by one that ran since its read, or by
+ * one interrupted before it stopped) is added, to be interrupted by the
+ * next round. Returns how many threads were demoted or added, or -errno
+ * (then every one is demoted: nothing proves them). */
+static int check_witnesses(struct stacksnap_snapshot *s,
+			   const struct stacksnap_snapshot_opts *o)
 {
 	const struct nonstop_rec *r;
-	size_t n = 0, j = 0;
+	size_t n = 0;
 	int moved = 0, err;
 	uint64_t t0 = clock_monotonic_ns();
 
 	err = nonstop__run(s->ns, NONSTOP_RUN_WITNESS, &r, &n);
 	s->ns_stats.rounds++;
-	for (size_t i = 0; i < s->n; i++) {
-		struct cap_thread *t = &s->threads[i];
-		const struct nonstop_rec *m = NULL;
+	index_threads(s);
+	for (size_t i = 0; i < s->n; i++)
+		s->threads[i].seen = false;
+	for (size_t j = 0; !err && j < n; j++) {
+		pid_t tid = (pid_t)r[j].tid;
+		struct cap_thread *t = find_thread(s, tid);
 
-		if (!t->pub.nonstop)
+		if (!t) {
+			if (!wanted(o, tid))
+				continue;
+			if (!add_thread(s, tid)) {
+				err = -ENOMEM;
+				break;
+			}
+			moved++;
 			continue;
-		/* Records come in tid order, as does the task list mostly:
-		 * search on from the last match. */
-		for (size_t k = 0; !err && k < n && !m; k++, j = (j + 1) % n)
-			if ((pid_t)r[j].tid == t->pub.tid)
-				m = &r[j];
-		if (!m || (m->flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
-		    !same_witness(&m->w1, &t->w)) {
+		}
+		t->seen = true;
+		if (t->pub.nonstop &&
+		    ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
+		     !same_witness(&r[j].w1, &t->w))) {
 			demote(s, t);
 			moved++;
 		}
 	}
+	/* Read non-stop and missing from the run (gone), or no run. */
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].pub.nonstop && (err || !s->threads[i].seen)) {
+			demote(s, &s->threads[i]);
+			moved++;
+		}
 	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
 	return err ? err : moved;
+}
+
+/* After settle() ended without a clean run, on the default path: whether
+ * the check rounds after the freeze can be expected to end (see
+ * NONSTOP_GIVE_UP). The threads read non-stop, busy ones aside (the
+ * freeze stops them anyway), ran at a rate `rate` since the first run
+ * began; a check round is a witness run (~ the shortest settle run) plus
+ * the freeze of the threads the previous round found, so in the steady
+ * state a round finds E = rate * run / (1 - rate * STOP_COST) threads that
+ * ran (rounds never end when rate * STOP_COST >= 1: the next thread runs
+ * before the last one's stop is taken). If E is too high, every thread is
+ * demoted, the iterator closed and ns_reason says why: the capture is an
+ * all-threads freeze. t0 is the start of the first iterator run. */
+struct unsettled {
+	unsigned read, ran;	/* threads read non-stop (not busy), their moves */
+	uint64_t span;		/* since the first run began */
+	double rate, expect;	/* moves per ns; E */
+};
+
+static struct unsettled estimate_unsettled(const struct stacksnap_snapshot *s,
+					   uint64_t t0)
+{
+	struct unsettled u = { .span = clock_monotonic_ns() - t0 };
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].pub.nonstop && s->threads[i].moves < BUSY_MOVES) {
+			u.read++;
+			u.ran += s->threads[i].moves;
+		}
+	if (!u.read || !u.span || !s->run_ns_min)
+		return u;
+	u.rate = (double)u.ran / (double)u.span;
+	u.expect = u.rate * STOP_COST_NS >= 1.0
+			   ? 1e9
+			   : u.rate * (double)s->run_ns_min /
+				     (1.0 - u.rate * STOP_COST_NS);
+	return u;
+}
+
+static void give_up_unsettled(struct stacksnap_snapshot *s,
+			      uint64_t t0, const struct log_sink *log)
+{
+	struct unsettled u = estimate_unsettled(s, t0);
+
+	if (!u.read)
+		return;
+	log_info(log, "pid %d: not settled: %u of %u threads read ran in %.2f ms, "
+		       "a check run ~%.1f us: ~%.2f expected to run during each "
+		       "check round", s->pid, u.ran, u.read, u.span / 1e6,
+		 s->run_ns_min / 1e3, u.expect);
+	if (u.expect < NONSTOP_GIVE_UP)
+		return;
+	snprintf(s->ns_reason, sizeof(s->ns_reason),
+		 "non-stop reads would not settle: the threads read ran %.1f "
+		 "times a ms (%u in %.1f ms), a witness check takes %.0f us: "
+		 "each check round would find ~%.1f that ran (gives up from %.0f)",
+		 u.rate * 1e6, u.ran, u.span / 1e6, s->run_ns_min / 1e3,
+		 u.expect > 99 ? 99.0 : u.expect, NONSTOP_GIVE_UP);
+	log_info(log, "pid %d: %s; stopping every thread", s->pid, s->ns_reason);
+	demote_all(s);
+	s->ns_stats.nonstop = false;
 }
 
 /* Before anything is stopped: threads the first run could not read (on a
@@ -1061,9 +1245,14 @@ static void settle(struct stacksnap_snapshot *s,
 			    wanted(o, t->pub.tid))
 				tids[want++] = (__u32)t->pub.tid;
 		}
+		uint64_t t_run = clock_monotonic_ns();
+
 		err = nonstop__retry(s->ns, tids, want);
 		if (!err)
 			err = nonstop__run(s->ns, NONSTOP_RUN_RETRY, &r, &n);
+		t_run = clock_monotonic_ns() - t_run;
+		if (!s->run_ns_min || t_run < s->run_ns_min)
+			s->run_ns_min = t_run;
 		if (err) {
 			log_debug(log, "pid %d: a settle run failed: %s", s->pid,
 				  strerror(-err));
@@ -1072,6 +1261,7 @@ static void settle(struct stacksnap_snapshot *s,
 		s->ns_stats.rounds++;
 		bool clean = !want;
 		size_t unchanged = 0, read = 0;
+		index_threads(s);
 		for (size_t j = 0; j < n; j++) {
 			struct cap_thread *t = find_thread(s, (pid_t)r[j].tid);
 
@@ -1179,15 +1369,21 @@ static void start_nonstop(struct stacksnap_snapshot *s,
 			 "the task iterator failed: %s", strerror(-err));
 		log_info(log, "pid %d: %s; stopping every thread", s->pid,
 			 s->ns_reason);
-		for (size_t i = 0; i < s->n; i++)
-			if (s->threads[i].pub.nonstop)
-				demote(s, &s->threads[i]);
+		demote_all(s);
 		s->ns_stats.witness_moved = 0;
 		nonstop__close(s->ns);
 		s->ns = NULL;
 		return;
 	}
 	s->ns_stats.nonstop = true;
+	/* --nonstop keeps to the non-stop path whatever the estimate. */
+	if (!s->settled && !o->nonstop)
+		give_up_unsettled(s, t0, log);
+	if (!s->ns_stats.nonstop) {
+		nonstop__close(s->ns);
+		s->ns = NULL;
+		return;
+	}
 	extend_deep(s);
 }
 
@@ -1281,7 +1477,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		uint64_t t_begin = clock_monotonic_ns();
 		size_t interrupted_before = count_interrupted(s), interrupted_now;
 
-		err = freeze_rest(s, &o, deadline, log);
+		/* From the second round on, a check follows whenever a
+		 * thread is still read non-stop. */
+		err = freeze_rest(s, &o, deadline,
+				  !round || !s->ns || !s->ns_stats.read_nonstop, log);
 		interrupted_now = count_interrupted(s);
 		if (err)
 			goto fail_detach;
@@ -1299,7 +1498,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			goto fail_detach;
 		if (!s->ns || !s->ns_stats.read_nonstop)
 			break;
-		if (s->settled && interrupted_now == interrupted_before)
+		if (!round && s->settled && interrupted_now == interrupted_before)
 			break; /* proven by settle()'s clean run */
 		if (round + 1 == NONSTOP_MAX_ROUNDS) {
 			/* Still moving: stop the rest as well; no check is
@@ -1312,7 +1511,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 					demote(s, &s->threads[i]);
 			continue;
 		}
-		int moved = check_witnesses(s);
+		int moved = check_witnesses(s, &o);
 		if (moved < 0) {
 			log_info(log, "pid %d: the witness check failed (%s); "
 				      "stopping every thread", pid, strerror(-moved));
@@ -1413,6 +1612,7 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	free(s->extra);
 	free(s->stack_bytes);
 	free(s->threads);
+	free(s->by_tid);
 	free(s->dents);
 	if (s->task_fd >= 0)
 		close(s->task_fd);

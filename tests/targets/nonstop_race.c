@@ -6,12 +6,14 @@
  * a test can then check that every stack a capture reported is one the
  * thread really had during the capture.
  *
- *   nonstop_race LOG [NSPIN [NIDLE [CHURN [NTICK]]]]
+ *   nonstop_race LOG [NSPIN [NIDLE [CHURN [NTICK [TICK_US]]]]]
  *
  * LOG: a file this program sizes and maps; NSPIN spinners (1); NIDLE more
  * threads blocked for good, in turn in a futex, nanosleep, read, poll and
  * epoll_wait (0); CHURN 0 for no threads created and exiting (1); NTICK
- * threads waking on periods of 0.3 to 1.8 ms, each its own (0).
+ * threads waking on periods of 0.3 to 1.8 ms, each its own (0), or all on
+ * a period of TICK_US microseconds. Threads past the log's MAX_SLOTS
+ * slots (many ticks) record into slots of their own, not in the log.
  *
  * Prints `ready N` (threads at that moment; churn threads come and go). */
 #ifndef _GNU_SOURCE
@@ -46,6 +48,8 @@ struct slot {
 	struct entry ring[RING];
 };
 static struct slot *slots;
+static long tick_ns;	/* 0: 0.3 ms times 1 + slot % 6 */
+static __thread long my_index;
 
 static uint64_t now_ns(void)
 {
@@ -59,8 +63,13 @@ static uint64_t now_ns(void)
  * through the rest (the one reusing a slot is ~50 threads later). */
 static struct slot *new_slot(long arg)
 {
-	struct slot *s = &slots[(arg >> 8) % MAX_SLOTS];
+	long i = arg >> 8;
+	struct slot *s = i < MAX_SLOTS ? &slots[i] : calloc(1, sizeof(*s));
 	uint32_t kind = (uint32_t)(arg & 0xff);
+
+	if (!s)
+		_exit(2);
+	my_index = i;
 
 	s->kind = kind;
 	s->n = 0;
@@ -124,7 +133,7 @@ static NOINLINE void race_block(struct slot *s, int depth)
 			spins++;
 		break;
 	case K_TICK: {
-		struct timespec p = { 0, 300000 * (1 + (s - slots) % 6) };
+		struct timespec p = { 0, tick_ns ? tick_ns : 300000 * (1 + my_index % 6) };
 		nanosleep(&p, NULL);
 		break;
 	}
@@ -179,6 +188,7 @@ int main(int argc, char **argv)
 	int nidle = argc > 3 ? atoi(argv[3]) : 0;
 	int churn = argc > 4 ? atoi(argv[4]) : 1;
 	int ntick = argc > 5 ? atoi(argv[5]) : 0;
+	long tick_us = argc > 6 ? atol(argv[6]) : 0;
 	pthread_t t;
 
 	target_init();
@@ -200,11 +210,12 @@ int main(int argc, char **argv)
 		start(race_thread, K_SPIN, n, &t);
 	for (int i = 0; i < nidle && n < MAX_SLOTS - 8; i++, n++)
 		start(race_thread, K_FUTEX + i % (K_EPOLL + 1), n, &t);
-	for (int i = 0; i < ntick && n < MAX_SLOTS - 8; i++, n++)
+	tick_ns = tick_us > 0 && tick_us < 1000000 ? tick_us * 1000 : 0;
+	for (int i = 0; i < ntick && (tick_ns || n < MAX_SLOTS - 8); i++, n++)
 		start(race_thread, K_TICK, n, &t);
 	usleep(20000);
 	target_ready(n + 1);
-	if (!churn)
+	if (!churn || n >= MAX_SLOTS - 1)
 		for (;;)
 			pause();
 	/* Churn: threads created and exiting, one every ~200 us. */
