@@ -190,10 +190,16 @@ void print_json(FILE *f, const struct options *o,
 		   "\"unwind_us\":%.1f,\"symbolize_us\":%.1f,",
 		(int)o->pid, tot->snap->freeze_ns / 1e3, tot->snap->bytes_copied,
 		tot->unwind_ns / 1e3, tot->symbolize_ns / 1e3);
-	if (tot->nonstop)
+	if (tot->nonstop) {
 		fprintf(f, "\"path\":\"%s\",\"read_nonstop\":%u,\"interrupted\":%u,",
 			tot->nonstop->nonstop ? "non-stop" : "freeze-all",
 			tot->nonstop->read_nonstop, tot->nonstop->interrupted);
+		/* Why not non-stop (too few sleepers, reads that would not
+		 * settle, no BPF...): "" when it was. */
+		fputs("\"path_reason\":", f);
+		json_str(f, tot->nonstop->reason ? tot->nonstop->reason : "");
+		fputc(',', f);
+	}
 	fputs("\"threads\":[", f);
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
