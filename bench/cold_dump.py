@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, Target, run_tool, med, fmt, table, load  # noqa: E402
+from common import O, Target, run_tool, med, fmt, table, load, settle_dir  # noqa: E402
 
 STACKSNAP = os.path.join(O, "stacksnap")
 PHASES = re.compile(r"cold path: check ([\d.]+) us, maps and modules ([\d.]+) us "
@@ -64,21 +64,6 @@ def settle_cache(argv, env, cache_dir):
     child after it exits: wait until the files stop changing."""
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     settle_dir(cache_dir)
-
-
-def settle_dir(cache_dir):
-    """Waits until a cold run's detached writer is done with cache_dir: a
-    writer still inflating and compiling on one of the two CPUs would
-    slow whatever runs next."""
-    settled, last = 0, None
-    for _ in range(600):
-        now = sorted((f, os.path.getsize(os.path.join(d, f)))
-                     for d, _, fs in os.walk(cache_dir) for f in fs)
-        settled = settled + 1 if now == last and now else 0
-        last = now
-        if settled >= 10:
-            break
-        time.sleep(0.1)
 
 
 def main():

@@ -174,3 +174,19 @@ def stop_hogs(procs):
 def load():
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]
+
+
+def settle_dir(cache_dir, tries=600):
+    """Waits (up to tries/10 s) until a stacksnap run's detached cache
+    writer is done with cache_dir (its files unchanged for a second): a
+    writer still inflating and compiling on one of the two CPUs would
+    slow whatever runs next."""
+    settled, last = 0, None
+    for _ in range(tries):
+        now = sorted((f, os.path.getsize(os.path.join(d, f)))
+                     for d, _, fs in os.walk(cache_dir) for f in fs)
+        settled = settled + 1 if now == last and now else 0
+        last = now
+        if settled >= 10:
+            break
+        time.sleep(0.1)

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import O, run_tool, med, fmt, table, load  # noqa: E402
+from common import O, run_tool, med, fmt, table, load, settle_dir  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "src", "table", "unwind_table.c")
@@ -46,20 +46,6 @@ def workloads(tmp):
         out.append(("clangd", ["clangd-14", "--check=" + SOURCE]))
     out.append(("cc1", cc1))
     return out
-
-
-def settle(cache_dir):
-    """The detached writer stores after the replay exits: wait until the
-    cache stops changing."""
-    last, same = None, 0
-    for _ in range(1200):
-        now = sorted((f, os.path.getsize(os.path.join(d, f)))
-                     for d, _, fs in os.walk(cache_dir) for f in fs)
-        same = same + 1 if now == last and now else 0
-        last = now
-        if same >= 10:
-            return
-        time.sleep(0.1)
 
 
 def main():
@@ -92,7 +78,7 @@ def main():
             env_warm = dict(os.environ, STACKSNAP_CACHE_DIR=warm)
             cmd = [STACKSNAP, "perf-script", "--stats", "-i", data]
             run_tool(cmd, cpu=None, keep_output=False, timeout=600, env=env_warm)
-            settle(warm)
+            settle_dir(warm, 1200)
             cpu = {"cold": [], "warm": [], "perf script": []}
             wall = {k: [] for k in cpu}
             cold_ph, info = [], ""
@@ -115,7 +101,7 @@ def main():
                         cold_ph.append([float(x) for x in COLD.search(e).groups()])
                     if kind == "warm" and SAMPLES.search(e):
                         info = "%s samples, %s user frames" % SAMPLES.search(e).groups()
-                settle(cold)
+                settle_dir(cold, 1200)
                 shutil.rmtree(cold, True)
             c, w = med(cpu["cold"]), med(cpu["warm"])
             rows.append([label, info, fmt(c, 3), fmt(w, 3), fmt(c - w, 3),
