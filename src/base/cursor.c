@@ -1,7 +1,7 @@
 /* cursor.c - LEB128 and string reads for the bounds-checked cursor. */
 #include "cursor.h"
 
-uint64_t cursor_uleb(struct cursor *c)
+uint64_t cursor_uleb_slow(struct cursor *c)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;

@@ -73,7 +73,17 @@ CURSOR_FIXED(s32, int32_t)
 CURSOR_FIXED(s64, int64_t)
 #undef CURSOR_FIXED
 
-uint64_t cursor_uleb(struct cursor *c);
+uint64_t cursor_uleb_slow(struct cursor *c);
+
+/* A ULEB128. One byte, the common case in CFA programs (register
+ * numbers, offsets, advances), is read inline: a whole-table compile of
+ * libclang-cpp read 4M of them through a call. */
+static inline uint64_t cursor_uleb(struct cursor *c)
+{
+	if (!c->bad && c->p < c->end && !(*c->p & 0x80))
+		return *c->p++;
+	return cursor_uleb_slow(c);
+}
 int64_t cursor_sleb(struct cursor *c);
 /* A NUL-terminated string inside the range, or NULL (and bad). */
 const char *cursor_cstr(struct cursor *c);
