@@ -359,7 +359,7 @@ void addrspace__resolve_all(struct stacksnap_addrspace *as)
 /* Parses /proc/PID/maps into the address space. */
 static int read_maps(struct stacksnap_addrspace *as)
 {
-	char fname[64], line[4096 + 256];
+	char fname[64], line[4096 + 256], iobuf[16384];
 	FILE *f;
 	int err = 0;
 
@@ -371,6 +371,10 @@ static int read_maps(struct stacksnap_addrspace *as)
 			(int)as->pid, fname, strerror(errno));
 		return err;
 	}
+	/* procfs fills each read() by finding its place in the mappings
+	 * again: stdio's 1 KiB (st_blksize 0) took 45 reads for clangd's 400
+	 * mappings; procfs gives at most a page a call: 12 now. */
+	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
 	as->nrw = 0;
 	while (fgets(line, sizeof(line), f)) {
 		struct stacksnap_mapping mp = { .sz = sizeof(mp) };
