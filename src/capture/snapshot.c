@@ -514,11 +514,13 @@ static bool cancelled(const volatile sig_atomic_t *cancel)
 	return cancel && *cancel;
 }
 
+static int reread_maps(struct stacksnap_snapshot *s);
+
 /* Where thread t's copy starts and how long it is (t->copy_start,
  * copy_len): from rsp minus the red zone to the end of its mapping or its
  * thread pointer, at most stack_size. False, with the thread's error set,
- * when rsp is in no writable mapping. */
-static int reread_maps(struct stacksnap_snapshot *s);
+ * when rsp is in no writable mapping (after reading the maps afresh, when
+ * they were borrowed from the caller's address space). */
 
 static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 {
@@ -985,8 +987,10 @@ static bool same_witness(const struct nonstop_witness *a,
 }
 
 /* A thread read non-stop that may have run: its copy is dropped and it is
- * interrupted like a running one. */
-static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
+ * interrupted like a running one. ran: it was found to have run since its
+ * read (counted in its moves and in the stats), not just stopped with the
+ * rest. */
+static void demote(struct stacksnap_snapshot *s, struct cap_thread *t, bool ran)
 {
 	t->pub.nonstop = false;
 	s->stats.bytes_copied -= t->copy_len; /* dropped */
@@ -995,20 +999,19 @@ static void demote(struct stacksnap_snapshot *s, struct cap_thread *t)
 	t->pub.stack_len = 0;
 	t->pub.stack_base = 0;
 	t->copy_start = t->copy_len = t->want_len = 0;
-	t->moves++;
 	s->ns_stats.read_nonstop--;
-	s->ns_stats.witness_moved++;
+	if (ran) {
+		t->moves++;
+		s->ns_stats.witness_moved++;
+	}
 }
 
-/* Demotes every thread read non-stop: every thread is to be stopped. Not
- * counted as found to have run. */
+/* Demotes every thread read non-stop: every thread is to be stopped. */
 static void demote_all(struct stacksnap_snapshot *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->threads[i].pub.nonstop) {
-			demote(s, &s->threads[i]);
-			s->ns_stats.witness_moved--;
-		}
+		if (s->threads[i].pub.nonstop)
+			demote(s, &s->threads[i], false);
 }
 
 /* Takes the iterator's copy of thread t (record r: COPIED): t is read
@@ -1076,7 +1079,7 @@ static void extend_deep(struct stacksnap_snapshot *s)
 		if (!buf) {
 			if (slot)
 				s->nextra--;
-			demote(s, t);
+			demote(s, t, false);
 			continue;
 		}
 		*slot = buf;
@@ -1085,7 +1088,7 @@ static void extend_deep(struct stacksnap_snapshot *s)
 		struct iovec rm = { (void *)(uintptr_t)(t->copy_start + t->copy_len),
 				    t->want_len - t->copy_len };
 		if (process_vm_readv(s->pid, &l, 1, &rm, 1, 0) != (ssize_t)l.iov_len) {
-			demote(s, t);
+			demote(s, t, false);
 			continue;
 		}
 		s->stats.bytes_copied += l.iov_len;
@@ -1138,14 +1141,14 @@ static int check_witnesses(struct stacksnap_snapshot *s,
 		if (t->pub.nonstop &&
 		    ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
 		     !same_witness(&r[j].w1, &t->w))) {
-			demote(s, t);
+			demote(s, t, true);
 			moved++;
 		}
 	}
 	/* Read non-stop and missing from the run (gone), or no run. */
 	for (size_t i = 0; i < s->n; i++)
 		if (s->threads[i].pub.nonstop && (err || !s->threads[i].seen)) {
-			demote(s, &s->threads[i]);
+			demote(s, &s->threads[i], true);
 			moved++;
 		}
 	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
@@ -1272,7 +1275,7 @@ static void settle(struct stacksnap_snapshot *s,
 			if (t->pub.nonstop) {
 				if ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
 				    !same_witness(&r[j].w1, &t->w)) {
-					demote(s, t);
+					demote(s, t, true);
 					clean = false;
 				} else {
 					unchanged++;
@@ -1307,10 +1310,8 @@ static void settle(struct stacksnap_snapshot *s,
 	for (size_t i = 0; !s->settled && i < s->n; i++) {
 		struct cap_thread *t = &s->threads[i];
 
-		if (t->pub.nonstop && t->moves >= BUSY_MOVES) {
-			demote(s, t);
-			t->moves--; /* demote() counts a move it did not see */
-		}
+		if (t->pub.nonstop && t->moves >= BUSY_MOVES)
+			demote(s, t, false);
 	}
 	free(tids);
 }
@@ -1394,8 +1395,6 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	struct stacksnap_snapshot_opts o = { 0 };
 	const struct log_sink *log = ctx ? &ctx->log : NULL;
 	struct stacksnap_snapshot *s;
-	struct rw_map *maps = NULL;
-	size_t nmaps = 0;
 	uint64_t t0 = clock_monotonic_ns();
 	int err;
 
@@ -1427,7 +1426,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	/* Before the freeze: tasks, names, states and writable mappings. */
 	err = scan_tasks(s, &o);
 	if (err >= 0)
-		err = o.no_copy ? 0 : rw_maps_of(s, &o, &maps, &nmaps);
+		err = o.no_copy ? 0 : rw_maps_of(s, &o, &s->maps, &s->nmaps);
 	if (err < 0) {
 		if (err == -ENOENT)
 			err = -ESRCH;
@@ -1467,8 +1466,6 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	 * thread read non-stop has not run since it was read; those that ran
 	 * are interrupted too, and checked again, a few rounds at most. */
 	uint64_t deadline = clock_monotonic_ns() + (uint64_t)o.stop_timeout_ms * 1000000u;
-	s->maps = maps;
-	s->nmaps = nmaps;
 	s->copy_opts = &o;
 	s->copy_early = !o.no_copy;
 	if (!o.no_realtime && !o.hold)
@@ -1506,9 +1503,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			log_info(log, "pid %d: threads read non-stop keep "
 				      "running; stopping the %u left", pid,
 				 s->ns_stats.read_nonstop);
-			for (size_t i = 0; i < s->n; i++)
-				if (s->threads[i].pub.nonstop)
-					demote(s, &s->threads[i]);
+			demote_all(s);
 			continue;
 		}
 		int moved = check_witnesses(s, &o);
@@ -1528,18 +1523,17 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		if (round + 1 == NONSTOP_ROUNDS)
 			for (size_t i = 0; i < s->n; i++)
 				if (s->threads[i].pub.nonstop && s->threads[i].moves)
-					demote(s, &s->threads[i]);
+					demote(s, &s->threads[i], false);
 	}
 	s->t_copied = clock_monotonic_ns(); /* the detach phase starts after the checks */
 	s->held = o.hold;
 	s->copy_early = false; /* maps and o live no longer */
-	maps = s->maps; /* reread_maps() may have replaced it */
-	s->maps = NULL;
 	s->copy_opts = NULL;
 	if (!s->held)
 		thaw(s);
-	free(maps);
-	maps = NULL;
+	free(s->maps); /* the copies are taken */
+	s->maps = NULL;
+	s->nmaps = 0;
 	s->stats.threads = (unsigned)s->n;
 	s->stats.capture_ns = clock_monotonic_ns() - t0;
 	for (size_t i = 0; i < s->n; i++)
@@ -1567,7 +1561,6 @@ fail_detach:
 	else if (err != -EBUSY)
 		log_err(log, "pid %d: capture failed: %s", pid, strerror(-err));
 fail:
-	free(maps);
 	stacksnap_snapshot__free(s);
 	errno = -err;
 	return NULL;
@@ -1614,6 +1607,7 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	free(s->threads);
 	free(s->by_tid);
 	free(s->dents);
+	free(s->maps);
 	if (s->task_fd >= 0)
 		close(s->task_fd);
 	free(s);
