@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 #include <elf.h>
 

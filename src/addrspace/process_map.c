@@ -9,7 +9,6 @@
 #include <elf.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "base/opts.h"
