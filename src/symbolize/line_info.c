@@ -218,7 +218,6 @@ static bool cu_die(Dwarf *dw, Dwarf_Off hdr_off, Dwarf_Die *cu)
 	       dwarf_offdie(dw, hdr_off + hsize, cu) != NULL;
 }
 
-/* The CU containing vaddr: our index first, then libdw's aranges. */
 /* Range i of the index in use; NULL when a mapped one fails its check
  * (then li->cache is dropped). */
 static const struct cu_range *range_at(struct line_info *li, size_t i)
@@ -237,6 +236,7 @@ static const struct cu_range *range_at(struct line_info *li, size_t i)
 	return NULL;
 }
 
+/* The CU containing vaddr: our index first, then libdw's aranges. */
 static bool find_cu(struct line_info *li, uint64_t vaddr, Dwarf_Die *cu)
 {
 	size_t lo = 0, hi = li->cache ? li->ncached : li->nranges;
