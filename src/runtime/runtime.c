@@ -1,6 +1,8 @@
 /* runtime.c - the names of the runtime kinds in text and JSON output. */
 #include "runtime/runtime.h"
 
+#include <stddef.h>
+
 const char *runtime_kind__tag(enum runtime_kind kind)
 {
 	switch (kind) {
