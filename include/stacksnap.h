@@ -455,6 +455,40 @@ STACKSNAP_API int stacksnap_snapshot__release(struct stacksnap_snapshot *snap);
 STACKSNAP_API void stacksnap_snapshot__free(struct stacksnap_snapshot *snap);
 
 /* ------------------------------------------------------------------ */
+/* Runtime frames: Python, Java, JavaScript and Go keep their own call
+ * stacks in memory. A runtime found in the target adds what can change to
+ * the freeze (a thread's interpreter frame chain, the goroutine list) and,
+ * after the thaw, turns native frames into runtime frames: the frames of
+ * one native frame (an evaluation loop running Python frames, JIT code
+ * running a Java method and the methods inlined into it) replace it in a
+ * merged stack. */
+enum stacksnap_runtime {
+	STACKSNAP_RUNTIME_NATIVE = 0,	/* not a runtime frame */
+	STACKSNAP_RUNTIME_PYTHON,
+	STACKSNAP_RUNTIME_JAVA,
+	STACKSNAP_RUNTIME_JS,
+	STACKSNAP_RUNTIME_GO,
+	STACKSNAP_RUNTIME_JIT,		/* JIT code named by a perf map or jitdump */
+};
+
+#define STACKSNAP_RFRAME_INLINED 0x1	/* inlined into the frame after it */
+
+struct stacksnap_runtime_frame {
+	size_t sz;
+	enum stacksnap_runtime runtime;
+	uint32_t native_index;	/* the native frame (index in the thread's
+				   unwound frames) this one replaces; frames
+				   of one native frame are consecutive,
+				   innermost first */
+	uint32_t flags;		/* STACKSNAP_RFRAME_* */
+	const char *function;	/* qualified name; never NULL */
+	const char *file;	/* may be NULL */
+	unsigned line;		/* 0: unknown */
+	uint64_t pc;		/* 0 for interpreted frames */
+	size_t :0;
+};
+
+/* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of
  * one sample (registers + a copy of the user stack), the way profilers
  * and tracers capture them (perf's PERF_SAMPLE_REGS_USER +

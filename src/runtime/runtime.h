@@ -11,13 +11,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "stacksnap.h"
+
+/* The kinds are the public enum stacksnap_runtime. */
 enum runtime_kind {
-	RUNTIME_NATIVE = 0,	/* not a runtime frame */
-	RUNTIME_PYTHON,
-	RUNTIME_JAVA,
-	RUNTIME_JS,
-	RUNTIME_GO,
-	RUNTIME_JIT,		/* JIT code named by a perf map or jitdump */
+	RUNTIME_NATIVE = STACKSNAP_RUNTIME_NATIVE,
+	RUNTIME_PYTHON = STACKSNAP_RUNTIME_PYTHON,
+	RUNTIME_JAVA = STACKSNAP_RUNTIME_JAVA,
+	RUNTIME_JS = STACKSNAP_RUNTIME_JS,
+	RUNTIME_GO = STACKSNAP_RUNTIME_GO,
+	RUNTIME_JIT = STACKSNAP_RUNTIME_JIT,
 };
 
 /* The name used in text output ("[py]") and JSON ("python"). */
