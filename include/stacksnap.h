@@ -1643,6 +1643,79 @@ STACKSNAP_API int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *
  * -errno (-EEXIST when added already). */
 STACKSNAP_API int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr);
 
+/* ------------------------------------------------------------------ */
+/* CTF traces (`stacksnap trace --format ctf -o DIR`, `stacksnap show
+ * EVENTS_FILE --format ctf -o DIR`): a CTF 1.8 trace (a TSDL metadata file
+ * and one stream file per CPU) that babeltrace2 and Trace Compass read.
+ * Each event carries pid, tid, procname (comm), its call stack twice (the
+ * raw user pcs as LTTng's callstack_user context, and the symbolized
+ * frames: "function+0xoffset" and module), complete and end, then its
+ * fields by name and type; lost events are the streams' discarded-events
+ * counts. docs/ctf.md. */
+
+struct stacksnap_ctf_writer;
+
+struct stacksnap_ctf_writer_opts {
+	size_t sz;
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC of the capturing host (ns): the
+	 * offset of the trace's clock "monotonic", so times read as wall-clock
+	 * times and line up with other tools' traces (LTTng's kernel traces
+	 * use the same clock and offset). 0: measured now
+	 * (stacksnap_clock_offset_ns). */
+	int64_t clock_offset_ns;
+	const char *hostname;	/* the trace's env.hostname; NULL: none */
+	const char *kernel_release; /* env.kernel_release; NULL: none */
+	unsigned sym_flags;	/* STACKSNAP_SYM_NO_DEMANGLE, _SYMTAB (LINES is
+				   ignored: one name per frame) */
+	size_t :0;
+};
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now (ns), from the closest of a few
+ * paired readings. */
+STACKSNAP_API int64_t stacksnap_clock_offset_ns(void);
+
+/* Creates directory dir (or reuses it: a previous trace's metadata and
+ * stream files are replaced) and starts a trace there. NULL and errno
+ * set (the log names the problem). */
+STACKSNAP_API struct stacksnap_ctf_writer *
+stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
+			  const struct stacksnap_ctf_writer_opts *opts);
+
+/* One event to write: a live one (stacksnap_trace_event and its fields)
+ * or a saved one unwound again. */
+struct stacksnap_ctf_event {
+	size_t sz;
+	const char *name;	/* "syscalls:sys_enter_write", "u:PATH:FUNC" */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	pid_t pid, tid;
+	unsigned cpu;
+	const char *comm;
+	const struct stacksnap_trace_field *fields;
+	size_t nfields;
+	const struct stacksnap_frame *frames;
+	int nframes;
+	enum stacksnap_end end;
+	struct stacksnap_addrspace *as; /* symbolizes the frames (NULL: none) */
+	size_t :0;
+};
+
+/* Symbolizes ev's frames and appends it to its CPU's stream (an event
+ * earlier than the last of its stream takes that one's time: a stream is
+ * in time order). uprobes ("u:FILE:FUNC", "ur:FILE:FUNC") get the fields
+ * "file" and "function". Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__add(struct stacksnap_ctf_writer *w,
+					    const struct stacksnap_ctf_event *ev);
+/* total events lost on cpu since the trace began (a running count): the
+ * next packet of that CPU's stream carries it. Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__discarded(struct stacksnap_ctf_writer *w,
+						  unsigned cpu, uint64_t total);
+/* Writes the pending packets and the metadata: the directory then holds a
+ * complete trace of the events so far. Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__flush(struct stacksnap_ctf_writer *w);
+/* Flushes and frees w (NULL allowed). Returns 0 or the first error of the
+ * trace (-errno). */
+STACKSNAP_API int stacksnap_ctf_writer__close(struct stacksnap_ctf_writer *w);
+
 #ifdef __cplusplus
 }
 #endif
