@@ -1663,6 +1663,10 @@ struct stacksnap_ctf_writer_opts {
 	 * use the same clock and offset). 0: measured now
 	 * (stacksnap_clock_offset_ns). */
 	int64_t clock_offset_ns;
+	/* The capturing host's boot id (/proc/sys/kernel/random/boot_id):
+	 * the clock's uuid, as LTTng sets it, so babeltrace2 merges this trace
+	 * with LTTng's of the same boot. NULL: this host's; "": none. */
+	const char *boot_id;
 	const char *hostname;	/* the trace's env.hostname; NULL: none */
 	const char *kernel_release; /* env.kernel_release; NULL: none */
 	unsigned sym_flags;	/* STACKSNAP_SYM_NO_DEMANGLE, _SYMTAB (LINES is

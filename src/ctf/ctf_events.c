@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "addrspace/module.h"
+#include "base/boot_id.h"
 #include "base/log.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -43,6 +44,7 @@ stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
 {
 	struct stacksnap_ctf_writer *cw;
 	struct ctf_writer_opts wo;
+	char boot_id[37];
 	int err;
 
 	if (!ctx || !dir) {
@@ -62,7 +64,10 @@ stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (!cw->o.boot_id)
+		boot_id_read(boot_id); /* none: the trace's own uuid */
 	wo = (struct ctf_writer_opts){
+		.clock_uuid = cw->o.boot_id ? cw->o.boot_id : boot_id,
 		.clock_offset_ns = cw->o.clock_offset_ns ? cw->o.clock_offset_ns
 							 : ctf_clock_offset_ns(),
 		.hostname = cw->o.hostname && *cw->o.hostname ? cw->o.hostname : NULL,

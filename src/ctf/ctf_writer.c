@@ -67,6 +67,7 @@ struct ctf_writer {
 	int dirfd;
 	struct ctf_writer_opts o;
 	char *hostname, *kernel_release;
+	char clock_uuid[37];	/* "" when the clock takes the trace's uuid */
 	uint8_t uuid[16];
 	struct ctf_stream **streams;
 	size_t nstreams;
@@ -498,7 +499,7 @@ static int write_metadata(struct ctf_writer *w)
 		"\t\tstring _end;\n"
 		"\t};\n"
 		"};\n",
-		uuid, off_s, off_ns);
+		w->clock_uuid[0] ? w->clock_uuid : uuid, off_s, off_ns);
 	if (w->class_text.n)
 		buf_put(&m, w->class_text.p, w->class_text.n);
 	if (m.oom) {
@@ -521,6 +522,20 @@ static int write_metadata(struct ctf_writer *w)
 		return -errno;
 	w->metadata_dirty = false;
 	return 0;
+}
+
+/* s is a uuid in its text form (8-4-4-4-12 hex digits). */
+static bool is_uuid(const char *s)
+{
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		char c = s[i];
+
+		if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+					(c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return !s[36];
 }
 
 /* Removes what a previous trace left in dir (metadata, stream files), so
@@ -564,6 +579,10 @@ struct ctf_writer *ctf_writer__open(const char *dir, const struct ctf_writer_opt
 	if ((w->o.hostname && !(w->hostname = strdup(w->o.hostname))) ||
 	    (w->o.kernel_release && !(w->kernel_release = strdup(w->o.kernel_release))))
 		goto fail;
+	if (w->o.clock_uuid && is_uuid(w->o.clock_uuid))
+		memcpy(w->clock_uuid, w->o.clock_uuid, sizeof(w->clock_uuid));
+	w->o.clock_uuid = NULL; /* not kept: the caller's string */
+	w->o.hostname = w->o.kernel_release = NULL;
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		goto fail;
 	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

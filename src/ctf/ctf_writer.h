@@ -19,6 +19,11 @@ struct ctf_writer_opts {
 	 * clock's offset in the metadata, so the trace lines up with other
 	 * tools' traces. ctf_clock_offset_ns() measures it now. */
 	int64_t clock_offset_ns;
+	/* The clock's uuid: the capturing host's boot id
+	 * (/proc/sys/kernel/random/boot_id), as LTTng sets it, so babeltrace2
+	 * can merge this trace with LTTng's of the same boot. NULL or not a
+	 * uuid: the trace's own uuid. */
+	const char *clock_uuid;
 	const char *hostname;	/* env.hostname; NULL: not written */
 	const char *kernel_release; /* env.kernel_release; NULL: not written */
 	size_t packet_bytes;	/* event bytes per packet; 0: 64 KiB */

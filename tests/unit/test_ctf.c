@@ -105,7 +105,8 @@ static void events_fields_frames(void)
 {
 	const char *dir = trace_dir("events");
 	struct ctf_writer_opts o = { .clock_offset_ns = OFFSET_NS, .hostname = "hostA",
-				     .kernel_release = "6.1.0-test" };
+				     .kernel_release = "6.1.0-test",
+				     .clock_uuid = "0b5c2e59-6a4f-4f3e-9d3a-1f2e3d4c5b6a" };
 	struct ctf_writer *w;
 	struct stacksnap_trace_field write_f[] = {
 		{ .name = "__syscall_nr", .value = 1, .size = 4, .is_signed = true },
@@ -235,6 +236,8 @@ static void events_fields_frames(void)
 		CHECK(strstr(out, "/* CTF 1.8 */"));
 		CHECK(strstr(out, "\tname = \"monotonic\";\n"));
 		CHECK(strstr(out, "\tfreq = 1000000000;\n"));
+		CHECK(strstr(out, "\tname = \"monotonic\";\n\tuuid = "
+				  "\"0b5c2e59-6a4f-4f3e-9d3a-1f2e3d4c5b6a\";\n"));
 		CHECK(strstr(out, "\toffset_s = 1700000000;\n"));
 		CHECK(strstr(out, "\toffset = 123456789;\n"));
 		CHECK(strstr(out, "\tkernel_release = \"6.1.0-test\";\n"));
