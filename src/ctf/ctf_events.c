@@ -11,6 +11,7 @@
 
 #include "addrspace/module.h"
 #include "base/boot_id.h"
+#include "base/clock_offset.h"
 #include "base/log.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -35,7 +36,7 @@ struct stacksnap_ctf_writer {
 
 int64_t stacksnap_clock_offset_ns(void)
 {
-	return ctf_clock_offset_ns();
+	return clock_realtime_offset_ns();
 }
 
 struct stacksnap_ctf_writer *
@@ -69,7 +70,7 @@ stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
 	wo = (struct ctf_writer_opts){
 		.clock_uuid = cw->o.boot_id ? cw->o.boot_id : boot_id,
 		.clock_offset_ns = cw->o.clock_offset_ns ? cw->o.clock_offset_ns
-							 : ctf_clock_offset_ns(),
+							 : clock_realtime_offset_ns(),
 		.hostname = cw->o.hostname && *cw->o.hostname ? cw->o.hostname : NULL,
 		.kernel_release = cw->o.kernel_release && *cw->o.kernel_release
 					  ? cw->o.kernel_release : NULL,

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock_offset.h"
 #include "base/vec.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
@@ -159,33 +160,6 @@ static void buf_tsdl_ident(struct ctf_buf *b, const char *s)
 			c = '_';
 		buf_put(b, &c, 1);
 	}
-}
-
-int64_t ctf_clock_offset_ns(void)
-{
-	int64_t best = 0;
-	uint64_t best_gap = UINT64_MAX;
-
-	/* The reading whose two monotonic samples are closest bounds the
-	 * realtime sample best (as lttng-modules measures its offset). */
-	for (int i = 0; i < 10; i++) {
-		struct timespec m0, r, m1;
-		uint64_t a, b, gap;
-		int64_t rt;
-
-		clock_gettime(CLOCK_MONOTONIC, &m0);
-		clock_gettime(CLOCK_REALTIME, &r);
-		clock_gettime(CLOCK_MONOTONIC, &m1);
-		a = (uint64_t)m0.tv_sec * 1000000000u + (uint64_t)m0.tv_nsec;
-		b = (uint64_t)m1.tv_sec * 1000000000u + (uint64_t)m1.tv_nsec;
-		rt = (int64_t)r.tv_sec * 1000000000 + r.tv_nsec;
-		gap = b - a;
-		if (gap < best_gap) {
-			best_gap = gap;
-			best = rt - (int64_t)(a + gap / 2);
-		}
-	}
-	return best;
 }
 
 /* Writes all of len bytes or sets the writer's error. */
@@ -595,7 +569,7 @@ struct ctf_writer *ctf_writer__open(const char *dir, const struct ctf_writer_opt
 	}
 	if (getrandom(w->uuid, sizeof(w->uuid), 0) != (ssize_t)sizeof(w->uuid)) {
 		/* No entropy source: time and pid still tell traces apart. */
-		uint64_t t = (uint64_t)ctf_clock_offset_ns() ^ (uint64_t)getpid();
+		uint64_t t = (uint64_t)clock_realtime_offset_ns() ^ (uint64_t)getpid();
 
 		for (int i = 0; i < 16; i++)
 			w->uuid[i] = (uint8_t)(t >> (8 * (i % 8))) ^ (uint8_t)i;

@@ -17,7 +17,7 @@ struct ctf_writer_opts {
 	/* Added to every CLOCK_MONOTONIC timestamp gives nanoseconds since the
 	 * epoch (CLOCK_REALTIME - CLOCK_MONOTONIC, as LTTng measures it): the
 	 * clock's offset in the metadata, so the trace lines up with other
-	 * tools' traces. ctf_clock_offset_ns() measures it now. */
+	 * tools' traces (base/clock_offset.h measures it). */
 	int64_t clock_offset_ns;
 	/* The clock's uuid: the capturing host's boot id
 	 * (/proc/sys/kernel/random/boot_id), as LTTng sets it, so babeltrace2
@@ -54,10 +54,6 @@ struct ctf_event {
 	bool complete;		/* the walk reached the bottom of the stack */
 	const char *end;	/* why it ended (stacksnap_end__str) */
 };
-
-/* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from the closest of a few
- * paired readings. */
-int64_t ctf_clock_offset_ns(void);
 
 /* Creates dir (its parents must exist; an existing empty or CTF
  * directory is reused, its files replaced) and starts a trace there.

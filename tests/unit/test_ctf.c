@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock_offset.h"
 #include "ctf/ctf_writer.h"
 #include "harness.h"
 
@@ -414,7 +415,7 @@ static void classes_and_reuse(void)
 static void clock_offset(void)
 {
 	struct timespec m, r;
-	int64_t off = ctf_clock_offset_ns(), want;
+	int64_t off = clock_realtime_offset_ns(), want;
 
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	clock_gettime(CLOCK_REALTIME, &r);
