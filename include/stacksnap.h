@@ -1663,6 +1663,8 @@ struct stacksnap_ctf_writer_opts {
 	 * use the same clock and offset). 0: measured now
 	 * (stacksnap_clock_offset_ns). */
 	int64_t clock_offset_ns;
+	bool no_clock_offset;	/* offset 0: times stay CLOCK_MONOTONIC (for
+				   events whose offset is not known) */
 	/* The capturing host's boot id (/proc/sys/kernel/random/boot_id):
 	 * the clock's uuid, as LTTng sets it, so babeltrace2 merges this trace
 	 * with LTTng's of the same boot. NULL: this host's; "": none. */
