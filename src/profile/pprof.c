@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;

@@ -19,7 +19,7 @@
 #include "base/opts.h"
 #include "base/cursor.h"
 #include "base/vec.h"
-#include "format/perf_data.h"
+#include "perfdata/perf_data.h"
 
 #include <zstd.h>
 

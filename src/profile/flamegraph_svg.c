@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
 
 #define FRAME_H 16	/* pixels per stack level */
 #define PAD_X 10

@@ -1,8 +1,8 @@
 /* stacks.h - the aggregated-stacks structure shared by every profile
  * writer (folded, pprof, speedscope, SVG): interned frames, the call tree
  * of distinct stacks, and the name-merged tree the pictures are drawn from. */
-#ifndef SS_FORMAT_STACKS_H
-#define SS_FORMAT_STACKS_H
+#ifndef SS_PROFILE_STACKS_H
+#define SS_PROFILE_STACKS_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/opts.h"
 #include "base/vec.h"
-#include "format/stacks.h"
+#include "profile/stacks.h"
 
 /* Interned strings live in chunks that never move. */
 struct str_chunk {
