@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "profile/stacks.h"
+#include "profile/writers.h"
 
 #define FRAME_H 16	/* pixels per stack level */
 #define PAD_X 10

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "profile/stacks.h"
+#include "profile/writers.h"
 
 struct by_name {
 	const char *disp;	/* interned: equal names, equal pointers */

@@ -177,6 +177,95 @@ static char *strs_take(struct saved_events *e, size_t *used, size_t n)
 	return e->strs + *used - n;
 }
 
+/* Decodes an event's stack stream (elen bytes at p, at file offset off)
+ * into e->stack (slen bytes). */
+static int decode_stack(struct stacksnap_saved *s, struct saved_events *e, size_t off,
+			const uint8_t *p, uint64_t elen, uint64_t slen,
+			uint64_t stack_base, uint8_t enc, uint16_t flags)
+{
+	struct cursor sc;
+	size_t bad_off;
+
+	if (slen > e->stack_cap) {
+		uint8_t *b = realloc(e->stack, slen);
+
+		if (!b)
+			return -ENOMEM;
+		e->stack = b;
+		e->stack_cap = slen;
+	}
+	memset(e->stack, 0, slen);
+	cursor_init(&sc, p, elen);
+	if (compact_stack__decode(&sc, e->stack, slen, stack_base,
+				  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
+		BAD(s, off + bad_off, "event %zu: corrupt stack encoding", e->n);
+		return -EINVAL;
+	}
+	/* Compacted in the kernel: what it left out read as its
+	 * poison during the live walk, and must again. */
+	if (flags & EVENTS_POISON)
+		for (size_t i = 0; i + 8 <= slen; i += 8) {
+			uint64_t v;
+
+			memcpy(&v, e->stack + i, 8);
+			if (!v) {
+				v = COMPACT_STACK_DROPPED;
+				memcpy(e->stack + i, &v, 8);
+			}
+		}
+	return 0;
+}
+
+/* Decodes an event's nfields fields, at fields_at in its record, into
+ * e->fields. Two passes: strings first (strs may move), then the
+ * pointers into them. */
+static int decode_fields(struct stacksnap_saved *s, struct saved_events *e,
+			 const struct saved_event_at *a, size_t fields_at,
+			 uint16_t nfields)
+{
+	struct cursor c;
+	size_t used;
+
+	for (int pass = 0; pass < 2; pass++) {
+		cursor_init(&c, a->p, a->len);
+		cursor_skip(&c, fields_at);
+		used = 0;
+		for (unsigned i = 0; i < nfields; i++) {
+			struct stacksnap_trace_field *f = &e->fields[i];
+			uint8_t nl = cursor_u8(&c);
+			const uint8_t *name = cursor_take(&c, nl);
+			uint8_t ff = cursor_u8(&c), size = cursor_u8(&c);
+			uint16_t sl = ff & EVENTS_FIELD_STRING ? cursor_u16(&c) : 0;
+			const uint8_t *str = ff & EVENTS_FIELD_STRING ? cursor_take(&c, sl) : NULL;
+			uint64_t v = ff & EVENTS_FIELD_STRING ? 0 : cursor_u64(&c);
+			char *ns, *ss = NULL;
+
+			if (c.bad) {
+				BAD(s, a->off + cursor_offset(&c), "event %zu: field %u truncated",
+				    e->n, i);
+				return -EINVAL;
+			}
+			if (!(ns = strs_take(e, &used, nl + 1u + (str ? sl + 1u : 0))))
+				return -ENOMEM;
+			if (pass == 0)
+				continue;
+			memcpy(ns, name, nl);
+			ns[nl] = 0;
+			if (str) {
+				ss = ns + nl + 1;
+				memcpy(ss, str, sl);
+				ss[sl] = 0;
+			}
+			*f = (struct stacksnap_trace_field){
+				.name = ns, .value = v, .str = ss, .size = size,
+				.is_signed = ff & EVENTS_FIELD_SIGNED,
+				.is_pointer = ff & EVENTS_FIELD_POINTER,
+			};
+		}
+	}
+	return 0;
+}
+
 /* Decodes the event at a into out (NULL: only check it). Returns 0,
  * -EINVAL (logged with the offset), -ENOMEM. */
 static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
@@ -184,7 +273,6 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 {
 	struct stacksnap_saved_event ev = { .sz = sizeof(ev) };
 	struct cursor c;
-	size_t used = 0, bad_off;
 	uint32_t kind, as_id;
 	uint16_t flags;
 	uint8_t clen, enc;
@@ -237,36 +325,11 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 	size_t stream_at = cursor_offset(&c);
 	p = cursor_take(&c, elen);
 	if (slen && (flags & EVENTS_HAS_STACK)) {
-		struct cursor sc;
+		int err = decode_stack(s, e, a->off + stream_at, p, elen, slen,
+				       ev.stack_base, enc, flags);
 
-		if (slen > e->stack_cap) {
-			uint8_t *b = realloc(e->stack, slen);
-
-			if (!b)
-				return -ENOMEM;
-			e->stack = b;
-			e->stack_cap = slen;
-		}
-		memset(e->stack, 0, slen);
-		cursor_init(&sc, p, elen);
-		if (compact_stack__decode(&sc, e->stack, slen, ev.stack_base,
-					  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
-			BAD(s, a->off + stream_at + bad_off, "event %zu: corrupt stack encoding",
-			    e->n);
-			return -EINVAL;
-		}
-		/* Compacted in the kernel: what it left out read as its
-		 * poison during the live walk, and must again. */
-		if (flags & EVENTS_POISON)
-			for (size_t i = 0; i + 8 <= slen; i += 8) {
-				uint64_t v;
-
-				memcpy(&v, e->stack + i, 8);
-				if (!v) {
-					v = COMPACT_STACK_DROPPED;
-					memcpy(e->stack + i, &v, 8);
-				}
-			}
+		if (err)
+			return err;
 		ev.stack = e->stack;
 		ev.stack_len = slen;
 	}
@@ -291,46 +354,10 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 	ev.nframes = nf;
 	ev.kernel_pcs = e->kpcs;
 	ev.kernel_nframes = nk;
-	/* Two passes over the fields: strings first (strs may move), then
-	 * the pointers into them. */
-	size_t fields_at = cursor_offset(&c);
-	for (int pass = 0; pass < 2; pass++) {
-		cursor_init(&c, a->p, a->len);
-		cursor_skip(&c, fields_at);
-		used = 0;
-		for (unsigned i = 0; i < nfields; i++) {
-			struct stacksnap_trace_field *f = &e->fields[i];
-			uint8_t nl = cursor_u8(&c);
-			const uint8_t *name = cursor_take(&c, nl);
-			uint8_t ff = cursor_u8(&c), size = cursor_u8(&c);
-			uint16_t sl = ff & EVENTS_FIELD_STRING ? cursor_u16(&c) : 0;
-			const uint8_t *str = ff & EVENTS_FIELD_STRING ? cursor_take(&c, sl) : NULL;
-			uint64_t v = ff & EVENTS_FIELD_STRING ? 0 : cursor_u64(&c);
-			char *ns, *ss = NULL;
+	int err = decode_fields(s, e, a, cursor_offset(&c), nfields);
 
-			if (c.bad) {
-				BAD(s, a->off + cursor_offset(&c), "event %zu: field %u truncated",
-				    e->n, i);
-				return -EINVAL;
-			}
-			if (!(ns = strs_take(e, &used, nl + 1u + (str ? sl + 1u : 0))))
-				return -ENOMEM;
-			if (pass == 0)
-				continue;
-			memcpy(ns, name, nl);
-			ns[nl] = 0;
-			if (str) {
-				ss = ns + nl + 1;
-				memcpy(ss, str, sl);
-				ss[sl] = 0;
-			}
-			*f = (struct stacksnap_trace_field){
-				.name = ns, .value = v, .str = ss, .size = size,
-				.is_signed = ff & EVENTS_FIELD_SIGNED,
-				.is_pointer = ff & EVENTS_FIELD_POINTER,
-			};
-		}
-	}
+	if (err)
+		return err;
 	ev.fields = e->fields;
 	ev.nfields = nfields;
 	/* Fields a newer writer appends to the record are skipped. */
