@@ -19,7 +19,6 @@
 #include "elf/elf_image.h"
 #include "saved/saved.h"
 #include "snapfile/compact_stack.h"
-#include "snapfile/events_file.h"
 #include "snapfile/snapshot_file.h"
 
 /* Errors name the file and the byte offset in it. */
