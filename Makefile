@@ -246,9 +246,9 @@ clean:
 # The generated pprof encoder (see GEN_SRCS above). Every library build
 # (plain, PIC, sanitized, fuzz) compiles it like a source of src/; the
 # writer's objects wait for the generated header.
-$(GEN_DIR)/profile.pb-c.c $(GEN_DIR)/profile.pb-c.h: src/format/profile.proto $(DEPS_STAMP)
+$(GEN_DIR)/profile.pb-c.c $(GEN_DIR)/profile.pb-c.h: src/profile/profile.proto $(DEPS_STAMP)
 	@mkdir -p $(GEN_DIR)
-	protoc-c --proto_path=src/format --c_out=$(GEN_DIR) src/format/profile.proto
+	protoc-c --proto_path=src/profile --c_out=$(GEN_DIR) src/profile/profile.proto
 $(O)/obj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -261,8 +261,8 @@ $(O)/san/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 $(O)/fuzzobj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
-$(O)/obj/src/format/pprof.o $(O)/pic/src/format/pprof.o $(O)/san/src/format/pprof.o \
-$(O)/fuzzobj/src/format/pprof.o: $(GEN_DIR)/profile.pb-c.h
+$(O)/obj/src/profile/pprof.o $(O)/pic/src/profile/pprof.o $(O)/san/src/profile/pprof.o \
+$(O)/fuzzobj/src/profile/pprof.o: $(GEN_DIR)/profile.pb-c.h
 
 # One source for --help and stacksnap(1): the help texts (see HELP_SRCS).
 $(GEN_DIR)/help_text.c $(O)/stacksnap.1: $(HELP_SRCS) scripts/gen-help.py

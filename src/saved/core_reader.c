@@ -1,11 +1,11 @@
-/* core.c - ELF core dumps as saved captures (stacksnap_saved__open_core):
+/* core_reader.c - ELF core dumps as saved captures (stacksnap_saved__open_core):
  * threads and registers from NT_PRSTATUS, memory from the PT_LOAD
  * segments, mappings from NT_FILE, the executable's entry and the vDSO
  * from NT_AUXV, build-ids from the ELF headers the kernel (or gcore)
  * dumped at the start of each file mapping. Everything is read through
  * the bounds-checked cursor; errors name the file offset. */
 #define _GNU_SOURCE
-#include "capture/saved.h"
+#include "saved/readers.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "elf/elf_image.h"
+#include "saved/saved.h"
 
 #define NT_FILE_TYPE 0x46494c45	/* "FILE" */
 #define PRSTATUS_SIZE 336	/* struct elf_prstatus on x86_64 */
@@ -59,7 +60,7 @@ struct core {
 	size_t nsegs, segs_cap;
 };
 
-void core__free(void *core)
+static void core_free(void *core)
 {
 	struct core *c = core;
 
@@ -68,6 +69,11 @@ void core__free(void *core)
 	free(c->segs);
 	free(c);
 }
+
+const struct saved_ops core_reader_ops = {
+	.name = "core dump",
+	.free = core_free,
+};
 
 static const struct core_seg *seg_at(const struct core *c, uint64_t addr)
 {
@@ -502,7 +508,8 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 
 	if (!c)
 		return -ENOMEM;
-	s->core = c;
+	s->ops = &core_reader_ops;
+	s->source = c;
 	c->bytes = s->image;
 	c->len = s->image_len;
 	if ((err = read_headers(s, c, &notes, &nnotes)) ||
@@ -572,8 +579,8 @@ struct stacksnap_saved *stacksnap_saved__open_core(struct stacksnap_ctx *ctx,
 	return core_open(ctx, path, NULL, 0, opts);
 }
 
-struct stacksnap_saved *core__open_mem(struct stacksnap_ctx *ctx, const void *bytes,
-				       size_t len)
+struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
+					      const void *bytes, size_t len)
 {
 	return core_open(ctx, NULL, bytes, len, NULL);
 }

@@ -1,8 +1,9 @@
 /* stacks.h - the aggregated-stacks structure shared by every profile
- * writer (folded, pprof, speedscope, SVG): interned frames, the call tree
- * of distinct stacks, and the name-merged tree the pictures are drawn from. */
-#ifndef SS_FORMAT_STACKS_H
-#define SS_FORMAT_STACKS_H
+ * writer (folded, pprof, speedscope, SVG; writers.h): interned frames, the
+ * call tree of distinct stacks, and the name-merged tree the pictures are
+ * drawn from. */
+#ifndef SS_PROFILE_STACKS_H
+#define SS_PROFILE_STACKS_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -71,17 +72,5 @@ struct mtree {
 int mtree_build(struct mtree *t, const struct stacksnap_stacks *st,
 		const struct stacksnap_stacks *base);
 void mtree_free(struct mtree *t);
-
-/* Writers, one per format file. */
-int pprof_write(const struct stacksnap_stacks *st, FILE *f,
-		const struct stacksnap_stacks_write_opts *o);
-int speedscope_write(const struct stacksnap_stacks *st, FILE *f,
-		     const struct stacksnap_stacks_write_opts *o);
-int flamegraph_svg_write(const struct stacksnap_stacks *st, FILE *f,
-			 const struct stacksnap_stacks_write_opts *o);
-
-/* JSON and XML string escaping onto f (UTF-8 passes through). */
-void json_string(FILE *f, const char *s);
-void xml_text(FILE *f, const char *s);
 
 #endif

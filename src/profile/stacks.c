@@ -1,6 +1,6 @@
 /* stacks.c - aggregated stacks: interned frames and the call tree of
  * distinct stacks every profile format is written from, the folded-stack
- * reader and writer, and the name-merged tree the pictures are drawn from. */
+ * reader, and the name-merged tree the pictures are drawn from. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "base/opts.h"
 #include "base/vec.h"
-#include "format/stacks.h"
+#include "profile/stacks.h"
 
 /* Interned strings live in chunks that never move. */
 struct str_chunk {
@@ -501,103 +501,6 @@ int stacksnap_stacks__add_folded(struct stacksnap_stacks *st,
 	return err ? fail(err) : stacks;
 }
 
-/* ---- folded output ---- */
-
-struct folded_line {
-	char *text;
-	uint64_t count;
-};
-
-static int cmp_line(const void *a, const void *b)
-{
-	return strcmp(((const struct folded_line *)a)->text,
-		      ((const struct folded_line *)b)->text);
-}
-
-/* Calls fn with every distinct folded line, sorted by text; stacks that
- * differ only in what folded text does not show (the address, the module)
- * are one line, their counts summed. */
-static int folded_lines(const struct stacksnap_stacks *st,
-			int (*fn)(const char *folded, uint64_t count, void *user),
-			void *user)
-{
-	struct folded_line *v = calloc(st->distinct ? st->distinct : 1, sizeof(*v));
-	uint32_t *path = malloc(st->nnodes * sizeof(*path));
-	size_t k = 0;
-	int err = 0;
-
-	if (!v || !path) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 1; i < st->nnodes && k < st->distinct; i++) {
-		size_t depth = 0, len = 0;
-
-		if (!st->nodes[i].self)
-			continue;
-		for (uint32_t n = (uint32_t)i; n; n = st->nodes[n].parent) {
-			path[depth++] = n;
-			len += strlen(st->frames[st->nodes[n].frame].disp) + 1;
-		}
-		char *s = malloc(len + 1), *p = s;
-
-		if (!s) {
-			err = -ENOMEM;
-			goto out;
-		}
-		while (depth-- > 0) {
-			const char *d = st->frames[st->nodes[path[depth]].frame].disp;
-			size_t dl = strlen(d);
-
-			memcpy(p, d, dl);
-			p += dl;
-			*p++ = ';';
-		}
-		p[p > s ? -1 : 0] = 0;
-		v[k].text = s;
-		v[k++].count = st->nodes[i].self;
-	}
-	qsort(v, k, sizeof(*v), cmp_line);
-	for (size_t i = 0; i < k && !err;) {
-		uint64_t c = v[i].count;
-		size_t j = i + 1;
-
-		while (j < k && !strcmp(v[j].text, v[i].text))
-			c += v[j++].count;
-		err = fn(v[i].text, c, user);
-		i = j;
-	}
-out:
-	if (v)
-		for (size_t i = 0; i < k; i++)
-			free(v[i].text);
-	free(v);
-	free(path);
-	return err;
-}
-
-static int print_line(const char *folded, uint64_t count, void *user)
-{
-	fprintf(user, "%s %" PRIu64 "\n", folded, count);
-	return 0;
-}
-
-static int folded_write(const struct stacksnap_stacks *st, FILE *f)
-{
-	return folded_lines(st, print_line, f);
-}
-
-int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *st,
-				   stacksnap_stacks_folded_fn fn, void *user)
-{
-	int err;
-
-	if (!st || !fn)
-		return fail(-EINVAL);
-	err = folded_lines(st, fn, user);
-	return err == -ENOMEM ? fail(err) : err;
-}
-
 /* ---- the name-merged tree ---- */
 
 static int64_t mchild(struct mtree *t, uint32_t parent, const struct sframe *fr)
@@ -682,75 +585,4 @@ void mtree_free(struct mtree *t)
 {
 	free(t->n);
 	memset(t, 0, sizeof(*t));
-}
-
-/* ---- escaping ---- */
-
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-void xml_text(FILE *f, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default:
-			if ((unsigned char)*s < 0x20)
-				fputc(' ', f);
-			else
-				fputc(*s, f);
-		}
-	}
-}
-
-/* ---- entry points ---- */
-
-int stacksnap_stacks_format__parse(const char *name, enum stacksnap_stacks_format *fmt)
-{
-	static const char *const names[] = { "folded", "pprof", "speedscope", "svg" };
-
-	for (size_t i = 0; name && i < 4; i++)
-		if (!strcmp(name, names[i])) {
-			*fmt = (enum stacksnap_stacks_format)i;
-			return 0;
-		}
-	return fail(-EINVAL);
-}
-
-int stacksnap_stacks__write(const struct stacksnap_stacks *st, FILE *f,
-			    enum stacksnap_stacks_format fmt,
-			    const struct stacksnap_stacks_write_opts *opts)
-{
-	struct stacksnap_stacks_write_opts o;
-	int err;
-
-	if (!st || !f || opts_in(&o, sizeof(o), opts, 0))
-		return fail(-EINVAL);
-	switch (fmt) {
-	case STACKSNAP_FORMAT_FOLDED: err = folded_write(st, f); break;
-	case STACKSNAP_FORMAT_PPROF: err = pprof_write(st, f, &o); break;
-	case STACKSNAP_FORMAT_SPEEDSCOPE: err = speedscope_write(st, f, &o); break;
-	case STACKSNAP_FORMAT_SVG: err = flamegraph_svg_write(st, f, &o); break;
-	default: return fail(-EINVAL);
-	}
-	if (!err && (fflush(f) || ferror(f)))
-		err = -EIO;
-	return err ? fail(err) : 0;
 }

@@ -1,6 +1,6 @@
 /* compact_stack.c - the kept-word bitmap policies and the run-length stream
  * of compact stacks (see compact_stack.h). */
-#include "compact_stack.h"
+#include "snapfile/compact_stack.h"
 
 #include <errno.h>
 #include <stdlib.h>

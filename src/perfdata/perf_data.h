@@ -2,8 +2,8 @@
  * perf_event records in it (tools/perf/Documentation/perf.data-file-format.txt,
  * include/uapi/linux/perf_event.h), shared by the reader and the tests that
  * build files by hand. */
-#ifndef SS_FORMAT_PERF_DATA_H
-#define SS_FORMAT_PERF_DATA_H
+#ifndef SS_PERFDATA_PERF_DATA_H
+#define SS_PERFDATA_PERF_DATA_H
 
 #define PERF_MAGIC2 0x32454c4946524550ull /* "PERFILE2" little-endian */
 #define PERF_FILE_HEADER_SIZE 104	  /* magic .. adds_features[4] */

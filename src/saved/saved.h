@@ -1,9 +1,10 @@
-/* saved.h - a capture read back from a file (a stacksnap snapshot file or
- * an ELF core dump): its threads, the address space rebuilt from the
- * recorded mappings, and the memory beyond each thread's stack copy. The
- * readers (src/format/snapshot_file.c, src/capture/core.c) fill it. */
-#ifndef SS_CAPTURE_SAVED_H
-#define SS_CAPTURE_SAVED_H
+/* saved.h - a capture read back from a file (a stacksnap snapshot file, an
+ * events file or an ELF core dump): its threads, the address space rebuilt
+ * from the recorded mappings, and the memory beyond each thread's stack
+ * copy. Sibling readers fill it (snapshot_reader.c, events_reader.c,
+ * core_reader.c; readers.h), each behind its saved_ops. */
+#ifndef SS_SAVED_SAVED_H
+#define SS_SAVED_SAVED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,6 +12,13 @@
 #include <stdio.h>
 
 #include "stacksnap.h"
+
+/* What a saved capture was read from: the reader's name for its source
+ * and how the reader's state of it is freed (free NULL: none kept). */
+struct saved_ops {
+	const char *name;
+	void (*free)(void *source);
+};
 
 /* Invariant: as is never NULL once a reader returned it; every
  * threads[i].stack points into stacks (a snapshot file's decoded copies)
@@ -28,11 +36,13 @@ struct stacksnap_saved {
 	size_t image_len;
 	bool image_mmapped;	/* image is an mmap, else malloc'ed or borrowed */
 	bool image_owned;
-	void *core;		/* core reader state, freed by core__free */
-	/* Events files (stacksnap trace --save): the events, the address
-	 * spaces by generation (events_file.c), how the trace unwound, and
+	/* The reader that filled s (NULL before one did) and its state
+	 * (a core's segments, an events file's events and address spaces
+	 * by generation), freed through ops->free, never by name. */
+	const struct saved_ops *ops;
+	void *source;
+	/* Events files (stacksnap trace --save): how the trace unwound, and
 	 * where a file its writer did not finish was cut (0: whole). */
-	struct saved_events *events;
 	unsigned trace_max_frames, trace_unwind;
 	size_t cut_at;
 };
@@ -69,13 +79,5 @@ int saved__add_mapping(struct stacksnap_saved *s,
 int saved__add_image(struct stacksnap_saved *s,
 		     const struct stacksnap_mapping *mp, const uint8_t *bytes,
 		     size_t len, const char *name);
-
-/* A core dump in memory (borrowed, must outlive the result): the fuzz
- * target's entry to the core reader. */
-struct stacksnap_saved *core__open_mem(struct stacksnap_ctx *ctx, const void *bytes,
-				       size_t len);
-
-/* Frees the core reader's part of s (core.c). */
-void core__free(void *core);
 
 #endif

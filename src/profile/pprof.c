@@ -9,7 +9,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
+#include "profile/writers.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;
@@ -242,6 +243,148 @@ static int gzip_write(FILE *f, const uint8_t *buf, size_t len)
 	return err;
 }
 
+/* The samples of a profile being built: one per call-tree node with self
+ * samples, its location ids (the frames from it to the root) and values.
+ * Invariant: li <= the sum of the depths of those nodes (locids' size). */
+struct pp_samples {
+	Sample *samples;
+	Sample **sampp;
+	Label *labels;
+	Label **labelp;
+	uint64_t *locids;
+	int64_t *values;
+	uint32_t *depth;	/* of each call-tree node */
+	size_t n, nvals, li;
+};
+
+/* The tables of p and ps, sized for st. Returns 0 or -ENOMEM (what was
+ * allocated is freed by pp_free). */
+static int pp_alloc(struct pp *p, struct pp_samples *ps, const struct stacksnap_stacks *st)
+{
+	size_t nf = st->nframes + 1, nloc_total = 0;
+
+	/* Strings: every interned one at most, plus a few of our own. */
+	p->strs = calloc(st->nstrs + 16, sizeof(*p->strs));
+	p->funcs = calloc(nf, sizeof(*p->funcs));
+	p->funcp = calloc(nf, sizeof(*p->funcp));
+	p->func_frame = calloc(nf, sizeof(*p->func_frame));
+	p->maps = calloc(nf, sizeof(*p->maps));
+	p->mapp = calloc(nf, sizeof(*p->mapp));
+	p->map_frame = calloc(nf, sizeof(*p->map_frame));
+	p->loc_of_frame = calloc(nf, sizeof(*p->loc_of_frame));
+	p->locs = calloc(nf, sizeof(*p->locs));
+	p->locp = calloc(nf, sizeof(*p->locp));
+	p->lines = calloc(nf, sizeof(*p->lines));
+	p->linep = calloc(nf, sizeof(*p->linep));
+	ps->samples = calloc(st->distinct + 1, sizeof(*ps->samples));
+	ps->sampp = calloc(st->distinct + 1, sizeof(*ps->sampp));
+	ps->labels = calloc(st->distinct + 1, sizeof(*ps->labels));
+	ps->labelp = calloc(st->distinct + 1, sizeof(*ps->labelp));
+	ps->values = calloc((st->distinct + 1) * ps->nvals, sizeof(*ps->values));
+	/* Location ids of every sample: at most the sum of the depths. */
+	ps->depth = calloc(st->nnodes, sizeof(*ps->depth));
+	if (ps->depth)
+		for (size_t i = 1; i < st->nnodes; i++) {
+			ps->depth[i] = ps->depth[st->nodes[i].parent] + 1;
+			if (st->nodes[i].self)
+				nloc_total += ps->depth[i];
+		}
+	ps->locids = calloc(nloc_total + 1, sizeof(*ps->locids));
+	if (!p->strs || !p->funcs || !p->funcp || !p->func_frame || !p->maps ||
+	    !p->mapp || !p->map_frame || !p->loc_of_frame || !p->locs || !p->locp ||
+	    !p->lines || !p->linep || !ps->samples || !ps->sampp || !ps->labels ||
+	    !ps->labelp || !ps->values || !ps->depth || !ps->locids ||
+	    idmap_init(&p->strmap, st->nstrs + 16) || idmap_init(&p->funcmap, nf) ||
+	    idmap_init(&p->mapmap, nf))
+		return -ENOMEM;
+	return 0;
+}
+
+static void pp_free(struct pp *p, struct pp_samples *ps)
+{
+	free(ps->depth);
+	free(ps->locids);
+	free(ps->values);
+	free(ps->labelp);
+	free(ps->labels);
+	free(ps->sampp);
+	free(ps->samples);
+	idmap_free(&p->strmap);
+	idmap_free(&p->funcmap);
+	idmap_free(&p->mapmap);
+	free(p->linep);
+	free(p->lines);
+	free(p->locp);
+	free(p->locs);
+	free(p->loc_of_frame);
+	free(p->map_frame);
+	free(p->mapp);
+	free(p->maps);
+	free(p->func_frame);
+	free(p->funcp);
+	free(p->funcs);
+	free(p->strs);
+}
+
+/* pprof takes the first mapping for the main binary (its "File:"): the
+ * executable (a module not named *.so*) with the most samples is made
+ * mapping 1. */
+static void put_main_mapping(struct pp *p, const struct stacksnap_stacks *st)
+{
+	const struct snode *outer = NULL;
+
+	for (size_t i = 1; i < st->nnodes; i++) {
+		const struct snode *n = &st->nodes[i];
+		const struct sframe *fr = &st->frames[n->frame];
+
+		if (fr->kind == STACKSNAP_KIND_USER && fr->module && fr->module[0] == '/' &&
+		    !strstr(fr->module, ".so") && (!outer || n->total > outer->total))
+			outer = n;
+	}
+	if (outer)
+		mapping_id(p, &st->frames[outer->frame]);
+}
+
+/* One sample per node with self samples: its locations from the node to
+ * the root, the thread's name as a label, its count (and time). */
+static void put_samples(struct pp *p, struct pp_samples *ps,
+			const struct stacksnap_stacks *st, int64_t thread_key)
+{
+	for (size_t i = 1; i < st->nnodes; i++) {
+		const struct snode *n = &st->nodes[i];
+		Sample *s = &ps->samples[ps->n];
+
+		if (!n->self)
+			continue;
+		perftools__profiles__sample__init(s);
+		s->location_id = &ps->locids[ps->li];
+		for (uint32_t k = (uint32_t)i; k; k = st->nodes[k].parent) {
+			uint32_t fi = st->nodes[k].frame;
+
+			/* A process or thread name is a label, not a frame. */
+			if (st->frames[fi].kind == STACKSNAP_KIND_ROOT) {
+				Label *l = &ps->labels[ps->n];
+
+				perftools__profiles__label__init(l);
+				l->key = thread_key;
+				l->str = str_index(p, st->frames[fi].disp);
+				ps->labelp[ps->n] = l;
+				s->n_label = 1;
+				s->label = &ps->labelp[ps->n];
+				continue;
+			}
+			ps->locids[ps->li++] = location_id(p, fi);
+			s->n_location_id++;
+		}
+		s->value = &ps->values[ps->n * ps->nvals];
+		s->n_value = ps->nvals;
+		s->value[0] = (int64_t)n->self;
+		if (ps->nvals > 1)
+			s->value[1] = (int64_t)(n->self * st->o.period_ns);
+		ps->sampp[ps->n++] = s;
+	}
+}
+
 int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 		const struct stacksnap_stacks_write_opts *o)
 {
@@ -249,50 +392,12 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 	ValueType vt[2], period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType *vtp[2] = { &vt[0], &vt[1] };
 	struct pp p = { .st = st };
-	size_t nf = st->nframes + 1, nsamp = 0, nvals = st->o.period_ns ? 2 : 1;
-	Sample *samples = NULL;
-	Sample **sampp = NULL;
-	Label *labels = NULL;
-	Label **labelp = NULL;
-	uint64_t *locids = NULL;
-	int64_t *values = NULL;
+	struct pp_samples ps = { .nvals = st->o.period_ns ? 2 : 1 };
 	uint8_t *buf = NULL;
+	size_t len;
 	int err = -ENOMEM;
 
-	/* Strings: every interned one at most, plus a few of our own. */
-	p.strs = calloc(st->nstrs + 16, sizeof(*p.strs));
-	p.funcs = calloc(nf, sizeof(*p.funcs));
-	p.funcp = calloc(nf, sizeof(*p.funcp));
-	p.func_frame = calloc(nf, sizeof(*p.func_frame));
-	p.maps = calloc(nf, sizeof(*p.maps));
-	p.mapp = calloc(nf, sizeof(*p.mapp));
-	p.map_frame = calloc(nf, sizeof(*p.map_frame));
-	p.loc_of_frame = calloc(nf, sizeof(*p.loc_of_frame));
-	p.locs = calloc(nf, sizeof(*p.locs));
-	p.locp = calloc(nf, sizeof(*p.locp));
-	p.lines = calloc(nf, sizeof(*p.lines));
-	p.linep = calloc(nf, sizeof(*p.linep));
-	samples = calloc(st->distinct + 1, sizeof(*samples));
-	sampp = calloc(st->distinct + 1, sizeof(*sampp));
-	labels = calloc(st->distinct + 1, sizeof(*labels));
-	labelp = calloc(st->distinct + 1, sizeof(*labelp));
-	values = calloc((st->distinct + 1) * nvals, sizeof(*values));
-	/* Location ids of every sample: at most the sum of the depths. */
-	size_t nloc_total = 0;
-	uint32_t *depth = calloc(st->nnodes, sizeof(*depth));
-
-	if (depth)
-		for (size_t i = 1; i < st->nnodes; i++) {
-			depth[i] = depth[st->nodes[i].parent] + 1;
-			if (st->nodes[i].self)
-				nloc_total += depth[i];
-		}
-	locids = calloc(nloc_total + 1, sizeof(*locids));
-	if (!p.strs || !p.funcs || !p.funcp || !p.func_frame || !p.maps || !p.mapp ||
-	    !p.map_frame || !p.loc_of_frame || !p.locs || !p.locp || !p.lines ||
-	    !p.linep || !samples || !sampp || !labels || !labelp || !values ||
-	    !depth || !locids || idmap_init(&p.strmap, st->nstrs + 16) ||
-	    idmap_init(&p.funcmap, nf) || idmap_init(&p.mapmap, nf))
+	if (pp_alloc(&p, &ps, st))
 		goto out;
 	p.strs[p.nstrs++] = (char *)"";
 	for (int i = 0; i < 2; i++)
@@ -306,60 +411,15 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 		prof.period = (int64_t)st->o.period_ns;
 	}
 	int64_t thread_key = str_index(&p, "thread");
-	size_t li = 0;
 
-	/* pprof takes the first mapping for the main binary (its "File:"):
-	 * the executable (a module not named *.so*) with the most samples. */
-	const struct snode *outer = NULL;
-
-	for (size_t i = 1; i < st->nnodes; i++) {
-		const struct snode *n = &st->nodes[i];
-		const struct sframe *fr = &st->frames[n->frame];
-
-		if (fr->kind == STACKSNAP_KIND_USER && fr->module && fr->module[0] == '/' &&
-		    !strstr(fr->module, ".so") && (!outer || n->total > outer->total))
-			outer = n;
-	}
-	if (outer)
-		mapping_id(&p, &st->frames[outer->frame]);
-
-	for (size_t i = 1; i < st->nnodes; i++) {
-		const struct snode *n = &st->nodes[i];
-		Sample *s = &samples[nsamp];
-
-		if (!n->self)
-			continue;
-		perftools__profiles__sample__init(s);
-		s->location_id = &locids[li];
-		for (uint32_t k = (uint32_t)i; k; k = st->nodes[k].parent) {
-			uint32_t fi = st->nodes[k].frame;
-
-			/* A process or thread name is a label, not a frame. */
-			if (st->frames[fi].kind == STACKSNAP_KIND_ROOT) {
-				perftools__profiles__label__init(&labels[nsamp]);
-				labels[nsamp].key = thread_key;
-				labels[nsamp].str = str_index(&p, st->frames[fi].disp);
-				labelp[nsamp] = &labels[nsamp];
-				s->n_label = 1;
-				s->label = &labelp[nsamp];
-				continue;
-			}
-			locids[li++] = location_id(&p, fi);
-			s->n_location_id++;
-		}
-		s->value = &values[nsamp * nvals];
-		s->n_value = nvals;
-		s->value[0] = (int64_t)n->self;
-		if (nvals > 1)
-			s->value[1] = (int64_t)(n->self * st->o.period_ns);
-		sampp[nsamp++] = s;
-	}
+	put_main_mapping(&p, st);
+	put_samples(&p, &ps, st, thread_key);
 	if (o->title)
 		str_index(&p, o->title);
-	prof.n_sample_type = nvals;
+	prof.n_sample_type = ps.nvals;
 	prof.sample_type = vtp;
-	prof.n_sample = nsamp;
-	prof.sample = sampp;
+	prof.n_sample = ps.n;
+	prof.sample = ps.sampp;
 	prof.n_mapping = p.nmaps;
 	prof.mapping = p.mapp;
 	prof.n_location = p.nlocs;
@@ -370,8 +430,7 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 	prof.string_table = p.strs;
 	prof.time_nanos = (int64_t)st->o.time_ns;
 	prof.duration_nanos = (int64_t)st->o.duration_ns;
-	size_t len = perftools__profiles__profile__get_packed_size(&prof);
-
+	len = perftools__profiles__profile__get_packed_size(&prof);
 	buf = malloc(len ? len : 1);
 	if (!buf)
 		goto out;
@@ -379,27 +438,6 @@ int pprof_write(const struct stacksnap_stacks *st, FILE *f,
 	err = gzip_write(f, buf, len);
 out:
 	free(buf);
-	free(depth);
-	free(locids);
-	free(values);
-	free(labelp);
-	free(labels);
-	free(sampp);
-	free(samples);
-	idmap_free(&p.strmap);
-	idmap_free(&p.funcmap);
-	idmap_free(&p.mapmap);
-	free(p.linep);
-	free(p.lines);
-	free(p.locp);
-	free(p.locs);
-	free(p.loc_of_frame);
-	free(p.map_frame);
-	free(p.mapp);
-	free(p.maps);
-	free(p.func_frame);
-	free(p.funcp);
-	free(p.funcs);
-	free(p.strs);
+	pp_free(&p, &ps);
 	return err;
 }

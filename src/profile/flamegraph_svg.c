@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
+#include "profile/writers.h"
 
 #define FRAME_H 16	/* pixels per stack level */
 #define PAD_X 10

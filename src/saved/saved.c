@@ -1,8 +1,8 @@
-/* saved.c - the object a saved capture is read into (snapshot files and
- * core dumps alike): its accessors, and the address space rebuilt from
+/* saved.c - the object a saved capture is read into (snapshot files,
+ * events files and core dumps alike): its accessors, and the address space rebuilt from
  * recorded mappings, finding each module's file by path or build-id. */
 #define _GNU_SOURCE
-#include "capture/saved.h"
+#include "saved/saved.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,6 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
-#include "format/events_file.h"
 
 struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path)
 {
@@ -219,8 +218,8 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 {
 	if (!s)
 		return;
-	core__free(s->core);
-	events__free(s->events);
+	if (s->ops && s->ops->free)
+		s->ops->free(s->source);
 	stacksnap_mem__free(s->mem);
 	stacksnap_addrspace__free(s->as);
 	free(s->threads);

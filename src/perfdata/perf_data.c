@@ -1,7 +1,7 @@
-/* perf_data.c - a reader of perf.data files (file and pipe layouts): the
- * header, the event attributes, the build-id and event-description
- * features, and the record stream, delivered in perf's time order with the
- * memory of two flush rounds. Every byte comes from outside: all reads go
+/* perf_data.c - a reader of perf.data files (file and pipe layouts):
+ * opening (and inflating perf record -z data), and the record stream,
+ * delivered in perf's time order with the memory of two flush rounds; the
+ * header's attributes and features are perf_data_header.c's. Every byte comes from outside: all reads go
  * through the bounds-checked cursor and errors name the file offset. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,372 +19,10 @@
 #include "base/opts.h"
 #include "base/cursor.h"
 #include "base/vec.h"
-#include "format/perf_data.h"
+#include "perfdata/perf_data.h"
+#include "perfdata/perf_data_reader.h"
 
 #include <zstd.h>
-
-#define MAX_ATTRS 4096
-#define MAX_NAME 64
-
-/* What a record's layout depends on, for one event (perf_event_attr). */
-struct perf_attr {
-	uint64_t type, config, sample_type, read_format;
-	uint64_t branch_sample_type, regs_user;
-	bool sample_id_all;
-	char name[MAX_NAME];
-};
-
-/* Sample id -> attribute index. Sorted by id once the header is read. */
-struct id_attr {
-	uint64_t id;
-	size_t attr;
-};
-
-/* One entry of the build-id table: filename points into the file. */
-struct build_id {
-	const char *filename;
-	uint8_t id[20];
-	uint8_t len;
-};
-
-/* A record waiting for its turn: sorted by (time, seq). */
-struct queued {
-	uint64_t time;
-	uint64_t seq;
-	uint64_t offset;
-};
-
-/* Invariants: data[data_off .. data_end) is the record stream and pos
- * (aligned to 8) lies inside it; ready[next_ready .. nready) are sorted
- * and due; pending holds the records read since, unsorted. */
-struct stacksnap_perf_data {
-	struct stacksnap_ctx *ctx;
-	const uint8_t *data;
-	size_t len;
-	bool mapped;
-	/* A recording with PERF_RECORD_COMPRESSED records (perf record -z):
-	 * its data section inflated, compressed records replaced by what
-	 * they hold; data points here, the file's mapping is kept in
-	 * file/file_len (feature sections and build-id names point there). */
-	uint8_t *inflated;
-	bool compressed;	/* file mode: the COMPRESSED feature is set */
-	const uint8_t *file;
-	size_t file_len;
-	char name[256];		/* file name for messages */
-	bool pipe;
-	uint64_t data_off, data_end, pos;
-	struct perf_attr *attrs;
-	size_t nattrs, capattrs;
-	struct id_attr *ids;
-	size_t nids, capids;
-	bool ids_sorted;
-	struct build_id *bids;
-	size_t nbids, capbids;
-	bool sort;		/* every record has a time: sort them */
-	bool sort_decided;
-	struct queued *pending, *ready;
-	size_t npending, cappending, nready, capready, next_ready;
-	uint64_t seq, max_time, flush_limit;
-	bool eof;
-	int err;		/* sticky: the stream ended with it */
-	/* A record at an unaligned offset (pipe mode: perf's own records
-	 * there need not be multiples of 8) is copied here to decode. */
-	uint64_t scratch[65536 / 8];
-	char errmsg[704];	/* name + offset + what */
-};
-
-__attribute__((format(printf, 3, 4)))
-static int corrupt(struct stacksnap_perf_data *pd, uint64_t off,
-		   const char *fmt, ...)
-{
-	char what[384];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	snprintf(pd->errmsg, sizeof(pd->errmsg),
-		 "%s: corrupt perf.data at offset %#" PRIx64 ": %s", pd->name,
-		 off, what);
-	log_err(&pd->ctx->log, "%s", pd->errmsg);
-	pd->err = -EINVAL;
-	return fail(-EINVAL);
-}
-
-static void default_name(struct perf_attr *a)
-{
-	static const char *const sw[] = { "cpu-clock", "task-clock",
-					  "page-faults", "context-switches",
-					  "cpu-migrations", "minor-faults",
-					  "major-faults" };
-	static const char *const hw[] = { "cycles", "instructions",
-					  "cache-references", "cache-misses",
-					  "branches", "branch-misses" };
-	const char *n = "";
-
-	if (a->type == 1 && a->config < sizeof(sw) / sizeof(sw[0]))
-		n = sw[a->config];
-	else if (a->type == 0 && a->config < sizeof(hw) / sizeof(hw[0]))
-		n = hw[a->config];
-	snprintf(a->name, sizeof(a->name), "%s", n);
-}
-
-/* Reads a perf_event_attr of attr_len bytes at c; fields past its own
- * size stay 0. */
-static int parse_attr(struct stacksnap_perf_data *pd, struct cursor *c,
-		      size_t attr_len, struct perf_attr *a)
-{
-	uint64_t off = cursor_offset(c);
-	const uint8_t *p = cursor_take(c, attr_len);
-	uint8_t buf[PA_SAMPLE_STACK_USER + 8] = { 0 };
-
-	if (!p || attr_len < PA_READ_FORMAT + 8)
-		return corrupt(pd, off, "event attribute of %zu bytes", attr_len);
-	memcpy(buf, p, attr_len < sizeof(buf) ? attr_len : sizeof(buf));
-	memset(a, 0, sizeof(*a));
-	uint32_t t;
-	memcpy(&t, buf + PA_TYPE, 4);
-	a->type = t;
-	memcpy(&a->config, buf + PA_CONFIG, 8);
-	memcpy(&a->sample_type, buf + PA_SAMPLE_TYPE, 8);
-	memcpy(&a->read_format, buf + PA_READ_FORMAT, 8);
-	uint64_t flags;
-	memcpy(&flags, buf + PA_FLAGS, 8);
-	a->sample_id_all = flags & PA_FLAG_SAMPLE_ID_ALL;
-	memcpy(&a->branch_sample_type, buf + PA_BRANCH_SAMPLE_TYPE, 8);
-	memcpy(&a->regs_user, buf + PA_SAMPLE_REGS_USER, 8);
-	default_name(a);
-	return 0;
-}
-
-static int add_attr(struct stacksnap_perf_data *pd, const struct perf_attr *a,
-		    uint64_t off)
-{
-	struct perf_attr *slot;
-
-	if (pd->nattrs >= MAX_ATTRS)
-		return corrupt(pd, off, "more than %d event attributes", MAX_ATTRS);
-	if (pd->nattrs && (a->sample_id_all != pd->attrs[0].sample_id_all))
-		return corrupt(pd, off, "events disagree on sample_id_all");
-	slot = VEC_PUSH(pd->attrs, pd->nattrs, pd->capattrs);
-	if (!slot)
-		return fail(-ENOMEM);
-	*slot = *a;
-	return 0;
-}
-
-static int add_id(struct stacksnap_perf_data *pd, uint64_t id, size_t attr)
-{
-	struct id_attr *e = VEC_PUSH(pd->ids, pd->nids, pd->capids);
-
-	if (!e)
-		return fail(-ENOMEM);
-	e->id = id;
-	e->attr = attr;
-	pd->ids_sorted = false;
-	return 0;
-}
-
-static int cmp_id(const void *a, const void *b)
-{
-	const struct id_attr *x = a, *y = b;
-
-	return (x->id > y->id) - (x->id < y->id);
-}
-
-/* The file's attribute section: attr_size-byte entries, each an attribute
- * followed by the file section holding its sample ids. */
-static int read_attrs(struct stacksnap_perf_data *pd, uint64_t attr_size,
-		      uint64_t off, uint64_t size)
-{
-	if (attr_size < PA_READ_FORMAT + 8 + 16 || attr_size > 4096)
-		return corrupt(pd, 16, "attribute entry size %" PRIu64, attr_size);
-	if (off > pd->len || size > pd->len - off)
-		return corrupt(pd, 40, "attribute section %#" PRIx64 "+%#" PRIx64
-			       " is outside the file (%zu bytes)", off, size, pd->len);
-	if (size / attr_size == 0 || size % attr_size)
-		return corrupt(pd, 48, "attribute section of %" PRIu64
-			       " bytes for entries of %" PRIu64, size, attr_size);
-	for (uint64_t i = 0; i < size / attr_size; i++) {
-		struct cursor c;
-		struct perf_attr a;
-		uint64_t at = off + i * attr_size;
-
-		cursor_init(&c, pd->data, pd->len);
-		cursor_skip(&c, at);
-		if (parse_attr(pd, &c, attr_size - 16, &a))
-			return pd->err ? pd->err : -ENOMEM;
-		uint64_t ids_off = cursor_u64(&c), ids_size = cursor_u64(&c);
-		if (ids_off > pd->len || ids_size > pd->len - ids_off || ids_size % 8)
-			return corrupt(pd, at + attr_size - 16, "sample ids at %#" PRIx64
-				       "+%#" PRIx64 " are outside the file",
-				       ids_off, ids_size);
-		if (add_attr(pd, &a, at))
-			return pd->err ? pd->err : -ENOMEM;
-		for (uint64_t j = 0; j < ids_size / 8; j++) {
-			uint64_t id;
-
-			memcpy(&id, pd->data + ids_off + j * 8, 8);
-			if (add_id(pd, id, pd->nattrs - 1))
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-/* One build-id record (feature section or pipe record) at c, of size
- * bytes including its header. */
-static int read_build_id(struct stacksnap_perf_data *pd, struct cursor *c,
-			 uint64_t off, uint16_t misc, uint16_t size)
-{
-	struct build_id *b;
-	const uint8_t *id;
-	const char *fname;
-
-	if (size < 8 + 4 + 24 + 1 || size > cursor_left(c) + 8)
-		return corrupt(pd, off, "build-id record of %u bytes", size);
-	cursor_skip(c, 4); /* pid */
-	id = cursor_take(c, 24);
-	fname = (const char *)cursor_take(c, size - 8 - 4 - 24);
-	if (!id || !fname || !memchr(fname, 0, size - 8 - 4 - 24))
-		return corrupt(pd, off, "build-id record without a file name");
-	b = VEC_PUSH(pd->bids, pd->nbids, pd->capbids);
-	if (!b)
-		return fail(-ENOMEM);
-	b->filename = fname;
-	b->len = misc & PERF_MISC_BUILD_ID_SIZE ? id[20] : 20;
-	if (b->len > 20)
-		b->len = 20;
-	memcpy(b->id, id, b->len);
-	return 0;
-}
-
-static int read_build_ids(struct stacksnap_perf_data *pd, uint64_t off,
-			  uint64_t size)
-{
-	struct cursor c;
-
-	cursor_init(&c, pd->data + off, size);
-	while (cursor_left(&c) >= 8) {
-		uint64_t at = off + cursor_offset(&c);
-		cursor_u32(&c);
-		uint16_t misc = cursor_u16(&c), rsize = cursor_u16(&c);
-
-		if (read_build_id(pd, &c, at, misc, rsize))
-			return pd->err ? pd->err : -ENOMEM;
-	}
-	return 0;
-}
-
-/* perf's header string: u32 length (padded), then the bytes. */
-static const char *header_string(struct cursor *c)
-{
-	uint32_t len = cursor_u32(c);
-	const char *s = (const char *)cursor_take(c, len);
-
-	return s && len && memchr(s, 0, len) ? s : NULL;
-}
-
-/* EVENT_DESC: the event names, matched to attributes by their ids. */
-static int read_event_desc(struct stacksnap_perf_data *pd, uint64_t off,
-			   uint64_t size)
-{
-	struct cursor c;
-
-	cursor_init(&c, pd->data + off, size);
-	uint32_t nr = cursor_u32(&c), asz = cursor_u32(&c);
-	for (uint32_t i = 0; i < nr && !c.bad; i++) {
-		struct perf_attr a;
-		if (asz < PA_READ_FORMAT + 8 || asz > cursor_left(&c) ||
-		    parse_attr(pd, &c, asz, &a)) {
-			pd->err = 0; /* names are optional: keep defaults */
-			return 0;
-		}
-		uint32_t nids = cursor_u32(&c);
-		const char *name = header_string(&c);
-		if (!name || nids > cursor_left(&c) / 8)
-			return 0;
-		for (uint32_t j = 0; j < nids; j++) {
-			uint64_t id = cursor_u64(&c);
-
-			for (size_t k = 0; k < pd->nids; k++)
-				if (pd->ids[k].id == id)
-					snprintf(pd->attrs[pd->ids[k].attr].name,
-						 MAX_NAME, "%s", name);
-		}
-		if (nids == 0 && i < pd->nattrs)
-			snprintf(pd->attrs[i].name, MAX_NAME, "%s", name);
-	}
-	return 0;
-}
-
-static int read_features(struct stacksnap_perf_data *pd, const uint64_t feat[4])
-{
-	uint64_t at = pd->data_end;
-
-	for (unsigned bit = 0; bit < 256; bit++) {
-		if (!(feat[bit / 64] >> (bit % 64) & 1))
-			continue;
-		struct cursor c;
-		cursor_init(&c, pd->data, pd->len);
-		if (!cursor_skip(&c, at) || cursor_left(&c) < 16)
-			return corrupt(pd, at, "feature section table is cut short "
-				       "(the file is truncated)");
-		uint64_t off = cursor_u64(&c), size = cursor_u64(&c);
-		if (off > pd->len || size > pd->len - off)
-			return corrupt(pd, at, "feature %u at %#" PRIx64 "+%#" PRIx64
-				       " is outside the file (%zu bytes)", bit, off,
-				       size, pd->len);
-		if (bit == PERF_FEAT_BUILD_ID && read_build_ids(pd, off, size))
-			return pd->err ? pd->err : -ENOMEM;
-		if (bit == PERF_FEAT_EVENT_DESC && read_event_desc(pd, off, size))
-			return -ENOMEM;
-		at += 16;
-	}
-	return 0;
-}
-
-static int read_header(struct stacksnap_perf_data *pd)
-{
-	struct cursor c;
-
-	cursor_init(&c, pd->data, pd->len);
-	uint64_t magic = cursor_u64(&c), hsize = cursor_u64(&c);
-	if (c.bad || magic != PERF_MAGIC2) {
-		if (!c.bad && magic == __builtin_bswap64(PERF_MAGIC2))
-			return corrupt(pd, 0, "big-endian perf.data is not supported");
-		return corrupt(pd, 0, "not a perf.data file (no PERFILE2 magic)");
-	}
-	if (hsize == PERF_PIPE_HEADER_SIZE) {
-		pd->pipe = true;
-		pd->data_off = pd->pos = PERF_PIPE_HEADER_SIZE;
-		pd->data_end = pd->len;
-		return 0;
-	}
-	if (hsize < PERF_FILE_HEADER_SIZE || hsize > pd->len)
-		return corrupt(pd, 8, "header size %" PRIu64 " (file of %zu bytes)",
-			       hsize, pd->len);
-	uint64_t attr_size = cursor_u64(&c);
-	uint64_t aoff = cursor_u64(&c), asize = cursor_u64(&c);
-	uint64_t doff = cursor_u64(&c), dsize = cursor_u64(&c);
-	cursor_skip(&c, 16); /* event_types: unused since 2010 */
-	uint64_t feat[4];
-	for (int i = 0; i < 4; i++)
-		feat[i] = cursor_u64(&c);
-	if (doff > pd->len || dsize > pd->len - doff)
-		return corrupt(pd, 56, "data section %#" PRIx64 "+%#" PRIx64
-			       " is outside the file (%zu bytes; truncated?)",
-			       doff, dsize, pd->len);
-	if (doff % 8)
-		return corrupt(pd, 56, "data section at unaligned offset %#" PRIx64,
-			       doff);
-	pd->data_off = pd->pos = doff;
-	pd->data_end = doff + dsize;
-	pd->compressed = feat[PERF_FEAT_COMPRESSED / 64] >> (PERF_FEAT_COMPRESSED % 64) & 1;
-	if (read_attrs(pd, attr_size, aoff, asize))
-		return pd->err ? pd->err : -ENOMEM;
-	return read_features(pd, feat);
-}
 
 static struct stacksnap_perf_data *
 pd_new(struct stacksnap_ctx *ctx, const char *name,
@@ -466,7 +104,7 @@ static int inflate_compressed(struct stacksnap_perf_data *pd)
 		memcpy(&type, pd->data + off, 4);
 		memcpy(&size, pd->data + off + 6, 2);
 		if (size < 8 || size > pd->data_end - off) {
-			err = corrupt(pd, off, "record of %u bytes in a compressed recording", size);
+			err = pd_corrupt(pd, off, "record of %u bytes in a compressed recording", size);
 			goto out;
 		}
 		const uint8_t *src = pd->data + off + 8;
@@ -476,7 +114,7 @@ static int inflate_compressed(struct stacksnap_perf_data *pd)
 			uint64_t dsize;
 
 			if (slen < 8) {
-				err = corrupt(pd, off, "compressed record of %u bytes", size);
+				err = pd_corrupt(pd, off, "compressed record of %u bytes", size);
 				goto out;
 			}
 			memcpy(&dsize, src, 8);
@@ -514,7 +152,7 @@ static int inflate_compressed(struct stacksnap_perf_data *pd)
 				size_t r = ZSTD_decompressStream(z, &ob, &in);
 
 				if (ZSTD_isError(r)) {
-					err = corrupt(pd, off, "compressed record: zstd: %s",
+					err = pd_corrupt(pd, off, "compressed record: zstd: %s",
 						      ZSTD_getErrorName(r));
 					goto out;
 				}
@@ -552,7 +190,7 @@ out:
 
 static struct stacksnap_perf_data *pd_start(struct stacksnap_perf_data *pd)
 {
-	int err = read_header(pd);
+	int err = pd_read_header(pd);
 
 	if (!err)
 		err = inflate_compressed(pd);
@@ -649,7 +287,7 @@ stacksnap_perf_data__open_attr(struct stacksnap_ctx *ctx, const void *attr,
 	if (!pd)
 		return NULL;
 	cursor_init(&c, attr, attr_size);
-	if (!attr || parse_attr(pd, &c, attr_size, &a) || add_attr(pd, &a, 0)) {
+	if (!attr || pd_parse_attr(pd, &c, attr_size, &a) || pd_add_attr(pd, &a, 0)) {
 		free(pd->attrs);
 		free(pd);
 		errno = EINVAL;
@@ -668,7 +306,7 @@ int stacksnap_perf_data__decode(struct stacksnap_perf_data *pd, const void *rec,
 		return fail(-EINVAL);
 	memcpy(&size, (const uint8_t *)rec + 6, 2);
 	if (size < 8 || size > len)
-		return corrupt(pd, 0, "record of %u bytes in %zu", size, len);
+		return pd_corrupt(pd, 0, "record of %u bytes in %zu", size, len);
 	/* decode() reads the record at an offset of the stream: make the
 	 * stream this one record. */
 	pd->data = rec;
@@ -713,6 +351,13 @@ void stacksnap_perf_data__free(struct stacksnap_perf_data *pd)
 const char *stacksnap_perf_data__error(const struct stacksnap_perf_data *pd)
 {
 	return pd ? pd->errmsg : "";
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_attr *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
 }
 
 /* The attribute a record belongs to, from its sample id. */
@@ -887,7 +532,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 			cursor_skip(c, 8 * popcount64(rf & (PR_TOTAL_TIME_ENABLED |
 							   PR_TOTAL_TIME_RUNNING)));
 			if (nr > cursor_left(c) / 8 / per)
-				return corrupt(pd, off, "sample read group of %" PRIu64
+				return pd_corrupt(pd, off, "sample read group of %" PRIu64
 					       " values", nr);
 			cursor_skip(c, nr * per * 8);
 		} else {
@@ -899,7 +544,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 		uint64_t nr = cursor_u64(c);
 
 		if (nr > cursor_left(c) / 8)
-			return corrupt(pd, off, "callchain of %" PRIu64
+			return pd_corrupt(pd, off, "callchain of %" PRIu64
 				       " entries in a record of %u bytes", nr, ev->size);
 		ev->callchain_nr = nr;
 		ev->callchain = (const uint64_t *)cursor_take(c, nr * 8);
@@ -910,7 +555,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 		/* The kernel pads raw data so that the fields after it
 		 * stay 8-byte aligned; they are handed out as u64 arrays. */
 		if ((4 + (uint64_t)n) % 8 || !cursor_skip(c, n))
-			return corrupt(pd, off, "raw data of %u bytes", n);
+			return pd_corrupt(pd, off, "raw data of %u bytes", n);
 	}
 	if (st & PS_BRANCH_STACK) {
 		uint64_t nr = cursor_u64(c);
@@ -918,7 +563,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 		if (a->branch_sample_type & PERF_BRANCH_HW_INDEX)
 			cursor_skip(c, 8);
 		if (nr > cursor_left(c) / 24)
-			return corrupt(pd, off, "branch stack of %" PRIu64 " entries", nr);
+			return pd_corrupt(pd, off, "branch stack of %" PRIu64 " entries", nr);
 		cursor_skip(c, nr * 24);
 	}
 	if (st & PS_REGS_USER) {
@@ -929,7 +574,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 
 			ev->regs = (const uint64_t *)cursor_take(c, n * 8);
 			if (!ev->regs)
-				return corrupt(pd, off, "user registers cut short");
+				return pd_corrupt(pd, off, "user registers cut short");
 		}
 	}
 	if (st & PS_STACK_USER) {
@@ -937,7 +582,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 
 		if (size) {
 			if (size > cursor_left(c))
-				return corrupt(pd, off, "user stack of %" PRIu64
+				return pd_corrupt(pd, off, "user stack of %" PRIu64
 					       " bytes in a record of %u bytes",
 					       size, ev->size);
 			ev->stack = cursor_take(c, size);
@@ -946,7 +591,7 @@ static int decode_sample(struct stacksnap_perf_data *pd,
 		}
 	}
 	if (c->bad)
-		return corrupt(pd, off, "sample record of %u bytes is too short "
+		return pd_corrupt(pd, off, "sample record of %u bytes is too short "
 			       "for its sample_type %#" PRIx64, ev->size, st);
 	if (!ev->regs)
 		ev->regs_abi = 0;
@@ -982,7 +627,7 @@ static int decode(struct stacksnap_perf_data *pd, uint64_t off,
 		return 0;
 	const struct perf_attr *a = record_attr(pd, type, rec + 8, size - 8);
 	if (!a)
-		return corrupt(pd, off, "record of type %u has an unknown sample id",
+		return pd_corrupt(pd, off, "record of type %u has an unknown sample id",
 			       type);
 	if (type != PERF_REC_SAMPLE)
 		read_trailer(a, rec + 8, size - 8, ev);
@@ -1026,7 +671,7 @@ static int decode(struct stacksnap_perf_data *pd, uint64_t off,
 		ev->map.path = (const char *)c.p;
 		if (c.bad || !memchr(c.p, 0, cursor_left(&c)) || len == 0 ||
 		    ev->map.end < ev->map.start)
-			return corrupt(pd, off, "mmap record of %u bytes is malformed",
+			return pd_corrupt(pd, off, "mmap record of %u bytes is malformed",
 				       size);
 		fill_build_id(pd, &ev->map);
 		return 0;
@@ -1037,7 +682,7 @@ static int decode(struct stacksnap_perf_data *pd, uint64_t off,
 		ev->comm = (const char *)c.p;
 		ev->exec = misc & PERF_MISC_COMM_EXEC;
 		if (c.bad || !memchr(c.p, 0, cursor_left(&c)))
-			return corrupt(pd, off, "comm record without a name");
+			return pd_corrupt(pd, off, "comm record without a name");
 		return 0;
 	case PERF_REC_FORK:
 	case PERF_REC_EXIT:
@@ -1049,7 +694,7 @@ static int decode(struct stacksnap_perf_data *pd, uint64_t off,
 		ev->ptid = (pid_t)cursor_u32(&c);
 		ev->time = cursor_u64(&c);
 		if (c.bad)
-			return corrupt(pd, off, "fork/exit record of %u bytes", size);
+			return pd_corrupt(pd, off, "fork/exit record of %u bytes", size);
 		return 0;
 	case PERF_REC_LOST:
 		ev->type = STACKSNAP_PERF_LOST;
@@ -1079,14 +724,14 @@ static int pipe_record(struct stacksnap_perf_data *pd, uint64_t off,
 		       size >= 8 + PA_SIZE + 4 ? 4 : 0);
 		if (size < 8 + PA_SIZE + 4 || asz < PA_READ_FORMAT + 8 ||
 		    asz > size - 8u)
-			return corrupt(pd, off, "attribute record of %u bytes", size);
-		if (parse_attr(pd, &c, asz, &a) || add_attr(pd, &a, off))
+			return pd_corrupt(pd, off, "attribute record of %u bytes", size);
+		if (pd_parse_attr(pd, &c, asz, &a) || pd_add_attr(pd, &a, off))
 			return pd->err ? pd->err : -ENOMEM;
 		while (cursor_left(&c) >= 8)
-			if (add_id(pd, cursor_u64(&c), pd->nattrs - 1))
+			if (pd_add_id(pd, cursor_u64(&c), pd->nattrs - 1))
 				return -ENOMEM;
 	} else if (type == PERF_REC_HEADER_BUILD_ID) {
-		return read_build_id(pd, &c, off, misc, size);
+		return pd_read_build_id(pd, &c, off, misc, size);
 	}
 	return 0;
 }
@@ -1101,7 +746,7 @@ static int scan_round(struct stacksnap_perf_data *pd)
 		uint16_t misc, size;
 
 		if (pd->data_end - off < 8)
-			return corrupt(pd, off, "record header cut short (the data "
+			return pd_corrupt(pd, off, "record header cut short (the data "
 				       "section ends at %#" PRIx64 ")", pd->data_end);
 		memcpy(&type, pd->data + off, 4);
 		memcpy(&misc, pd->data + off + 4, 2);
@@ -1109,25 +754,25 @@ static int scan_round(struct stacksnap_perf_data *pd)
 		/* The kernel pads its records to 8 bytes; perf's own
 		 * records in pipe mode may not be. */
 		if (size < 8 || (size % 8 && !(pd->pipe && type >= PERF_REC_USER_START)))
-			return corrupt(pd, off, "record of type %u has size %u",
+			return pd_corrupt(pd, off, "record of type %u has size %u",
 				       type, size);
 		if (size > pd->data_end - off)
-			return corrupt(pd, off, "record of type %u and %u bytes goes "
+			return pd_corrupt(pd, off, "record of type %u and %u bytes goes "
 				       "past the end of the data at %#" PRIx64
 				       " (the file is truncated)", type, size,
 				       pd->data_end);
 		pd->pos += size;
 		if (type == PERF_REC_COMPRESSED)
-			return corrupt(pd, off, "compressed records (perf record -z) "
+			return pd_corrupt(pd, off, "compressed records (perf record -z) "
 				       "are not supported; record without -z");
 		if (type == PERF_REC_AUXTRACE) {
 			uint64_t aux;
 
 			if (size < 16)
-				return corrupt(pd, off, "auxtrace record of %u bytes", size);
+				return pd_corrupt(pd, off, "auxtrace record of %u bytes", size);
 			memcpy(&aux, pd->data + off + 8, 8);
 			if (aux % 8 || aux > pd->data_end - pd->pos)
-				return corrupt(pd, off, "auxtrace data of %" PRIu64
+				return pd_corrupt(pd, off, "auxtrace data of %" PRIu64
 					       " bytes", aux);
 			pd->pos += aux;
 			continue;
@@ -1139,7 +784,7 @@ static int scan_round(struct stacksnap_perf_data *pd)
 		if (type >= PERF_REC_USER_START)
 			continue;
 		if (!pd->nattrs)
-			return corrupt(pd, off, "record of type %u before any event "
+			return pd_corrupt(pd, off, "record of type %u before any event "
 				       "attribute", type);
 		struct queued *q = VEC_PUSH(pd->pending, pd->npending, pd->cappending);
 		if (!q)

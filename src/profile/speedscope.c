@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
+#include "profile/writers.h"
 
 struct by_name {
 	const char *disp;	/* interned: equal names, equal pointers */

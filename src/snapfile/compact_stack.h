@@ -4,8 +4,8 @@
  * preserving every kept word's offset. Reusable by every capture path (live
  * snapshots, eBPF events) that wants to keep stacks small and secret-free.
  * docs/snapshot-format.md describes the stream. */
-#ifndef SS_FORMAT_COMPACT_STACK_H
-#define SS_FORMAT_COMPACT_STACK_H
+#ifndef SS_SNAPFILE_COMPACT_STACK_H
+#define SS_SNAPFILE_COMPACT_STACK_H
 
 #include <stdbool.h>
 #include <stddef.h>
