@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "base/opts.h"
-#include "format/table_cache.h"
+#include "table/table_cache.h"
 #include "symbolize/symbolize.h"
 #include "table/unwind_table.h"
 
