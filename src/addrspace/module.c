@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/opts.h"
 #include "symbolize/symbolize.h"
+#include "table/table_cache.h"
 #include "table/table_open.h"
 #include "table/unwind_table.h"
 
@@ -313,6 +314,11 @@ static void sigreturn_complete(struct module *m)
 	find_sigreturn(m);
 }
 
+/* A cache file's trampolines are read into the module's array. */
+_Static_assert(MODULE_MAX_SIGRETURN >= TABLE_CACHE_MAX_SIGRETURN,
+	       "the module keeps every trampoline a table cache file holds");
+
+/* table_source's scan_sigreturn: the whole code scanned. */
 static void scan_sigreturn_of(void *m)
 {
 	find_sigreturn(m);

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "table/table_cache.h"
+
 /* The cache file for src, when it has one and it is valid. */
 static bool open_cached(const struct table_source *src,
 			struct stacksnap_ctx_stats *st, struct unwind_table **out)

@@ -11,13 +11,12 @@
 #include "base/log.h"
 #include "dwarf/cfi.h"
 #include "stacksnap.h"
-#include "table/table_cache.h"
 #include "table/unwind_table.h"
 
 /* What a module's table is made from, and where it is kept. Invariant:
  * inputs[0..ninputs) are the module's .eh_frame then .debug_frame (the
  * bytes outlive the table); sigreturn has room for
- * TABLE_CACHE_MAX_SIGRETURN addresses. */
+ * TABLE_CACHE_MAX_SIGRETURN (table_cache.h) addresses. */
 struct table_source {
 	const char *name;		/* the module, for messages */
 	struct cfi_input inputs[2];
