@@ -2,8 +2,8 @@
  * an explicit little-endian format (docs/symbol-cache-format.md), mapped
  * read-only and used in place, each 4 KiB block's checksum verified when
  * a lookup first touches the block. */
-#ifndef SS_FORMAT_SYM_CACHE_H
-#define SS_FORMAT_SYM_CACHE_H
+#ifndef SS_SYMBOLIZE_SYM_CACHE_H
+#define SS_SYMBOLIZE_SYM_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>

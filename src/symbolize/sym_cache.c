@@ -2,7 +2,7 @@
  * (docs/symbol-cache-format.md), and checks and maps such files for use
  * in place, block by block. */
 #define _GNU_SOURCE
-#include "format/sym_cache.h"
+#include "symbolize/sym_cache.h"
 
 #include <errno.h>
 #include <stdio.h>

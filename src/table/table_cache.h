@@ -2,8 +2,8 @@
  * build-id: an explicit little-endian format (docs/table-cache-format.md),
  * mapped read-only and used in place after its checksum and every bound
  * were checked. */
-#ifndef SS_FORMAT_TABLE_CACHE_H
-#define SS_FORMAT_TABLE_CACHE_H
+#ifndef SS_TABLE_TABLE_CACHE_H
+#define SS_TABLE_TABLE_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * place: the header and the small index at load, each chunk of rows when a
  * lookup first lands in it. */
 #define _GNU_SOURCE
-#include "format/table_cache.h"
+#include "table/table_cache.h"
 
 #include <errno.h>
 #include <stdio.h>

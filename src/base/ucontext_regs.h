@@ -2,8 +2,8 @@
  * kernel's gregs order, as a stacksnap register set. Header-only and
  * allocation-free: the remote signal stepper and the in-process backtrace
  * (which runs in signal handlers) share it. */
-#ifndef SS_UNWIND_UCONTEXT_REGS_H
-#define SS_UNWIND_UCONTEXT_REGS_H
+#ifndef SS_BASE_UCONTEXT_REGS_H
+#define SS_BASE_UCONTEXT_REGS_H
 
 #include <stdint.h>
 #include <sys/ucontext.h>
