@@ -37,10 +37,10 @@
 #define __u32 uint32_t
 #define __u64 uint64_t
 #include "bpf/trace_record.h"
-#include "bpf/kunwind.h"
+#include "ktable/kunwind_layout.h"
 #include "base/clock.h"
 #include "ktable/ktable.h"
-#include "ktable/kunwind_session.h"
+#include "bpf/kunwind_session.h"
 #undef __u8
 #undef __u32
 #undef __u64
