@@ -1,5 +1,5 @@
 /* trace_record.h - the records the trace BPF programs put in their ring
- * buffer for the user-side loader (trace.c), and the layout of the maps
+ * buffer for the user side (src/trace/), and the layout of the maps
  * they share; included by both sides (types from vmlinux.h or linux/types.h). */
 #ifndef SS_BPF_TRACE_RECORD_H
 #define SS_BPF_TRACE_RECORD_H
