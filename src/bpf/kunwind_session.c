@@ -14,7 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "bpf/bpf_env.h"
-#include "ktable/kunwind_session.h"
+#include "bpf/kunwind_session.h"
 #include "kunwind.skel.h"
 
 /* Invariant: skel is loaded and attached, kt's maps are the program's. */

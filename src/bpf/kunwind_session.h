@@ -3,14 +3,14 @@
  * (their mapping tables written from /proc and rewritten when the program
  * reports an exec or an executable mmap), and hands each event to the
  * caller: in-kernel frames, a stack copy, or both. */
-#ifndef SS_KTABLE_KUNWIND_SESSION_H
-#define SS_KTABLE_KUNWIND_SESSION_H
+#ifndef SS_BPF_KUNWIND_SESSION_H
+#define SS_BPF_KUNWIND_SESSION_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpf/kunwind.h"
+#include "ktable/kunwind_layout.h"
 #include "ktable/ktable.h"
 
 struct kunwind_opts {

@@ -1,10 +1,10 @@
-/* kunwind.h - the layouts shared by the in-kernel unwinder (BPF side,
+/* kunwind_layout.h - the layouts shared by the in-kernel unwinder (BPF side,
  * kunwind_walk.bpf.h) and its user side (src/ktable): module tables as BPF
  * map images, per-process mapping tables, and the event a walk produces.
  * Included by BPF programs (types from vmlinux.h) and by user space
  * (types from linux/types.h). */
-#ifndef SS_BPF_KUNWIND_H
-#define SS_BPF_KUNWIND_H
+#ifndef SS_KTABLE_KUNWIND_LAYOUT_H
+#define SS_KTABLE_KUNWIND_LAYOUT_H
 
 #ifndef __bpf__
 #include <linux/types.h>
