@@ -29,6 +29,7 @@
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "sample_frames.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
 
@@ -606,11 +607,11 @@ int profile_main(int argc, char **argv)
 		close(go_fd);
 		go_fd = -1;
 	}
-	t0 = clock_monotonic_ns() / 1e9;
+	t0 = monotonic_ns() / 1e9;
 	rc = EXIT_OK;
 	for (;;) {
 		bool ended = stop_signal ||
-			     (p.o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= p.o.duration);
+			     (p.o.duration > 0 && monotonic_ns() / 1e9 - t0 >= p.o.duration);
 
 		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
 			child = -1;
@@ -627,8 +628,8 @@ int profile_main(int argc, char **argv)
 			rc = EXIT_ERROR;
 			break;
 		}
-		if (tty && clock_monotonic_ns() / 1e9 - last_progress >= 1) {
-			last_progress = clock_monotonic_ns() / 1e9;
+		if (tty && monotonic_ns() / 1e9 - last_progress >= 1) {
+			last_progress = monotonic_ns() / 1e9;
 			fprintf(stderr, "\rprofiling: %.0f s, %" PRIu64 " samples, %zu stacks ",
 				last_progress - t0, p.samples, stacksnap_stacks__distinct(p.stacks));
 		}

@@ -21,6 +21,7 @@
 #include "profile_out.h"
 #include "help.h"
 #include "stacksnap.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
 
@@ -464,7 +465,7 @@ int trace_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	t0 = clock_monotonic_ns() / 1e9;
+	t0 = monotonic_ns() / 1e9;
 	next_print = o.interval > 0 ? t0 + o.interval : 0;
 	rc = EXIT_OK;
 	while (!stop_signal && !t.error) {
@@ -483,10 +484,10 @@ int trace_main(int argc, char **argv)
 		}
 		if ((o.pid || o.tid) && process_gone(o.pid ? o.pid : o.tid))
 			break; /* the process is gone: what it did is in the buffer */
-		if (o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= o.duration)
+		if (o.duration > 0 && monotonic_ns() / 1e9 - t0 >= o.duration)
 			break;
-		if (next_print && clock_monotonic_ns() / 1e9 >= next_print) {
-			fprintf(t.p.out, "--- %.1f s\n", clock_monotonic_ns() / 1e9 - t0);
+		if (next_print && monotonic_ns() / 1e9 >= next_print) {
+			fprintf(t.p.out, "--- %.1f s\n", monotonic_ns() / 1e9 - t0);
 			trace_print_counts(&t.p, o.folded);
 			fflush(t.p.out);
 			next_print += o.interval;

@@ -15,6 +15,7 @@
 #include "print.h"
 #include "subcommands.h"
 #include "stacksnap.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 
 
@@ -132,7 +133,7 @@ static int dump_main(int argc, char **argv)
 	size_t n = 0;
 	int rc, partial = 0, mem_fd = -1;
 
-	uint64_t start_ns = clock_monotonic_ns();
+	uint64_t start_ns = monotonic_ns();
 
 	rc = options_parse(&o, argc, argv);
 	if (rc)
@@ -158,16 +159,16 @@ static int dump_main(int argc, char **argv)
 	stacksnap_ctx__defer_cache_writes(ctx, true);
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
-	uint64_t t_check = clock_monotonic_ns();
+	uint64_t t_check = monotonic_ns();
 	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
 		rc = exit_code_for_errno(errno);
 		goto out;
 	}
-	tot.check_ns = clock_monotonic_ns() - t_check;
+	tot.check_ns = monotonic_ns() - t_check;
 	/* Maps, modules and the vDSO image are read before the freeze. */
-	uint64_t t_as = clock_monotonic_ns();
+	uint64_t t_as = monotonic_ns();
 	as = stacksnap_addrspace__from_pid(ctx, o.pid);
-	tot.addrspace_ns = clock_monotonic_ns() - t_as;
+	tot.addrspace_ns = monotonic_ns() - t_as;
 	if (!as) {
 		if (errno == EACCES || errno == EPERM) {
 			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
@@ -264,7 +265,7 @@ static int dump_main(int argc, char **argv)
 				: "cannot read the process's memory");
 		goto out;
 	}
-	uint64_t t0 = clock_monotonic_ns();
+	uint64_t t0 = monotonic_ns();
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
 
@@ -300,7 +301,7 @@ static int dump_main(int argc, char **argv)
 		}
 		tot.frames += (unsigned)res[i].nframes;
 	}
-	tot.unwind_ns = clock_monotonic_ns() - t0;
+	tot.unwind_ns = monotonic_ns() - t0;
 	if (o.ptrace) {
 		stacksnap_snapshot__release(snap);
 		in_freeze = 0;
@@ -312,14 +313,14 @@ static int dump_main(int argc, char **argv)
 	stacksnap_snapshot__stats(snap, &st);
 	stacksnap_snapshot__nonstop_stats(snap, &nst);
 	report_thread_errors(&o, snap);
-	t0 = clock_monotonic_ns();
+	t0 = monotonic_ns();
 	for (size_t i = 0; i < n; i++)
 		if (symbolize_thread(&o, as, &res[i])) {
 			rc = EXIT_ERROR;
 			fprintf(stderr, "stacksnap: out of memory\n");
 			goto out;
 		}
-	tot.symbolize_ns = clock_monotonic_ns() - t0;
+	tot.symbolize_ns = monotonic_ns() - t0;
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
 	if (o.out.format_set) { /* -o/--format: a profile, a sample a thread */
 		char title[64];
@@ -334,7 +335,7 @@ static int dump_main(int argc, char **argv)
 	if (o.stats) {
 		tot.ctx.sz = sizeof(tot.ctx);
 		stacksnap_ctx__stats(ctx, &tot.ctx);
-		tot.total_ns = clock_monotonic_ns() - start_ns;
+		tot.total_ns = monotonic_ns() - start_ns;
 		print_stats(stderr, &tot);
 	}
 	rc = partial ? EXIT_PARTIAL : EXIT_OK;
