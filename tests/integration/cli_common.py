@@ -199,6 +199,27 @@ def stopped_threads(pid):
     return sorted(t for t, s in thread_states(pid).items() if s in 'tT')
 
 
+def wait_for(cond, timeout=2.0):
+    """Polls cond() until it is true or timeout seconds pass; returns its
+    last value. A state the kernel reaches a moment after its cause (a
+    tracee leaving its stop once the tracer detached or died, a thread
+    entering a wait) is waited for, not sampled once: a sample races it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(0.01)
+
+
+def left_stopped(pid, timeout=2.0):
+    """The threads of pid still in a ptrace or group stop after waiting up
+    to timeout seconds for none to be: a thread let go leaves its stop a
+    moment later, one left stopped stays stopped."""
+    wait_for(lambda: not stopped_threads(pid), timeout)
+    return stopped_threads(pid)
+
+
 def stacksnap(args, timeout=60):
     return run_tool([STACKSNAP] + [str(a) for a in args], timeout)
 
