@@ -83,7 +83,7 @@ FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 BENCH_SRCS := $(sort $(wildcard bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
 
-.PHONY: all lib cli check unit unit-san integration demo fuzz fuzz-check bench install clean deps
+.PHONY: all lib cli check layers unit unit-san integration demo fuzz fuzz-check bench install clean deps
 
 all: lib cli $(O)/stacksnap.pc $(O)/stacksnap.1
 lib: $(O)/libstacksnap.a $(O)/libstacksnap.so
@@ -174,8 +174,14 @@ $(O)/tests-san/%: tests/tools/%.c $(O)/libstacksnap-san.a
 
 # Every test program prints a closing `N passed, N failed` line;
 # tests/run-all sums them into the closing line of `make check`.
-check: all $(UNIT_BINS) $(UNIT_SAN_BINS) $(TOOL_BINS) $(TOOL_SAN_BINS) fuzz-bins
+check: layers all $(UNIT_BINS) $(UNIT_SAN_BINS) $(TOOL_BINS) $(TOOL_SAN_BINS) fuzz-bins
 	@O=$(O) tests/run-all
+
+# Every include of src/ and tools/ against the folder order written in
+# docs/ARCHITECTURE.md ("Folders and their direction"): prints any that
+# climbs, and fails.
+layers:
+	@python3 scripts/layers.py
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
