@@ -71,6 +71,9 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
 HELP_SRCS := $(sort $(wildcard tools/stacksnap/help/*.txt))
 HELP_SRCS += $(wildcard tools/stacksnap/help/*.inc)
 CLI_OBJS += $(O)/obj/gen/help_text.o
+# The CLI uses only the public API: its sources are compiled without src/
+# on the include path, so the compiler holds it to include/.
+$(CLI_OBJS): ALL_CFLAGS = $(filter-out -Isrc -I$(O)/bpf,$(BASE_CFLAGS)) $(CFLAGS) $(PKG_CFLAGS)
 MANDIR ?= $(PREFIX)/share/man
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
