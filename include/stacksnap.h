@@ -1140,6 +1140,13 @@ struct stacksnap_saved_info {
 	unsigned format_version; /* snapshot file: major * 100 + minor */
 	uint64_t freeze_ns;	/* as the capture's statistics said */
 	uint64_t bytes_copied;
+	/* Events files: CLOCK_REALTIME - CLOCK_MONOTONIC of the capturing
+	 * host when the trace began (0 unknown: a file of an older writer),
+	 * its boot id and host name ("" unknown); what a CTF trace written
+	 * from the file needs to be the one written live. */
+	int64_t clock_offset_ns;
+	const char *boot_id;
+	const char *hostname;
 	size_t :0;
 };
 
@@ -1396,6 +1403,11 @@ struct stacksnap_trace_stats {
 };
 STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 					  struct stacksnap_trace_stats *st);
+/* The events lost so far (ring buffer full) by CPU: lost[c] for CPU c,
+ * c < max. Returns the number of possible CPUs (entries past max are not
+ * filled) or -errno. */
+STACKSNAP_API int stacksnap_trace__lost_by_cpu(const struct stacksnap_trace *tr,
+					       uint64_t *lost, size_t max);
 
 /* One field of a tracepoint record, by its format file. */
 struct stacksnap_trace_field {
@@ -1558,6 +1570,10 @@ struct stacksnap_trace_writer_opts {
 	unsigned max_frames;	/* the trace's (0: 256), shown walks use it */
 	unsigned unwind;	/* STACKSNAP_TRACE_UNWIND_* of the trace */
 	pid_t pid;		/* the process traced first (its command line) */
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC kept with the events (for wall-clock
+	 * times: a CTF trace written from the file); pass the one a CTF trace
+	 * written live uses. 0: measured now. */
+	int64_t clock_offset_ns;
 	size_t :0;
 };
 
