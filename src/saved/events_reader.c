@@ -332,6 +332,14 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 			return err;
 		ev.stack = e->stack;
 		ev.stack_len = slen;
+	} else if (flags & EVENTS_HAS_STACK) {
+		/* An empty copy (a thread sampled as it starts, its stack
+		 * pointer at the end of its stack) is still a copy: the walk
+		 * from the registers alone is the one the trace made. */
+		static const uint8_t empty[1];
+
+		ev.stack = empty;
+		ev.stack_len = 0;
 	}
 	uint16_t nf = cursor_u16(&c);
 	for (unsigned i = 0; i < nf && !c.bad && i < EVENTS_MAX_KFRAMES; i++) {
