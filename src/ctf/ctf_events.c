@@ -18,6 +18,8 @@
 #include "ctf/ctf_writer.h"
 #include "stacksnap.h"
 
+#define CTF_MAX_INLINE 32	/* as the CLI's printers */
+
 /* Scratch reused from event to event. Invariant: ips, frames and
  * text_off have room for cap entries; text holds the frames' symbol
  * strings, NUL-terminated, at the offsets in text_off. */
@@ -139,15 +141,18 @@ static int symbolize(struct stacksnap_ctf_writer *cw, const struct stacksnap_ctf
 	cw->text_n = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_frame *fr = &ev->frames[i];
-		struct stacksnap_sym sym = { 0 };
+		/* Room for a whole inline chain: without LINES the symbolizer
+		 * reports its last entry (the containing function), which a
+		 * shorter buffer would cut off. */
+		struct stacksnap_sym syms[CTF_MAX_INLINE], sym = { 0 };
 		int rc;
 
 		cw->ips[i] = fr->pc;
 		if (ev->as &&
 		    stacksnap_addrspace__symbolize(ev->as, fr->pc,
 						   i > 0 && !(fr->flags & STACKSNAP_FRAME_SIGNAL),
-						   flags, &sym, 1) <= 0)
-			memset(&sym, 0, sizeof(sym));
+						   flags, syms, CTF_MAX_INLINE) > 0)
+			sym = syms[0];
 		if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
 			rc = text_add(cw, &cw->text_off[i], "<signal handler called>");
 		else if (sym.function)
