@@ -71,6 +71,7 @@ stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
 		boot_id_read(boot_id); /* none: the trace's own uuid */
 	wo = (struct ctf_writer_opts){
 		.clock_uuid = cw->o.boot_id ? cw->o.boot_id : boot_id,
+		.clock_absolute = !cw->o.no_clock_offset,
 		.clock_offset_ns = cw->o.no_clock_offset ? 0
 				   : cw->o.clock_offset_ns ? cw->o.clock_offset_ns
 				   : clock_realtime_offset_ns(),

@@ -436,7 +436,7 @@ static int write_metadata(struct ctf_writer *w)
 		"\tprecision = 1;\n"
 		"\toffset_s = %" PRId64 ";\n"
 		"\toffset = %" PRId64 ";\n"
-		"\tabsolute = false;\n"
+		"\tabsolute = %s;\n"
 		"};\n\n"
 		"typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := uint64_clock_monotonic_t;\n\n"
 		"struct packet_context {\n"
@@ -473,7 +473,8 @@ static int write_metadata(struct ctf_writer *w)
 		"\t\tstring _end;\n"
 		"\t};\n"
 		"};\n",
-		w->clock_uuid[0] ? w->clock_uuid : uuid, off_s, off_ns);
+		w->clock_uuid[0] ? w->clock_uuid : uuid, off_s, off_ns,
+		w->o.clock_absolute ? "true" : "false");
 	if (w->class_text.n)
 		buf_put(&m, w->class_text.p, w->class_text.n);
 	if (m.oom) {

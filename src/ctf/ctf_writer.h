@@ -19,6 +19,10 @@ struct ctf_writer_opts {
 	 * clock's offset in the metadata, so the trace lines up with other
 	 * tools' traces (base/clock_offset.h measures it). */
 	int64_t clock_offset_ns;
+	/* The offset is real: the clock's origin is the Unix epoch (TSDL
+	 * "absolute"), as babeltrace2 takes LTTng's clocks to be; it then
+	 * merges this trace with LTTng's. */
+	bool clock_absolute;
 	/* The clock's uuid: the capturing host's boot id
 	 * (/proc/sys/kernel/random/boot_id), as LTTng sets it, so babeltrace2
 	 * can merge this trace with LTTng's of the same boot. NULL or not a

@@ -105,7 +105,8 @@ static const struct ctf_frame chain_frames[] = {
 static void events_fields_frames(void)
 {
 	const char *dir = trace_dir("events");
-	struct ctf_writer_opts o = { .clock_offset_ns = OFFSET_NS, .hostname = "hostA",
+	struct ctf_writer_opts o = { .clock_offset_ns = OFFSET_NS, .clock_absolute = true,
+				     .hostname = "hostA",
 				     .kernel_release = "6.1.0-test",
 				     .clock_uuid = "0b5c2e59-6a4f-4f3e-9d3a-1f2e3d4c5b6a" };
 	struct ctf_writer *w;
@@ -237,6 +238,7 @@ static void events_fields_frames(void)
 		CHECK(strstr(out, "/* CTF 1.8 */"));
 		CHECK(strstr(out, "\tname = \"monotonic\";\n"));
 		CHECK(strstr(out, "\tfreq = 1000000000;\n"));
+		CHECK(strstr(out, "\tabsolute = true;\n"));
 		CHECK(strstr(out, "\tname = \"monotonic\";\n\tuuid = "
 				  "\"0b5c2e59-6a4f-4f3e-9d3a-1f2e3d4c5b6a\";\n"));
 		CHECK(strstr(out, "\toffset_s = 1700000000;\n"));
