@@ -131,7 +131,9 @@ static int text_add(struct stacksnap_ctf_writer *cw, size_t *off, const char *fm
 }
 
 /* The frames as ctf_frame strings: "<signal handler called>" for the
- * trampoline, "function+0xoffset", or "??" (no symbol); the module's path
+ * trampoline, "function+0xoffset", or "[unknown]" (no symbol, as perf
+ * script says; "??" would read "\?\?" in babeltrace2, which escapes
+ * trigraphs); the module's path
  * or "". One name per frame (no inline expansion), so the symbolized
  * frames line up with the raw pcs. */
 static int symbolize(struct stacksnap_ctf_writer *cw, const struct stacksnap_ctf_event *ev,
@@ -160,7 +162,7 @@ static int symbolize(struct stacksnap_ctf_writer *cw, const struct stacksnap_ctf
 			rc = text_add(cw, &cw->text_off[i], "%s+0x%" PRIx64, sym.function,
 				      sym.offset);
 		else
-			rc = text_add(cw, &cw->text_off[i], "??");
+			rc = text_add(cw, &cw->text_off[i], "[unknown]");
 		if (rc)
 			return rc;
 		cw->frames[i].module = sym.module ? sym.module : "";

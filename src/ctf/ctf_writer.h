@@ -33,8 +33,8 @@ struct ctf_writer_opts {
 	size_t packet_bytes;	/* event bytes per packet; 0: 64 KiB */
 };
 
-/* One symbolized frame: "function+0xoffset" (or "??", "<signal handler
- * called>") and the module's path ("" when none). */
+/* One symbolized frame: "function+0xoffset" (or "[unknown]", "<signal
+ * handler called>") and the module's path ("" when none). */
 struct ctf_frame {
 	const char *symbol;
 	const char *module;

@@ -1,8 +1,10 @@
 /* test_ctf.c - the CTF writer, read back by babeltrace2: every event, its
  * contexts, fields and frames in babeltrace2's text, discarded-event
- * counts, packets, event classes that change, a directory reused. */
+ * counts, packets, event classes that change, a directory reused; the
+ * public writer's symbolized frames and uprobe fields. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,6 +415,86 @@ static void classes_and_reuse(void)
 	free(err);
 }
 
+/* A function of this program the public writer must name. */
+static __attribute__((noinline, used)) int ctf_known_function(int x)
+{
+	return x * 3 + 1;
+}
+
+/* The public writer (stacksnap_ctf_writer__*): frames symbolized against
+ * a real address space (this process), the signal trampoline, a pc in no
+ * module, completeness and the end reason from enum stacksnap_end, a
+ * uprobe's file and function (C++ names keep their "::"), the clock
+ * offset and boot id as given. */
+static void public_writer(void)
+{
+	const char *dir = trace_dir("public");
+	char d[128], *out, *err, b[2048], want[512];
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log_level = STACKSNAP_LOG_ERROR);
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(&copts);
+	struct stacksnap_addrspace *as = ctx ? stacksnap_addrspace__from_pid(ctx, getpid())
+					     : NULL;
+	uint64_t fn = (uint64_t)(uintptr_t)&ctf_known_function;
+	struct stacksnap_frame frames[3] = {
+		{ .pc = fn + 2 },			/* frame 0: exact */
+		{ .pc = 0x10, .flags = STACKSNAP_FRAME_SIGRETURN },
+		{ .pc = 0x20 },				/* in no module */
+	};
+	struct stacksnap_ctf_writer *w;
+
+	snprintf(d, sizeof(d), "%s", dir);
+	CHECK(ctx && as);
+	if (!have_babeltrace() || !ctx || !as)
+		goto out;
+	STACKSNAP_OPTS(stacksnap_ctf_writer_opts, wo, .clock_offset_ns = OFFSET_NS,
+		       .boot_id = "0b5c2e59-6a4f-4f3e-9d3a-1f2e3d4c5b6a",
+		       .hostname = "hostB");
+	w = stacksnap_ctf_writer__new(ctx, d, &wo);
+	CHECK(w);
+	if (!w)
+		goto out;
+	STACKSNAP_OPTS(stacksnap_ctf_event, ev, .name = "ur:/opt/lib/libx.so:ns::Class::method",
+		       .time_ns = 5, .pid = 3, .tid = 4, .cpu = 2, .comm = "x",
+		       .frames = frames, .nframes = 3, .end = STACKSNAP_END_NO_MODULE,
+		       .as = as);
+	CHECK(stacksnap_ctf_writer__add(w, &ev) == 0);
+	ev.name = "cpu-clock";
+	ev.time_ns = 6;
+	ev.nframes = 1;
+	ev.end = STACKSNAP_END_COMPLETE;
+	ev.as = NULL;	/* nothing to symbolize with */
+	CHECK(stacksnap_ctf_writer__add(w, &ev) == 0);
+	CHECK(stacksnap_ctf_writer__close(w) == 0);
+
+	CHECK(babeltrace(d, &out, &err) == 0);
+	CHECKF(!*err, "%s", err);
+	CHECK(count_lines(out) == 2);
+	snprintf(want, sizeof(want),
+		 "callstack_user_length = 3, callstack_user = [ [0] = 0x%" PRIX64 ", "
+		 "[1] = 0x10, [2] = 0x20 ], frames_length = 3, frames = [ [0] = { symbol = "
+		 "\"ctf_known_function+0x2\", module = \"", fn + 2);
+	CHECKF(strstr(line(out, 0, b, sizeof(b)), want), "%s\nwant %s", b, want);
+	CHECKF(strstr(b, "[2023-11-14 22:13:20.123456794] hostB "
+			 "ur:/opt/lib/libx.so:ns::Class::method: { cpu_id = 2 }, "
+			 "{ pid = 3, tid = 4, procname = \"x\""), "%s", b);
+	CHECKF(strstr(b, "test_ctf\" }, [1] = { symbol = \"<signal handler called>\", "
+			 "module = \"\" }, [2] = { symbol = \"[unknown]\", module = \"\" } ], "
+			 "complete = 0, end = \"pc outside any mapping\" }, "
+			 "{ file = \"/opt/lib/libx.so\", function = \"ns::Class::method\" }"),
+	       "%s", b);
+	snprintf(want, sizeof(want),
+		 "cpu-clock: { cpu_id = 2 }, { pid = 3, tid = 4, procname = \"x\", "
+		 "callstack_user_length = 1, callstack_user = [ [0] = 0x%" PRIX64 " ], "
+		 "frames_length = 1, frames = [ [0] = { symbol = \"[unknown]\", module = \"\" } ], "
+		 "complete = 1, end = \"complete\" }, { }", fn + 2);
+	CHECKF(strstr(line(out, 1, b, sizeof(b)), want), "%s\nwant %s", b, want);
+	free(out);
+	free(err);
+out:
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(ctx);
+}
+
 /* The measured offset is CLOCK_REALTIME - CLOCK_MONOTONIC. */
 static void clock_offset(void)
 {
@@ -434,5 +516,6 @@ static void cleanup(void)
 }
 
 TEST_MAIN("ctf", TEST(events_fields_frames), TEST(discarded_events),
-	  TEST(packets_and_order), TEST(classes_and_reuse), TEST(clock_offset),
+	  TEST(packets_and_order), TEST(classes_and_reuse), TEST(public_writer),
+	  TEST(clock_offset),
 	  TEST(cleanup))
