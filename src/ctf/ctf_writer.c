@@ -37,19 +37,26 @@ struct ctf_buf {
 	bool oom;	/* an append failed: the contents are incomplete */
 };
 
-/* One CPU's stream file. Invariant: events holds whole events of the
- * packet being built, all with timestamps in [first_ts, last_ts];
+/* One CPU's stream file: closed packets, then the open one at
+ * packet_off, packet_len bytes of events, of which the last events.n are
+ * not on disk yet. Packets close at packet_bytes and when the discarded
+ * count changes, never at a flush (a flush writes the open packet as it
+ * is, its header rewritten), so where packets end depends only on the
+ * events and the counts, not on when the trace was flushed: a trace
+ * written again from an events file has the same packets. Invariant: the
+ * open packet's nevents events have timestamps in [first_ts, last_ts];
  * last_ts never decreases over the stream's life. */
 struct ctf_stream {
 	unsigned cpu;
 	int fd;
 	struct ctf_buf events;
-	size_t nevents;		/* in the packet being built */
+	uint64_t packet_off, packet_len;
+	size_t nevents;		/* in the open packet */
 	uint64_t first_ts, last_ts;
 	bool has_ts;		/* last_ts is set (an event or packet was written) */
-	uint64_t seq;		/* packets written */
+	uint64_t seq;		/* packets closed */
 	uint64_t discarded;	/* running count of lost events of this cpu */
-	uint64_t discarded_written; /* as the last packet written said */
+	uint64_t discarded_written; /* as the last packet closed said */
 };
 
 /* One event class: an event name with one layout of fields. sig spells
@@ -162,13 +169,13 @@ static void buf_tsdl_ident(struct ctf_buf *b, const char *s)
 	}
 }
 
-/* Writes all of len bytes or sets the writer's error. */
-static void write_all(struct ctf_writer *w, int fd, const void *p, size_t len)
+/* Writes all of len bytes at offset off, or sets the writer's error. */
+static void write_at(struct ctf_writer *w, int fd, const void *p, size_t len, uint64_t off)
 {
 	const uint8_t *q = p;
 
 	while (len && !w->err) {
-		ssize_t n = write(fd, q, len);
+		ssize_t n = pwrite(fd, q, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -177,17 +184,17 @@ static void write_all(struct ctf_writer *w, int fd, const void *p, size_t len)
 			return;
 		}
 		q += n;
+		off += (uint64_t)n;
 		len -= (size_t)n;
 	}
 }
 
-/* Writes one packet: header, context, then len bytes of whole events. */
-static void write_packet(struct ctf_writer *w, struct ctf_stream *s, uint64_t begin,
-			 uint64_t end, uint64_t discarded, const void *events, size_t len)
+/* Writes a packet header and context at off for len bytes of events. */
+static void write_header(struct ctf_writer *w, struct ctf_stream *s, uint64_t off,
+			 uint64_t begin, uint64_t end, uint64_t discarded, uint64_t len)
 {
 	struct ctf_buf head = { 0 };
-	uint64_t bits = (uint64_t)(CTF_PACKET_HEADER_BYTES + CTF_PACKET_CONTEXT_BYTES +
-				   len) * 8;
+	uint64_t bits = (CTF_PACKET_HEADER_BYTES + CTF_PACKET_CONTEXT_BYTES + len) * 8;
 
 	buf_le(&head, CTF_MAGIC, 4);
 	buf_put(&head, w->uuid, 16);
@@ -200,27 +207,51 @@ static void write_packet(struct ctf_writer *w, struct ctf_stream *s, uint64_t be
 	buf_le(&head, s->seq, 8);
 	buf_le(&head, discarded, 8);
 	buf_le(&head, s->cpu, 4);
-	if (head.oom) {
+	if (head.oom)
 		w->err = w->err ? w->err : -ENOMEM;
-	} else {
-		write_all(w, s->fd, head.p, head.n);
-		write_all(w, s->fd, events, len);
-	}
+	else
+		write_at(w, s->fd, head.p, head.n, off);
 	free(head.p);
-	s->seq++;
-	s->discarded_written = discarded;
 }
 
-/* Writes the stream's packet being built (events, or none when only the
- * discarded count changed). */
-static void stream_write_packet(struct ctf_writer *w, struct ctf_stream *s)
+/* Before anything else of a stream reaches its file: an empty packet
+ * with a discarded count of 0 at time t (its first event's, or the
+ * stream's first count's). A reader counts what was discarded between
+ * two packets: a count in a stream's first packet would only say "may
+ * have discarded". */
+static void stream_start(struct ctf_writer *w, struct ctf_stream *s, uint64_t t)
 {
-	uint64_t begin, end;
+	if (s->seq)
+		return;
+	write_header(w, s, s->packet_off, t, t, 0, 0);
+	s->packet_off += CTF_PACKET_HEADER_BYTES + CTF_PACKET_CONTEXT_BYTES;
+	s->seq++;
+}
 
+/* Writes the open packet as it is (its events not on disk yet, then its
+ * header with the count the packets closed so far said). */
+static void stream_sync(struct ctf_writer *w, struct ctf_stream *s)
+{
 	if (s->events.oom) {
 		w->err = w->err ? w->err : -ENOMEM;
 		return;
 	}
+	if (!s->nevents)
+		return;
+	stream_start(w, s, s->first_ts);
+	write_at(w, s->fd, s->events.p, s->events.n, s->packet_off + CTF_PACKET_HEADER_BYTES +
+		 CTF_PACKET_CONTEXT_BYTES + s->packet_len - s->events.n);
+	write_header(w, s, s->packet_off, s->first_ts, s->last_ts, s->discarded_written,
+		     s->packet_len);
+	s->events.n = 0;
+}
+
+/* Closes the open packet (with events, or none when only the discarded
+ * count changed) with the stream's discarded count. */
+static void stream_close_packet(struct ctf_writer *w, struct ctf_stream *s)
+{
+	uint64_t begin, end;
+
 	if (!s->nevents && s->discarded == s->discarded_written)
 		return;
 	if (s->nevents) {
@@ -236,14 +267,14 @@ static void stream_write_packet(struct ctf_writer *w, struct ctf_stream *s)
 		}
 		begin = end = s->last_ts;
 	}
-	/* A reader counts what was discarded between two packets: a count in
-	 * a stream's first packet would say only "may have discarded". An
-	 * empty packet with count 0 goes first. */
-	if (!s->seq && s->discarded)
-		write_packet(w, s, begin, begin, 0, NULL, 0);
-	write_packet(w, s, begin, end, s->discarded, s->events.p, s->events.n);
-	s->events.n = 0;
+	stream_start(w, s, begin);
+	stream_sync(w, s);
+	write_header(w, s, s->packet_off, begin, end, s->discarded, s->packet_len);
+	s->packet_off += CTF_PACKET_HEADER_BYTES + CTF_PACKET_CONTEXT_BYTES + s->packet_len;
+	s->packet_len = 0;
 	s->nevents = 0;
+	s->seq++;
+	s->discarded_written = s->discarded;
 }
 
 static struct ctf_stream *stream_get(struct ctf_writer *w, unsigned cpu)
@@ -487,7 +518,7 @@ static int write_metadata(struct ctf_writer *w)
 		free(m.p);
 		return -errno;
 	}
-	write_all(w, fd, m.p, m.n);
+	write_at(w, fd, m.p, m.n, 0);
 	free(m.p);
 	if (close(fd) && !w->err)
 		w->err = -errno;
@@ -598,6 +629,7 @@ int ctf_writer__add(struct ctf_writer *w, const struct ctf_event *ev)
 {
 	struct ctf_stream *s;
 	struct ctf_buf *b;
+	size_t before;
 	uint64_t ts;
 	uint32_t id;
 	int rc;
@@ -614,6 +646,7 @@ int ctf_writer__add(struct ctf_writer *w, const struct ctf_event *ev)
 	if (s->has_ts && ts < s->last_ts)
 		ts = s->last_ts;
 	b = &s->events;
+	before = b->n;
 	buf_le(b, id, 2);
 	buf_le(b, ts, 8);
 	buf_le(b, (uint32_t)ev->pid, 4);
@@ -640,6 +673,7 @@ int ctf_writer__add(struct ctf_writer *w, const struct ctf_event *ev)
 	}
 	if (b->oom)
 		return w->err = -ENOMEM;
+	s->packet_len += b->n - before;
 	if (!s->nevents)
 		s->first_ts = ts;
 	s->nevents++;
@@ -648,10 +682,10 @@ int ctf_writer__add(struct ctf_writer *w, const struct ctf_event *ev)
 	if (ts > w->latest_ts)
 		w->latest_ts = ts;
 	/* The metadata must describe a class before a reader meets it. */
-	if (s->events.n >= w->o.packet_bytes) {
+	if (s->packet_len >= w->o.packet_bytes) {
 		if (w->metadata_dirty && (rc = write_metadata(w)))
 			return w->err = rc;
-		stream_write_packet(w, s);
+		stream_close_packet(w, s);
 	}
 	return w->err;
 }
@@ -665,9 +699,19 @@ int ctf_writer__discarded(struct ctf_writer *w, unsigned cpu, uint64_t total)
 	s = stream_get(w, cpu);
 	if (!s)
 		return w->err = -errno;
-	if (total > s->discarded)
-		s->discarded = total;
-	return 0;
+	if (total <= s->discarded)
+		return 0;
+	s->discarded = total;
+	/* The packet closes here, whenever the trace is flushed: where the
+	 * count changed is part of the trace. */
+	if (w->metadata_dirty) {
+		int rc = write_metadata(w);
+
+		if (rc)
+			return w->err = rc;
+	}
+	stream_close_packet(w, s);
+	return w->err;
 }
 
 int ctf_writer__flush(struct ctf_writer *w)
@@ -680,7 +724,7 @@ int ctf_writer__flush(struct ctf_writer *w)
 		return w->err = rc;
 	for (size_t i = 0; i < w->nstreams && !w->err; i++)
 		if (w->streams[i])
-			stream_write_packet(w, w->streams[i]);
+			stream_sync(w, w->streams[i]);
 	return w->err;
 }
 
@@ -690,7 +734,12 @@ int ctf_writer__close(struct ctf_writer *w)
 
 	if (!w)
 		return 0;
-	rc = ctf_writer__flush(w);
+	if (!w->err && w->metadata_dirty)
+		w->err = write_metadata(w);
+	for (size_t i = 0; i < w->nstreams && !w->err; i++)
+		if (w->streams[i])
+			stream_close_packet(w, w->streams[i]);
+	rc = w->err;
 	for (size_t i = 0; i < w->nstreams; i++) {
 		struct ctf_stream *s = w->streams[i];
 
