@@ -1591,6 +1591,12 @@ STACKSNAP_API int stacksnap_trace_writer__add(struct stacksnap_trace_writer *w,
 					      const struct stacksnap_trace_event *ev,
 					      const struct stacksnap_trace_field *fields,
 					      size_t nfields);
+/* Records that total events were lost on cpu since the trace began (a
+ * running count, stacksnap_trace__lost_by_cpu), after the events added so
+ * far: a CTF trace written from the file (`show --format ctf`) carries it
+ * where the live one did. Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_trace_writer__lost(struct stacksnap_trace_writer *w,
+					       unsigned cpu, uint64_t total);
 /* Writes what is buffered (a crash after it loses nothing before). */
 STACKSNAP_API int stacksnap_trace_writer__flush(struct stacksnap_trace_writer *w);
 /* Flushes, completes the header (length, checksum) and closes; frees w.
@@ -1627,6 +1633,23 @@ struct stacksnap_saved_event {
 	unsigned generation;	/* 1 for the first of its process */
 	size_t :0;
 };
+
+/* A lost-events record of an events file (stacksnap_trace_writer__lost):
+ * cpu had lost total events so far when the first before_event events had
+ * been written. */
+struct stacksnap_saved_lost {
+	size_t sz;
+	unsigned cpu;
+	uint64_t total;
+	size_t before_event;
+	size_t :0;
+};
+/* The lost-events records of an events file, in file order (0 for other
+ * captures and files of older writers), and record i. Returns 0 or
+ * -EINVAL. */
+STACKSNAP_API size_t stacksnap_saved__lost_count(const struct stacksnap_saved *s);
+STACKSNAP_API int stacksnap_saved__lost(const struct stacksnap_saved *s, size_t i,
+					struct stacksnap_saved_lost *out);
 
 /* The number of events of a saved capture (0 for snapshots, cores). */
 STACKSNAP_API size_t stacksnap_saved__event_count(const struct stacksnap_saved *s);

@@ -305,6 +305,22 @@ static void put_kind(struct stacksnap_trace_writer *tw, unsigned event, const ch
 	snapfile_writer__end_section_crc(&tw->w);
 }
 
+int stacksnap_trace_writer__lost(struct stacksnap_trace_writer *tw, unsigned cpu,
+				  uint64_t total)
+{
+	if (!tw)
+		return fail(-EINVAL);
+	if (tw->err)
+		return fail(tw->err);
+	/* Where it lies among the events is what a reader learns: the
+	 * events before it were read before the count was. */
+	snapfile_writer__begin_section(&tw->w, SNAPFILE_SEC_LOST, 1, SNAPFILE_SEC_CRC);
+	byte_buf__u32(&tw->w.buf, cpu);
+	byte_buf__u64(&tw->w.buf, total);
+	snapfile_writer__end_section_crc(&tw->w);
+	return tw->w.buf.failed ? fail(-ENOMEM) : 0;
+}
+
 int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 				const struct stacksnap_trace_event *ev,
 				const struct stacksnap_trace_field *fields,

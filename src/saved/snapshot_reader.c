@@ -410,6 +410,7 @@ static int parse(struct stacksnap_saved *s)
 		case SNAPFILE_SEC_EVENT:
 		case SNAPFILE_SEC_ADDRSPACE:
 		case SNAPFILE_SEC_EVENT_KIND:
+		case SNAPFILE_SEC_LOST:
 			err = events_reader__read_section(s, kind, &pc, pbase, sections,
 							  sections_len);
 			break;

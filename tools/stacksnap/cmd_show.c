@@ -110,6 +110,26 @@ static struct stacksnap_ctf_writer *open_ctf(const struct options *o,
 	return stacksnap_ctf_writer__new(ctx, o->out.output, &copts);
 }
 
+/* The lost-events records written before event i (from *next on) as the
+ * CTF trace's discarded-event counts, where the live trace gave them.
+ * Returns 0 or -errno. */
+static int ctf_lost(struct stacksnap_ctf_writer *ctf, const struct stacksnap_saved *s,
+		    size_t *next, size_t i)
+{
+	for (; *next < stacksnap_saved__lost_count(s); ++*next) {
+		STACKSNAP_OPTS(stacksnap_saved_lost, l);
+		int r = stacksnap_saved__lost(s, *next, &l);
+
+		if (r)
+			return r;
+		if (l.before_event > i)
+			break;
+		if ((r = stacksnap_ctf_writer__discarded(ctf, l.cpu, l.total)))
+			return r;
+	}
+	return 0;
+}
+
 /* An events file (stacksnap trace --save): every event unwound again
  * from its saved registers and stack, against its process's address space
  * of the event's generation, as the trace unwound it (its max_frames),
@@ -127,6 +147,7 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 	struct trace_printer p = { .print = o, .out = stdout, .json = o->json };
 	size_t n = stacksnap_saved__event_count(s);
 	struct stacksnap_ctf_writer *ctf = NULL;
+	size_t next_lost = 0;
 	int rc = EXIT_OK;
 
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events");
@@ -169,6 +190,10 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 			line.nframes = nf;
 		}
 		if (ctf) {
+			if (ctf_lost(ctf, s, &next_lost, i)) {
+				rc = EXIT_ERROR; /* said at close */
+				break;
+			}
 			STACKSNAP_OPTS(stacksnap_ctf_event, cev, .name = line.name,
 				       .time_ns = line.time_ns, .pid = line.pid,
 				       .tid = line.tid, .cpu = line.cpu, .comm = line.comm,
@@ -188,6 +213,8 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 			break;
 		}
 	}
+	if (ctf && rc == EXIT_OK && ctf_lost(ctf, s, &next_lost, n))
+		rc = EXIT_ERROR;
 	if (ctf && stacksnap_ctf_writer__close(ctf))
 		rc = EXIT_ERROR; /* the log named the directory */
 	ctf = NULL;

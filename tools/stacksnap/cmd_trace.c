@@ -48,7 +48,7 @@ struct trace_options {
 
 /* State of one run: the printer (output, counters of --count/--folded),
  * the events file of --save, the CTF trace of --format ctf (lost[c]: the
- * lost count of CPU c it last wrote, nlost entries) and the command of
+ * lost count of CPU c they last got, nlost entries) and the command of
  * `-- CMD`. child is -1 and
  * go, cerr -1 until the command is started; go is closed (-1) once it is
  * let run. */
@@ -342,11 +342,13 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 	return 0;
 }
 
-/* --format ctf, after each poll round: the events lost since the last
- * round, by CPU, become their streams' discarded-event counts; then the
- * round's events are written (the directory holds a complete trace of
- * everything so far). Returns 0 or -errno. */
-static int ctf_round(struct tracer *t)
+/* After each poll round, with --format ctf or --save: the events lost
+ * since the last round, by CPU, become their CTF streams' discarded-event
+ * counts and lost-events records of the events file (after the round's
+ * events, in both); then the CTF trace is written as far as it goes (the
+ * directory holds a complete trace of everything so far). Returns 0 or
+ * -errno. */
+static int lost_round(struct tracer *t)
 {
 	int n = stacksnap_trace__lost_by_cpu(t->tr, NULL, 0);
 	uint64_t *now;
@@ -368,12 +370,17 @@ static int ctf_round(struct tracer *t)
 		n = stacksnap_trace__lost_by_cpu(t->tr, now, (size_t)n);
 		for (int c = 0; c < n && c < t->nlost && !r; c++)
 			if (now[c] != t->lost[c]) {
-				r = stacksnap_ctf_writer__discarded(t->ctf, (unsigned)c, now[c]);
+				if (t->ctf)
+					r = stacksnap_ctf_writer__discarded(t->ctf, (unsigned)c,
+									    now[c]);
+				if (!r && t->save)
+					r = stacksnap_trace_writer__lost(t->save, (unsigned)c,
+									 now[c]);
 				t->lost[c] = now[c];
 			}
 		free(now);
 	}
-	return r ? r : stacksnap_ctf_writer__flush(t->ctf);
+	return r ? r : t->ctf ? stacksnap_ctf_writer__flush(t->ctf) : 0;
 }
 
 /* --format ctf: the CTF trace in the directory -o names, its clock offset
@@ -573,7 +580,7 @@ static int trace_loop(struct tracer *t)
 		/* What a crash or a kill would lose: at most one round. */
 		if (t->save && r > 0 && stacksnap_trace_writer__flush(t->save))
 			t->error = errno ? errno : EIO;
-		if (t->ctf && !t->error && (r2 = ctf_round(t)))
+		if ((t->ctf || t->save) && !t->error && (r2 = lost_round(t)))
 			t->error = -r2;
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
@@ -607,12 +614,15 @@ static int trace_finish(struct tracer *t, int rc)
 	stacksnap_trace__stop(t->tr);
 	while (!t->error && stacksnap_trace__poll(t->tr, 0, on_event, t) > 0)
 		;
-	if (t->ctf) {
-		int r = t->error ? 0 : ctf_round(t);
+	if ((t->ctf || t->save) && !t->error) {
+		int r = lost_round(t);
 
 		if (r)
 			t->error = -r;
-		r = stacksnap_ctf_writer__close(t->ctf);
+	}
+	if (t->ctf) {
+		int r = stacksnap_ctf_writer__close(t->ctf);
+
 		t->ctf = NULL;
 		if (r && !t->error)
 			t->error = -r;
