@@ -1750,8 +1750,10 @@ struct stacksnap_ctf_event {
  * "file" and "function". Returns 0 or -errno. */
 STACKSNAP_API int stacksnap_ctf_writer__add(struct stacksnap_ctf_writer *w,
 					    const struct stacksnap_ctf_event *ev);
-/* total events lost on cpu since the trace began (a running count): the
- * next packet of that CPU's stream carries it. Returns 0 or -errno. */
+/* total events lost on cpu since the trace began (a running count): when
+ * it grew, the CPU's stream gets it here, after the events added so far
+ * (babeltrace2 reports the loss between them and the ones before). Returns
+ * 0 or -errno. */
 STACKSNAP_API int stacksnap_ctf_writer__discarded(struct stacksnap_ctf_writer *w,
 						  unsigned cpu, uint64_t total);
 /* Writes the pending packets and the metadata: the directory then holds a

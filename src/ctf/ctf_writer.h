@@ -68,11 +68,13 @@ struct ctf_writer *ctf_writer__open(const char *dir, const struct ctf_writer_opt
  * Returns 0 or -errno (the first write error sticks). */
 int ctf_writer__add(struct ctf_writer *w, const struct ctf_event *ev);
 /* Says that total events were lost on cpu since the trace began (a
- * running count): the next packet of cpu's stream carries it as its
- * events_discarded. Returns 0 or -errno. */
+ * running count): when it grew, cpu's open packet closes here with it as
+ * its events_discarded (an empty packet when it has no events). Returns
+ * 0 or -errno. */
 int ctf_writer__discarded(struct ctf_writer *w, unsigned cpu, uint64_t total);
-/* Writes every pending packet and the metadata: what was added so far
- * reads as a complete trace. Returns 0 or -errno. */
+/* Writes the metadata and each stream's open packet as it is (in place:
+ * packets do not close here): what was added so far reads as a complete
+ * trace. Returns 0 or -errno. */
 int ctf_writer__flush(struct ctf_writer *w);
 /* Flushes, closes and frees w (NULL allowed). Returns 0 or the first
  * error of the trace. */
