@@ -392,6 +392,8 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *user)
  * of malloc, so that a walk in a signal handler may make one. NULL when
  * the module spans 4 GiB or more (the tags are 32 bits of pc - start) or
  * on failure. */
+static _Atomic(bool) row_cache_failed; /* mmap failed: walks stop trying */
+
 static _Atomic(uint64_t) *row_cache_new(const struct inproc_module *m)
 {
 	void *p;
@@ -449,9 +451,17 @@ int inproc_module_publish_cache(struct inproc_module *m)
 	if (atomic_load_explicit(&nslots_used, memory_order_relaxed) >=
 	    REG_SLOTS - 1)
 		return -ENOSPC;
-	cache = row_cache_new(m);
-	if (!cache)
+	/* Once mmap has failed, walks make no more system calls for this
+	 * (prepare still tries). */
+	if (atomic_load_explicit(&row_cache_failed, memory_order_relaxed))
 		return -ENOMEM;
+	cache = row_cache_new(m);
+	if (!cache) {
+		if (m->end - m->start < UINT32_MAX)
+			atomic_store_explicit(&row_cache_failed, true,
+					      memory_order_relaxed);
+		return -ENOMEM;
+	}
 	if (!slot_publish(m, hdr_fingerprint(m), NULL, cache)) {
 		munmap(cache, ROW_CACHE_BYTES);
 		return -ENOSPC;
@@ -489,6 +499,9 @@ static int prepare_module(uintptr_t addr)
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
+	/* A walk may have published the module's cache meanwhile. */
+	if (!s)
+		s = slot_find(&m, fp);
 	if (s) {
 		atomic_store_explicit(&s->table, t, memory_order_release);
 		for (size_t i = 0; s->row_cache && i < INPROC_ROW_CACHE; i++)
