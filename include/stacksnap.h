@@ -769,7 +769,10 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *    read-only published tables);
  *  - thread-safe, with no lock of any kind (not the loader's: modules are
  *    found with glibc's lock-free _dl_find_object, never dl_iterate_phdr);
- *  - no malloc or other allocation; errno is preserved;
+ *  - no malloc; the first walk to meet a module without a table maps its
+ *    16 KiB row cache (one mmap, once per module: a single system call
+ *    with no user-space lock, which Linux makes safe in a handler although
+ *    POSIX does not list it); errno is preserved;
  *  - no system call on the warm path. The first walk on each stack of a
  *    thread (its stack, a sigaltstack) reads /proc/self/maps once
  *    (open/read/close, async-signal-safe) to learn the stack's bounds,
@@ -784,10 +787,11 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *  - stack use: about 1 KiB, up to ~12 KiB while a frame is walked by
  *    DWARF interpretation (module without a table, or a row that does not
  *    fit the compact form: signal trampolines, PLT-less expressions).
- * Modules with a table compiled by stacksnap_backtrace_prepare() are
- * walked from compact rows (the fast path); others, including modules
- * dlopen()ed later, by interpreting their .eh_frame through
- * .eh_frame_hdr, with the same result. Tables are never freed (a module
+ * Every module is walked from compact rows (the fast path): rows from a
+ * table compiled by stacksnap_backtrace_prepare(), or, without one
+ * (including modules dlopen()ed later), from a row cache the walks fill
+ * themselves (each row interpreted once from .eh_frame through
+ * .eh_frame_hdr); both give the same frames. Tables are never freed (a module
  * unloaded and reloaded at the same address reuses its table). A module
  * dlclose()d while frames of its code are still on the walking thread's
  * stack is a use-after-unload in the program, as for any unwinder. */
@@ -806,8 +810,10 @@ STACKSNAP_API int stacksnap_backtrace_ucontext(const void *ucontext,
 
 /* Optional set-up, outside signal context (it allocates and takes a
  * lock): compiles the unwind table of every module loaded now that has
- * none yet, and publishes them for the walks. Call it at start-up and
- * after dlopen() for the fast path; never needed for correctness.
+ * none yet, and publishes them for the walks. Never needed for
+ * correctness nor for the fast path (docs/inproc.md): it only makes the
+ * misses of a module's row cache a binary search instead of an
+ * interpretation of .eh_frame.
  * Returns the number of tables added, or -errno. */
 STACKSNAP_API int stacksnap_backtrace_prepare(void);
 
