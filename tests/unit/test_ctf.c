@@ -554,6 +554,80 @@ out:
 	stacksnap_ctx__free(ctx);
 }
 
+/* Events files keep what a CTF trace needs (no BPF here: events made up
+ * as a trace would deliver them, without a stack copy): the clock offset
+ * given, the boot id and host name, and the lost counts at their places
+ * among the events; a file read back gives them in order. */
+static void events_file_keeps_ctf(void)
+{
+	char path[160], boot[40] = "", host[256] = "";
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log_level = STACKSNAP_LOG_ERROR);
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(&copts);
+	struct stacksnap_capture cap = { 0 };
+	struct stacksnap_frame fr = { .pc = 0x1234 };
+	struct stacksnap_trace_event ev = { .name = "cpu-clock", .comm = "a", .pid = 5,
+					    .tid = 5, .frames = &fr, .nframes = 1,
+					    .end = STACKSNAP_END_COMPLETE, .capture = &cap };
+	struct stacksnap_trace_writer *tw;
+	struct stacksnap_saved *s;
+	FILE *f;
+
+	CHECK(ctx);
+	if (!ctx)
+		return;
+	snprintf(path, sizeof(path), "%s", trace_dir("events.ss"));
+	STACKSNAP_OPTS(stacksnap_trace_writer_opts, wo, .clock_offset_ns = OFFSET_NS,
+		       .unwind = STACKSNAP_TRACE_UNWIND_KERNEL);
+	tw = stacksnap_trace_writer__new(ctx, path, &wo);
+	CHECK(tw);
+	if (!tw)
+		goto out;
+	ev.time_ns = 10;
+	CHECK(stacksnap_trace_writer__add(tw, &ev, NULL, 0) == 0);
+	CHECK(stacksnap_trace_writer__lost(tw, 1, 7) == 0);
+	CHECK(stacksnap_trace_writer__lost(tw, 0, 3) == 0);
+	ev.time_ns = 20;
+	CHECK(stacksnap_trace_writer__add(tw, &ev, NULL, 0) == 0);
+	ev.time_ns = 30;
+	CHECK(stacksnap_trace_writer__add(tw, &ev, NULL, 0) == 0);
+	CHECK(stacksnap_trace_writer__lost(tw, 1, 9) == 0);
+	CHECK(stacksnap_trace_writer__close(tw) == 0);
+
+	if ((f = fopen("/proc/sys/kernel/random/boot_id", "r"))) {
+		CHECK(fgets(boot, sizeof(boot), f));
+		boot[strcspn(boot, "\n")] = 0;
+		fclose(f);
+	}
+	gethostname(host, sizeof(host) - 1);
+	s = stacksnap_saved__open(ctx, path, NULL);
+	CHECK(s);
+	if (!s)
+		goto out;
+	STACKSNAP_OPTS(stacksnap_saved_info, info);
+	CHECK(stacksnap_saved__info(s, &info) == 0);
+	CHECK(info.clock_offset_ns == OFFSET_NS);
+	CHECKF(info.boot_id && !strcmp(info.boot_id, boot), "%s vs %s", info.boot_id, boot);
+	CHECKF(info.hostname && !strcmp(info.hostname, host), "%s vs %s", info.hostname, host);
+	CHECK(stacksnap_saved__event_count(s) == 3);
+	CHECK(stacksnap_saved__lost_count(s) == 3);
+	static const struct { unsigned cpu; uint64_t total; size_t before; } want[] = {
+		{ 1, 7, 1 }, { 0, 3, 1 }, { 1, 9, 3 },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		STACKSNAP_OPTS(stacksnap_saved_lost, l);
+
+		CHECK(stacksnap_saved__lost(s, i, &l) == 0);
+		CHECKF(l.cpu == want[i].cpu && l.total == want[i].total &&
+		       l.before_event == want[i].before, "record %zu: cpu %u, %llu, before %zu",
+		       i, l.cpu, (unsigned long long)l.total, l.before_event);
+	}
+	STACKSNAP_OPTS(stacksnap_saved_lost, l);
+	CHECK(stacksnap_saved__lost(s, 3, &l) == -EINVAL);
+	stacksnap_saved__free(s);
+out:
+	stacksnap_ctx__free(ctx);
+}
+
 /* The measured offset is CLOCK_REALTIME - CLOCK_MONOTONIC. */
 static void clock_offset(void)
 {
@@ -576,6 +650,6 @@ static void cleanup(void)
 
 TEST_MAIN("ctf", TEST(events_fields_frames), TEST(discarded_events),
 	  TEST(packets_and_order), TEST(flush_independent), TEST(classes_and_reuse),
-	  TEST(public_writer),
+	  TEST(public_writer), TEST(events_file_keeps_ctf),
 	  TEST(clock_offset),
 	  TEST(cleanup))
