@@ -132,7 +132,16 @@ BPF_LSKELS := $(O)/bpf/nonstop.lskel.h
 $(O)/bpf/%.lskel.h: $(O)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton -L $< name $*_lbpf > $@.tmp
 	@mv $@.tmp $@
-$(LIB_OBJS) $(LIB_PIC_OBJS) $(SAN_OBJS): | $(BPF_SKELS) $(BPF_LSKELS)
+# The minimal kernel BTF of the trace objects whose programs need the
+# kernel's BTF only for CO-RE relocations (tracepoint, uprobe, perf_event),
+# cut from the build machine's kernel with its identity, as a header
+# (scripts/min-core-btf.py): loaded where the running kernel is the same,
+# it spares libbpf the parse of the full BTF.
+BPF_MIN_BTF_OBJS := $(O)/bpf/trace_tp.bpf.o $(O)/bpf/trace_uprobe.bpf.o $(O)/bpf/trace_sample.bpf.o
+BPF_MIN_BTF := $(O)/bpf/trace_min_btf.h
+$(BPF_MIN_BTF): $(BPF_MIN_BTF_OBJS) scripts/min-core-btf.py
+	scripts/min-core-btf.py $(BPFTOOL) $@ /sys/kernel/btf/vmlinux $(BPF_MIN_BTF_OBJS)
+$(LIB_OBJS) $(LIB_PIC_OBJS) $(SAN_OBJS): | $(BPF_SKELS) $(BPF_LSKELS) $(BPF_MIN_BTF)
 
 $(O)/libstacksnap.a: $(LIB_OBJS)
 	@rm -f $@
@@ -203,7 +212,7 @@ unit: $(UNIT_BINS)
 # Fuzz targets: libFuzzer + ASan + UBSan, the library built by clang.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(O)/fuzzobj/gen/profile.pb-c.o
-$(FUZZ_LIB_OBJS): | $(BPF_SKELS) $(BPF_LSKELS)
+$(FUZZ_LIB_OBJS): | $(BPF_SKELS) $(BPF_LSKELS) $(BPF_MIN_BTF)
 $(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@

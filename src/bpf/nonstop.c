@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,8 @@ static double now_ms(void)
  * the machine measured, against ~55 ms for libbpf's loader, ~50 of them
  * the parse of /sys/kernel/btf/vmlinux). Returns 0 or -errno; *what says
  * which step failed. */
-static int load_light(struct nonstop *ns, size_t stack_size, const char **what)
+static int load_light(struct nonstop *ns, size_t stack_size, bool fail_test,
+		      const char **what)
 {
 	int err;
 
@@ -98,6 +100,10 @@ static int load_light(struct nonstop *ns, size_t stack_size, const char **what)
 	ns->lskel->rodata->stack_size = stack_size;
 	ns->lskel->maps.stack_pages.max_entries = (__u32)ns->npages;
 	ns->lskel->maps.retry.max_entries = (__u32)ns->nretry;
+	/* A map the kernel refuses: the loader program fails inside the
+	 * kernel, as it would where in-kernel CO-RE is missing. */
+	if (fail_test)
+		ns->lskel->maps.retry.max_entries = UINT32_MAX;
 	err = nonstop_lbpf__load(ns->lskel);
 	if (err) {
 		*what = "the kernel's loader program failed";
@@ -141,9 +147,12 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 {
 	LIBBPF_OPTS(bpf_link_create_opts, lopts);
 	union bpf_iter_link_info linfo;
+	/* Test hooks: "libbpf" takes libbpf's loader at once, "light-fail"
+	 * makes the light loader fail in the kernel (the fallback's test). */
 	const char *loader = getenv("STACKSNAP_BPF_LOADER");
-	const char *what = "";
+	bool fail_test = loader && !strcmp(loader, "light-fail");
 	bool light = !loader || strcmp(loader, "libbpf") != 0;
+	const char *what = "";
 	struct bpf_env env;
 	struct nonstop *ns;
 	double t0;
@@ -165,7 +174,7 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 	ns->nretry = 2 * threads + 64;
 	t0 = now_ms();
 	if (light) {
-		err = load_light(ns, stack_size, &what);
+		err = load_light(ns, stack_size, fail_test, &what);
 		if (err) {
 			log_info(log, "non-stop: %s (%s): loading with libbpf "
 				 "instead", what, strerror(-err));
