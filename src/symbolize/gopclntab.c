@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Inlined calls deeper than this end the expansion (the runtime's own
@@ -139,8 +140,7 @@ void gopclntab__add_region(struct gopclntab *t, uint64_t vaddr,
 			vaddr, bytes, size };
 }
 
-/* Bytes [vaddr, vaddr + len) of the image, or NULL. */
-static const uint8_t *region_bytes(const struct gopclntab *t, uint64_t vaddr,
+const uint8_t *gopclntab__bytes_at(const struct gopclntab *t, uint64_t vaddr,
 				   uint64_t len)
 {
 	for (size_t i = 0; i < t->nregions; i++) {
@@ -428,6 +428,41 @@ int gopclntab__file_line(const struct gopclntab *t, const struct go_func *f,
 	return rf == 0 || rl == 0 ? 0 : -ENOENT;
 }
 
+int gopclntab__pcsp_funcs(const struct gopclntab *t,
+			  struct go_pcsp_func **out, size_t *n)
+{
+	struct go_pcsp_func *v;
+	uint64_t last_end = 0;
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	v = calloc(t->nfunc ? t->nfunc : 1, sizeof(*v));
+	if (!v)
+		return fail(-ENOMEM);
+	for (uint64_t i = 0; i < t->nfunc; i++) {
+		struct go_func f;
+		uint64_t off;
+
+		if (gopclntab__func_at(t, i, &f) < 0 || f.end <= f.entry ||
+		    f.entry < last_end)
+			continue;
+		off = table_off(t, f.pcsp);
+		v[k].entry = f.entry;
+		v[k].end = f.end;
+		if (f.pcsp && off < t->size) {
+			v[k].pcsp = t->data + off;
+			v[k].pcsp_max = t->size - off;
+		}
+		v[k].code = gopclntab__bytes_at(t, f.entry, f.end - f.entry);
+		last_end = f.end;
+		k++;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
 /* Link-time address of f's funcdata idx, or 0. */
 static uint64_t funcdata_addr(const struct gopclntab *t,
 			      const struct go_func *f, uint32_t idx)
@@ -469,7 +504,7 @@ static bool inl_call_at(const struct gopclntab *t, uint64_t tree, int32_t ix,
 
 	if (ix < 0)
 		return false;
-	p = region_bytes(t, tree + (uint64_t)ix * esz, esz);
+	p = gopclntab__bytes_at(t, tree + (uint64_t)ix * esz, esz);
 	if (!p)
 		return false;
 	if (t->version == GOPCLN_120) {

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "elf/elf_image.h"
+#include "table/go_pcsp.h"
 
 #define GOPCLN_MAGIC_12 0xfffffffbu
 #define GOPCLN_MAGIC_116 0xfffffffau
@@ -79,6 +80,10 @@ int gopclntab__init(struct gopclntab *t, const uint8_t *data, size_t size,
 void gopclntab__add_region(struct gopclntab *t, uint64_t vaddr,
 			   const uint8_t *bytes, size_t size);
 
+/* Bytes [vaddr, vaddr + len) of the image's regions, or NULL. */
+const uint8_t *gopclntab__bytes_at(const struct gopclntab *t, uint64_t vaddr,
+				   uint64_t len);
+
 /* Finds the pclntab of a Go executable: the .gopclntab section, else a
  * header found by its magic in the read-only load segments; then the
  * moduledata that points at it (for go:func.*, the inline trees). The
@@ -132,6 +137,12 @@ const char *gopclntab__file_name(const struct gopclntab *t,
 /* file:line at pc (either may come back NULL/0). 0 or -ENOENT. */
 int gopclntab__file_line(const struct gopclntab *t, const struct go_func *f,
 			 uint64_t pc, const char **file, int32_t *line);
+
+/* Every function as input of the pcsp compiler (table/go_pcsp.h), in
+ * table order; functions whose records are corrupt are left out. *out is
+ * malloc'ed. 0 or -ENOMEM. */
+int gopclntab__pcsp_funcs(const struct gopclntab *t,
+			  struct go_pcsp_func **out, size_t *n);
 
 /* One frame at a pc as Go's traceback prints it. */
 struct go_frame {
