@@ -244,7 +244,7 @@ static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
 /* Without symbols: runtime.forEachG loads allgs' pointer and length with
  * two RIP-relative MOVQs (REX.W 8B, ModRM mod 00 r/m 101) from addresses
  * 8 apart; the first such pair in the function is the slice. */
-static uint64_t allgs_from_code(const struct go_runtime *rt)
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
 {
 	const struct gopclntab *t = &rt->pcln;
 
@@ -310,7 +310,7 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 	rt->allgs = symtab_lookup(img, "runtime.allgs");
 	rt->allgs_source = "symtab";
 	if (!rt->allgs) {
-		rt->allgs = allgs_from_code(rt);
+		rt->allgs = go_runtime__allgs_from_code(rt);
 		rt->allgs_source = "runtime.forEachG";
 	}
 	if (!rt->allgs)

@@ -56,6 +56,11 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 		     const struct log_sink *log);
 void go_runtime__close(struct go_runtime *rt);
 
+/* runtime.allgs found without symbols, in runtime.forEachG's code (two
+ * RIP-relative loads 8 bytes apart: the slice's pointer and length), or
+ * 0. */
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt);
+
 /* The layout of the runtime's structures from DWARF (img or its debug
  * image) or from the version's table. 0, -ENOENT or -ENOTSUP (a version
  * without a table). */
