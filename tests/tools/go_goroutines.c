@@ -163,6 +163,7 @@ int main(int argc, char **argv)
 	free(thr);
 	stacksnap_mem__free(mem);
 	stacksnap_snapshot__free(snap);
+	stacksnap_ctx__free(ctx);
 	go_runtime__close(&rt);
 	elf_image__free(img);
 	return 0;

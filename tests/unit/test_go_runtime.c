@@ -142,6 +142,123 @@ static void test_no_section_headers(void)
 	elf_image__free(img);
 }
 
+/* ---- a made-up process: bad lists and stacks end cleanly -------------- */
+
+#define FAKE_ARRAY 0x100000ull
+#define FAKE_G 0x200000ull
+#define FAKE_STACK 0x300000ull
+#define FAKE_STACK_SIZE 4096
+
+struct fake {
+	uint64_t allgs;
+	uint64_t slice[3];
+	uint64_t ptrs[4];
+	uint8_t g[4][512];
+	uint8_t stack[FAKE_STACK_SIZE];
+};
+
+static int fake_read(void *user, uint64_t addr, void *buf, size_t len)
+{
+	struct fake *f = user;
+	struct { uint64_t at; void *p; size_t n; } r[] = {
+		{ f->allgs, f->slice, sizeof(f->slice) },
+		{ FAKE_ARRAY, f->ptrs, sizeof(f->ptrs) },
+		{ FAKE_G, f->g, sizeof(f->g) },
+		{ FAKE_STACK, f->stack, sizeof(f->stack) },
+	};
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		if (addr >= r[i].at && addr - r[i].at <= r[i].n &&
+		    len <= r[i].n - (addr - r[i].at)) {
+			memcpy(buf, (uint8_t *)r[i].p + (addr - r[i].at), len);
+			return 0;
+		}
+	return -EFAULT;
+}
+
+static void set_u64(uint8_t *b, uint32_t off, uint64_t v) { memcpy(b + off, &v, 8); }
+static void set_u32(uint8_t *b, uint32_t off, uint32_t v) { memcpy(b + off, &v, 4); }
+
+static void test_bad_lists(void)
+{
+	struct elf_image *img;
+	struct go_runtime rt;
+	struct fake *f = calloc(1, sizeof(*f));
+	struct stacksnap_mem *mem = stacksnap_mem__new_callback(fake_read, f);
+	struct goroutine *gs;
+	size_t n;
+	uint64_t pc = 0;
+	const struct go_layout *l;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	img = open_bin("_s");
+	if (!img)
+		return;
+	CHECK(go_runtime__open(&rt, img, NULL) == 0);
+	l = &rt.layout;
+	CHECK(l->g_size <= sizeof(f->g[0]));
+	f->allgs = rt.allgs;
+	/* A length beyond the capacity, or beyond any real program. */
+	f->slice[0] = FAKE_ARRAY, f->slice[1] = 3, f->slice[2] = 2;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EINVAL);
+	f->slice[1] = f->slice[2] = GO_MAX_GOROUTINES + 1;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EINVAL);
+	/* The array unreadable. */
+	f->slice[0] = 0x900000, f->slice[1] = 2, f->slice[2] = 4;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EFAULT);
+	/* One dead, one misaligned, one unreadable, one waiting whose stack
+	 * returns to itself forever: bounded by the stack's end. */
+	for (uint64_t i = 0; i < rt.pcln.nfunc; i++) {
+		struct go_func fn;
+		const char *nm;
+
+		if (gopclntab__func_at(&rt.pcln, i, &fn) == 0 &&
+		    (nm = gopclntab__func_name(&rt.pcln, &fn)) &&
+		    strcmp(nm, "main.recurse") == 0)
+			pc = fn.entry + 0x20;
+	}
+	CHECK(pc != 0);
+	f->slice[0] = FAKE_ARRAY, f->slice[1] = 4, f->slice[2] = 4;
+	f->ptrs[0] = FAKE_G;
+	f->ptrs[1] = FAKE_G + 512 + 4;
+	f->ptrs[2] = 0x800000;
+	f->ptrs[3] = FAKE_G + 3 * 512;
+	set_u32(f->g[0], l->g_atomicstatus, GO_GDEAD);
+	set_u32(f->g[3], l->g_atomicstatus, GO_GWAITING);
+	set_u64(f->g[3], l->g_goid, 42);
+	f->g[3][l->g_waitreason] = 14;
+	set_u64(f->g[3], l->g_sched_pc, pc);
+	set_u64(f->g[3], l->g_sched_sp, FAKE_STACK);
+	set_u64(f->g[3], l->g_stack_lo, FAKE_STACK);
+	set_u64(f->g[3], l->g_stack_hi, FAKE_STACK + FAKE_STACK_SIZE);
+	for (size_t k = 0; k + 8 <= FAKE_STACK_SIZE; k += 8)
+		memcpy(f->stack + k, &pc, 8);
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == 0);
+	CHECK(n == 1);
+	if (n == 1) {
+		CHECK(gs[0].goid == 42);
+		CHECK(strcmp(go_status_name(gs[0].status, gs[0].waitreason),
+			     "chan receive") == 0);
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		CHECKF(gs[0].end && strstr(gs[0].end, "outside"), "%s",
+		       gs[0].end ? gs[0].end : "(none)");
+		CHECK(gs[0].nframes > 10 && gs[0].nframes < FAKE_STACK_SIZE / 8);
+		/* A running goroutine whose thread is not known: no stack. */
+		gs[0].status = GO_GRUNNING;
+		free(gs[0].frames);
+		gs[0].frames = NULL;
+		gs[0].nframes = 0;
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		CHECK(gs[0].nframes == 0 && gs[0].end != NULL);
+	}
+	go_goroutines__free(gs, n);
+	stacksnap_mem__free(mem);
+	free(f);
+	go_runtime__close(&rt);
+	elf_image__free(img);
+}
+
 static void test_zz_cleanup(void)
 {
 	go_build_cleanup(dir);
@@ -149,4 +266,5 @@ static void test_zz_cleanup(void)
 
 TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
 	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
-	  TEST(test_no_section_headers), TEST(test_zz_cleanup))
+	  TEST(test_no_section_headers), TEST(test_bad_lists),
+	  TEST(test_zz_cleanup))

@@ -236,6 +236,10 @@ int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
 			g->fp_mismatch += bp != cfa - 16;
 		}
 		bp_known = false;
+		if (bounded && cfa > g->stack_hi) {
+			g->end = "frame outside the goroutine's stack";
+			return 0;
+		}
 		if (mem_read(mem, cfa - 8, &ra, 8) < 0) {
 			g->end = "stack read failed";
 			return 0;
