@@ -700,8 +700,15 @@ int gopclntab__open_elf(struct gopclntab *t, const struct elf_image *img,
 		err = gopclntab__init(t, sec.data, sec.size, sec.vaddr, log);
 		if (err < 0)
 			return err;
-	} else if (scan_for_header(t, img, log) < 0) {
-		return -ENOENT;
+	} else {
+		size_t nsec = 0;
+
+		/* Only an image without section headers is searched: with
+		 * them, a Go binary names its .gopclntab (and libraries
+		 * that are not Go cost no scan). */
+		if ((img->elf && elf_getshdrnum(img->elf, &nsec) == 0 &&
+		     nsec > 1) || scan_for_header(t, img, log) < 0)
+			return -ENOENT;
 	}
 	for (size_t si = 0; si < img->nsegs; si++) {
 		const uint8_t *p;

@@ -14,6 +14,7 @@
  * BP). Go's own .debug_frame describes only the CFA and the return
  * address (rbp is "same value" there); test_go_pcsp compares the two. */
 #include "table/go_pcsp.h"
+#include "table/table_internal.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -260,4 +261,45 @@ void go_pcsp__free(struct go_pcsp_rows *r)
 	free(r->start);
 	free(r->rows);
 	memset(r, 0, sizeof(*r));
+}
+
+int go_pcsp__table(const struct go_pcsp_rows *r, struct unwind_table **out)
+{
+	struct unwind_table *t;
+	struct frag *frags;
+	size_t n = 0;
+	int err;
+
+	*out = NULL;
+	frags = malloc(sizeof(*frags) * (r->n ? r->n : 1));
+	if (!frags)
+		return fail(-ENOMEM);
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t end = i + 1 < r->n ? r->start[i + 1] : r->hi;
+
+		if (r->rows[i].cfa_kind == UT_CFA_NONE || end <= r->start[i])
+			continue;
+		frags[n++] = (struct frag){ r->start[i], end, r->rows[i] };
+	}
+	if (!n) {
+		free(frags);
+		return -ENOENT;
+	}
+	if (frags[n - 1].end - frags[0].start > UINT32_MAX) {
+		free(frags);
+		return fail(-E2BIG);
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		free(frags);
+		return fail(-ENOMEM);
+	}
+	err = ut_build(t, frags, n);
+	free(frags);
+	if (err < 0) {
+		unwind_table__free(t);
+		return fail(err);
+	}
+	*out = t;
+	return 0;
 }

@@ -51,4 +51,10 @@ const struct unwind_row *go_pcsp__lookup(const struct go_pcsp_rows *r,
 					 uint64_t vaddr);
 void go_pcsp__free(struct go_pcsp_rows *r);
 
+/* The rows as an unwind table (a whole table with no CFI inputs: it is
+ * never kept in the table cache), for a module whose CFI gives none (a
+ * Go binary linked with -s -w has no .eh_frame or .debug_frame). 0,
+ * -ENOENT (no rows), -E2BIG (a range beyond 4 GiB) or -ENOMEM. */
+int go_pcsp__table(const struct go_pcsp_rows *r, struct unwind_table **out);
+
 #endif
