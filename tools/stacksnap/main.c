@@ -195,7 +195,8 @@ static int dump_capture(struct dump *d)
 		       .tids = o->ntids ? o->tids : NULL, .ntids = o->ntids,
 		       .hold = o->ptrace, .no_copy = o->ptrace, .cancel = &dump_signal,
 		       .freeze_all = o->freeze_all, .no_realtime = o->no_realtime,
-		       .nonstop = o->nonstop, .addrspace = d->as);
+		       .nonstop = o->nonstop, .addrspace = d->as,
+		       .goroutines = !o->threads_only);
 	in_freeze = 1;
 	if (dump_signal) /* came before in_freeze was set */
 		return interrupted_exit();
@@ -353,10 +354,19 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		 * capture's, as it always has (a candidate for EXIT_ERROR). */
 		(void)profile_out_threads(&o->out, "stacksnap", d->as, d->res,
 					  d->n, title);
-	} else if (o->json)
-		print_json(stdout, o, d->res, d->n, &d->tot);
-	else
-		print_text(stdout, o, d->res, d->n);
+	} else if (o->json) {
+		/* Only a Go program's output has the key. */
+		d->tot.goroutines = o->threads_only ||
+			!stacksnap_snapshot__goroutine_count(d->snap) ? NULL : d->snap;
+		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
+			   &d->tot);
+	} else {
+		if (!o->goroutines_only)
+			print_text(stdout, o, d->res, d->n);
+		if (!o->threads_only)
+			print_goroutines_text(stdout, d->snap,
+					      o->goroutines_only || !d->n);
+	}
 	if (o->stats) {
 		d->tot.ctx.sz = sizeof(d->tot.ctx);
 		stacksnap_ctx__stats(d->ctx, &d->tot.ctx);

@@ -140,7 +140,7 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
@@ -194,6 +194,8 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_FREEZEALL: o->freeze_all = true; break;
 	case OPT_NORT: o->no_realtime = true; break;
 	case OPT_NONSTOP: o->nonstop = true; break;
+	case OPT_GOROUTINES: o->goroutines_only = true; break;
+	case OPT_THREADS: o->threads_only = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -231,6 +233,17 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		fputs("stacksnap: --nonstop reads sleeping threads without "
 		      "stopping them; --freeze-all and --ptrace stop every "
 		      "thread: give one\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->threads_only) {
+		fputs("stacksnap: give --goroutines or --threads, not both\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->nonstop) {
+		fputs("stacksnap: goroutines are read with every thread "
+		      "stopped: --goroutines does not go with --nonstop\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if (o->out.output)
@@ -289,6 +302,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, OPT_NORT },
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
+		{ "goroutines", no_argument, NULL, OPT_GOROUTINES },
+		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -391,6 +406,17 @@ int options_parse_show(struct options *o, int argc, char **argv,
 			fputs("Try 'stacksnap show --help'.\n", stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (o->goroutines_only && o->threads_only) {
+		fputs("stacksnap: give --goroutines or --threads, not both\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->nonstop) {
+		fputs("stacksnap: goroutines are read with every thread "
+		      "stopped: --goroutines does not go with --nonstop\n",
+		      stderr);
+		return EXIT_USAGE;
 	}
 	if (o->out.output)
 		o->out.format_set = true; /* -o alone: folded stacks */

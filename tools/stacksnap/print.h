@@ -35,6 +35,9 @@ struct dump_totals {
 	 * opening its modules, then what the module cache made. */
 	uint64_t check_ns, addrspace_ns, total_ns;
 	struct stacksnap_ctx_stats ctx;
+	/* A capture whose goroutines the JSON lists ("goroutines"); NULL:
+	 * no such key (saved captures). */
+	const struct stacksnap_snapshot *goroutines;
 };
 
 /* Unwinds r->thread into r->frames (allocated, max_frames), reading its
@@ -62,6 +65,11 @@ void print_json(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n,
 		const struct dump_totals *tot);
 void print_stats(FILE *f, const struct dump_totals *tot);
+/* A Go program's goroutines (print_go.c): text after the threads (first:
+ * nothing printed before), and the JSON "goroutines" member. */
+void print_goroutines_text(FILE *f, const struct stacksnap_snapshot *snap,
+			   bool first);
+void print_goroutines_json(FILE *f, const struct stacksnap_snapshot *snap);
 const char *thread_error_str(int error);
 /* Writes s as a JSON string (null for NULL). */
 void json_str(FILE *f, const char *s);
