@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "elf/elf_image.h"
 #include "runtime/go/go_runtime.h"
@@ -259,6 +262,64 @@ static void test_bad_lists(void)
 	elf_image__free(img);
 }
 
+/* The library's capture lists the goroutines of a live Go program (the
+ * stripped build): the parked ones where the program parks them. */
+static void test_capture_goroutines(void)
+{
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, so, .goroutines = true);
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_snapshot *snap;
+	char cmd[4200], line[128];
+	FILE *p;
+	pid_t pid = 0;
+	size_t n;
+	bool recv = false, wg = false;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	snprintf(cmd, sizeof(cmd), "exec %s/go_goroutines_s", dir);
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	if (!p || !fgets(line, sizeof(line), p) ||
+	    sscanf(line, "ready %d", &pid) != 1) {
+		CHECK(0);
+		return;
+	}
+	usleep(300000);
+	ctx = stacksnap_ctx__new(NULL);
+	snap = stacksnap_snapshot__capture(ctx, pid, &so);
+	CHECK(snap != NULL);
+	n = stacksnap_snapshot__goroutine_count(snap);
+	CHECKF(n >= 10, "%zu", n);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g =
+			stacksnap_snapshot__goroutine(snap, i);
+		size_t deep = 0;
+
+		CHECK(g->sz == sizeof(*g) && g->status && g->goid > 0);
+		for (size_t k = 0; k < g->nframes; k++) {
+			const struct stacksnap_runtime_frame *f = &g->frames[k];
+
+			CHECK(f->runtime == STACKSNAP_RUNTIME_GO && f->function);
+			if (!strcmp(f->function, "main.recvDeep") &&
+			    k + 1 < g->nframes &&
+			    !strcmp(g->frames[k + 1].function, "main.recvOuter") &&
+			    !strcmp(g->status, "chan receive") &&
+			    g->created_by && !strcmp(g->created_by, "main.main"))
+				recv = true;
+			deep += !strcmp(f->function, "main.recurse");
+		}
+		if (deep == 21 && !strcmp(g->status, "semacquire") && !g->end)
+			wg = true;
+	}
+	CHECK(recv && wg);
+	CHECK(stacksnap_snapshot__goroutine(snap, n) == NULL);
+	stacksnap_snapshot__free(snap);
+	stacksnap_ctx__free(ctx);
+	kill(pid, SIGKILL);
+	pclose(p);
+}
+
 static void test_zz_cleanup(void)
 {
 	go_build_cleanup(dir);
@@ -267,4 +328,4 @@ static void test_zz_cleanup(void)
 TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
 	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
 	  TEST(test_no_section_headers), TEST(test_bad_lists),
-	  TEST(test_zz_cleanup))
+	  TEST(test_capture_goroutines), TEST(test_zz_cleanup))
