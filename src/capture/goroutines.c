@@ -1,7 +1,9 @@
 /* goroutines.c - a Go program's goroutines in a capture: its runtime
  * opened before the freeze, the goroutine list read and every goroutine
  * unwound while every thread is stopped (src/runtime/go, docs/go.md). */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,14 +59,60 @@ static uint64_t exe_bias(pid_t pid, const struct elf_image *img)
 	return bias;
 }
 
+/* Could the file be a Go program? Its section headers and their names
+ * are read (three preads, where opening the image would cost much more in
+ * every dump of a program that is not Go): false when they exist and none
+ * is .gopclntab. */
+static bool may_be_go(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	char *names = NULL;
+	bool found = false, usable = false;
+	size_t shbytes;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return false;
+	}
+	shbytes = (size_t)eh.e_shnum * sizeof(*sh);
+	if (eh.e_shnum && eh.e_shnum <= 4096 &&
+	    eh.e_shentsize == sizeof(*sh) && eh.e_shstrndx < eh.e_shnum &&
+	    (sh = malloc(shbytes)) &&
+	    pread(fd, sh, shbytes, (off_t)eh.e_shoff) == (ssize_t)shbytes &&
+	    sh[eh.e_shstrndx].sh_size <= (1u << 20) &&
+	    (names = calloc(1, sh[eh.e_shstrndx].sh_size + 1)) &&
+	    pread(fd, names, sh[eh.e_shstrndx].sh_size,
+		  (off_t)sh[eh.e_shstrndx].sh_offset) ==
+		    (ssize_t)sh[eh.e_shstrndx].sh_size) {
+		usable = true;
+		for (unsigned i = 0; i < eh.e_shnum && !found; i++)
+			found = sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
+				strcmp(names + sh[i].sh_name, ".gopclntab") == 0;
+	}
+	free(sh);
+	free(names);
+	close(fd);
+	/* Without usable section headers: look inside. */
+	return found || !usable;
+}
+
 void capture__go_prepare(struct stacksnap_snapshot *s, const struct log_sink *log)
 {
-	struct cap_go *g = calloc(1, sizeof(*g));
+	struct cap_go *g;
 	char path[64];
 
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
+	if (!may_be_go(path))
+		return;
+	g = calloc(1, sizeof(*g));
 	if (!g)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
 	if (elf_image__open(path, NULL, &g->img) != 0 ||
 	    go_runtime__open(&g->rt, g->img, log) != 0) {
 		elf_image__free(g->img);
