@@ -132,7 +132,7 @@ void capture_prefault_kernel(uint8_t *buf, size_t len);
  * the program's runtime (nothing when it is not Go); during it: reads
  * the list and unwinds every goroutine. Failures are logged, never fatal
  * to the capture. */
-void capture__go_prepare(struct stacksnap_snapshot *s, const struct log_sink *log);
+void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx);
 void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log);
 void capture__go_free(struct stacksnap_snapshot *s);
 

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
 #include "base/clock.h"
 #include "capture/capture_internal.h"
 #include "elf/elf_image.h"
@@ -22,6 +24,10 @@ struct cap_go {
 	struct elf_image *img;
 	struct go_runtime rt;
 	uint64_t bias;
+	/* The one unwinder walks the goroutines too, over the process's
+	 * address space (its modules' tables opened before the freeze). */
+	struct stacksnap_addrspace *as;
+	struct stacksnap_unwinder *uw;
 	struct goroutine *gs;
 	size_t n;
 	struct stacksnap_goroutine *pub;
@@ -102,8 +108,9 @@ static bool may_be_go(const char *path)
 	return found || !usable;
 }
 
-void capture__go_prepare(struct stacksnap_snapshot *s, const struct log_sink *log)
+void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx)
 {
+	const struct log_sink *log = ctx ? &ctx->log : NULL;
 	struct cap_go *g;
 	char path[64];
 
@@ -120,6 +127,20 @@ void capture__go_prepare(struct stacksnap_snapshot *s, const struct log_sink *lo
 		return; /* not a Go program */
 	}
 	g->bias = exe_bias(s->pid, g->img);
+	if (ctx) {
+		struct go_func f;
+
+		g->as = stacksnap_addrspace__from_pid(ctx, s->pid);
+		g->uw = stacksnap_unwinder__new(NULL);
+		/* The program's module and table now, not during the freeze. */
+		if (g->as && gopclntab__func_at(&g->rt.pcln, 0, &f) == 0) {
+			const struct as_map *m = addrspace__find(g->as,
+								 f.entry + g->bias);
+
+			if (m && m->mod)
+				module__table(ctx, m->mod);
+		}
+	}
 	s->go = g;
 }
 
@@ -207,8 +228,11 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 		goto out;
 	}
 	for (size_t i = 0; i < g->n; i++)
-		if (go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i], thr,
-					 nthr) < 0)
+		if ((g->as && g->uw
+		     ? go_goroutine__unwind_with(&g->rt, g->uw, g->as, mem,
+						 g->bias, &g->gs[i], thr, nthr)
+		     : go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
+					    thr, nthr)) < 0)
 			break;
 	if (publish(g) < 0) {
 		free(g->pub);
@@ -229,6 +253,8 @@ void capture__go_free(struct stacksnap_snapshot *s)
 	go_goroutines__free(g->gs, g->n);
 	free(g->pub);
 	free(g->frames);
+	stacksnap_unwinder__free(g->uw);
+	stacksnap_addrspace__free(g->as);
 	go_runtime__close(&g->rt);
 	elf_image__free(g->img);
 	free(g);

@@ -280,7 +280,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	if (err)
 		goto fail_detach;
 	if (o.goroutines && !o.ntids && !o.nonstop)
-		capture__go_prepare(s, log);
+		capture__go_prepare(s, ctx);
 	if (s->go) /* a Go program: its list is read with every thread stopped */
 		o.freeze_all = true;
 	choose_path(s, &o, log);

@@ -137,6 +137,22 @@ int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
 			 uint64_t bias, struct goroutine *g,
 			 const struct go_thread_regs *threads, size_t nthreads);
 
+struct stacksnap_addrspace;
+struct stacksnap_unwinder;
+
+/* The same through the library's unwinder (the one every thread's walk
+ * uses, with the module's table: its CFI, or its pcsp rows when it has
+ * none): the goroutine's start state handed to stacksnap_unwind over as
+ * and mem, its frames then named from the pclntab with inlined calls, cut
+ * at the goroutine's start. 0 or -ENOMEM. */
+int go_goroutine__unwind_with(const struct go_runtime *rt,
+			      struct stacksnap_unwinder *uw,
+			      struct stacksnap_addrspace *as,
+			      struct stacksnap_mem *mem, uint64_t bias,
+			      struct goroutine *g,
+			      const struct go_thread_regs *threads,
+			      size_t nthreads);
+
 /* The function and line that created g (g.gopc), as "created by" prints
  * them: false when unknown. */
 bool go_goroutine__created_by(const struct go_runtime *rt,

@@ -170,16 +170,21 @@ static int push_frames(const struct go_runtime *rt, struct goroutine *g,
 	return 0;
 }
 
-int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
-			 uint64_t bias, struct goroutine *g,
-			 const struct go_thread_regs *threads, size_t nthreads)
+/* Where g's walk starts: g.sched for a parked goroutine (its pc a return
+ * address: backup), syscallpc/sp in a system call, its thread's
+ * registers when running (exact pc). bounded: the walk stays inside g's
+ * stack. false (g->end set) when there is nothing to start from. */
+static bool start_state(struct goroutine *g, const struct go_thread_regs *threads,
+			size_t nthreads, uint64_t *pc, uint64_t *sp,
+			uint64_t *bp, bool *backup, bool *bounded)
 {
 	uint32_t st = g->status & ~(uint32_t)GO_GSCAN;
-	uint64_t pc = g->sched_pc, sp = g->sched_sp, bp = g->sched_bp;
-	bool backup = true, bounded = g->stack_lo && g->stack_hi > g->stack_lo;
-	size_t cap = 0;
-	bool bp_known = false;
 
+	*pc = g->sched_pc;
+	*sp = g->sched_sp;
+	*bp = g->sched_bp;
+	*backup = true;
+	*bounded = g->stack_lo && g->stack_hi > g->stack_lo;
 	g->end = NULL;
 	if (st == GO_GRUNNING) {
 		const struct go_thread_regs *r = NULL;
@@ -189,21 +194,98 @@ int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
 				r = &threads[i];
 		if (!r) {
 			g->end = "running on a thread without registers";
-			return 0;
+			return false;
 		}
-		pc = r->rip;
-		sp = r->rsp;
-		bp = r->rbp;
-		backup = false;
+		*pc = r->rip;
+		*sp = r->rsp;
+		*bp = r->rbp;
+		*backup = false;
 		/* On the system stack (g0, a signal stack) the registers do
 		 * not describe this goroutine's stack: walk them unbounded
 		 * by it, until the code is not Go's. */
-		if (sp < g->stack_lo || sp >= g->stack_hi)
-			bounded = false;
+		if (*sp < g->stack_lo || *sp >= g->stack_hi)
+			*bounded = false;
 	} else if (g->syscallsp) {
-		pc = g->syscallpc;
-		sp = g->syscallsp;
+		*pc = g->syscallpc;
+		*sp = g->syscallsp;
 	}
+	return true;
+}
+
+int go_goroutine__unwind_with(const struct go_runtime *rt,
+			      struct stacksnap_unwinder *uw,
+			      struct stacksnap_addrspace *as,
+			      struct stacksnap_mem *mem, uint64_t bias,
+			      struct goroutine *g,
+			      const struct go_thread_regs *threads,
+			      size_t nthreads)
+{
+	struct stacksnap_frame *fr;
+	struct stacksnap_regs regs = { 0 };
+	enum stacksnap_end end;
+	uint64_t pc, sp, bp;
+	bool backup, bounded;
+	size_t cap = 0;
+	int n;
+
+	if (!start_state(g, threads, nthreads, &pc, &sp, &bp, &backup, &bounded))
+		return 0;
+	regs.regs[STACKSNAP_REG_RIP] = pc;
+	regs.regs[STACKSNAP_REG_RSP] = sp;
+	regs.regs[STACKSNAP_REG_RBP] = bp;
+	regs.valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+		     1u << STACKSNAP_REG_RBP;
+	fr = malloc(GO_MAX_FRAMES * sizeof(*fr));
+	if (!fr)
+		return -ENOMEM;
+	n = stacksnap_unwind(uw, as, &regs, mem, fr, GO_MAX_FRAMES, &end);
+	if (n < 0) {
+		free(fr);
+		g->end = "unwind failed";
+		return 0;
+	}
+	for (int k = 0; k < n; k++) {
+		const char *name = NULL;
+		int err;
+
+		if (bounded && (fr[k].sp < g->stack_lo || fr[k].sp >= g->stack_hi)) {
+			g->end = "stack pointer outside the goroutine's stack";
+			break;
+		}
+		err = push_frames(rt, g, &cap, fr[k].pc, fr[k].sp, bias,
+				  k ? true : backup, &name);
+		if (err == -ENOMEM) {
+			free(fr);
+			return err;
+		}
+		if (err < 0) {
+			g->end = "pc outside Go code";
+			break;
+		}
+		if (is_stack_top(name))
+			break;
+		if (k + 1 == n)
+			g->end = end == STACKSNAP_END_COMPLETE
+					 ? "stack ends before the goroutine's start"
+					 : stacksnap_end__str(end);
+	}
+	if (n == 0)
+		g->end = stacksnap_end__str(end);
+	free(fr);
+	return 0;
+}
+
+int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
+			 uint64_t bias, struct goroutine *g,
+			 const struct go_thread_regs *threads, size_t nthreads)
+{
+	uint64_t pc, sp, bp;
+	bool backup, bounded;
+	size_t cap = 0;
+	bool bp_known = false;
+
+	if (!start_state(g, threads, nthreads, &pc, &sp, &bp, &backup, &bounded))
+		return 0;
 	for (unsigned depth = 0; depth < GO_MAX_FRAMES; depth++) {
 		const struct unwind_row *row;
 		const char *name = NULL;
