@@ -70,7 +70,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 		int r;
 
 		snprintf(title, sizeof(title), "stacksnap show: pid %d", (int)info.pid);
-		r = profile_out_threads(&o->out, "stacksnap show", as, res, n, title);
+		r = profile_out_threads(&o->out, "stacksnap show", NULL, as, res, n, title);
 		if (r)
 			rc = r;
 	} else if (o->json)

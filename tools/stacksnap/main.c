@@ -352,8 +352,10 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		snprintf(title, sizeof(title), "stacksnap %d", (int)o->pid);
 		/* A failure is said on stderr but leaves the exit code the
 		 * capture's, as it always has (a candidate for EXIT_ERROR). */
-		(void)profile_out_threads(&o->out, "stacksnap", d->as, d->res,
-					  d->n, title);
+		(void)profile_out_threads(&o->out, "stacksnap",
+					  o->threads_only ? NULL : d->snap, d->as,
+					  d->res, o->goroutines_only ? 0 : d->n,
+					  title);
 	} else if (o->json) {
 		/* Only a Go program's output has the key. */
 		d->tot.goroutines = o->threads_only ||
