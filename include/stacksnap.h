@@ -524,6 +524,14 @@ STACKSNAP_API size_t
 stacksnap_snapshot__goroutine_count(const struct stacksnap_snapshot *snap);
 STACKSNAP_API const struct stacksnap_goroutine *
 stacksnap_snapshot__goroutine(const struct stacksnap_snapshot *snap, size_t i);
+/* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
+ * them; 0 for files without, events files and cores). Goroutine i's
+ * frames and strings live as long as s. */
+struct stacksnap_saved;
+STACKSNAP_API size_t
+stacksnap_saved__goroutine_count(const struct stacksnap_saved *s);
+STACKSNAP_API const struct stacksnap_goroutine *
+stacksnap_saved__goroutine(const struct stacksnap_saved *s, size_t i);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of

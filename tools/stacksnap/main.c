@@ -137,6 +137,9 @@ struct dump {
 	struct stacksnap_snapshot_stats st;
 	struct stacksnap_nonstop_stats nst;
 	struct dump_totals tot;		/* --stats; points at st and nst */
+	/* A Go program's goroutines, as printed (none with --threads). */
+	const struct stacksnap_goroutine *goroutines;
+	size_t ngoroutines;
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -346,6 +349,12 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 {
 	const struct options *o = &d->o;
 
+	/* A Go program's goroutines (contiguous in the capture). */
+	d->ngoroutines = o->threads_only ? 0
+		: stacksnap_snapshot__goroutine_count(d->snap);
+	d->goroutines = d->ngoroutines
+		? stacksnap_snapshot__goroutine(d->snap, 0) : NULL;
+
 	if (o->out.format_set) {
 		char title[64];
 
@@ -353,21 +362,20 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		/* A failure is said on stderr but leaves the exit code the
 		 * capture's, as it always has (a candidate for EXIT_ERROR). */
 		(void)profile_out_threads(&o->out, "stacksnap",
-					  o->threads_only ? NULL : d->snap, d->as,
+					  d->goroutines, d->ngoroutines, d->as,
 					  d->res, o->goroutines_only ? 0 : d->n,
 					  title);
 	} else if (o->json) {
 		/* Only a Go program's output has the key. */
-		d->tot.goroutines = o->threads_only ||
-			!stacksnap_snapshot__goroutine_count(d->snap) ? NULL : d->snap;
+		d->tot.goroutines = d->goroutines;
+		d->tot.ngoroutines = d->ngoroutines;
 		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
 			   &d->tot);
 	} else {
 		if (!o->goroutines_only)
 			print_text(stdout, o, d->res, d->n);
-		if (!o->threads_only)
-			print_goroutines_text(stdout, d->snap,
-					      o->goroutines_only || !d->n);
+		print_goroutines_text(stdout, d->goroutines, d->ngoroutines,
+				      o->goroutines_only || !d->n);
 	}
 	if (o->stats) {
 		d->tot.ctx.sz = sizeof(d->tot.ctx);

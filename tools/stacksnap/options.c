@@ -350,7 +350,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED };
+	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_GOROUTINES,
+	       O_THREADS };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -364,6 +365,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, O_NODI },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		{ "goroutines", no_argument, NULL, O_GOROUTINES },
+		{ "threads", no_argument, NULL, O_THREADS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -400,6 +403,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NODI: o->no_debuginfod = true; break;
 		case O_COUNT: o->count = true; break;
 		case O_FOLDED: o->folded = true; break;
+		case O_GOROUTINES: o->goroutines_only = true; break;
+		case O_THREADS: o->threads_only = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:

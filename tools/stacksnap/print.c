@@ -222,7 +222,7 @@ void print_json(FILE *f, const struct options *o,
 	fputc(']', f);
 	if (tot->goroutines) {
 		fputc(',', f);
-		print_goroutines_json(f, tot->goroutines);
+		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);
 	}
 	fputs("}\n", f);
 }

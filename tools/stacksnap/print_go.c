@@ -17,14 +17,11 @@ static void print_wait(FILE *f, int64_t ns)
 		fprintf(f, ", %.1f s", ns / 1e9);
 }
 
-void print_goroutines_text(FILE *f, const struct stacksnap_snapshot *snap,
-			   bool first)
+void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n, bool first)
 {
-	size_t n = stacksnap_snapshot__goroutine_count(snap);
-
 	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_goroutine *g =
-			stacksnap_snapshot__goroutine(snap, i);
+		const struct stacksnap_goroutine *g = &gs[i];
 
 		fprintf(f, "%sGoroutine %" PRId64 " [%s", first && !i ? "" : "\n",
 			g->goid, g->status);
@@ -56,14 +53,12 @@ void print_goroutines_text(FILE *f, const struct stacksnap_snapshot *snap,
 	}
 }
 
-void print_goroutines_json(FILE *f, const struct stacksnap_snapshot *snap)
+void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n)
 {
-	size_t n = stacksnap_snapshot__goroutine_count(snap);
-
 	fputs("\"goroutines\":[", f);
 	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_goroutine *g =
-			stacksnap_snapshot__goroutine(snap, i);
+		const struct stacksnap_goroutine *g = &gs[i];
 
 		fprintf(f, "%s{\"goid\":%" PRId64 ",\"status\":", i ? "," : "",
 			g->goid);

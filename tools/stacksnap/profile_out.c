@@ -130,13 +130,10 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 /* One sample per goroutine: its frames (names, file:line, inlined calls
  * from the pclntab) under the root "goroutine [STATUS]". */
 static int add_goroutines(struct stacksnap_stacks *st,
-			  const struct stacksnap_snapshot *snap)
+			  const struct stacksnap_goroutine *gs, size_t n)
 {
-	size_t n = stacksnap_snapshot__goroutine_count(snap);
-
 	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_goroutine *g =
-			stacksnap_snapshot__goroutine(snap, i);
+		const struct stacksnap_goroutine *g = &gs[i];
 		struct stacksnap_stack_frame *fr =
 			calloc(g->nframes + 2, sizeof(*fr));
 		char root[96];
@@ -170,7 +167,8 @@ static int add_goroutines(struct stacksnap_stacks *st,
 }
 
 int profile_out_threads(const struct profile_out *po, const char *prefix,
-			const struct stacksnap_snapshot *goroutines,
+			const struct stacksnap_goroutine *goroutines,
+			size_t ngoroutines,
 			struct stacksnap_addrspace *as,
 			const struct thread_result *res, size_t n, const char *title)
 {
@@ -192,7 +190,7 @@ int profile_out_threads(const struct profile_out *po, const char *prefix,
 			st = NULL;
 		}
 	}
-	if (st && goroutines && add_goroutines(st, goroutines)) {
+	if (st && add_goroutines(st, goroutines, ngoroutines)) {
 		stacksnap_stacks__free(st);
 		st = NULL;
 	}

@@ -62,11 +62,12 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 
 /* A snapshot (live dump, saved file, core) as a profile: one sample per
  * thread of res[0..n) (symbolized), its name as the root, and, when
- * goroutines is not NULL, one per goroutine of that capture (as Go's
+ * ngoroutines, one per goroutine of goroutines[] (as Go's
  * goroutine profile counts them) with root "goroutine [STATUS]"; written
  * as po says. Returns EXIT_OK or EXIT_ERROR after saying why. */
 int profile_out_threads(const struct profile_out *po, const char *prefix,
-			const struct stacksnap_snapshot *goroutines,
+			const struct stacksnap_goroutine *goroutines,
+			size_t ngoroutines,
 			struct stacksnap_addrspace *as,
 			const struct thread_result *res, size_t n, const char *title);
 
