@@ -68,7 +68,7 @@ static uint64_t exe_bias(pid_t pid, const struct elf_image *img)
 /* Could the file be a Go program? Its section headers and their names
  * are read (three preads, where opening the image would cost much more in
  * every dump of a program that is not Go): false when they exist and none
- * is .gopclntab. */
+ * is .gopclntab (.data.rel.ro.gopclntab in a PIE). */
 static bool may_be_go(const char *path)
 {
 	Elf64_Ehdr eh;
@@ -99,7 +99,9 @@ static bool may_be_go(const char *path)
 		usable = true;
 		for (unsigned i = 0; i < eh.e_shnum && !found; i++)
 			found = sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
-				strcmp(names + sh[i].sh_name, ".gopclntab") == 0;
+				(strcmp(names + sh[i].sh_name, ".gopclntab") == 0 ||
+				 strcmp(names + sh[i].sh_name,
+					".data.rel.ro.gopclntab") == 0);
 	}
 	free(sh);
 	free(names);

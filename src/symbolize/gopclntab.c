@@ -696,7 +696,10 @@ int gopclntab__open_elf(struct gopclntab *t, const struct elf_image *img,
 	struct elf_section sec;
 	int err;
 
-	if (find_section(img, ".gopclntab", &sec)) {
+	/* Position-independent Go programs keep it among their relocated
+	 * read-only data. */
+	if (find_section(img, ".gopclntab", &sec) ||
+	    find_section(img, ".data.rel.ro.gopclntab", &sec)) {
 		err = gopclntab__init(t, sec.data, sec.size, sec.vaddr, log);
 		if (err < 0)
 			return err;
