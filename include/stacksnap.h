@@ -524,6 +524,21 @@ STACKSNAP_API size_t
 stacksnap_snapshot__goroutine_count(const struct stacksnap_snapshot *snap);
 STACKSNAP_API const struct stacksnap_goroutine *
 stacksnap_snapshot__goroutine(const struct stacksnap_snapshot *snap, size_t i);
+/* A Go program's goroutines read on demand, for callers that stop the
+ * process themselves (watch): open once (NULL, errno ENOENT: not a Go
+ * program), then read while every thread is stopped; running goroutines
+ * get no stack (their threads' registers are not known here). */
+struct stacksnap_goroutines;
+STACKSNAP_API struct stacksnap_goroutines *
+stacksnap_goroutines__open(struct stacksnap_ctx *ctx, pid_t pid);
+/* Reads the list now (replacing the last one). 0 or -errno. */
+STACKSNAP_API int stacksnap_goroutines__read(struct stacksnap_goroutines *g);
+STACKSNAP_API size_t
+stacksnap_goroutines__count(const struct stacksnap_goroutines *g);
+STACKSNAP_API const struct stacksnap_goroutine *
+stacksnap_goroutines__get(const struct stacksnap_goroutines *g, size_t i);
+STACKSNAP_API void stacksnap_goroutines__free(struct stacksnap_goroutines *g);
+
 /* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
  * them; 0 for files without, events files and cores). Goroutine i's
  * frames and strings live as long as s. */

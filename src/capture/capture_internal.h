@@ -91,7 +91,7 @@ struct stacksnap_snapshot {
 	uint64_t run_ns_min;  /* the shortest settle run */
 	int saved_policy;
 	struct sched_param saved_param;
-	struct cap_go *go;    /* a Go program's goroutines (goroutines.c) */
+	struct stacksnap_goroutines *go; /* a Go program's goroutines (goroutines.c) */
 };
 
 /* task_scan.c: /proc/PID/task and the thread table. */

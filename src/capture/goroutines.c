@@ -18,9 +18,11 @@
 #include "mem/mem.h"
 #include "runtime/go/go_runtime.h"
 
-/* Invariant: rt describes img; gs[0, n) and pub[0, n) correspond, pub's
- * frames point into frames[] and its strings into rt's pclntab. */
-struct cap_go {
+/* A Go program's runtime and its goroutine list as read last. Invariant:
+ * rt describes img; gs[0, n) and pub[0, n) correspond (pub NULL: no list
+ * read), pub's frames point into frames[] and its strings into rt's
+ * pclntab. */
+struct stacksnap_goroutines {
 	struct elf_image *img;
 	struct go_runtime rt;
 	uint64_t bias;
@@ -32,6 +34,8 @@ struct cap_go {
 	size_t n;
 	struct stacksnap_goroutine *pub;
 	struct stacksnap_runtime_frame *frames;
+	pid_t pid;
+	const struct log_sink *log;
 };
 
 /* The executable's load bias: 0 unless it is position-independent. */
@@ -110,29 +114,35 @@ static bool may_be_go(const char *path)
 	return found || !usable;
 }
 
-void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx)
+struct stacksnap_goroutines *stacksnap_goroutines__open(struct stacksnap_ctx *ctx,
+						       pid_t pid)
 {
 	const struct log_sink *log = ctx ? &ctx->log : NULL;
-	struct cap_go *g;
+	struct stacksnap_goroutines *g;
 	char path[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
-	if (!may_be_go(path))
-		return;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (!may_be_go(path)) {
+		errno = ENOENT;
+		return NULL;
+	}
 	g = calloc(1, sizeof(*g));
 	if (!g)
-		return;
+		return NULL;
+	g->pid = pid;
+	g->log = log;
 	if (elf_image__open(path, NULL, &g->img) != 0 ||
 	    go_runtime__open(&g->rt, g->img, log) != 0) {
 		elf_image__free(g->img);
 		free(g);
-		return; /* not a Go program */
+		errno = ENOENT; /* not a Go program */
+		return NULL;
 	}
-	g->bias = exe_bias(s->pid, g->img);
+	g->bias = exe_bias(pid, g->img);
 	if (ctx) {
 		struct go_func f;
 
-		g->as = stacksnap_addrspace__from_pid(ctx, s->pid);
+		g->as = stacksnap_addrspace__from_pid(ctx, pid);
 		g->uw = stacksnap_unwinder__new(NULL);
 		/* The program's module and table now, not during the freeze. */
 		if (g->as && gopclntab__func_at(&g->rt.pcln, 0, &f) == 0) {
@@ -143,11 +153,16 @@ void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx
 				module__table(ctx, m->mod);
 		}
 	}
-	s->go = g;
+	return g;
+}
+
+void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx)
+{
+	s->go = stacksnap_goroutines__open(ctx, s->pid);
 }
 
 /* The public goroutines of g->gs (frames in one array). */
-static int publish(struct cap_go *g)
+static int publish(struct stacksnap_goroutines *g)
 {
 	size_t total = 0, k = 0;
 	int64_t now = (int64_t)clock_monotonic_ns();
@@ -201,16 +216,66 @@ static int publish(struct cap_go *g)
 	return 0;
 }
 
-void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
+/* Forgets the list read last. */
+static void clear(struct stacksnap_goroutines *g)
 {
-	struct cap_go *g = s->go;
-	struct go_thread_regs *thr = calloc(s->n ? s->n : 1, sizeof(*thr));
-	struct stacksnap_mem *mem = stacksnap_mem__new_pid(s->pid);
-	size_t nthr = 0;
+	go_goroutines__free(g->gs, g->n);
+	free(g->pub);
+	free(g->frames);
+	g->gs = NULL;
+	g->pub = NULL;
+	g->frames = NULL;
+	g->n = 0;
+}
+
+/* Reads the list and walks every goroutine (the caller holds the
+ * threads stopped); thr: the registers of threads running goroutines. */
+static int read_list(struct stacksnap_goroutines *g,
+		     const struct go_thread_regs *thr, size_t nthr)
+{
+	struct stacksnap_mem *mem = stacksnap_mem__new_pid(g->pid);
 	int err;
 
-	if (!thr || !mem)
-		goto out;
+	clear(g);
+	if (!mem)
+		return -ENOMEM;
+	err = go_goroutines__read(&g->rt, mem, g->bias, GO_MAX_GOROUTINES,
+				  &g->gs, &g->n, g->log);
+	if (err < 0) {
+		log_warn(g->log, "pid %d: the goroutine list could not be read: "
+			 "%s", (int)g->pid, strerror(-err));
+		stacksnap_mem__free(mem);
+		g->gs = NULL;
+		g->n = 0;
+		return err;
+	}
+	for (size_t i = 0; i < g->n && !err; i++)
+		err = g->as && g->uw
+			? go_goroutine__unwind_with(&g->rt, g->uw, g->as, mem,
+						    g->bias, &g->gs[i], thr, nthr)
+			: go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
+					       thr, nthr);
+	stacksnap_mem__free(mem);
+	if (!err)
+		err = publish(g);
+	if (err < 0)
+		clear(g);
+	return err;
+}
+
+int stacksnap_goroutines__read(struct stacksnap_goroutines *g)
+{
+	return g ? read_list(g, NULL, 0) : fail(-EINVAL);
+}
+
+void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
+{
+	struct go_thread_regs *thr = calloc(s->n ? s->n : 1, sizeof(*thr));
+	size_t nthr = 0;
+
+	(void)log;
+	if (!thr)
+		return;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct cap_thread *t = &s->threads[i];
 
@@ -222,56 +287,46 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 		thr[nthr].rbp = t->pub.regs.regs[STACKSNAP_REG_RBP];
 		nthr++;
 	}
-	err = go_goroutines__read(&g->rt, mem, g->bias, GO_MAX_GOROUTINES,
-				  &g->gs, &g->n, log);
-	if (err < 0) {
-		log_warn(log, "pid %d: the goroutine list could not be read: "
-			 "%s", (int)s->pid, strerror(-err));
-		goto out;
-	}
-	for (size_t i = 0; i < g->n; i++)
-		if ((g->as && g->uw
-		     ? go_goroutine__unwind_with(&g->rt, g->uw, g->as, mem,
-						 g->bias, &g->gs[i], thr, nthr)
-		     : go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
-					    thr, nthr)) < 0)
-			break;
-	if (publish(g) < 0) {
-		free(g->pub);
-		g->pub = NULL;
-		g->n = 0;
-	}
-out:
-	stacksnap_mem__free(mem);
+	read_list(s->go, thr, nthr);
 	free(thr);
 }
 
-void capture__go_free(struct stacksnap_snapshot *s)
+void stacksnap_goroutines__free(struct stacksnap_goroutines *g)
 {
-	struct cap_go *g = s->go;
-
 	if (!g)
 		return;
-	go_goroutines__free(g->gs, g->n);
-	free(g->pub);
-	free(g->frames);
+	clear(g);
 	stacksnap_unwinder__free(g->uw);
 	stacksnap_addrspace__free(g->as);
 	go_runtime__close(&g->rt);
 	elf_image__free(g->img);
 	free(g);
+}
+
+void capture__go_free(struct stacksnap_snapshot *s)
+{
+	stacksnap_goroutines__free(s->go);
 	s->go = NULL;
+}
+
+size_t stacksnap_goroutines__count(const struct stacksnap_goroutines *g)
+{
+	return g && g->pub ? g->n : 0;
+}
+
+const struct stacksnap_goroutine *
+stacksnap_goroutines__get(const struct stacksnap_goroutines *g, size_t i)
+{
+	return i < stacksnap_goroutines__count(g) ? &g->pub[i] : NULL;
 }
 
 size_t stacksnap_snapshot__goroutine_count(const struct stacksnap_snapshot *s)
 {
-	return s && s->go && s->go->pub ? s->go->n : 0;
+	return s ? stacksnap_goroutines__count(s->go) : 0;
 }
 
 const struct stacksnap_goroutine *
 stacksnap_snapshot__goroutine(const struct stacksnap_snapshot *s, size_t i)
 {
-	if (i >= stacksnap_snapshot__goroutine_count(s))
-		return NULL;
-	return &s->go->pub[i];
+	return s ? stacksnap_goroutines__get(s->go, i) : NULL;
 }
