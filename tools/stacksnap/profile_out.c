@@ -129,8 +129,8 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 
 /* One sample per goroutine: its frames (names, file:line, inlined calls
  * from the pclntab) under the root "goroutine [STATUS]". */
-static int add_goroutines(struct stacksnap_stacks *st,
-			  const struct stacksnap_goroutine *gs, size_t n)
+int profile_out_add_goroutines(struct stacksnap_stacks *st,
+			       const struct stacksnap_goroutine *gs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_goroutine *g = &gs[i];
@@ -190,7 +190,7 @@ int profile_out_threads(const struct profile_out *po, const char *prefix,
 			st = NULL;
 		}
 	}
-	if (st && add_goroutines(st, goroutines, ngoroutines)) {
+	if (st && profile_out_add_goroutines(st, goroutines, ngoroutines)) {
 		stacksnap_stacks__free(st);
 		st = NULL;
 	}
