@@ -281,6 +281,10 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		goto fail_detach;
 	if (o.goroutines && !o.ntids && !o.nonstop)
 		capture__go_prepare(s, ctx);
+	else if (o.goroutines)
+		log_info(log, "pid %d: goroutines are listed only when every "
+			 "thread is stopped (not with a thread list or "
+			 "non-stop)", pid);
 	if (s->go) /* a Go program: its list is read with every thread stopped */
 		o.freeze_all = true;
 	choose_path(s, &o, log);

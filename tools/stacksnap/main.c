@@ -354,6 +354,10 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		: stacksnap_snapshot__goroutine_count(d->snap);
 	d->goroutines = d->ngoroutines
 		? stacksnap_snapshot__goroutine(d->snap, 0) : NULL;
+	if (o->goroutines_only && !d->ngoroutines)
+		fprintf(stderr, "stacksnap: pid %d: no goroutines (not a Go "
+				"program, or its list could not be read: -v "
+				"says why)\n", (int)o->pid);
 
 	if (o->out.format_set) {
 		char title[64];
