@@ -241,5 +241,13 @@ int main(int argc, char **argv)
 		return 1;
 	fclose(f);
 	printf("%zu functions from %s, %zu bytes\n", count, argv[2], all.n);
+	free(names.b);
+	free(cutab.b);
+	free(files.b);
+	free(pct.b);
+	free(funcs.b);
+	free(inl.b);
+	free(all.b);
+	elf_image__free(img);
 	return 0;
 }
