@@ -314,6 +314,51 @@ static void test_capture_goroutines(void)
 	}
 	CHECK(recv && wg);
 	CHECK(stacksnap_snapshot__goroutine(snap, n) == NULL);
+	/* The stripped program's module is named from its pclntab whatever
+	 * the flags (perf-script's symbol-table-only naming too), with the
+	 * inlined calls under LINES: as the goroutines' frames say. */
+	{
+		struct stacksnap_addrspace *as =
+			stacksnap_addrspace__from_pid(ctx, pid);
+		const struct stacksnap_goroutine *g = NULL;
+		size_t inl = 0;
+
+		for (size_t i = 0; i < n && !g; i++) {
+			const struct stacksnap_goroutine *c =
+				stacksnap_snapshot__goroutine(snap, i);
+
+			for (size_t k = 0; k < c->nframes; k++)
+				if (c->frames[k].flags & STACKSNAP_RFRAME_INLINED &&
+				    !strcmp(c->frames[k].function, "main.inlinedRecv")) {
+					g = c;
+					inl = k;
+				}
+		}
+		CHECK(as && g);
+		if (as && g) {
+			struct stacksnap_sym sym[8];
+			uint64_t pc = g->frames[inl].pc;
+			int k;
+
+			k = stacksnap_addrspace__symbolize(as, pc, true, 0, sym, 8);
+			CHECK(k == 1 && sym[0].function &&
+			      !strcmp(sym[0].function, "main.recvViaInline"));
+			k = stacksnap_addrspace__symbolize(as, pc, true,
+							   STACKSNAP_SYM_SYMTAB,
+							   sym, 8);
+			CHECK(k == 1 && sym[0].function &&
+			      !strcmp(sym[0].function, "main.recvViaInline"));
+			k = stacksnap_addrspace__symbolize(as, pc, true,
+							   STACKSNAP_SYM_LINES,
+							   sym, 8);
+			CHECK(k == 2 && sym[0].inlined && !sym[1].inlined &&
+			      !strcmp(sym[0].function, "main.inlinedRecv") &&
+			      !strcmp(sym[1].function, "main.recvViaInline") &&
+			      sym[0].file && sym[0].line ==
+				      (int)g->frames[inl].line);
+		}
+		stacksnap_addrspace__free(as);
+	}
 	stacksnap_snapshot__free(snap);
 	stacksnap_ctx__free(ctx);
 	kill(pid, SIGKILL);
