@@ -536,14 +536,19 @@ int gopclntab__frames(const struct gopclntab *t, uint64_t pc,
 	/* As the runtime's traceback: the inlined call at pc is named by
 	 * the tree, its line is the function's pcln at pc; then pc moves to
 	 * the call site (parentPc) in the caller, one level out. */
+	int32_t last_ix = -1;
+
 	for (unsigned depth = 0; tree && ixtab && depth < GO_MAX_INLINE_DEPTH;
 	     depth++) {
 		struct inl_call c;
 		int32_t ix;
 
+		/* The same entry again: its parentPc does not lead out of
+		 * it (a corrupt tree); the expansion stops there. */
 		if (gopclntab__pcvalue(t, &f, ixtab, pc, &ix) < 0 || ix < 0 ||
-		    !inl_call_at(t, tree, ix, &c))
+		    ix == last_ix || !inl_call_at(t, tree, ix, &c))
 			break;
+		last_ix = ix;
 		if (n < max) {
 			struct go_frame *fr = &out[n];
 

@@ -381,6 +381,193 @@ static size_t make_table(uint32_t magic, struct buf *b)
 	return b->n;
 }
 
+#define INL_VADDR 0x10000
+
+/* "main.f" at 0x1000 (16 bytes) with "main.g" inlined over its first 8
+ * bytes, called from offset 4: lines 20 in [0x1000, 0x1004), 10 after.
+ * The inline tree follows the table; funcdata points at it (as an offset
+ * from go:func.* for 1.18+, the table's address INL_VADDR standing for
+ * it; as a pointer before). */
+static size_t make_inl_table(uint32_t magic, struct buf *b)
+{
+	static const uint8_t pcln[] = { 42, 4, 19, 12, 0 };
+	static const uint8_t inlix[] = { 2, 4, 1, 12, 0 };
+	uint8_t pcfile[] = { 2, 16, 0 };
+	uint8_t hdr[8] = { 0, 0, 0, 0, 0, 0, 1, 8 };
+	bool v12 = magic == GOPCLN_MAGIC_12, v116 = magic == GOPCLN_MAGIC_116;
+	bool v120 = magic == GOPCLN_MAGIC_120;
+	size_t words = v12 ? 1 : v116 ? 7 : 8;
+	size_t nf, ng, ct = 0, flt, pt, ln, fl, ix, fn, fd, tree, ft = 0;
+	size_t base;
+
+	memset(b, 0, sizeof(*b));
+	memcpy(hdr, &magic, 4);
+	put(b, hdr, 8);
+	for (size_t i = 0; i < words; i++)
+		put64(b, 0);
+	set64(b, 8, 1);				/* nfunc */
+	if (v12) {
+		put64(b, 0x1000);
+		fn = put64(b, 0);		/* funcoff, set below */
+		put64(b, 0x1010);
+		ft = put32(b, 0);		/* filetab offset */
+		pcfile[0] = 4;			/* file 1 */
+	} else {
+		set64(b, 16, 1);		/* nfiles */
+		if (words == 8)
+			set64(b, 24, 0x1000);	/* textStart */
+	}
+	base = v12 ? 0 : b->n;			/* names are relative to it */
+	nf = put(b, "main.f", 7) - base;
+	ng = put(b, "main.g", 7) - base;
+	if (!v12)
+		ct = put32(b, 0);
+	if (v12) {
+		flt = put32(b, 2);
+		put32(b, (uint32_t)(flt + 8));
+		put(b, "f.go", 5);
+		set32(b, ft, (uint32_t)flt);
+	} else {
+		flt = put(b, "f.go", 5);
+	}
+	pt = v12 ? 0 : put(b, "", 1);		/* offset 0: no table */
+	ln = put(b, pcln, sizeof(pcln)) - pt;
+	fl = put(b, pcfile, sizeof(pcfile)) - pt;
+	ix = put(b, inlix, sizeof(inlix)) - pt;
+	while (b->n % 8)
+		b->n++;
+	if (!v12) {
+		size_t h = 8 + 16 + (words == 8 ? 8 : 0);
+
+		fn = b->n;
+		set64(b, h, base);
+		set64(b, h + 8, ct);
+		set64(b, h + 16, flt);
+		set64(b, h + 24, pt);
+		set64(b, h + 32, fn);
+		if (words == 8) {
+			put32(b, 0);
+			put32(b, 16);
+			put32(b, 0x10);
+			put32(b, 0);
+		} else {
+			put64(b, 0x1000);
+			put64(b, 24);
+			put64(b, 0x1010);
+		}
+	}
+	/* The _func record. */
+	{
+		size_t rec = b->n;
+
+		if (v12)
+			set64(b, fn, rec);
+		if (words == 8)
+			put32(b, 0);		/* entryoff */
+		else
+			put64(b, 0x1000);	/* entry */
+		put32(b, (uint32_t)nf);
+		put32(b, 0); put32(b, 0); put32(b, 0); /* args, defer, pcsp */
+		put32(b, (uint32_t)fl);
+		put32(b, (uint32_t)ln);
+		put32(b, 3);			/* npcdata */
+		if (!v12)
+			put32(b, 0);		/* cuOffset */
+		if (v120)
+			put32(b, 10);		/* startLine */
+		put32(b, 4u << 24);		/* funcID, flag, pad, nfuncdata 4 */
+		put32(b, 0); put32(b, 0);
+		put32(b, (uint32_t)ix);		/* pcdata[InlTreeIndex] */
+		if (words == 8) {
+			fd = put32(b, UINT32_MAX);
+			put32(b, UINT32_MAX); put32(b, UINT32_MAX);
+			put32(b, 0);		/* set below */
+		} else {
+			while ((INL_VADDR + b->n) % 8)
+				b->n++;
+			fd = put64(b, 0);
+			put64(b, 0); put64(b, 0);
+			put64(b, 0);		/* set below */
+		}
+		(void)rec;
+	}
+	while (b->n % 8)
+		b->n++;
+	tree = b->n;
+	if (v120) {
+		put32(b, 0);			/* funcID, pad */
+		put32(b, (uint32_t)ng);
+		put32(b, 4);			/* parentPc */
+		put32(b, 20);			/* startLine */
+	} else {
+		put32(b, 0xffff);		/* parent -1, funcID, pad */
+		put32(b, 0); put32(b, 0);	/* file, line */
+		put32(b, (uint32_t)ng);
+		put32(b, 4);			/* parentPc */
+	}
+	if (words == 8)
+		set32(b, fd + 12, (uint32_t)tree);
+	else
+		set64(b, fd + 24, INL_VADDR + tree);
+	return b->n;
+}
+
+/* The inline tree of every version: main.g inlined in main.f. */
+static void test_versions_inline(void)
+{
+	static const uint32_t magics[] = { GOPCLN_MAGIC_12, GOPCLN_MAGIC_116,
+					   GOPCLN_MAGIC_118, GOPCLN_MAGIC_120 };
+
+	for (size_t i = 0; i < 4; i++) {
+		struct buf b;
+		struct gopclntab t;
+		struct go_frame fr[4];
+		size_t n = make_inl_table(magics[i], &b);
+		int k;
+
+		CHECKF(gopclntab__init(&t, b.b, n, INL_VADDR, NULL) == 0, "%#x",
+		       magics[i]);
+		t.gofunc = INL_VADDR;
+		gopclntab__add_region(&t, INL_VADDR, b.b, n);
+		k = gopclntab__frames(&t, 0x1002, fr, 4);
+		CHECKF(k == 2 && fr[0].inlined && !fr[1].inlined &&
+		       !strcmp(fr[0].function, "main.g") &&
+		       !strcmp(fr[1].function, "main.f") && fr[0].line == 20 &&
+		       fr[1].line == 10 && fr[0].file &&
+		       !strcmp(fr[0].file, "f.go"),
+		       "%#x: %d frames: %s:%d, %s:%d", magics[i], k,
+		       k > 0 ? fr[0].function : "-", k > 0 ? fr[0].line : 0,
+		       k > 1 ? fr[1].function : "-", k > 1 ? fr[1].line : 0);
+		k = gopclntab__frames(&t, 0x100a, fr, 4);
+		CHECKF(k == 1 && !strcmp(fr[0].function, "main.f") &&
+		       fr[0].line == 10, "%#x: %d", magics[i], k);
+		/* A tree whose parentPc leads back into the same entry: one
+		 * inlined frame, not a loop. */
+		{
+			struct buf bad = b;
+			struct gopclntab bt;
+
+			/* inlix 0 over the whole function */
+			for (size_t o = 0; o + 5 <= n; o++)
+				if (!memcmp(bad.b + o, "\x02\x04\x01\x0c\x00", 5)) {
+					memcpy(bad.b + o, "\x02\x10\x00", 3);
+					break;
+				}
+			CHECK(gopclntab__init(&bt, bad.b, n, INL_VADDR, NULL) == 0);
+			bt.gofunc = INL_VADDR;
+			gopclntab__add_region(&bt, INL_VADDR, bad.b, n);
+			k = gopclntab__frames(&bt, 0x1002, fr, 4);
+			CHECKF(k == 2 && !strcmp(fr[1].function, "main.f"),
+			       "%#x: %d", magics[i], k);
+		}
+		/* The tree unreadable: the function alone, no inlined frame. */
+		t.nregions = 0;
+		k = gopclntab__frames(&t, 0x1002, fr, 4);
+		CHECKF(k == 1 && !strcmp(fr[0].function, "main.f"), "%#x: %d",
+		       magics[i], k);
+	}
+}
+
 static void test_versions(void)
 {
 	static const uint32_t magics[] = { GOPCLN_MAGIC_12, GOPCLN_MAGIC_116,
@@ -434,4 +621,5 @@ static void cleanup(void)
 static void test_zz_cleanup(void) { cleanup(); }
 
 TEST_MAIN("go_pclntab", TEST(test_names_vs_symtab), TEST(test_vs_addr2line),
-	  TEST(test_inline_tree), TEST(test_versions), TEST(test_zz_cleanup))
+	  TEST(test_inline_tree), TEST(test_versions),
+	  TEST(test_versions_inline), TEST(test_zz_cleanup))
