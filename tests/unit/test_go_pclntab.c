@@ -527,6 +527,15 @@ static void test_versions_inline(void)
 
 		CHECKF(gopclntab__init(&t, b.b, n, INL_VADDR, NULL) == 0, "%#x",
 		       magics[i]);
+		/* SS_WRITE_SEEDS=DIR: the tables as fuzz_gopclntab seeds (it
+		 * maps its input at INL_VADDR too). */
+		if (getenv("SS_WRITE_SEEDS")) {
+			char path[4200];
+
+			snprintf(path, sizeof(path), "%s/inline_%08x",
+				 getenv("SS_WRITE_SEEDS"), magics[i]);
+			harness_spit(path, b.b, n);
+		}
 		t.gofunc = INL_VADDR;
 		gopclntab__add_region(&t, INL_VADDR, b.b, n);
 		k = gopclntab__frames(&t, 0x1002, fr, 4);
