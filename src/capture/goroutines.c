@@ -161,59 +161,11 @@ void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx
 	s->go = stacksnap_goroutines__open(ctx, s->pid);
 }
 
-/* The public goroutines of g->gs (frames in one array). */
 static int publish(struct stacksnap_goroutines *g)
 {
-	size_t total = 0, k = 0;
-	int64_t now = (int64_t)clock_monotonic_ns();
-
-	for (size_t i = 0; i < g->n; i++)
-		total += g->gs[i].nframes;
-	g->pub = calloc(g->n ? g->n : 1, sizeof(*g->pub));
-	g->frames = calloc(total ? total : 1, sizeof(*g->frames));
-	if (!g->pub || !g->frames)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->n; i++) {
-		const struct goroutine *gr = &g->gs[i];
-		struct stacksnap_goroutine *p = &g->pub[i];
-		uint32_t st = gr->status & ~(uint32_t)GO_GSCAN;
-		struct go_gframe cb;
-		uint32_t physical = 0;
-
-		p->sz = sizeof(*p);
-		p->goid = gr->goid;
-		p->status = go_status_name(gr->status, gr->waitreason);
-		p->wait_reason = st == GO_GWAITING && gr->waitreason
-					 ? go_wait_reason(gr->waitreason) : NULL;
-		p->wait_ns = gr->waitsince > 0 && gr->waitsince <= now
-				     ? now - gr->waitsince : -1;
-		p->thread = gr->m ? gr->tid : 0;
-		/* The runtime names no creator for the main goroutine. */
-		if (gr->goid != 1 &&
-		    go_goroutine__created_by(&g->rt, gr, g->bias, &cb)) {
-			p->created_by = cb.function;
-			p->created_file = cb.file;
-			p->created_line = cb.line > 0 ? (unsigned)cb.line : 0;
-		}
-		p->frames = &g->frames[k];
-		p->nframes = gr->nframes;
-		p->end = gr->end;
-		for (size_t j = 0; j < gr->nframes; j++) {
-			const struct go_gframe *f = &gr->frames[j];
-			struct stacksnap_runtime_frame *o = &g->frames[k++];
-
-			o->sz = sizeof(*o);
-			o->runtime = STACKSNAP_RUNTIME_GO;
-			o->native_index = physical;
-			o->flags = f->inlined ? STACKSNAP_RFRAME_INLINED : 0;
-			o->function = f->function;
-			o->file = f->file;
-			o->line = f->line > 0 ? (unsigned)f->line : 0;
-			o->pc = f->pc;
-			physical += !f->inlined;
-		}
-	}
-	return 0;
+	return go_goroutines__publish(&g->rt, g->gs, g->n, g->bias,
+				      (int64_t)clock_monotonic_ns(), &g->pub,
+				      &g->frames);
 }
 
 /* Forgets the list read last. */

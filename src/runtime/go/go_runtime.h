@@ -161,4 +161,13 @@ bool go_goroutine__created_by(const struct go_runtime *rt,
 
 void go_goroutines__free(struct goroutine *g, size_t n);
 
+/* The public shape of gs[0..n) (include/stacksnap.h): *pub (n entries)
+ * and *frames (every frame, pub's point into it), both malloc'ed; strings
+ * point into rt's pclntab. now: CLOCK_MONOTONIC ns of the read (for how
+ * long each has waited; 0: unknown). 0 or -ENOMEM (nothing allocated). */
+int go_goroutines__publish(const struct go_runtime *rt,
+			   const struct goroutine *gs, size_t n, uint64_t bias,
+			   int64_t now, struct stacksnap_goroutine **pub,
+			   struct stacksnap_runtime_frame **frames);
+
 #endif

@@ -367,3 +367,65 @@ void go_goroutines__free(struct goroutine *g, size_t n)
 		free(g[i].frames);
 	free(g);
 }
+
+int go_goroutines__publish(const struct go_runtime *rt,
+			   const struct goroutine *gs, size_t n, uint64_t bias,
+			   int64_t now, struct stacksnap_goroutine **pubp,
+			   struct stacksnap_runtime_frame **framesp)
+{
+	struct stacksnap_goroutine *pub;
+	struct stacksnap_runtime_frame *frames;
+	size_t total = 0, k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += gs[i].nframes;
+	pub = calloc(n ? n : 1, sizeof(*pub));
+	frames = calloc(total ? total : 1, sizeof(*frames));
+	if (!pub || !frames) {
+		free(pub);
+		free(frames);
+		return fail(-ENOMEM);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct goroutine *gr = &gs[i];
+		struct stacksnap_goroutine *p = &pub[i];
+		uint32_t st = gr->status & ~(uint32_t)GO_GSCAN;
+		struct go_gframe cb;
+		uint32_t physical = 0;
+
+		p->sz = sizeof(*p);
+		p->goid = gr->goid;
+		p->status = go_status_name(gr->status, gr->waitreason);
+		p->wait_reason = st == GO_GWAITING && gr->waitreason
+					 ? go_wait_reason(gr->waitreason) : NULL;
+		p->wait_ns = now && gr->waitsince > 0 && gr->waitsince <= now
+				     ? now - gr->waitsince : -1;
+		p->thread = gr->m ? gr->tid : 0;
+		/* The runtime names no creator for the main goroutine. */
+		if (gr->goid != 1 && go_goroutine__created_by(rt, gr, bias, &cb)) {
+			p->created_by = cb.function;
+			p->created_file = cb.file;
+			p->created_line = cb.line > 0 ? (unsigned)cb.line : 0;
+		}
+		p->frames = &frames[k];
+		p->nframes = gr->nframes;
+		p->end = gr->end;
+		for (size_t j = 0; j < gr->nframes; j++) {
+			const struct go_gframe *f = &gr->frames[j];
+			struct stacksnap_runtime_frame *o = &frames[k++];
+
+			o->sz = sizeof(*o);
+			o->runtime = STACKSNAP_RUNTIME_GO;
+			o->native_index = physical;
+			o->flags = f->inlined ? STACKSNAP_RFRAME_INLINED : 0;
+			o->function = f->function;
+			o->file = f->file;
+			o->line = f->line > 0 ? (unsigned)f->line : 0;
+			o->pc = f->pc;
+			physical += !f->inlined;
+		}
+	}
+	*pubp = pub;
+	*framesp = frames;
+	return 0;
+}
