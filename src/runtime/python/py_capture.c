@@ -1,0 +1,341 @@
+/* py_capture.c - copies what can change of every Python thread during the
+ * freeze: the thread states and each one's chain of _PyInterpreterFrames
+ * (addresses, code object pointers, instruction positions, entry flags),
+ * bounded in steps and loop-checked, in few bulk reads. */
+#include "runtime/python/python.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/vec.h"
+#include "mem/mem.h"
+
+/* One capture's reads: the current data-stack chunk of the thread being
+ * walked is read in one go, and frames inside it come from that copy
+ * instead of a read each. Invariant: chunk_len == 0 or chunk holds the
+ * target's bytes [chunk_base, chunk_base + chunk_len). */
+struct reader {
+	struct stacksnap_mem *mem;
+	struct py_capture *cap;
+	uint64_t chunk_base;
+	size_t chunk_len;
+};
+
+static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
+{
+	if (r->chunk_len && addr >= r->chunk_base &&
+	    addr - r->chunk_base <= r->chunk_len &&
+	    len <= r->chunk_len - (addr - r->chunk_base)) {
+		memcpy(buf, r->cap->chunk + (addr - r->chunk_base), len);
+		return 0;
+	}
+	r->cap->reads++;
+	return mem_read(r->mem, addr, buf, len);
+}
+
+static uint64_t u64_at(const uint8_t *buf, int off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static int32_t i32_at(const uint8_t *buf, int off)
+{
+	int32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* Brent's cycle check over a chain of addresses: step() says whether addr
+ * closes a loop. O(1) memory, finds a loop within twice its length. */
+struct loop_check {
+	uint64_t mark;
+	unsigned power, lam;
+};
+
+static void loop_init(struct loop_check *lc, uint64_t first)
+{
+	lc->mark = first;
+	lc->power = lc->lam = 1;
+}
+
+static bool loop_step(struct loop_check *lc, uint64_t addr)
+{
+	if (addr == lc->mark)
+		return true;
+	if (lc->power == lc->lam) {
+		lc->mark = addr;
+		lc->power *= 2;
+		lc->lam = 0;
+	}
+	lc->lam++;
+	return false;
+}
+
+int py_capture__reserve(struct py_capture *cap, size_t nthreads,
+			size_t nframes)
+{
+	if (vec_reserve((void **)&cap->threads, &cap->cap_threads, nthreads,
+			sizeof(*cap->threads)) ||
+	    vec_reserve((void **)&cap->frames, &cap->cap_frames, nframes,
+			sizeof(*cap->frames)))
+		return -ENOMEM;
+	return 0;
+}
+
+void py_capture__clear(struct py_capture *cap)
+{
+	cap->nthreads = cap->nframes = 0;
+	cap->ninterps = 0;
+	cap->state = cap->end = NULL;
+	cap->gil_locked = false;
+	cap->gil_holder = 0;
+	cap->reads = 0;
+}
+
+void py_capture__free(struct py_capture *cap)
+{
+	free(cap->threads);
+	free(cap->frames);
+	free(cap->chunk);
+	memset(cap, 0, sizeof(*cap));
+}
+
+const struct py_raw_thread *py_capture__thread(const struct py_capture *cap,
+					       uint64_t tid)
+{
+	for (size_t i = 0; i < cap->nthreads; i++)
+		if (cap->threads[i].native_tid == tid)
+			return &cap->threads[i];
+	return NULL;
+}
+
+/* Reads the used part of the thread's current data-stack chunk, where
+ * 3.11 keeps its frames (generators' frames live in the generator
+ * objects, read one by one). A chunk that does not look like one is
+ * simply not used. */
+static void read_chunk(struct reader *r, const struct py_layout *l,
+		       const uint8_t *ts)
+{
+	uint64_t chunk, top;
+	size_t len;
+
+	r->chunk_len = 0;
+	if (l->ts_datastack_chunk == PY_OFF_NONE ||
+	    l->ts_datastack_top == PY_OFF_NONE)
+		return;
+	chunk = u64_at(ts, l->ts_datastack_chunk);
+	top = u64_at(ts, l->ts_datastack_top);
+	if (!chunk || top <= chunk || top - chunk > PY_MAX_CHUNK)
+		return;
+	len = top - chunk;
+	if (len > r->cap->chunk_cap) {
+		uint8_t *p = realloc(r->cap->chunk, len);
+
+		if (!p)
+			return;
+		r->cap->chunk = p;
+		r->cap->chunk_cap = len;
+	}
+	r->cap->reads++;
+	if (mem_read(r->mem, chunk, r->cap->chunk, len) == 0) {
+		r->chunk_base = chunk;
+		r->chunk_len = len;
+	}
+}
+
+static int capture_thread(struct reader *r, const struct py_layout *l,
+			  uint64_t tstate, uint64_t interp, int64_t interp_id,
+			  const uint8_t *ts)
+{
+	struct py_capture *cap = r->cap;
+	struct py_raw_thread *t = VEC_PUSH(cap->threads, cap->nthreads,
+					   cap->cap_threads);
+	uint8_t fb[256];
+	uint64_t frame;
+	struct loop_check lc;
+
+	if (!t)
+		return -ENOMEM;
+	memset(t, 0, sizeof(*t));
+	t->tstate = tstate;
+	t->interp = interp;
+	t->interp_id = interp_id;
+	t->native_tid = u64_at(ts, l->ts_native_thread_id);
+	t->thread_id = u64_at(ts, l->ts_thread_id);
+	t->first = cap->nframes;
+	if (l->ts_cframe != PY_OFF_NONE) {
+		uint64_t cframe = u64_at(ts, l->ts_cframe);
+
+		frame = 0;
+		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
+				 sizeof(frame))) {
+			t->end = "cframe unreadable";
+			t->end_addr = cframe;
+			return 0;
+		}
+	} else {
+		frame = u64_at(ts, l->ts_current_frame);
+	}
+	read_chunk(r, l, ts);
+	loop_init(&lc, frame);
+	for (unsigned steps = 0; frame; steps++) {
+		struct py_raw_frame *f;
+
+		if (steps == PY_MAX_FRAMES) {
+			t->end = "too many frames";
+			t->end_addr = frame;
+			break;
+		}
+		if (frame & 7) {
+			t->end = "misaligned frame pointer";
+			t->end_addr = frame;
+			break;
+		}
+		if (rd(r, frame, fb, (size_t)l->frame_size)) {
+			t->end = "frame unreadable";
+			t->end_addr = frame;
+			break;
+		}
+		f = VEC_PUSH(cap->frames, cap->nframes, cap->cap_frames);
+		if (!f)
+			return -ENOMEM;
+		f->addr = frame;
+		f->code = u64_at(fb, l->frame_code);
+		f->instr = u64_at(fb, l->frame_instr);
+		f->owner = fb[l->frame_owner];
+		f->is_entry = l->frame_is_entry != PY_OFF_NONE &&
+			      fb[l->frame_is_entry] != 0;
+		t->nframes++;
+		frame = u64_at(fb, l->frame_previous);
+		if (frame && loop_step(&lc, frame)) {
+			t->end = "loop in frame chain";
+			t->end_addr = frame;
+			break;
+		}
+	}
+	r->chunk_len = 0;
+	return 0;
+}
+
+/* The largest of the runtime-state offsets used + 8: one read covers
+ * them. */
+static size_t runtime_span(const struct py_layout *l)
+{
+	int offs[] = { l->rt_initialized, l->rt_finalizing,
+		       l->rt_interpreters_head, l->rt_gil_locked,
+		       l->rt_gil_holder };
+	int max = 0;
+
+	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] > max)
+			max = offs[i];
+	return (size_t)max + 8;
+}
+
+int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
+		    struct py_capture *cap)
+{
+	const struct py_layout *l = rt->layout;
+	struct reader r = { .mem = mem, .cap = cap };
+	uint8_t rs[1024], is[1024], ts[1024];
+	size_t rs_len;
+	uint64_t interp;
+	struct loop_check ilc;
+	int err;
+
+	py_capture__clear(cap);
+	if (!l)
+		return -ENOTSUP;
+	rs_len = runtime_span(l);
+	if (rs_len > sizeof(rs) || (size_t)l->interp_size > sizeof(is) ||
+	    (size_t)l->ts_size > sizeof(ts) || (size_t)l->frame_size > 256)
+		return -EINVAL;
+	mem_invalidate(mem);
+	cap->reads++;
+	if (mem_read(mem, rt->runtime_addr, rs, rs_len))
+		return -EFAULT;
+	if (l->rt_finalizing != PY_OFF_NONE && u64_at(rs, l->rt_finalizing))
+		cap->state = "finalizing";
+	if (l->rt_gil_locked != PY_OFF_NONE) {
+		cap->gil_locked = i32_at(rs, l->rt_gil_locked) != 0;
+		cap->gil_holder = u64_at(rs, l->rt_gil_holder);
+	}
+	interp = u64_at(rs, l->rt_interpreters_head);
+	if (!interp || (l->rt_initialized != PY_OFF_NONE &&
+			!i32_at(rs, l->rt_initialized))) {
+		if (!cap->state)
+			cap->state = "not initialized";
+		if (!interp)
+			return 0;
+	}
+	loop_init(&ilc, interp);
+	while (interp) {
+		uint64_t tstate;
+		struct loop_check tlc;
+		int64_t id;
+
+		if (cap->ninterps == PY_MAX_INTERPS) {
+			cap->end = "too many interpreters";
+			break;
+		}
+		cap->reads++;
+		if (mem_read(mem, interp, is, (size_t)l->interp_size)) {
+			cap->end = "interpreter state unreadable";
+			break;
+		}
+		cap->ninterps++;
+		memcpy(&id, is + l->interp_id, sizeof(id));
+		if (l->interp_gil_locked != PY_OFF_NONE) {
+			uint8_t g[16];
+
+			/* 3.12+: each interpreter's own GIL. */
+			cap->reads++;
+			if (!mem_read(mem, interp + l->interp_gil_locked, g, 4) &&
+			    i32_at(g, 0)) {
+				uint64_t holder;
+
+				if (!mem_read(mem, interp + l->interp_gil_holder,
+					      &holder, 8)) {
+					cap->gil_locked = true;
+					cap->gil_holder = holder;
+				}
+			}
+		}
+		tstate = u64_at(is, l->interp_threads_head);
+		loop_init(&tlc, tstate);
+		while (tstate) {
+			if (cap->nthreads == PY_MAX_THREADS) {
+				cap->end = "too many threads";
+				break;
+			}
+			cap->reads++;
+			if (mem_read(mem, tstate, ts, (size_t)l->ts_size)) {
+				cap->end = "thread state unreadable";
+				break;
+			}
+			err = capture_thread(&r, l, tstate, interp, id, ts);
+			if (err)
+				return err;
+			tstate = u64_at(ts, l->ts_next);
+			if (tstate && loop_step(&tlc, tstate)) {
+				cap->end = "loop in thread list";
+				break;
+			}
+		}
+		interp = u64_at(is, l->interp_next);
+		if (interp && loop_step(&ilc, interp)) {
+			cap->end = "loop in interpreter list";
+			break;
+		}
+	}
+	if (cap->gil_locked)
+		for (size_t i = 0; i < cap->nthreads; i++)
+			cap->threads[i].holds_gil =
+				cap->threads[i].tstate == cap->gil_holder;
+	return 0;
+}
