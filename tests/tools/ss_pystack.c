@@ -11,7 +11,7 @@
  *           gil=<tid|none> end=<-|reason>
  *   capture ns=N reads=N threads=N frames=N
  *   thread TID interp=N frames=N gil=<0|1> end=<-|reason>
- *   py I entry=<0|1> line=N file=<file> fn=<qualname>
+ *   py I entry=<0|1> line=N file=<file> name=<co_name> fn=<qualname>
  * (fn is last and runs to the end of the line; file has spaces escaped as
  * %20). A Python whose layout is unknown prints only its `python` line.
  * With --repeat N the capture runs N times (for timing; the last one is
@@ -195,6 +195,8 @@ int main(int argc, char **argv)
 			printf("py %zu entry=%d line=%u file=", f,
 			       frames[f].entry, frames[f].line);
 			print_escaped(frames[f].file);
+			printf(" name=");
+			print_escaped(frames[f].name);
 			printf(" fn=%s\n", frames[f].function);
 		}
 		free(frames);

@@ -119,7 +119,7 @@ const struct py_raw_thread *py_capture__thread(const struct py_capture *cap,
  * objects, read one by one). A chunk that does not look like one is
  * simply not used. */
 static void read_chunk(struct reader *r, const struct py_layout *l,
-		       const uint8_t *ts)
+		       const uint8_t *ts, int ts_lo)
 {
 	uint64_t chunk, top;
 	size_t len;
@@ -128,8 +128,8 @@ static void read_chunk(struct reader *r, const struct py_layout *l,
 	if (l->ts_datastack_chunk == PY_OFF_NONE ||
 	    l->ts_datastack_top == PY_OFF_NONE)
 		return;
-	chunk = u64_at(ts, l->ts_datastack_chunk);
-	top = u64_at(ts, l->ts_datastack_top);
+	chunk = u64_at(ts, l->ts_datastack_chunk - ts_lo);
+	top = u64_at(ts, l->ts_datastack_top - ts_lo);
 	if (!chunk || top <= chunk || top - chunk > PY_MAX_CHUNK)
 		return;
 	len = top - chunk;
@@ -150,7 +150,7 @@ static void read_chunk(struct reader *r, const struct py_layout *l,
 
 static int capture_thread(struct reader *r, const struct py_layout *l,
 			  uint64_t tstate, uint64_t interp, int64_t interp_id,
-			  const uint8_t *ts)
+			  const uint8_t *ts, int ts_lo)
 {
 	struct py_capture *cap = r->cap;
 	struct py_raw_thread *t = VEC_PUSH(cap->threads, cap->nthreads,
@@ -165,11 +165,11 @@ static int capture_thread(struct reader *r, const struct py_layout *l,
 	t->tstate = tstate;
 	t->interp = interp;
 	t->interp_id = interp_id;
-	t->native_tid = u64_at(ts, l->ts_native_thread_id);
-	t->thread_id = u64_at(ts, l->ts_thread_id);
+	t->native_tid = u64_at(ts, l->ts_native_thread_id - ts_lo);
+	t->thread_id = u64_at(ts, l->ts_thread_id - ts_lo);
 	t->first = cap->nframes;
 	if (l->ts_cframe != PY_OFF_NONE) {
-		uint64_t cframe = u64_at(ts, l->ts_cframe);
+		uint64_t cframe = u64_at(ts, l->ts_cframe - ts_lo);
 
 		frame = 0;
 		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
@@ -179,9 +179,9 @@ static int capture_thread(struct reader *r, const struct py_layout *l,
 			return 0;
 		}
 	} else {
-		frame = u64_at(ts, l->ts_current_frame);
+		frame = u64_at(ts, l->ts_current_frame - ts_lo);
 	}
-	read_chunk(r, l, ts);
+	read_chunk(r, l, ts, ts_lo);
 	loop_init(&lc, frame);
 	for (unsigned steps = 0; frame; steps++) {
 		struct py_raw_frame *f;
@@ -222,19 +222,24 @@ static int capture_thread(struct reader *r, const struct py_layout *l,
 	return 0;
 }
 
-/* The largest of the runtime-state offsets used + 8: one read covers
- * them. */
-static size_t runtime_span(const struct py_layout *l)
+/* The bytes [lo, hi) of a structure that cover the given offsets (each
+ * naming an 8-byte field or PY_OFF_NONE): read in one go. 3.13 puts the
+ * interpreter state's list links 7 KiB in, after the eval state, so the
+ * span starts at the first field used, not at the structure. */
+static void span(const int *offs, size_t n, int *lo, int *hi)
 {
-	int offs[] = { l->rt_initialized, l->rt_finalizing,
-		       l->rt_interpreters_head, l->rt_gil_locked,
-		       l->rt_gil_holder };
-	int max = 0;
-
-	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
-		if (offs[i] > max)
-			max = offs[i];
-	return (size_t)max + 8;
+	*lo = -1;
+	*hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (offs[i] == PY_OFF_NONE)
+			continue;
+		if (*lo < 0 || offs[i] < *lo)
+			*lo = offs[i];
+		if (offs[i] + 8 > *hi)
+			*hi = offs[i] + 8;
+	}
+	if (*lo < 0)
+		*lo = 0;
 }
 
 int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
@@ -242,8 +247,8 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 {
 	const struct py_layout *l = rt->layout;
 	struct reader r = { .mem = mem, .cap = cap };
-	uint8_t rs[1024], is[1024], ts[1024];
-	size_t rs_len;
+	uint8_t rs[1024], is[1024], ts_buf[1024];
+	int rs_lo, rs_hi, is_lo, is_hi, ts_lo, ts_hi;
 	uint64_t interp;
 	struct loop_check ilc;
 	int err;
@@ -251,23 +256,35 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 	py_capture__clear(cap);
 	if (!l)
 		return -ENOTSUP;
-	rs_len = runtime_span(l);
-	if (rs_len > sizeof(rs) || (size_t)l->interp_size > sizeof(is) ||
-	    (size_t)l->ts_size > sizeof(ts) || (size_t)l->frame_size > 256)
+	const int rs_offs[] = { l->rt_initialized, l->rt_finalizing,
+				l->rt_interpreters_head, l->rt_gil_locked,
+				l->rt_gil_holder };
+	const int is_offs[] = { l->interp_next, l->interp_id,
+				l->interp_threads_head };
+	const int ts_offs[] = { l->ts_next, l->ts_thread_id,
+				l->ts_native_thread_id, l->ts_cframe,
+				l->ts_current_frame, l->ts_datastack_chunk,
+				l->ts_datastack_top };
+	span(rs_offs, 5, &rs_lo, &rs_hi);
+	span(is_offs, 3, &is_lo, &is_hi);
+	span(ts_offs, 7, &ts_lo, &ts_hi);
+	if (rs_hi - rs_lo > (int)sizeof(rs) || is_hi - is_lo > (int)sizeof(is) ||
+	    ts_hi - ts_lo > (int)sizeof(ts_buf) || l->frame_size > 256)
 		return -EINVAL;
 	mem_invalidate(mem);
 	cap->reads++;
-	if (mem_read(mem, rt->runtime_addr, rs, rs_len))
+	if (mem_read(mem, rt->runtime_addr + (uint64_t)rs_lo, rs,
+		     (size_t)(rs_hi - rs_lo)))
 		return -EFAULT;
-	if (l->rt_finalizing != PY_OFF_NONE && u64_at(rs, l->rt_finalizing))
+	if (l->rt_finalizing != PY_OFF_NONE && u64_at(rs, l->rt_finalizing - rs_lo))
 		cap->state = "finalizing";
 	if (l->rt_gil_locked != PY_OFF_NONE) {
-		cap->gil_locked = i32_at(rs, l->rt_gil_locked) != 0;
-		cap->gil_holder = u64_at(rs, l->rt_gil_holder);
+		cap->gil_locked = i32_at(rs, l->rt_gil_locked - rs_lo) != 0;
+		cap->gil_holder = u64_at(rs, l->rt_gil_holder - rs_lo);
 	}
-	interp = u64_at(rs, l->rt_interpreters_head);
+	interp = u64_at(rs, l->rt_interpreters_head - rs_lo);
 	if (!interp || (l->rt_initialized != PY_OFF_NONE &&
-			!i32_at(rs, l->rt_initialized))) {
+			!i32_at(rs, l->rt_initialized - rs_lo))) {
 		if (!cap->state)
 			cap->state = "not initialized";
 		if (!interp)
@@ -284,12 +301,13 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 			break;
 		}
 		cap->reads++;
-		if (mem_read(mem, interp, is, (size_t)l->interp_size)) {
+		if (mem_read(mem, interp + (uint64_t)is_lo, is,
+			     (size_t)(is_hi - is_lo))) {
 			cap->end = "interpreter state unreadable";
 			break;
 		}
 		cap->ninterps++;
-		memcpy(&id, is + l->interp_id, sizeof(id));
+		memcpy(&id, is + l->interp_id - is_lo, sizeof(id));
 		if (l->interp_gil_locked != PY_OFF_NONE) {
 			uint8_t g[16];
 
@@ -306,7 +324,7 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 				}
 			}
 		}
-		tstate = u64_at(is, l->interp_threads_head);
+		tstate = u64_at(is, l->interp_threads_head - is_lo);
 		loop_init(&tlc, tstate);
 		while (tstate) {
 			if (cap->nthreads == PY_MAX_THREADS) {
@@ -314,20 +332,21 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 				break;
 			}
 			cap->reads++;
-			if (mem_read(mem, tstate, ts, (size_t)l->ts_size)) {
+			if (mem_read(mem, tstate + (uint64_t)ts_lo, ts_buf,
+				     (size_t)(ts_hi - ts_lo))) {
 				cap->end = "thread state unreadable";
 				break;
 			}
-			err = capture_thread(&r, l, tstate, interp, id, ts);
+			err = capture_thread(&r, l, tstate, interp, id, ts_buf, ts_lo);
 			if (err)
 				return err;
-			tstate = u64_at(ts, l->ts_next);
+			tstate = u64_at(ts_buf, l->ts_next - ts_lo);
 			if (tstate && loop_step(&tlc, tstate)) {
 				cap->end = "loop in thread list";
 				break;
 			}
 		}
-		interp = u64_at(is, l->interp_next);
+		interp = u64_at(is, l->interp_next - is_lo);
 		if (interp && loop_step(&ilc, interp)) {
 			cap->end = "loop in interpreter list";
 			break;

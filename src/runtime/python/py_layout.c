@@ -79,6 +79,65 @@ static const struct py_layout py311 = {
 	.bytes_data = 32,
 };
 
+/* CPython 3.12 (x86_64), derived the same way from the debug information
+ * of pyenv's 3.12.1 build on this machine
+ * (/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0, built with -g):
+ * `print &((struct _is *)0)->_gil.locked`, `ptype/o struct
+ * _PyInterpreterFrame`, ... as above. 3.12 keeps the _PyCFrame
+ * indirection and prev_instr, moves f_code first in the frame, drops
+ * is_entry for the C-stack shim frame (FRAME_OWNED_BY_CSTACK = 3), gives
+ * each interpreter its own GIL, and drops the string's wstr (PyASCIIObject
+ * is 40 bytes). No debug build of 3.12 is at hand: a Py_DEBUG 3.12 gets
+ * "layout unknown". */
+static const struct py_layout py312 = {
+	.name = "3.12",
+	.major = 3, .minor = 12,
+	.rt_initialized = 0x10,
+	.rt_finalizing = 0x18,
+	.rt_interpreters_head = 0x28,
+	.rt_gil_locked = PY_OFF_NONE,
+	.rt_gil_holder = PY_OFF_NONE,
+	.interp_next = 0x0,
+	.interp_id = 0x8,
+	.interp_threads_head = 0x48,
+	.interp_gil_locked = 0x420,
+	.interp_gil_holder = 0x418,
+	.interp_size = 0x50,
+	.ts_next = 0x8,
+	.ts_thread_id = 0x88,
+	.ts_native_thread_id = 0x90,
+	.ts_cframe = 0x38,
+	.cframe_current_frame = 0,
+	.ts_current_frame = PY_OFF_NONE,
+	.ts_datastack_chunk = 0xe8,
+	.ts_datastack_top = 0xf0,
+	.ts_size = 288,
+	.frame_previous = 8,
+	.frame_code = 0,
+	.frame_instr = 56,
+	.frame_is_entry = PY_OFF_NONE,
+	.frame_owner = 70,
+	.frame_size = 72,
+	.owner_generator = 1,
+	.owner_cstack = 3,
+	.code_filename = 0x70,
+	.code_name = 0x78,
+	.code_qualname = 0x80,
+	.code_linetable = 0x88,
+	.code_firstlineno = 0x44,
+	.code_firsttraceable = 0xb0,
+	.code_adaptive = 0xc0,
+	.code_size = 0xc0,
+	.ob_type = 8,
+	.type_name = 24,
+	.unicode_length = 16,
+	.unicode_state = 32,
+	.unicode_ascii_size = 40,
+	.unicode_compact_size = 56,
+	.bytes_size = 16,
+	.bytes_data = 32,
+};
+
 static struct py_layout py311_debug;
 static struct py_layout py311_trace_refs;
 
@@ -105,6 +164,8 @@ static void widen_objects(struct py_layout *l)
 const struct py_layout *py_layout__find(unsigned major, unsigned minor,
 					bool debug, bool trace_refs)
 {
+	if (major == 3 && minor == 12 && !debug && !trace_refs)
+		return &py312;
 	if (major != 3 || minor != 11)
 		return NULL;
 	if (trace_refs) {
