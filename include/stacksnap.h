@@ -386,6 +386,10 @@ struct stacksnap_snapshot_opts {
 	 * in none of them (a stack mapped since) makes the capture read the
 	 * maps afresh. NULL: the capture reads them itself. */
 	const struct stacksnap_addrspace *addrspace;
+	/* Do not look for a language runtime (Python) nor read its frames
+	 * during the freeze (by default they are read where one is found:
+	 * stacksnap_snapshot__runtime_frames). */
+	bool no_runtime;
 	size_t :0;
 };
 
@@ -487,6 +491,49 @@ struct stacksnap_runtime_frame {
 	uint64_t pc;		/* 0 for interpreted frames */
 	size_t :0;
 };
+
+/* What a live capture found of a language runtime in the target (one per
+ * process; today CPython 3.11-3.13). */
+struct stacksnap_runtime_info {
+	size_t sz;
+	enum stacksnap_runtime runtime;	/* NATIVE: none found */
+	const char *description;	/* "Python 3.11.2: layout 3.11", or
+					   "Python 3.10: layout unknown, native
+					   frames only"; NULL when none */
+	bool frames;			/* runtime frames were captured */
+	pid_t gil_holder;		/* the thread holding the GIL; 0: none
+					   or unknown */
+	const char *state;		/* NULL, "finalizing" or "not
+					   initialized" */
+	const char *end;		/* NULL, or why the list of interpreters
+					   or threads was cut */
+	unsigned interpreters;		/* sub-interpreters included */
+	uint64_t capture_ns;		/* what reading the runtime's frame
+					   chains added to the freeze */
+	unsigned capture_reads;		/* memory reads it made */
+	size_t :0;
+};
+
+/* Says what the capture found of a runtime. Returns 0, or -EINVAL. */
+STACKSNAP_API int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *snap,
+					      struct stacksnap_runtime_info *out);
+
+/* The runtime frames of thread i of a live capture, merged against its
+ * native frames (unwound from the same capture, innermost first): each
+ * native frame of the runtime's evaluation loop is replaced by the runtime
+ * frames it runs (native_index names it); frames left over (a native walk
+ * cut short) have native_index == nnative. The frames were read during the
+ * freeze; they are named now (code objects do not change). Writes up to
+ * max frames and returns how many there are (0: none, the thread runs no
+ * Python), or -errno. *end (may be NULL) is set to NULL or to why the
+ * thread's runtime frames were cut (a corrupt chain). Strings live as long
+ * as the snapshot. */
+STACKSNAP_API int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *snap,
+						     size_t i,
+						     const struct stacksnap_frame *native,
+						     size_t nnative,
+						     struct stacksnap_runtime_frame *out,
+						     size_t max, const char **end);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of

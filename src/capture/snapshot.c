@@ -171,6 +171,9 @@ static int freeze_and_check(struct stacksnap_snapshot *s,
 
 		if (err)
 			return err;
+		/* Before the witness check: a round whose check finds a
+		   thread moved is followed by another, which copies again. */
+		capture__runtime_take(s);
 		if (!s->ns || !s->ns_stats.read_nonstop)
 			return 0;
 		if (!round && s->settled && !interrupted)
@@ -278,6 +281,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	err = read_before_freeze(s, &o);
 	if (err)
 		goto fail_detach;
+	capture__runtime_detect(s, &o, log);
 	choose_path(s, &o, log);
 	err = freeze_and_check(s, &o, log);
 	if (err)
@@ -331,6 +335,7 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 		capture__thaw(s);
 	capture__detach_late(s);
 	nonstop__close(s->ns);
+	capture__runtime_free(s);
 	for (size_t i = 0; i < s->nextra; i++)
 		free(s->extra[i]);
 	free(s->extra);

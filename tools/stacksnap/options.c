@@ -140,7 +140,7 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_RUNTIME };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
@@ -194,6 +194,18 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_FREEZEALL: o->freeze_all = true; break;
 	case OPT_NORT: o->no_realtime = true; break;
 	case OPT_NONSTOP: o->nonstop = true; break;
+	case OPT_RUNTIME:
+		if (!strcmp(arg, "merged"))
+			o->runtime = RUNTIME_MERGED;
+		else if (!strcmp(arg, "only"))
+			o->runtime = RUNTIME_ONLY;
+		else if (!strcmp(arg, "off"))
+			o->runtime = RUNTIME_OFF;
+		else {
+			fprintf(stderr, "stacksnap: --runtime: '%s' is not merged, only or off\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -289,6 +301,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, OPT_NORT },
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
+		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },

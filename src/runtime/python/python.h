@@ -13,8 +13,7 @@
 
 #include "base/log.h"
 #include "runtime/python/py_layout.h"
-
-struct stacksnap_mem;
+#include "stacksnap.h"
 
 /* ------------------------------------------------------------------ */
 /* Detection */
@@ -177,12 +176,26 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 		       size_t *n, const char **end);
 
 /* ------------------------------------------------------------------ */
+/* Merge with the native frames. */
+
+/* Replaces each native frame of the evaluation loop (pc in [eval_start,
+ * eval_end]) by the Python frames its C call runs: from the next Python
+ * frame up to and including the next entry frame. Python frames left over
+ * (a native walk cut short) get native_index = nnative. Writes up to max
+ * frames to out (function/file point into pf's strings) and returns how
+ * many there are. */
+size_t py_merge(const struct py_frame *pf, size_t npf,
+		const struct stacksnap_frame *native, size_t nnative,
+		uint64_t eval_start, uint64_t eval_end,
+		struct stacksnap_runtime_frame *out, size_t max);
+
+/* ------------------------------------------------------------------ */
 /* The 3.11+ location table (co_linetable, PEP 626/657). */
 
 /* The line of the instruction at byte offset addrq of a code object whose
  * first line is firstlineno, as PyCode_Addr2Line computes it: 0 and *line
- * (-1 for an instruction without a line), or -EINVAL when the table is
- * corrupt or does not reach addrq. addrq < 0 gives firstlineno. */
+ * (-1 for an instruction without a line, or past the table's end), or
+ * -EINVAL when the table is corrupt. addrq < 0 gives firstlineno. */
 int py_linetable__line(const uint8_t *table, size_t len, int firstlineno,
 		       int addrq, int *line);
 

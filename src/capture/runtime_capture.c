@@ -1,0 +1,186 @@
+/* runtime_capture.c - a language runtime's part of a live capture: the
+ * interpreter found before the freeze, its threads' frame chains copied
+ * during the freeze (after the registers and stacks of every round, so the
+ * last round's copy is the one of the instant the capture stands for),
+ * and, after the thaw, the frames named and merged into a thread's native
+ * frames on request. Today's runtime: CPython (src/runtime/python/). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/opts.h"
+#include "capture/capture_internal.h"
+#include "runtime/python/python.h"
+
+/* Invariant: py.found; mem reads the live process (the capture's reads
+ * are in the freeze; the resolver's after it, of immutable objects).
+ * resolved[i] (for capture thread i) is set once its frames are named. */
+struct snap_runtime {
+	struct py_runtime py;
+	struct stacksnap_mem *mem;
+	struct py_capture cap;
+	bool captured;		/* cap holds a capture of the last round */
+	struct py_resolver res;
+	bool res_ready;
+	uint64_t capture_ns;	/* of the last round */
+	unsigned reads;
+	struct py_frame **frames; /* per capture thread, lazily */
+	size_t *nframes;
+	const char **ends;
+	bool *resolved;
+};
+
+void capture__runtime_detect(struct stacksnap_snapshot *s,
+			     const struct stacksnap_snapshot_opts *o,
+			     const struct log_sink *log)
+{
+	struct snap_runtime *rt;
+
+	if (o->no_runtime || o->no_copy)
+		return;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return;
+	if (py_runtime__detect_pid(s->pid, log, &rt->py) || !rt->py.found) {
+		free(rt);
+		return;
+	}
+	rt->mem = stacksnap_mem__new_pid(s->pid);
+	if (!rt->mem) {
+		free(rt);
+		return;
+	}
+	py_runtime__read_layout(&rt->py, rt->mem);
+	log_info(log, "pid %d: %s (%s)", s->pid, rt->py.note, rt->py.path);
+	/* Room for the common case, so the capture in the freeze does not
+	   allocate: a frame chain of 64 per thread. */
+	py_capture__reserve(&rt->cap, s->n + 8, (s->n + 8) * 64);
+	s->runtime = rt;
+}
+
+void capture__runtime_take(struct stacksnap_snapshot *s)
+{
+	struct snap_runtime *rt = s->runtime;
+	uint64_t t0;
+
+	if (!rt || !rt->py.layout)
+		return;
+	t0 = clock_monotonic_ns();
+	rt->captured = py_capture__all(&rt->py, rt->mem, &rt->cap) == 0;
+	rt->capture_ns = clock_monotonic_ns() - t0;
+	rt->reads = rt->cap.reads;
+}
+
+void capture__runtime_free(struct stacksnap_snapshot *s)
+{
+	struct snap_runtime *rt = s->runtime;
+
+	if (!rt)
+		return;
+	if (rt->frames)
+		for (size_t i = 0; i < rt->cap.nthreads; i++)
+			free(rt->frames[i]);
+	free(rt->frames);
+	free(rt->nframes);
+	free(rt->ends);
+	free(rt->resolved);
+	if (rt->res_ready)
+		py_resolver__free(&rt->res);
+	py_capture__free(&rt->cap);
+	stacksnap_mem__free(rt->mem);
+	free(rt);
+	s->runtime = NULL;
+}
+
+int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
+				struct stacksnap_runtime_info *out)
+{
+	struct stacksnap_runtime_info info = { .sz = sizeof(info) };
+	const struct snap_runtime *rt;
+
+	if (!s || !out)
+		return fail(-EINVAL);
+	rt = s->runtime;
+	if (rt) {
+		info.runtime = STACKSNAP_RUNTIME_PYTHON;
+		info.description = rt->py.note;
+		info.frames = rt->captured;
+		info.capture_ns = rt->capture_ns;
+		info.capture_reads = rt->reads;
+		if (rt->captured) {
+			info.state = rt->cap.state;
+			info.end = rt->cap.end;
+			info.interpreters = rt->cap.ninterps;
+			for (size_t i = 0; i < rt->cap.nthreads; i++)
+				if (rt->cap.threads[i].holds_gil)
+					info.gil_holder = (pid_t)rt->cap.threads[i].native_tid;
+		}
+	}
+	if (opts_out(out, &info, sizeof(info),
+		     offsetof(struct stacksnap_runtime_info, frames)))
+		return fail(-EINVAL);
+	return 0;
+}
+
+/* The named frames of capture thread k, resolved once. */
+static int resolved_frames(struct snap_runtime *rt, size_t k)
+{
+	size_t n = rt->cap.nthreads;
+
+	if (!rt->frames) {
+		rt->frames = calloc(n, sizeof(*rt->frames));
+		rt->nframes = calloc(n, sizeof(*rt->nframes));
+		rt->ends = calloc(n, sizeof(*rt->ends));
+		rt->resolved = calloc(n, sizeof(*rt->resolved));
+		if (!rt->frames || !rt->nframes || !rt->ends || !rt->resolved)
+			return -ENOMEM;
+	}
+	if (!rt->res_ready) {
+		py_resolver__init(&rt->res, &rt->py, rt->mem);
+		rt->res_ready = true;
+	}
+	if (rt->resolved[k])
+		return 0;
+	int err = py_resolve__thread(&rt->res, &rt->cap, &rt->cap.threads[k],
+				     &rt->frames[k], &rt->nframes[k],
+				     &rt->ends[k]);
+	if (err)
+		return err;
+	if (!rt->ends[k])
+		rt->ends[k] = rt->cap.threads[k].end;
+	rt->resolved[k] = true;
+	return 0;
+}
+
+int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
+				       const struct stacksnap_frame *native,
+				       size_t nnative,
+				       struct stacksnap_runtime_frame *out,
+				       size_t max, const char **end)
+{
+	struct snap_runtime *rt;
+	const struct py_raw_thread *t;
+	size_t k;
+	int err;
+
+	if (end)
+		*end = NULL;
+	if (!s || i >= s->n || (max && !out) || (nnative && !native))
+		return fail(-EINVAL);
+	rt = s->runtime;
+	if (!rt || !rt->captured)
+		return 0;
+	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
+	if (!t)
+		return 0;
+	k = (size_t)(t - rt->cap.threads);
+	err = resolved_frames(rt, k);
+	if (err)
+		return fail(err);
+	if (end)
+		*end = rt->ends[k];
+	return (int)py_merge(rt->frames[k], rt->nframes[k], native, nnative,
+			     rt->py.eval_start, rt->py.eval_end, out, max);
+}
