@@ -255,13 +255,15 @@ void print_json_frames_mode(FILE *f, const struct thread_result *r, int mode)
 		else
 			fputs(",\"line\":null", f);
 		fprintf(f, ",\"inlined\":%s,\"sigreturn\":%s,\"signal\":%s,"
-			   "\"stepper\":\"%s\",\"trust\":\"%s\"}",
+			   "\"stepper\":\"%s\",\"trust\":\"%s\",\"runtime\":null}",
 			s->inlined ? "true" : "false",
 			fr->flags & STACKSNAP_FRAME_SIGRETURN ? "true" : "false",
 			fr->flags & STACKSNAP_FRAME_SIGNAL ? "true" : "false",
 			stacksnap_stepper__str(fr->stepper),
 			stacksnap_trust__str(fr->trust));
 	}
+	for (; rf < r->nrframes; rf++)
+		print_json_rframe(f, nprinted++ > 0, &r->rframes[rf]);
 }
 
 void print_json(FILE *f, const struct options *o,
