@@ -42,7 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mem = stacksnap_mem__new_copy(data, size, BASE);
 	if (!mem || !rt.layout)
 		goto out;
-	if (py_capture__all(&rt, mem, &cap) == 0) {
+	/* Twice: the second capture reads the thread states the first
+	   found in one batch. */
+	if (py_capture__all(&rt, mem, &cap) == 0 &&
+	    py_capture__all(&rt, mem, &cap) == 0) {
 		if (cap.nthreads > PY_MAX_THREADS)
 			abort();
 		py_resolver__init(&res, &rt, mem);

@@ -54,10 +54,36 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	}
 	py_runtime__read_layout(&rt->py, rt->mem);
 	log_info(log, "pid %d: %s (%s)", s->pid, rt->py.note, rt->py.path);
-	/* Room for the common case, so the capture in the freeze does not
-	   allocate: a frame chain of 64 per thread. */
-	py_capture__reserve(&rt->cap, s->n + 8, (s->n + 8) * 64);
+	/* A first walk, before the freeze and not kept: where the thread
+	   states are (the freeze reads them all in one batch when the
+	   lists still link the same ones) and how much room the copies
+	   take, reserved with margin so the freeze does not allocate. */
+	if (rt->py.layout && py_capture__all(&rt->py, rt->mem, &rt->cap) == 0) {
+		size_t chunks = 0;
+
+		for (size_t i = 0; i < rt->cap.nthreads; i++)
+			chunks += PY_MAX_CHUNK / 16;
+		py_capture__reserve(&rt->cap, 2 * rt->cap.nthreads + 8,
+				    2 * rt->cap.nframes + 256, chunks);
+	}
 	s->runtime = rt;
+}
+
+/* The stack copies of this round: 3.11 keeps each eval loop's _PyCFrame
+ * on the C stack. */
+static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
+{
+	const struct stacksnap_snapshot *s = user;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct stacksnap_thread *t = &s->threads[i].pub;
+
+		if (t->stack && addr >= t->stack_base &&
+		    addr - t->stack_base <= t->stack_len &&
+		    len <= t->stack_len - (addr - t->stack_base))
+			return t->stack + (addr - t->stack_base);
+	}
+	return NULL;
 }
 
 void capture__runtime_take(struct stacksnap_snapshot *s)
@@ -67,6 +93,8 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 
 	if (!rt || !rt->py.layout)
 		return;
+	rt->cap.local = stack_bytes_at;
+	rt->cap.local_user = s;
 	t0 = clock_monotonic_ns();
 	rt->captured = py_capture__all(&rt->py, rt->mem, &rt->cap) == 0;
 	rt->capture_ns = clock_monotonic_ns() - t0;

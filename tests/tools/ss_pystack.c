@@ -9,13 +9,14 @@
  *   python <note>
  *   runtime addr=0x.. interps=N state=<-|finalizing|not initialized>
  *           gil=<tid|none> end=<-|reason>
- *   capture ns=N reads=N threads=N frames=N
+ *   capture ns=N reads=N threads=N frames=N batched=<0|1>
  *   thread TID interp=N frames=N gil=<0|1> end=<-|reason>
  *   py I entry=<0|1> line=N file=<file> name=<co_name> fn=<qualname>
  * (fn is last and runs to the end of the line; file has spaces escaped as
  * %20). A Python whose layout is unknown prints only its `python` line.
  * With --repeat N the capture runs N times (for timing; the last one is
- * printed). Exit status: 0, 1 on an error, 2 on bad usage, 3 when the
+ * printed; from the second on, the thread states the first found are read
+ * in one batch). Exit status: 0, 1 on an error, 2 on bad usage, 3 when the
  * process holds no Python. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -138,7 +139,7 @@ int main(int argc, char **argv)
 	}
 	if (stop)
 		list_threads(pid);
-	py_capture__reserve(&cap, 64, 1024);
+	py_capture__reserve(&cap, 64, 1024, 0);
 	for (unsigned k = 0; k < repeat; k++) {
 		if (stop)
 			freeze();
@@ -171,9 +172,9 @@ int main(int argc, char **argv)
 	else
 		printf("none");
 	printf(" end=%s\n", cap.end ? cap.end : "-");
-	printf("capture ns=%llu reads=%u threads=%zu frames=%zu\n",
+	printf("capture ns=%llu reads=%u threads=%zu frames=%zu batched=%d\n",
 	       (unsigned long long)(ns / repeat), cap.reads, cap.nthreads,
-	       cap.nframes);
+	       cap.nframes, cap.batched);
 
 	py_resolver__init(&res, &rt, mem);
 	for (size_t j = 0; j < cap.nthreads; j++) {

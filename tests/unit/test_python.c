@@ -245,6 +245,17 @@ static int walk_image(struct walk *w)
 	rt.layout = py_layout__find(3, 11, false, false);
 	rt.runtime_addr = BASE;
 	err = py_capture__all(&rt, mem, &w->cap);
+	/* Again, now batched where the first walk found the threads: the
+	   same result. */
+	if (!err && w->cap.nthreads) {
+		size_t n = w->cap.nthreads, nf = w->cap.nframes;
+		bool whole = !w->cap.end; /* a cut list is walked again */
+
+		err = py_capture__all(&rt, mem, &w->cap);
+		if (w->cap.batched != whole || w->cap.nthreads != n ||
+		    w->cap.nframes != nf)
+			err = -EPROTO;
+	}
 	if (!err && w->cap.nthreads == 1) {
 		py_resolver__init(&res, &rt, mem);
 		err = py_resolve__thread(&res, &w->cap, &w->cap.threads[0],

@@ -20,6 +20,7 @@ struct reader {
 	struct py_capture *cap;
 	uint64_t chunk_base;
 	size_t chunk_len;
+	size_t chunk_off;	/* where in cap->chunk the copy starts */
 };
 
 static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
@@ -27,7 +28,8 @@ static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
 	if (r->chunk_len && addr >= r->chunk_base &&
 	    addr - r->chunk_base <= r->chunk_len &&
 	    len <= r->chunk_len - (addr - r->chunk_base)) {
-		memcpy(buf, r->cap->chunk + (addr - r->chunk_base), len);
+		memcpy(buf, r->cap->chunk + r->chunk_off + (addr - r->chunk_base),
+		       len);
 		return 0;
 	}
 	r->cap->reads++;
@@ -76,14 +78,58 @@ static bool loop_step(struct loop_check *lc, uint64_t addr)
 	return false;
 }
 
-int py_capture__reserve(struct py_capture *cap, size_t nthreads,
-			size_t nframes)
+/* A thread state the last capture found. */
+struct py_hint {
+	uint64_t interp, tstate;
+};
+
+/* Per thread of a batch: where its frames start, its chunk's copy. */
+struct py_batch {
+	uint64_t tstate;
+	uint64_t frame;
+	uint64_t chunk;
+	size_t chunk_len, chunk_off;
+	bool cframe_read;	/* its frame pointer is in this batch's iov */
+};
+
+static int grow(void **items, size_t *cap, size_t need, size_t elem)
 {
-	if (vec_reserve((void **)&cap->threads, &cap->cap_threads, nthreads,
-			sizeof(*cap->threads)) ||
-	    vec_reserve((void **)&cap->frames, &cap->cap_frames, nframes,
-			sizeof(*cap->frames)))
+	return vec_reserve(items, cap, need, elem);
+}
+
+int py_capture__reserve(struct py_capture *cap, size_t nthreads,
+			size_t nframes, size_t chunk_bytes)
+{
+	if (grow((void **)&cap->threads, &cap->cap_threads, nthreads,
+		 sizeof(*cap->threads)) ||
+	    grow((void **)&cap->frames, &cap->cap_frames, nframes,
+		 sizeof(*cap->frames)) ||
+	    grow((void **)&cap->batch, &cap->cap_batch, nthreads,
+		 sizeof(*cap->batch)) ||
+	    grow((void **)&cap->iov, &cap->cap_iov, nthreads,
+		 sizeof(*cap->iov)))
 		return -ENOMEM;
+	if (chunk_bytes > cap->chunk_cap) {
+		uint8_t *p = realloc(cap->chunk, chunk_bytes);
+
+		if (!p)
+			return -ENOMEM;
+		/* Touched now: the copies in the freeze must not wait for
+		   page faults (the stack copies are prefaulted likewise). */
+		memset(p, 0, chunk_bytes);
+		cap->chunk = p;
+		cap->chunk_cap = chunk_bytes;
+	}
+	size_t ts = nthreads * 1024;
+	if (ts > cap->tsbuf_cap) {
+		uint8_t *p = realloc(cap->tsbuf, ts);
+
+		if (!p)
+			return -ENOMEM;
+		memset(p, 0, ts);
+		cap->tsbuf = p;
+		cap->tsbuf_cap = ts;
+	}
 	return 0;
 }
 
@@ -95,6 +141,7 @@ void py_capture__clear(struct py_capture *cap)
 	cap->gil_locked = false;
 	cap->gil_holder = 0;
 	cap->reads = 0;
+	cap->batched = false;
 }
 
 void py_capture__free(struct py_capture *cap)
@@ -102,6 +149,10 @@ void py_capture__free(struct py_capture *cap)
 	free(cap->threads);
 	free(cap->frames);
 	free(cap->chunk);
+	free(cap->hints);
+	free(cap->batch);
+	free(cap->iov);
+	free(cap->tsbuf);
 	memset(cap, 0, sizeof(*cap));
 }
 
@@ -145,43 +196,19 @@ static void read_chunk(struct reader *r, const struct py_layout *l,
 	if (mem_read(r->mem, chunk, r->cap->chunk, len) == 0) {
 		r->chunk_base = chunk;
 		r->chunk_len = len;
+		r->chunk_off = 0;
 	}
 }
 
-static int capture_thread(struct reader *r, const struct py_layout *l,
-			  uint64_t tstate, uint64_t interp, int64_t interp_id,
-			  const uint8_t *ts, int ts_lo)
+/* Follows one thread's frame chain from frame, bounded and loop-checked,
+ * appending to cap->frames; a cut sets t->end. */
+static int walk_frames(struct reader *r, const struct py_layout *l,
+		       struct py_raw_thread *t, uint64_t frame)
 {
 	struct py_capture *cap = r->cap;
-	struct py_raw_thread *t = VEC_PUSH(cap->threads, cap->nthreads,
-					   cap->cap_threads);
 	uint8_t fb[256];
-	uint64_t frame;
 	struct loop_check lc;
 
-	if (!t)
-		return -ENOMEM;
-	memset(t, 0, sizeof(*t));
-	t->tstate = tstate;
-	t->interp = interp;
-	t->interp_id = interp_id;
-	t->native_tid = u64_at(ts, l->ts_native_thread_id - ts_lo);
-	t->thread_id = u64_at(ts, l->ts_thread_id - ts_lo);
-	t->first = cap->nframes;
-	if (l->ts_cframe != PY_OFF_NONE) {
-		uint64_t cframe = u64_at(ts, l->ts_cframe - ts_lo);
-
-		frame = 0;
-		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
-				 sizeof(frame))) {
-			t->end = "cframe unreadable";
-			t->end_addr = cframe;
-			return 0;
-		}
-	} else {
-		frame = u64_at(ts, l->ts_current_frame - ts_lo);
-	}
-	read_chunk(r, l, ts, ts_lo);
 	loop_init(&lc, frame);
 	for (unsigned steps = 0; frame; steps++) {
 		struct py_raw_frame *f;
@@ -218,8 +245,59 @@ static int capture_thread(struct reader *r, const struct py_layout *l,
 			break;
 		}
 	}
-	r->chunk_len = 0;
 	return 0;
+}
+
+/* A new thread entry from its thread state's bytes (ts: [ts_lo, ...)). */
+static struct py_raw_thread *thread_from(struct py_capture *cap,
+					 const struct py_layout *l,
+					 uint64_t tstate, uint64_t interp,
+					 int64_t interp_id, const uint8_t *ts,
+					 int ts_lo)
+{
+	struct py_raw_thread *t = VEC_PUSH(cap->threads, cap->nthreads,
+					   cap->cap_threads);
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	t->tstate = tstate;
+	t->interp = interp;
+	t->interp_id = interp_id;
+	t->native_tid = u64_at(ts, l->ts_native_thread_id - ts_lo);
+	t->thread_id = u64_at(ts, l->ts_thread_id - ts_lo);
+	t->first = cap->nframes;
+	return t;
+}
+
+static int capture_thread(struct reader *r, const struct py_layout *l,
+			  uint64_t tstate, uint64_t interp, int64_t interp_id,
+			  const uint8_t *ts, int ts_lo)
+{
+	struct py_raw_thread *t = thread_from(r->cap, l, tstate, interp,
+					      interp_id, ts, ts_lo);
+	uint64_t frame;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	if (l->ts_cframe != PY_OFF_NONE) {
+		uint64_t cframe = u64_at(ts, l->ts_cframe - ts_lo);
+
+		frame = 0;
+		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
+				 sizeof(frame))) {
+			t->end = "cframe unreadable";
+			t->end_addr = cframe;
+			return 0;
+		}
+	} else {
+		frame = u64_at(ts, l->ts_current_frame - ts_lo);
+	}
+	read_chunk(r, l, ts, ts_lo);
+	err = walk_frames(r, l, t, frame);
+	r->chunk_len = 0;
+	return err;
 }
 
 /* The bytes [lo, hi) of a structure that cover the given offsets (each
@@ -240,6 +318,149 @@ static void span(const int *offs, size_t n, int *lo, int *hi)
 	}
 	if (*lo < 0)
 		*lo = 0;
+}
+
+/* Reads an interpreter's thread states where the last capture found them,
+ * in one batch, then the frame pointers of their _PyCFrames in a second
+ * and their data-stack chunks in a third, and walks each chain from its
+ * copy: a handful of system calls for any number of threads, where the
+ * walk one list link at a time costs three each. Returns 1 when done, 0
+ * when the lists no longer link exactly the hinted thread states (nothing
+ * appended: the caller walks them), or -ENOMEM. */
+static int batched_threads(struct reader *r, const struct py_layout *l,
+			   uint64_t interp, int64_t id, uint64_t head,
+			   int ts_lo, int ts_hi)
+{
+	struct py_capture *cap = r->cap;
+	size_t span = (size_t)(ts_hi - ts_lo), n = 0, total = 0, base;
+	uint64_t t;
+
+	for (size_t i = 0; i < cap->nhints; i++)
+		if (cap->hints[i].interp == interp)
+			n++;
+	if (!n || n > PY_MAX_THREADS ||
+	    py_capture__reserve(cap, n, 0, 0) || n * span > cap->tsbuf_cap)
+		return n ? -ENOMEM : 0;
+	n = 0;
+	for (size_t i = 0; i < cap->nhints; i++)
+		if (cap->hints[i].interp == interp)
+			cap->batch[n++].tstate = cap->hints[i].tstate;
+	for (size_t i = 0; i < n; i++)
+		cap->iov[i] = (struct mem_iov){ cap->batch[i].tstate + (uint64_t)ts_lo,
+						cap->tsbuf + i * span, span, 0 };
+	cap->reads += (unsigned)((n + 63) / 64);
+	mem_read_many(r->mem, cap->iov, n);
+	t = head;
+	for (size_t i = 0; i < n; i++) {
+		if (cap->iov[i].err || cap->batch[i].tstate != t)
+			return 0;
+		t = u64_at(cap->tsbuf + i * span, l->ts_next - ts_lo);
+	}
+	if (t)
+		return 0;
+
+	base = cap->nthreads;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *ts = cap->tsbuf + i * span;
+		struct py_batch *b = &cap->batch[i];
+
+		if (!thread_from(cap, l, b->tstate, interp, id, ts, ts_lo))
+			return -ENOMEM;
+		b->frame = l->ts_cframe == PY_OFF_NONE
+				   ? u64_at(ts, l->ts_current_frame - ts_lo) : 0;
+		b->chunk = b->chunk_len = 0;
+		if (l->ts_datastack_chunk != PY_OFF_NONE &&
+		    l->ts_datastack_top != PY_OFF_NONE) {
+			uint64_t c = u64_at(ts, l->ts_datastack_chunk - ts_lo);
+			uint64_t top = u64_at(ts, l->ts_datastack_top - ts_lo);
+
+			if (c && top > c && top - c <= PY_MAX_CHUNK) {
+				b->chunk = c;
+				b->chunk_len = top - c;
+				b->chunk_off = total;
+				total += b->chunk_len;
+			}
+		}
+	}
+	if (l->ts_cframe != PY_OFF_NONE) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t cf = u64_at(cap->tsbuf + i * span, l->ts_cframe - ts_lo);
+
+			uint64_t a = cf + (uint64_t)l->cframe_current_frame;
+			const uint8_t *b = cf && cap->local
+				? cap->local(cap->local_user, a, 8) : NULL;
+
+			/* The eval loop's _PyCFrame is a local of its C
+			   frame: in the stack copy, mostly. */
+			if (b)
+				memcpy(&cap->batch[i].frame, b, 8);
+			else if (cf)
+				cap->iov[k++] = (struct mem_iov){
+					a, &cap->batch[i].frame, 8, 0 };
+			cap->batch[i].cframe_read = cf && !b;
+		}
+		if (k) {
+			cap->reads += (unsigned)((k + 63) / 64);
+			mem_read_many(r->mem, cap->iov, k);
+		}
+		k = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t cf = u64_at(cap->tsbuf + i * span, l->ts_cframe - ts_lo);
+
+			if (cap->batch[i].cframe_read && cap->iov[k++].err) {
+				cap->batch[i].frame = 0;
+				cap->threads[base + i].end = "cframe unreadable";
+				cap->threads[base + i].end_addr = cf;
+			}
+		}
+	}
+	if (total > cap->chunk_cap && py_capture__reserve(cap, 0, 0, total))
+		total = 0;
+	if (total) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (cap->batch[i].chunk_len)
+				cap->iov[k++] = (struct mem_iov){
+					cap->batch[i].chunk,
+					cap->chunk + cap->batch[i].chunk_off,
+					cap->batch[i].chunk_len, 0 };
+		cap->reads += (unsigned)((k + 63) / 64);
+		mem_read_many(r->mem, cap->iov, k);
+		k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (cap->batch[i].chunk_len && cap->iov[k++].err)
+				cap->batch[i].chunk_len = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct py_batch *b = &cap->batch[i];
+		int err;
+
+		r->chunk_len = total ? b->chunk_len : 0;
+		r->chunk_base = b->chunk;
+		r->chunk_off = b->chunk_off;
+		cap->threads[base + i].first = cap->nframes;
+		err = walk_frames(r, l, &cap->threads[base + i], b->frame);
+		r->chunk_len = 0;
+		if (err)
+			return err;
+	}
+	cap->batched = true;
+	return 1;
+}
+
+/* What this capture found, for the next one's batch. */
+static void keep_hints(struct py_capture *cap)
+{
+	cap->nhints = 0;
+	if (grow((void **)&cap->hints, &cap->cap_hints, cap->nthreads,
+		 sizeof(*cap->hints)))
+		return;
+	for (size_t i = 0; i < cap->nthreads; i++)
+		cap->hints[cap->nhints++] = (struct py_hint){
+			cap->threads[i].interp, cap->threads[i].tstate };
 }
 
 int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
@@ -325,6 +546,12 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 			}
 		}
 		tstate = u64_at(is, l->interp_threads_head - is_lo);
+		err = tstate ? batched_threads(&r, l, interp, id, tstate, ts_lo,
+					       ts_hi) : 0;
+		if (err < 0)
+			return err;
+		if (err > 0)
+			tstate = 0;	/* done by the batch */
 		loop_init(&tlc, tstate);
 		while (tstate) {
 			if (cap->nthreads == PY_MAX_THREADS) {
@@ -356,5 +583,6 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 		for (size_t i = 0; i < cap->nthreads; i++)
 			cap->threads[i].holds_gil =
 				cap->threads[i].tstate == cap->gil_holder;
+	keep_hints(cap);
 	return 0;
 }

@@ -15,6 +15,10 @@
 #include "runtime/python/py_layout.h"
 #include "stacksnap.h"
 
+struct mem_iov;
+struct py_hint;
+struct py_batch;
+
 /* ------------------------------------------------------------------ */
 /* Detection */
 
@@ -111,7 +115,26 @@ struct py_capture {
 	const char *end;	/* the interpreter or thread list was cut */
 	bool gil_locked;
 	uint64_t gil_holder;	/* tstate, 0 when unknown */
-	unsigned reads;		/* memory reads made (for the stats) */
+	unsigned reads;		/* memory reads made (system calls, for a
+				   live source; for the stats) */
+	/* Where the last capture found the thread states, in list order:
+	 * the next capture reads them all in one batch, and keeps the batch
+	 * only if the lists still link exactly them (else it walks the
+	 * lists one read at a time). Scratch buffers for that batch. */
+	struct py_hint *hints;
+	size_t nhints, cap_hints;
+	struct py_batch *batch;
+	size_t cap_batch;
+	struct mem_iov *iov;
+	size_t cap_iov;
+	uint8_t *tsbuf;
+	size_t tsbuf_cap;
+	bool batched;		/* the last capture used the batch */
+	/* Bytes of the target already copied in the same instant (the
+	 * threads' stack copies, which hold 3.11's _PyCFrames): local()
+	 * returns them for [addr, addr + len), or NULL. May be NULL. */
+	const uint8_t *(*local)(void *user, uint64_t addr, size_t len);
+	void *local_user;
 };
 
 /* Reads every thread state of every interpreter, and each one's frame
@@ -121,10 +144,11 @@ struct py_capture {
  * -EFAULT when _PyRuntime itself cannot be read. */
 int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 		    struct py_capture *cap);
-/* Makes room for nthreads threads and nframes frames, so a capture inside
- * the freeze does not allocate in the common case. */
+/* Makes room for nthreads threads and nframes frames (and for the batch
+ * reads of that many threads, chunk_bytes of data-stack chunks), so a
+ * capture inside the freeze does not allocate in the common case. */
 int py_capture__reserve(struct py_capture *cap, size_t nthreads,
-			size_t nframes);
+			size_t nframes, size_t chunk_bytes);
 void py_capture__clear(struct py_capture *cap);
 void py_capture__free(struct py_capture *cap);
 /* The thread with kernel tid, or NULL. */
