@@ -1227,6 +1227,18 @@ stacksnap_saved__addrspace(const struct stacksnap_saved *s);
 STACKSNAP_API struct stacksnap_mem *
 stacksnap_saved__memory(const struct stacksnap_saved *s);
 STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
+/* A snapshot file's language-runtime frames, kept named by --save: as
+ * stacksnap_snapshot__runtime and stacksnap_snapshot__runtime_frames do
+ * for a live capture (thread i of the file, merged against the native
+ * frames unwound from its saved stack). Files without them: none. */
+STACKSNAP_API int stacksnap_saved__runtime(const struct stacksnap_saved *s,
+					   struct stacksnap_runtime_info *out);
+STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s,
+						  size_t i,
+						  const struct stacksnap_frame *native,
+						  size_t nnative,
+						  struct stacksnap_runtime_frame *out,
+						  size_t max, const char **end);
 /* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
  * user registers and a copy of the user stack at a tracepoint, uprobe or
  * perf event), turned into frames here. libdw-bpf's shape: the process

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/opts.h"
 #include "capture/capture_internal.h"
+#include "capture/runtime_capture.h"
 #include "runtime/python/python.h"
 
 /* Invariant: py.found; mem reads the live process (the capture's reads
@@ -211,4 +212,38 @@ int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 		*end = rt->ends[k];
 	return (int)py_merge(rt->frames[k], rt->nframes[k], native, nnative,
 			     rt->py.eval_start, rt->py.eval_end, out, max);
+}
+
+const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->captured ? &s->runtime->py : NULL;
+}
+
+int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
+			    const struct py_frame **frames, size_t *n,
+			    const char **end, bool *holds_gil)
+{
+	struct snap_runtime *rt = s ? s->runtime : NULL;
+	const struct py_raw_thread *t;
+	size_t k;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	*end = NULL;
+	*holds_gil = false;
+	if (!rt || !rt->captured)
+		return 0;
+	t = py_capture__thread(&rt->cap, (uint64_t)tid);
+	if (!t)
+		return 0;
+	k = (size_t)(t - rt->cap.threads);
+	err = resolved_frames(rt, k);
+	if (err)
+		return err;
+	*frames = rt->frames[k];
+	*n = rt->nframes[k];
+	*end = rt->ends[k];
+	*holds_gil = t->holds_gil;
+	return 0;
 }

@@ -28,6 +28,12 @@ int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
 				struct cursor *c, size_t base,
 				const uint8_t *sections, size_t sections_len);
 
+/* runtime_reader.c: the RUNTIME section (payload in c, at file offset
+ * base) into s->runtime. Returns 0, -EINVAL (logged) or -ENOMEM. */
+int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+				 size_t base);
+void runtime_reader__free(struct saved_runtime *rt);
+
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */
 struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,

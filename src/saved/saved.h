@@ -45,6 +45,9 @@ struct stacksnap_saved {
 	 * where a file its writer did not finish was cut (0: whole). */
 	unsigned trace_max_frames, trace_unwind;
 	size_t cut_at;
+	/* A snapshot file's language-runtime frames (runtime_reader.c), or
+	 * NULL. */
+	struct saved_runtime *runtime;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

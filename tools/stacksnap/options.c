@@ -144,6 +144,18 @@ enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
+/* --runtime's argument: enum runtime_mode, or -1. */
+static int parse_runtime_mode(const char *arg)
+{
+	if (!strcmp(arg, "merged"))
+		return RUNTIME_MERGED;
+	if (!strcmp(arg, "only"))
+		return RUNTIME_ONLY;
+	if (!strcmp(arg, "off"))
+		return RUNTIME_OFF;
+	return -1;
+}
+
 static int parse_option(struct options *o, int c, char *arg)
 {
 	unsigned long v;
@@ -195,13 +207,7 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_NORT: o->no_realtime = true; break;
 	case OPT_NONSTOP: o->nonstop = true; break;
 	case OPT_RUNTIME:
-		if (!strcmp(arg, "merged"))
-			o->runtime = RUNTIME_MERGED;
-		else if (!strcmp(arg, "only"))
-			o->runtime = RUNTIME_ONLY;
-		else if (!strcmp(arg, "off"))
-			o->runtime = RUNTIME_OFF;
-		else {
+		if ((o->runtime = parse_runtime_mode(arg)) < 0) {
 			fprintf(stderr, "stacksnap: --runtime: '%s' is not merged, only or off\n", arg);
 			return EXIT_USAGE;
 		}
@@ -348,7 +354,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED };
+	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_RUNTIME };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -362,6 +368,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, O_NODI },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		{ "runtime", required_argument, NULL, O_RUNTIME },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -398,6 +405,12 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NODI: o->no_debuginfod = true; break;
 		case O_COUNT: o->count = true; break;
 		case O_FOLDED: o->folded = true; break;
+		case O_RUNTIME:
+			if ((o->runtime = parse_runtime_mode(optarg)) < 0) {
+				fprintf(stderr, "stacksnap show: --runtime: '%s' is not merged, only or off\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:

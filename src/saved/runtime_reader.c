@@ -1,0 +1,211 @@
+/* runtime_reader.c - the RUNTIME section of a snapshot file
+ * (docs/snapshot-format.md): each thread's language-runtime frames as named
+ * when the file was written, read back and merged into the native frames
+ * `show` unwinds from the saved stacks (stacksnap_saved__runtime_frames). */
+#include "saved/readers.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/module.h" /* struct stacksnap_ctx: its log */
+#include "base/log.h"
+#include "base/opts.h"
+#include "runtime/python/python.h"
+#include "snapfile/snapshot_file.h"
+
+/* One saved thread's frames. Invariant: frames[0, n) have non-NULL
+ * function and file, owned here. */
+struct saved_rthread {
+	pid_t tid;
+	bool holds_gil;
+	char *end;		/* NULL: the chain was whole */
+	struct py_frame *frames;
+	size_t n;
+};
+
+struct saved_runtime {
+	enum stacksnap_runtime kind;
+	char *description;
+	uint64_t eval_start, eval_end;
+	struct saved_rthread *threads;
+	size_t n;
+	pid_t gil_holder;
+};
+
+void runtime_reader__free(struct saved_runtime *rt)
+{
+	if (!rt)
+		return;
+	for (size_t i = 0; i < rt->n; i++) {
+		for (size_t k = 0; k < rt->threads[i].n; k++) {
+			free((char *)rt->threads[i].frames[k].function);
+			free((char *)rt->threads[i].frames[k].file);
+		}
+		free(rt->threads[i].frames);
+		free(rt->threads[i].end);
+	}
+	free(rt->threads);
+	free(rt->description);
+	free(rt);
+}
+
+/* A string field (u32 length, bytes) as a malloc'ed C string; NULL when
+ * cut (c->bad) or out of memory (*nomem). NULs become '?'. */
+static char *take_str(struct cursor *c, bool *nomem)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *s;
+
+	if (!p)
+		return NULL;
+	s = malloc((size_t)len + 1);
+	if (!s) {
+		*nomem = true;
+		return NULL;
+	}
+	memcpy(s, p, len);
+	s[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!s[i])
+			s[i] = '?';
+	return s;
+}
+
+static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
+{
+	uint32_t nf;
+
+	t->tid = (pid_t)cursor_u32(c);
+	t->holds_gil = cursor_u8(c) != 0;
+	t->end = take_str(c, nomem);
+	if (t->end && !t->end[0]) {
+		free(t->end);
+		t->end = NULL;
+	}
+	nf = cursor_u32(c);
+	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
+	    (size_t)nf * 14 > cursor_left(c))
+		return *nomem ? -ENOMEM : -EINVAL;
+	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
+	if (!t->frames)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < nf; k++) {
+		uint32_t len = cursor_u32(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct py_frame *f = &t->frames[t->n];
+		struct cursor fc;
+
+		if (!p)
+			return -EINVAL;
+		cursor_init(&fc, p, len);
+		f->entry = cursor_u8(&fc) & SNAPFILE_RFRAME_ENTRY;
+		f->line = cursor_u32(&fc);
+		f->function = take_str(&fc, nomem);
+		f->file = take_str(&fc, nomem);
+		f->lasti = -2;
+		t->n++;	/* counted before the checks: freed with the rest */
+		if (!f->function || !f->file)
+			return *nomem ? -ENOMEM : -EINVAL;
+	}
+	return 0;
+}
+
+int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+				 size_t base)
+{
+	struct saved_runtime *rt;
+	bool nomem = false;
+	uint32_t n;
+	int err = 0;
+
+	if (s->runtime) {
+		SAVED_BAD(s, base, "a second runtime section");
+		return -EINVAL;
+	}
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	s->runtime = rt;
+	rt->kind = cursor_u8(c);
+	rt->description = take_str(c, &nomem);
+	rt->eval_start = cursor_u64(c);
+	rt->eval_end = cursor_u64(c);
+	n = cursor_u32(c);
+	if (nomem)
+		return -ENOMEM;
+	if (c->bad || rt->kind != STACKSNAP_RUNTIME_PYTHON || !rt->description ||
+	    (size_t)n * 4 > cursor_left(c)) {
+		SAVED_BAD(s, base + cursor_offset(c), "runtime section: %s",
+			  c->bad ? "truncated" : "bad header");
+		return -EINVAL;
+	}
+	rt->threads = calloc(n ? n : 1, sizeof(*rt->threads));
+	if (!rt->threads)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		uint32_t len = cursor_u32(c);
+		size_t at = cursor_offset(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct cursor tc;
+
+		if (!p) {
+			SAVED_BAD(s, base + at, "runtime section: thread %u truncated", i);
+			return -EINVAL;
+		}
+		cursor_init(&tc, p, len);
+		err = read_thread(&rt->threads[rt->n++], &tc, &nomem);
+		if (err == -EINVAL)
+			SAVED_BAD(s, base + at, "runtime section: thread %u: "
+				  "corrupt frame record", i);
+		if (!err && rt->threads[rt->n - 1].holds_gil)
+			rt->gil_holder = rt->threads[rt->n - 1].tid;
+	}
+	return err;
+}
+
+int stacksnap_saved__runtime(const struct stacksnap_saved *s,
+			     struct stacksnap_runtime_info *out)
+{
+	struct stacksnap_runtime_info info = { .sz = sizeof(info) };
+
+	if (!s || !out)
+		return fail(-EINVAL);
+	if (s->runtime) {
+		info.runtime = s->runtime->kind;
+		info.description = s->runtime->description;
+		info.frames = true;
+		info.gil_holder = s->runtime->gil_holder;
+	}
+	if (opts_out(out, &info, sizeof(info),
+		     offsetof(struct stacksnap_runtime_info, frames)))
+		return fail(-EINVAL);
+	return 0;
+}
+
+int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
+				    const struct stacksnap_frame *native,
+				    size_t nnative,
+				    struct stacksnap_runtime_frame *out,
+				    size_t max, const char **end)
+{
+	const struct saved_runtime *rt;
+
+	if (end)
+		*end = NULL;
+	if (!s || i >= s->n || (max && !out) || (nnative && !native))
+		return fail(-EINVAL);
+	rt = s->runtime;
+	for (size_t k = 0; rt && k < rt->n; k++) {
+		const struct saved_rthread *t = &rt->threads[k];
+
+		if (t->tid != s->threads[i].tid)
+			continue;
+		if (end)
+			*end = t->end;
+		return (int)py_merge(t->frames, t->n, native, nnative,
+				     rt->eval_start, rt->eval_end, out, max);
+	}
+	return 0;
+}
