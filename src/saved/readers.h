@@ -33,6 +33,11 @@ int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
 int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 				 size_t base);
 void runtime_reader__free(struct saved_runtime *rt);
+/* A core's Python frames, read from its memory (s->mem) when the image at
+ * path (mapped at start from offset) holds an interpreter. Returns 0 or
+ * -ENOMEM. */
+int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
+			      uint64_t start, uint64_t offset);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */

@@ -31,6 +31,7 @@ struct saved_runtime {
 	struct saved_rthread *threads;
 	size_t n;
 	pid_t gil_holder;
+	bool frames;		/* frames were read (not: layout unknown) */
 };
 
 void runtime_reader__free(struct saved_runtime *rt)
@@ -144,6 +145,7 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 	rt->threads = calloc(n ? n : 1, sizeof(*rt->threads));
 	if (!rt->threads)
 		return -ENOMEM;
+	rt->frames = true;
 	for (uint32_t i = 0; i < n && !err; i++) {
 		uint32_t len = cursor_u32(c);
 		size_t at = cursor_offset(c);
@@ -175,7 +177,7 @@ int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 	if (s->runtime) {
 		info.runtime = s->runtime->kind;
 		info.description = s->runtime->description;
-		info.frames = true;
+		info.frames = s->runtime->frames;
 		info.gil_holder = s->runtime->gil_holder;
 	}
 	if (opts_out(out, &info, sizeof(info),
@@ -208,4 +210,90 @@ int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
 				     rt->eval_start, rt->eval_end, out, max);
 	}
 	return 0;
+}
+
+/* Reads the Python frames of a core dump from its memory: the capture
+ * and the naming of a live dump, over the dumped bytes (the kernel dumps
+ * written private mappings, which hold _PyRuntime, the heap and the data
+ * stacks; what is missing ends a thread's frames with a reason). path is
+ * the interpreter's image, mapped at start from file offset offset.
+ * Returns 0 (no interpreter: nothing kept), or -ENOMEM. */
+int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
+			      uint64_t start, uint64_t offset)
+{
+	struct py_runtime *py = calloc(1, sizeof(*py));
+	struct py_capture cap = { 0 };
+	struct py_resolver res;
+	struct saved_runtime *rt = NULL;
+	int err = 0;
+
+	if (!py)
+		return -ENOMEM;
+	if (s->runtime || !s->mem ||
+	    py_runtime__detect_image(path, start, offset, &s->ctx->log, py) ||
+	    !py->found)
+		goto out;
+	py_runtime__read_layout(py, s->mem);
+	log_info(&s->ctx->log, "%s: %s (%s)", s->path ? s->path : "core",
+		 py->note, path);
+	rt = calloc(1, sizeof(*rt));
+	if (!rt) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->kind = STACKSNAP_RUNTIME_PYTHON;
+	rt->description = strdup(py->note);
+	rt->eval_start = py->eval_start;
+	rt->eval_end = py->eval_end;
+	if (!rt->description) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (!py->layout || py_capture__all(py, s->mem, &cap))
+		goto keep;	/* the description says why: no frames */
+	rt->threads = calloc(cap.nthreads ? cap.nthreads : 1, sizeof(*rt->threads));
+	if (!rt->threads) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->frames = true;
+	py_resolver__init(&res, py, s->mem);
+	for (size_t i = 0; i < cap.nthreads && !err; i++) {
+		const struct py_raw_thread *t = &cap.threads[i];
+		struct saved_rthread *st = &rt->threads[rt->n++];
+		struct py_frame *f;
+		const char *end;
+		size_t n;
+
+		st->tid = (pid_t)t->native_tid;
+		st->holds_gil = t->holds_gil;
+		if (t->holds_gil)
+			rt->gil_holder = st->tid;
+		err = py_resolve__thread(&res, &cap, t, &f, &n, &end);
+		if (err)
+			break;
+		if (!end)
+			end = t->end;
+		st->end = end ? strdup(end) : NULL;
+		st->frames = f;
+		/* The resolver's strings go with it: copies kept. */
+		for (size_t k = 0; k < n; k++) {
+			f[k].function = strdup(f[k].function);
+			f[k].file = strdup(f[k].file);
+			st->n++;
+			if (!f[k].function || !f[k].file)
+				err = -ENOMEM;
+		}
+	}
+	py_resolver__free(&res);
+keep:
+	if (!err) {
+		s->runtime = rt;
+		rt = NULL;
+	}
+out:
+	runtime_reader__free(rt);
+	py_capture__free(&cap);
+	free(py);
+	return err;
 }

@@ -54,8 +54,11 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 
 	stacksnap_saved__info(s, &info);
 	if (o->runtime != RUNTIME_OFF && stacksnap_saved__runtime(s, &rinfo) == 0 &&
-	    rinfo.runtime)
+	    rinfo.runtime) {
 		tot.runtime = &rinfo;
+		if (!rinfo.frames)
+			fprintf(stderr, "stacksnap: %s\n", rinfo.description);
+	}
 	st.freeze_ns = info.freeze_ns;
 	st.bytes_copied = (size_t)info.bytes_copied;
 	st.threads = (unsigned)n;

@@ -17,8 +17,8 @@
 /* The symbols detection wants, looked up in one pass over the image's
  * symbol tables. */
 struct py_syms {
-	GElf_Sym runtime, version, eval;
-	bool has_runtime, has_version, has_eval;
+	GElf_Sym runtime, version, eval, code_type;
+	bool has_runtime, has_version, has_eval, has_code_type;
 	bool debug;		/* _Py_RefTotal or _Py_NegativeRefcount */
 	bool trace_refs;	/* _Py_PrintReferenceAddresses */
 };
@@ -42,6 +42,9 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		} else if (!strcmp(name, "Py_Version")) {
 			s->version = sym;
 			s->has_version = true;
+		} else if (!strcmp(name, "PyCode_Type")) {
+			s->code_type = sym;
+			s->has_code_type = true;
 		} else if (!strcmp(name, "_PyEval_EvalFrameDefault")) {
 			s->eval = sym;
 			s->has_eval = true;
@@ -65,7 +68,8 @@ static void find_syms(const struct elf_image *img, struct py_syms *s)
 		while ((scn = elf_nextscn(img->elf, scn)))
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == want)
 				scan_symtab(img->elf, scn, &sh, s);
-		if (s->has_runtime && s->has_version && s->has_eval)
+		if (s->has_runtime && s->has_version && s->has_eval &&
+		    s->has_code_type)
 			break;
 	}
 }
@@ -132,6 +136,8 @@ int py_runtime__detect_image(const char *path, uint64_t map_start,
 	rt->runtime_addr = s.runtime.st_value + bias;
 	rt->debug = s.debug;
 	rt->trace_refs = s.trace_refs;
+	if (s.has_code_type)
+		rt->code_type = s.code_type.st_value + bias;
 	if (s.has_eval) {
 		rt->eval_start = s.eval.st_value + bias;
 		rt->eval_end = rt->eval_start + (s.eval.st_size ? s.eval.st_size : 1);

@@ -187,14 +187,18 @@ static int read_bytes(struct py_resolver *r, uint64_t obj, uint8_t **out,
 	return 0;
 }
 
-/* Whether obj's type is PyCode_Type: the type's tp_name is "code". The
- * first code type seen is remembered, so the name is read once. */
+/* Whether obj's type is PyCode_Type: its address where the image exports
+ * it (a core may not hold the read-only tp_name string), else the type's
+ * tp_name is "code". The first code type seen is remembered, so the name
+ * is read once. */
 static bool is_code(struct py_resolver *r, const uint8_t *co)
 {
 	const struct py_layout *l = r->rt->layout;
 	uint64_t type = u64_at(co, l->ob_type), name;
 	char buf[5];
 
+	if (r->rt->code_type)
+		return type == r->rt->code_type;
 	if (r->code_type)
 		return type == r->code_type;
 	if (!type || rd(r, type + (uint64_t)l->type_name, &name, 8) || !name ||

@@ -37,6 +37,8 @@ struct py_runtime {
 	bool trace_refs;		/* Py_TRACE_REFS build */
 	bool version_from_path;		/* no Py_Version: guessed from the
 					   file name */
+	uint64_t code_type;		/* PyCode_Type, run-time; 0 if not
+					   known (then tp_name says) */
 	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault's code,
 					   run-time [start, end), 0 if not
 					   known */
