@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
 #include "base/clock.h"
 #include "base/opts.h"
 #include "capture/capture_internal.h"
@@ -33,6 +36,40 @@ struct snap_runtime {
 	bool *resolved;
 };
 
+/* The interpreter among the modules of the address space the caller read
+ * just before: no second read of the maps, and an image the context has
+ * open already is not opened again. */
+static int detect_in(pid_t pid, const struct stacksnap_addrspace *as,
+		     const struct log_sink *log, struct py_runtime *rt)
+{
+	char link[64], exe[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	memset(rt, 0, sizeof(*rt));
+	for (size_t i = 0; i < as->n; i++) {
+		const struct as_map *m = &as->maps[i];
+		char full[4096 + 32];
+
+		if (!m->path || !py_image_candidate(m->path, exe))
+			continue;
+		if (m->mod && !m->pending && m->mod->img) {
+			if (py_runtime__detect_elf(m->mod->img, m->path, m->bias, rt) == 0)
+				return 0;
+			continue;
+		}
+		snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, m->path);
+		if (py_runtime__detect_image(full, m->start, m->offset, log, rt) == 0) {
+			snprintf(rt->path, sizeof(rt->path), "%s", m->path);
+			return 0;
+		}
+	}
+	memset(rt, 0, sizeof(*rt));
+	return 0;
+}
+
 void capture__runtime_detect(struct stacksnap_snapshot *s,
 			     const struct stacksnap_snapshot_opts *o,
 			     const struct log_sink *log)
@@ -44,7 +81,9 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	rt = calloc(1, sizeof(*rt));
 	if (!rt)
 		return;
-	if (py_runtime__detect_pid(s->pid, log, &rt->py) || !rt->py.found) {
+	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
+			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
+	    !rt->py.found) {
 		free(rt);
 		return;
 	}

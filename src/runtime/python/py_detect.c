@@ -57,10 +57,16 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 	}
 }
 
-/* .dynsym first (what an embedding may not strip), then .symtab. */
+/* .dynsym first (an interpreter exports _PyRuntime there: extension
+ * modules link against it), then, only for an image named like one
+ * (python3.X, libpython3.X.so), .symtab: every dump of any process looks
+ * at its executable, and a large .symtab costs milliseconds to scan. */
 static void find_syms(const struct elf_image *img, struct py_syms *s)
 {
-	for (int pass = 0; pass < 2; pass++) {
+	const char *base = strrchr(img->path, '/');
+	int passes = strstr(base ? base + 1 : img->path, "python") ? 2 : 1;
+
+	for (int pass = 0; pass < passes; pass++) {
 		Elf_Scn *scn = NULL;
 		GElf_Shdr sh;
 		Elf64_Word want = pass == 0 ? SHT_DYNSYM : SHT_SYMTAB;
@@ -108,29 +114,15 @@ static bool version_from_name(const char *path, unsigned *major,
 	return sscanf(p, "python%u.%u", major, minor) == 2;
 }
 
-int py_runtime__detect_image(const char *path, uint64_t map_start,
-			     uint64_t map_offset, const struct log_sink *log,
-			     struct py_runtime *rt)
+int py_runtime__detect_elf(const struct elf_image *img, const char *path,
+			   uint64_t bias, struct py_runtime *rt)
 {
-	struct elf_image *img = NULL;
 	struct py_syms s = { 0 };
-	uint64_t bias;
-	int err;
 
 	memset(rt, 0, sizeof(*rt));
-	err = elf_image__open(path, log, &img);
-	if (err)
-		return err;
 	find_syms(img, &s);
-	if (!s.has_runtime) {
-		elf_image__free(img);
+	if (!s.has_runtime)
 		return -ENOENT;
-	}
-	err = elf_image__load_bias(img, map_start, map_offset, 0, &bias);
-	if (err) {
-		elf_image__free(img);
-		return err;
-	}
 	rt->found = true;
 	snprintf(rt->path, sizeof(rt->path), "%s", path);
 	rt->runtime_addr = s.runtime.st_value + bias;
@@ -157,7 +149,6 @@ int py_runtime__detect_image(const char *path, uint64_t map_start,
 	} else if (version_from_name(path, &rt->major, &rt->minor)) {
 		rt->version_from_path = true;
 	}
-	elf_image__free(img);
 
 	rt->layout = py_layout__find(rt->major, rt->minor, rt->debug,
 				     rt->trace_refs);
@@ -175,12 +166,31 @@ int py_runtime__detect_image(const char *path, uint64_t map_start,
 	return 0;
 }
 
-static bool is_libpython(const char *path)
+int py_runtime__detect_image(const char *path, uint64_t map_start,
+			     uint64_t map_offset, const struct log_sink *log,
+			     struct py_runtime *rt)
+{
+	struct elf_image *img = NULL;
+	uint64_t bias;
+	int err;
+
+	memset(rt, 0, sizeof(*rt));
+	err = elf_image__open(path, log, &img);
+	if (err)
+		return err;
+	err = elf_image__load_bias(img, map_start, map_offset, 0, &bias);
+	if (!err)
+		err = py_runtime__detect_elf(img, path, bias, rt);
+	elf_image__free(img);
+	return err;
+}
+
+bool py_image_candidate(const char *path, const char *exe)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
-	return strncmp(base, "libpython", 9) == 0;
+	return (exe && !strcmp(path, exe)) || strncmp(base, "libpython", 9) == 0;
 }
 
 int py_runtime__detect_pid(pid_t pid, const struct log_sink *log,
@@ -210,7 +220,7 @@ int py_runtime__detect_pid(pid_t pid, const struct log_sink *log,
 
 		if (maps_line__parse(line, &ml) || !ml.path || ml.path[0] != '/')
 			continue;
-		if (strcmp(ml.path, exe) != 0 && !is_libpython(ml.path))
+		if (!py_image_candidate(ml.path, exe))
 			continue;
 		for (unsigned i = 0; i < ntried; i++)
 			seen |= !strcmp(tried[i], ml.path);

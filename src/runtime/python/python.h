@@ -56,6 +56,18 @@ int py_runtime__detect_image(const char *path, uint64_t map_start,
 			     uint64_t map_offset, const struct log_sink *log,
 			     struct py_runtime *rt);
 
+struct elf_image;
+
+/* As py_runtime__detect_image, for an image already open (a module of the
+ * address space), with its load bias. */
+int py_runtime__detect_elf(const struct elf_image *img, const char *path,
+			   uint64_t bias, struct py_runtime *rt);
+
+/* Whether a mapped file may hold the interpreter: the executable exe (an
+ * embedding links it statically) or a libpython. Other libraries are not
+ * opened: a dump of any process looks. */
+bool py_image_candidate(const char *path, const char *exe);
+
 /* Looks at the executable and any libpython of a live process (its
  * /proc/PID/maps). Returns 0 (rt->found says whether one was found) or
  * -errno. */
