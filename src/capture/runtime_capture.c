@@ -192,7 +192,9 @@ int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
 	return 0;
 }
 
-/* The named frames of capture thread k, resolved once. */
+/* The named frames of the kernel thread of capture thread k (the first
+ * with its tid: all its thread states, one per interpreter it entered),
+ * resolved once. */
 static int resolved_frames(struct snap_runtime *rt, size_t k)
 {
 	size_t n = rt->cap.nthreads;
@@ -211,13 +213,12 @@ static int resolved_frames(struct snap_runtime *rt, size_t k)
 	}
 	if (rt->resolved[k])
 		return 0;
-	int err = py_resolve__thread(&rt->res, &rt->cap, &rt->cap.threads[k],
-				     &rt->frames[k], &rt->nframes[k],
-				     &rt->ends[k]);
+	bool gil;
+	int err = py_resolve__tid(&rt->res, &rt->cap, rt->cap.threads[k].native_tid,
+				  &rt->frames[k], &rt->nframes[k], &rt->ends[k],
+				  &gil);
 	if (err)
 		return err;
-	if (!rt->ends[k])
-		rt->ends[k] = rt->cap.threads[k].end;
 	rt->resolved[k] = true;
 	return 0;
 }
@@ -283,6 +284,8 @@ int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 	*frames = rt->frames[k];
 	*n = rt->nframes[k];
 	*end = rt->ends[k];
-	*holds_gil = t->holds_gil;
+	for (size_t i = 0; i < rt->cap.nthreads; i++)
+		*holds_gil |= rt->cap.threads[i].native_tid == (uint64_t)tid &&
+			      rt->cap.threads[i].holds_gil;
 	return 0;
 }

@@ -260,20 +260,25 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 	py_resolver__init(&res, py, s->mem);
 	for (size_t i = 0; i < cap.nthreads && !err; i++) {
 		const struct py_raw_thread *t = &cap.threads[i];
-		struct saved_rthread *st = &rt->threads[rt->n++];
+		struct saved_rthread *st;
 		struct py_frame *f;
 		const char *end;
+		bool seen = false, gil;
 		size_t n;
 
+		/* One entry per kernel thread: all its thread states. */
+		for (size_t k = 0; k < i; k++)
+			seen |= cap.threads[k].native_tid == t->native_tid;
+		if (seen)
+			continue;
+		st = &rt->threads[rt->n++];
 		st->tid = (pid_t)t->native_tid;
-		st->holds_gil = t->holds_gil;
-		if (t->holds_gil)
-			rt->gil_holder = st->tid;
-		err = py_resolve__thread(&res, &cap, t, &f, &n, &end);
+		err = py_resolve__tid(&res, &cap, t->native_tid, &f, &n, &end, &gil);
 		if (err)
 			break;
-		if (!end)
-			end = t->end;
+		st->holds_gil = gil;
+		if (gil)
+			rt->gil_holder = st->tid;
 		st->end = end ? strdup(end) : NULL;
 		st->frames = f;
 		/* The resolver's strings go with it: copies kept. */

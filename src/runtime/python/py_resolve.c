@@ -352,3 +352,49 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 	*n = nf;
 	return 0;
 }
+
+int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
+		    uint64_t tid, struct py_frame **out, size_t *n,
+		    const char **end, bool *holds_gil)
+{
+	struct py_frame *all = NULL;
+	size_t nall = 0;
+
+	*out = NULL;
+	*n = 0;
+	*end = NULL;
+	*holds_gil = false;
+	for (size_t i = 0; i < cap->nthreads; i++) {
+		const struct py_raw_thread *t = &cap->threads[i];
+		struct py_frame *f, *grown;
+		const char *e;
+		size_t nf;
+		int err;
+
+		if (t->native_tid != tid)
+			continue;
+		*holds_gil |= t->holds_gil;
+		if (*end)
+			continue;	/* frames past a cut would be misplaced */
+		err = py_resolve__thread(r, cap, t, &f, &nf, &e);
+		if (err) {
+			free(all);
+			return err;
+		}
+		grown = nf ? realloc(all, (nall + nf) * sizeof(*all)) : all;
+		if (nf && !grown) {
+			free(f);
+			free(all);
+			return -ENOMEM;
+		}
+		all = grown;
+		if (nf)
+			memcpy(all + nall, f, nf * sizeof(*f));
+		nall += nf;
+		free(f);
+		*end = e ? e : t->end;
+	}
+	*out = all;
+	*n = nall;
+	return 0;
+}

@@ -213,6 +213,15 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 		       const struct py_raw_thread *t, struct py_frame **out,
 		       size_t *n, const char **end);
 
+/* The named frames of every thread state of kernel thread tid,
+ * innermost first: a thread that entered a sub-interpreter has one thread
+ * state per interpreter, and the newer interpreter's (listed first, as
+ * the capture walks them) runs inside the older's. As py_resolve__thread
+ * otherwise; *holds_gil: one of them holds a GIL. */
+int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
+		    uint64_t tid, struct py_frame **out, size_t *n,
+		    const char **end, bool *holds_gil);
+
 /* ------------------------------------------------------------------ */
 /* Merge with the native frames. */
 
