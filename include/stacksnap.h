@@ -987,6 +987,10 @@ struct stacksnap_walked_thread {
 	const struct stacksnap_frame *frames;
 	size_t nframes;
 	enum stacksnap_end end;
+	/* Its Python frames merged into frames (native_index), read in the
+	 * same instant; NULL when none. Valid during the callback. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
 };
 
 typedef int (*stacksnap_walk_fn)(void *user,
