@@ -76,7 +76,7 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 {
 	struct snap_runtime *rt;
 
-	if (o->no_runtime || o->no_copy)
+	if (o->no_runtime)
 		return;
 	rt = calloc(1, sizeof(*rt));
 	if (!rt)
