@@ -56,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (cap.threads[i].nframes > PY_MAX_FRAMES)
 				abort();
+			py_resolve__thread_name(&res, &cap, &cap.threads[i]);
 			if (py_resolve__thread(&res, &cap, &cap.threads[i],
 					       &frames, &n, &end) == 0) {
 				for (size_t f = 0; f < n; f++)

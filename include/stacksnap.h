@@ -528,6 +528,11 @@ STACKSNAP_API int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s
  * Python), or -errno. *end (may be NULL) is set to NULL or to why the
  * thread's runtime frames were cut (a corrupt chain). Strings live as long
  * as the snapshot. */
+/* The runtime's own name of thread i (Python: threading's name, where
+ * the layout lets it be read: 3.11), or NULL. Lives as long as the
+ * snapshot. */
+STACKSNAP_API const char *
+stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *snap, size_t i);
 STACKSNAP_API int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *snap,
 						     size_t i,
 						     const struct stacksnap_frame *native,
@@ -1237,6 +1242,8 @@ STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
  * frames unwound from its saved stack). Files without them: none. */
 STACKSNAP_API int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 					   struct stacksnap_runtime_info *out);
+STACKSNAP_API const char *
+stacksnap_saved__runtime_thread_name(const struct stacksnap_saved *s, size_t i);
 STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s,
 						  size_t i,
 						  const struct stacksnap_frame *native,

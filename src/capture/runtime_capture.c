@@ -254,6 +254,30 @@ int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 			     rt->py.eval_start, rt->py.eval_end, out, max);
 }
 
+const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s,
+						   size_t i)
+{
+	struct snap_runtime *rt;
+	const struct py_raw_thread *t;
+
+	if (!s || i >= s->n || !(rt = s->runtime) || !rt->captured)
+		return NULL;
+	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
+	if (!t)
+		return NULL;
+	if (!rt->res_ready) {
+		py_resolver__init(&rt->res, &rt->py, rt->mem);
+		rt->res_ready = true;
+	}
+	/* A thread in a sub-interpreter: its first thread state is the
+	   innermost; the threading name is the outermost's. */
+	for (size_t k = rt->cap.nthreads; k-- > 0;)
+		if (rt->cap.threads[k].native_tid == t->native_tid)
+			return py_resolve__thread_name(&rt->res, &rt->cap,
+						       &rt->cap.threads[k]);
+	return NULL;
+}
+
 const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
 {
 	return s && s->runtime && s->runtime->captured ? &s->runtime->py : NULL;

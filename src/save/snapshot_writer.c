@@ -173,6 +173,8 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 			put_str(&w->buf, f[k].file, strlen(f[k].file));
 			byte_buf__patch_u32(&w->buf, frec, (uint32_t)(w->buf.n - frec - 4));
 		}
+		const char *name = stacksnap_snapshot__runtime_thread_name(s, i);
+		put_str(&w->buf, name ? name : "", name ? strlen(name) : 0);
 		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	}
 	snapfile_writer__end_section(w);

@@ -20,6 +20,7 @@ struct saved_rthread {
 	pid_t tid;
 	bool holds_gil;
 	char *end;		/* NULL: the chain was whole */
+	char *name;		/* the runtime's thread name, or NULL */
 	struct py_frame *frames;
 	size_t n;
 };
@@ -45,6 +46,7 @@ void runtime_reader__free(struct saved_runtime *rt)
 		}
 		free(rt->threads[i].frames);
 		free(rt->threads[i].end);
+		free(rt->threads[i].name);
 	}
 	free(rt->threads);
 	free(rt->description);
@@ -109,6 +111,16 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 		t->n++;	/* counted before the checks: freed with the rest */
 		if (!f->function || !f->file)
 			return *nomem ? -ENOMEM : -EINVAL;
+	}
+	/* Added fields: the thread name (files of before have none). */
+	if (cursor_left(c) >= 4) {
+		t->name = take_str(c, nomem);
+		if (*nomem)
+			return -ENOMEM;
+		if (t->name && !t->name[0]) {
+			free(t->name);
+			t->name = NULL;
+		}
 	}
 	return 0;
 }
@@ -184,6 +196,17 @@ int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 		     offsetof(struct stacksnap_runtime_info, frames)))
 		return fail(-EINVAL);
 	return 0;
+}
+
+const char *stacksnap_saved__runtime_thread_name(const struct stacksnap_saved *s,
+						size_t i)
+{
+	if (!s || i >= s->n || !s->runtime)
+		return NULL;
+	for (size_t k = 0; k < s->runtime->n; k++)
+		if (s->runtime->threads[k].tid == s->threads[i].tid)
+			return s->runtime->threads[k].name;
+	return NULL;
 }
 
 int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
@@ -280,6 +303,14 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 		if (gil)
 			rt->gil_holder = st->tid;
 		st->end = end ? strdup(end) : NULL;
+		/* The threading name: the thread's outermost thread state's. */
+		for (size_t k = cap.nthreads; k-- > 0;)
+			if (cap.threads[k].native_tid == t->native_tid) {
+				const char *nm = py_resolve__thread_name(&res, &cap,
+									 &cap.threads[k]);
+				st->name = nm ? strdup(nm) : NULL;
+				break;
+			}
 		st->frames = f;
 		/* The resolver's strings go with it: copies kept. */
 		for (size_t k = 0; k < n; k++) {

@@ -10,7 +10,8 @@
  *   runtime addr=0x.. interps=N state=<-|finalizing|not initialized>
  *           gil=<tid|none> end=<-|reason>
  *   capture ns=N reads=N threads=N frames=N batched=<0|1>
- *   thread TID interp=N frames=N gil=<0|1> end=<-|reason>
+ *   thread TID interp=N frames=N gil=<0|1> pyname=<threading name|->
+ *          end=<-|reason>
  *   py I entry=<0|1> line=N file=<file> name=<co_name> fn=<qualname>
  * (fn is last and runs to the end of the line; file has spaces escaped as
  * %20). A Python whose layout is unknown prints only its `python` line.
@@ -187,9 +188,13 @@ int main(int argc, char **argv)
 			return 1;
 		if (!end)
 			end = t->end;
-		printf("thread %llu interp=%lld frames=%zu gil=%d end=",
+		const char *pyname = py_resolve__thread_name(&res, &cap, t);
+
+		printf("thread %llu interp=%lld frames=%zu gil=%d pyname=",
 		       (unsigned long long)t->native_tid, (long long)t->interp_id,
 		       n, t->holds_gil);
+		print_escaped(pyname ? pyname : "-");
+		printf(" end=");
 		print_escaped(end ? end : "-");
 		putchar('\n');
 		for (size_t f = 0; f < n; f++) {

@@ -24,6 +24,7 @@ static int saved_runtime_frames(const struct stacksnap_saved *s, size_t i,
 						NULL, 0, &r->rend);
 
 	r->holds_gil = ri->gil_holder && ri->gil_holder == r->thread->tid;
+	r->rname = stacksnap_saved__runtime_thread_name(s, i);
 	if (n <= 0)
 		return 0;
 	r->rframes = calloc((size_t)n, sizeof(*r->rframes));

@@ -166,9 +166,11 @@ void print_text(FILE *f, const struct options *o,
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
 
-		fprintf(f, "%sThread %d (%s) state %c%s:\n", t ? "\n" : "",
-			(int)th->tid, th->name, th->state ? th->state : '?',
-			r[t].holds_gil ? " [holds the GIL]" : "");
+		fprintf(f, "%sThread %d (%s) state %c", t ? "\n" : "",
+			(int)th->tid, th->name, th->state ? th->state : '?');
+		if (r[t].rname)
+			fprintf(f, ", Python thread \"%s\"", r[t].rname);
+		fprintf(f, "%s:\n", r[t].holds_gil ? " [holds the GIL]" : "");
 		if (th->error) {
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
 			continue;
@@ -315,6 +317,8 @@ void print_json(FILE *f, const struct options *o,
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
 		json_str(f, th->error ? thread_error_str(th->error)
 				      : stacksnap_end__str(r[t].end));
+		fputs(",\"runtime_name\":", f);
+		json_str(f, r[t].rname);
 		fprintf(f, ",\"holds_gil\":%s,\"runtime_end\":",
 			r[t].holds_gil ? "true" : "false");
 		json_str(f, r[t].rend);

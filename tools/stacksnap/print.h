@@ -27,6 +27,7 @@ struct thread_result {
 	struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 	const char *rend;	/* why the runtime frames were cut, or NULL */
+	const char *rname;	/* the runtime's thread name, or NULL */
 	bool holds_gil;
 };
 

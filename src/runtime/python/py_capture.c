@@ -237,6 +237,8 @@ static int walk_frames(struct reader *r, const struct py_layout *l,
 		f->owner = fb[l->frame_owner];
 		f->is_entry = l->frame_is_entry != PY_OFF_NONE &&
 			      fb[l->frame_is_entry] != 0;
+		f->local0 = l->frame_localsplus != PY_OFF_NONE
+				    ? u64_at(fb, l->frame_localsplus) : 0;
 		t->nframes++;
 		frame = u64_at(fb, l->frame_previous);
 		if (frame && loop_step(&lc, frame)) {

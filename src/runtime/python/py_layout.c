@@ -58,7 +58,8 @@ static const struct py_layout py311 = {
 	.frame_instr = 56,
 	.frame_is_entry = 68,
 	.frame_owner = 69,
-	.frame_size = 72,
+	.frame_size = 80,
+	.frame_localsplus = 72,
 	.owner_generator = 1,
 	.owner_cstack = PY_OFF_NONE,
 	.code_filename = 112,
@@ -77,6 +78,16 @@ static const struct py_layout py311 = {
 	.unicode_compact_size = 72,
 	.bytes_size = 16,
 	.bytes_data = 32,
+	/* `print &((PyHeapTypeObject *)0)->ht_cached_keys`, `ptype/o
+	   PyDictObject`; the managed dict's two pointers sit before the GC
+	   header (16 bytes): values at -32, dict at -24 (_PyObject_ValuesPointer,
+	   _PyObject_ManagedDictPointer). */
+	.type_flags = 0xa8,
+	.type_cached_keys = 0x368,
+	.managed_values = -32,
+	.managed_dict = -24,
+	.dict_keys = 32,
+	.dict_values = 40,
 };
 
 /* CPython 3.12 (x86_64), derived the same way from the debug information
@@ -118,6 +129,7 @@ static const struct py_layout py312 = {
 	.frame_is_entry = PY_OFF_NONE,
 	.frame_owner = 70,
 	.frame_size = 72,
+	.frame_localsplus = PY_OFF_NONE,
 	.owner_generator = 1,
 	.owner_cstack = 3,
 	.code_filename = 0x70,
@@ -136,6 +148,12 @@ static const struct py_layout py312 = {
 	.unicode_compact_size = 56,
 	.bytes_size = 16,
 	.bytes_data = 32,
+	.type_flags = PY_OFF_NONE,
+	.type_cached_keys = PY_OFF_NONE,
+	.managed_values = PY_OFF_NONE,
+	.managed_dict = PY_OFF_NONE,
+	.dict_keys = PY_OFF_NONE,
+	.dict_values = PY_OFF_NONE,
 };
 
 static struct py_layout py311_debug;
@@ -154,6 +172,8 @@ static void widen_objects(struct py_layout *l)
 		&l->ob_type, &l->type_name, &l->unicode_length,
 		&l->unicode_state, &l->unicode_ascii_size,
 		&l->unicode_compact_size, &l->bytes_size, &l->bytes_data,
+		&l->type_flags, &l->type_cached_keys, &l->dict_keys,
+		&l->dict_values,
 	};
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
@@ -283,6 +303,10 @@ int py_layout__from_debug_offsets(const uint8_t *bytes, size_t len,
 	out->owner_generator = 1;	/* FRAME_OWNED_BY_GENERATOR */
 	out->owner_cstack = 3;		/* FRAME_OWNED_BY_CSTACK */
 	out->code_firsttraceable = PY_OFF_NONE;
+	out->frame_localsplus = PY_OFF_NONE;	/* no thread names */
+	out->type_flags = out->type_cached_keys = PY_OFF_NONE;
+	out->managed_values = out->managed_dict = PY_OFF_NONE;
+	out->dict_keys = out->dict_values = PY_OFF_NONE;
 	/* 3.12+ PyCompactUnicodeObject: the ASCII header, utf8_length,
 	   utf8. */
 	out->unicode_compact_size = out->unicode_ascii_size + 16;

@@ -60,6 +60,8 @@ struct py_layout {
 	int frame_is_entry;		/* bool, or PY_OFF_NONE */
 	int frame_owner;		/* char */
 	int frame_size;
+	int frame_localsplus;		/* localsplus[0] (a method's self), or
+					   PY_OFF_NONE: no thread names */
 	int owner_generator;		/* FRAME_OWNED_BY_GENERATOR */
 	int owner_cstack;		/* FRAME_OWNED_BY_CSTACK, or
 					   PY_OFF_NONE */
@@ -83,6 +85,17 @@ struct py_layout {
 	int unicode_compact_size;	/* data of other compact strings */
 	int bytes_size;
 	int bytes_data;
+
+	/* Instance attributes, for threading.Thread's _name (3.11 only;
+	 * PY_OFF_NONE elsewhere): tp_flags, the heap type's shared keys,
+	 * the managed dict's pointers before the object (negative), and
+	 * dict objects. */
+	int type_flags;
+	int type_cached_keys;
+	int managed_values;		/* PyDictValues * at obj + this */
+	int managed_dict;		/* PyDictObject * at obj + this */
+	int dict_keys;			/* ma_keys */
+	int dict_values;		/* ma_values */
 };
 
 /* The known layout for version major.minor of the given flavour (debug:

@@ -51,6 +51,11 @@ void py_resolver__free(struct py_resolver *r)
 	for (size_t i = 0; i < r->nslots; i++)
 		code_free(r->slots[i]);
 	free(r->slots);
+	for (size_t i = 0; i < r->nnames; i++)
+		free(r->names[i]);
+	free(r->names);
+	r->names = NULL;
+	r->nnames = r->cap_names = 0;
 	r->slots = NULL;
 	r->nslots = r->nused = 0;
 }
@@ -397,4 +402,100 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 	*out = all;
 	*n = nall;
 	return 0;
+}
+
+#define PY_TPFLAGS_MANAGED_DICT (1ul << 4)	/* 3.11 */
+#define PY_MAX_ATTRS 1024			/* entries of a keys object */
+
+/* The value of the attribute called attr of obj, an instance whose
+ * attributes live in a managed dict (3.11: a values array shared with its
+ * type's keys, or a dict once materialized). 0 when not found. */
+static uint64_t managed_attr(struct py_resolver *r, uint64_t obj, const char *attr)
+{
+	const struct py_layout *l = r->rt->layout;
+	uint64_t type, flags, values, dict, keys, vals;
+	uint8_t kh[32], *entries;
+	int64_t nentries;
+	size_t esize, koff, voff;
+	uint64_t found = 0;
+
+	if (!obj || (obj & 7) || rd(r, obj + (uint64_t)l->ob_type, &type, 8) ||
+	    !type || rd(r, type + (uint64_t)l->type_flags, &flags, 8) ||
+	    !(flags & PY_TPFLAGS_MANAGED_DICT) ||
+	    rd(r, obj + (uint64_t)(int64_t)l->managed_values, &values, 8) ||
+	    rd(r, obj + (uint64_t)(int64_t)l->managed_dict, &dict, 8))
+		return 0;
+	if (dict) {
+		if (rd(r, dict + (uint64_t)l->dict_keys, &keys, 8) ||
+		    rd(r, dict + (uint64_t)l->dict_values, &vals, 8))
+			return 0;
+	} else {
+		if (!values || rd(r, type + (uint64_t)l->type_cached_keys, &keys, 8))
+			return 0;
+		vals = values;
+	}
+	if (!keys || rd(r, keys, kh, sizeof(kh)))
+		return 0;
+	memcpy(&nentries, kh + 24, 8);
+	if (kh[9] > 20 || nentries <= 0 || nentries > PY_MAX_ATTRS)
+		return 0;
+	esize = kh[10] == 0 ? 24 : 16;	/* DICT_KEYS_GENERAL: with hashes */
+	koff = kh[10] == 0 ? 8 : 0;
+	voff = koff + 8;
+	entries = malloc((size_t)nentries * esize);
+	if (!entries)
+		return 0;
+	if (rd(r, keys + 32 + (1ull << kh[9]), entries, (size_t)nentries * esize)) {
+		free(entries);
+		return 0;
+	}
+	for (int64_t i = 0; i < nentries && !found; i++) {
+		uint64_t key = u64_at(entries, (int)(i * (int64_t)esize + (int64_t)koff));
+		char *name = key ? read_str(r, key) : NULL;
+
+		if (name && !strcmp(name, attr)) {
+			if (vals)
+				rd(r, vals + 8 * (uint64_t)i, &found, 8);
+			else
+				found = u64_at(entries, (int)(i * (int64_t)esize + (int64_t)voff));
+		}
+		free(name);
+	}
+	free(entries);
+	return found;
+}
+
+const char *py_resolve__thread_name(struct py_resolver *r,
+				    const struct py_capture *cap,
+				    const struct py_raw_thread *t)
+{
+	const struct py_layout *l = r->rt->layout;
+	const struct py_raw_frame *f;
+	struct py_code *c;
+	uint64_t name_obj;
+	char *name, **grown;
+
+	if (!t->nframes || l->frame_localsplus == PY_OFF_NONE ||
+	    l->type_flags == PY_OFF_NONE)
+		return NULL;
+	f = &cap->frames[t->first + t->nframes - 1];
+	c = code_at(r, f->code);
+	if (!c || !c->ok || strcmp(c->qualname, "Thread._bootstrap") != 0)
+		return NULL;
+	name_obj = managed_attr(r, f->local0, "_name");
+	if (!name_obj || !(name = read_str(r, name_obj)))
+		return NULL;
+	if (r->nnames == r->cap_names) {
+		size_t n = r->cap_names ? 2 * r->cap_names : 16;
+
+		grown = realloc(r->names, n * sizeof(*grown));
+		if (!grown) {
+			free(name);
+			return NULL;
+		}
+		r->names = grown;
+		r->cap_names = n;
+	}
+	r->names[r->nnames++] = name;
+	return name;
 }

@@ -97,6 +97,8 @@ struct py_raw_frame {
 	uint64_t instr;		/* prev_instr (3.11) / instr_ptr */
 	uint8_t owner;		/* FRAME_OWNED_BY_* */
 	uint8_t is_entry;	/* 3.11's is_entry */
+	uint64_t local0;	/* localsplus[0] (self of a method), 0 when
+				   the layout does not say */
 };
 
 /* One thread state. Invariant: frames[first, first + nframes) of the
@@ -198,6 +200,8 @@ struct py_resolver {
 	size_t nslots, nused;
 	uint64_t code_type;	/* the PyCode_Type seen, 0 before */
 	unsigned reads;
+	char **names;		/* thread names read, owned */
+	size_t nnames, cap_names;
 };
 
 void py_resolver__init(struct py_resolver *r, const struct py_runtime *rt,
@@ -221,6 +225,14 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 		    uint64_t tid, struct py_frame **out, size_t *n,
 		    const char **end, bool *holds_gil);
+
+/* The threading name of thread t: its outermost frame is
+ * threading.Thread._bootstrap, whose self is the Thread object, and its
+ * _name attribute a str. NULL when that is not so, or the layout cannot
+ * say (only 3.11's can). The string lives as long as the resolver. */
+const char *py_resolve__thread_name(struct py_resolver *r,
+				    const struct py_capture *cap,
+				    const struct py_raw_thread *t);
 
 /* ------------------------------------------------------------------ */
 /* Merge with the native frames. */
