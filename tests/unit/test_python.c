@@ -342,6 +342,42 @@ static void corrupt_chains_end_with_reason(void)
 	walk_free(&w);
 }
 
+/* Native frames innermost first: a C function, the eval loop running
+ * two Python frames (inner, then its entry frame), a C call, the eval
+ * loop running two more, the thread start. The Python frames take the
+ * eval loop frames' places; frames past the last eval loop frame (a
+ * native walk cut short) come last. */
+static void merge_into_native(void)
+{
+	struct stacksnap_frame native[6] = {
+		{ .pc = 0x1000 }, { .pc = 0x5010 }, { .pc = 0x2000 },
+		{ .pc = 0x5020 }, { .pc = 0x3000 }, { .pc = 0x4000 },
+	};
+	struct py_frame pf[5] = {
+		{ .function = "a", .file = "f", .line = 1 },
+		{ .function = "b", .file = "f", .line = 2, .entry = true },
+		{ .function = "c", .file = "f", .line = 3 },
+		{ .function = "d", .file = "f", .line = 4, .entry = true },
+		{ .function = "e", .file = "f", .line = 5, .entry = true },
+	};
+	struct stacksnap_runtime_frame out[8];
+	size_t n = py_merge(pf, 5, native, 6, 0x5000, 0x5100, out, 8);
+
+	CHECK(n == 5);
+	CHECK(out[0].native_index == 1 && out[1].native_index == 1);
+	CHECK(out[2].native_index == 3 && out[3].native_index == 3);
+	CHECK(out[4].native_index == 6);	/* no eval frame left for it */
+	CHECK(!strcmp(out[0].function, "a") && !strcmp(out[3].function, "d"));
+	CHECK(out[0].runtime == STACKSNAP_RUNTIME_PYTHON && out[2].line == 3 &&
+	      out[0].pc == 0);
+	/* max bounds the writes, not the count */
+	CHECK(py_merge(pf, 5, native, 6, 0x5000, 0x5100, out, 2) == 5);
+	/* no eval loop known: all left over */
+	n = py_merge(pf, 5, native, 6, 0, 0, out, 8);
+	CHECK(n == 5 && out[0].native_index == 6);
+}
+
 TEST_MAIN("python", TEST(linetable_forms), TEST(linetable_matches_cpython),
+	  TEST(merge_into_native),
 	  TEST(debug_offsets), TEST(capture_resolve_image),
 	  TEST(corrupt_chains_end_with_reason))
