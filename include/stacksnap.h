@@ -529,7 +529,7 @@ STACKSNAP_API int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s
  * thread's runtime frames were cut (a corrupt chain). Strings live as long
  * as the snapshot. */
 /* The runtime's own name of thread i (Python: threading's name, where
- * the layout lets it be read: 3.11), or NULL. Lives as long as the
+ * the layout lets it be read: 3.11, 3.12), or NULL. Lives as long as the
  * snapshot. */
 STACKSNAP_API const char *
 stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *snap, size_t i);

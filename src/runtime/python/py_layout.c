@@ -128,8 +128,8 @@ static const struct py_layout py312 = {
 	.frame_instr = 56,
 	.frame_is_entry = PY_OFF_NONE,
 	.frame_owner = 70,
-	.frame_size = 72,
-	.frame_localsplus = PY_OFF_NONE,
+	.frame_size = 80,
+	.frame_localsplus = 72,
 	.owner_generator = 1,
 	.owner_cstack = 3,
 	.code_filename = 0x70,
@@ -148,12 +148,15 @@ static const struct py_layout py312 = {
 	.unicode_compact_size = 56,
 	.bytes_size = 16,
 	.bytes_data = 32,
-	.type_flags = PY_OFF_NONE,
-	.type_cached_keys = PY_OFF_NONE,
+	/* `print &((PyHeapTypeObject *)0)->ht_cached_keys`, `ptype
+	   PyDictOrValues`: 3.12 keeps one word before the GC header, the
+	   dict or (tagged odd) the values array - 1. */
+	.type_flags = 0xa8,
+	.type_cached_keys = 0x370,
 	.managed_values = PY_OFF_NONE,
-	.managed_dict = PY_OFF_NONE,
-	.dict_keys = PY_OFF_NONE,
-	.dict_values = PY_OFF_NONE,
+	.managed_dict = -24,
+	.dict_keys = 32,
+	.dict_values = 40,
 };
 
 static struct py_layout py311_debug;

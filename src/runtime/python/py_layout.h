@@ -86,14 +86,17 @@ struct py_layout {
 	int bytes_size;
 	int bytes_data;
 
-	/* Instance attributes, for threading.Thread's _name (3.11 only;
+	/* Instance attributes, for threading.Thread's _name (3.11, 3.12;
 	 * PY_OFF_NONE elsewhere): tp_flags, the heap type's shared keys,
 	 * the managed dict's pointers before the object (negative), and
 	 * dict objects. */
 	int type_flags;
 	int type_cached_keys;
-	int managed_values;		/* PyDictValues * at obj + this */
-	int managed_dict;		/* PyDictObject * at obj + this */
+	int managed_values;		/* PyDictValues * at obj + this, or
+					   PY_OFF_NONE: 3.12's union */
+	int managed_dict;		/* PyDictObject * at obj + this (3.12:
+					   the dict, or the values pointer - 1,
+					   odd) */
 	int dict_keys;			/* ma_keys */
 	int dict_values;		/* ma_values */
 };

@@ -404,12 +404,12 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 	return 0;
 }
 
-#define PY_TPFLAGS_MANAGED_DICT (1ul << 4)	/* 3.11 */
+#define PY_TPFLAGS_MANAGED_DICT (1ul << 4)	/* 3.11, 3.12 */
 #define PY_MAX_ATTRS 1024			/* entries of a keys object */
 
 /* The value of the attribute called attr of obj, an instance whose
- * attributes live in a managed dict (3.11: a values array shared with its
- * type's keys, or a dict once materialized). 0 when not found. */
+ * attributes live in a managed dict (3.11, 3.12: a values array shared
+ * with its type's keys, or a dict once materialized). 0 when not found. */
 static uint64_t managed_attr(struct py_resolver *r, uint64_t obj, const char *attr)
 {
 	const struct py_layout *l = r->rt->layout;
@@ -422,9 +422,17 @@ static uint64_t managed_attr(struct py_resolver *r, uint64_t obj, const char *at
 	if (!obj || (obj & 7) || rd(r, obj + (uint64_t)l->ob_type, &type, 8) ||
 	    !type || rd(r, type + (uint64_t)l->type_flags, &flags, 8) ||
 	    !(flags & PY_TPFLAGS_MANAGED_DICT) ||
-	    rd(r, obj + (uint64_t)(int64_t)l->managed_values, &values, 8) ||
 	    rd(r, obj + (uint64_t)(int64_t)l->managed_dict, &dict, 8))
 		return 0;
+	if (l->managed_values != PY_OFF_NONE) {
+		if (rd(r, obj + (uint64_t)(int64_t)l->managed_values, &values, 8))
+			return 0;
+	} else if (dict & 1) {	/* 3.12: the values array, tagged */
+		values = dict + 1;
+		dict = 0;
+	} else {
+		values = 0;
+	}
 	if (dict) {
 		if (rd(r, dict + (uint64_t)l->dict_keys, &keys, 8) ||
 		    rd(r, dict + (uint64_t)l->dict_values, &vals, 8))
@@ -478,7 +486,13 @@ const char *py_resolve__thread_name(struct py_resolver *r,
 	if (!t->nframes || l->frame_localsplus == PY_OFF_NONE ||
 	    l->type_flags == PY_OFF_NONE)
 		return NULL;
+	/* The outermost frame, past 3.12+'s C-stack shim. */
 	f = &cap->frames[t->first + t->nframes - 1];
+	if (l->owner_cstack != PY_OFF_NONE && f->owner == l->owner_cstack) {
+		if (t->nframes < 2)
+			return NULL;
+		f--;
+	}
 	c = code_at(r, f->code);
 	if (!c || !c->ok || strcmp(c->qualname, "Thread._bootstrap") != 0)
 		return NULL;
