@@ -2,7 +2,8 @@
  * open the bytes as they are (header checks), then again with the length
  * and checksum fields made right (the sections' own checksums too, so
  * mutations reach events files' records), and unwind every thread and
- * every event read, as `stacksnap show` does. */
+ * every event read, as `stacksnap show` does (with the Python frames of a
+ * RUNTIME section merged in). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,16 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 	for (size_t i = 0; s && mem && i < stacksnap_saved__thread_count(s); i++) {
 		const struct stacksnap_thread *th = stacksnap_saved__thread(s, i);
 
+		struct stacksnap_runtime_frame rf[64];
+		const char *rend;
+		int nf;
+
 		stacksnap_mem__set_copy(mem, th->stack, th->stack_len, th->stack_base);
-		stacksnap_unwind(uw, stacksnap_saved__addrspace(s), &th->regs, mem,
-				 frames, 64, &end);
+		nf = stacksnap_unwind(uw, stacksnap_saved__addrspace(s), &th->regs, mem,
+				      frames, 64, &end);
+		/* The RUNTIME section's frames merged into them, as show does. */
+		stacksnap_saved__runtime_frames(s, i, frames, nf > 0 ? (size_t)nf : 0,
+						rf, 64, &rend);
 	}
 	for (size_t i = 0; s && mem && i < stacksnap_saved__event_count(s); i++) {
 		STACKSNAP_OPTS(stacksnap_saved_event, ev);

@@ -392,6 +392,10 @@ struct stacksnap_snapshot_opts {
 	 * each goroutine (stacksnap_snapshot__goroutine). Ignored with tids
 	 * or nonstop; no effect on other programs. */
 	bool goroutines;
+	/* Do not look for a language runtime (Python) nor read its frames
+	 * during the freeze (by default they are read where one is found:
+	 * stacksnap_snapshot__runtime_frames). */
+	bool no_runtime;
 	size_t :0;
 };
 
@@ -547,6 +551,53 @@ STACKSNAP_API size_t
 stacksnap_saved__goroutine_count(const struct stacksnap_saved *s);
 STACKSNAP_API const struct stacksnap_goroutine *
 stacksnap_saved__goroutine(const struct stacksnap_saved *s, size_t i);
+/* What a live capture found of a language runtime in the target (one per
+ * process; today CPython 3.11-3.13). */
+struct stacksnap_runtime_info {
+	size_t sz;
+	enum stacksnap_runtime runtime;	/* NATIVE: none found */
+	const char *description;	/* "Python 3.11.2: layout 3.11", or
+					   "Python 3.10: layout unknown, native
+					   frames only"; NULL when none */
+	bool frames;			/* runtime frames were captured */
+	pid_t gil_holder;		/* the thread holding the GIL; 0: none
+					   or unknown */
+	const char *state;		/* NULL, "finalizing" or "not
+					   initialized" */
+	const char *end;		/* NULL, or why the list of interpreters
+					   or threads was cut */
+	unsigned interpreters;		/* sub-interpreters included */
+	uint64_t capture_ns;		/* what reading the runtime's frame
+					   chains added to the freeze */
+	unsigned capture_reads;		/* memory reads it made */
+	size_t :0;
+};
+
+/* Says what the capture found of a runtime. Returns 0, or -EINVAL. */
+STACKSNAP_API int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *snap,
+					      struct stacksnap_runtime_info *out);
+
+/* The runtime's own name of thread i (Python: threading's name, where
+ * the layout lets it be read: 3.11, 3.12), or NULL. Lives as long as the
+ * snapshot. */
+STACKSNAP_API const char *
+stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *snap, size_t i);
+/* The runtime frames of thread i of a live capture, merged against its
+ * native frames (unwound from the same capture, innermost first): each
+ * native frame of the runtime's evaluation loop is replaced by the runtime
+ * frames it runs (native_index names it); frames left over (a native walk
+ * cut short) have native_index == nnative. The frames were read during the
+ * freeze; they are named now (code objects do not change). Writes up to
+ * max frames and returns how many there are (0: none, the thread runs no
+ * Python), or -errno. *end (may be NULL) is set to NULL or to why the
+ * thread's runtime frames were cut (a corrupt chain). Strings live as long
+ * as the snapshot. */
+STACKSNAP_API int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *snap,
+						     size_t i,
+						     const struct stacksnap_frame *native,
+						     size_t nnative,
+						     struct stacksnap_runtime_frame *out,
+						     size_t max, const char **end);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of
@@ -1006,6 +1057,10 @@ struct stacksnap_walked_thread {
 	const struct stacksnap_frame *frames;
 	size_t nframes;
 	enum stacksnap_end end;
+	/* Its Python frames merged into frames (native_index), read in the
+	 * same instant; NULL when none. Valid during the callback. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
 };
 
 typedef int (*stacksnap_walk_fn)(void *user,
@@ -1253,6 +1308,20 @@ stacksnap_saved__addrspace(const struct stacksnap_saved *s);
 STACKSNAP_API struct stacksnap_mem *
 stacksnap_saved__memory(const struct stacksnap_saved *s);
 STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
+/* A snapshot file's language-runtime frames, kept named by --save: as
+ * stacksnap_snapshot__runtime and stacksnap_snapshot__runtime_frames do
+ * for a live capture (thread i of the file, merged against the native
+ * frames unwound from its saved stack). Files without them: none. */
+STACKSNAP_API int stacksnap_saved__runtime(const struct stacksnap_saved *s,
+					   struct stacksnap_runtime_info *out);
+STACKSNAP_API const char *
+stacksnap_saved__runtime_thread_name(const struct stacksnap_saved *s, size_t i);
+STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s,
+						  size_t i,
+						  const struct stacksnap_frame *native,
+						  size_t nnative,
+						  struct stacksnap_runtime_frame *out,
+						  size_t max, const char **end);
 /* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
  * user registers and a copy of the user stack at a tracepoint, uprobe or
  * perf event), turned into frames here. libdw-bpf's shape: the process

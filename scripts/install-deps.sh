@@ -43,6 +43,7 @@ command -v go >/dev/null 2>&1 || need="$need golang-go"
 command -v chromium >/dev/null 2>&1 || need="$need chromium"
 command -v chromedriver >/dev/null 2>&1 || need="$need chromium-driver"
 python3 -c 'import jsonschema' 2>/dev/null || need="$need python3-jsonschema"
+[ -x /usr/bin/python3.11d ] || need="$need python3.11-dbg"
 [ -z "$need" ] && exit 0
 echo "install-deps: installing:$need"
 if [ "$(id -u)" != 0 ]; then

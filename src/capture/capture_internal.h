@@ -92,6 +92,9 @@ struct stacksnap_snapshot {
 	int saved_policy;
 	struct sched_param saved_param;
 	struct stacksnap_goroutines *go; /* a Go program's goroutines (goroutines.c) */
+	/* A language runtime found in the target (runtime_capture.c), or
+	 * NULL: its frame chains are copied in every freeze round. */
+	struct snap_runtime *runtime;
 };
 
 /* task_scan.c: /proc/PID/task and the thread table. */
@@ -145,5 +148,15 @@ int capture__check_witnesses(struct stacksnap_snapshot *s,
 void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t,
 		     bool ran);
 void capture__demote_all(struct stacksnap_snapshot *s);
+
+/* runtime_capture.c: a language runtime's frame chains. */
+/* Before the freeze: finds an interpreter (unless opts say no_runtime). */
+void capture__runtime_detect(struct stacksnap_snapshot *s,
+			     const struct stacksnap_snapshot_opts *o,
+			     const struct log_sink *log);
+/* In the freeze, after a round's registers and stacks: copies the frame
+ * chains (the last round's copy is kept). */
+void capture__runtime_take(struct stacksnap_snapshot *s);
+void capture__runtime_free(struct stacksnap_snapshot *s);
 
 #endif

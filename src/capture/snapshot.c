@@ -172,6 +172,9 @@ static int freeze_and_check(struct stacksnap_snapshot *s,
 
 		if (err)
 			return err;
+		/* Before the witness check: a round whose check finds a
+		   thread moved is followed by another, which copies again. */
+		capture__runtime_take(s);
 		if (!s->ns || !s->ns_stats.read_nonstop)
 			return 0;
 		if (!round && s->settled && !interrupted)
@@ -287,6 +290,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 			 "non-stop)", pid);
 	if (s->go) /* a Go program: its list is read with every thread stopped */
 		o.freeze_all = true;
+	capture__runtime_detect(s, &o, log);
 	choose_path(s, &o, log);
 	err = freeze_and_check(s, &o, log);
 	if (err)
@@ -343,6 +347,7 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	capture__detach_late(s);
 	capture__go_free(s);
 	nonstop__close(s->ns);
+	capture__runtime_free(s);
 	for (size_t i = 0; i < s->nextra; i++)
 		free(s->extra[i]);
 	free(s->extra);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "mem.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -120,6 +121,55 @@ void mem_invalidate(struct stacksnap_mem *m)
 	for (; m; m = m->fallback)
 		if (m->ops->invalidate)
 			m->ops->invalidate(m);
+}
+
+#define MEM_BATCH 64	/* iovecs per process_vm_readv (< IOV_MAX) */
+
+size_t mem_read_many(struct stacksnap_mem *m, struct mem_iov *iov, size_t n)
+{
+	size_t failed = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t cnt = 0, total = 0;
+
+		/* Copies first: a range the copy holds needs no read. */
+		if (m->ops != &pid_ops ||
+		    (m->bytes && iov[i].addr >= m->base &&
+		     iov[i].addr - m->base <= m->len &&
+		     iov[i].len <= m->len - (iov[i].addr - m->base))) {
+			iov[i].err = mem_read(m, iov[i].addr, iov[i].buf, iov[i].len);
+			failed += iov[i].err != 0;
+			i++;
+			continue;
+		}
+		struct iovec local[MEM_BATCH], remote[MEM_BATCH];
+		while (i + cnt < n && cnt < MEM_BATCH) {
+			const struct mem_iov *v = &iov[i + cnt];
+
+			local[cnt] = (struct iovec){ v->buf, v->len };
+			remote[cnt] = (struct iovec){ (void *)(uintptr_t)v->addr, v->len };
+			total += v->len;
+			cnt++;
+		}
+		ssize_t got = process_vm_readv(m->pid, local, cnt, remote, cnt, 0);
+		if (got == (ssize_t)total) {
+			for (size_t k = 0; k < cnt; k++)
+				iov[i + k].err = 0;
+		} else {
+			/* A range failed part way: each one alone says which. */
+			for (size_t k = 0; k < cnt; k++) {
+				struct mem_iov *v = &iov[i + k];
+				struct iovec l = { v->buf, v->len };
+				struct iovec r = { (void *)(uintptr_t)v->addr, v->len };
+
+				v->err = process_vm_readv(m->pid, &l, 1, &r, 1, 0) ==
+						 (ssize_t)v->len ? 0 : -EFAULT;
+				failed += v->err != 0;
+			}
+		}
+		i += cnt;
+	}
+	return failed;
 }
 
 int mem_read_cb(void *user, uint64_t addr, void *buf, size_t len)

@@ -79,6 +79,22 @@ static inline int mem_read_u64(struct stacksnap_mem *m, uint64_t addr,
 	return mem_read_slow(m, addr, v, sizeof(*v));
 }
 
+/* One range of a batch read: len bytes at addr into buf; err is set to 0
+ * or the range's -errno. */
+struct mem_iov {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int err;
+};
+
+/* Reads n ranges. A live source reads them in one process_vm_readv (per
+ * IOV_MAX), bypassing its page cache: what a walk over many scattered
+ * objects (one per thread) wants during a freeze, where each system call
+ * counts; a range that fails is read again alone to say which. Other
+ * sources read one by one. Returns the number of ranges that failed. */
+size_t mem_read_many(struct stacksnap_mem *m, struct mem_iov *iov, size_t n);
+
 /* stacksnap_read_fn adapter so lower modules can read through a source. */
 int mem_read_cb(void *user, uint64_t addr, void *buf, size_t len);
 

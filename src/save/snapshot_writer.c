@@ -13,6 +13,7 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
+#include "capture/runtime_capture.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
 #include "snapfile/snapshot_file.h"
@@ -170,6 +171,61 @@ static void put_goroutines(struct snapfile_writer *w,
 	snapfile_writer__end_section(w);
 }
 
+/* The RUNTIME section: each thread's Python frames, named now (the file
+ * may be shown after the process is gone), with the entry flags that let
+ * the reader merge them into the native frames it unwinds, and the eval
+ * loop's address range. Nothing when the capture read no runtime. */
+static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapshot *snap)
+{
+	/* Naming fills the capture's cache of code objects: logically
+	   const, the snapshot is what it was. */
+	struct stacksnap_snapshot *s = (struct stacksnap_snapshot *)snap;
+	const struct py_runtime *py = capture__runtime_py(snap);
+	size_t n = stacksnap_snapshot__thread_count(snap);
+
+	if (!py)
+		return 0;
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, 1, 0);
+	byte_buf__u8(&w->buf, STACKSNAP_RUNTIME_PYTHON);
+	put_str(&w->buf, py->note, strlen(py->note));
+	byte_buf__u64(&w->buf, py->eval_start);
+	byte_buf__u64(&w->buf, py->eval_end);
+	byte_buf__u32(&w->buf, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		pid_t tid = stacksnap_snapshot__thread(snap, i)->tid;
+		const struct py_frame *f;
+		const char *end;
+		size_t nf, rec = w->buf.n;
+		bool gil;
+		int err = capture__runtime_thread(s, tid, &f, &nf, &end, &gil);
+
+		if (err)
+			return err;
+		if (nf > SNAPFILE_MAX_RFRAMES)
+			nf = SNAPFILE_MAX_RFRAMES;
+		byte_buf__u32(&w->buf, 0); /* record length */
+		byte_buf__u32(&w->buf, (uint32_t)tid);
+		byte_buf__u8(&w->buf, gil);
+		put_str(&w->buf, end ? end : "", end ? strlen(end) : 0);
+		byte_buf__u32(&w->buf, (uint32_t)nf);
+		for (size_t k = 0; k < nf; k++) {
+			size_t frec = w->buf.n;
+
+			byte_buf__u32(&w->buf, 0);
+			byte_buf__u8(&w->buf, f[k].entry ? SNAPFILE_RFRAME_ENTRY : 0);
+			byte_buf__u32(&w->buf, f[k].line);
+			put_str(&w->buf, f[k].function, strlen(f[k].function));
+			put_str(&w->buf, f[k].file, strlen(f[k].file));
+			byte_buf__patch_u32(&w->buf, frec, (uint32_t)(w->buf.n - frec - 4));
+		}
+		const char *name = stacksnap_snapshot__runtime_thread_name(s, i);
+		put_str(&w->buf, name ? name : "", name ? strlen(name) : 0);
+		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
+	}
+	snapfile_writer__end_section(w);
+	return 0;
+}
+
 int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 			     struct stacksnap_addrspace *as, const char *path,
 			     const struct stacksnap_save_opts *opts)
@@ -187,8 +243,10 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 	put_process(&w, snap, as->pid, o.encoding);
 	put_mappings(&w, as);
 	err = put_threads(&w, snap, as, &o, o.encoding);
-	if (!err)
+	if (!err) {
 		put_goroutines(&w, snap);
+		err = put_runtime(&w, snap);
+	}
 	if (err) {
 		byte_buf__free(&w.buf);
 		log_err(&as->ctx->log, "%s: out of memory writing the snapshot", path);

@@ -497,6 +497,33 @@ static void point_stacks(struct stacksnap_saved *s, const struct core *c,
 	}
 }
 
+/* The interpreter, when the executable (an embedding) or a libpython
+ * holds one: its frames read from the core's memory. */
+static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn,
+			  const char *exe)
+{
+	const char *exe_path = NULL;
+
+	for (size_t i = 0; cn->entry && i < cn->nfiles; i++)
+		if (cn->entry >= cn->files[i].start && cn->entry < cn->files[i].end)
+			exe_path = cn->files[i].path;
+	for (size_t i = 0; i < cn->nfiles && !s->runtime; i++) {
+		const struct core_file_map *f = &cn->files[i];
+		const char *base = strrchr(f->path, '/');
+
+		base = base ? base + 1 : f->path;
+		bool is_exe = exe_path && !strcmp(f->path, exe_path);
+
+		if (f->offset != 0 || (!is_exe && strncmp(base, "libpython", 9) != 0))
+			continue;
+		int err = runtime_reader__from_core(s, exe && is_exe ? exe : f->path,
+						    f->start, f->offset);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Reads the core in s->image into s. */
 static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_opts *o)
 {
@@ -523,6 +550,8 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 	if ((err = add_mappings(s, c, &cn, o->exe)))
 		goto out;
 	point_stacks(s, c, &cn);
+	if ((err = python_of_core(s, &cn, o->exe)))
+		goto out;
 	s->info.pid = cn.pid ? cn.pid : s->threads[0].tid;
 	cn.psargs[80] = 0;
 	if (!(s->cmdline = strdup(cn.psargs))) {

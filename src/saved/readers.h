@@ -33,6 +33,16 @@ int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
  * as the mapping holding entry. Nothing for other programs; failures are
  * logged and leave s without goroutines. */
 void core_go__read(struct stacksnap_saved *s, uint64_t entry);
+/* runtime_reader.c: the RUNTIME section (payload in c, at file offset
+ * base) into s->runtime. Returns 0, -EINVAL (logged) or -ENOMEM. */
+int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+				 size_t base);
+void runtime_reader__free(struct saved_runtime *rt);
+/* A core's Python frames, read from its memory (s->mem) when the image at
+ * path (mapped at start from offset) holds an interpreter. Returns 0 or
+ * -ENOMEM. */
+int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
+			      uint64_t start, uint64_t offset);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */

@@ -3,6 +3,7 @@
  * recorded mappings, finding each module's file by path or build-id. */
 #define _GNU_SOURCE
 #include "saved/saved.h"
+#include "saved/readers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,6 +234,7 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 		s->ops->free(s->source);
 	stacksnap_mem__free(s->mem);
 	stacksnap_addrspace__free(s->as);
+	runtime_reader__free(s->runtime);
 	free(s->threads);
 	free(s->stacks);
 	free(s->goroutines);

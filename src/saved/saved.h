@@ -52,6 +52,9 @@ struct stacksnap_saved {
 	size_t ngoroutines;
 	struct stacksnap_runtime_frame *gframes;
 	char *gstrings;
+	/* A snapshot file's language-runtime frames (runtime_reader.c), or
+	 * NULL. */
+	struct saved_runtime *runtime;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

@@ -520,6 +520,9 @@ static int parse(struct stacksnap_saved *s)
 		case SNAPFILE_SEC_GOROUTINES:
 			err = read_goroutines(s, &pc, pbase);
 			break;
+		case SNAPFILE_SEC_RUNTIME:
+			err = runtime_reader__read_section(s, &pc, pbase);
+			break;
 		case SNAPFILE_SEC_EVENT:
 		case SNAPFILE_SEC_ADDRSPACE:
 		case SNAPFILE_SEC_EVENT_KIND:

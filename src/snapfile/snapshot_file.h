@@ -32,7 +32,8 @@ enum snapfile_section {
 	SNAPFILE_SEC_EVENT_KIND = 7, /* an event's index and name */
 	SNAPFILE_SEC_LOST = 8,	   /* events lost on a CPU so far (ring buffer
 				      full): u32 cpu, u64 running count */
-	SNAPFILE_SEC_GOROUTINES = 9, /* a Go program's goroutines (optional) */
+	SNAPFILE_SEC_RUNTIME = 9,  /* language-runtime frames, named */
+	SNAPFILE_SEC_GOROUTINES = 10, /* a Go program's goroutines (optional) */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -42,6 +43,11 @@ enum snapfile_section {
 #define SNAPFILE_MINOR_EVENTS 1
 /* Largest stack of one event a reader accepts. */
 #define SNAPFILE_MAX_EVENT_STACK (1u << 20)
+
+/* RUNTIME section: runtime kinds (enum stacksnap_runtime), frame flags,
+ * and limits a reader holds a file to. */
+#define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
+#define SNAPFILE_MAX_RFRAMES 65536 /* per thread */
 
 /* Mapping record kinds. */
 enum snapfile_map_kind {

@@ -510,6 +510,22 @@ static const struct rwmap *rw_for(const struct request *r, uint64_t sp)
 	return NULL;
 }
 
+/* The capture's stack copies: 3.11 keeps each eval loop's _PyCFrame on
+ * the C stack. */
+static const uint8_t *stack_copy_at(void *user, uint64_t addr, size_t len)
+{
+	const struct stacksnap_target *t = user;
+
+	for (size_t k = 0; k < t->ncaps; k++) {
+		const struct wcapture *c = &t->caps[k];
+
+		if (!c->error && c->len && addr >= c->base &&
+		    addr - c->base <= c->len && len <= c->len - (addr - c->base))
+			return t->stack_bytes + c->off + (addr - c->base);
+	}
+	return NULL;
+}
+
 /* Registers and one batched stack copy of every held, stopped thread,
  * then lets them go. Threads that did not stop in time are reported. */
 static int finish_capture(struct stacksnap_walker *w, struct request *r)
@@ -606,6 +622,12 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 	}
 	free(local);
 	free(remote);
+	/* The Python frame chains, in the same instant. */
+	if (t->py) {
+		t->py_cap.local = stack_copy_at;
+		t->py_cap.local_user = t;
+		t->py_ok = py_capture__all(t->py, t->py_mem, &t->py_cap) == 0;
+	}
 	t->capturing = false;
 	for (size_t i = 0; i < t->n; i++) {
 		struct wthread *th = &t->threads[i];

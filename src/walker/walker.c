@@ -187,8 +187,67 @@ static void target_free(struct stacksnap_target *t)
 	free(t->caps);
 	free(t->stack_bytes);
 	free(t->frames);
+	free(t->py);
+	stacksnap_mem__free(t->py_mem);
+	py_capture__free(&t->py_cap);
+	free(t->rframes);
 	stacksnap_addrspace__free(t->as);
 	free(t);
+}
+
+/* Looks once for a Python interpreter; a first walk of its frame chains,
+ * outside any stop, tells the captures where the thread states are. */
+static void find_python(struct stacksnap_target *t)
+{
+	struct py_runtime *py;
+
+	t->py_tried = true;
+	py = calloc(1, sizeof(*py));
+	if (!py || py_runtime__detect_pid(t->pid, t->w->log, py) || !py->found ||
+	    !(t->py_mem = stacksnap_mem__new_pid(t->pid))) {
+		free(py);
+		return;
+	}
+	py_runtime__read_layout(py, t->py_mem);
+	if (!py->layout) {
+		log_info(t->w->log, "pid %d: %s", t->pid, py->note);
+		free(py);
+		return;
+	}
+	if (py_capture__all(py, t->py_mem, &t->py_cap) == 0)
+		py_capture__reserve(&t->py_cap, 2 * t->py_cap.nthreads + 8,
+				    2 * t->py_cap.nframes + 256,
+				    (t->py_cap.nthreads + 8) * (PY_MAX_CHUNK / 16));
+	t->py = py;
+}
+
+/* Thread tid's Python frames of the last capture, merged into its n
+ * native frames (t->frames): into t->rframes. */
+static size_t python_frames(struct stacksnap_target *t, struct py_resolver *res,
+			    pid_t tid, size_t n)
+{
+	struct py_frame *f;
+	const char *end;
+	size_t nf, nr;
+	bool gil;
+
+	if (!t->py || !t->py_ok ||
+	    py_resolve__tid(res, &t->py_cap, (uint64_t)tid, &f, &nf, &end, &gil))
+		return 0;
+	if (nf > t->cap_rframes) {
+		void *p = realloc(t->rframes, nf * sizeof(*t->rframes));
+
+		if (!p) {
+			free(f);
+			return 0;
+		}
+		t->rframes = p;
+		t->cap_rframes = nf;
+	}
+	nr = py_merge(f, nf, t->frames, n, t->py->eval_start, t->py->eval_end,
+		      t->rframes, t->cap_rframes);
+	free(f);
+	return nr < t->cap_rframes ? nr : t->cap_rframes;
 }
 
 void stacksnap_walker__free(struct stacksnap_walker *w)
@@ -492,6 +551,8 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 		return fail(-ENOMEM);
 	pthread_mutex_lock(&t->w->api);
 	sync_addrspace(t);
+	if (!t->py_tried)
+		find_python(t);
 	/* Outside the freeze: the stacks' mappings, to clamp each copy, and
 	 * a copy buffer faulted in (page faults inside it would be paid by
 	 * the target). */
@@ -507,6 +568,11 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 		goto out;
 	st.stopped_ns = r.t_end - r.t_start;
 	st.bytes_copied = r.bytes_copied;
+	/* Code objects named once per walk (an address may hold another
+	   code object by the next one). */
+	struct py_resolver res;
+	if (t->py)
+		py_resolver__init(&res, t->py, t->py_mem);
 	for (size_t i = 0; i < t->ncaps; i++) {
 		const struct wcapture *c = &t->caps[i];
 		struct stacksnap_walked_thread wt = { .tid = c->tid, .error = c->error,
@@ -523,11 +589,15 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 			}
 			wt.frames = t->frames;
 			wt.nframes = (size_t)n;
+			wt.nrframes = python_frames(t, &res, c->tid, (size_t)n);
+			wt.rframes = wt.nrframes ? t->rframes : NULL;
 		}
 		handed++;
 		if (cb(user, &wt))
 			break;
 	}
+	if (t->py)
+		py_resolver__free(&res);
 out:
 	pthread_mutex_unlock(&t->w->api);
 	free(rw);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "base/log.h"
+#include "runtime/python/python.h"
 #include "stacksnap.h"
 
 /* One thread of a target. Invariants: stopped means in a ptrace-stop we
@@ -75,6 +76,17 @@ struct stacksnap_target {
 	struct stacksnap_addrspace *as;
 	struct stacksnap_frame *frames;
 	struct stacksnap_target *next;
+	/* A Python interpreter in the target (looked for once, before the
+	 * first walk; py == NULL: none or not usable): its frame chains are
+	 * copied by the tracer in each capture, while the threads are
+	 * stopped (py_cap, py_ok), and named and merged per walk. */
+	bool py_tried;
+	struct py_runtime *py;
+	struct stacksnap_mem *py_mem;
+	struct py_capture py_cap;
+	bool py_ok;
+	struct stacksnap_runtime_frame *rframes;
+	size_t cap_rframes;
 };
 
 enum request_kind {

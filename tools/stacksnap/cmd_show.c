@@ -14,6 +14,27 @@
 #include "subcommands.h"
 #include "stacksnap.h"
 
+/* The Python frames --save kept for thread i, merged against the native
+ * frames unwound from its saved stack. */
+static int saved_runtime_frames(const struct stacksnap_saved *s, size_t i,
+				struct thread_result *r,
+				const struct stacksnap_runtime_info *ri)
+{
+	int n = stacksnap_saved__runtime_frames(s, i, r->frames, (size_t)r->nframes,
+						NULL, 0, &r->rend);
+
+	r->holds_gil = ri->gil_holder && ri->gil_holder == r->thread->tid;
+	r->rname = stacksnap_saved__runtime_thread_name(s, i);
+	if (n <= 0)
+		return 0;
+	r->rframes = calloc((size_t)n, sizeof(*r->rframes));
+	if (!r->rframes)
+		return -ENOMEM;
+	r->nrframes = (size_t)stacksnap_saved__runtime_frames(
+		s, i, r->frames, (size_t)r->nframes, r->rframes, (size_t)n, &r->rend);
+	return 0;
+}
+
 /* Unwinds every thread of s from its saved stack (and, for cores, the
  * rest of its memory), symbolizes and prints. */
 static int print_saved(const struct options *o, struct stacksnap_saved *s)
@@ -22,6 +43,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	size_t n = stacksnap_saved__thread_count(s);
 	unsigned max_frames = o->max_frames ? o->max_frames : 1024;
 	STACKSNAP_OPTS(stacksnap_saved_info, info);
+	STACKSNAP_OPTS(stacksnap_runtime_info, rinfo);
 	struct stacksnap_snapshot_stats st = { 0 };
 	struct dump_totals tot = { .snap = &st };
 	struct thread_result *res = calloc(n ? n : 1, sizeof(*res));
@@ -32,6 +54,12 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	int rc = EXIT_OK;
 
 	stacksnap_saved__info(s, &info);
+	if (o->runtime != RUNTIME_OFF && stacksnap_saved__runtime(s, &rinfo) == 0 &&
+	    rinfo.runtime) {
+		tot.runtime = &rinfo;
+		if (!rinfo.frames)
+			fprintf(stderr, "stacksnap: %s\n", rinfo.description);
+	}
 	st.freeze_ns = info.freeze_ns;
 	st.bytes_copied = (size_t)info.bytes_copied;
 	st.threads = (unsigned)n;
@@ -57,6 +85,11 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 			goto out;
 		}
 		tot.frames += (unsigned)res[i].nframes;
+		if (o->runtime != RUNTIME_OFF && saved_runtime_frames(s, i, &res[i], &rinfo)) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			rc = EXIT_ERROR;
+			goto out;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		if (symbolize_thread(o, as, &res[i])) {

@@ -219,7 +219,9 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 	struct watch *w = user;
 	struct stacksnap_addrspace *as = stacksnap_target__addrspace(w->t);
 	struct thread_result r = { .frames = (struct stacksnap_frame *)th->frames,
-				   .nframes = (int)th->nframes, .end = th->end };
+				   .nframes = (int)th->nframes, .end = th->end,
+				   .rframes = (struct stacksnap_runtime_frame *)th->rframes,
+				   .nrframes = th->nrframes };
 	int err;
 
 	if (th->error)

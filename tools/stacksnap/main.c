@@ -140,6 +140,7 @@ struct dump {
 	/* A Go program's goroutines, as printed (none with --threads). */
 	const struct stacksnap_goroutine *goroutines;
 	size_t ngoroutines;
+	struct stacksnap_runtime_info rinfo;
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -199,7 +200,8 @@ static int dump_capture(struct dump *d)
 		       .hold = o->ptrace, .no_copy = o->ptrace, .cancel = &dump_signal,
 		       .freeze_all = o->freeze_all, .no_realtime = o->no_realtime,
 		       .nonstop = o->nonstop, .addrspace = d->as,
-		       .goroutines = !o->threads_only);
+		       .goroutines = !o->threads_only,
+		       .no_runtime = o->runtime == RUNTIME_OFF);
 	in_freeze = 1;
 	if (dump_signal) /* came before in_freeze was set */
 		return interrupted_exit();
@@ -222,6 +224,16 @@ static int dump_capture(struct dump *d)
 	if (dump_signal && !o->ptrace)
 		return interrupted_exit();
 	d->n = stacksnap_snapshot__thread_count(d->snap);
+	d->rinfo.sz = sizeof(d->rinfo);
+	if (o->runtime != RUNTIME_OFF &&
+	    stacksnap_snapshot__runtime(d->snap, &d->rinfo) == 0) {
+		d->tot.runtime = &d->rinfo;
+		/* An interpreter whose frames cannot be read says so once. */
+		if (d->rinfo.runtime && !d->rinfo.frames && !o->quiet)
+			fprintf(stderr, "stacksnap: %s\n", d->rinfo.description);
+		else if (d->rinfo.runtime && d->rinfo.state && !o->quiet)
+			fprintf(stderr, "stacksnap: Python is %s\n", d->rinfo.state);
+	}
 	if (o->ntids && d->n < o->ntids) {
 		fprintf(stderr, "stacksnap: pid %d: %zu of the %zu threads asked for "
 				"do not exist\n", (int)o->pid, o->ntids - d->n, o->ntids);
@@ -279,6 +291,26 @@ static int dump_unwind_setup(struct dump *d)
 	return DUMP_GO_ON;
 }
 
+/* The Python frames of thread i, merged against its native frames. */
+static int dump_runtime_frames(struct dump *d, size_t i, struct thread_result *r)
+{
+	int n = stacksnap_snapshot__runtime_frames(d->snap, i, r->frames,
+						   (size_t)r->nframes, NULL, 0,
+						   &r->rend);
+
+	r->holds_gil = d->rinfo.gil_holder && d->rinfo.gil_holder == r->thread->tid;
+	r->rname = stacksnap_snapshot__runtime_thread_name(d->snap, i);
+	if (n <= 0)
+		return n < 0 ? n : 0;
+	r->rframes = calloc((size_t)n, sizeof(*r->rframes));
+	if (!r->rframes)
+		return -ENOMEM;
+	r->nrframes = (size_t)stacksnap_snapshot__runtime_frames(
+		d->snap, i, r->frames, (size_t)r->nframes, r->rframes, (size_t)n,
+		&r->rend);
+	return 0;
+}
+
 /* Unwinds every captured thread; a thread read non-stop whose copy ended
  * the unwind is extended and unwound again. With --ptrace the threads
  * are held until the last one is done, then released. */
@@ -317,6 +349,10 @@ static int dump_unwind(struct dump *d)
 				return EXIT_ERROR;
 		}
 		d->tot.frames += (unsigned)r->nframes;
+		if (d->o.runtime != RUNTIME_OFF && dump_runtime_frames(d, i, r)) {
+			fprintf(stderr, "stacksnap: out of memory\n");
+			return EXIT_ERROR;
+		}
 	}
 	d->tot.unwind_ns = monotonic_ns() - t0;
 	if (o->ptrace) {

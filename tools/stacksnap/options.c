@@ -140,10 +140,22 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS, OPT_RUNTIME };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
+/* --runtime's argument: enum runtime_mode, or -1. */
+static int parse_runtime_mode(const char *arg)
+{
+	if (!strcmp(arg, "merged"))
+		return RUNTIME_MERGED;
+	if (!strcmp(arg, "only"))
+		return RUNTIME_ONLY;
+	if (!strcmp(arg, "off"))
+		return RUNTIME_OFF;
+	return -1;
+}
+
 static int parse_option(struct options *o, int c, char *arg)
 {
 	unsigned long v;
@@ -196,6 +208,12 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_NONSTOP: o->nonstop = true; break;
 	case OPT_GOROUTINES: o->goroutines_only = true; break;
 	case OPT_THREADS: o->threads_only = true; break;
+	case OPT_RUNTIME:
+		if ((o->runtime = parse_runtime_mode(arg)) < 0) {
+			fprintf(stderr, "stacksnap: --runtime: '%s' is not merged, only or off\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -313,6 +331,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
 		{ "goroutines", no_argument, NULL, OPT_GOROUTINES },
 		{ "threads", no_argument, NULL, OPT_THREADS },
+		{ "runtime", required_argument, NULL, OPT_RUNTIME },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -360,7 +379,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
 	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_GOROUTINES,
-	       O_THREADS };
+	       O_THREADS, O_RUNTIME };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -376,6 +395,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "folded", no_argument, NULL, O_FOLDED },
 		{ "goroutines", no_argument, NULL, O_GOROUTINES },
 		{ "threads", no_argument, NULL, O_THREADS },
+		{ "runtime", required_argument, NULL, O_RUNTIME },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -415,6 +435,12 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_FOLDED: o->folded = true; break;
 		case O_GOROUTINES: o->goroutines_only = true; break;
 		case O_THREADS: o->threads_only = true; break;
+		case O_RUNTIME:
+			if ((o->runtime = parse_runtime_mode(optarg)) < 0) {
+				fprintf(stderr, "stacksnap show: --runtime: '%s' is not merged, only or off\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:

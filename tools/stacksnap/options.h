@@ -33,6 +33,7 @@ struct options {
 	/* A Go program's goroutines are printed after the threads;
 	 * --goroutines prints only them, --threads only the threads. */
 	bool goroutines_only, threads_only;
+	int runtime;		/* --runtime: enum runtime_mode */
 	/* Saved captures (docs/snapshot-format.md). */
 	const char *save_path;	/* --save FILE: write a snapshot file */
 	bool quiet;		/* -q: with --save, print no stacks */
@@ -44,6 +45,13 @@ struct options {
 	bool count, folded;	/* show --count/--folded (events files) */
 	/* -o/--format: the stacks as a profile (a sample per thread). */
 	struct profile_out out;
+};
+
+/* --runtime: how language-runtime (Python) frames are shown. */
+enum runtime_mode {
+	RUNTIME_MERGED = 0,	/* replace the eval loop's native frames */
+	RUNTIME_ONLY,		/* the runtime frames alone */
+	RUNTIME_OFF,		/* not read at all */
 };
 
 /* Exit codes, also listed in --help and the README. */

@@ -85,14 +85,52 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 	return 0;
 }
 
+/* A runtime frame as text: `recv_deep (server.py:34)`. */
+static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_frame *rf,
+			 bool mark)
+{
+	fprintf(f, "#%-3zu %s (%s", line, rf->function, rf->file ? rf->file : "?");
+	if (rf->line)
+		fprintf(f, ":%u", rf->line);
+	fprintf(f, ")%s\n", mark ? " [py]" : "");
+}
+
+/* --runtime=only: the runtime frames alone, as py-spy prints them. */
+static void print_text_rframes(FILE *f, const struct thread_result *r)
+{
+	for (size_t i = 0; i < r->nrframes; i++)
+		print_rframe(f, i, &r->rframes[i], false);
+	if (!r->nrframes)
+		fputs("    [no Python frames]\n", f);
+	if (r->rend)
+		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
+}
+
 void print_text_frames(FILE *f, const struct options *o,
 		       const struct thread_result *r)
 {
-	for (size_t i = 0; i < r->nout; i++) {
+	size_t line = 0, rf = 0;
+
+	if (o->runtime == RUNTIME_ONLY) {
+		print_text_rframes(f, r);
+		return;
+	}
+	for (size_t i = 0; i < r->nout; i++, line++) {
 		const struct stacksnap_frame *fr = r->out[i].frame;
 		const struct stacksnap_sym *s = &r->out[i].sym;
+		size_t k = (size_t)(fr - r->frames);
 
-		fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
+		if (rf < r->nrframes && r->rframes[rf].native_index == k) {
+			/* The eval loop's frame (and what is inlined at its
+			   pc) gives way to the Python frames it runs. */
+			while (rf < r->nrframes && r->rframes[rf].native_index == k)
+				print_rframe(f, line++, &r->rframes[rf++], true);
+			line--;
+			while (i + 1 < r->nout && r->out[i + 1].frame == fr)
+				i++;
+			continue;
+		}
+		fprintf(f, "#%-3zu 0x%016" PRIx64, line, fr->pc);
 		if (o->show_rsp)
 			fprintf(f, " sp=0x%016" PRIx64, fr->sp);
 		if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
@@ -113,8 +151,13 @@ void print_text_frames(FILE *f, const struct options *o,
 			fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
 		fputc('\n', f);
 	}
+	/* Python frames no native frame took (a native walk cut short). */
+	for (; rf < r->nrframes; rf++)
+		print_rframe(f, line++, &r->rframes[rf], true);
 	if (r->end != STACKSNAP_END_COMPLETE)
 		fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r->end));
+	if (r->rend)
+		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
 }
 
 void print_text(FILE *f, const struct options *o,
@@ -123,8 +166,11 @@ void print_text(FILE *f, const struct options *o,
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
 
-		fprintf(f, "%sThread %d (%s) state %c:\n", t ? "\n" : "",
+		fprintf(f, "%sThread %d (%s) state %c", t ? "\n" : "",
 			(int)th->tid, th->name, th->state ? th->state : '?');
+		if (r[t].rname)
+			fprintf(f, ", Python thread \"%s\"", r[t].rname);
+		fprintf(f, "%s:\n", r[t].holds_gil ? " [holds the GIL]" : "");
 		if (th->error) {
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
 			continue;
@@ -153,14 +199,52 @@ void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* A runtime frame as JSON: the keys of a native frame, "runtime" set
+ * and pc/sp null. */
+static void print_json_rframe(FILE *f, bool comma,
+			      const struct stacksnap_runtime_frame *rf)
+{
+	fprintf(f, "%s{\"pc\":null,\"sp\":null,\"function\":", comma ? "," : "");
+	json_str(f, rf->function);
+	fputs(",\"offset\":0,\"module\":null,\"file\":", f);
+	json_str(f, rf->file);
+	if (rf->line)
+		fprintf(f, ",\"line\":%u", rf->line);
+	else
+		fputs(",\"line\":null", f);
+	fputs(",\"inlined\":false,\"sigreturn\":false,\"signal\":false,"
+	      "\"stepper\":null,\"trust\":null,\"runtime\":\"python\"}", f);
+}
+
 void print_json_frames(FILE *f, const struct thread_result *r)
 {
-	for (size_t i = 0; i < r->nout; i++) {
+	print_json_frames_mode(f, r, RUNTIME_MERGED);
+}
+
+void print_json_frames_mode(FILE *f, const struct thread_result *r, int mode)
+{
+	size_t rf = 0, nprinted = 0;
+
+	if (mode == RUNTIME_ONLY) {
+		for (size_t i = 0; i < r->nrframes; i++)
+			print_json_rframe(f, i > 0, &r->rframes[i]);
+		return;
+	}
+	for (size_t i = 0; i < r->nout; i++, nprinted++) {
 		const struct stacksnap_frame *fr = r->out[i].frame;
 		const struct stacksnap_sym *s = &r->out[i].sym;
+		size_t k = (size_t)(fr - r->frames);
 
+		if (rf < r->nrframes && r->rframes[rf].native_index == k) {
+			while (rf < r->nrframes && r->rframes[rf].native_index == k)
+				print_json_rframe(f, nprinted++ > 0, &r->rframes[rf++]);
+			nprinted--;
+			while (i + 1 < r->nout && r->out[i + 1].frame == fr)
+				i++;
+			continue;
+		}
 		fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":\"0x%" PRIx64 "\",\"function\":",
-			i ? "," : "", fr->pc, fr->sp);
+			nprinted ? "," : "", fr->pc, fr->sp);
 		json_str(f, fr->flags & STACKSNAP_FRAME_SIGRETURN
 				    ? "<signal handler called>"
 				    : s->function);
@@ -173,13 +257,15 @@ void print_json_frames(FILE *f, const struct thread_result *r)
 		else
 			fputs(",\"line\":null", f);
 		fprintf(f, ",\"inlined\":%s,\"sigreturn\":%s,\"signal\":%s,"
-			   "\"stepper\":\"%s\",\"trust\":\"%s\"}",
+			   "\"stepper\":\"%s\",\"trust\":\"%s\",\"runtime\":null}",
 			s->inlined ? "true" : "false",
 			fr->flags & STACKSNAP_FRAME_SIGRETURN ? "true" : "false",
 			fr->flags & STACKSNAP_FRAME_SIGNAL ? "true" : "false",
 			stacksnap_stepper__str(fr->stepper),
 			stacksnap_trust__str(fr->trust));
 	}
+	for (; rf < r->nrframes; rf++)
+		print_json_rframe(f, nprinted++ > 0, &r->rframes[rf]);
 }
 
 void print_json(FILE *f, const struct options *o,
@@ -200,6 +286,23 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, tot->nonstop->reason ? tot->nonstop->reason : "");
 		fputc(',', f);
 	}
+	const struct stacksnap_runtime_info *ri = tot->runtime;
+	fputs("\"runtime\":", f);
+	if (ri && ri->runtime == STACKSNAP_RUNTIME_PYTHON) {
+		fputs("{\"kind\":\"python\",\"description\":", f);
+		json_str(f, ri->description);
+		fprintf(f, ",\"frames\":%s,\"gil_holder\":", ri->frames ? "true" : "false");
+		if (ri->gil_holder)
+			fprintf(f, "%d", (int)ri->gil_holder);
+		else
+			fputs("null", f);
+		fputs(",\"state\":", f);
+		json_str(f, ri->state);
+		fprintf(f, ",\"interpreters\":%u,\"capture_us\":%.1f},",
+			ri->interpreters, ri->capture_ns / 1e3);
+	} else {
+		fputs("null,", f);
+	}
 	fputs("\"threads\":[", f);
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
@@ -214,9 +317,14 @@ void print_json(FILE *f, const struct options *o,
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
 		json_str(f, th->error ? thread_error_str(th->error)
 				      : stacksnap_end__str(r[t].end));
+		fputs(",\"runtime_name\":", f);
+		json_str(f, r[t].rname);
+		fprintf(f, ",\"holds_gil\":%s,\"runtime_end\":",
+			r[t].holds_gil ? "true" : "false");
+		json_str(f, r[t].rend);
 		fputs(",\"frames\":[", f);
 		if (!th->error)
-			print_json_frames(f, &r[t]);
+			print_json_frames_mode(f, &r[t], o->runtime);
 		fputs("]}", f);
 	}
 	fputc(']', f);
@@ -247,6 +355,11 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
 		tot->ctx.symtab_ns / 1e3, tot->ctx.dwarf_ns / 1e3, tot->total_ns / 1e3);
 	cli_print_table_stats(f, "stacksnap", &tot->ctx);
+	if (tot->runtime && tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON)
+		fprintf(f, "stacksnap: runtime: %s; frame chains read at the "
+			   "capture's instant: %.1f us, %u reads\n",
+			tot->runtime->description, tot->runtime->capture_ns / 1e3,
+			tot->runtime->capture_reads);
 
 	if (tot->nonstop && tot->nonstop->nonstop)
 		fprintf(f, "stacksnap: path non-stop: %u threads read without "
@@ -268,6 +381,7 @@ void thread_results_free(struct thread_result *res, size_t n)
 	for (size_t i = 0; res && i < n; i++) {
 		free(res[i].frames);
 		free(res[i].out);
+		free(res[i].rframes);
 	}
 	free(res);
 }

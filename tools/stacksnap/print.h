@@ -21,6 +21,14 @@ struct thread_result {
 	enum stacksnap_end end;
 	struct out_frame *out;	/* nout lines, innermost first */
 	size_t nout;
+	/* Language-runtime (Python) frames merged into frames: those of one
+	 * native frame replace it (native_index), innermost first; NULL
+	 * when none. Strings live as long as the snapshot. */
+	struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
+	const char *rend;	/* why the runtime frames were cut, or NULL */
+	const char *rname;	/* the runtime's thread name, or NULL */
+	bool holds_gil;
 };
 
 /* Frees res[0..n) (their frames and symbolized lines) and res itself. */
@@ -39,6 +47,8 @@ struct dump_totals {
 	 * such key). */
 	const struct stacksnap_goroutine *goroutines;
 	size_t ngoroutines;
+	/* What the capture found of a language runtime; NULL: not asked. */
+	const struct stacksnap_runtime_info *runtime;
 };
 
 /* Unwinds r->thread into r->frames (allocated, max_frames), reading its
@@ -60,6 +70,8 @@ void print_text(FILE *f, const struct options *o,
 void print_text_frames(FILE *f, const struct options *o,
 		       const struct thread_result *r);
 void print_json_frames(FILE *f, const struct thread_result *r);
+/* The same with --runtime's mode (enum runtime_mode). */
+void print_json_frames_mode(FILE *f, const struct thread_result *r, int mode);
 /* s as a JSON string (null for NULL). */
 void json_str(FILE *f, const char *s);
 void print_json(FILE *f, const struct options *o,

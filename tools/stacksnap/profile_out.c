@@ -91,17 +91,32 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 			      uint64_t *id)
 {
 	struct stacksnap_stack_frame stackbuf[64], *fr = stackbuf;
-	size_t n = 0;
+	size_t n = 0, rf = 0, need = r->nout + r->nrframes + 2;
 	int err;
 
-	if (r->nout + 2 > 64 && !(fr = calloc(r->nout + 2, sizeof(*fr))))
+	if (need > 64 && !(fr = calloc(need, sizeof(*fr))))
 		return -ENOMEM;
 	for (size_t i = 0; i < r->nout; i++) {
 		const struct stacksnap_frame *f = r->out[i].frame;
 		const struct stacksnap_sym *s = &r->out[i].sym;
 		bool exact = f == r->frames || (f->flags & STACKSNAP_FRAME_SIGNAL);
+		size_t k = (size_t)(f - r->frames);
 		STACKSNAP_OPTS(stacksnap_mapping, m);
 
+		/* Python frames in place of the eval loop's (merged mode):
+		   functions with their file and line, no module. */
+		if (rf < r->nrframes && r->rframes[rf].native_index == k) {
+			for (; rf < r->nrframes && r->rframes[rf].native_index == k; rf++)
+				fr[n++] = (struct stacksnap_stack_frame){
+					.name = r->rframes[rf].function,
+					.file = r->rframes[rf].file,
+					.line = (int)r->rframes[rf].line,
+					.kind = STACKSNAP_KIND_USER,
+				};
+			while (i + 1 < r->nout && r->out[i + 1].frame == f)
+				i++;
+			continue;
+		}
 		fr[n] = (struct stacksnap_stack_frame){
 			.name = s->function, .module = s->module,
 			.addr = f->pc - !exact, .file = s->file, .line = s->line,
@@ -122,6 +137,11 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 		}
 		n++;
 	}
+	for (; rf < r->nrframes; rf++)
+		fr[n++] = (struct stacksnap_stack_frame){
+			.name = r->rframes[rf].function, .file = r->rframes[rf].file,
+			.line = (int)r->rframes[rf].line, .kind = STACKSNAP_KIND_USER,
+		};
 	if (r->end != STACKSNAP_END_COMPLETE)
 		fr[n++] = (struct stacksnap_stack_frame){ .name = "[truncated]",
 							  .kind = STACKSNAP_KIND_UNKNOWN };

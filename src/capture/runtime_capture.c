@@ -1,0 +1,315 @@
+/* runtime_capture.c - a language runtime's part of a live capture: the
+ * interpreter found before the freeze, its threads' frame chains copied
+ * during the freeze (after the registers and stacks of every round, so the
+ * last round's copy is the one of the instant the capture stands for),
+ * and, after the thaw, the frames named and merged into a thread's native
+ * frames on request. Today's runtime: CPython (src/runtime/python/). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
+#include "base/clock.h"
+#include "base/opts.h"
+#include "capture/capture_internal.h"
+#include "capture/runtime_capture.h"
+#include "runtime/python/python.h"
+
+/* Invariant: py.found; mem reads the live process (the capture's reads
+ * are in the freeze; the resolver's after it, of immutable objects).
+ * resolved[i] (for capture thread i) is set once its frames are named. */
+struct snap_runtime {
+	struct py_runtime py;
+	struct stacksnap_mem *mem;
+	struct py_capture cap;
+	bool captured;		/* cap holds a capture of the last round */
+	struct py_resolver res;
+	bool res_ready;
+	uint64_t capture_ns;	/* of the last round */
+	unsigned reads;
+	struct py_frame **frames; /* per capture thread, lazily */
+	size_t *nframes;
+	const char **ends;
+	bool *resolved;
+};
+
+/* The interpreter among the modules of the address space the caller read
+ * just before: no second read of the maps, and an image the context has
+ * open already is not opened again. */
+static int detect_in(pid_t pid, const struct stacksnap_addrspace *as,
+		     const struct log_sink *log, struct py_runtime *rt)
+{
+	char link[64], exe[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	memset(rt, 0, sizeof(*rt));
+	for (size_t i = 0; i < as->n; i++) {
+		const struct as_map *m = &as->maps[i];
+		char full[4096 + 32];
+
+		if (!m->path || !py_image_candidate(m->path, exe))
+			continue;
+		if (m->mod && !m->pending && m->mod->img) {
+			if (py_runtime__detect_elf(m->mod->img, m->path, m->bias, rt) == 0)
+				return 0;
+			continue;
+		}
+		snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, m->path);
+		if (py_runtime__detect_image(full, m->start, m->offset, log, rt) == 0) {
+			snprintf(rt->path, sizeof(rt->path), "%s", m->path);
+			return 0;
+		}
+	}
+	memset(rt, 0, sizeof(*rt));
+	return 0;
+}
+
+void capture__runtime_detect(struct stacksnap_snapshot *s,
+			     const struct stacksnap_snapshot_opts *o,
+			     const struct log_sink *log)
+{
+	struct snap_runtime *rt;
+
+	if (o->no_runtime)
+		return;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return;
+	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
+			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
+	    !rt->py.found) {
+		free(rt);
+		return;
+	}
+	rt->mem = stacksnap_mem__new_pid(s->pid);
+	if (!rt->mem) {
+		free(rt);
+		return;
+	}
+	py_runtime__read_layout(&rt->py, rt->mem);
+	log_info(log, "pid %d: %s (%s)", s->pid, rt->py.note, rt->py.path);
+	/* A first walk, before the freeze and not kept: where the thread
+	   states are (the freeze reads them all in one batch when the
+	   lists still link the same ones) and how much room the copies
+	   take, reserved with margin so the freeze does not allocate. */
+	if (rt->py.layout && py_capture__all(&rt->py, rt->mem, &rt->cap) == 0) {
+		size_t chunks = 0;
+
+		for (size_t i = 0; i < rt->cap.nthreads; i++)
+			chunks += PY_MAX_CHUNK / 16;
+		py_capture__reserve(&rt->cap, 2 * rt->cap.nthreads + 8,
+				    2 * rt->cap.nframes + 256, chunks);
+	}
+	s->runtime = rt;
+}
+
+/* The stack copies of this round: 3.11 keeps each eval loop's _PyCFrame
+ * on the C stack. */
+static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
+{
+	const struct stacksnap_snapshot *s = user;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct stacksnap_thread *t = &s->threads[i].pub;
+
+		if (t->stack && addr >= t->stack_base &&
+		    addr - t->stack_base <= t->stack_len &&
+		    len <= t->stack_len - (addr - t->stack_base))
+			return t->stack + (addr - t->stack_base);
+	}
+	return NULL;
+}
+
+void capture__runtime_take(struct stacksnap_snapshot *s)
+{
+	struct snap_runtime *rt = s->runtime;
+	uint64_t t0;
+
+	if (!rt || !rt->py.layout)
+		return;
+	rt->cap.local = stack_bytes_at;
+	rt->cap.local_user = s;
+	t0 = clock_monotonic_ns();
+	rt->captured = py_capture__all(&rt->py, rt->mem, &rt->cap) == 0;
+	rt->capture_ns = clock_monotonic_ns() - t0;
+	rt->reads = rt->cap.reads;
+}
+
+void capture__runtime_free(struct stacksnap_snapshot *s)
+{
+	struct snap_runtime *rt = s->runtime;
+
+	if (!rt)
+		return;
+	if (rt->frames)
+		for (size_t i = 0; i < rt->cap.nthreads; i++)
+			free(rt->frames[i]);
+	free(rt->frames);
+	free(rt->nframes);
+	free(rt->ends);
+	free(rt->resolved);
+	if (rt->res_ready)
+		py_resolver__free(&rt->res);
+	py_capture__free(&rt->cap);
+	stacksnap_mem__free(rt->mem);
+	free(rt);
+	s->runtime = NULL;
+}
+
+int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
+				struct stacksnap_runtime_info *out)
+{
+	struct stacksnap_runtime_info info = { .sz = sizeof(info) };
+	const struct snap_runtime *rt;
+
+	if (!s || !out)
+		return fail(-EINVAL);
+	rt = s->runtime;
+	if (rt) {
+		info.runtime = STACKSNAP_RUNTIME_PYTHON;
+		info.description = rt->py.note;
+		info.frames = rt->captured;
+		info.capture_ns = rt->capture_ns;
+		info.capture_reads = rt->reads;
+		if (rt->captured) {
+			info.state = rt->cap.state;
+			info.end = rt->cap.end;
+			info.interpreters = rt->cap.ninterps;
+			for (size_t i = 0; i < rt->cap.nthreads; i++)
+				if (rt->cap.threads[i].holds_gil)
+					info.gil_holder = (pid_t)rt->cap.threads[i].native_tid;
+		}
+	}
+	if (opts_out(out, &info, sizeof(info),
+		     offsetof(struct stacksnap_runtime_info, frames)))
+		return fail(-EINVAL);
+	return 0;
+}
+
+/* The named frames of the kernel thread of capture thread k (the first
+ * with its tid: all its thread states, one per interpreter it entered),
+ * resolved once. */
+static int resolved_frames(struct snap_runtime *rt, size_t k)
+{
+	size_t n = rt->cap.nthreads;
+
+	if (!rt->frames) {
+		rt->frames = calloc(n, sizeof(*rt->frames));
+		rt->nframes = calloc(n, sizeof(*rt->nframes));
+		rt->ends = calloc(n, sizeof(*rt->ends));
+		rt->resolved = calloc(n, sizeof(*rt->resolved));
+		if (!rt->frames || !rt->nframes || !rt->ends || !rt->resolved)
+			return -ENOMEM;
+	}
+	if (!rt->res_ready) {
+		py_resolver__init(&rt->res, &rt->py, rt->mem);
+		rt->res_ready = true;
+	}
+	if (rt->resolved[k])
+		return 0;
+	bool gil;
+	int err = py_resolve__tid(&rt->res, &rt->cap, rt->cap.threads[k].native_tid,
+				  &rt->frames[k], &rt->nframes[k], &rt->ends[k],
+				  &gil);
+	if (err)
+		return err;
+	rt->resolved[k] = true;
+	return 0;
+}
+
+int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
+				       const struct stacksnap_frame *native,
+				       size_t nnative,
+				       struct stacksnap_runtime_frame *out,
+				       size_t max, const char **end)
+{
+	struct snap_runtime *rt;
+	const struct py_raw_thread *t;
+	size_t k;
+	int err;
+
+	if (end)
+		*end = NULL;
+	if (!s || i >= s->n || (max && !out) || (nnative && !native))
+		return fail(-EINVAL);
+	rt = s->runtime;
+	if (!rt || !rt->captured)
+		return 0;
+	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
+	if (!t)
+		return 0;
+	k = (size_t)(t - rt->cap.threads);
+	err = resolved_frames(rt, k);
+	if (err)
+		return fail(err);
+	if (end)
+		*end = rt->ends[k];
+	return (int)py_merge(rt->frames[k], rt->nframes[k], native, nnative,
+			     rt->py.eval_start, rt->py.eval_end, out, max);
+}
+
+const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s,
+						   size_t i)
+{
+	struct snap_runtime *rt;
+	const struct py_raw_thread *t;
+
+	if (!s || i >= s->n || !(rt = s->runtime) || !rt->captured)
+		return NULL;
+	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
+	if (!t)
+		return NULL;
+	if (!rt->res_ready) {
+		py_resolver__init(&rt->res, &rt->py, rt->mem);
+		rt->res_ready = true;
+	}
+	/* A thread in a sub-interpreter: its first thread state is the
+	   innermost; the threading name is the outermost's. */
+	for (size_t k = rt->cap.nthreads; k-- > 0;)
+		if (rt->cap.threads[k].native_tid == t->native_tid)
+			return py_resolve__thread_name(&rt->res, &rt->cap,
+						       &rt->cap.threads[k]);
+	return NULL;
+}
+
+const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->captured ? &s->runtime->py : NULL;
+}
+
+int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
+			    const struct py_frame **frames, size_t *n,
+			    const char **end, bool *holds_gil)
+{
+	struct snap_runtime *rt = s ? s->runtime : NULL;
+	const struct py_raw_thread *t;
+	size_t k;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	*end = NULL;
+	*holds_gil = false;
+	if (!rt || !rt->captured)
+		return 0;
+	t = py_capture__thread(&rt->cap, (uint64_t)tid);
+	if (!t)
+		return 0;
+	k = (size_t)(t - rt->cap.threads);
+	err = resolved_frames(rt, k);
+	if (err)
+		return err;
+	*frames = rt->frames[k];
+	*n = rt->nframes[k];
+	*end = rt->ends[k];
+	for (size_t i = 0; i < rt->cap.nthreads; i++)
+		*holds_gil |= rt->cap.threads[i].native_tid == (uint64_t)tid &&
+			      rt->cap.threads[i].holds_gil;
+	return 0;
+}

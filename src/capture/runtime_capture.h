@@ -1,0 +1,24 @@
+/* runtime_capture.h - what a live capture holds of a language runtime,
+ * for the snapshot writer (src/save/), which keeps the named frames in the
+ * file: the process may be gone when the file is shown. */
+#ifndef SS_CAPTURE_RUNTIME_CAPTURE_H
+#define SS_CAPTURE_RUNTIME_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "runtime/python/python.h"
+#include "stacksnap.h"
+
+/* The interpreter the capture found and read frames of, or NULL. */
+const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s);
+
+/* Thread tid's named Python frames, innermost first, entry flags kept
+ * (named now if they were not yet; the strings live as long as s).
+ * Returns 0 (*n = 0: none), or -ENOMEM. */
+int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
+			    const struct py_frame **frames, size_t *n,
+			    const char **end, bool *holds_gil);
+
+#endif

@@ -1,0 +1,590 @@
+/* py_capture.c - copies what can change of every Python thread during the
+ * freeze: the thread states and each one's chain of _PyInterpreterFrames
+ * (addresses, code object pointers, instruction positions, entry flags),
+ * bounded in steps and loop-checked, in few bulk reads. */
+#include "runtime/python/python.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/vec.h"
+#include "mem/mem.h"
+
+/* One capture's reads: the current data-stack chunk of the thread being
+ * walked is read in one go, and frames inside it come from that copy
+ * instead of a read each. Invariant: chunk_len == 0 or chunk holds the
+ * target's bytes [chunk_base, chunk_base + chunk_len). */
+struct reader {
+	struct stacksnap_mem *mem;
+	struct py_capture *cap;
+	uint64_t chunk_base;
+	size_t chunk_len;
+	size_t chunk_off;	/* where in cap->chunk the copy starts */
+};
+
+static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
+{
+	if (r->chunk_len && addr >= r->chunk_base &&
+	    addr - r->chunk_base <= r->chunk_len &&
+	    len <= r->chunk_len - (addr - r->chunk_base)) {
+		memcpy(buf, r->cap->chunk + r->chunk_off + (addr - r->chunk_base),
+		       len);
+		return 0;
+	}
+	r->cap->reads++;
+	return mem_read(r->mem, addr, buf, len);
+}
+
+static uint64_t u64_at(const uint8_t *buf, int off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static int32_t i32_at(const uint8_t *buf, int off)
+{
+	int32_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* Brent's cycle check over a chain of addresses: step() says whether addr
+ * closes a loop. O(1) memory, finds a loop within twice its length. */
+struct loop_check {
+	uint64_t mark;
+	unsigned power, lam;
+};
+
+static void loop_init(struct loop_check *lc, uint64_t first)
+{
+	lc->mark = first;
+	lc->power = lc->lam = 1;
+}
+
+static bool loop_step(struct loop_check *lc, uint64_t addr)
+{
+	if (addr == lc->mark)
+		return true;
+	if (lc->power == lc->lam) {
+		lc->mark = addr;
+		lc->power *= 2;
+		lc->lam = 0;
+	}
+	lc->lam++;
+	return false;
+}
+
+/* A thread state the last capture found. */
+struct py_hint {
+	uint64_t interp, tstate;
+};
+
+/* Per thread of a batch: where its frames start, its chunk's copy. */
+struct py_batch {
+	uint64_t tstate;
+	uint64_t frame;
+	uint64_t chunk;
+	size_t chunk_len, chunk_off;
+	bool cframe_read;	/* its frame pointer is in this batch's iov */
+};
+
+static int grow(void **items, size_t *cap, size_t need, size_t elem)
+{
+	return vec_reserve(items, cap, need, elem);
+}
+
+int py_capture__reserve(struct py_capture *cap, size_t nthreads,
+			size_t nframes, size_t chunk_bytes)
+{
+	if (grow((void **)&cap->threads, &cap->cap_threads, nthreads,
+		 sizeof(*cap->threads)) ||
+	    grow((void **)&cap->frames, &cap->cap_frames, nframes,
+		 sizeof(*cap->frames)) ||
+	    grow((void **)&cap->batch, &cap->cap_batch, nthreads,
+		 sizeof(*cap->batch)) ||
+	    grow((void **)&cap->iov, &cap->cap_iov, nthreads,
+		 sizeof(*cap->iov)))
+		return -ENOMEM;
+	if (chunk_bytes > cap->chunk_cap) {
+		uint8_t *p = realloc(cap->chunk, chunk_bytes);
+
+		if (!p)
+			return -ENOMEM;
+		/* Touched now: the copies in the freeze must not wait for
+		   page faults (the stack copies are prefaulted likewise). */
+		memset(p, 0, chunk_bytes);
+		cap->chunk = p;
+		cap->chunk_cap = chunk_bytes;
+	}
+	size_t ts = nthreads * 1024;
+	if (ts > cap->tsbuf_cap) {
+		uint8_t *p = realloc(cap->tsbuf, ts);
+
+		if (!p)
+			return -ENOMEM;
+		memset(p, 0, ts);
+		cap->tsbuf = p;
+		cap->tsbuf_cap = ts;
+	}
+	return 0;
+}
+
+void py_capture__clear(struct py_capture *cap)
+{
+	cap->nthreads = cap->nframes = 0;
+	cap->ninterps = 0;
+	cap->state = cap->end = NULL;
+	cap->gil_locked = false;
+	cap->gil_holder = 0;
+	cap->reads = 0;
+	cap->batched = false;
+}
+
+void py_capture__free(struct py_capture *cap)
+{
+	free(cap->threads);
+	free(cap->frames);
+	free(cap->chunk);
+	free(cap->hints);
+	free(cap->batch);
+	free(cap->iov);
+	free(cap->tsbuf);
+	memset(cap, 0, sizeof(*cap));
+}
+
+const struct py_raw_thread *py_capture__thread(const struct py_capture *cap,
+					       uint64_t tid)
+{
+	for (size_t i = 0; i < cap->nthreads; i++)
+		if (cap->threads[i].native_tid == tid)
+			return &cap->threads[i];
+	return NULL;
+}
+
+/* Reads the used part of the thread's current data-stack chunk, where
+ * 3.11 keeps its frames (generators' frames live in the generator
+ * objects, read one by one). A chunk that does not look like one is
+ * simply not used. */
+static void read_chunk(struct reader *r, const struct py_layout *l,
+		       const uint8_t *ts, int ts_lo)
+{
+	uint64_t chunk, top;
+	size_t len;
+
+	r->chunk_len = 0;
+	if (l->ts_datastack_chunk == PY_OFF_NONE ||
+	    l->ts_datastack_top == PY_OFF_NONE)
+		return;
+	chunk = u64_at(ts, l->ts_datastack_chunk - ts_lo);
+	top = u64_at(ts, l->ts_datastack_top - ts_lo);
+	if (!chunk || top <= chunk || top - chunk > PY_MAX_CHUNK)
+		return;
+	len = top - chunk;
+	if (len > r->cap->chunk_cap) {
+		uint8_t *p = realloc(r->cap->chunk, len);
+
+		if (!p)
+			return;
+		r->cap->chunk = p;
+		r->cap->chunk_cap = len;
+	}
+	r->cap->reads++;
+	if (mem_read(r->mem, chunk, r->cap->chunk, len) == 0) {
+		r->chunk_base = chunk;
+		r->chunk_len = len;
+		r->chunk_off = 0;
+	}
+}
+
+/* Follows one thread's frame chain from frame, bounded and loop-checked,
+ * appending to cap->frames; a cut sets t->end. */
+static int walk_frames(struct reader *r, const struct py_layout *l,
+		       struct py_raw_thread *t, uint64_t frame)
+{
+	struct py_capture *cap = r->cap;
+	uint8_t fb[256];
+	struct loop_check lc;
+
+	loop_init(&lc, frame);
+	for (unsigned steps = 0; frame; steps++) {
+		struct py_raw_frame *f;
+
+		if (steps == PY_MAX_FRAMES) {
+			t->end = "too many frames";
+			t->end_addr = frame;
+			break;
+		}
+		if (frame & 7) {
+			t->end = "misaligned frame pointer";
+			t->end_addr = frame;
+			break;
+		}
+		if (rd(r, frame, fb, (size_t)l->frame_size)) {
+			t->end = "frame unreadable";
+			t->end_addr = frame;
+			break;
+		}
+		f = VEC_PUSH(cap->frames, cap->nframes, cap->cap_frames);
+		if (!f)
+			return -ENOMEM;
+		f->addr = frame;
+		f->code = u64_at(fb, l->frame_code);
+		f->instr = u64_at(fb, l->frame_instr);
+		f->owner = fb[l->frame_owner];
+		f->is_entry = l->frame_is_entry != PY_OFF_NONE &&
+			      fb[l->frame_is_entry] != 0;
+		f->local0 = l->frame_localsplus != PY_OFF_NONE
+				    ? u64_at(fb, l->frame_localsplus) : 0;
+		t->nframes++;
+		frame = u64_at(fb, l->frame_previous);
+		if (frame && loop_step(&lc, frame)) {
+			t->end = "loop in frame chain";
+			t->end_addr = frame;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* A new thread entry from its thread state's bytes (ts: [ts_lo, ...)). */
+static struct py_raw_thread *thread_from(struct py_capture *cap,
+					 const struct py_layout *l,
+					 uint64_t tstate, uint64_t interp,
+					 int64_t interp_id, const uint8_t *ts,
+					 int ts_lo)
+{
+	struct py_raw_thread *t = VEC_PUSH(cap->threads, cap->nthreads,
+					   cap->cap_threads);
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	t->tstate = tstate;
+	t->interp = interp;
+	t->interp_id = interp_id;
+	t->native_tid = u64_at(ts, l->ts_native_thread_id - ts_lo);
+	t->thread_id = u64_at(ts, l->ts_thread_id - ts_lo);
+	t->first = cap->nframes;
+	return t;
+}
+
+static int capture_thread(struct reader *r, const struct py_layout *l,
+			  uint64_t tstate, uint64_t interp, int64_t interp_id,
+			  const uint8_t *ts, int ts_lo)
+{
+	struct py_raw_thread *t = thread_from(r->cap, l, tstate, interp,
+					      interp_id, ts, ts_lo);
+	uint64_t frame;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	if (l->ts_cframe != PY_OFF_NONE) {
+		uint64_t cframe = u64_at(ts, l->ts_cframe - ts_lo);
+
+		frame = 0;
+		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
+				 sizeof(frame))) {
+			t->end = "cframe unreadable";
+			t->end_addr = cframe;
+			return 0;
+		}
+	} else {
+		frame = u64_at(ts, l->ts_current_frame - ts_lo);
+	}
+	read_chunk(r, l, ts, ts_lo);
+	err = walk_frames(r, l, t, frame);
+	r->chunk_len = 0;
+	return err;
+}
+
+/* The bytes [lo, hi) of a structure that cover the given offsets (each
+ * naming an 8-byte field or PY_OFF_NONE): read in one go. 3.13 puts the
+ * interpreter state's list links 7 KiB in, after the eval state, so the
+ * span starts at the first field used, not at the structure. */
+static void span(const int *offs, size_t n, int *lo, int *hi)
+{
+	*lo = -1;
+	*hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (offs[i] == PY_OFF_NONE)
+			continue;
+		if (*lo < 0 || offs[i] < *lo)
+			*lo = offs[i];
+		if (offs[i] + 8 > *hi)
+			*hi = offs[i] + 8;
+	}
+	if (*lo < 0)
+		*lo = 0;
+}
+
+/* Reads an interpreter's thread states where the last capture found them,
+ * in one batch, then the frame pointers of their _PyCFrames in a second
+ * and their data-stack chunks in a third, and walks each chain from its
+ * copy: a handful of system calls for any number of threads, where the
+ * walk one list link at a time costs three each. Returns 1 when done, 0
+ * when the lists no longer link exactly the hinted thread states (nothing
+ * appended: the caller walks them), or -ENOMEM. */
+static int batched_threads(struct reader *r, const struct py_layout *l,
+			   uint64_t interp, int64_t id, uint64_t head,
+			   int ts_lo, int ts_hi)
+{
+	struct py_capture *cap = r->cap;
+	size_t span = (size_t)(ts_hi - ts_lo), n = 0, total = 0, base;
+	uint64_t t;
+
+	for (size_t i = 0; i < cap->nhints; i++)
+		if (cap->hints[i].interp == interp)
+			n++;
+	if (!n || n > PY_MAX_THREADS ||
+	    py_capture__reserve(cap, n, 0, 0) || n * span > cap->tsbuf_cap)
+		return n ? -ENOMEM : 0;
+	n = 0;
+	for (size_t i = 0; i < cap->nhints; i++)
+		if (cap->hints[i].interp == interp)
+			cap->batch[n++].tstate = cap->hints[i].tstate;
+	for (size_t i = 0; i < n; i++)
+		cap->iov[i] = (struct mem_iov){ cap->batch[i].tstate + (uint64_t)ts_lo,
+						cap->tsbuf + i * span, span, 0 };
+	cap->reads += (unsigned)((n + 63) / 64);
+	mem_read_many(r->mem, cap->iov, n);
+	t = head;
+	for (size_t i = 0; i < n; i++) {
+		if (cap->iov[i].err || cap->batch[i].tstate != t)
+			return 0;
+		t = u64_at(cap->tsbuf + i * span, l->ts_next - ts_lo);
+	}
+	if (t)
+		return 0;
+
+	base = cap->nthreads;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *ts = cap->tsbuf + i * span;
+		struct py_batch *b = &cap->batch[i];
+
+		if (!thread_from(cap, l, b->tstate, interp, id, ts, ts_lo))
+			return -ENOMEM;
+		b->frame = l->ts_cframe == PY_OFF_NONE
+				   ? u64_at(ts, l->ts_current_frame - ts_lo) : 0;
+		b->chunk = b->chunk_len = 0;
+		if (l->ts_datastack_chunk != PY_OFF_NONE &&
+		    l->ts_datastack_top != PY_OFF_NONE) {
+			uint64_t c = u64_at(ts, l->ts_datastack_chunk - ts_lo);
+			uint64_t top = u64_at(ts, l->ts_datastack_top - ts_lo);
+
+			if (c && top > c && top - c <= PY_MAX_CHUNK) {
+				b->chunk = c;
+				b->chunk_len = top - c;
+				b->chunk_off = total;
+				total += b->chunk_len;
+			}
+		}
+	}
+	if (l->ts_cframe != PY_OFF_NONE) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t cf = u64_at(cap->tsbuf + i * span, l->ts_cframe - ts_lo);
+
+			uint64_t a = cf + (uint64_t)l->cframe_current_frame;
+			const uint8_t *b = cf && cap->local
+				? cap->local(cap->local_user, a, 8) : NULL;
+
+			/* The eval loop's _PyCFrame is a local of its C
+			   frame: in the stack copy, mostly. */
+			if (b)
+				memcpy(&cap->batch[i].frame, b, 8);
+			else if (cf)
+				cap->iov[k++] = (struct mem_iov){
+					a, &cap->batch[i].frame, 8, 0 };
+			cap->batch[i].cframe_read = cf && !b;
+		}
+		if (k) {
+			cap->reads += (unsigned)((k + 63) / 64);
+			mem_read_many(r->mem, cap->iov, k);
+		}
+		k = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t cf = u64_at(cap->tsbuf + i * span, l->ts_cframe - ts_lo);
+
+			if (cap->batch[i].cframe_read && cap->iov[k++].err) {
+				cap->batch[i].frame = 0;
+				cap->threads[base + i].end = "cframe unreadable";
+				cap->threads[base + i].end_addr = cf;
+			}
+		}
+	}
+	if (total > cap->chunk_cap && py_capture__reserve(cap, 0, 0, total))
+		total = 0;
+	if (total) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (cap->batch[i].chunk_len)
+				cap->iov[k++] = (struct mem_iov){
+					cap->batch[i].chunk,
+					cap->chunk + cap->batch[i].chunk_off,
+					cap->batch[i].chunk_len, 0 };
+		cap->reads += (unsigned)((k + 63) / 64);
+		mem_read_many(r->mem, cap->iov, k);
+		k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (cap->batch[i].chunk_len && cap->iov[k++].err)
+				cap->batch[i].chunk_len = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct py_batch *b = &cap->batch[i];
+		int err;
+
+		r->chunk_len = total ? b->chunk_len : 0;
+		r->chunk_base = b->chunk;
+		r->chunk_off = b->chunk_off;
+		cap->threads[base + i].first = cap->nframes;
+		err = walk_frames(r, l, &cap->threads[base + i], b->frame);
+		r->chunk_len = 0;
+		if (err)
+			return err;
+	}
+	cap->batched = true;
+	return 1;
+}
+
+/* What this capture found, for the next one's batch. */
+static void keep_hints(struct py_capture *cap)
+{
+	cap->nhints = 0;
+	if (grow((void **)&cap->hints, &cap->cap_hints, cap->nthreads,
+		 sizeof(*cap->hints)))
+		return;
+	for (size_t i = 0; i < cap->nthreads; i++)
+		cap->hints[cap->nhints++] = (struct py_hint){
+			cap->threads[i].interp, cap->threads[i].tstate };
+}
+
+int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
+		    struct py_capture *cap)
+{
+	const struct py_layout *l = rt->layout;
+	struct reader r = { .mem = mem, .cap = cap };
+	uint8_t rs[1024], is[1024], ts_buf[1024];
+	int rs_lo, rs_hi, is_lo, is_hi, ts_lo, ts_hi;
+	uint64_t interp;
+	struct loop_check ilc;
+	int err;
+
+	py_capture__clear(cap);
+	if (!l)
+		return -ENOTSUP;
+	const int rs_offs[] = { l->rt_initialized, l->rt_finalizing,
+				l->rt_interpreters_head, l->rt_gil_locked,
+				l->rt_gil_holder };
+	const int is_offs[] = { l->interp_next, l->interp_id,
+				l->interp_threads_head };
+	const int ts_offs[] = { l->ts_next, l->ts_thread_id,
+				l->ts_native_thread_id, l->ts_cframe,
+				l->ts_current_frame, l->ts_datastack_chunk,
+				l->ts_datastack_top };
+	span(rs_offs, 5, &rs_lo, &rs_hi);
+	span(is_offs, 3, &is_lo, &is_hi);
+	span(ts_offs, 7, &ts_lo, &ts_hi);
+	if (rs_hi - rs_lo > (int)sizeof(rs) || is_hi - is_lo > (int)sizeof(is) ||
+	    ts_hi - ts_lo > (int)sizeof(ts_buf) || l->frame_size > 256)
+		return -EINVAL;
+	mem_invalidate(mem);
+	cap->reads++;
+	if (mem_read(mem, rt->runtime_addr + (uint64_t)rs_lo, rs,
+		     (size_t)(rs_hi - rs_lo)))
+		return -EFAULT;
+	if (l->rt_finalizing != PY_OFF_NONE && u64_at(rs, l->rt_finalizing - rs_lo))
+		cap->state = "finalizing";
+	if (l->rt_gil_locked != PY_OFF_NONE) {
+		cap->gil_locked = i32_at(rs, l->rt_gil_locked - rs_lo) != 0;
+		cap->gil_holder = u64_at(rs, l->rt_gil_holder - rs_lo);
+	}
+	interp = u64_at(rs, l->rt_interpreters_head - rs_lo);
+	if (!interp || (l->rt_initialized != PY_OFF_NONE &&
+			!i32_at(rs, l->rt_initialized - rs_lo))) {
+		if (!cap->state)
+			cap->state = "not initialized";
+		if (!interp)
+			return 0;
+	}
+	loop_init(&ilc, interp);
+	while (interp) {
+		uint64_t tstate;
+		struct loop_check tlc;
+		int64_t id;
+
+		if (cap->ninterps == PY_MAX_INTERPS) {
+			cap->end = "too many interpreters";
+			break;
+		}
+		cap->reads++;
+		if (mem_read(mem, interp + (uint64_t)is_lo, is,
+			     (size_t)(is_hi - is_lo))) {
+			cap->end = "interpreter state unreadable";
+			break;
+		}
+		cap->ninterps++;
+		memcpy(&id, is + l->interp_id - is_lo, sizeof(id));
+		if (l->interp_gil_locked != PY_OFF_NONE) {
+			uint8_t g[16];
+
+			/* 3.12+: each interpreter's own GIL. */
+			cap->reads++;
+			if (!mem_read(mem, interp + l->interp_gil_locked, g, 4) &&
+			    i32_at(g, 0)) {
+				uint64_t holder;
+
+				if (!mem_read(mem, interp + l->interp_gil_holder,
+					      &holder, 8)) {
+					cap->gil_locked = true;
+					cap->gil_holder = holder;
+				}
+			}
+		}
+		tstate = u64_at(is, l->interp_threads_head - is_lo);
+		err = tstate ? batched_threads(&r, l, interp, id, tstate, ts_lo,
+					       ts_hi) : 0;
+		if (err < 0)
+			return err;
+		if (err > 0)
+			tstate = 0;	/* done by the batch */
+		loop_init(&tlc, tstate);
+		while (tstate) {
+			if (cap->nthreads == PY_MAX_THREADS) {
+				cap->end = "too many threads";
+				break;
+			}
+			cap->reads++;
+			if (mem_read(mem, tstate + (uint64_t)ts_lo, ts_buf,
+				     (size_t)(ts_hi - ts_lo))) {
+				cap->end = "thread state unreadable";
+				break;
+			}
+			err = capture_thread(&r, l, tstate, interp, id, ts_buf, ts_lo);
+			if (err)
+				return err;
+			tstate = u64_at(ts_buf, l->ts_next - ts_lo);
+			if (tstate && loop_step(&tlc, tstate)) {
+				cap->end = "loop in thread list";
+				break;
+			}
+		}
+		interp = u64_at(is, l->interp_next - is_lo);
+		if (interp && loop_step(&ilc, interp)) {
+			cap->end = "loop in interpreter list";
+			break;
+		}
+	}
+	if (cap->gil_locked)
+		for (size_t i = 0; i < cap->nthreads; i++)
+			cap->threads[i].holds_gil =
+				cap->threads[i].tstate == cap->gil_holder;
+	keep_hints(cap);
+	return 0;
+}

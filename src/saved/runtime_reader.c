@@ -1,0 +1,335 @@
+/* runtime_reader.c - the RUNTIME section of a snapshot file
+ * (docs/snapshot-format.md): each thread's language-runtime frames as named
+ * when the file was written, read back and merged into the native frames
+ * `show` unwinds from the saved stacks (stacksnap_saved__runtime_frames). */
+#include "saved/readers.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/module.h" /* struct stacksnap_ctx: its log */
+#include "base/log.h"
+#include "base/opts.h"
+#include "runtime/python/python.h"
+#include "snapfile/snapshot_file.h"
+
+/* One saved thread's frames. Invariant: frames[0, n) have non-NULL
+ * function and file, owned here. */
+struct saved_rthread {
+	pid_t tid;
+	bool holds_gil;
+	char *end;		/* NULL: the chain was whole */
+	char *name;		/* the runtime's thread name, or NULL */
+	struct py_frame *frames;
+	size_t n;
+};
+
+struct saved_runtime {
+	enum stacksnap_runtime kind;
+	char *description;
+	uint64_t eval_start, eval_end;
+	struct saved_rthread *threads;
+	size_t n;
+	pid_t gil_holder;
+	bool frames;		/* frames were read (not: layout unknown) */
+};
+
+void runtime_reader__free(struct saved_runtime *rt)
+{
+	if (!rt)
+		return;
+	for (size_t i = 0; i < rt->n; i++) {
+		for (size_t k = 0; k < rt->threads[i].n; k++) {
+			free((char *)rt->threads[i].frames[k].function);
+			free((char *)rt->threads[i].frames[k].file);
+		}
+		free(rt->threads[i].frames);
+		free(rt->threads[i].end);
+		free(rt->threads[i].name);
+	}
+	free(rt->threads);
+	free(rt->description);
+	free(rt);
+}
+
+/* A string field (u32 length, bytes) as a malloc'ed C string; NULL when
+ * cut (c->bad) or out of memory (*nomem). NULs become '?'. */
+static char *take_str(struct cursor *c, bool *nomem)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *s;
+
+	if (!p)
+		return NULL;
+	s = malloc((size_t)len + 1);
+	if (!s) {
+		*nomem = true;
+		return NULL;
+	}
+	memcpy(s, p, len);
+	s[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!s[i])
+			s[i] = '?';
+	return s;
+}
+
+static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
+{
+	uint32_t nf;
+
+	t->tid = (pid_t)cursor_u32(c);
+	t->holds_gil = cursor_u8(c) != 0;
+	t->end = take_str(c, nomem);
+	if (t->end && !t->end[0]) {
+		free(t->end);
+		t->end = NULL;
+	}
+	nf = cursor_u32(c);
+	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
+	    (size_t)nf * 14 > cursor_left(c))
+		return *nomem ? -ENOMEM : -EINVAL;
+	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
+	if (!t->frames)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < nf; k++) {
+		uint32_t len = cursor_u32(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct py_frame *f = &t->frames[t->n];
+		struct cursor fc;
+
+		if (!p)
+			return -EINVAL;
+		cursor_init(&fc, p, len);
+		f->entry = cursor_u8(&fc) & SNAPFILE_RFRAME_ENTRY;
+		f->line = cursor_u32(&fc);
+		f->function = take_str(&fc, nomem);
+		f->file = take_str(&fc, nomem);
+		f->lasti = -2;
+		t->n++;	/* counted before the checks: freed with the rest */
+		if (!f->function || !f->file)
+			return *nomem ? -ENOMEM : -EINVAL;
+	}
+	/* Added fields: the thread name (files of before have none). */
+	if (cursor_left(c) >= 4) {
+		t->name = take_str(c, nomem);
+		if (*nomem)
+			return -ENOMEM;
+		if (t->name && !t->name[0]) {
+			free(t->name);
+			t->name = NULL;
+		}
+	}
+	return 0;
+}
+
+int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+				 size_t base)
+{
+	struct saved_runtime *rt;
+	bool nomem = false;
+	uint32_t n;
+	int err = 0;
+
+	if (s->runtime) {
+		SAVED_BAD(s, base, "a second runtime section");
+		return -EINVAL;
+	}
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	s->runtime = rt;
+	rt->kind = cursor_u8(c);
+	rt->description = take_str(c, &nomem);
+	rt->eval_start = cursor_u64(c);
+	rt->eval_end = cursor_u64(c);
+	n = cursor_u32(c);
+	if (nomem)
+		return -ENOMEM;
+	if (c->bad || rt->kind != STACKSNAP_RUNTIME_PYTHON || !rt->description ||
+	    (size_t)n * 4 > cursor_left(c)) {
+		SAVED_BAD(s, base + cursor_offset(c), "runtime section: %s",
+			  c->bad ? "truncated" : "bad header");
+		return -EINVAL;
+	}
+	rt->threads = calloc(n ? n : 1, sizeof(*rt->threads));
+	if (!rt->threads)
+		return -ENOMEM;
+	rt->frames = true;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		uint32_t len = cursor_u32(c);
+		size_t at = cursor_offset(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct cursor tc;
+
+		if (!p) {
+			SAVED_BAD(s, base + at, "runtime section: thread %u truncated", i);
+			return -EINVAL;
+		}
+		cursor_init(&tc, p, len);
+		err = read_thread(&rt->threads[rt->n++], &tc, &nomem);
+		if (err == -EINVAL)
+			SAVED_BAD(s, base + at, "runtime section: thread %u: "
+				  "corrupt frame record", i);
+		if (!err && rt->threads[rt->n - 1].holds_gil)
+			rt->gil_holder = rt->threads[rt->n - 1].tid;
+	}
+	return err;
+}
+
+int stacksnap_saved__runtime(const struct stacksnap_saved *s,
+			     struct stacksnap_runtime_info *out)
+{
+	struct stacksnap_runtime_info info = { .sz = sizeof(info) };
+
+	if (!s || !out)
+		return fail(-EINVAL);
+	if (s->runtime) {
+		info.runtime = s->runtime->kind;
+		info.description = s->runtime->description;
+		info.frames = s->runtime->frames;
+		info.gil_holder = s->runtime->gil_holder;
+	}
+	if (opts_out(out, &info, sizeof(info),
+		     offsetof(struct stacksnap_runtime_info, frames)))
+		return fail(-EINVAL);
+	return 0;
+}
+
+const char *stacksnap_saved__runtime_thread_name(const struct stacksnap_saved *s,
+						size_t i)
+{
+	if (!s || i >= s->n || !s->runtime)
+		return NULL;
+	for (size_t k = 0; k < s->runtime->n; k++)
+		if (s->runtime->threads[k].tid == s->threads[i].tid)
+			return s->runtime->threads[k].name;
+	return NULL;
+}
+
+int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
+				    const struct stacksnap_frame *native,
+				    size_t nnative,
+				    struct stacksnap_runtime_frame *out,
+				    size_t max, const char **end)
+{
+	const struct saved_runtime *rt;
+
+	if (end)
+		*end = NULL;
+	if (!s || i >= s->n || (max && !out) || (nnative && !native))
+		return fail(-EINVAL);
+	rt = s->runtime;
+	for (size_t k = 0; rt && k < rt->n; k++) {
+		const struct saved_rthread *t = &rt->threads[k];
+
+		if (t->tid != s->threads[i].tid)
+			continue;
+		if (end)
+			*end = t->end;
+		return (int)py_merge(t->frames, t->n, native, nnative,
+				     rt->eval_start, rt->eval_end, out, max);
+	}
+	return 0;
+}
+
+/* Reads the Python frames of a core dump from its memory: the capture
+ * and the naming of a live dump, over the dumped bytes (the kernel dumps
+ * written private mappings, which hold _PyRuntime, the heap and the data
+ * stacks; what is missing ends a thread's frames with a reason). path is
+ * the interpreter's image, mapped at start from file offset offset.
+ * Returns 0 (no interpreter: nothing kept), or -ENOMEM. */
+int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
+			      uint64_t start, uint64_t offset)
+{
+	struct py_runtime *py = calloc(1, sizeof(*py));
+	struct py_capture cap = { 0 };
+	struct py_resolver res;
+	struct saved_runtime *rt = NULL;
+	int err = 0;
+
+	if (!py)
+		return -ENOMEM;
+	if (s->runtime || !s->mem ||
+	    py_runtime__detect_image(path, start, offset, &s->ctx->log, py) ||
+	    !py->found)
+		goto out;
+	py_runtime__read_layout(py, s->mem);
+	log_info(&s->ctx->log, "%s: %s (%s)", s->path ? s->path : "core",
+		 py->note, path);
+	rt = calloc(1, sizeof(*rt));
+	if (!rt) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->kind = STACKSNAP_RUNTIME_PYTHON;
+	rt->description = strdup(py->note);
+	rt->eval_start = py->eval_start;
+	rt->eval_end = py->eval_end;
+	if (!rt->description) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (!py->layout || py_capture__all(py, s->mem, &cap))
+		goto keep;	/* the description says why: no frames */
+	rt->threads = calloc(cap.nthreads ? cap.nthreads : 1, sizeof(*rt->threads));
+	if (!rt->threads) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->frames = true;
+	py_resolver__init(&res, py, s->mem);
+	for (size_t i = 0; i < cap.nthreads && !err; i++) {
+		const struct py_raw_thread *t = &cap.threads[i];
+		struct saved_rthread *st;
+		struct py_frame *f;
+		const char *end;
+		bool seen = false, gil;
+		size_t n;
+
+		/* One entry per kernel thread: all its thread states. */
+		for (size_t k = 0; k < i; k++)
+			seen |= cap.threads[k].native_tid == t->native_tid;
+		if (seen)
+			continue;
+		st = &rt->threads[rt->n++];
+		st->tid = (pid_t)t->native_tid;
+		err = py_resolve__tid(&res, &cap, t->native_tid, &f, &n, &end, &gil);
+		if (err)
+			break;
+		st->holds_gil = gil;
+		if (gil)
+			rt->gil_holder = st->tid;
+		st->end = end ? strdup(end) : NULL;
+		/* The threading name: the thread's outermost thread state's. */
+		for (size_t k = cap.nthreads; k-- > 0;)
+			if (cap.threads[k].native_tid == t->native_tid) {
+				const char *nm = py_resolve__thread_name(&res, &cap,
+									 &cap.threads[k]);
+				st->name = nm ? strdup(nm) : NULL;
+				break;
+			}
+		st->frames = f;
+		/* The resolver's strings go with it: copies kept. */
+		for (size_t k = 0; k < n; k++) {
+			f[k].function = strdup(f[k].function);
+			f[k].file = strdup(f[k].file);
+			st->n++;
+			if (!f[k].function || !f[k].file)
+				err = -ENOMEM;
+		}
+	}
+	py_resolver__free(&res);
+keep:
+	if (!err) {
+		s->runtime = rt;
+		rt = NULL;
+	}
+out:
+	runtime_reader__free(rt);
+	py_capture__free(&cap);
+	free(py);
+	return err;
+}
