@@ -38,6 +38,8 @@ struct cap_thread {
 				   wait status (pending_sig) is taken at its
 				   detach */
 	uint64_t copy_start, copy_len;
+	bool below_tp;		/* the copy ends at its thread pointer: it is
+				   on its own glibc stack, not a signal one */
 	/* pub.nonstop: read by the iterator, never seized; w is the witness
 	 * of that read, which every later check must find unchanged. */
 	struct nonstop_witness w;
@@ -125,6 +127,10 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o,
 			struct rw_map **out, size_t *nout);
 int capture__copy_stacks(struct stacksnap_snapshot *s);
+uint64_t capture__altstack_interrupted_sp(const uint8_t *bytes, size_t len,
+					  uint64_t base, uint64_t sp);
+int capture__copy_more(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o, struct cap_thread *t);
 void capture_prefault_kernel(uint8_t *buf, size_t len);
 
 /* nonstop_settle.c: threads read by the BPF task iterator without a stop. */

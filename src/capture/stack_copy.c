@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/uio.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
@@ -96,14 +98,16 @@ static int reread_maps(struct stacksnap_snapshot *s)
 	return 0;
 }
 
-/* Where thread t's copy starts and how long it is (t->copy_start,
- * copy_len): from rsp minus the red zone to the end of its mapping or its
- * thread pointer, at most stack_size. False, with the thread's error set,
- * when rsp is in no writable mapping (after reading the maps afresh, when
- * they were borrowed from the caller's address space). */
-static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
+/* The range to copy of a stack holding sp: from sp minus the red zone to
+ * the end of its writable mapping or the thread pointer fs_base, at most
+ * stack_size bytes. False when sp is in no writable mapping (after
+ * reading the maps afresh, when they were borrowed from the caller's
+ * address space). *below_tp: the range ends at the thread pointer (sp is
+ * on the thread's own glibc stack). */
+static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
+			uint64_t fs_base, uint64_t stack_size, uint64_t *start,
+			uint64_t *len, bool *below_tp)
 {
-	uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
 	uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
 
 	for (size_t k = 0; k < s->nmaps; k++)
@@ -114,21 +118,136 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 			break;
 		}
 	if (!hi && s->maps_borrowed && reread_maps(s) == 0)
-		return copy_range(s, t);
-	if (!hi) {
-		t->pub.error = STACKSNAP_THREAD_NO_STACK;
+		return stack_range(s, sp, fs_base, stack_size, start, len,
+				   below_tp);
+	if (!hi)
 		return false;
-	}
 	/* glibc puts a thread's descriptor at its thread pointer, at the top
 	 * of its stack mapping, above the outermost frame: the unwinder never
 	 * reads it. */
-	if (t->fs_base > sp && t->fs_base < hi)
-		hi = t->fs_base;
-	if (hi - lo > s->copy_opts->stack_size)
-		hi = lo + s->copy_opts->stack_size;
-	t->copy_start = lo;
-	t->copy_len = hi - lo;
+	*below_tp = fs_base > sp && fs_base < hi;
+	if (*below_tp)
+		hi = fs_base;
+	if (hi - lo > stack_size)
+		hi = lo + stack_size;
+	*start = lo;
+	*len = hi - lo;
 	return true;
+}
+
+/* Where thread t's copy starts and how long it is (t->copy_start,
+ * copy_len). False, with the thread's error set, when rsp is in no
+ * writable mapping. */
+static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
+{
+	if (!stack_range(s, t->pub.regs.regs[STACKSNAP_REG_RSP], t->fs_base,
+			 s->copy_opts->stack_size, &t->copy_start, &t->copy_len,
+			 &t->below_tp)) {
+		t->pub.error = STACKSNAP_THREAD_NO_STACK;
+		return false;
+	}
+	return true;
+}
+
+/* The interrupted rsp of the signal frame that moved a thread onto the
+ * alternate signal stack holding its sp, found in its copy bytes[0..len)
+ * at base; 0 when there is none. The kernel's rt_sigframe starts 8 bytes
+ * past a 16-byte boundary with the return address (sa_restorer), then the
+ * ucontext, whose uc_stack is the thread's sigaltstack setting at
+ * delivery: a frame on that stack whose interrupted rsp lies outside it
+ * is the one that switched stacks (nested handlers' frames interrupt the
+ * alternate stack itself). The outermost such frame is taken. */
+uint64_t capture__altstack_interrupted_sp(const uint8_t *bytes, size_t len,
+					  uint64_t base, uint64_t sp)
+{
+	const size_t uc_off = 8,
+		     need = uc_off + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) + 8;
+	uint64_t p;
+
+	if (len < need + 16)
+		return 0;
+	p = ((base + len - need) & ~(uint64_t)15) + 8;
+	if (p > base + len - need)
+		p -= 16;
+	for (; p >= base; p -= 16) {
+		const uint8_t *f = bytes + (p - base) + uc_off;
+		uint64_t ss_sp, ss_size, rsp, rip;
+		memcpy(&ss_sp, f + offsetof(ucontext_t, uc_stack.ss_sp), 8);
+		memcpy(&ss_size, f + offsetof(ucontext_t, uc_stack.ss_size), 8);
+		if (ss_sp > p || p - ss_sp >= ss_size || ss_size > (1ull << 32) ||
+		    sp < ss_sp || sp - ss_sp >= ss_size)
+			continue;
+		memcpy(&rsp, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), 8);
+		memcpy(&rip, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), 8);
+		if (rip && rsp && (rsp < ss_sp || rsp - ss_sp >= ss_size))
+			return rsp;
+	}
+	return 0;
+}
+
+/* Bytes for a copy of len taken after the prefaulted buffer's share, or
+ * NULL. */
+static uint8_t *more_buf(struct stacksnap_snapshot *s, size_t len)
+{
+	uint8_t **slot, *buf;
+
+	if (len <= s->stack_cap - s->stack_off) {
+		buf = s->stack_bytes + s->stack_off;
+		s->stack_off += len;
+		return buf;
+	}
+	slot = VEC_PUSH(s->extra, s->nextra, s->extra_cap);
+	buf = slot ? malloc(len) : NULL;
+	if (slot && !buf)
+		s->nextra--;
+	else if (slot)
+		*slot = buf;
+	return buf;
+}
+
+/* Thread t (its stack copied, stopped or proven asleep) running a signal
+ * handler on an alternate signal stack: its normal stack, from the
+ * interrupted rsp, is copied into t->pub.more_stacks, so the walk goes on
+ * past the signal frame. Returns 0 (copied, or not on an alternate
+ * stack), or -errno when that stack could not be read. */
+int capture__copy_more(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o, struct cap_thread *t)
+{
+	uint64_t rsp, start, len;
+	bool below_tp;
+	uint8_t *buf;
+	ssize_t r;
+
+	if (t->below_tp || !t->pub.stack || t->pub.nmore_stacks ||
+	    !(rsp = capture__altstack_interrupted_sp(
+		      t->pub.stack, t->pub.stack_len, t->pub.stack_base,
+		      t->pub.regs.regs[STACKSNAP_REG_RSP])))
+		return 0;
+	if (!stack_range(s, rsp, t->fs_base, o->stack_size, &start, &len, &below_tp))
+		return -EFAULT;
+	if (!len || !(buf = more_buf(s, len)))
+		return len ? -ENOMEM : 0;
+	if (o->proc_mem) {
+		char path[64];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -1 : pread(fd, buf, len, (off_t)start);
+		if (fd >= 0)
+			close(fd);
+	} else {
+		struct iovec l = { buf, len };
+		struct iovec rm = { (void *)(uintptr_t)start, len };
+
+		r = process_vm_readv(s->pid, &l, 1, &rm, 1, 0);
+	}
+	if (r != (ssize_t)len)
+		return -EFAULT;
+	t->pub.more_stacks[0] = (struct stacksnap_stack_range){ buf, len, start };
+	t->pub.nmore_stacks = 1;
+	s->stats.bytes_copied += len;
+	return 0;
 }
 
 static void copy_done(struct stacksnap_snapshot *s, struct cap_thread *t,
@@ -244,6 +363,12 @@ int capture__copy_stacks(struct stacksnap_snapshot *s)
 		if (!t->pub.error)
 			copy_done(s, t, local[k].iov_base);
 	}
+	/* The other stack of a thread on an alternate signal stack: one more
+	 * read, rarely needed; without it the walk ends at the signal frame
+	 * (stack copy too small), as it did before. */
+	for (size_t k = 0; k < niov; k++)
+		if (!s->threads[which[k]].pub.error)
+			capture__copy_more(s, o, &s->threads[which[k]]);
 out:
 	free(local);
 	free(remote);

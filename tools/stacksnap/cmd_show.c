@@ -52,6 +52,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 		}
 		stacksnap_mem__set_copy(mem, th->stack, th->stack ? th->stack_len : 0,
 					th->stack_base);
+		stacksnap_mem__set_more(mem, th->more_stacks, th->nmore_stacks);
 		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
 			rc = EXIT_ERROR;
 			goto out;

@@ -297,9 +297,12 @@ static int dump_unwind(struct dump *d)
 			d->partial = 1;
 			continue;
 		}
-		if (!o->ptrace)
+		if (!o->ptrace) {
 			stacksnap_mem__set_copy(d->mem, th->stack, th->stack_len,
 						th->stack_base);
+			stacksnap_mem__set_more(d->mem, th->more_stacks,
+						th->nmore_stacks);
+		}
 		if (unwind_thread(r, d->uw, d->as, d->mem, d->max_frames))
 			return EXIT_ERROR;
 		/* Deeper than the copy: a thread read non-stop that has not
