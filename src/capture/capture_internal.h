@@ -38,8 +38,9 @@ struct cap_thread {
 				   wait status (pending_sig) is taken at its
 				   detach */
 	uint64_t copy_start, copy_len;
-	bool below_tp;		/* the copy ends at its thread pointer: it is
-				   on its own glibc stack, not a signal one */
+	bool below_tp;		/* the copy reaches up to its thread pointer:
+				   every frame of its own glibc stack is in
+				   it, whatever stack sp is on */
 	/* pub.nonstop: read by the iterator, never seized; w is the witness
 	 * of that read, which every later check must find unchanged. */
 	struct nonstop_witness w;

@@ -20,6 +20,9 @@
 #include "capture/capture_internal.h"
 
 #define RED_ZONE 128	    /* bytes below rsp a leaf function may use */
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1u << 31) /* linux/signal.h, not in glibc's headers */
+#endif
 
 /* The writable mappings of /proc/PID/maps. */
 static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
@@ -102,8 +105,8 @@ static int reread_maps(struct stacksnap_snapshot *s)
  * the end of its writable mapping or the thread pointer fs_base, at most
  * stack_size bytes. False when sp is in no writable mapping (after
  * reading the maps afresh, when they were borrowed from the caller's
- * address space). *below_tp: the range ends at the thread pointer (sp is
- * on the thread's own glibc stack). */
+ * address space). *below_tp: the range reaches up to the thread pointer
+ * (sp is on the thread's own glibc stack, its frames all copied). */
 static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
 			uint64_t fs_base, uint64_t stack_size, uint64_t *start,
 			uint64_t *len, bool *below_tp)
@@ -128,8 +131,11 @@ static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
 	*below_tp = fs_base > sp && fs_base < hi;
 	if (*below_tp)
 		hi = fs_base;
-	if (hi - lo > stack_size)
+	if (hi - lo > stack_size) {
 		hi = lo + stack_size;
+		*below_tp = false; /* an alternate stack may lie in the same
+				      mapping, below the thread's own */
+	}
 	*start = lo;
 	*len = hi - lo;
 	return true;
@@ -171,11 +177,23 @@ uint64_t capture__altstack_interrupted_sp(const uint8_t *bytes, size_t len,
 		p -= 16;
 	for (; p >= base; p -= 16) {
 		const uint8_t *f = bytes + (p - base) + uc_off;
-		uint64_t ss_sp, ss_size, rsp, rip;
+		uint64_t uc_flags, uc_link, ss_sp, ss_size, rsp, rip;
+		int32_t ss_flags;
+
+		memcpy(&uc_flags, f + offsetof(ucontext_t, uc_flags), 8);
+		memcpy(&uc_link, f + offsetof(ucontext_t, uc_link), 8);
 		memcpy(&ss_sp, f + offsetof(ucontext_t, uc_stack.ss_sp), 8);
+		memcpy(&ss_flags, f + offsetof(ucontext_t, uc_stack.ss_flags), 4);
 		memcpy(&ss_size, f + offsetof(ucontext_t, uc_stack.ss_size), 8);
-		if (ss_sp > p || p - ss_sp >= ss_size || ss_size > (1ull << 32) ||
-		    sp < ss_sp || sp - ss_sp >= ss_size)
+		/* The kernel's words: uc_flags of UC_FP_XSTATE,
+		 * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS; no uc_link; the
+		 * sigaltstack flags (SS_AUTODISARM at most); the alternate
+		 * stack holding this frame and sp, inside the copied mapping
+		 * (other data in the same mapping must not pass for a frame). */
+		if ((uc_flags & ~(uint64_t)7) || uc_link ||
+		    ((uint32_t)ss_flags & ~(uint32_t)SS_AUTODISARM) ||
+		    ss_sp > p || p - ss_sp >= ss_size || sp < ss_sp ||
+		    sp - ss_sp >= ss_size || ss_size > base + len - ss_sp)
 			continue;
 		memcpy(&rsp, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), 8);
 		memcpy(&rip, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), 8);
