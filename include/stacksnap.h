@@ -363,8 +363,11 @@ STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 
 struct stacksnap_snapshot_opts {
 	size_t sz;
-	size_t stack_size;	/* bytes copied per thread from rsp up;
-				   0: 256 KiB. Clamped to the stack mapping. */
+	size_t stack_size;	/* bytes copied at most per stack from rsp up,
+				   clamped to its mapping (and, on a glibc
+				   thread's stack, its thread pointer): 0,
+				   the target's RLIMIT_STACK (at most 64 MiB;
+				   8 MiB when unknown): the whole stack in use */
 	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */
 	bool proc_mem;		/* copy through /proc/PID/mem instead of
 				   process_vm_readv */

@@ -111,6 +111,10 @@ struct cap_thread *capture__find_thread(struct stacksnap_snapshot *s, pid_t tid)
 struct cap_thread *capture__add_thread(struct stacksnap_snapshot *s, pid_t tid);
 int capture__scan_tasks(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o);
+/* Bytes copied at most per stack by default: the target's RLIMIT_STACK,
+ * at most CAPTURE_MAX_STACK (what a snapshot file's reader accepts). */
+#define CAPTURE_MAX_STACK (64u << 20)
+uint64_t capture_stack_limit(pid_t pid);
 
 /* freeze.c: ptrace seize, interrupt, stops, registers, detach. */
 void capture__realtime_enter(struct stacksnap_snapshot *s);

@@ -244,3 +244,35 @@ int capture_check_target(pid_t pid, const struct log_sink *log)
 	}
 	return 0;
 }
+
+/* The soft RLIMIT_STACK of pid from /proc/PID/limits, clamped to
+ * [256 KiB, CAPTURE_MAX_STACK] (unlimited: the maximum); 8 MiB, Linux's
+ * usual limit, when it cannot be read. No stack of pid's main thread
+ * grows past it, and glibc sizes other threads' stacks by it. */
+uint64_t capture_stack_limit(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t v = 8u << 20;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+	if (!(f = fopen(path, "re")))
+		return v;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strlen("Max stack size");
+
+		if (strncmp(line, "Max stack size", strlen("Max stack size")))
+			continue;
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "unlimited", 9))
+			v = CAPTURE_MAX_STACK;
+		else if (*p >= '0' && *p <= '9')
+			v = strtoull(p, NULL, 10);
+		break;
+	}
+	fclose(f);
+	if (v < (256u << 10))
+		v = 256u << 10;
+	return v > CAPTURE_MAX_STACK ? CAPTURE_MAX_STACK : v;
+}

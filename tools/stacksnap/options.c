@@ -140,7 +140,7 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_NOFOLD };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
@@ -194,6 +194,7 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_FREEZEALL: o->freeze_all = true; break;
 	case OPT_NORT: o->no_realtime = true; break;
 	case OPT_NONSTOP: o->nonstop = true; break;
+	case OPT_NOFOLD: o->no_fold = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -289,6 +290,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, OPT_NORT },
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
+		{ "no-fold", no_argument, NULL, OPT_NOFOLD },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -335,7 +337,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED };
+	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_NOFOLD };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -349,6 +351,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, O_NODI },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -385,6 +388,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NODI: o->no_debuginfod = true; break;
 		case O_COUNT: o->count = true; break;
 		case O_FOLDED: o->folded = true; break;
+		case O_NOFOLD: o->no_fold = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:

@@ -37,11 +37,24 @@ int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
 		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
 		  unsigned max_frames)
 {
-	r->frames = calloc(max_frames, sizeof(*r->frames));
-	if (!r->frames)
-		return -ENOMEM;
-	r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem, r->frames,
-				      max_frames, &r->end);
+	/* Room for usual stacks first; a deeper one is walked again with
+	 * twice the room (at most twice the steps in all), so a limit of a
+	 * million frames costs nothing until a stack is that deep. */
+	size_t cap = max_frames < 1024 ? max_frames : 1024;
+
+	r->frames = NULL;
+	for (;;) {
+		free(r->frames);
+		r->frames = calloc(cap, sizeof(*r->frames));
+		if (!r->frames)
+			return -ENOMEM;
+		r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem,
+					      r->frames, cap, &r->end);
+		if (r->nframes < 0 || r->end != STACKSNAP_END_FRAME_LIMIT ||
+		    cap >= max_frames)
+			break;
+		cap = cap * 2 < max_frames ? cap * 2 : max_frames;
+	}
 	if (r->nframes < 0) {
 		r->nframes = 0;
 		r->end = STACKSNAP_END_BAD_CFI;
@@ -85,33 +98,122 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 	return 0;
 }
 
+static void print_text_line(FILE *f, const struct options *o,
+			    const struct thread_result *r, size_t i)
+{
+	const struct stacksnap_frame *fr = r->out[i].frame;
+	const struct stacksnap_sym *s = &r->out[i].sym;
+
+	fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
+	if (o->show_rsp)
+		fprintf(f, " sp=0x%016" PRIx64, fr->sp);
+	if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
+		fputs(" <signal handler called>", f);
+	else if (s->function && s->inlined)
+		fprintf(f, " in %s [inlined]", s->function);
+	else if (s->function)
+		fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
+	else if (!o->raw)
+		fputs(" in ??", f);
+	if (s->module)
+		fprintf(f, " (%s)", s->module);
+	if (s->file)
+		fprintf(f, " at %s:%d", s->file, s->line);
+	if (fr->trust == STACKSNAP_TRUST_SCAN)
+		fputs(" [guess: stack scan]", f);
+	else if (o->verbose)
+		fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
+	fputc('\n', f);
+}
+
+#define FOLD_MAX_CYCLE 16 /* lines in a cycle that folds */
+#define FOLD_MIN_LINES 16 /* lines a fold hides at least */
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether two lines show the same function (the same pc, unnamed), so
+ * that a recursion's lines repeat whatever their return addresses. */
+static bool same_line(const struct out_frame *a, const struct out_frame *b)
+{
+	const unsigned sig = STACKSNAP_FRAME_SIGRETURN | STACKSNAP_FRAME_SIGNAL;
+
+	if (((a->frame->flags ^ b->frame->flags) & sig) ||
+	    a->sym.inlined != b->sym.inlined || !same_str(a->sym.module, b->sym.module))
+		return false;
+	if (!a->sym.function || !b->sym.function)
+		return !a->sym.function && !b->sym.function &&
+		       a->frame->pc == b->frame->pc;
+	return same_str(a->sym.function, b->sym.function);
+}
+
+/* The cycle of *len lines that repeats right after lines [i, i + *len),
+ * hiding *reps more whole copies of it, never the outermost line; false
+ * when none hides FOLD_MIN_LINES lines. The shortest cycle wins a tie. */
+static bool find_fold(const struct thread_result *r, size_t i, size_t *len,
+		      size_t *reps)
+{
+	size_t best = 0;
+
+	for (size_t l = 1; l <= FOLD_MAX_CYCLE && i + 2 * l < r->nout; l++) {
+		size_t x = i + l;
+
+		while (x + 1 < r->nout && same_line(&r->out[x], &r->out[x - l]))
+			x++;
+		size_t k = (x - i - l) / l;
+		if (k * l > best && k * l >= FOLD_MIN_LINES) {
+			best = k * l;
+			*len = l;
+			*reps = k;
+		}
+	}
+	return best != 0;
+}
+
+/* n with thousands separators, as "9,988". */
+static void print_count(FILE *f, size_t n)
+{
+	if (n >= 1000) {
+		print_count(f, n / 1000);
+		fprintf(f, ",%03zu", n % 1000);
+	} else {
+		fprintf(f, "%zu", n);
+	}
+}
+
 void print_text_frames(FILE *f, const struct options *o,
 		       const struct thread_result *r)
 {
-	for (size_t i = 0; i < r->nout; i++) {
-		const struct stacksnap_frame *fr = r->out[i].frame;
-		const struct stacksnap_sym *s = &r->out[i].sym;
+	for (size_t i = 0; i < r->nout;) {
+		size_t len, reps;
 
-		fprintf(f, "#%-3zu 0x%016" PRIx64, i, fr->pc);
-		if (o->show_rsp)
-			fprintf(f, " sp=0x%016" PRIx64, fr->sp);
-		if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
-			fputs(" <signal handler called>", f);
-		else if (s->function && s->inlined)
-			fprintf(f, " in %s [inlined]", s->function);
-		else if (s->function)
-			fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
-		else if (!o->raw)
-			fputs(" in ??", f);
-		if (s->module)
-			fprintf(f, " (%s)", s->module);
-		if (s->file)
-			fprintf(f, " at %s:%d", s->file, s->line);
-		if (fr->trust == STACKSNAP_TRUST_SCAN)
-			fputs(" [guess: stack scan]", f);
-		else if (o->verbose)
-			fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
-		fputc('\n', f);
+		if (o->no_fold || !find_fold(r, i, &len, &reps)) {
+			print_text_line(f, o, r, i++);
+			continue;
+		}
+		/* One copy of the cycle in full, then a line for the copies
+		 * that repeat it (innermost and outermost frames stay). */
+		for (size_t k = 0; k < len; k++)
+			print_text_line(f, o, r, i + k);
+		fprintf(f, "#%zu ... #%zu  [", i + len, i + len + reps * len - 1);
+		for (size_t k = 0; k < len; k++) {
+			const struct out_frame *l = &r->out[i + k];
+
+			if (k)
+				fputs(", ", f);
+			if (l->frame->flags & STACKSNAP_FRAME_SIGRETURN)
+				fputs("<signal handler called>", f);
+			else if (l->sym.function)
+				fputs(l->sym.function, f);
+			else
+				fprintf(f, "0x%" PRIx64, l->frame->pc);
+		}
+		fputs("] repeated ", f);
+		print_count(f, reps);
+		fputs(reps == 1 ? " time\n" : " times\n", f);
+		i += len + reps * len;
 	}
 	if (r->end != STACKSNAP_END_COMPLETE)
 		fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r->end));
