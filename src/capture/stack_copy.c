@@ -1,7 +1,8 @@
 /* stack_copy.c - the stack copies of stopped threads: each clamped to the
  * writable mapping its rsp is in, all taken in one batched
  * process_vm_readv (or /proc/PID/mem reads) into a buffer faulted in
- * before the freeze. */
+ * before the freeze; and the normal stack of a thread whose handler runs
+ * on an alternate signal stack. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
