@@ -37,10 +37,19 @@ int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
 		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
 		  unsigned max_frames)
 {
-	/* Room for usual stacks first; a deeper one is walked again with
-	 * twice the room (at most twice the steps in all), so a limit of a
-	 * million frames costs nothing until a stack is that deep. */
-	size_t cap = max_frames < 1024 ? max_frames : 1024;
+	/* Room for every frame a copied stack can hold (a frame takes 8
+	 * bytes at least; calloc's pages are touched only where frames go),
+	 * 1024 at least; a deeper walk (live memory, a core) is walked again
+	 * with twice the room, so a limit of a million frames costs nothing
+	 * until a stack is that deep. */
+	size_t cap = r->thread->stack ? r->thread->stack_len / 8 + 64 : 0;
+
+	for (unsigned k = 0; k < r->thread->nmore_stacks; k++)
+		cap += r->thread->more_stacks[k].len / 8;
+	if (cap < 1024)
+		cap = 1024;
+	if (cap > max_frames)
+		cap = max_frames;
 
 	r->frames = NULL;
 	for (;;) {
