@@ -81,6 +81,8 @@ static int read_before_freeze(struct stacksnap_snapshot *s,
 
 	if (err >= 0)
 		err = o->no_copy ? 0 : capture__rw_maps_of(s, o, &s->maps, &s->nmaps);
+	if (err >= 0 && !o->no_copy)
+		s->start_stack = capture_start_stack(s->pid);
 	if (err < 0)
 		return err == -ENOENT ? -ESRCH : err;
 	size_t prefault = s->n * (o->stack_size < PREFAULT_PER_THREAD ? o->stack_size

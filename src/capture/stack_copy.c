@@ -153,6 +153,15 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 		t->pub.error = STACKSNAP_THREAD_NO_STACK;
 		return false;
 	}
+	/* The main thread's thread pointer is no mark of its stack (glibc's
+	 * TLS block may even share a mapping with an alternate stack): the
+	 * stack's start is. The search for a signal frame costs ~1 us per
+	 * thread inside the freeze; only a thread whose copy misses its own
+	 * stack's top pays it (or one whose alternate stack lies inside its
+	 * own stack, a local array, which is not looked for). */
+	if (t->pub.tid == s->pid)
+		t->below_tp = s->start_stack >= t->copy_start &&
+			      s->start_stack - t->copy_start < t->copy_len;
 	return true;
 }
 

@@ -276,3 +276,22 @@ uint64_t capture_stack_limit(pid_t pid)
 		v = 256u << 10;
 	return v > CAPTURE_MAX_STACK ? CAPTURE_MAX_STACK : v;
 }
+
+/* startstack of pid's /proc/PID/stat (field 28): an address near the top
+ * of the main thread's stack; 0 when unknown. */
+uint64_t capture_start_stack(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')'); /* comm may contain spaces and parens */
+	/* Fields 3 (state) to 27 skipped, then startstack. */
+	if (!p || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %llu", &v) != 1)
+		return 0;
+	return v;
+}
