@@ -67,7 +67,7 @@ struct tracer {
 /* The long options that have no short letter. */
 enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
        O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-       O_COMPACT, O_ENC };
+       O_COMPACT, O_ENC, O_NOFOLD };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help, or the exit code of a bad option. */
@@ -157,6 +157,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 	case O_LINES: o->print.lines = true; break;
 	case O_NODEM: o->print.no_demangle = true; break;
 	case O_RSP: o->print.show_rsp = true; break;
+	case O_NOFOLD: o->print.no_fold = true; break;
 	case O_MAXF:
 		if (parse_uint(arg, 65536, &v) || !v) {
 			fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", arg);
@@ -249,6 +250,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-inherit", no_argument, NULL, O_NOINH },
 		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
 		{ "rsp", no_argument, NULL, O_RSP },
 		{ "max-frames", required_argument, NULL, O_MAXF },
