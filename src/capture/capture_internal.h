@@ -137,8 +137,6 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o,
 			struct rw_map **out, size_t *nout);
 int capture__copy_stacks(struct stacksnap_snapshot *s);
-uint64_t capture__altstack_interrupted_sp(const uint8_t *bytes, size_t len,
-					  uint64_t base, uint64_t sp);
 int capture__copy_more(struct stacksnap_snapshot *s,
 		       const struct stacksnap_snapshot_opts *o, struct cap_thread *t);
 void capture_prefault_kernel(uint8_t *buf, size_t len);

@@ -10,20 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stddef.h>
 #include <sys/uio.h>
-#include <sys/ucontext.h>
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
 #include "base/maps_line.h"
+#include "base/ucontext_regs.h"
 #include "base/vec.h"
 #include "capture/capture_internal.h"
 
 #define RED_ZONE 128	    /* bytes below rsp a leaf function may use */
-#ifndef SS_AUTODISARM
-#define SS_AUTODISARM (1u << 31) /* linux/signal.h, not in glibc's headers */
-#endif
 
 /* The writable mappings of /proc/PID/maps. */
 static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
@@ -165,54 +161,6 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 	return true;
 }
 
-/* The interrupted rsp of the signal frame that moved a thread onto the
- * alternate signal stack holding its sp, found in its copy bytes[0..len)
- * at base; 0 when there is none. The kernel's rt_sigframe starts 8 bytes
- * past a 16-byte boundary with the return address (sa_restorer), then the
- * ucontext, whose uc_stack is the thread's sigaltstack setting at
- * delivery: a frame on that stack whose interrupted rsp lies outside it
- * is the one that switched stacks (nested handlers' frames interrupt the
- * alternate stack itself). The outermost such frame is taken. */
-uint64_t capture__altstack_interrupted_sp(const uint8_t *bytes, size_t len,
-					  uint64_t base, uint64_t sp)
-{
-	const size_t uc_off = 8,
-		     need = uc_off + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) + 8;
-	uint64_t p;
-
-	if (len < need + 16)
-		return 0;
-	p = ((base + len - need) & ~(uint64_t)15) + 8;
-	if (p > base + len - need)
-		p -= 16;
-	for (; p >= base; p -= 16) {
-		const uint8_t *f = bytes + (p - base) + uc_off;
-		uint64_t uc_flags, uc_link, ss_sp, ss_size, rsp, rip;
-		int32_t ss_flags;
-
-		memcpy(&uc_flags, f + offsetof(ucontext_t, uc_flags), 8);
-		memcpy(&uc_link, f + offsetof(ucontext_t, uc_link), 8);
-		memcpy(&ss_sp, f + offsetof(ucontext_t, uc_stack.ss_sp), 8);
-		memcpy(&ss_flags, f + offsetof(ucontext_t, uc_stack.ss_flags), 4);
-		memcpy(&ss_size, f + offsetof(ucontext_t, uc_stack.ss_size), 8);
-		/* The kernel's words: uc_flags of UC_FP_XSTATE,
-		 * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS; no uc_link; the
-		 * sigaltstack flags (SS_AUTODISARM at most); the alternate
-		 * stack holding this frame and sp, inside the copied mapping
-		 * (other data in the same mapping must not pass for a frame). */
-		if ((uc_flags & ~(uint64_t)7) || uc_link ||
-		    ((uint32_t)ss_flags & ~(uint32_t)SS_AUTODISARM) ||
-		    ss_sp > p || p - ss_sp >= ss_size || sp < ss_sp ||
-		    sp - ss_sp >= ss_size || ss_size > base + len - ss_sp)
-			continue;
-		memcpy(&rsp, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), 8);
-		memcpy(&rip, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), 8);
-		if (rip && rsp && (rsp < ss_sp || rsp - ss_sp >= ss_size))
-			return rsp;
-	}
-	return 0;
-}
-
 /* Bytes for a copy of len taken after the prefaulted buffer's share, or
  * NULL. */
 static uint8_t *more_buf(struct stacksnap_snapshot *s, size_t len)
@@ -247,7 +195,7 @@ int capture__copy_more(struct stacksnap_snapshot *s,
 	ssize_t r;
 
 	if (t->below_tp || !t->pub.stack || t->pub.nmore_stacks ||
-	    !(rsp = capture__altstack_interrupted_sp(
+	    !(rsp = ucontext__altstack_interrupted_sp(
 		      t->pub.stack, t->pub.stack_len, t->pub.stack_base,
 		      t->pub.regs.regs[STACKSNAP_REG_RSP])))
 		return 0;

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capture/capture_internal.h"
+#include "base/ucontext_regs.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -180,29 +180,29 @@ static void altstack_sigframe(void)
 	const uint64_t alt = 0x7f0000100000, base = alt + 0x1000, sp = base + 0x40;
 
 	memset(buf, 0, sizeof(buf));
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	/* A nested frame alone: it interrupted the alternate stack itself. */
 	put_sigframe(buf, base, base + 0x408, alt, 0x4000, base + 0x2000);
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	/* The outer frame, higher: its rsp is the normal stack's. */
 	put_sigframe(buf, base, base + 0x2008, alt, 0x4000, 0x7ffd00001000);
-	CHECK_EQ_U64(capture__altstack_interrupted_sp(buf, LEN, base, sp), 0x7ffd00001000);
+	CHECK_EQ_U64(ucontext__altstack_interrupted_sp(buf, LEN, base, sp), 0x7ffd00001000);
 	/* The same bytes seen from a thread whose sp is not on that stack
 	 * (a handler on the normal stack). */
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, alt + 0x8000) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, alt + 0x8000) == 0);
 	/* Not the kernel's words: uc_flags, uc_link, ss_flags. */
 	buf[0x2008 + 8 + offsetof(ucontext_t, uc_flags)] = 0x10;
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	buf[0x2008 + 8 + offsetof(ucontext_t, uc_flags)] = 7;
 	buf[0x2008 + 8 + offsetof(ucontext_t, uc_link)] = 1;
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	buf[0x2008 + 8 + offsetof(ucontext_t, uc_link)] = 0;
 	/* An "alternate stack" reaching past the copied mapping: data, as a
 	 * (pointer, hash) pair in a table beside the real stack looks. */
 	put_sigframe(buf, base, base + 0x2008, alt, 0x40000000, 0x7ffd00001000);
-	CHECK(capture__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	/* Too short a copy for any frame. */
-	CHECK(capture__altstack_interrupted_sp(buf, 64, base, sp) == 0);
+	CHECK(ucontext__altstack_interrupted_sp(buf, 64, base, sp) == 0);
 }
 
 static void setup(void)
