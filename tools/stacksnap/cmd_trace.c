@@ -24,6 +24,7 @@
 #include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
+#include "trace_hold.h"
 
 #define MAX_EVENTS 64
 
@@ -60,6 +61,8 @@ struct tracer {
 	int go, cerr;		/* the held command's pipes: go, exec error */
 	int child_status;
 	bool child_done;	/* reaped by the event loop */
+	bool held;		/* the command is held at its exits
+				   (trace_hold.c): waited for through it */
 };
 
 
@@ -444,6 +447,16 @@ static int trace_setup(struct tracer *t)
 	return 0;
 }
 
+/* An exit stop of the held command: every event in the ring buffer is
+ * read while the process still has its mappings. */
+static void drain_events(void *arg)
+{
+	struct tracer *t = arg;
+
+	while (!t->error && stacksnap_trace__poll(t->tr, 0, on_event, t) > 0)
+		;
+}
+
 /* Starts the command held (`-- CMD`), attaches the probes and follows the
  * target, then lets the command run. Returns 0 or the exit code. */
 static int trace_start(struct tracer *t)
@@ -463,6 +476,8 @@ static int trace_start(struct tracer *t)
 		return exit_for(r);
 	if (t->child > 0) {
 		int e;
+
+		t->held = trace_hold__attach(t->child) == 0;
 
 		(void)!write(t->go, "g", 1);
 		close(t->go);
@@ -494,7 +509,10 @@ static int trace_loop(struct tracer *t)
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
 			return EXIT_ERROR;
 		}
-		if (t->child > 0 && waitpid(t->child, &t->child_status, WNOHANG) == t->child) {
+		if (t->child > 0 &&
+		    (t->held ? trace_hold__poll(t->child, false, &t->child_status,
+						 drain_events, t)
+			     : waitpid(t->child, &t->child_status, WNOHANG) == t->child)) {
 			t->child_done = true;
 			break;
 		}
@@ -599,7 +617,11 @@ static int trace_free(struct tracer *t, int rc)
 	if (t->child > 0 && !t->child_done) {
 		if (stop_signal)
 			kill(t->child, stop_signal);
-		waitpid(t->child, &t->child_status, 0);
+		if (t->held)
+			trace_hold__poll(t->child, true, &t->child_status,
+					 drain_events, t);
+		else
+			waitpid(t->child, &t->child_status, 0);
 	}
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
