@@ -35,6 +35,7 @@ struct trace_options {
 	pid_t pid, tid;			/* -p, -t */
 	char **cmd;			/* after -- */
 	bool list, json, count, folded, no_inherit, compact;
+	bool no_hold;			/* --no-hold: -- CMD not held at exits */
 	const char *save;		/* --save FILE: an events file */
 	bool quiet;			/* -q: print no events (with --save) */
 	int encoding;			/* --encoding: of --save's stacks */
@@ -70,7 +71,7 @@ struct tracer {
 /* The long options that have no short letter. */
 enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
        O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-       O_COMPACT, O_ENC, O_NOFOLD };
+       O_COMPACT, O_ENC, O_NOFOLD, O_NOHOLD };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help, or the exit code of a bad option. */
@@ -156,6 +157,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	}
 	case O_NOINH: o->no_inherit = true; break;
+	case O_NOHOLD: o->no_hold = true; break;
 	case O_COMPACT: o->compact = true; break;
 	case O_LINES: o->print.lines = true; break;
 	case O_NODEM: o->print.no_demangle = true; break;
@@ -252,6 +254,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "stack-size", required_argument, NULL, O_STACK },
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-inherit", no_argument, NULL, O_NOINH },
+		{ "no-hold", no_argument, NULL, O_NOHOLD },
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -477,7 +480,7 @@ static int trace_start(struct tracer *t)
 	if (t->child > 0) {
 		int e;
 
-		t->held = trace_hold__attach(t->child) == 0;
+		t->held = !o->no_hold && trace_hold__attach(t->child) == 0;
 
 		(void)!write(t->go, "g", 1);
 		close(t->go);
