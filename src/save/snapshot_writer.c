@@ -99,6 +99,30 @@ static int put_thread(struct snapfile_writer *w, const struct stacksnap_thread *
 	snapfile__put_stack(&w->buf, th, keep);
 	free(keep);
 	byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
+	/* Appended to the record (older readers stop before it): the
+	 * thread's other stacks (its normal stack below a handler on an
+	 * alternate signal stack), each kept by the pointers policy under a
+	 * compact encoding, as exact's walk of the first stack never
+	 * reaches them. */
+	struct stack_words pw = { .enc = sw->enc == STACKSNAP_ENCODING_FULL
+						 ? STACKSNAP_ENCODING_FULL
+						 : STACKSNAP_ENCODING_POINTERS };
+	byte_buf__u8(&w->buf, (uint8_t)(th->stack ? th->nmore_stacks : 0));
+	for (unsigned k = 0; th->stack && k < th->nmore_stacks; k++) {
+		const struct stacksnap_stack_range *m = &th->more_stacks[k];
+		struct stacksnap_thread part = { .stack = m->bytes, .stack_len = m->len,
+						 .stack_base = m->base };
+
+		byte_buf__u64(&w->buf, m->base);
+		byte_buf__u64(&w->buf, m->len);
+		enc_at = w->buf.n;
+		byte_buf__u64(&w->buf, 0);
+		if ((err = stack_words__choose(&pw, as, &part, &keep)))
+			return err;
+		snapfile__put_stack(&w->buf, &part, keep);
+		free(keep);
+		byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
+	}
 	byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	return 0;
 }

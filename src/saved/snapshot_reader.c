@@ -335,6 +335,26 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 		cursor_skip(&rc, cursor_u8(&rc));
 		cursor_skip(&rc, 4 + 8 * STACKSNAP_REG_COUNT + 8);
 		uint64_t len = cursor_u64(&rc);
+		/* The other stacks appended to the record (none in older
+		 * files): their lengths count in the same bounds. */
+		cursor_skip(&rc, cursor_u64(&rc));
+		uint8_t nmore = cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		for (uint8_t k = 0; k < nmore && !rc.bad && len <= SNAPFILE_MAX_STACK; k++) {
+			uint64_t mlen;
+
+			cursor_skip(&rc, 8);
+			mlen = cursor_u64(&rc);
+			if (mlen > SNAPFILE_MAX_STACK)
+				len = mlen;
+			else
+				len += (mlen + 7) & ~7ull;
+			cursor_skip(&rc, cursor_u64(&rc));
+		}
+		if (nmore > STACKSNAP_MORE_STACKS) {
+			BAD(s, at, "thread %u: %u other stacks (at most %u)", i,
+			    nmore, STACKSNAP_MORE_STACKS);
+			return -EINVAL;
+		}
 		if (rc.bad || len > SNAPFILE_MAX_STACK || total + len > SNAPFILE_MAX_STACKS) {
 			BAD(s, at, "thread %u: %s", i, rc.bad ? "record truncated"
 				   : "stack length beyond the reader's limit (64 MiB a "
@@ -392,6 +412,27 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 				return -EINVAL;
 			}
 			off += (th->stack_len + 7) & ~(size_t)7;
+		}
+		/* Bounded by the first pass. */
+		th->nmore_stacks = cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		for (unsigned k = 0; k < th->nmore_stacks; k++) {
+			struct stacksnap_stack_range *m = &th->more_stacks[k];
+			struct cursor ec;
+
+			m->base = cursor_u64(&rc);
+			m->len = (size_t)cursor_u64(&rc);
+			elen = cursor_u64(&rc);
+			e = elen <= cursor_left(&rc) ? cursor_take(&rc, elen) : NULL;
+			cursor_init(&ec, e, e ? elen : 0);
+			m->bytes = s->stacks + off;
+			if (rc.bad || m->base + m->len < m->base ||
+			    compact_stack__decode(&ec, s->stacks + off, m->len, m->base,
+						  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
+				BAD(s, at, "thread %u (tid %d): corrupt encoding of its "
+					   "other stack %u", i, (int)th->tid, k);
+				return -EINVAL;
+			}
+			off += (m->len + 7) & ~(size_t)7;
 		}
 		s->n++;
 	}

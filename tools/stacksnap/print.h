@@ -51,7 +51,7 @@ struct dump_totals {
 	const struct stacksnap_runtime_info *runtime;
 };
 
-/* Unwinds r->thread into r->frames (allocated, max_frames), reading its
+/* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its
  * stack through mem (pointed at the thread's copy by the caller). A walk
  * that fails gives no frames, ending in "unusable unwind information".
  * Returns 0 or -ENOMEM. */
