@@ -186,6 +186,80 @@ static int add_code(struct jitdump *jd, uint64_t start, uint64_t size,
 	return index_put(&jd->by_index, code_index, c->seq);
 }
 
+/* V8 names its code "JS:<tier><function> <script>:<line>:<column>" (node
+ * 20; older V8s used "LazyCompile:", "Function:"). */
+static bool is_v8_name(const char *name)
+{
+	return !strncmp(name, "JS:", 3) || !strncmp(name, "LazyCompile:", 12) ||
+	       !strncmp(name, "Function:", 9);
+}
+
+/* The script path in a V8 code name (after its last space, up to
+ * ":line:column"), as [*path, *path + *len); false when there is none. */
+static bool v8_name_script(const char *name, const char **path, size_t *len)
+{
+	const char *sp = strrchr(name, ' ');
+	const char *end;
+	int colons = 0;
+
+	if (!sp)
+		return false;
+	end = sp + 1 + strlen(sp + 1);
+	while (end > sp + 1 && colons < 2)
+		if (*--end == ':')
+			colons++;
+	if (colons < 2)
+		return false;
+	*path = sp + 1;
+	*len = (size_t)(end - (sp + 1));
+	return *len > 0;
+}
+
+/* Two defects of V8's jitdump writer (node 20), undone for V8's code only:
+ * - debug entries are code start + pc offset + 0x40 (the ELF header `perf
+ *   inject` once placed before the code), where the specification and
+ *   perf's own agent write the pc itself;
+ * - a script's name is written from a buffer already freed, whose first
+ *   16 bytes glibc's allocator has overwritten with its free-list words;
+ *   the code's own name carries the script, which replaces a file name
+ *   of the same length that agrees with it after those 16 bytes. */
+static int undo_v8_quirks(struct jitdump *jd, uint64_t start,
+			  const char *name, struct jitdump_line *lines,
+			  uint32_t nlines)
+{
+	const char *script = NULL, *bad = NULL, *fixed = NULL;
+	size_t len = 0;
+	bool have_script;
+
+	if (!is_v8_name(name))
+		return 0;
+	have_script = v8_name_script(name, &script, &len);
+	for (uint32_t i = 0; i < nlines; i++) {
+		const char *f = lines[i].file;
+
+		if (lines[i].addr >= start + 0x40)
+			lines[i].addr -= 0x40;
+		if (!have_script || strlen(f) != len || len <= 16 ||
+		    memcmp(f + 16, script + 16, len - 16) != 0 ||
+		    !memcmp(f, script, 16))
+			continue;
+		/* Damaged bytes: '?' (read_damaged_name) or the allocator's
+		 * words, which are not text. */
+		if (f != bad) {
+			char *copy = block_alloc(jd, len + 1);
+
+			if (!copy)
+				return -ENOMEM;
+			memcpy(copy, script, len);
+			copy[len] = '\0';
+			bad = f;
+			fixed = copy;
+		}
+		lines[i].file = fixed;
+	}
+	return 0;
+}
+
 static int read_code_load(struct jitdump *jd, struct cursor *r)
 {
 	uint64_t code_addr, code_size, code_index;
@@ -206,6 +280,8 @@ static int read_code_load(struct jitdump *jd, struct cursor *r)
 	jd->npending = 0;
 	if (code_size == 0 || code_addr + code_size < code_addr)
 		return 0; /* names nothing */
+	if (undo_v8_quirks(jd, code_addr, name, lines, nlines))
+		return -ENOMEM;
 	return add_code(jd, code_addr, code_size, name, code_index, lines,
 			nlines);
 }
@@ -247,13 +323,81 @@ static int read_code_move(struct jitdump *jd, struct cursor *r)
 			from->nlines);
 }
 
+/* The span of debug entries' addresses a plausible record stays in. */
+#define JITDUMP_MAX_CODE_SPAN (1ull << 30)
+
+/* A file name of V8's freed buffer (see undo_v8_quirks): its first 16
+ * bytes, which may hold NULs, are not the name's. The name's own NUL is
+ * the first after them. Returns the name with those bytes as '?', in a
+ * block, or NULL (-ENOMEM or no NUL: *bad set). */
+static const char *read_damaged_name(struct jitdump *jd, struct cursor *r,
+				     bool *bad)
+{
+	const uint8_t *p = r->p, *nul;
+	char *copy;
+	size_t len;
+
+	if (cursor_left(r) <= 16 ||
+	    !(nul = memchr(p + 16, 0, cursor_left(r) - 16))) {
+		*bad = true;
+		return NULL;
+	}
+	len = (size_t)(nul - p);
+	copy = block_alloc(jd, len + 1);
+	if (!copy)
+		return NULL;
+	memset(copy, '?', 16);
+	memcpy(copy + 16, p + 16, len - 16);
+	copy[len] = '\0';
+	cursor_skip(r, len + 1);
+	return copy;
+}
+
+/* Reads nr entries into lines. damaged: names are read as V8's freed
+ * buffers where their first 16 bytes hold a NUL. Returns 0, 1 when the
+ * entries do not fit the record (bad sizes, addresses away from
+ * code_addr), or -ENOMEM. */
+static int read_debug_entries(struct jitdump *jd, struct cursor r,
+			      uint64_t code_addr, uint64_t nr, bool damaged,
+			      struct jitdump_line *lines)
+{
+	const char *prev_file = "";
+
+	for (uint64_t i = 0; i < nr; i++) {
+		const char *file;
+		bool bad = false;
+
+		lines[i].addr = rd64(jd, &r);
+		lines[i].line = rd32(jd, &r);
+		rd32(jd, &r); /* discriminator */
+		if (r.bad || lines[i].addr - code_addr > JITDUMP_MAX_CODE_SPAN)
+			return 1;
+		if (damaged && cursor_left(&r) > 16 &&
+		    memchr(r.p, 0, 16) && !(r.p[0] == 0xff && r.p[1] == 0)) {
+			file = read_damaged_name(jd, &r, &bad);
+			if (!file && !bad)
+				return -ENOMEM;
+		} else {
+			file = cursor_cstr(&r);
+		}
+		if (!file)
+			return 1;
+		/* "\xff" repeats the previous entry's file (perf's
+		 * convention, which saves the name's bytes). */
+		if ((unsigned char)file[0] == 0xff && file[1] == '\0')
+			file = prev_file;
+		lines[i].file = prev_file = file;
+	}
+	return cursor_left(&r) < 8 ? 0 : 1;
+}
+
 static int read_debug_info(struct jitdump *jd, struct cursor *r)
 {
-	uint64_t nr;
-	const char *prev_file = "";
+	uint64_t nr, code_addr;
 	struct jitdump_line *lines;
+	int err;
 
-	rd64(jd, r); /* code_addr: perf applies the record to the next load */
+	code_addr = rd64(jd, r); /* perf applies the record to the next load */
 	nr = rd64(jd, r);
 	if (r->bad)
 		return -EINVAL;
@@ -266,20 +410,16 @@ static int read_debug_info(struct jitdump *jd, struct cursor *r)
 	lines = block_alloc(jd, (size_t)nr * sizeof(*lines));
 	if (!lines)
 		return -ENOMEM;
-	for (uint64_t i = 0; i < nr; i++) {
-		const char *file;
-
-		lines[i].addr = rd64(jd, r);
-		lines[i].line = rd32(jd, r);
-		rd32(jd, r); /* discriminator */
-		file = cursor_cstr(r);
-		if (r->bad)
-			return -EINVAL;
-		/* "\xff" repeats the previous entry's file (perf's
-		 * convention, which saves the name's bytes). */
-		if ((unsigned char)file[0] == 0xff && file[1] == '\0')
-			file = prev_file;
-		lines[i].file = prev_file = file;
+	err = read_debug_entries(jd, *r, code_addr, nr, false, lines);
+	if (err == 1)
+		err = read_debug_entries(jd, *r, code_addr, nr, true, lines);
+	if (err < 0)
+		return err;
+	if (err) {
+		log_debug(jd->log, "jitdump: debug info for %#llx does not "
+			  "fit its record; ignored",
+			  (unsigned long long)code_addr);
+		return 0;
 	}
 	if (radix_sort_u64(lines, (size_t)nr, sizeof(*lines),
 			   offsetof(struct jitdump_line, addr)))

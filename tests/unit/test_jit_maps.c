@@ -491,6 +491,53 @@ static void jitdump_bad_files(void)
 	}
 }
 
+/* V8's writer (node 20): debug entries 0x40 past the pc, and script names
+ * written from a freed buffer whose first 16 bytes are the allocator's
+ * (NULs among them); the code's name, which carries the script, repairs
+ * them. Not V8's code keeps its entries as written. */
+static void jitdump_v8_quirks(void)
+{
+	static const char script[] = "/srv/0123456789/app/main.js";
+	char damaged[sizeof(script)];
+	struct jd_writer w;
+	struct jitdump *jd = NULL;
+	size_t at;
+
+	memcpy(damaged, script, sizeof(script));
+	memcpy(damaged, "\x19\x86\x01\0\0\0\0\0\x34\x3c\xac\0\x11\x9d\x96\xf6", 16);
+	memset(&w, 0, sizeof(w));
+	put_header(&w, 1);
+	at = rec_begin(&w, JIT_CODE_DEBUG_INFO);
+	put64(&w, 0x1000);
+	put64(&w, 2);
+	for (int i = 0; i < 2; i++) {
+		put64(&w, 0x1000 + 0x40 + (uint64_t)i * 0x10);
+		put32(&w, 7 + (uint32_t)i);
+		put32(&w, 0);
+		put(&w, damaged, sizeof(damaged));
+	}
+	rec_end(&w, at);
+	put_load(&w, 0x1000, 0x40, 1, "JS:*main /srv/0123456789/app/main.js:5:1");
+	put_debug(&w, 0x2000, (const struct jd_entry[]){ { 0x2040, 3, "/x.c" } }, 1);
+	put_load(&w, 0x2000, 0x80, 2, "not_v8");
+	CHECK(jitdump__from_bytes(w.buf, w.len, NULL, &jd) == 0);
+	if (!jd)
+		return;
+	{
+		const struct jitdump_line *l;
+		const struct jitdump_code *c = jitdump__lookup(jd, 0x1004, &l);
+
+		CHECK(c && l && l->line == 7 && same(l->file, script));
+		c = jitdump__lookup(jd, 0x1012, &l);
+		CHECK(c && l && l->line == 8 && same(l->file, script));
+		c = jitdump__lookup(jd, 0x2030, &l);
+		CHECK(c && !l);
+		c = jitdump__lookup(jd, 0x2044, &l);
+		CHECK(c && l && l->line == 3 && same(l->file, "/x.c"));
+	}
+	jitdump__free(jd);
+}
+
 static void write_bytes(const char *path, const void *b, size_t n, int append_)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | (append_ ? O_APPEND : O_TRUNC),
@@ -554,4 +601,4 @@ static void jitdump_grows_and_live(void)
 TEST_MAIN("jit_maps", TEST(perf_map_lines), TEST(perf_map_later_wins),
 	  TEST(perf_map_grows), TEST(perf_map_100k_lines),
 	  TEST(ns_pid_and_live_map), TEST(jitdump_records),
-	  TEST(jitdump_bad_files), TEST(jitdump_grows_and_live))
+	  TEST(jitdump_bad_files), TEST(jitdump_v8_quirks), TEST(jitdump_grows_and_live))
