@@ -13,9 +13,10 @@ function record(tag, stack) {
 	fs.writeSync(1, tag + ' ' + JSON.stringify(stack) + '\n');
 }
 
+// The stack is recorded on the line that blocks: the leaf's line is the
+// same in both views.
 function main_leaf(sab) {
-	record('main', new Error().stack);
-	Atomics.wait(new Int32Array(sab), 0, 0);
+	record('main', new Error().stack); Atomics.wait(new Int32Array(sab), 0, 0);
 }
 function main_gamma(sab) {
 	main_leaf(sab);
@@ -28,8 +29,7 @@ function main_alpha(sab) {
 }
 
 function worker_leaf(sab) {
-	record('worker', new Error().stack);
-	Atomics.wait(new Int32Array(sab), 0, 0);
+	record('worker', new Error().stack); Atomics.wait(new Int32Array(sab), 0, 0);
 }
 function worker_beta(sab) {
 	worker_leaf(sab);
