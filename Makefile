@@ -71,6 +71,9 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
 HELP_SRCS := $(sort $(wildcard tools/stacksnap/help/*.txt))
 HELP_SRCS += $(wildcard tools/stacksnap/help/*.inc)
 CLI_OBJS += $(O)/obj/gen/help_text.o
+# The CLI uses only the public API: its sources are compiled without src/
+# on the include path, so the compiler holds it to include/.
+$(CLI_OBJS): ALL_CFLAGS = $(filter-out -Isrc -I$(O)/bpf,$(BASE_CFLAGS)) $(CFLAGS) $(PKG_CFLAGS)
 MANDIR ?= $(PREFIX)/share/man
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/%)
@@ -83,7 +86,7 @@ FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 BENCH_SRCS := $(sort $(wildcard bench/bench_*.c))
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(O)/bench/%)
 
-.PHONY: all lib cli check unit unit-san integration demo fuzz fuzz-check bench install clean deps
+.PHONY: all lib cli check layers unit unit-san integration demo fuzz fuzz-check bench install clean deps
 
 all: lib cli $(O)/stacksnap.pc $(O)/stacksnap.1
 lib: $(O)/libstacksnap.a $(O)/libstacksnap.so
@@ -174,8 +177,14 @@ $(O)/tests-san/%: tests/tools/%.c $(O)/libstacksnap-san.a
 
 # Every test program prints a closing `N passed, N failed` line;
 # tests/run-all sums them into the closing line of `make check`.
-check: all $(UNIT_BINS) $(UNIT_SAN_BINS) $(TOOL_BINS) $(TOOL_SAN_BINS) fuzz-bins
+check: layers all $(UNIT_BINS) $(UNIT_SAN_BINS) $(TOOL_BINS) $(TOOL_SAN_BINS) fuzz-bins
 	@O=$(O) tests/run-all
+
+# Every include of src/ and tools/ against the folder order written in
+# docs/ARCHITECTURE.md ("Folders and their direction"): prints any that
+# climbs, and fails.
+layers:
+	@python3 scripts/layers.py
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
@@ -246,9 +255,9 @@ clean:
 # The generated pprof encoder (see GEN_SRCS above). Every library build
 # (plain, PIC, sanitized, fuzz) compiles it like a source of src/; the
 # writer's objects wait for the generated header.
-$(GEN_DIR)/profile.pb-c.c $(GEN_DIR)/profile.pb-c.h: src/format/profile.proto $(DEPS_STAMP)
+$(GEN_DIR)/profile.pb-c.c $(GEN_DIR)/profile.pb-c.h: src/profile/profile.proto $(DEPS_STAMP)
 	@mkdir -p $(GEN_DIR)
-	protoc-c --proto_path=src/format --c_out=$(GEN_DIR) src/format/profile.proto
+	protoc-c --proto_path=src/profile --c_out=$(GEN_DIR) src/profile/profile.proto
 $(O)/obj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -261,8 +270,8 @@ $(O)/san/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 $(O)/fuzzobj/gen/profile.pb-c.o: $(GEN_DIR)/profile.pb-c.c
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
-$(O)/obj/src/format/pprof.o $(O)/pic/src/format/pprof.o $(O)/san/src/format/pprof.o \
-$(O)/fuzzobj/src/format/pprof.o: $(GEN_DIR)/profile.pb-c.h
+$(O)/obj/src/profile/pprof.o $(O)/pic/src/profile/pprof.o $(O)/san/src/profile/pprof.o \
+$(O)/fuzzobj/src/profile/pprof.o: $(GEN_DIR)/profile.pb-c.h
 
 # One source for --help and stacksnap(1): the help texts (see HELP_SRCS).
 $(GEN_DIR)/help_text.c $(O)/stacksnap.1: $(HELP_SRCS) scripts/gen-help.py

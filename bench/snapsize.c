@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/snapshot_file.h"
+#include "save/snapfile_writer.h"
+#include "save/stack_words.h"
 #include "stacksnap.h"
 
 #define MAX_FRAMES 1024
@@ -52,7 +53,15 @@ static size_t measure(struct stacksnap_addrspace *as, struct stacksnap_unwinder 
 	size_t bad, n;
 	int nf;
 
-	snapfile__encode_stack(as, th, enc, uw, scratch, MAX_FRAMES, &b);
+	struct stack_words sw = { .enc = enc, .uw = uw, .frames = scratch,
+				  .max_frames = MAX_FRAMES };
+	uint64_t *keep = NULL;
+
+	if (!stack_words__choose(&sw, as, th, &keep))
+		snapfile__put_stack(&b, th, keep);
+	else
+		b.failed = true;
+	free(keep);
 	n = b.n;
 	cursor_init(&c, b.p, b.n);
 	*ok = dec && !b.failed &&

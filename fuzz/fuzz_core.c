@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/saved.h"
+#include "saved/readers.h"
 #include "stacksnap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ctx = fuzz_ctx();
 	if (!ctx)
 		return 0;
-	s = core__open_mem(ctx, data, size);
+	s = core_reader__open_mem(ctx, data, size);
 	mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	if (s && mem && stacksnap_saved__memory(s))
 		stacksnap_mem__set_fallback(mem, stacksnap_saved__memory(s));

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "elf/elf_image.h"
-#include "format/snapshot_file.h"
+#include "snapfile/snapshot_file.h"
 #include "stacksnap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/sym_cache.h"
+#include "symbolize/sym_cache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -26,7 +26,7 @@ ORDER = [
     ["ktable"],
     ["bpf"],
     ["capture"],
-    ["save", "saved", "perfdata"],
+    ["save", "saved", "perfdata", "ctf"],
     ["profile"],
     ["trace"],
     ["inproc", "walker"],

@@ -11,8 +11,9 @@
 
 #include "base/clock.h"
 #include "base/opts.h"
-#include "format/table_cache.h"
 #include "symbolize/symbolize.h"
+#include "table/table_cache.h"
+#include "table/table_open.h"
 #include "table/unwind_table.h"
 
 static bool same_build_id(const struct elf_image *img, const uint8_t *id,
@@ -313,91 +314,83 @@ static void sigreturn_complete(struct module *m)
 	find_sigreturn(m);
 }
 
-/* Keeps a whole table on disk for the next run (once per module). */
+/* A cache file's trampolines are read into the module's array. */
+_Static_assert(MODULE_MAX_SIGRETURN >= TABLE_CACHE_MAX_SIGRETURN,
+	       "the module keeps every trampoline a table cache file holds");
+
+/* table_source's scan_sigreturn: the whole code scanned. */
+static void scan_sigreturn_of(void *m)
+{
+	find_sigreturn(m);
+}
+
+/* What the module's table is made from: the image's CFI sections, its
+ * search table, build-id and trampolines, and the context's cache. */
+static void table_source_of(struct stacksnap_ctx *ctx, struct module *m,
+			    struct table_source *src)
+{
+	const struct elf_image *img = m->img;
+
+	*src = (struct table_source){
+		.name = m->name,
+		.eh_frame_hdr = img->eh_frame_hdr.data,
+		.eh_frame_hdr_size = img->eh_frame_hdr.size,
+		.eh_frame_hdr_vaddr = img->eh_frame_hdr.vaddr,
+		.build_id = img->build_id,
+		.build_id_len = img->build_id_len,
+		.cache_dir = ctx->cache_dir,
+		.lazy_min_cfi = ctx->lazy_min_cfi,
+		.log = &ctx->log,
+		.sigreturn = m->sigreturn,
+		.nsigreturn = &m->nsigreturn,
+		.scan_sigreturn = scan_sigreturn_of,
+		.user = m,
+	};
+	if (img->eh_frame.size)
+		src->inputs[src->ninputs++] = (struct cfi_input){
+			img->eh_frame.data, img->eh_frame.size,
+			img->eh_frame.vaddr, 1 };
+	if (img->debug_frame.size)
+		src->inputs[src->ninputs++] = (struct cfi_input){
+			img->debug_frame.data, img->debug_frame.size,
+			img->debug_frame.vaddr, 0 };
+}
+
+/* Keeps a whole table on disk for the next run (once per module), with
+ * every trampoline of the module. */
 static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 {
-	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
-				       m->table->inputs, m->table->ninputs };
+	struct table_source src;
 
-	/* A table from a file that failed a check was compiled here: the
-	 * file is rewritten. */
-	if (!ctx->cache_dir || !key.build_id_len ||
-	    (m->table_on_disk && !unwind_table__needs_rewrite(m->table)) ||
-	    unwind_table__is_lazy(m->table) || m->table->unchecked)
+	table_source_of(ctx, m, &src);
+	if (!unwind_table__store_due(&src, m->table, m->table_on_disk))
 		return;
-	m->table_on_disk = true;
-	m->table->rewrite = false;
 	sigreturn_complete(m);
-	if (table_cache__store(ctx->cache_dir, &key, m->table, m->sigreturn,
-			       m->nsigreturn, &ctx->log) == 0) {
-		ctx->stats.tables_stored++;
-		log_info(&ctx->log, "%s: unwind table written to the table cache",
-			 m->name);
-	}
+	unwind_table__store(&src, m->table, &m->table_on_disk, &ctx->stats);
 }
 
 const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      struct module *m)
 {
-	struct cfi_input in[3];
-	size_t n = 0;
+	struct table_source src;
 
 	if (m->table_tried)
 		return m->table;
 	m->table_tried = true;
 	uint64_t t0 = clock_monotonic_ns();
-	if (m->img->eh_frame.size)
-		in[n++] = (struct cfi_input){ m->img->eh_frame.data,
-					      m->img->eh_frame.size,
-					      m->img->eh_frame.vaddr, 1 };
-	if (m->img->debug_frame.size)
-		in[n++] = (struct cfi_input){ m->img->debug_frame.data,
-					      m->img->debug_frame.size,
-					      m->img->debug_frame.vaddr, 0 };
-	struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
-				       in, n };
-	if (n && ctx->cache_dir && key.build_id_len &&
-	    table_cache__load(ctx->cache_dir, &key, &ctx->log, m->sigreturn,
-			      &m->nsigreturn, &m->table) == 0) {
-		m->table_on_disk = true;
+	table_source_of(ctx, m, &src);
+	switch (unwind_table__open(&src, &ctx->stats, &m->table,
+				   &m->table_on_disk)) {
+	case TABLE_ORIGIN_CACHE:
 		m->sig_check = m->nsigreturn > 0;
-		ctx->stats.tables_cached++;
-		log_info(&ctx->log, "%s: unwind table from the table cache", m->name);
-		ctx->stats.table_ns += clock_monotonic_ns() - t0;
-		return m->table;
-	}
-	m->nsigreturn = 0;
-	if (!n) {
-		find_sigreturn(m);
-		log_info(&ctx->log, "%s: no CFI in the image itself", m->name);
-		ctx->stats.table_ns += clock_monotonic_ns() - t0;
-		return NULL;
-	}
-	/* One CFI section: lazy, through .eh_frame_hdr's search table or,
-	 * without one (.debug_frame), an FDE index made in one pass. */
-	if (n == 1 && in[0].size >= ctx->lazy_min_cfi &&
-	    ((in[0].is_eh_frame && m->img->eh_frame_hdr.size &&
-	      unwind_table__open_lazy(&in[0], m->img->eh_frame_hdr.data,
-				      m->img->eh_frame_hdr.size,
-				      m->img->eh_frame_hdr.vaddr, &ctx->log,
-				      &m->table) == 0) ||
-	     (!m->table &&
-	      unwind_table__open_lazy_index(&in[0], &ctx->log, &m->table) == 0))) {
+		break;
+	case TABLE_ORIGIN_LAZY:
 		lazy_sigreturn(m);
-		ctx->stats.tables_lazy++;
-		log_info(&ctx->log, "%s: lazy unwind table (%zu bytes of %s)",
-			 m->name, in[0].size,
-			 in[0].is_eh_frame ? ".eh_frame" : ".debug_frame");
-		ctx->stats.table_ns += clock_monotonic_ns() - t0;
-		return m->table;
+		break;
+	case TABLE_ORIGIN_NONE:
+	case TABLE_ORIGIN_WHOLE:
+		break; /* the code was scanned for trampolines */
 	}
-	find_sigreturn(m);
-	if (unwind_table__compile(in, n, &ctx->log, &m->table))
-		m->table = NULL;
-	else
-		ctx->stats.tables_whole++;
-	if (m->table)
-		store_table(ctx, m);
 	ctx->stats.table_ns += clock_monotonic_ns() - t0;
 	return m->table;
 }

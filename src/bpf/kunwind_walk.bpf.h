@@ -10,7 +10,7 @@
 #ifndef SS_BPF_KUNWIND_WALK_BPF_H
 #define SS_BPF_KUNWIND_WALK_BPF_H
 
-#include "bpf/kunwind.h"
+#include "ktable/kunwind_layout.h"
 
 /* Measurement variants (bench): 4 walks without the row cache, 5 without
  * the stack window. A program may define it to a rodata knob. */

@@ -1,5 +1,5 @@
 /* trace_record.h - the records the trace BPF programs put in their ring
- * buffer for the user-side loader (trace.c), and the layout of the maps
+ * buffer for the user side (src/trace/), and the layout of the maps
  * they share; included by both sides (types from vmlinux.h or linux/types.h). */
 #ifndef SS_BPF_TRACE_RECORD_H
 #define SS_BPF_TRACE_RECORD_H
@@ -36,7 +36,7 @@ enum trace_stat {
 /* One ring buffer record. Invariant: the record is sizeof(struct
  * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes:
  * the stack bytes follow the header, then the raw tracepoint record, then
- * the in-kernel walk's pcs (src/bpf/kunwind.h: KU_PC_EXACT marks exact
+ * the in-kernel walk's pcs (src/ktable/kunwind_layout.h: KU_PC_EXACT marks exact
  * pcs), then, when kflags has TRACE_KEND_STATE (both mode), a struct
  * ku_end_state: where the walk stopped, for user space to go on from
  * there over the copy (the hybrid). For FORK/EXEC/EXIT

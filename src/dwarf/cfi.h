@@ -8,7 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "table/unwind_table.h" /* struct cfi_input */
+/* CFI bytes: .eh_frame or .debug_frame of an image. */
+struct cfi_input {
+	const uint8_t *data; /* section bytes; must outlive every user
+				(a table compiled from them) */
+	size_t size;
+	uint64_t vaddr;	     /* sh_addr of the section (for pc-relative) */
+	int is_eh_frame;     /* 1: .eh_frame format, 0: .debug_frame */
+};
 
 /* Rules are kept for the x86_64 registers 0..16 (rax..r15, return address
  * column); rules for any higher register (vector registers) are parsed

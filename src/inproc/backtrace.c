@@ -16,7 +16,7 @@
 #include "inproc/inproc.h"
 #include "stacksnap.h"
 #include "table/unwind_table.h"
-#include "unwind/ucontext_regs.h"
+#include "base/ucontext_regs.h"
 
 #define MAX_SIGNAL_FRAMES 64	/* nested signal frames crossed in one walk */
 #define WALK_MODULES 4		/* modules remembered during one walk */

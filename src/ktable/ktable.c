@@ -16,7 +16,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "bpf/kunwind.h"
+#include "ktable/kunwind_layout.h"
 #include "ktable/ktable.h"
 #include "table/unwind_table.h"
 

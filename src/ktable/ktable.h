@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "addrspace/addrspace.h"
-#include "bpf/kunwind.h"
+#include "ktable/kunwind_layout.h"
 
 struct bpf_object;
 struct ktable;

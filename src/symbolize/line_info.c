@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/vec.h"
-#include "format/sym_cache.h"
+#include "symbolize/sym_cache.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/sym_internal.h"
 

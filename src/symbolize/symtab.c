@@ -15,7 +15,7 @@
 #include "base/checksum.h"
 #include "base/radix_sort.h"
 #include "base/vec.h"
-#include "format/sym_cache.h"
+#include "symbolize/sym_cache.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/sym_internal.h"
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/log.h"
+#include "dwarf/cfi.h" /* struct cfi_input */
 #include "stacksnap.h"
 
 /* How to find the canonical frame address (the caller's rsp). For every
@@ -61,14 +62,6 @@ static inline uint32_t unwind_row__fde_index(const struct unwind_row *r)
 {
 	return (uint32_t)(uint16_t)r->rbp_off | (uint32_t)(uint16_t)r->rbx_off << 16;
 }
-
-/* CFI bytes to compile: .eh_frame or .debug_frame of an image. */
-struct cfi_input {
-	const uint8_t *data; /* section bytes; must outlive the table */
-	size_t size;
-	uint64_t vaddr;	     /* sh_addr of the section (for pc-relative) */
-	int is_eh_frame;     /* 1: .eh_frame format, 0: .debug_frame */
-};
 
 struct unwind_table;
 

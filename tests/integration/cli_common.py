@@ -27,16 +27,41 @@ OUT = os.path.join(BUILD, 'targets', 'cli')
 BUILT_STACKSNAP = os.path.join(BUILD, 'stacksnap')
 
 
+def shared_dir(prefix):
+    """A fresh directory under /tmp that every user may enter and read
+    (0755), removed at exit. The build tree may sit in a private home
+    directory (0700, as Debian creates them), so what a test runs as
+    another user (setpriv) is staged here, not run from the tree."""
+    d = tempfile.mkdtemp(prefix=prefix, dir='/tmp')
+    os.chmod(d, 0o755)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def stage(paths, d=None):
+    """Copies files (binaries, libraries) into d (by default a fresh
+    shared_dir), each readable and executable by everyone; returns their
+    copies' paths in the same order (same base names: a target's comm
+    stays the same)."""
+    d = d or shared_dir('cli-stage-')
+    out = []
+    for path in paths:
+        dst = os.path.join(d, os.path.basename(path))
+        shutil.copy2(path, dst)
+        os.chmod(dst, 0o755)
+        out.append(dst)
+    return out
+
+
 def _private_stacksnap():
     """A private copy of the CLI: a rebuild in the same tree while the tests
-    run (make relinks in place) must not swap or hide it mid-run."""
-    d = tempfile.mkdtemp(prefix='cli-tests-')
-    atexit.register(shutil.rmtree, d, True)
+    run (make relinks in place) must not swap or hide it mid-run. It sits
+    in a shared_dir: some tests run it as user nobody."""
+    d = shared_dir('cli-tests-')
     dst = os.path.join(d, 'stacksnap')
     for _ in range(50):
         try:
             shutil.copy2(BUILT_STACKSNAP, dst)
-            os.chmod(d, 0o755)
             return dst
         except OSError:
             time.sleep(0.1)
@@ -172,6 +197,27 @@ def thread_states(pid):
 def stopped_threads(pid):
     """Threads in a ptrace or group stop ('t', 'T')."""
     return sorted(t for t, s in thread_states(pid).items() if s in 'tT')
+
+
+def wait_for(cond, timeout=2.0):
+    """Polls cond() until it is true or timeout seconds pass; returns its
+    last value. A state the kernel reaches a moment after its cause (a
+    tracee leaving its stop once the tracer detached or died, a thread
+    entering a wait) is waited for, not sampled once: a sample races it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(0.01)
+
+
+def left_stopped(pid, timeout=2.0):
+    """The threads of pid still in a ptrace or group stop after waiting up
+    to timeout seconds for none to be: a thread let go leaves its stop a
+    moment later, one left stopped stays stopped."""
+    wait_for(lambda: not stopped_threads(pid), timeout)
+    return stopped_threads(pid)
 
 
 def stacksnap(args, timeout=60):

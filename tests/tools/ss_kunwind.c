@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "addrspace/module.h"
-#include "ktable/kunwind_session.h"
+#include "bpf/kunwind_session.h"
 #include "stacksnap.h"
 
 static volatile sig_atomic_t stop;

@@ -12,7 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "format/perf_data.h"
+#include "perfdata/perf_data.h"
 #include "harness.h"
 #include "stacksnap.h"
 

@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "elf/elf_image.h"
-#include "format/compact_stack.h"
-#include "format/snapshot_file.h"
+#include "snapfile/compact_stack.h"
+#include "save/snapfile_writer.h"
+#include "snapfile/snapshot_file.h"
 #include "harness.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/stacks.h"
+#include "profile/stacks.h"
 #include "harness.h"
 #include "stacksnap.h"
 

@@ -18,7 +18,7 @@
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
 #include "base/cache_file.h"
-#include "format/sym_cache.h"
+#include "symbolize/sym_cache.h"
 #include "cache_race.h"
 #include "harness.h"
 #include "stacksnap.h"

@@ -29,6 +29,7 @@
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "sample_frames.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
 
@@ -116,6 +117,13 @@ struct profiler {
 	struct pidset known;
 	uint64_t *rec;		/* an aligned copy of a record that wraps */
 	uint64_t samples, lost, records;
+	/* `-- CMD`: the command, held until go_fd is written (-1 before it
+	 * starts and once it runs); child is -1 once reaped. */
+	pid_t child;
+	int go_fd, child_status;
+	FILE *out;		/* the profile's output; NULL once closed */
+	struct pollfd *pfds;	/* one per ring */
+	struct timespec cpu0;	/* our CPU time at the start, for --stats */
 };
 
 
@@ -500,154 +508,162 @@ static pid_t spawn_cmd(char **cmd, int *go_fd)
 	return pid;
 }
 
-int profile_main(int argc, char **argv)
+/* The context, the process set, the unwinder, the stacks aggregate and
+ * the buffers the samples are read into. Returns 0 or the exit code. */
+static int profile_init(struct profiler *p)
 {
-	struct profiler p = { 0 };
-	struct pollfd *pfds = NULL;
-	FILE *out = stdout;
-	pid_t child = -1;
-	int go_fd = -1, rc, err = 0, child_status = 0;
-	double t0, last_progress = 0;
-	bool tty = isatty(STDERR_FILENO);
-	struct timespec c0;
-
-	rc = parse(&p.o, argc, argv);
-	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	cli_verbose = p.o.verbose;
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
 		       .cache_dir = default_cache_dir());
-	p.ctx = stacksnap_ctx__new(&copts);
-	p.procs = p.ctx ? stacksnap_procs__new(p.ctx, NULL) : NULL;
-	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = p.o.max_stack);
-	p.uw = stacksnap_unwinder__new(&uopts);
+	p->ctx = stacksnap_ctx__new(&copts);
+	p->procs = p->ctx ? stacksnap_procs__new(p->ctx, NULL) : NULL;
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = p->o.max_stack);
+	p->uw = stacksnap_unwinder__new(&uopts);
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts,
-		       .period_ns = 1000000000ull / p.o.freq,
+		       .period_ns = 1000000000ull / p->o.freq,
 		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
-	p.stacks = stacksnap_stacks__new(&sopts);
-	p.maxfr = p.o.max_stack + 256;
-	p.fr = calloc(p.maxfr, sizeof(*p.fr));
-	p.rec = malloc(65536);
-	if (!p.procs || !p.uw || !p.stacks || !p.fr || !p.rec ||
-	    sample_frames_init(&p.sf, p.procs, p.uw, p.o.max_stack,
-			       p.o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0, false)) {
+	p->stacks = stacksnap_stacks__new(&sopts);
+	p->maxfr = p->o.max_stack + 256;
+	p->fr = calloc(p->maxfr, sizeof(*p->fr));
+	p->rec = malloc(65536);
+	if (!p->procs || !p->uw || !p->stacks || !p->fr || !p->rec ||
+	    sample_frames_init(&p->sf, p->procs, p->uw, p->o.max_stack,
+			       p->o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0, false)) {
 		fprintf(stderr, "stacksnap: out of memory\n");
-		rc = EXIT_ERROR;
-		goto out;
+		return EXIT_ERROR;
 	}
-	if (p.o.off_cpu) {
-		if (p.o.pid && kill(p.o.pid, 0) && errno == ESRCH) {
-			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p.o.pid);
-			rc = EXIT_NO_PROCESS;
-			goto out;
-		}
-		struct offcpu_args oa = {
-			.ctx = p.ctx, .pid = p.o.pid, .cmd = p.o.cmd, .spawn = spawn_cmd,
-			.go_fd = &go_fd, .duration = p.o.duration,
-			.stack_size = p.o.stack_size, .max_stack = p.o.max_stack,
-			.no_demangle = p.o.no_demangle, .stats = p.o.stats, .out = &p.o.out,
-		};
-		rc = profile_offcpu_run(&oa);
-		goto out;
+	return 0;
+}
+
+/* --off-cpu: the whole profile is profile_offcpu.c's. */
+static int profile_off_cpu(struct profiler *p)
+{
+	if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
+		return EXIT_NO_PROCESS;
 	}
-	if (!(out = profile_out_open(&p.o.out, "stacksnap profile"))) {
-		rc = EXIT_ERROR;
-		goto out;
-	}
-	if (p.o.cmd) {
-		child = spawn_cmd(p.o.cmd, &go_fd);
-		if (child < 0) {
+	struct offcpu_args oa = {
+		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .spawn = spawn_cmd,
+		.go_fd = &p->go_fd, .duration = p->o.duration,
+		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,
+		.no_demangle = p->o.no_demangle, .stats = p->o.stats, .out = &p->o.out,
+	};
+	return profile_offcpu_run(&oa);
+}
+
+/* The sampling events of what is profiled: the command (started held),
+ * the process, or every CPU; then one pollfd a ring. Returns 0 or the
+ * exit code after saying why. */
+static int profile_open_target(struct profiler *p)
+{
+	int err;
+
+	if (p->o.cmd) {
+		p->child = spawn_cmd(p->o.cmd, &p->go_fd);
+		if (p->child < 0) {
 			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
-				p.o.cmd[0], strerror(errno));
-			rc = EXIT_ERROR;
-			goto out;
+				p->o.cmd[0], strerror(errno));
+			return EXIT_ERROR;
 		}
-		err = open_cpus(&p, child, true);
+		err = open_cpus(p, p->child, true);
 		if (!err)
-			err = pidset_add(&p.known, child);
-	} else if (p.o.pid) {
-		if (kill(p.o.pid, 0) && errno == ESRCH) {
-			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p.o.pid);
-			rc = EXIT_NO_PROCESS;
-			goto out;
+			err = pidset_add(&p->known, p->child);
+	} else if (p->o.pid) {
+		if (kill(p->o.pid, 0) && errno == ESRCH) {
+			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
+			return EXIT_NO_PROCESS;
 		}
-		err = stacksnap_procs__attach_pid(p.procs, p.o.pid);
+		err = stacksnap_procs__attach_pid(p->procs, p->o.pid);
 		if (!err)
-			err = pidset_add(&p.known, p.o.pid);
+			err = pidset_add(&p->known, p->o.pid);
 		if (!err)
-			err = open_pid(&p, p.o.pid);
+			err = open_pid(p, p->o.pid);
 	} else {
-		err = open_cpus(&p, -1, false);
+		err = open_cpus(p, -1, false);
 	}
 	if (err) {
-		const char *what = p.o.all_cpus ? "every CPU" : NULL;
+		const char *what = p->o.all_cpus ? "every CPU" : NULL;
 		char who[32];
 
-		snprintf(who, sizeof(who), "pid %d", (int)(p.o.pid ? p.o.pid : child));
+		snprintf(who, sizeof(who), "pid %d", (int)(p->o.pid ? p->o.pid : p->child));
 		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s\n",
 			what ? what : who, strerror(-err),
 			err == -EACCES || err == -EPERM
 				? " (run as root, or lower kernel.perf_event_paranoid)" : "");
-		rc = exit_for(err);
-		goto out;
+		return exit_for(err);
 	}
-	pfds = calloc(p.nrings, sizeof(*pfds));
-	if (!pfds) {
-		rc = EXIT_ERROR;
-		goto out;
-	}
-	for (size_t i = 0; i < p.nrings; i++)
-		pfds[i] = (struct pollfd){ .fd = p.rings[i].fd, .events = POLLIN };
+	p->pfds = calloc(p->nrings, sizeof(*p->pfds));
+	if (!p->pfds)
+		return EXIT_ERROR;
+	for (size_t i = 0; i < p->nrings; i++)
+		p->pfds[i] = (struct pollfd){ .fd = p->rings[i].fd, .events = POLLIN };
+	return 0;
+}
+
+/* Lets the command run, then reads the rings until a stop signal,
+ * --duration, or the end of the command or the process; a terminal sees
+ * the progress once a second. Returns EXIT_OK or EXIT_ERROR. */
+static int profile_loop(struct profiler *p)
+{
+	bool tty = isatty(STDERR_FILENO);
+	double t0, last_progress = 0;
+	int rc = EXIT_OK, err = 0;
+
 	stop_signal_catch();
-	if (go_fd >= 0) {
-		(void)!write(go_fd, "g", 1);
-		close(go_fd);
-		go_fd = -1;
+	if (p->go_fd >= 0) {
+		(void)!write(p->go_fd, "g", 1);
+		close(p->go_fd);
+		p->go_fd = -1;
 	}
-	t0 = clock_monotonic_ns() / 1e9;
-	rc = EXIT_OK;
+	t0 = monotonic_ns() / 1e9;
 	for (;;) {
 		bool ended = stop_signal ||
-			     (p.o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= p.o.duration);
+			     (p->o.duration > 0 && monotonic_ns() / 1e9 - t0 >= p->o.duration);
 
-		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
-			child = -1;
+		if (p->child > 0 && waitpid(p->child, &p->child_status, WNOHANG) == p->child) {
+			p->child = -1;
 			ended = true;
 		}
-		if (p.o.pid && kill(p.o.pid, 0) && errno == ESRCH)
+		if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH)
 			ended = true;
-		if (poll(pfds, p.nrings, ended ? 0 : 100) < 0 && errno != EINTR)
+		if (poll(p->pfds, p->nrings, ended ? 0 : 100) < 0 && errno != EINTR)
 			break;
-		for (size_t i = 0; i < p.nrings && !err; i++)
-			err = drain(&p, &p.rings[i]);
+		for (size_t i = 0; i < p->nrings && !err; i++)
+			err = drain(p, &p->rings[i]);
 		if (err) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			rc = EXIT_ERROR;
 			break;
 		}
-		if (tty && clock_monotonic_ns() / 1e9 - last_progress >= 1) {
-			last_progress = clock_monotonic_ns() / 1e9;
+		if (tty && monotonic_ns() / 1e9 - last_progress >= 1) {
+			last_progress = monotonic_ns() / 1e9;
 			fprintf(stderr, "\rprofiling: %.0f s, %" PRIu64 " samples, %zu stacks ",
-				last_progress - t0, p.samples, stacksnap_stacks__distinct(p.stacks));
+				last_progress - t0, p->samples, stacksnap_stacks__distinct(p->stacks));
 		}
 		if (ended)
 			break;
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	if (child > 0) { /* --duration ended the profile before CMD ended */
-		kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-		child = -1;
+	return rc;
+}
+
+/* Ends a command still running, writes the profile (when the sampling
+ * went well) and says on stderr what --stats and lost samples tell.
+ * Returns rc or the profile writer's exit code. */
+static int profile_report(struct profiler *p, int rc)
+{
+	if (p->child > 0) { /* --duration ended the profile before CMD ended */
+		kill(p->child, SIGTERM);
+		waitpid(p->child, &p->child_status, 0);
+		p->child = -1;
 	}
 	if (rc == EXIT_OK) {
-		rc = profile_out_write(&p.o.out, "stacksnap profile", out, p.stacks,
-				       p.o.cmd ? p.o.cmd[0] : "stacksnap profile");
-		out = NULL; /* closed */
+		rc = profile_out_write(&p->o.out, "stacksnap profile", p->out, p->stacks,
+				       p->o.cmd ? p->o.cmd[0] : "stacksnap profile");
+		p->out = NULL; /* closed */
 	}
-	if (p.o.stats) {
+	if (p->o.stats) {
 		struct timespec c1;
 		struct rusage ru;
 
@@ -655,30 +671,56 @@ int profile_main(int argc, char **argv)
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr, "profile: %" PRIu64 " samples, %" PRIu64 " lost, %zu distinct "
 			"stacks, %" PRIu64 " truncated walks, %.3f s CPU, max RSS %ld KiB\n",
-			p.samples, p.lost, stacksnap_stacks__distinct(p.stacks), p.sf.truncated,
-			(double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / 1e9,
+			p->samples, p->lost, stacksnap_stacks__distinct(p->stacks), p->sf.truncated,
+			(double)(c1.tv_sec - p->cpu0.tv_sec) + (c1.tv_nsec - p->cpu0.tv_nsec) / 1e9,
 			ru.ru_maxrss);
 	}
-	if (p.lost)
+	if (p->lost)
 		fprintf(stderr, "stacksnap profile: the kernel dropped %" PRIu64 " samples "
-			"(lower -F or --stack-size)\n", p.lost);
-out:
-	if (go_fd >= 0)
-		close(go_fd); /* the child reads EOF and exits 127 */
-	if (child > 0)
-		waitpid(child, &child_status, 0);
-	close_rings(&p);
-	free(pfds);
-	if (out && out != stdout)
-		fclose(out);
-	free(p.fr);
-	free(p.rec);
-	free(p.known.v);
-	sample_frames_fini(&p.sf);
-	stacksnap_stacks__free(p.stacks);
-	stacksnap_perf_data__free(p.dec);
-	stacksnap_unwinder__free(p.uw);
-	stacksnap_procs__free(p.procs);
-	stacksnap_ctx__free(p.ctx);
+			"(lower -F or --stack-size)\n", p->lost);
 	return rc;
+}
+
+/* Lets a held command exit, reaps it, and frees the profiler. */
+static int profile_free(struct profiler *p, int rc)
+{
+	if (p->go_fd >= 0)
+		close(p->go_fd); /* the child reads EOF and exits 127 */
+	if (p->child > 0)
+		waitpid(p->child, &p->child_status, 0);
+	close_rings(p);
+	free(p->pfds);
+	if (p->out && p->out != stdout)
+		fclose(p->out);
+	free(p->fr);
+	free(p->rec);
+	free(p->known.v);
+	sample_frames_fini(&p->sf);
+	stacksnap_stacks__free(p->stacks);
+	stacksnap_perf_data__free(p->dec);
+	stacksnap_unwinder__free(p->uw);
+	stacksnap_procs__free(p->procs);
+	stacksnap_ctx__free(p->ctx);
+	return rc;
+}
+
+int profile_main(int argc, char **argv)
+{
+	struct profiler p = { .child = -1, .go_fd = -1, .out = stdout };
+	int rc;
+
+	rc = parse(&p.o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p.cpu0);
+	cli_verbose = p.o.verbose;
+	if ((rc = profile_init(&p)))
+		return profile_free(&p, rc);
+	if (p.o.off_cpu)
+		return profile_free(&p, profile_off_cpu(&p));
+	if (!(p.out = profile_out_open(&p.o.out, "stacksnap profile")))
+		return profile_free(&p, EXIT_ERROR);
+	if ((rc = profile_open_target(&p)))
+		return profile_free(&p, rc);
+	return profile_free(&p, profile_report(&p, profile_loop(&p)));
 }

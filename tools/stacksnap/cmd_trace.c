@@ -21,6 +21,7 @@
 #include "profile_out.h"
 #include "help.h"
 #include "stacksnap.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
 
@@ -44,170 +45,147 @@ struct trace_options {
 	struct options print;		/* what the shared printers read */
 };
 
-/* State of one run: the printer (output, counters of --count/--folded)
- * and the events file of --save. */
+/* State of one run: the printer (output, counters of --count/--folded),
+ * the events file of --save and the command of `-- CMD`. child is -1 and
+ * go, cerr -1 until the command is started; go is closed (-1) once it is
+ * let run. */
 struct tracer {
 	struct trace_options *o;
+	struct stacksnap_ctx *ctx;
 	struct stacksnap_trace *tr;
 	struct trace_printer p;
 	struct stacksnap_trace_writer *save;
 	int error;
+	pid_t child;
+	int go, cerr;		/* the held command's pipes: go, exec error */
+	int child_status;
+	bool child_done;	/* reaped by the event loop */
 };
 
 
 
-static int parse(struct trace_options *o, int argc, char **argv)
+/* The long options that have no short letter. */
+enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
+       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
+       O_COMPACT, O_ENC };
+
+/* One option c (its argument arg) into o. Returns 0 to go on, -1 after
+ * --help, or the exit code of a bad option. */
+static int parse_option(struct trace_options *o, int c, char *arg)
 {
-	enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
-	       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-	       O_COMPACT, O_ENC };
-	static const struct option longopts[] = {
-		{ "event", required_argument, NULL, 'e' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "count", no_argument, NULL, O_COUNT },
-		{ "folded", no_argument, NULL, O_FOLDED },
-		PROFILE_OUT_LONGOPTS,
-		{ "interval", required_argument, NULL, O_INTERVAL },
-		{ "duration", required_argument, NULL, O_DURATION },
-		{ "stack-size", required_argument, NULL, O_STACK },
-		{ "ring-size", required_argument, NULL, O_RING },
-		{ "no-inherit", no_argument, NULL, O_NOINH },
-		{ "lines", no_argument, NULL, O_LINES },
-		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "rsp", no_argument, NULL, O_RSP },
-		{ "max-frames", required_argument, NULL, O_MAXF },
-		{ "save", required_argument, NULL, O_SAVE },
-		{ "unwind", required_argument, NULL, O_UNWIND },
-		{ "compact", no_argument, NULL, O_COMPACT },
-		{ "encoding", required_argument, NULL, O_ENC },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	unsigned long v;
 	char *end;
-	int c;
 
-	memset(o, 0, sizeof(*o));
-	optind = 1;
-	/* '+': options stop at the command after "--". */
-	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
-		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
-
-		if (r != 1) {
-			if (r)
-				return r;
-			continue;
-		}
-		switch (c) {
-		case O_UNWIND:
-			if (!strcmp(optarg, "user"))
-				o->unwind = STACKSNAP_TRACE_UNWIND_USER;
-			else if (!strcmp(optarg, "kernel"))
-				o->unwind = STACKSNAP_TRACE_UNWIND_KERNEL;
-			else if (!strcmp(optarg, "both"))
-				o->unwind = STACKSNAP_TRACE_UNWIND_BOTH;
-			else {
-				fprintf(stderr, "stacksnap trace: --unwind %s: user, "
-					"kernel or both\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'e':
-			if (o->nevents == MAX_EVENTS) {
-				fprintf(stderr, "stacksnap trace: at most %d -e options\n", MAX_EVENTS);
-				return EXIT_USAGE;
-			}
-			o->events[o->nevents++] = optarg;
-			break;
-		case 'F':
-			if (parse_uint(optarg, 100000, &v) || !v) {
-				fprintf(stderr, "stacksnap trace: -F: '%s' is not a frequency in Hz (1..100000)\n", optarg);
-				return EXIT_USAGE;
-			}
-			o->hz = (unsigned)v;
-			break;
-		case 'l': o->list = true; break;
-		case 'p':
-		case 't':
-			if (parse_uint(optarg, INT32_MAX, &v) || !v) {
-				fprintf(stderr, "stacksnap trace: -%c: '%s' is not a %s id\n", c,
-					optarg, c == 'p' ? "process" : "thread");
-				return EXIT_USAGE;
-			}
-			*(c == 'p' ? &o->pid : &o->tid) = (pid_t)v;
-			break;
-		case O_JSON: o->json = true; break;
-		case O_COUNT: o->count = true; break;
-		case O_FOLDED:
-			o->folded = true;
-			o->out.format = STACKSNAP_FORMAT_FOLDED;
-			break;
-		case O_INTERVAL:
-		case O_DURATION: {
-			double d = strtod(optarg, &end);
-
-			if (*end || !(d > 0) || d > 1e7) {
-				fprintf(stderr, "stacksnap trace: --%s: '%s' is not a number of seconds\n",
-					c == O_INTERVAL ? "interval" : "duration", optarg);
-				return EXIT_USAGE;
-			}
-			*(c == O_INTERVAL ? &o->interval : &o->duration) = d;
-			break;
-		}
-		case O_STACK:
-		case O_RING: {
-			size_t sz;
-
-			if (parse_size(optarg, &sz) || !sz) {
-				fprintf(stderr, "stacksnap trace: --%s: '%s' is not a size (examples: 8k, 16384)\n",
-					c == O_STACK ? "stack-size" : "ring-size", optarg);
-				return EXIT_USAGE;
-			}
-			if (c == O_STACK && sz > 65536) {
-				fprintf(stderr, "stacksnap trace: --stack-size: at most 64k\n");
-				return EXIT_USAGE;
-			}
-			if (c == O_RING && (sz & (sz - 1) || sz < 4096)) {
-				fprintf(stderr, "stacksnap trace: --ring-size: a power of two, at least 4k\n");
-				return EXIT_USAGE;
-			}
-			*(c == O_STACK ? &o->stack_size : &o->ring_size) = sz;
-			break;
-		}
-		case O_NOINH: o->no_inherit = true; break;
-		case O_COMPACT: o->compact = true; break;
-		case O_LINES: o->print.lines = true; break;
-		case O_NODEM: o->print.no_demangle = true; break;
-		case O_RSP: o->print.show_rsp = true; break;
-		case O_MAXF:
-			if (parse_uint(optarg, 65536, &v) || !v) {
-				fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", optarg);
-				return EXIT_USAGE;
-			}
-			o->print.max_frames = (unsigned)v;
-			break;
-		case O_SAVE: o->save = optarg; break;
-		case 'q': o->quiet = true; break;
-		case O_ENC:
-			if ((o->encoding = options_parse_encoding(optarg)) < 0) {
-				fprintf(stderr, "stacksnap trace: --encoding: '%s' is not an "
-					"encoding (pointers, exact or full)\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'v': o->print.verbose = true; break;
-		case 'h': fputs(help_text("trace"), stdout); return -1;
-		default:
-			fputs("Try 'stacksnap trace --help'.\n", stderr);
+	switch (c) {
+	case O_UNWIND:
+		if (!strcmp(arg, "user"))
+			o->unwind = STACKSNAP_TRACE_UNWIND_USER;
+		else if (!strcmp(arg, "kernel"))
+			o->unwind = STACKSNAP_TRACE_UNWIND_KERNEL;
+		else if (!strcmp(arg, "both"))
+			o->unwind = STACKSNAP_TRACE_UNWIND_BOTH;
+		else {
+			fprintf(stderr, "stacksnap trace: --unwind %s: user, "
+				"kernel or both\n", arg);
 			return EXIT_USAGE;
 		}
+		break;
+	case 'e':
+		if (o->nevents == MAX_EVENTS) {
+			fprintf(stderr, "stacksnap trace: at most %d -e options\n", MAX_EVENTS);
+			return EXIT_USAGE;
+		}
+		o->events[o->nevents++] = arg;
+		break;
+	case 'F':
+		if (parse_uint(arg, 100000, &v) || !v) {
+			fprintf(stderr, "stacksnap trace: -F: '%s' is not a frequency in Hz (1..100000)\n", arg);
+			return EXIT_USAGE;
+		}
+		o->hz = (unsigned)v;
+		break;
+	case 'l': o->list = true; break;
+	case 'p':
+	case 't':
+		if (parse_uint(arg, INT32_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap trace: -%c: '%s' is not a %s id\n", c,
+				arg, c == 'p' ? "process" : "thread");
+			return EXIT_USAGE;
+		}
+		*(c == 'p' ? &o->pid : &o->tid) = (pid_t)v;
+		break;
+	case O_JSON: o->json = true; break;
+	case O_COUNT: o->count = true; break;
+	case O_FOLDED:
+		o->folded = true;
+		o->out.format = STACKSNAP_FORMAT_FOLDED;
+		break;
+	case O_INTERVAL:
+	case O_DURATION: {
+		double d = strtod(arg, &end);
+
+		if (*end || !(d > 0) || d > 1e7) {
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a number of seconds\n",
+				c == O_INTERVAL ? "interval" : "duration", arg);
+			return EXIT_USAGE;
+		}
+		*(c == O_INTERVAL ? &o->interval : &o->duration) = d;
+		break;
 	}
+	case O_STACK:
+	case O_RING: {
+		size_t sz;
+
+		if (parse_size(arg, &sz) || !sz) {
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a size (examples: 8k, 16384)\n",
+				c == O_STACK ? "stack-size" : "ring-size", arg);
+			return EXIT_USAGE;
+		}
+		if (c == O_STACK && sz > 65536) {
+			fprintf(stderr, "stacksnap trace: --stack-size: at most 64k\n");
+			return EXIT_USAGE;
+		}
+		if (c == O_RING && (sz & (sz - 1) || sz < 4096)) {
+			fprintf(stderr, "stacksnap trace: --ring-size: a power of two, at least 4k\n");
+			return EXIT_USAGE;
+		}
+		*(c == O_STACK ? &o->stack_size : &o->ring_size) = sz;
+		break;
+	}
+	case O_NOINH: o->no_inherit = true; break;
+	case O_COMPACT: o->compact = true; break;
+	case O_LINES: o->print.lines = true; break;
+	case O_NODEM: o->print.no_demangle = true; break;
+	case O_RSP: o->print.show_rsp = true; break;
+	case O_MAXF:
+		if (parse_uint(arg, 65536, &v) || !v) {
+			fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", arg);
+			return EXIT_USAGE;
+		}
+		o->print.max_frames = (unsigned)v;
+		break;
+	case O_SAVE: o->save = arg; break;
+	case 'q': o->quiet = true; break;
+	case O_ENC:
+		if ((o->encoding = options_parse_encoding(arg)) < 0) {
+			fprintf(stderr, "stacksnap trace: --encoding: '%s' is not an "
+				"encoding (pointers, exact or full)\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'v': o->print.verbose = true; break;
+	case 'h': fputs(help_text("trace"), stdout); return -1;
+	default:
+		fputs("Try 'stacksnap trace --help'.\n", stderr);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* After the options: -l's pattern, or the command, and the options that
+ * go together. */
+static int parse_operands(struct trace_options *o, int argc, char **argv)
+{
 	if (o->list) {
 		if (optind < argc)
 			o->list_pattern = argv[optind++];
@@ -249,6 +227,58 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	return 0;
+}
+
+/* `stacksnap trace`'s command line into o. Returns 0, -1 after --help, or
+ * the exit code of a bad command line (said on stderr). */
+static int parse(struct trace_options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "count", no_argument, NULL, O_COUNT },
+		{ "folded", no_argument, NULL, O_FOLDED },
+		PROFILE_OUT_LONGOPTS,
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "stack-size", required_argument, NULL, O_STACK },
+		{ "ring-size", required_argument, NULL, O_RING },
+		{ "no-inherit", no_argument, NULL, O_NOINH },
+		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-demangle", no_argument, NULL, O_NODEM },
+		{ "rsp", no_argument, NULL, O_RSP },
+		{ "max-frames", required_argument, NULL, O_MAXF },
+		{ "save", required_argument, NULL, O_SAVE },
+		{ "unwind", required_argument, NULL, O_UNWIND },
+		{ "compact", no_argument, NULL, O_COMPACT },
+		{ "encoding", required_argument, NULL, O_ENC },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	/* '+': options stop at the command after "--". */
+	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
+		r = parse_option(o, c, optarg);
+		if (r)
+			return r;
+	}
+	return parse_operands(o, argc, argv);
 }
 
 static int on_event(const struct stacksnap_trace_event *ev, void *user)
@@ -353,175 +383,180 @@ static pid_t spawn_held(char **cmd, int *go, int *err)
 	return pid;
 }
 
-int trace_main(int argc, char **argv)
+/* -p/-t: the process or thread exists (said before any probe loads). */
+static int trace_check_target(const struct trace_options *o)
 {
-	struct trace_options o;
-	struct tracer t = { .o = &o, .p.out = stdout };
-	struct stacksnap_ctx *ctx = NULL;
-	struct stacksnap_trace_stats st;
-	pid_t child = -1;
-	int go = -1, cerr = -1, rc, r, child_status = 0;
-	bool child_done = false;
-	double t0, next_print = 0;
+	pid_t id = o->pid ? o->pid : o->tid;
+	char path[64];
 
-	rc = parse(&o, argc, argv);
-	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
-	cli_verbose = o.print.verbose;
-	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
-		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
-		       .cache_dir = default_cache_dir());
-	ctx = stacksnap_ctx__new(&copts);
-	if (!ctx) {
-		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
+	snprintf(path, sizeof(path), "/proc/%d", (int)id);
+	if (access(path, F_OK)) {
+		fprintf(stderr, "stacksnap trace: %s %d: no such process\n",
+			o->pid ? "pid" : "tid", (int)id);
+		return EXIT_NO_PROCESS;
+	}
+	return 0;
+}
+
+/* The tracer, its events, the output (events, counts or a profile) and
+ * the events file of --save. Returns 0 or the exit code. */
+static int trace_setup(struct tracer *t)
+{
+	const struct trace_options *o = t->o;
+	int r;
+
+	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o->stack_size,
+		       .ring_size = o->ring_size, .no_inherit = o->no_inherit,
+		       .by_tid = o->tid > 0, .max_frames = o->print.max_frames,
+		       .pid_hint = o->pid ? o->pid : o->tid, .unwind = o->unwind,
+		       .compact = o->compact);
+	t->tr = stacksnap_trace__new(t->ctx, &topts);
+	if (!t->tr)
 		return EXIT_ERROR;
-	}
-	if (o.list) {
-		r = stacksnap_trace__list(ctx, o.list_pattern, list_one, NULL);
-		stacksnap_ctx__free(ctx);
-		return r < 0 ? exit_for(r) : EXIT_OK;
-	}
-	if (o.pid || o.tid) {
-		pid_t id = o.pid ? o.pid : o.tid;
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d", (int)id);
-		if (access(path, F_OK)) {
-			fprintf(stderr, "stacksnap trace: %s %d: no such process\n",
-				o.pid ? "pid" : "tid", (int)id);
-			stacksnap_ctx__free(ctx);
-			return EXIT_NO_PROCESS;
-		}
-	}
-	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o.stack_size,
-		       .ring_size = o.ring_size, .no_inherit = o.no_inherit,
-		       .by_tid = o.tid > 0, .max_frames = o.print.max_frames,
-		       .pid_hint = o.pid ? o.pid : o.tid, .unwind = o.unwind,
-		       .compact = o.compact);
-	t.tr = stacksnap_trace__new(ctx, &topts);
-	if (!t.tr) {
-		rc = EXIT_ERROR;
-		goto out;
-	}
-	for (size_t i = 0; i < o.nevents; i++)
-		if ((r = stacksnap_trace__add_event(t.tr, o.events[i])) < 0) {
-			rc = exit_for(r); /* the log named the event */
-			goto out;
-		}
-	if (o.hz && stacksnap_trace__add_sampling(t.tr, o.hz) < 0) {
-		rc = EXIT_ERROR;
-		goto out;
-	}
-	t.p.print = &o.print;
-	t.p.json = o.json;
-	t.p.unwind = o.unwind;
-	if (!(t.p.out = profile_out_open(&o.out, "stacksnap trace"))) {
-		t.p.out = stdout;
-		rc = EXIT_ERROR;
-		goto out;
+	for (size_t i = 0; i < o->nevents; i++)
+		if ((r = stacksnap_trace__add_event(t->tr, o->events[i])) < 0)
+			return exit_for(r); /* the log named the event */
+	if (o->hz && stacksnap_trace__add_sampling(t->tr, o->hz) < 0)
+		return EXIT_ERROR;
+	t->p.print = &o->print;
+	t->p.json = o->json;
+	t->p.unwind = o->unwind;
+	if (!(t->p.out = profile_out_open(&o->out, "stacksnap trace"))) {
+		t->p.out = stdout;
+		return EXIT_ERROR;
 	}
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events",
 		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
-	if ((o.count || o.folded || o.out.format_set) &&
-	    !(t.p.counts = stacksnap_stacks__new(&sopts))) {
-		rc = EXIT_ERROR;
-		goto out;
-	}
-	if (o.save) {
+	if ((o->count || o->folded || o->out.format_set) &&
+	    !(t->p.counts = stacksnap_stacks__new(&sopts)))
+		return EXIT_ERROR;
+	if (o->save) {
 		STACKSNAP_OPTS(stacksnap_trace_writer_opts, wopts,
-			       .encoding = (enum stacksnap_stack_encoding)o.encoding,
-			       .max_frames = o.print.max_frames, .unwind = o.unwind,
-			       .pid = o.pid ? o.pid : o.tid);
-		t.save = stacksnap_trace_writer__new(ctx, o.save, &wopts);
-		if (!t.save) {
-			rc = EXIT_ERROR; /* the log named the file */
-			goto out;
-		}
+			       .encoding = (enum stacksnap_stack_encoding)o->encoding,
+			       .max_frames = o->print.max_frames, .unwind = o->unwind,
+			       .pid = o->pid ? o->pid : o->tid);
+		t->save = stacksnap_trace_writer__new(t->ctx, o->save, &wopts);
+		if (!t->save)
+			return EXIT_ERROR; /* the log named the file */
 	}
-	if (o.cmd && (child = spawn_held(o.cmd, &go, &cerr)) < 0) {
-		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o.cmd[0], strerror(errno));
-		rc = EXIT_ERROR;
-		goto out;
+	return 0;
+}
+
+/* Starts the command held (`-- CMD`), attaches the probes and follows the
+ * target, then lets the command run. Returns 0 or the exit code. */
+static int trace_start(struct tracer *t)
+{
+	const struct trace_options *o = t->o;
+	int r;
+
+	if (o->cmd && (t->child = spawn_held(o->cmd, &t->go, &t->cerr)) < 0) {
+		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o->cmd[0], strerror(errno));
+		return EXIT_ERROR;
 	}
 	stop_signal_catch();
-	if ((r = stacksnap_trace__start(t.tr))) {
-		rc = exit_for(r == -EINVAL ? -ENOTSUP : r);
-		goto out;
-	}
-	if ((r = stacksnap_trace__follow(t.tr, child > 0 ? child : o.pid ? o.pid : o.tid))) {
-		rc = exit_for(r);
-		goto out;
-	}
-	if (child > 0) {
+	if ((r = stacksnap_trace__start(t->tr)))
+		return exit_for(r == -EINVAL ? -ENOTSUP : r);
+	if ((r = stacksnap_trace__follow(t->tr, t->child > 0 ? t->child
+					 : o->pid ? o->pid : o->tid)))
+		return exit_for(r);
+	if (t->child > 0) {
 		int e;
 
-		(void)!write(go, "g", 1);
-		close(go);
-		go = -1;
-		if (read(cerr, &e, sizeof(e)) == sizeof(e)) {
-			fprintf(stderr, "stacksnap trace: cannot run '%s': %s\n", o.cmd[0], strerror(e));
-			rc = EXIT_ERROR;
-			goto out;
+		(void)!write(t->go, "g", 1);
+		close(t->go);
+		t->go = -1;
+		if (read(t->cerr, &e, sizeof(e)) == sizeof(e)) {
+			fprintf(stderr, "stacksnap trace: cannot run '%s': %s\n", o->cmd[0], strerror(e));
+			return EXIT_ERROR;
 		}
 	}
-	t0 = clock_monotonic_ns() / 1e9;
-	next_print = o.interval > 0 ? t0 + o.interval : 0;
-	rc = EXIT_OK;
-	while (!stop_signal && !t.error) {
-		r = stacksnap_trace__poll(t.tr, 100, on_event, &t);
+	return 0;
+}
+
+/* Takes events until a stop signal, an error, the end of the command or
+ * of the process, or --duration; --interval prints the counts so far.
+ * Returns EXIT_OK or EXIT_ERROR. */
+static int trace_loop(struct tracer *t)
+{
+	const struct trace_options *o = t->o;
+	double t0 = monotonic_ns() / 1e9;
+	double next_print = o->interval > 0 ? t0 + o->interval : 0;
+
+	while (!stop_signal && !t->error) {
+		int r = stacksnap_trace__poll(t->tr, 100, on_event, t);
+
 		/* What a crash or a kill would lose: at most one round. */
-		if (t.save && r > 0 && stacksnap_trace_writer__flush(t.save))
-			t.error = errno ? errno : EIO;
+		if (t->save && r > 0 && stacksnap_trace_writer__flush(t->save))
+			t->error = errno ? errno : EIO;
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
-			rc = EXIT_ERROR;
+			return EXIT_ERROR;
+		}
+		if (t->child > 0 && waitpid(t->child, &t->child_status, WNOHANG) == t->child) {
+			t->child_done = true;
 			break;
 		}
-		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
-			child_done = true;
-			break;
-		}
-		if ((o.pid || o.tid) && process_gone(o.pid ? o.pid : o.tid))
+		if ((o->pid || o->tid) && process_gone(o->pid ? o->pid : o->tid))
 			break; /* the process is gone: what it did is in the buffer */
-		if (o.duration > 0 && clock_monotonic_ns() / 1e9 - t0 >= o.duration)
+		if (o->duration > 0 && monotonic_ns() / 1e9 - t0 >= o->duration)
 			break;
-		if (next_print && clock_monotonic_ns() / 1e9 >= next_print) {
-			fprintf(t.p.out, "--- %.1f s\n", clock_monotonic_ns() / 1e9 - t0);
-			trace_print_counts(&t.p, o.folded);
-			fflush(t.p.out);
-			next_print += o.interval;
+		if (next_print && monotonic_ns() / 1e9 >= next_print) {
+			fprintf(t->p.out, "--- %.1f s\n", monotonic_ns() / 1e9 - t0);
+			trace_print_counts(&t->p, o->folded);
+			fflush(t->p.out);
+			next_print += o->interval;
 		}
 	}
-	/* Detach, then take what is still in the ring buffer. */
-	stacksnap_trace__stop(t.tr);
-	while (!t.error && stacksnap_trace__poll(t.tr, 0, on_event, &t) > 0)
+	return EXIT_OK;
+}
+
+/* Detaches, takes what is still in the ring buffer, and writes the counts
+ * (or the profile) and the end of the events file. Returns rc, or
+ * EXIT_ERROR (or the profile writer's code) when one of them failed. */
+static int trace_finish(struct tracer *t, int rc)
+{
+	const struct trace_options *o = t->o;
+
+	stacksnap_trace__stop(t->tr);
+	while (!t->error && stacksnap_trace__poll(t->tr, 0, on_event, t) > 0)
 		;
-	if (t.error) {
-		fprintf(stderr, "stacksnap trace: %s\n", strerror(t.error));
+	if (t->error) {
+		fprintf(stderr, "stacksnap trace: %s\n", strerror(t->error));
 		rc = EXIT_ERROR;
 	}
-	if (t.p.counts) {
-		if (o.interval > 0)
-			fprintf(t.p.out, "--- end\n");
-		if (o.out.format_set) {
-			rc = profile_out_write(&o.out, "stacksnap trace", t.p.out, t.p.counts,
-					       o.cmd ? o.cmd[0] : "stacksnap trace");
-			t.p.out = stdout; /* closed */
-		} else if (trace_print_counts(&t.p, o.folded)) {
+	if (t->p.counts) {
+		if (o->interval > 0)
+			fprintf(t->p.out, "--- end\n");
+		if (o->out.format_set) {
+			rc = profile_out_write(&o->out, "stacksnap trace", t->p.out, t->p.counts,
+					       o->cmd ? o->cmd[0] : "stacksnap trace");
+			t->p.out = stdout; /* closed */
+		} else if (trace_print_counts(&t->p, o->folded)) {
 			fprintf(stderr, "stacksnap trace: out of memory\n");
 			rc = EXIT_ERROR;
 		}
 	}
-	if (t.save) {
-		r = stacksnap_trace_writer__close(t.save);
-		t.save = NULL;
+	if (t->save) {
+		int r = stacksnap_trace_writer__close(t->save);
+
+		t->save = NULL;
 		if (r) {
 			fprintf(stderr, "stacksnap trace: %s: the events file is "
-				"incomplete: %s\n", o.save, strerror(-r));
+				"incomplete: %s\n", o->save, strerror(-r));
 			rc = EXIT_ERROR;
 		}
 	}
-	stacksnap_trace__stats(t.tr, &st);
+	return rc;
+}
+
+/* The closing summary on stderr: events captured, unwound and lost, the
+ * in-kernel unwinder's share, and which signal stopped the trace. */
+static void trace_print_summary(const struct tracer *t)
+{
+	const struct trace_options *o = t->o;
+	struct stacksnap_trace_stats st;
+
+	stacksnap_trace__stats(t->tr, &st);
 	fprintf(stderr, "stacksnap trace: %" PRIu64 " events captured, %" PRIu64
 		" unwound (%" PRIu64 " to the bottom of the stack), %" PRIu64
 		" lost (ring buffer full)%s; %" PRIu64 " stack copies cut short by an "
@@ -529,13 +564,13 @@ int trace_main(int argc, char **argv)
 		st.captured, st.unwound, st.complete, st.lost,
 		st.lost ? ": try a larger --ring-size or a smaller --stack-size" : "",
 		st.short_stacks, st.received ? (double)st.bytes / st.received : 0.0);
-	if (o.unwind != STACKSNAP_TRACE_UNWIND_USER)
+	if (o->unwind != STACKSNAP_TRACE_UNWIND_USER)
 		fprintf(stderr, "stacksnap trace: %" PRIu64 " stacks unwound in the kernel "
 			"(%" PRIu64 " to the bottom, %" PRIu64 " before the tables of their "
 			"code were loaded); unwind tables take %zu KiB of kernel memory\n",
 			st.kernel_walks, st.kernel_complete, st.kernel_fallback,
 			st.table_bytes / 1024);
-	if (o.unwind == STACKSNAP_TRACE_UNWIND_BOTH)
+	if (o->unwind == STACKSNAP_TRACE_UNWIND_BOTH)
 		fprintf(stderr, "stacksnap trace: kernel vs user-space walk: %" PRIu64
 			" identical, %" PRIu64 " kernel stopped earlier (DWARF rows), %" PRIu64
 			" copy ended first, %" PRIu64 " unwound from the copy (tables not "
@@ -548,24 +583,65 @@ int trace_main(int argc, char **argv)
 	if (stop_signal)
 		fprintf(stderr, "stacksnap trace: stopped by %s; every probe detached\n",
 			stop_signal == SIGINT ? "SIGINT" : stop_signal == SIGTERM ? "SIGTERM" : "SIGHUP");
-out:
-	if (go >= 0)
-		close(go); /* a held command that never ran exits */
-	if (cerr >= 0)
-		close(cerr);
-	if (child > 0 && !child_done) {
+}
+
+/* Ends the command (a held one that never ran exits when go closes; one
+ * still running gets the stop signal) and frees the run. Returns rc, or
+ * EXIT_ERROR when stdout could not be written. */
+static int trace_free(struct tracer *t, int rc)
+{
+	if (t->go >= 0)
+		close(t->go); /* a held command that never ran exits */
+	if (t->cerr >= 0)
+		close(t->cerr);
+	if (t->child > 0 && !t->child_done) {
 		if (stop_signal)
-			kill(child, stop_signal);
-		waitpid(child, &child_status, 0);
+			kill(t->child, stop_signal);
+		waitpid(t->child, &t->child_status, 0);
 	}
-	stacksnap_trace__free(t.tr);
-	stacksnap_trace_writer__close(t.save);
-	stacksnap_stacks__free(t.p.counts);
-	trace_printer_free(&t.p);
-	if (t.p.out != stdout)
-		fclose(t.p.out);
+	stacksnap_trace__free(t->tr);
+	stacksnap_trace_writer__close(t->save);
+	stacksnap_stacks__free(t->p.counts);
+	trace_printer_free(&t->p);
+	if (t->p.out != stdout)
+		fclose(t->p.out);
 	else if (fflush(stdout) && rc == EXIT_OK)
 		rc = EXIT_ERROR;
-	stacksnap_ctx__free(ctx);
+	stacksnap_ctx__free(t->ctx);
 	return rc;
+}
+
+int trace_main(int argc, char **argv)
+{
+	struct trace_options o;
+	struct tracer t = { .o = &o, .p.out = stdout, .child = -1, .go = -1,
+			    .cerr = -1 };
+	int rc, r;
+
+	rc = parse(&o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	cli_verbose = o.print.verbose;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .cache_dir = default_cache_dir());
+	t.ctx = stacksnap_ctx__new(&copts);
+	if (!t.ctx) {
+		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
+		return EXIT_ERROR;
+	}
+	if (o.list) {
+		r = stacksnap_trace__list(t.ctx, o.list_pattern, list_one, NULL);
+		stacksnap_ctx__free(t.ctx);
+		return r < 0 ? exit_for(r) : EXIT_OK;
+	}
+	if ((o.pid || o.tid) && (rc = trace_check_target(&o))) {
+		stacksnap_ctx__free(t.ctx);
+		return rc;
+	}
+	if ((rc = trace_setup(&t)) || (rc = trace_start(&t)))
+		return trace_free(&t, rc);
+	rc = trace_finish(&t, trace_loop(&t));
+	trace_print_summary(&t);
+	return trace_free(&t, rc);
 }

@@ -18,6 +18,7 @@
 #include "print.h"
 #include "profile_out.h"
 #include "stacksnap.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
 
@@ -399,7 +400,7 @@ int watch_main(int argc, char **argv)
 		stacksnap_stacks__free(warm.stacks);
 		free(warm.names);
 	}
-	uint64_t start = clock_monotonic_ns(), next = start;
+	uint64_t start = monotonic_ns(), next = start;
 	while (!stop_signal) {
 		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
 		uint64_t now;
@@ -424,7 +425,7 @@ int watch_main(int argc, char **argv)
 		if (n >= 0)
 			w.stopped_ns[w.nsamples++] = st.stopped_ns;
 		next += w.o.interval_ns;
-		now = clock_monotonic_ns();
+		now = monotonic_ns();
 		if (w.o.duration_ns && now - start >= w.o.duration_ns)
 			break;
 		if (next <= now) { /* late (a loaded machine): no burst to catch up */
@@ -435,7 +436,7 @@ int watch_main(int argc, char **argv)
 				       (long)(next % 1000000000u) };
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	uint64_t elapsed = clock_monotonic_ns() - start;
+	uint64_t elapsed = monotonic_ns() - start;
 	stacksnap_walker__handle_events(walker, false, on_event, &w);
 	/* Let the target go before printing (a slow pipe must not hold it). */
 	stacksnap_target__detach(w.t);

@@ -15,6 +15,7 @@
 #include "print.h"
 #include "subcommands.h"
 #include "stacksnap.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 
 
@@ -117,228 +118,258 @@ int main(int argc, char **argv)
 	return dump_main(argc, argv);
 }
 
-static int dump_main(int argc, char **argv)
-{
+/* One dump of a live process, from the parsed options to the printed
+ * threads. Each step below fills in what the next one reads; every
+ * pointer is NULL (mem_fd -1) until its step made it, so dump_free()
+ * frees whatever exists at the step that stopped. */
+struct dump {
 	struct options o;
-	struct stacksnap_ctx *ctx = NULL;
-	struct stacksnap_addrspace *as = NULL;
-	struct stacksnap_snapshot *snap = NULL;
-	struct stacksnap_unwinder *uw = NULL;
-	struct stacksnap_mem *mem = NULL;
-	struct thread_result *res = NULL;
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_addrspace *as;
+	struct stacksnap_snapshot *snap;
+	struct stacksnap_unwinder *uw;
+	struct stacksnap_mem *mem;
+	int mem_fd;
+	struct thread_result *res;	/* n entries, one a captured thread */
+	size_t n;
+	unsigned max_frames;
+	int partial;			/* a thread asked for was not captured */
 	struct stacksnap_snapshot_stats st;
-	STACKSNAP_OPTS(stacksnap_nonstop_stats, nst);
-	struct dump_totals tot = { .snap = &st, .nonstop = &nst };
-	size_t n = 0;
-	int rc, partial = 0, mem_fd = -1;
+	struct stacksnap_nonstop_stats nst;
+	struct dump_totals tot;		/* --stats; points at st and nst */
+};
 
-	uint64_t start_ns = clock_monotonic_ns();
+/* What a step returns when the dump goes on; anything else is the exit
+ * code the dump ends with. */
+#define DUMP_GO_ON (-1)
 
-	rc = options_parse(&o, argc, argv);
-	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
-	cli_verbose = o.verbose;
-	if (o.core_path)
-		return core_main(&o);
-	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
-	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
-	 * output, not the process, mid-capture. */
-	signal(SIGPIPE, SIG_IGN);
-	catch_stop_signals();
+/* The library context, the target's check and its address space (maps,
+ * modules and the vDSO image are read before the freeze). */
+static int dump_open(struct dump *d)
+{
+	const struct options *o = &d->o;
 
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
-		       .log_level = o.verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
-		       .ignore_deleted = o.ignore_deleted,
-		       .cache_dir = o.no_cache ? NULL : default_cache_dir());
-	ctx = stacksnap_ctx__new(&copts);
-	if (!ctx) {
+		       .log_level = o->verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .ignore_deleted = o->ignore_deleted,
+		       .cache_dir = o->no_cache ? NULL : default_cache_dir());
+	d->ctx = stacksnap_ctx__new(&copts);
+	if (!d->ctx) {
 		fprintf(stderr, "stacksnap: %s\n", strerror(errno));
 		return EXIT_ERROR;
 	}
-	stacksnap_ctx__defer_cache_writes(ctx, true);
+	stacksnap_ctx__defer_cache_writes(d->ctx, true);
 	/* What is wrong with the target, said before anything else fails on
 	 * it: no such process, zombie, kernel thread, traced. */
-	uint64_t t_check = clock_monotonic_ns();
-	if (stacksnap_snapshot__check(ctx, o.pid) != 0) {
-		rc = exit_code_for_errno(errno);
-		goto out;
+	uint64_t t_check = monotonic_ns();
+	if (stacksnap_snapshot__check(d->ctx, o->pid) != 0)
+		return exit_code_for_errno(errno);
+	d->tot.check_ns = monotonic_ns() - t_check;
+	uint64_t t_as = monotonic_ns();
+	d->as = stacksnap_addrspace__from_pid(d->ctx, o->pid);
+	d->tot.addrspace_ns = monotonic_ns() - t_as;
+	if (d->as)
+		return DUMP_GO_ON;
+	if (errno == EACCES || errno == EPERM) {
+		fprintf(stderr, "stacksnap: pid %d: not permitted to read "
+				"its memory (run as root or as the process "
+				"owner, or set kernel.yama.ptrace_scope=0)\n",
+			(int)o->pid);
+		return EXIT_NOT_PERMITTED;
 	}
-	tot.check_ns = clock_monotonic_ns() - t_check;
-	/* Maps, modules and the vDSO image are read before the freeze. */
-	uint64_t t_as = clock_monotonic_ns();
-	as = stacksnap_addrspace__from_pid(ctx, o.pid);
-	tot.addrspace_ns = clock_monotonic_ns() - t_as;
-	if (!as) {
-		if (errno == EACCES || errno == EPERM) {
-			fprintf(stderr, "stacksnap: pid %d: not permitted to read "
-					"its memory (run as root or as the process "
-					"owner, or set kernel.yama.ptrace_scope=0)\n",
-				(int)o.pid);
-			rc = EXIT_NOT_PERMITTED;
-		} else {
-			/* It existed a moment ago. */
-			rc = kill(o.pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED
-								   : EXIT_ERROR;
-			if (rc == EXIT_EXITED)
-				fprintf(stderr, "stacksnap: pid %d: the process "
-						"exited during the capture\n",
-					(int)o.pid);
-		}
-		goto out;
-	}
-	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o.stack_size,
-		       .stop_timeout_ms = o.stop_timeout_ms, .proc_mem = o.proc_mem,
-		       .tids = o.ntids ? o.tids : NULL, .ntids = o.ntids,
-		       .hold = o.ptrace, .no_copy = o.ptrace, .cancel = &dump_signal,
-		       .freeze_all = o.freeze_all, .no_realtime = o.no_realtime,
-		       .nonstop = o.nonstop, .addrspace = as);
+	/* It existed a moment ago. */
+	int rc = kill(o->pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED : EXIT_ERROR;
+	if (rc == EXIT_EXITED)
+		fprintf(stderr, "stacksnap: pid %d: the process "
+				"exited during the capture\n", (int)o->pid);
+	return rc;
+}
+
+/* The freeze (or, with --ptrace, the hold) and the stack copies. */
+static int dump_capture(struct dump *d)
+{
+	const struct options *o = &d->o;
+
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o->stack_size,
+		       .stop_timeout_ms = o->stop_timeout_ms, .proc_mem = o->proc_mem,
+		       .tids = o->ntids ? o->tids : NULL, .ntids = o->ntids,
+		       .hold = o->ptrace, .no_copy = o->ptrace, .cancel = &dump_signal,
+		       .freeze_all = o->freeze_all, .no_realtime = o->no_realtime,
+		       .nonstop = o->nonstop, .addrspace = d->as);
 	in_freeze = 1;
-	if (dump_signal) { /* came before in_freeze was set */
-		rc = interrupted_exit();
-		goto out;
-	}
-	snap = stacksnap_snapshot__capture(ctx, o.pid, &sopts);
-	if (!snap) {
+	if (dump_signal) /* came before in_freeze was set */
+		return interrupted_exit();
+	d->snap = stacksnap_snapshot__capture(d->ctx, o->pid, &sopts);
+	if (!d->snap) {
 		int err = errno;
 
 		in_freeze = 0;
-		if (err == EINTR || dump_signal) {
-			rc = interrupted_exit();
-			goto out;
-		}
+		if (err == EINTR || dump_signal)
+			return interrupted_exit();
 		/* It passed the check: ESRCH now means it exited meanwhile. */
-		rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
+		int rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
 		if (rc == EXIT_EXITED)
 			fprintf(stderr, "stacksnap: pid %d: the process exited "
-					"during the capture\n", (int)o.pid);
-		goto out;
+					"during the capture\n", (int)o->pid);
+		return rc;
 	}
-	if (!o.ptrace)
+	if (!o->ptrace)
 		in_freeze = 0;
-	if (dump_signal && !o.ptrace) {
-		rc = interrupted_exit();
-		goto out;
-	}
-	n = stacksnap_snapshot__thread_count(snap);
-	if (o.ntids && n < o.ntids) {
+	if (dump_signal && !o->ptrace)
+		return interrupted_exit();
+	d->n = stacksnap_snapshot__thread_count(d->snap);
+	if (o->ntids && d->n < o->ntids) {
 		fprintf(stderr, "stacksnap: pid %d: %zu of the %zu threads asked for "
-				"do not exist\n", (int)o.pid, o.ntids - n, o.ntids);
-		partial = 1;
+				"do not exist\n", (int)o->pid, o->ntids - d->n, o->ntids);
+		d->partial = 1;
 	}
-	if (o.save_path) {
-		STACKSNAP_OPTS(stacksnap_save_opts, vopts, .encoding = o.encoding,
-			       .max_frames = o.max_frames, .stack_scan = o.stack_scan);
-		if (stacksnap_snapshot__save(snap, as, o.save_path, &vopts)) {
-			rc = EXIT_ERROR; /* the library said why */
-			goto out;
-		}
-		if (o.quiet) {
-			report_thread_errors(&o, snap);
-			for (size_t i = 0; i < n; i++)
-				if (stacksnap_snapshot__thread(snap, i)->error)
-					partial = 1;
-			rc = partial ? EXIT_PARTIAL : EXIT_OK;
-			goto out;
-		}
-	}
-	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o.max_frames,
-		       .stack_scan = o.stack_scan);
-	uw = stacksnap_unwinder__new(&uopts);
-	if (o.ptrace && o.proc_mem) {
+	return DUMP_GO_ON;
+}
+
+/* --save FILE; with --quiet the dump ends there. */
+static int dump_save(struct dump *d)
+{
+	const struct options *o = &d->o;
+
+	STACKSNAP_OPTS(stacksnap_save_opts, vopts, .encoding = o->encoding,
+		       .max_frames = o->max_frames, .stack_scan = o->stack_scan);
+	if (stacksnap_snapshot__save(d->snap, d->as, o->save_path, &vopts))
+		return EXIT_ERROR; /* the library said why */
+	if (!o->quiet)
+		return DUMP_GO_ON;
+	report_thread_errors(o, d->snap);
+	for (size_t i = 0; i < d->n; i++)
+		if (stacksnap_snapshot__thread(d->snap, i)->error)
+			d->partial = 1;
+	return d->partial ? EXIT_PARTIAL : EXIT_OK;
+}
+
+/* The unwinder, the memory it reads (the stack copies, or with --ptrace
+ * the held process itself) and the per-thread results. */
+static int dump_unwind_setup(struct dump *d)
+{
+	const struct options *o = &d->o;
+
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o->max_frames,
+		       .stack_scan = o->stack_scan);
+	d->uw = stacksnap_unwinder__new(&uopts);
+	if (o->ptrace && o->proc_mem) {
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int)o.pid);
-		mem_fd = open(path, O_RDONLY | O_CLOEXEC);
-		mem = mem_fd >= 0 ? stacksnap_mem__new_callback(proc_mem_read, &mem_fd)
-				  : NULL;
-	} else if (o.ptrace) {
-		mem = stacksnap_mem__new_pid(o.pid);
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)o->pid);
+		d->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		d->mem = d->mem_fd >= 0
+			? stacksnap_mem__new_callback(proc_mem_read, &d->mem_fd) : NULL;
+	} else if (o->ptrace) {
+		d->mem = stacksnap_mem__new_pid(o->pid);
 	} else {
-		mem = stacksnap_mem__new_copy(NULL, 0, 0);
+		d->mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	}
-	res = calloc(n ? n : 1, sizeof(*res));
-	unsigned max_frames = o.max_frames ? o.max_frames : 1024;
-	if (!uw || !mem || !res) {
-		rc = EXIT_ERROR;
-		fprintf(stderr, "stacksnap: %s\n", mem || !o.ptrace ? "out of memory"
+	d->res = calloc(d->n ? d->n : 1, sizeof(*d->res));
+	d->max_frames = o->max_frames ? o->max_frames : 1024;
+	if (!d->uw || !d->mem || !d->res) {
+		fprintf(stderr, "stacksnap: %s\n", d->mem || !o->ptrace ? "out of memory"
 				: "cannot read the process's memory");
-		goto out;
+		return EXIT_ERROR;
 	}
-	uint64_t t0 = clock_monotonic_ns();
-	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
+	return DUMP_GO_ON;
+}
+
+/* Unwinds every captured thread; a thread read non-stop whose copy ended
+ * the unwind is extended and unwound again. With --ptrace the threads
+ * are held until the last one is done, then released. */
+static int dump_unwind(struct dump *d)
+{
+	const struct options *o = &d->o;
+	uint64_t t0 = monotonic_ns();
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(d->snap, i);
+		struct thread_result *r = &d->res[i];
 
 		if (dump_signal) { /* --ptrace: threads are held */
-			stacksnap_snapshot__release(snap);
+			stacksnap_snapshot__release(d->snap);
 			in_freeze = 0;
-			rc = interrupted_exit();
-			goto out;
+			return interrupted_exit();
 		}
-		res[i].thread = th;
+		r->thread = th;
 		if (th->error) {
-			partial = 1;
+			d->partial = 1;
 			continue;
 		}
-		if (!o.ptrace)
-			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
+		if (!o->ptrace)
+			stacksnap_mem__set_copy(d->mem, th->stack, th->stack_len,
 						th->stack_base);
-		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
-			rc = EXIT_ERROR;
-			goto out;
-		}
+		if (unwind_thread(r, d->uw, d->as, d->mem, d->max_frames))
+			return EXIT_ERROR;
 		/* Deeper than the copy: a thread read non-stop that has not
 		 * run since gives the rest of its stack, exact, now. */
-		if (res[i].end == STACKSNAP_END_STACK_COPY && th->nonstop &&
-		    stacksnap_snapshot__extend(snap, i, SIZE_MAX) == 0) {
-			stacksnap_mem__set_copy(mem, th->stack, th->stack_len,
+		if (r->end == STACKSNAP_END_STACK_COPY && th->nonstop &&
+		    stacksnap_snapshot__extend(d->snap, i, SIZE_MAX) == 0) {
+			stacksnap_mem__set_copy(d->mem, th->stack, th->stack_len,
 						th->stack_base);
-			free(res[i].frames);
-			if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
-				rc = EXIT_ERROR;
-				goto out;
-			}
+			free(r->frames);
+			if (unwind_thread(r, d->uw, d->as, d->mem, d->max_frames))
+				return EXIT_ERROR;
 		}
-		tot.frames += (unsigned)res[i].nframes;
+		d->tot.frames += (unsigned)r->nframes;
 	}
-	tot.unwind_ns = clock_monotonic_ns() - t0;
-	if (o.ptrace) {
-		stacksnap_snapshot__release(snap);
+	d->tot.unwind_ns = monotonic_ns() - t0;
+	if (o->ptrace) {
+		stacksnap_snapshot__release(d->snap);
 		in_freeze = 0;
-		if (dump_signal) {
-			rc = interrupted_exit();
-			goto out;
-		}
+		if (dump_signal)
+			return interrupted_exit();
 	}
-	stacksnap_snapshot__stats(snap, &st);
-	stacksnap_snapshot__nonstop_stats(snap, &nst);
-	report_thread_errors(&o, snap);
-	t0 = clock_monotonic_ns();
-	for (size_t i = 0; i < n; i++)
-		if (symbolize_thread(&o, as, &res[i])) {
-			rc = EXIT_ERROR;
+	return DUMP_GO_ON;
+}
+
+/* Names every frame, then sorts the threads by tid. */
+static int dump_symbolize(struct dump *d)
+{
+	uint64_t t0 = monotonic_ns();
+
+	for (size_t i = 0; i < d->n; i++)
+		if (symbolize_thread(&d->o, d->as, &d->res[i])) {
 			fprintf(stderr, "stacksnap: out of memory\n");
-			goto out;
+			return EXIT_ERROR;
 		}
-	tot.symbolize_ns = clock_monotonic_ns() - t0;
-	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	if (o.out.format_set) { /* -o/--format: a profile, a sample a thread */
+	d->tot.symbolize_ns = monotonic_ns() - t0;
+	qsort(d->res, d->n, sizeof(*d->res), thread_result_cmp_tid);
+	return DUMP_GO_ON;
+}
+
+/* The output: a profile (-o/--format, a sample a thread), JSON or text,
+ * and --stats on stderr. */
+static void dump_print(struct dump *d, uint64_t start_ns)
+{
+	const struct options *o = &d->o;
+
+	if (o->out.format_set) {
 		char title[64];
 
-		snprintf(title, sizeof(title), "stacksnap %d", (int)o.pid);
-		if (profile_out_threads(&o.out, "stacksnap", as, res, n, title))
-			rc = EXIT_ERROR;
-	} else if (o.json)
-		print_json(stdout, &o, res, n, &tot);
+		snprintf(title, sizeof(title), "stacksnap %d", (int)o->pid);
+		/* A failure is said on stderr but leaves the exit code the
+		 * capture's, as it always has (a candidate for EXIT_ERROR). */
+		(void)profile_out_threads(&o->out, "stacksnap", d->as, d->res,
+					  d->n, title);
+	} else if (o->json)
+		print_json(stdout, o, d->res, d->n, &d->tot);
 	else
-		print_text(stdout, &o, res, n);
-	if (o.stats) {
-		tot.ctx.sz = sizeof(tot.ctx);
-		stacksnap_ctx__stats(ctx, &tot.ctx);
-		tot.total_ns = clock_monotonic_ns() - start_ns;
-		print_stats(stderr, &tot);
+		print_text(stdout, o, d->res, d->n);
+	if (o->stats) {
+		d->tot.ctx.sz = sizeof(d->tot.ctx);
+		stacksnap_ctx__stats(d->ctx, &d->tot.ctx);
+		d->tot.total_ns = monotonic_ns() - start_ns;
+		print_stats(stderr, &d->tot);
 	}
-	rc = partial ? EXIT_PARTIAL : EXIT_OK;
-	cli_write_caches_detached(ctx);
+}
+
+/* Every step done: the caches are written by a detached child, and the
+ * process exits without freeing. */
+static _Noreturn void dump_exit(struct dump *d, int rc)
+{
+	cli_write_caches_detached(d->ctx);
 	/* Done: the kernel drops the memory at once, where freeing it walks
 	 * every module, table and name, and after the cache writer's fork
 	 * takes a copy-on-write fault (and a TLB shootdown) on each page
@@ -346,21 +377,59 @@ static int dump_main(int argc, char **argv)
 	/* The capture is released as always (threads still seized are let
 	 * go with their pending signals, the BPF reader closed): the
 	 * target's safety does not rest on our exit. */
-	stacksnap_snapshot__free(snap);
+	stacksnap_snapshot__free(d->snap);
 	if (fflush(stdout) != 0)
 		rc = EXIT_ERROR;
 	fflush(stderr);
 	_exit(rc);
-out:
-	thread_results_free(res, n);
-	stacksnap_mem__free(mem);
-	if (mem_fd >= 0)
-		close(mem_fd);
-	stacksnap_unwinder__free(uw);
-	stacksnap_snapshot__free(snap);
-	stacksnap_addrspace__free(as);
-	stacksnap_ctx__free(ctx);
+}
+
+/* A step stopped the dump with rc: frees what the steps made. */
+static int dump_free(struct dump *d, int rc)
+{
+	thread_results_free(d->res, d->n);
+	stacksnap_mem__free(d->mem);
+	if (d->mem_fd >= 0)
+		close(d->mem_fd);
+	stacksnap_unwinder__free(d->uw);
+	stacksnap_snapshot__free(d->snap);
+	stacksnap_addrspace__free(d->as);
+	stacksnap_ctx__free(d->ctx);
 	if (fflush(stdout) != 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR;
 	return rc;
+}
+
+static int dump_main(int argc, char **argv)
+{
+	struct dump d = { .mem_fd = -1, .nst = { .sz = sizeof(d.nst) } };
+	uint64_t start_ns = monotonic_ns();
+	int rc;
+
+	d.tot.snap = &d.st;
+	d.tot.nonstop = &d.nst;
+	rc = options_parse(&d.o, argc, argv);
+	if (rc)
+		return rc < 0 ? EXIT_OK : rc;
+	cli_verbose = d.o.verbose;
+	if (d.o.core_path)
+		return core_main(&d.o);
+	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
+	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
+	 * output, not the process, mid-capture. */
+	signal(SIGPIPE, SIG_IGN);
+	catch_stop_signals();
+	if ((rc = dump_open(&d)) != DUMP_GO_ON ||
+	    (rc = dump_capture(&d)) != DUMP_GO_ON ||
+	    (d.o.save_path && (rc = dump_save(&d)) != DUMP_GO_ON) ||
+	    (rc = dump_unwind_setup(&d)) != DUMP_GO_ON ||
+	    (rc = dump_unwind(&d)) != DUMP_GO_ON)
+		return dump_free(&d, rc);
+	stacksnap_snapshot__stats(d.snap, &d.st);
+	stacksnap_snapshot__nonstop_stats(d.snap, &d.nst);
+	report_thread_errors(&d.o, d.snap);
+	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
+		return dump_free(&d, rc);
+	dump_print(&d, start_ns);
+	dump_exit(&d, d.partial ? EXIT_PARTIAL : EXIT_OK);
 }

@@ -136,119 +136,92 @@ int options_parse_encoding(const char *s)
 	return -1;
 }
 
-int options_parse(struct options *o, int argc, char **argv)
+/* The dump's long options that have no short letter. */
+enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
+       OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
+       OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
+       OPT_CORE, OPT_EXE, OPT_NONSTOP };
+
+/* One option c (its argument arg) into o. Returns 0 to go on, -1 after
+ * --help or --version, or the exit code of a bad option. */
+static int parse_option(struct options *o, int c, char *arg)
 {
-	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_STACK, O_TMO,
-	       O_PROCMEM, O_MAXF, O_SCAN, O_STATS, O_PTRACE, O_IGNDEL, O_NOCACHE,
-	       O_FREEZEALL, O_NORT, O_SAVE, O_ENC, O_CORE, O_EXE, O_NONSTOP };
-	static const struct option longopts[] = {
-		{ "thread", required_argument, NULL, 't' },
-		{ "lines", no_argument, NULL, O_LINES },
-		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "raw", no_argument, NULL, O_RAW },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "show-rsp", no_argument, NULL, O_RSP },
-		{ "stack-size", required_argument, NULL, O_STACK },
-		{ "stop-timeout", required_argument, NULL, O_TMO },
-		{ "proc-mem", no_argument, NULL, O_PROCMEM },
-		{ "ptrace", no_argument, NULL, O_PTRACE },
-		{ "ignore-deleted", no_argument, NULL, O_IGNDEL },
-		{ "max-frames", required_argument, NULL, O_MAXF },
-		{ "scan", no_argument, NULL, O_SCAN },
-		{ "stats", no_argument, NULL, O_STATS },
-		{ "no-cache", no_argument, NULL, O_NOCACHE },
-		{ "freeze-all", no_argument, NULL, O_FREEZEALL },
-		{ "no-realtime", no_argument, NULL, O_NORT },
-		{ "nonstop", no_argument, NULL, O_NONSTOP },
-		{ "save", required_argument, NULL, O_SAVE },
-		{ "encoding", required_argument, NULL, O_ENC },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "core", required_argument, NULL, O_CORE },
-		{ "exe", required_argument, NULL, O_EXE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		PROFILE_OUT_LONGOPTS,
-		{ 0 },
-	};
 	unsigned long v;
-	int c;
 
-	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "t:o:vhVq", longopts, NULL)) != -1) {
-		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
-
-		if (r != 1) {
-			if (r)
-				return r;
-			continue;
-		}
-		switch (c) {
-		case 't':
-			if (parse_uint(optarg, INT_MAX, &v) || !v) {
-				fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", optarg);
-				return EXIT_USAGE;
-			}
-			if (o->ntids == MAX_TIDS) {
-				fprintf(stderr, "stacksnap: at most %d --thread options\n", MAX_TIDS);
-				return EXIT_USAGE;
-			}
-			o->tids[o->ntids++] = (pid_t)v;
-			break;
-		case O_LINES: o->lines = true; break;
-		case O_NODEM: o->no_demangle = true; break;
-		case O_RAW: o->raw = true; break;
-		case O_JSON: o->json = true; break;
-		case O_RSP: o->show_rsp = true; break;
-		case O_STACK:
-			if (parse_size(optarg, &o->stack_size)) {
-				fprintf(stderr, "stacksnap: --stack-size: '%s' is not a size (examples: 65536, 64k, 1m; at most 4g)\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_TMO:
-			if (parse_uint(optarg, 3600000, &v) || !v) {
-				fprintf(stderr, "stacksnap: --stop-timeout: '%s' is not a number of milliseconds (1..3600000)\n", optarg);
-				return EXIT_USAGE;
-			}
-			o->stop_timeout_ms = (unsigned)v;
-			break;
-		case O_PROCMEM: o->proc_mem = true; break;
-		case O_PTRACE: o->ptrace = true; break;
-		case O_IGNDEL: o->ignore_deleted = true; break;
-		case O_MAXF:
-			if (parse_uint(optarg, 1000000, &v) || !v) {
-				fprintf(stderr, "stacksnap: --max-frames: '%s' is not a number (1..1000000)\n", optarg);
-				return EXIT_USAGE;
-			}
-			o->max_frames = (unsigned)v;
-			break;
-		case O_SCAN: o->stack_scan = true; break;
-		case O_STATS: o->stats = true; break;
-		case O_NOCACHE: o->no_cache = true; break;
-		case O_FREEZEALL: o->freeze_all = true; break;
-		case O_NORT: o->no_realtime = true; break;
-		case O_NONSTOP: o->nonstop = true; break;
-		case O_SAVE: o->save_path = optarg; break;
-		case O_ENC:
-			if ((o->encoding = options_parse_encoding(optarg)) < 0) {
-				fprintf(stderr, "stacksnap: --encoding: '%s' is not an encoding (pointers, exact or full)\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'q': o->quiet = true; break;
-		case O_CORE: o->core_path = optarg; break;
-		case O_EXE: o->exe_path = optarg; break;
-		case 'v': o->verbose = true; o->stats = true; break;
-		case 'h': fputs(help_text("stacksnap"), stdout); return -1;
-		case 'V':
-			printf("stacksnap %s\n", stacksnap_version());
-			return -1;
-		default:
-			fputs("Try 'stacksnap --help'.\n", stderr);
+	switch (c) {
+	case 't':
+		if (parse_uint(arg, INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", arg);
 			return EXIT_USAGE;
 		}
+		if (o->ntids == MAX_TIDS) {
+			fprintf(stderr, "stacksnap: at most %d --thread options\n", MAX_TIDS);
+			return EXIT_USAGE;
+		}
+		o->tids[o->ntids++] = (pid_t)v;
+		break;
+	case OPT_LINES: o->lines = true; break;
+	case OPT_NODEM: o->no_demangle = true; break;
+	case OPT_RAW: o->raw = true; break;
+	case OPT_JSON: o->json = true; break;
+	case OPT_RSP: o->show_rsp = true; break;
+	case OPT_STACK:
+		if (parse_size(arg, &o->stack_size)) {
+			fprintf(stderr, "stacksnap: --stack-size: '%s' is not a size (examples: 65536, 64k, 1m; at most 4g)\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
+	case OPT_TMO:
+		if (parse_uint(arg, 3600000, &v) || !v) {
+			fprintf(stderr, "stacksnap: --stop-timeout: '%s' is not a number of milliseconds (1..3600000)\n", arg);
+			return EXIT_USAGE;
+		}
+		o->stop_timeout_ms = (unsigned)v;
+		break;
+	case OPT_PROCMEM: o->proc_mem = true; break;
+	case OPT_PTRACE: o->ptrace = true; break;
+	case OPT_IGNDEL: o->ignore_deleted = true; break;
+	case OPT_MAXF:
+		if (parse_uint(arg, 1000000, &v) || !v) {
+			fprintf(stderr, "stacksnap: --max-frames: '%s' is not a number (1..1000000)\n", arg);
+			return EXIT_USAGE;
+		}
+		o->max_frames = (unsigned)v;
+		break;
+	case OPT_SCAN: o->stack_scan = true; break;
+	case OPT_STATS: o->stats = true; break;
+	case OPT_NOCACHE: o->no_cache = true; break;
+	case OPT_FREEZEALL: o->freeze_all = true; break;
+	case OPT_NORT: o->no_realtime = true; break;
+	case OPT_NONSTOP: o->nonstop = true; break;
+	case OPT_SAVE: o->save_path = arg; break;
+	case OPT_ENC:
+		if ((o->encoding = options_parse_encoding(arg)) < 0) {
+			fprintf(stderr, "stacksnap: --encoding: '%s' is not an encoding (pointers, exact or full)\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
+	case 'q': o->quiet = true; break;
+	case OPT_CORE: o->core_path = arg; break;
+	case OPT_EXE: o->exe_path = arg; break;
+	case 'v': o->verbose = true; o->stats = true; break;
+	case 'h': fputs(help_text("stacksnap"), stdout); return -1;
+	case 'V':
+		printf("stacksnap %s\n", stacksnap_version());
+		return -1;
+	default:
+		fputs("Try 'stacksnap --help'.\n", stderr);
+		return EXIT_USAGE;
 	}
+	return 0;
+}
+
+/* After the options: the options that go together, and the PID (none with
+ * --core). */
+static int parse_operands(struct options *o, int argc, char **argv)
+{
+	unsigned long v;
+
 	if ((o->quiet || o->encoding) && !o->save_path) {
 		fprintf(stderr, "stacksnap: %s only goes with --save FILE\n",
 			o->quiet ? "-q" : "--encoding");
@@ -293,6 +266,56 @@ int options_parse(struct options *o, int argc, char **argv)
 	}
 	o->pid = (pid_t)v;
 	return 0;
+}
+
+int options_parse(struct options *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "thread", required_argument, NULL, 't' },
+		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "no-demangle", no_argument, NULL, OPT_NODEM },
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "show-rsp", no_argument, NULL, OPT_RSP },
+		{ "stack-size", required_argument, NULL, OPT_STACK },
+		{ "stop-timeout", required_argument, NULL, OPT_TMO },
+		{ "proc-mem", no_argument, NULL, OPT_PROCMEM },
+		{ "ptrace", no_argument, NULL, OPT_PTRACE },
+		{ "ignore-deleted", no_argument, NULL, OPT_IGNDEL },
+		{ "max-frames", required_argument, NULL, OPT_MAXF },
+		{ "scan", no_argument, NULL, OPT_SCAN },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
+		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
+		{ "no-realtime", no_argument, NULL, OPT_NORT },
+		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
+		{ "save", required_argument, NULL, OPT_SAVE },
+		{ "encoding", required_argument, NULL, OPT_ENC },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "core", required_argument, NULL, OPT_CORE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		PROFILE_OUT_LONGOPTS,
+		{ 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	while ((c = getopt_long(argc, argv, "t:o:vhVq", longopts, NULL)) != -1) {
+		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
+
+		if (r != 1) {
+			if (r)
+				return r;
+			continue;
+		}
+		r = parse_option(o, c, optarg);
+		if (r)
+			return r;
+	}
+	return parse_operands(o, argc, argv);
 }
 
 int exit_code_for_errno(int err)

@@ -19,6 +19,7 @@
 #include "print.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
+#include "monotonic.h"
 #include "stop_signal.h"
 
 /* A thread off the CPU: its stack at the switch, waiting for its wakeup.
@@ -214,7 +215,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		close(*a->go_fd);
 		*a->go_fd = -1;
 	}
-	t0 = clock_monotonic_ns();
+	t0 = monotonic_ns();
 	rc = EXIT_OK;
 	while (!stop_signal && !oc.error) {
 		r = stacksnap_trace__poll(tr, 100, on_event, &oc);
@@ -229,10 +230,10 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		}
 		if (a->pid && kill(a->pid, 0) && errno == ESRCH)
 			break;
-		if (a->duration > 0 && clock_monotonic_ns() - t0 >= (uint64_t)(a->duration * 1e9))
+		if (a->duration > 0 && monotonic_ns() - t0 >= (uint64_t)(a->duration * 1e9))
 			break;
 	}
-	end_ns = clock_monotonic_ns();
+	end_ns = monotonic_ns();
 	stacksnap_trace__stop(tr);
 	while (!oc.error && stacksnap_trace__poll(tr, 0, on_event, &oc) > 0)
 		;

@@ -5,9 +5,6 @@
 
 #include <signal.h>
 
-/* clock_monotonic_ns(): the library's one header-only clock */
-#include "base/clock.h"
-
 /* The last of the three signals received, 0 before any. */
 extern volatile sig_atomic_t stop_signal;
 

@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
-#include "unwind/ucontext_regs.h"
+#include "base/ucontext_regs.h"
 #include "unwind/unwind_internal.h"
 
 /* The interrupted context from the ucontext the kernel pushed: when the

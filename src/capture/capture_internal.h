@@ -1,0 +1,140 @@
+/* capture_internal.h - the state of a live capture (struct
+ * stacksnap_snapshot, one entry per thread) and the steps the files of
+ * src/capture/ share: the /proc task scan (task_scan.c), the ptrace
+ * freeze (freeze.c), the stack copy (stack_copy.c), the non-stop reads
+ * and their settling (nonstop_settle.c); snapshot.c runs them in order. */
+#ifndef SS_CAPTURE_INTERNAL_H
+#define SS_CAPTURE_INTERNAL_H
+
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/log.h"
+#include "bpf/nonstop.h"
+#include "stacksnap.h"
+
+#define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
+#define PREFAULT_MAX (16u << 20)
+
+/* A writable mapping, to clamp stack copies to the stack they are on. */
+struct rw_map {
+	uint64_t start, end;
+};
+
+/* Per-thread capture state. Invariant: seized implies the thread must be
+ * detached before the capture returns (or, with hold, before release). */
+struct cap_thread {
+	struct stacksnap_thread pub;
+	bool seized, interrupted, stopped;
+	bool have_regs;		/* registers read (as soon as it stopped) */
+	uint64_t fs_base;	/* its thread pointer (0: unknown) */
+	int pending_sig;	/* a signal whose delivery-stop we took for our
+				   interrupt: given back on detach */
+	bool status_unread;	/* found stopped by reading its registers: its
+				   wait status (pending_sig) is taken at its
+				   detach */
+	uint64_t copy_start, copy_len;
+	/* pub.nonstop: read by the iterator, never seized; w is the witness
+	 * of that read, which every later check must find unchanged. */
+	struct nonstop_witness w;
+	uint64_t want_len;	/* bytes the clamp allows beyond one BPF copy */
+	uint64_t stack_top;	/* read non-stop: where its stack ends */
+	unsigned moves;		/* iterator runs that found it running or
+				   having run since its read */
+	bool seen;		/* in the current check's records */
+};
+
+struct stacksnap_snapshot {
+	pid_t pid;
+	struct cap_thread *threads;
+	size_t n, cap;
+	size_t *by_tid;	      /* indices of threads[0, nindexed) by tid */
+	size_t nindexed;
+	int task_fd;	      /* /proc/PID/task, open from the first scan */
+	uint8_t *dents;	      /* its getdents64 buffer, DENTS_SIZE bytes */
+	uint8_t *stack_bytes; /* one buffer for the threads' copies */
+	size_t stack_cap;     /* bytes of stack_bytes already faulted in */
+	size_t stack_off;     /* bytes of stack_bytes given to copies */
+	/* Set during the freeze: the writable mappings and options that a
+	 * copy needs, so wait_stops() can copy the stacks of threads that
+	 * stopped while the others are still on their way (copy_early). */
+	struct rw_map *maps;  /* owned; freed by the capture */
+	size_t nmaps;
+	bool maps_borrowed;   /* from opts.addrspace: reread once if short */
+	const struct stacksnap_snapshot_opts *copy_opts;
+	bool copy_early;
+	bool copied_any;      /* the last copy_stacks() copied something */
+	bool held;	      /* threads stopped until __release() */
+	unsigned stop_timeout_ms;
+	uint64_t freeze_start, t_copied; /* for the stats of a release */
+	struct stacksnap_snapshot_stats stats;
+	/* Non-stop path: the iterator (its mapped buffer holds the copies of
+	 * threads read non-stop, so it lives as long as the snapshot) and
+	 * buffers of later copy rounds and of stacks completed after the
+	 * thaw. */
+	struct nonstop *ns;
+	uint8_t **extra;
+	size_t nextra, extra_cap;
+	struct stacksnap_nonstop_stats ns_stats;
+	char ns_reason[192];
+	/* The calling thread's scheduling before the freeze window, while it
+	 * runs SCHED_FIFO (realtime); restored when the window closes. */
+	bool realtime;
+	/* settle() ended with a clean run: every thread was read non-stop
+	 * and none ran until that run; no freeze and no check are needed
+	 * unless the freeze's rescan finds a new thread. */
+	bool settled;
+	uint64_t run_ns_min;  /* the shortest settle run */
+	int saved_policy;
+	struct sched_param saved_param;
+};
+
+/* task_scan.c: /proc/PID/task and the thread table. */
+
+/* Says why pid cannot be captured (logged), or 0. */
+int capture_check_target(pid_t pid, const struct log_sink *log);
+/* Whether a thread is gone or on its way out (EPERM from PTRACE_SEIZE). */
+bool capture_thread_exiting(pid_t pid, pid_t tid);
+/* TracerPid of a thread, 0 when untraced, -1 when unknown. */
+long capture_tracer_pid(pid_t pid, pid_t tid);
+/* Whether opts ask for thread tid (all threads without a tid list). */
+bool capture__wanted(const struct stacksnap_snapshot_opts *o, pid_t tid);
+void capture__index_threads(struct stacksnap_snapshot *s);
+struct cap_thread *capture__find_thread(struct stacksnap_snapshot *s, pid_t tid);
+struct cap_thread *capture__add_thread(struct stacksnap_snapshot *s, pid_t tid);
+int capture__scan_tasks(struct stacksnap_snapshot *s,
+			const struct stacksnap_snapshot_opts *o);
+
+/* freeze.c: ptrace seize, interrupt, stops, registers, detach. */
+void capture__realtime_enter(struct stacksnap_snapshot *s);
+int capture__freeze_rest(struct stacksnap_snapshot *s,
+			 const struct stacksnap_snapshot_opts *o,
+			 uint64_t deadline, bool rescan,
+			 const struct log_sink *log);
+/* Reads the registers of every stopped thread not read yet. */
+void capture__read_regs(struct stacksnap_snapshot *s);
+void capture__detach_late(struct stacksnap_snapshot *s);
+void capture__thaw(struct stacksnap_snapshot *s);
+
+/* stack_copy.c: the writable mappings and the copies of stopped threads. */
+int capture__rw_maps_of(struct stacksnap_snapshot *s,
+			const struct stacksnap_snapshot_opts *o,
+			struct rw_map **out, size_t *nout);
+int capture__copy_stacks(struct stacksnap_snapshot *s);
+void capture_prefault_kernel(uint8_t *buf, size_t len);
+
+/* nonstop_settle.c: threads read by the BPF task iterator without a stop. */
+void capture__start_nonstop(struct stacksnap_snapshot *s,
+			    const struct stacksnap_snapshot_opts *o,
+			    const struct log_sink *log);
+int capture__check_witnesses(struct stacksnap_snapshot *s,
+			     const struct stacksnap_snapshot_opts *o);
+void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t,
+		     bool ran);
+void capture__demote_all(struct stacksnap_snapshot *s);
+
+#endif

@@ -1,0 +1,152 @@
+/* snapshot_writer.c - writes a live capture to a stacksnap snapshot file
+ * (stacksnap_snapshot__save): the PROCESS, MAPPINGS, IMAGE and THREADS
+ * sections of docs/snapshot-format.md. The words of each stack it keeps
+ * are chosen by stack_words.c; this file only encodes them. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
+#include "base/log.h"
+#include "base/opts.h"
+#include "save/snapfile_writer.h"
+#include "save/stack_words.h"
+#include "snapfile/snapshot_file.h"
+
+/* Measured in BENCHMARKS.md ("Snapshot file sizes"). */
+#define DEFAULT_ENCODING STACKSNAP_ENCODING_POINTERS
+
+/* ------------------------------------------------------------------ */
+/* Saving a live capture */
+
+static void put_str(struct byte_buf *b, const char *s, size_t len)
+{
+	byte_buf__u32(b, (uint32_t)len);
+	byte_buf__put(b, s, len);
+}
+
+static void put_process(struct snapfile_writer *w, const struct stacksnap_snapshot *snap,
+			pid_t pid, enum stacksnap_stack_encoding enc)
+{
+	struct stacksnap_snapshot_stats st;
+	struct timespec ts;
+	struct utsname u;
+	char cmd[4096];
+	const char *ver = stacksnap_version();
+
+	stacksnap_snapshot__stats(snap, &st);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (uname(&u))
+		u.release[0] = 0;
+	snapfile__read_cmdline(pid, cmd, sizeof(cmd));
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_PROCESS, 1, 0);
+	byte_buf__u32(&w->buf, (uint32_t)pid);
+	byte_buf__u64(&w->buf, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+	byte_buf__u64(&w->buf, st.freeze_ns);
+	byte_buf__u64(&w->buf, st.bytes_copied);
+	byte_buf__u8(&w->buf, (uint8_t)enc);
+	put_str(&w->buf, cmd, strlen(cmd));
+	put_str(&w->buf, u.release, strlen(u.release));
+	put_str(&w->buf, ver, strlen(ver));
+	snapfile_writer__end_section(w);
+}
+
+static void put_mappings(struct snapfile_writer *w, struct stacksnap_addrspace *as)
+{
+	unsigned nimages;
+
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_MAPPINGS, 1, 0);
+	nimages = snapfile__put_mapping_records(&w->buf, as);
+	snapfile_writer__end_section(w);
+	for (size_t i = 0; nimages && i < as->n; i++)
+		if (as->maps[i].mod && as->maps[i].mod->is_vdso)
+			snapfile__put_image(w, &as->maps[i], 0);
+}
+
+/* One thread's record: its registers (filtered under a compact
+ * encoding) and the stack words sw chose. */
+static int put_thread(struct snapfile_writer *w, const struct stacksnap_thread *th,
+		      struct stacksnap_addrspace *as, struct stack_words *sw)
+{
+	size_t rec = w->buf.n, nl = strnlen(th->name, sizeof(th->name)), enc_at;
+	struct stacksnap_regs regs = th->regs;
+	uint64_t *keep;
+	int err;
+
+	if (sw->enc != STACKSNAP_ENCODING_FULL)
+		stack_words__filter_regs(as, th, &regs);
+	byte_buf__u32(&w->buf, 0); /* record length */
+	byte_buf__u32(&w->buf, (uint32_t)th->tid);
+	byte_buf__u8(&w->buf, (uint8_t)th->state);
+	byte_buf__u8(&w->buf, (uint8_t)th->error);
+	byte_buf__u8(&w->buf, (uint8_t)nl);
+	byte_buf__put(&w->buf, th->name, nl);
+	byte_buf__u32(&w->buf, regs.valid);
+	for (int r = 0; r < STACKSNAP_REG_COUNT; r++)
+		byte_buf__u64(&w->buf, regs.regs[r]);
+	byte_buf__u64(&w->buf, th->stack_base);
+	byte_buf__u64(&w->buf, th->stack ? th->stack_len : 0);
+	enc_at = w->buf.n;
+	byte_buf__u64(&w->buf, 0); /* encoded length */
+	err = stack_words__choose(sw, as, th, &keep);
+	if (err)
+		return err;
+	snapfile__put_stack(&w->buf, th, keep);
+	free(keep);
+	byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
+	byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
+	return 0;
+}
+
+static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapshot *snap,
+		       struct stacksnap_addrspace *as, const struct stacksnap_save_opts *o,
+		       enum stacksnap_stack_encoding enc)
+{
+	size_t n = stacksnap_snapshot__thread_count(snap);
+	struct stack_words sw;
+	int err;
+
+	err = stack_words__init(&sw, enc, o->max_frames ? o->max_frames : 1024,
+				o->stack_scan);
+	if (err)
+		return err;
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 1, 0);
+	byte_buf__u8(&w->buf, (uint8_t)enc);
+	byte_buf__u32(&w->buf, (uint32_t)n);
+	for (size_t i = 0; i < n && !err; i++)
+		err = put_thread(w, stacksnap_snapshot__thread(snap, i), as, &sw);
+	if (!err)
+		snapfile_writer__end_section(w);
+	stack_words__free(&sw);
+	return err;
+}
+
+int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
+			     struct stacksnap_addrspace *as, const char *path,
+			     const struct stacksnap_save_opts *opts)
+{
+	struct stacksnap_save_opts o;
+	struct snapfile_writer w;
+	int err;
+
+	if (!snap || !as || !path || opts_in(&o, sizeof(o), opts, 0) ||
+	    o.encoding > STACKSNAP_ENCODING_FULL)
+		return fail(-EINVAL);
+	if (!o.encoding)
+		o.encoding = DEFAULT_ENCODING;
+	snapfile_writer__init(&w);
+	put_process(&w, snap, as->pid, o.encoding);
+	put_mappings(&w, as);
+	err = put_threads(&w, snap, as, &o, o.encoding);
+	if (err) {
+		byte_buf__free(&w.buf);
+		log_err(&as->ctx->log, "%s: out of memory writing the snapshot", path);
+		return fail(err);
+	}
+	err = snapfile_writer__finish(&w, path, &as->ctx->log);
+	return err ? fail(err) : 0;
+}

@@ -1,0 +1,426 @@
+/* events_reader.c - reads the trace-event sections of an events file
+ * (stacksnap trace --save; docs/snapshot-format.md, "Events files") into
+ * a saved capture, for the snapshot reader that meets them, and decodes
+ * one event at a time (stacksnap_saved__event). */
+#define _GNU_SOURCE
+#include "saved/readers.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
+#include "base/log.h"
+#include "base/opts.h"
+#include "mem/compact_stack.h"
+#include "saved/saved.h"
+#include "snapfile/compact_stack.h"
+#include "snapfile/events_file.h"
+#include "snapfile/snapshot_file.h"
+
+/* One generation of a process's address space. */
+struct saved_as {
+	pid_t pid;
+	unsigned gen;
+	struct stacksnap_addrspace *as;
+};
+
+/* One EVENT section's payload (checked when read) in the mapped file. */
+struct saved_event_at {
+	const uint8_t *p;
+	size_t len, off;
+};
+
+/* Invariant: every ev[i] decodes without error (checked by read_event
+ * when its section was read) and names an address space < nas or none;
+ * the scratch below holds the event last decoded. */
+struct saved_events {
+	char **kinds;
+	size_t nkinds;
+	struct saved_as *as;
+	size_t nas;
+	struct saved_event_at *ev;
+	size_t n, cap;
+	uint8_t *stack;
+	size_t stack_cap;
+	struct stacksnap_trace_field fields[EVENTS_MAX_FIELDS];
+	char *strs;		/* field names and strings, NUL-terminated */
+	size_t strs_cap;
+	struct stacksnap_frame frames[EVENTS_MAX_KFRAMES];
+	uint64_t kpcs[EVENTS_MAX_KFRAMES];
+	char comm[256];
+};
+
+#define BAD SAVED_BAD
+
+static void events_free(void *source)
+{
+	struct saved_events *e = source;
+
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nkinds; i++)
+		free(e->kinds[i]);
+	for (size_t i = 0; i < e->nas; i++)
+		stacksnap_addrspace__free(e->as[i].as);
+	free(e->kinds);
+	free(e->as);
+	free(e->ev);
+	free(e->stack);
+	free(e->strs);
+	free(e);
+}
+
+const struct saved_ops events_reader_ops = {
+	.name = "events file",
+	.free = events_free,
+};
+
+/* s's events, NULL when s is not (yet) an events file. */
+static struct saved_events *events_in(const struct stacksnap_saved *s)
+{
+	return s && s->ops == &events_reader_ops ? s->source : NULL;
+}
+
+/* s's events, made at its first event section: from then on the events
+ * reader's state is s's source. */
+static struct saved_events *events_of(struct stacksnap_saved *s)
+{
+	struct saved_events *e = events_in(s);
+
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (e) {
+		s->ops = &events_reader_ops;
+		s->source = e;
+	}
+	return e;
+}
+
+static int read_kind(struct stacksnap_saved *s, struct saved_events *e,
+		     struct cursor *c, size_t base)
+{
+	uint32_t idx = cursor_u32(c), len = cursor_u32(c);
+	const uint8_t *name = cursor_take(c, len);
+
+	if (!name || idx > 65535 || len > 4095 || memchr(name, 0, len)) {
+		BAD(s, base, "event kind: %s", !name ? "truncated" : "bad index or name");
+		return -EINVAL;
+	}
+	if (idx >= e->nkinds) {
+		char **k = realloc(e->kinds, (idx + 1) * sizeof(*k));
+
+		if (!k)
+			return -ENOMEM;
+		memset(k + e->nkinds, 0, (idx + 1 - e->nkinds) * sizeof(*k));
+		e->kinds = k;
+		e->nkinds = idx + 1;
+	}
+	free(e->kinds[idx]);
+	e->kinds[idx] = strndup((const char *)name, len);
+	return e->kinds[idx] ? 0 : -ENOMEM;
+}
+
+static int read_addrspace(struct stacksnap_saved *s, struct saved_events *e,
+			  struct cursor *c, size_t base, const uint8_t *sections,
+			  size_t sections_len)
+{
+	struct stacksnap_addrspace *keep = s->as, *as;
+	struct saved_as *a;
+	pid_t pid = (pid_t)cursor_u32(c);
+	unsigned gen = cursor_u32(c);
+	int err;
+
+	if (c->bad) {
+		BAD(s, base, "address space section truncated");
+		return -EINVAL;
+	}
+	as = stacksnap_addrspace__new(s->ctx);
+	a = realloc(e->as, (e->nas + 1) * sizeof(*a));
+	if (!as || !a) {
+		stacksnap_addrspace__free(as);
+		if (a)
+			e->as = a;
+		return -ENOMEM;
+	}
+	e->as = a;
+	/* The mappings reader fills s->as: point it at this generation. */
+	s->as = as;
+	err = snapshot_reader__read_mappings(s, c, base + 8, sections, sections_len);
+	s->as = keep;
+	if (err) {
+		stacksnap_addrspace__free(as);
+		return err;
+	}
+	e->as[e->nas++] = (struct saved_as){ pid, gen, as };
+	return 0;
+}
+
+/* Room for n more bytes of strings. */
+static char *strs_take(struct saved_events *e, size_t *used, size_t n)
+{
+	if (*used + n > e->strs_cap) {
+		size_t cap = (*used + n) * 2;
+		char *p = realloc(e->strs, cap);
+
+		if (!p)
+			return NULL;
+		e->strs = p;
+		e->strs_cap = cap;
+	}
+	*used += n;
+	return e->strs + *used - n;
+}
+
+/* Decodes an event's stack stream (elen bytes at p, at file offset off)
+ * into e->stack (slen bytes). */
+static int decode_stack(struct stacksnap_saved *s, struct saved_events *e, size_t off,
+			const uint8_t *p, uint64_t elen, uint64_t slen,
+			uint64_t stack_base, uint8_t enc, uint16_t flags)
+{
+	struct cursor sc;
+	size_t bad_off;
+
+	if (slen > e->stack_cap) {
+		uint8_t *b = realloc(e->stack, slen);
+
+		if (!b)
+			return -ENOMEM;
+		e->stack = b;
+		e->stack_cap = slen;
+	}
+	memset(e->stack, 0, slen);
+	cursor_init(&sc, p, elen);
+	if (compact_stack__decode(&sc, e->stack, slen, stack_base,
+				  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
+		BAD(s, off + bad_off, "event %zu: corrupt stack encoding", e->n);
+		return -EINVAL;
+	}
+	/* Compacted in the kernel: what it left out read as its
+	 * poison during the live walk, and must again. */
+	if (flags & EVENTS_POISON)
+		for (size_t i = 0; i + 8 <= slen; i += 8) {
+			uint64_t v;
+
+			memcpy(&v, e->stack + i, 8);
+			if (!v) {
+				v = COMPACT_STACK_DROPPED;
+				memcpy(e->stack + i, &v, 8);
+			}
+		}
+	return 0;
+}
+
+/* Decodes an event's nfields fields, at fields_at in its record, into
+ * e->fields. Two passes: strings first (strs may move), then the
+ * pointers into them. */
+static int decode_fields(struct stacksnap_saved *s, struct saved_events *e,
+			 const struct saved_event_at *a, size_t fields_at,
+			 uint16_t nfields)
+{
+	struct cursor c;
+	size_t used;
+
+	for (int pass = 0; pass < 2; pass++) {
+		cursor_init(&c, a->p, a->len);
+		cursor_skip(&c, fields_at);
+		used = 0;
+		for (unsigned i = 0; i < nfields; i++) {
+			struct stacksnap_trace_field *f = &e->fields[i];
+			uint8_t nl = cursor_u8(&c);
+			const uint8_t *name = cursor_take(&c, nl);
+			uint8_t ff = cursor_u8(&c), size = cursor_u8(&c);
+			uint16_t sl = ff & EVENTS_FIELD_STRING ? cursor_u16(&c) : 0;
+			const uint8_t *str = ff & EVENTS_FIELD_STRING ? cursor_take(&c, sl) : NULL;
+			uint64_t v = ff & EVENTS_FIELD_STRING ? 0 : cursor_u64(&c);
+			char *ns, *ss = NULL;
+
+			if (c.bad) {
+				BAD(s, a->off + cursor_offset(&c), "event %zu: field %u truncated",
+				    e->n, i);
+				return -EINVAL;
+			}
+			if (!(ns = strs_take(e, &used, nl + 1u + (str ? sl + 1u : 0))))
+				return -ENOMEM;
+			if (pass == 0)
+				continue;
+			memcpy(ns, name, nl);
+			ns[nl] = 0;
+			if (str) {
+				ss = ns + nl + 1;
+				memcpy(ss, str, sl);
+				ss[sl] = 0;
+			}
+			*f = (struct stacksnap_trace_field){
+				.name = ns, .value = v, .str = ss, .size = size,
+				.is_signed = ff & EVENTS_FIELD_SIGNED,
+				.is_pointer = ff & EVENTS_FIELD_POINTER,
+			};
+		}
+	}
+	return 0;
+}
+
+/* Decodes the event at a into out (NULL: only check it). Returns 0,
+ * -EINVAL (logged with the offset), -ENOMEM. */
+static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
+			const struct saved_event_at *a, struct stacksnap_saved_event *out)
+{
+	struct stacksnap_saved_event ev = { .sz = sizeof(ev) };
+	struct cursor c;
+	uint32_t kind, as_id;
+	uint16_t flags;
+	uint8_t clen, enc;
+	const uint8_t *p;
+
+	cursor_init(&c, a->p, a->len);
+	ev.time_ns = cursor_u64(&c);
+	ev.pid = (pid_t)cursor_u32(&c);
+	ev.tid = (pid_t)cursor_u32(&c);
+	ev.cpu = cursor_u32(&c);
+	kind = cursor_u32(&c);
+	as_id = cursor_u32(&c);
+	flags = cursor_u16(&c);
+	ev.end = cursor_u8(&c);
+	clen = cursor_u8(&c);
+	p = cursor_take(&c, clen);
+	if (p) {
+		memcpy(e->comm, p, clen);
+		e->comm[clen] = 0;
+	}
+	ev.comm = e->comm;
+	ev.stack_bytes = cursor_u32(&c);
+	enc = cursor_u8(&c);
+	ev.regs.valid = cursor_u32(&c);
+	for (int i = 0; i < STACKSNAP_REG_COUNT; i++)
+		ev.regs.regs[i] = cursor_u64(&c);
+	ev.stack_base = cursor_u64(&c);
+	uint64_t slen = cursor_u64(&c), elen = cursor_u64(&c);
+	if (c.bad) {
+		BAD(s, a->off, "event %zu: record truncated", e->n);
+		return -EINVAL;
+	}
+	if (kind >= e->nkinds || !e->kinds[kind] ||
+	    (as_id != UINT32_MAX && as_id >= e->nas) || !enc ||
+	    enc > STACKSNAP_ENCODING_FULL || slen > SNAPFILE_MAX_EVENT_STACK ||
+	    elen > cursor_left(&c)) {
+		BAD(s, a->off, "event %zu: %s", e->n,
+		    kind >= e->nkinds || !e->kinds[kind] ? "names an event kind not defined before it"
+		    : as_id != UINT32_MAX && as_id >= e->nas ? "names an address space not defined before it"
+		    : slen > SNAPFILE_MAX_EVENT_STACK ? "stack longer than the reader's limit (1 MiB)"
+		    : elen > cursor_left(&c) ? "stack encoding past its record"
+					     : "unknown stack encoding");
+		return -EINVAL;
+	}
+	ev.name = e->kinds[kind];
+	if (as_id != UINT32_MAX) {
+		ev.as = e->as[as_id].as;
+		ev.generation = e->as[as_id].gen;
+	}
+	size_t stream_at = cursor_offset(&c);
+	p = cursor_take(&c, elen);
+	if (slen && (flags & EVENTS_HAS_STACK)) {
+		int err = decode_stack(s, e, a->off + stream_at, p, elen, slen,
+				       ev.stack_base, enc, flags);
+
+		if (err)
+			return err;
+		ev.stack = e->stack;
+		ev.stack_len = slen;
+	}
+	uint16_t nf = cursor_u16(&c);
+	for (unsigned i = 0; i < nf && !c.bad && i < EVENTS_MAX_KFRAMES; i++) {
+		e->frames[i] = (struct stacksnap_frame){ .pc = cursor_u64(&c) };
+		e->frames[i].stepper = cursor_u8(&c);
+		e->frames[i].trust = cursor_u8(&c);
+		e->frames[i].flags = cursor_u8(&c);
+	}
+	uint16_t nk = cursor_u16(&c);
+	for (unsigned i = 0; i < nk && !c.bad && i < EVENTS_MAX_KFRAMES; i++)
+		e->kpcs[i] = cursor_u64(&c);
+	uint16_t nfields = cursor_u16(&c);
+	if (c.bad || nf > EVENTS_MAX_KFRAMES || nk > EVENTS_MAX_KFRAMES ||
+	    nfields > EVENTS_MAX_FIELDS) {
+		BAD(s, a->off, "event %zu: %s", e->n, c.bad ? "record truncated"
+			   : "more frames or fields than a writer writes");
+		return -EINVAL;
+	}
+	ev.frames = e->frames;
+	ev.nframes = nf;
+	ev.kernel_pcs = e->kpcs;
+	ev.kernel_nframes = nk;
+	int err = decode_fields(s, e, a, cursor_offset(&c), nfields);
+
+	if (err)
+		return err;
+	ev.fields = e->fields;
+	ev.nfields = nfields;
+	/* Fields a newer writer appends to the record are skipped. */
+	if (out && opts_out(out, &ev, sizeof(ev), offsetof(struct stacksnap_saved_event, as)))
+		return -EINVAL;
+	return 0;
+}
+
+int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
+				struct cursor *c, size_t base,
+				const uint8_t *sections, size_t sections_len)
+{
+	struct saved_events *e = events_of(s);
+	struct saved_event_at a;
+	int err;
+
+	if (!e)
+		return -ENOMEM;
+	if (kind == SNAPFILE_SEC_EVENT_KIND)
+		return read_kind(s, e, c, base);
+	if (kind == SNAPFILE_SEC_ADDRSPACE)
+		return read_addrspace(s, e, c, base, sections, sections_len);
+	a = (struct saved_event_at){ c->p, cursor_left(c), base };
+	err = decode_event(s, e, &a, NULL);
+	if (err)
+		return err;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 256;
+		struct saved_event_at *p = realloc(e->ev, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		e->ev = p;
+		e->cap = cap;
+	}
+	e->ev[e->n++] = a;
+	return 0;
+}
+
+size_t stacksnap_saved__event_count(const struct stacksnap_saved *s)
+{
+	const struct saved_events *e = events_in(s);
+
+	return e ? e->n : 0;
+}
+
+int stacksnap_saved__event(struct stacksnap_saved *s, size_t i,
+			   struct stacksnap_saved_event *ev)
+{
+	struct saved_events *e = events_in(s);
+
+	if (!e || !ev || i >= e->n)
+		return fail(-EINVAL);
+	int err = decode_event(s, e, &e->ev[i], ev);
+	return err ? fail(err) : 0;
+}
+
+unsigned stacksnap_saved__trace_max_frames(const struct stacksnap_saved *s)
+{
+	return events_in(s) ? s->trace_max_frames : 0;
+}
+
+unsigned stacksnap_saved__trace_unwind(const struct stacksnap_saved *s)
+{
+	return events_in(s) ? s->trace_unwind : 0;
+}

@@ -1,0 +1,36 @@
+/* readers.h - the sibling readers of a saved capture (saved.h): their
+ * ops tables, and what one reader hands another (the snapshot reader
+ * meets an events file's sections; the events reader reads mappings as
+ * the snapshot reader does). */
+#ifndef SS_SAVED_READERS_H
+#define SS_SAVED_READERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/cursor.h"
+#include "saved/saved.h"
+
+extern const struct saved_ops snapshot_reader_ops; /* snapshot_reader.c */
+extern const struct saved_ops events_reader_ops;   /* events_reader.c */
+extern const struct saved_ops core_reader_ops;	    /* core_reader.c */
+
+/* Reads a MAPPINGS payload (in c, at file offset base) into s->as;
+ * sections are the file's, for the IMAGE sections it names. */
+int snapshot_reader__read_mappings(struct stacksnap_saved *s, struct cursor *c,
+				   size_t base, const uint8_t *sections,
+				   size_t sections_len);
+
+/* Reads one EVENT, ADDRSPACE or EVENT_KIND section (payload in c, at
+ * file offset base) into s, checking every field. Returns 0, -EINVAL
+ * (logged with the offset) or -ENOMEM. */
+int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
+				struct cursor *c, size_t base,
+				const uint8_t *sections, size_t sections_len);
+
+/* A core dump in memory (borrowed, must outlive the result): the fuzz
+ * target's entry to the core reader. */
+struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
+					      const void *bytes, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+/* events_file.h - the record layout of trace events in the snapshot
+ * container (stacksnap trace --save): the flags and limits the streaming
+ * writer (src/save/events_writer.c) and the reader
+ * (src/saved/events_reader.c) share; the layout is in
+ * docs/snapshot-format.md ("Events files"). */
+#ifndef SS_SNAPFILE_EVENTS_FILE_H
+#define SS_SNAPFILE_EVENTS_FILE_H
+
+/* Event record flags. */
+#define EVENTS_HAS_STACK 0x1	/* a compact stack copy is stored */
+#define EVENTS_POISON 0x2	/* words not stored read as the kernel's
+				   poison (compacted in the kernel), not 0 */
+#define EVENTS_HAS_FRAMES 0x4	/* the printed frames are stored (no copy) */
+
+/* Field flags. */
+#define EVENTS_FIELD_SIGNED 0x1
+#define EVENTS_FIELD_POINTER 0x2
+#define EVENTS_FIELD_STRING 0x4
+
+#define EVENTS_MAX_FIELDS 64
+#define EVENTS_MAX_KFRAMES 4096
+
+#endif

@@ -1,0 +1,54 @@
+/* snapshot_file.h - the record layout of the stacksnap snapshot file
+ * container (docs/snapshot-format.md): magic, versions, header offsets,
+ * section kinds, mapping record kinds, limits. Shared by the writers
+ * (src/save/), the readers (src/saved/) and the tests that build hostile
+ * files by hand. */
+#ifndef SS_SNAPFILE_SNAPSHOT_FILE_H
+#define SS_SNAPFILE_SNAPSHOT_FILE_H
+
+#define SNAPFILE_MAGIC "STKSNAP\0"	/* 8 bytes */
+#define SNAPFILE_MAJOR 1		/* readers refuse a newer major */
+#define SNAPFILE_MINOR 0		/* newer minors add sections/fields */
+#define SNAPFILE_HEADER_SIZE 32
+#define SNAPFILE_SECTION_HEADER_SIZE 16
+
+/* Header field offsets. */
+#define SNAPFILE_OFF_MAJOR 8
+#define SNAPFILE_OFF_MINOR 10
+#define SNAPFILE_OFF_HEADER_SIZE 12
+#define SNAPFILE_OFF_FILE_LEN 16
+#define SNAPFILE_OFF_CRC 24
+#define SNAPFILE_OFF_NSECTIONS 28
+
+/* Section kinds. A reader skips kinds it does not know unless the
+ * section's REQUIRED flag is set. */
+enum snapfile_section {
+	SNAPFILE_SEC_PROCESS = 1,  /* pid, time, command line, kernel, version */
+	SNAPFILE_SEC_MAPPINGS = 2, /* executable mappings, build-ids */
+	SNAPFILE_SEC_IMAGE = 3,	   /* an image held in the file (the vDSO) */
+	SNAPFILE_SEC_THREADS = 4,  /* registers + compact stacks */
+	SNAPFILE_SEC_EVENT = 5,	   /* one trace event (stacksnap trace --save) */
+	SNAPFILE_SEC_ADDRSPACE = 6, /* a generation of a traced process's mappings */
+	SNAPFILE_SEC_EVENT_KIND = 7, /* an event's index and name */
+};
+#define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
+#define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
+				     are the CRC-32 of the rest of it */
+/* Minor version of files with trace events (streamed, sections checked
+ * one by one). */
+#define SNAPFILE_MINOR_EVENTS 1
+/* Largest stack of one event a reader accepts. */
+#define SNAPFILE_MAX_EVENT_STACK (1u << 20)
+
+/* Mapping record kinds. */
+enum snapfile_map_kind {
+	SNAPFILE_MAP_FILE = 0,	/* a file, found by path or build-id */
+	SNAPFILE_MAP_IMAGE = 1, /* its image is in an IMAGE section */
+	SNAPFILE_MAP_ANON = 2,	/* code without a file (JIT) */
+};
+
+/* Hard limits on what a file may make the reader allocate. */
+#define SNAPFILE_MAX_STACK (64u << 20)	      /* per thread */
+#define SNAPFILE_MAX_STACKS (256u << 20)      /* all threads together */
+
+#endif

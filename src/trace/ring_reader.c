@@ -1,0 +1,159 @@
+/* ring_reader.c - the trace's ring buffer drained: process records
+ * (fork, exec, exit) kept in the process table, event records checked,
+ * unwound and handed to the caller; the counters of both sides. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "trace/trace_internal.h"
+
+static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_t len)
+{
+	struct stacksnap_trace_event ev;
+	size_t stack_off = sizeof(*r), raw_off;
+	int n;
+
+	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
+	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
+	    raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
+	    (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0) > len)
+		return 0; /* not ours: ignore */
+	memset(&ev, 0, sizeof(ev));
+	ev.hybrid_nframes = -1;
+	ev.event = r->event;
+	ev.name = tr->events[r->event].name;
+	ev.time_ns = r->time;
+	ev.pid = (pid_t)r->pid;
+	ev.tid = (pid_t)r->tid;
+	ev.cpu = r->cpu;
+	ev.comm = r->comm;
+	ev.capture = &r->cap;
+	ev.stack = (const uint8_t *)r + stack_off;
+	ev.raw = r->raw_len ? (const uint8_t *)r + raw_off : NULL;
+	ev.raw_len = r->raw_len;
+	ev.record_len = len;
+	if (tr->events[r->event].kind == EV_WAKEUP) {
+		/* No stack: when and which thread only. */
+		ev.end = STACKSNAP_END_NONE;
+		ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
+		return tr->fn ? tr->fn(&ev, tr->fn_user) : 0;
+	}
+	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
+		trace__kernel_event(tr, r, raw_off, &ev);
+	if (trace__unwind_mode(tr) & KU_MODE_COPY) {
+		n = trace__unwind_copy(tr, r, raw_off, &ev);
+		ev.frames = tr->frames;
+	} else {
+		n = ev.kernel_nframes;
+		ev.end = trace_kernel_end(r->kend);
+		ev.frames = tr->kframes;
+	}
+	ev.nframes = n;
+	ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
+	tr->st.received++;
+	tr->st.unwound += n > 0;
+	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;
+	return tr->fn ? tr->fn(&ev, tr->fn_user) : 0;
+}
+
+int trace_on_record(void *ctx, void *data, size_t len)
+{
+	struct stacksnap_trace *tr = ctx;
+	const struct trace_rec *r = data;
+	int rc = 0;
+
+	if (len < sizeof(*r))
+		return 0;
+	tr->st.bytes += len;
+	switch (r->kind) {
+	case TRACE_REC_EVENT:
+		rc = on_event(tr, r, len);
+		break;
+	case TRACE_REC_FORK:
+		stacksnap_procs__fork(tr->procs, (pid_t)r->ppid, (pid_t)r->ptid,
+				      (pid_t)r->pid, (pid_t)r->tid);
+		if (r->pid != r->ppid) {
+			trace__kernel_maps(tr, (pid_t)r->pid);
+			trace__exec_ranges_update(tr, (pid_t)r->pid);
+		}
+		break;
+	case TRACE_REC_EXEC:
+		stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid, r->comm, true);
+		/* The new image's mappings: those there now (ld.so maps the
+		 * libraries later; a miss re-reads them). */
+		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		trace__kernel_maps(tr, (pid_t)r->pid);
+		/* Not yet: ld.so has not mapped the libraries. The first
+		 * event (sent as it is) sets them. */
+		if (tr->o.compact)
+			bpf_map_delete_elem(trace_programs__exec_ranges_fd(&tr->bpf),
+					    &(uint32_t){ r->pid });
+		break;
+	case TRACE_REC_EXIT:
+		stacksnap_procs__exit(tr->procs, (pid_t)r->pid, (pid_t)r->tid);
+		break;
+	}
+	if (rc)
+		tr->fn_rc = rc;
+	return rc;
+}
+
+int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
+			  stacksnap_trace_fn fn, void *user)
+{
+	uint64_t before;
+	int r;
+
+	if (!tr || !tr->rb)
+		return fail(-EINVAL);
+	before = tr->st.received;
+	tr->fn = fn;
+	tr->fn_user = user;
+	tr->fn_rc = 0;
+	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
+	tr->fn = NULL;
+	if (tr->fn_rc)
+		return tr->fn_rc;
+	if (r < 0)
+		return fail(r);
+	return (int)(tr->st.received - before);
+}
+
+void stacksnap_trace__stats(const struct stacksnap_trace *tr,
+			    struct stacksnap_trace_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!tr)
+		return;
+	*st = tr->st;
+	st->rereads = procs_rereads(tr->procs);
+	if (tr->kt) {
+		struct ktable_stats ks;
+
+		ktable__stats(tr->kt, &ks);
+		st->table_bytes = ks.table_bytes + ks.fixed_bytes;
+	}
+	if (tr->bpf.proc) {
+		int ncpu = libbpf_num_possible_cpus();
+		uint64_t *vals = calloc((size_t)(ncpu > 0 ? ncpu : 1), sizeof(uint64_t));
+
+		for (uint32_t k = 0; vals && k < TRACE_STAT_NR; k++) {
+			uint64_t sum = 0;
+
+			if (bpf_map_lookup_elem(trace_programs__stats_fd(&tr->bpf), &k, vals))
+				continue;
+			for (int c = 0; c < ncpu; c++)
+				sum += vals[c];
+			if (k == TRACE_STAT_EMITTED)
+				st->captured = sum;
+			else if (k == TRACE_STAT_LOST)
+				st->lost = sum;
+			else if (k == TRACE_STAT_SHORT)
+				st->short_stacks = sum;
+		}
+		free(vals);
+	}
+}

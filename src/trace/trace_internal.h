@@ -1,0 +1,136 @@
+/* trace_internal.h - an event trace (struct stacksnap_trace) and what the
+ * files of src/trace/ share: the events as added (event_spec.c), the BPF
+ * programs started and the processes followed (session.c), the ring
+ * buffer drained (ring_reader.c), each event's stack walked
+ * (event_unwind.c), its fields decoded (fields.c), events listed
+ * (list.c). */
+#ifndef SS_TRACE_INTERNAL_H
+#define SS_TRACE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "addrspace/addrspace.h"
+#include "addrspace/module.h"
+#include "base/log.h"
+#include "bpf/trace_programs.h"
+
+/* The BPF side's record, in user-space types. */
+#define __u8 uint8_t
+#define __u32 uint32_t
+#define __u64 uint64_t
+#include "bpf/trace_record.h"
+#include "ktable/kunwind_layout.h"
+#include "base/clock.h"
+#include "ktable/ktable.h"
+#include "bpf/kunwind_session.h"
+#undef __u8
+#undef __u32
+#undef __u64
+
+#define MAX_FIELDS 32
+
+/* One field of a tracepoint's format file. */
+struct tp_field {
+	char name[48];
+	unsigned offset, size;
+	bool is_signed, is_pointer, is_string, is_data_loc;
+};
+
+/* EV_OFF_CPU / EV_WAKEUP: a traced thread leaving a CPU to wait / woken
+ * (stacksnap_trace__add_off_cpu; the second carries no stack). */
+enum event_kind { EV_TRACEPOINT, EV_UPROBE, EV_URETPROBE, EV_SAMPLE, EV_OFF_CPU,
+		  EV_WAKEUP };
+
+/* One event as added. Invariant: raw_len <= TRACE_RAW_MAX; for
+ * tracepoints nfields fields, each inside raw_len. */
+struct trace_event_spec {
+	enum event_kind kind;
+	char *name;		/* shown: "syscalls:sys_enter_write" */
+	char *target;		/* tracepoint "CAT/NAME"; uprobe file path */
+	char *func;		/* uprobe function */
+	uint64_t func_off;	/* its file offset */
+	unsigned hz;		/* sampling */
+	unsigned raw_len;
+	struct tp_field fields[MAX_FIELDS];
+	unsigned nfields;
+};
+
+/* Invariant: after start, bpf.proc is loaded and owns the shared maps
+ * (bpf/trace_programs.h); bpf.proc non-NULL means a start was tried: no
+ * event may be added any more. */
+struct stacksnap_trace {
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_trace_opts o;
+	bool env_ready;		/* bpf_env__prepare succeeded */
+	struct trace_event_spec *events;
+	size_t nevents, capevents;
+	struct trace_programs bpf;
+	struct ring_buffer *rb;
+	struct stacksnap_procs *procs;
+	struct stacksnap_unwinder *uw;
+	struct stacksnap_frame *frames;
+	stacksnap_trace_fn fn;	/* during poll */
+	void *fn_user;
+	int fn_rc;
+	struct stacksnap_trace_stats st;
+	char strbuf[MAX_FIELDS][64]; /* strings of fields() */
+	/* unwind KERNEL/BOTH: the tables in BPF maps, the frames made from
+	 * the kernel's pcs, and the last fallback refresh (pid, time) so a
+	 * burst of events of not-yet-loaded code reads /proc once. */
+	struct ktable *kt;
+	struct stacksnap_frame *kframes;
+	struct stacksnap_frame *hframes; /* the hybrid walk's (both mode) */
+	pid_t last_refresh_pid;
+	uint64_t last_refresh_ns;
+};
+
+static inline const struct log_sink *LOG(const struct stacksnap_trace *tr)
+{
+	return &tr->ctx->log;
+}
+
+/* event_spec.c */
+/* Calls fn for every tracepoint CAT:NAME matching the globs; returns how
+ * many matched (up to the one where fn returned non-zero) or -errno. */
+int trace_tracepoints_each(const char *cat_glob, const char *name_glob,
+			   int (*fn)(const char *cat, const char *name, void *u),
+			   void *u);
+/* The file a uprobe names ("libc", or a path), with pid_hint's mappings
+ * searched first (pid_hint <= 0: none). */
+int trace_resolve_binary(pid_t pid_hint, const char *name, char *out,
+			 size_t outlen);
+/* Calls fn for every defined function symbol of the ELF file at path
+ * with its name, its demangled name without the parameter list and its
+ * file offset, until fn returns non-zero (which is returned). */
+int trace_elf_functions(const char *path,
+			int (*fn)(const char *name, const char *plain,
+				  uint64_t off, void *u),
+			void *u);
+
+/* session.c */
+/* KU_MODE_* of the unwind option. */
+uint32_t trace__unwind_mode(const struct stacksnap_trace *tr);
+/* Writes pid's mapping table for the in-kernel walk (unwind KERNEL/BOTH). */
+void trace__kernel_maps(struct stacksnap_trace *tr, pid_t pid);
+/* pid's executable ranges into the map the compaction reads (compact only). */
+void trace__exec_ranges_update(struct stacksnap_trace *tr, pid_t pid);
+
+/* ring_reader.c: libbpf's ring buffer callback (ctx: the trace). */
+int trace_on_record(void *ctx, void *data, size_t len);
+
+/* event_unwind.c: an event's stack. */
+/* The in-kernel walk of record r (its pcs after raw_off + the raw record). */
+void trace__kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
+			 size_t raw_off, struct stacksnap_trace_event *ev);
+/* The user-space walk of r's copy into tr->frames (and, BOTH mode, its
+ * comparison with the kernel's and the hybrid walk); returns the frames. */
+int trace__unwind_copy(struct stacksnap_trace *tr, const struct trace_rec *r,
+		       size_t raw_off, struct stacksnap_trace_event *ev);
+/* The library's end reason for an in-kernel walk's. */
+enum stacksnap_end trace_kernel_end(unsigned kend);
+
+#endif
