@@ -46,6 +46,9 @@ struct stacksnap_addrspace {
 	 * snapshot of the same process reuses them: one read, not two). */
 	struct as_rw_range *rw;
 	size_t nrw, caprw;
+	/* The process's perf map and jitdump: names of its anonymous code
+	 * (NULL until a pc there is symbolized; live processes only). */
+	struct jit_symbols *jit;
 };
 
 /* The writable mappings read with the maps; 0 for caller-supplied ones. */
