@@ -537,6 +537,19 @@ size_t addrspace__writable(const struct stacksnap_addrspace *as,
 	return as->pid ? as->nrw : 0;
 }
 
+struct jit_symbols *addrspace__jit(struct stacksnap_addrspace *as)
+{
+	if (!as->jit && as->pid)
+		as->jit = jit_symbols__new(as->pid, &as->ctx->log);
+	return as->jit;
+}
+
+void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js)
+{
+	jit_symbols__free(as->jit);
+	as->jit = js;
+}
+
 /* A pc in anonymous executable memory is JIT code: named from the live
  * process's perf map or jitdump (file:line with STACKSNAP_SYM_LINES when
  * the dump has them), never from a neighbouring module's symbols. */
@@ -547,11 +560,7 @@ static void symbolize_jit(struct stacksnap_addrspace *as, uint64_t pc,
 	struct jit_symbol js;
 
 	out->module = STACKSNAP_MODULE_JIT;
-	if (!as->pid)
-		return;
-	if (!as->jit && !(as->jit = jit_symbols__new(as->pid, &as->ctx->log)))
-		return;
-	if (!jit_symbols__lookup(as->jit, lookup, &js))
+	if (!addrspace__jit(as) || !jit_symbols__lookup(as->jit, lookup, &js))
 		return;
 	out->function = js.name;
 	out->offset = pc - js.start;

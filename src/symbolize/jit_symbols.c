@@ -11,7 +11,8 @@
 #include "symbolize/perf_map.h"
 
 /* Invariant: opened once the files were looked for; map and dump are
- * NULL while the process has none (looked for again on a re-read). */
+ * NULL while the process has none (looked for again on a re-read); pid 0:
+ * names from a saved snapshot, never read again. */
 struct jit_symbols {
 	pid_t pid;
 	const struct log_sink *log;
@@ -81,6 +82,7 @@ static bool find(struct jit_symbols *js, uint64_t pc, struct jit_symbol *out)
 	/* Both name the code the same way; the dump adds file:line. */
 	out->name = e ? e->name : c->name;
 	out->start = e ? e->start : c->start;
+	out->end = e ? e->end : c->end;
 	out->file = line ? line->file : NULL;
 	out->line = line ? line->line : 0;
 	return true;
@@ -93,9 +95,22 @@ bool jit_symbols__lookup(struct jit_symbols *js, uint64_t pc,
 		read_files(js);
 	else if (find(js, pc, out))
 		return true;
-	else if (now_ms() - js->last_read_ms >= JIT_SYMBOLS_REREAD_MS)
+	else if (js->pid && now_ms() - js->last_read_ms >= JIT_SYMBOLS_REREAD_MS)
 		read_files(js);
 	return find(js, pc, out);
+}
+
+struct jit_symbols *jit_symbols__from_map(struct perf_map *pm)
+{
+	struct jit_symbols *js = jit_symbols__new(0, NULL);
+
+	if (!js) {
+		perf_map__free(pm);
+		return NULL;
+	}
+	js->map = pm;
+	js->opened = true;
+	return js;
 }
 
 void jit_symbols__free(struct jit_symbols *js)

@@ -17,7 +17,7 @@ struct jit_symbols;
  * jit_symbols. */
 struct jit_symbol {
 	const char *name;
-	uint64_t start;		/* of the named code */
+	uint64_t start, end;	/* the named code */
 	const char *file;	/* from a jitdump's debug info; NULL if none */
 	unsigned line;
 };
@@ -31,6 +31,11 @@ struct jit_symbols *jit_symbols__new(pid_t pid, const struct log_sink *log);
  * JIT_SYMBOLS_REREAD_MS). Returns true and *out, or false. */
 bool jit_symbols__lookup(struct jit_symbols *js, uint64_t pc,
 			 struct jit_symbol *out);
+
+/* A source of names read from a saved snapshot (never re-read): takes
+ * pm. NULL and errno on -ENOMEM (pm freed). */
+struct perf_map;
+struct jit_symbols *jit_symbols__from_map(struct perf_map *pm);
 
 void jit_symbols__free(struct jit_symbols *js);
 
