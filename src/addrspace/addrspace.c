@@ -550,6 +550,28 @@ void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js)
 	as->jit = js;
 }
 
+/* Anonymous executable memory: no path in /proc/PID/maps, "//anon" in
+ * perf.data's mmap events, "[anon:NAME]" when named with prctl. */
+static bool is_anon_code(const struct as_map *m)
+{
+	return !m->mod && (m->prot & PROT_EXEC) &&
+	       (!m->path || !strcmp(m->path, "//anon") ||
+		!strncmp(m->path, "[anon", 5));
+}
+
+const char *stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as,
+					  uint64_t pc, bool is_return)
+{
+	uint64_t lookup = is_return ? pc - 1 : pc;
+	const struct as_map *m = as ? addrspace__find(as, lookup) : NULL;
+	struct jit_symbol js;
+
+	if (!m || !is_anon_code(m) || !addrspace__jit(as) ||
+	    !jit_symbols__lookup(as->jit, lookup, &js))
+		return NULL;
+	return js.source;
+}
+
 /* A pc in anonymous executable memory is JIT code: named from the live
  * process's perf map or jitdump (file:line with STACKSNAP_SYM_LINES when
  * the dump has them), never from a neighbouring module's symbols. */
@@ -589,7 +611,7 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	out->module = m->path;
 	if (!(mod = m->mod)) {
 		out->module_offset = pc - m->start;
-		if (!m->path && (m->prot & PROT_EXEC))
+		if (is_anon_code(m))
 			symbolize_jit(as, pc, lookup, flags, out);
 		return 1;
 	}

@@ -3,6 +3,7 @@
 #include "symbolize/jit_symbols.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +18,7 @@ struct jit_symbols {
 	pid_t pid;
 	const struct log_sink *log;
 	bool opened;
+	bool recorded;		/* /tmp/perf-<pid>.map of our /tmp only */
 	struct perf_map *map;
 	struct jitdump *dump;
 	uint64_t last_read_ms;	/* CLOCK_MONOTONIC of the last (re-)read */
@@ -51,6 +53,11 @@ static void read_files(struct jit_symbols *js)
 	js->last_read_ms = now_ms();
 	if (js->map) {
 		perf_map__refresh(js->map);
+	} else if (js->recorded) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)js->pid);
+		perf_map__open_path(path, js->log, &js->map);
 	} else {
 		err = perf_map__open_pid(js->pid, js->log, &js->map);
 		if (err && err != -ENOENT)
@@ -59,13 +66,25 @@ static void read_files(struct jit_symbols *js)
 	}
 	if (js->dump) {
 		jitdump__refresh(js->dump);
-	} else {
+	} else if (!js->recorded) {
 		err = jitdump__open_pid(js->pid, js->log, &js->dump);
 		if (err && err != -ENOENT)
 			log_info(js->log, "pid %d: jitdump: %s", (int)js->pid,
 				 strerror(-err));
 	}
 	js->opened = true;
+}
+
+/* A path read through /proc/PID/root as the process names it. NULL for
+ * a saved snapshot's names. */
+static const char *as_seen(const char *path)
+{
+	const char *root;
+
+	if (path && !strncmp(path, "/proc/", 6) &&
+	    (root = strstr(path, "/root/")))
+		return root + 5;
+	return path;
 }
 
 static bool find(struct jit_symbols *js, uint64_t pc, struct jit_symbol *out)
@@ -85,6 +104,8 @@ static bool find(struct jit_symbols *js, uint64_t pc, struct jit_symbol *out)
 	out->end = e ? e->end : c->end;
 	out->file = line ? line->file : NULL;
 	out->line = line ? line->line : 0;
+	out->source = as_seen(e ? perf_map__path(js->map)
+				: jitdump__path(js->dump));
 	return true;
 }
 
@@ -98,6 +119,16 @@ bool jit_symbols__lookup(struct jit_symbols *js, uint64_t pc,
 	else if (js->pid && now_ms() - js->last_read_ms >= JIT_SYMBOLS_REREAD_MS)
 		read_files(js);
 	return find(js, pc, out);
+}
+
+struct jit_symbols *jit_symbols__new_recorded(pid_t pid,
+					      const struct log_sink *log)
+{
+	struct jit_symbols *js = jit_symbols__new(pid, log);
+
+	if (js)
+		js->recorded = true;
+	return js;
 }
 
 struct jit_symbols *jit_symbols__from_map(struct perf_map *pm)

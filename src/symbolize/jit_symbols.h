@@ -20,6 +20,9 @@ struct jit_symbol {
 	uint64_t start, end;	/* the named code */
 	const char *file;	/* from a jitdump's debug info; NULL if none */
 	unsigned line;
+	const char *source;	/* the symbol file that named it, as the
+				   process (and perf) names it:
+				   "/tmp/perf-PID.map", a jitdump's path */
 };
 
 /* The symbol source of live process pid; nothing is read yet. NULL and
@@ -31,6 +34,12 @@ struct jit_symbols *jit_symbols__new(pid_t pid, const struct log_sink *log);
  * JIT_SYMBOLS_REREAD_MS). Returns true and *out, or false. */
 bool jit_symbols__lookup(struct jit_symbols *js, uint64_t pc,
 			 struct jit_symbol *out);
+
+/* The source of a process seen only in recorded events (perf.data),
+ * perhaps gone: /tmp/perf-<pid>.map of our own /tmp, as `perf script`
+ * reads it. NULL and errno on -ENOMEM. */
+struct jit_symbols *jit_symbols__new_recorded(pid_t pid,
+					      const struct log_sink *log);
 
 /* A source of names read from a saved snapshot (never re-read): takes
  * pm. NULL and errno on -ENOMEM (pm freed). */
