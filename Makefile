@@ -121,7 +121,27 @@ $(O)/bpf/%.bpf.o: src/bpf/%.bpf.c $(O)/bpf/vmlinux.h
 $(O)/bpf/%.skel.h: $(O)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp
 	@mv $@.tmp $@
-$(LIB_OBJS) $(LIB_PIC_OBJS) $(SAN_OBJS): | $(BPF_SKELS)
+# Light skeletons ($(O)/bpf/NAME.lskel.h, `struct NAME_lbpf`): the object
+# loaded by a small BPF_PROG_TYPE_SYSCALL program that the kernel runs,
+# which resolves the CO-RE relocations and the attach target against the
+# kernel's own BTF, so that nothing parses /sys/kernel/btf/vmlinux in user
+# space (libbpf's loader does, ~50 ms, for any tracing program: see
+# docs/nonstop-capture.md, "Loading without the BTF parse"). Only for the
+# programs whose loader uses one (BPF_LSKELS).
+BPF_LSKELS := $(O)/bpf/nonstop.lskel.h
+$(O)/bpf/%.lskel.h: $(O)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton -L $< name $*_lbpf > $@.tmp
+	@mv $@.tmp $@
+# The minimal kernel BTF of the trace objects whose programs need the
+# kernel's BTF only for CO-RE relocations (tracepoint, uprobe, perf_event),
+# cut from the build machine's kernel with its identity, as a header
+# (scripts/min-core-btf.py): loaded where the running kernel is the same,
+# it spares libbpf the parse of the full BTF.
+BPF_MIN_BTF_OBJS := $(O)/bpf/trace_tp.bpf.o $(O)/bpf/trace_uprobe.bpf.o $(O)/bpf/trace_sample.bpf.o
+BPF_MIN_BTF := $(O)/bpf/trace_min_btf.h
+$(BPF_MIN_BTF): $(BPF_MIN_BTF_OBJS) scripts/min-core-btf.py
+	scripts/min-core-btf.py $(BPFTOOL) $@ /sys/kernel/btf/vmlinux $(BPF_MIN_BTF_OBJS)
+$(LIB_OBJS) $(LIB_PIC_OBJS) $(SAN_OBJS): | $(BPF_SKELS) $(BPF_LSKELS) $(BPF_MIN_BTF)
 
 $(O)/libstacksnap.a: $(LIB_OBJS)
 	@rm -f $@
@@ -192,7 +212,7 @@ unit: $(UNIT_BINS)
 # Fuzz targets: libFuzzer + ASan + UBSan, the library built by clang.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(O)/fuzzobj/%.o) $(O)/fuzzobj/gen/profile.pb-c.o
-$(FUZZ_LIB_OBJS): | $(BPF_SKELS)
+$(FUZZ_LIB_OBJS): | $(BPF_SKELS) $(BPF_LSKELS) $(BPF_MIN_BTF)
 $(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) -g -O1 -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c $< -o $@

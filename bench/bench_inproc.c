@@ -1,11 +1,13 @@
 /* bench_inproc.c - the in-process backtrace against what a tracer would
  * use instead, in one run: glibc's backtrace(), libunwind's
  * unw_backtrace() and a frame-pointer walk, at stack depths 36 and 200;
- * stacksnap_backtrace warm (compiled tables), with modules not compiled
- * yet (.eh_frame interpreted: the first calls after a dlopen()), and from
- * a signal handler (stacksnap_backtrace_ucontext, signal delivery cost
- * taken out). Prints ns per call and per frame (medians of BATCHES) and
- * ratios. Times are the thread's CPU time (the machine is shared). The
+ * stacksnap_backtrace without set-up (row caches filled from interpreted
+ * .eh_frame) and after stacksnap_backtrace_prepare() (compiled tables),
+ * the first call of a process (in a fresh child process each time: from
+ * ordinary code, from a signal handler, and glibc's and libunwind's first
+ * calls), the first calls after a dlopen(), and from a signal handler
+ * (stacksnap_backtrace_ucontext, signal delivery cost taken out). Prints
+ * ns per call and per frame (medians of BATCHES) and ratios. Times are the thread's CPU time (the machine is shared). The
  * recursion is built with frame pointers (so that the
  * frame-pointer walk works at all); the CFI walkers do not use them. */
 #define _GNU_SOURCE
@@ -183,7 +185,8 @@ static double in_handler_cost(int depth)
  * Each batch copies libhop.so (bench/hop.c, built next to this program)
  * to a new file, dlopen()s it and takes backtraces from a leaf its code
  * calls: the first (its frames interpreted from .eh_frame: no table yet;
- * the other modules have theirs), the second, then after
+ * the other modules have theirs), the second (from the row cache the
+ * first filled), then after
  * stacksnap_backtrace_prepare() (which compiles the one new table), the
  * first (row cache cold for its pcs) and a warm one. */
 enum { DL_FIRST, DL_SECOND, DL_PREPARE, DL_AFTER, DL_WARM, DL_N };
@@ -271,7 +274,7 @@ static int dlopen_cost(void)
 	       "medians of %d; the first ones single calls, less a clock read of %.0f ns):\n", dl_frames, BATCHES, dl_clock_ns);
 	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "first stacksnap_backtrace",
 	       median(dl_ns[DL_FIRST], BATCHES), median(dl_ns[DL_FIRST], BATCHES) / dl_frames);
-	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "second (still no table)",
+	printf("  %-34s %9.0f ns/call %6.2f ns/frame\n", "second (no table: row cache)",
 	       median(dl_ns[DL_SECOND], BATCHES), median(dl_ns[DL_SECOND], BATCHES) / dl_frames);
 	printf("  %-34s %9.0f ns (one new table; the others are found published)\n",
 	       "stacksnap_backtrace_prepare()", median(dl_ns[DL_PREPARE], BATCHES));
@@ -309,11 +312,162 @@ static double signal_cost(int depth, int walk, int calls)
 	return median(j.ns, BATCHES);
 }
 
+/* ---- the first call of a process ----
+ * --first METHOD: one call at depth FIRST_DEPTH, the first of its kind in
+ * this process (no table, no row cache, the thread's stack not known
+ * yet), timed alone; prints "ns frames". METHOD: stacksnap, signal (the
+ * first stacksnap_backtrace is made inside a SIGUSR1 handler and timed
+ * there; then a second one), glibc (its first call loads libgcc_s),
+ * libunwind (loaded before). The parent runs each in FIRST_RUNS fresh
+ * children and takes the median. */
+#define FIRST_DEPTH 36
+#define FIRST_RUNS 9
+
+static double first_ns, first_second_ns;
+static int first_frames;
+static bt_fn first_fn;
+
+static void on_first_signal(int sig, siginfo_t *si, void *uc)
+{
+	double t0 = now_ns(), t1, t2;
+
+	(void)sig;
+	(void)si;
+	(void)uc;
+	first_frames = stacksnap_backtrace(sink, MAXF);
+	t1 = now_ns();
+	sink_n = stacksnap_backtrace(sink, MAXF);
+	t2 = now_ns();
+	first_ns = t1 - t0;
+	first_second_ns = t2 - t1;
+}
+
+static void first_at_bottom(void *arg)
+{
+	double t0;
+
+	(void)arg;
+	if (!first_fn) {
+		raise(SIGUSR1);
+		return;
+	}
+	t0 = now_ns();
+	first_frames = first_fn(sink, MAXF);
+	first_ns = now_ns() - t0;
+}
+
+static int first_mode(const char *method, bt_fn glibc_bt)
+{
+	struct sigaction sa;
+	void *lu;
+
+	if (!strcmp(method, "stacksnap")) {
+		first_fn = stacksnap_backtrace;
+	} else if (!strcmp(method, "glibc")) {
+		first_fn = glibc_bt;
+	} else if (!strcmp(method, "libunwind")) {
+		lu = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+		first_fn = lu ? (bt_fn)dlsym(lu, "unw_backtrace") : NULL;
+		if (!first_fn)
+			return 1;
+	} else if (!strcmp(method, "signal")) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_first_signal;
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGUSR1, &sa, NULL);
+	} else {
+		return 2;
+	}
+	recurse(FIRST_DEPTH, first_at_bottom, NULL);
+	printf("%.0f %d %.0f\n", first_ns, first_frames, first_second_ns);
+	return 0;
+}
+
+/* Runs `self --first method` FIRST_RUNS times: the medians of the first
+ * call's ns (and of the second, for signal), and its frames. */
+static int first_runs(const char *method, double *ns, double *second,
+		      int *frames)
+{
+	double v[FIRST_RUNS], v2[FIRST_RUNS];
+	char cmd[4200], self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		return -1;
+	self[len] = 0;
+	snprintf(cmd, sizeof(cmd), "'%s' --first %s", self, method);
+	for (int r = 0; r < FIRST_RUNS; r++) {
+		FILE *f = popen(cmd, "r");
+		int ok = f && fscanf(f, "%lf %d %lf", &v[r], frames, &v2[r]) == 3;
+
+		if (f)
+			pclose(f);
+		if (!ok)
+			return -1;
+	}
+	*ns = median(v, FIRST_RUNS);
+	*second = median(v2, FIRST_RUNS);
+	return 0;
+}
+
+static void first_calls(void)
+{
+	static const char *const methods[] = { "stacksnap", "signal", "glibc",
+					       "libunwind" };
+	static const char *const names[] = {
+		"stacksnap_backtrace",
+		"stacksnap_backtrace in a handler",
+		"glibc backtrace() (loads libgcc_s)",
+		"libunwind unw_backtrace()",
+	};
+	double ns[4], second, sig_second = 0;
+	int frames[4];
+
+	printf("\nthe first call of a process (depth %d; a fresh process each "
+	       "run, medians of %d; no prepare):\n", FIRST_DEPTH, FIRST_RUNS);
+	for (int k = 0; k < 4; k++) {
+		if (first_runs(methods[k], &ns[k], &second, &frames[k])) {
+			printf("  %-34s not available\n", names[k]);
+			ns[k] = 0;
+			continue;
+		}
+		if (k == 1)
+			sig_second = second;
+		printf("  %-34s %9.0f ns/call %6.2f ns/frame (%d frames)\n",
+		       names[k], ns[k], ns[k] / frames[k], frames[k]);
+	}
+	if (ns[1])
+		printf("  %-34s %9.0f ns/call %6.2f ns/frame (row caches "
+		       "filled by the first)\n",
+		       "  the second, in the same handler", sig_second,
+		       sig_second / frames[1]);
+	if (ns[0] && ns[2])
+		printf("  ratios: glibc first / stacksnap first %.1f, libunwind "
+		       "first / stacksnap first %.1f\n", ns[2] / ns[0],
+		       ns[3] ? ns[3] / ns[0] : 0);
+}
+
+/* Resident memory in KiB, from /proc/self/statm. */
+static long rss_kib(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
 /* --count METHOD DEPTH CALLS: only CALLS calls of one method at one
  * depth (tables prepared first, one warm-up call), for instruction counts
  * under valgrind --tool=callgrind or perf stat, which do not depend on the
  * machine's load. METHOD: stacksnap, fp, glibc, libunwind, ucontext (from
- * a SIGUSR1 handler), interpreted (no tables). Prints the frames walked. */
+ * a SIGUSR1 handler), interpreted (no prepare: rows interpreted from
+ * .eh_frame into the row caches on the warm-up call). Prints the frames
+ * walked. */
 static struct job count_job;
 
 static void count_at_bottom(void *arg)
@@ -372,13 +526,15 @@ int main(int argc, char **argv)
 	bt_fn glibc_bt, unw_bt = NULL;
 	void *lu;
 	struct sigaction sa;
-	double interp[2], prep_ns;
+	double interp[2], unprep_handler[2], prep_ns;
 	int interp_frames[2];
 	int prepared;
 
 	/* glibc's backtrace (libunwind also exports one named backtrace) */
 	glibc_bt = (bt_fn)dlvsym(dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD),
 				 "backtrace", "GLIBC_2.2.5");
+	if (argc == 3 && !strcmp(argv[1], "--first"))
+		return glibc_bt ? first_mode(argv[2], glibc_bt) : 1;
 	lu = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (lu)
 		unw_bt = (bt_fn)dlsym(lu, "unw_backtrace");
@@ -397,25 +553,35 @@ int main(int argc, char **argv)
 		return count_mode(argv[2], atoi(argv[3]), atoi(argv[4]), glibc_bt,
 				  unw_bt);
 	if (argc > 1) {
-		fprintf(stderr, "usage: bench_inproc [--count METHOD DEPTH CALLS]\n");
+		fprintf(stderr, "usage: bench_inproc [--count METHOD DEPTH CALLS | "
+			"--first METHOD]\n");
 		return 2;
 	}
 
 	printf("== in-process backtrace (bench_inproc): ns per call, ns per frame; "
 	       "medians of %d batches\n", BATCHES);
-	/* Before any table: every module's .eh_frame interpreted, as for a
-	 * module dlopen()ed since the last stacksnap_backtrace_prepare(). */
-	for (int d = 0; d < 2; d++)
-		interp[d] = run(stacksnap_backtrace, depths[d], 200,
+	first_calls();
+	/* Without prepare (the default): the first call interprets each
+	 * frame's .eh_frame and fills the row caches; the batches' median is
+	 * the steady state. */
+	for (int d = 0; d < 2; d++) {
+		int calls = depths[d] > 100 ? 2000 : 10000;
+
+		interp[d] = run(stacksnap_backtrace, depths[d], calls,
 				&interp_frames[d]);
+		unprep_handler[d] = in_handler_cost(depths[d]);
+	}
 	{
+		long rss0 = rss_kib();
 		double t0 = now_ns();
 
 		prepared = stacksnap_backtrace_prepare();
 		prep_ns = now_ns() - t0;
+		printf("\nstacksnap_backtrace_prepare: %d tables in %.2f ms, "
+		       "+%ld KiB resident (what compiling every module's table at "
+		       "start-up would cost each program)\n", prepared,
+		       prep_ns / 1e6, rss_kib() - rss0);
 	}
-	printf("stacksnap_backtrace_prepare: %d tables in %.2f ms\n", prepared,
-	       prep_ns / 1e6);
 	for (int d = 0; d < 2; d++) {
 		int depth = depths[d], calls = depth > 100 ? 2000 : 10000;
 		struct method m[] = {
@@ -439,7 +605,7 @@ int main(int argc, char **argv)
 			       m[k].name, ns[k], ns[k] / frames[k], frames[k]);
 		}
 		printf("  %-34s %9.0f ns/call %6.2f ns/frame (%d frames)\n",
-		       "stacksnap, no table (interpreted)", interp[d],
+		       "stacksnap, no prepare (default)", interp[d],
 		       interp[d] / interp_frames[d], interp_frames[d]);
 		{
 			double empty = signal_cost(depth, 0, 2000);
@@ -455,13 +621,19 @@ int main(int argc, char **argv)
 			       "inside the handler, no delivery)\n",
 			       "  the walk alone, in the handler", in, in / sink_n,
 			       sink_n);
+			printf("  %-34s %9.0f ns/call %6.2f ns/frame\n",
+			       "  the same, no prepare (default)",
+			       unprep_handler[d], unprep_handler[d] / sink_n);
 		}
 		printf("  ratios per frame: fp walk / stacksnap %.2f, glibc / stacksnap %.1f, "
-		       "libunwind / stacksnap %.1f, interpreted / table %.1f\n",
+		       "libunwind / stacksnap %.1f, no prepare / prepared %.2f, "
+		       "glibc / no prepare %.1f, libunwind / no prepare %.1f\n",
 		       (ns[1] / frames[1]) / (ns[0] / frames[0]),
 		       (ns[2] / frames[2]) / (ns[0] / frames[0]),
 		       ns[3] ? (ns[3] / frames[3]) / (ns[0] / frames[0]) : 0,
-		       (interp[d] / interp_frames[d]) / (ns[0] / frames[0]));
+		       (interp[d] / interp_frames[d]) / (ns[0] / frames[0]),
+		       (ns[2] / frames[2]) / (interp[d] / interp_frames[d]),
+		       ns[3] ? (ns[3] / frames[3]) / (interp[d] / interp_frames[d]) : 0);
 	}
 	if (dlopen_cost())
 		printf("\nafter a dlopen(): not measured (libhop.so next to this "

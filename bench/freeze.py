@@ -20,9 +20,9 @@ run at 64 threads; `--tools all` adds it); `--threads 1,8,64` with the
 default tools takes ~3 minutes on a quiet 2-core machine.
 
 --baseline runs another stacksnap binary (e.g. main's build) too, by
-default and with --freeze-all ("baseline" rows), interleaved with the
+default, with --nonstop and with --freeze-all ("baseline" rows), interleaved with the
 others: before/after figures under one load. With --tools, name them
-"baseline" and "baseline --freeze-all".
+"baseline", "baseline --nonstop" and "baseline --freeze-all".
 
 Bounded time (512 threads, --hog): every tool run has a timeout (--timeout,
 default 60 s; a run that times out counts as failed, and the tool's other
@@ -286,6 +286,9 @@ def summary(mode, nthreads, results):
     if df and bl:
         parts.append("stacksnap / baseline: stall %.2fx, wall %.2fx"
                      % (df[0] / bl[0] if bl[0] else 0, df[1] / bl[1] if bl[1] else 0))
+    nb = get("baseline --nonstop")
+    if ns and nb:
+        parts.append("--nonstop / baseline's: wall %.2fx" % (ns[1] / nb[1] if nb[1] else 0))
     fb = get("baseline --freeze-all")
     if fa and fb:
         parts.append("--freeze-all / baseline's: stall %.2fx"
@@ -298,8 +301,8 @@ def summary(mode, nthreads, results):
 
 
 def add_baseline(argv):
-    """--baseline PATH out of argv: rows for that binary, by default and
-    with --freeze-all, after the stacksnap rows."""
+    """--baseline PATH out of argv: rows for that binary, by default, with
+    --nonstop and with --freeze-all, after the stacksnap rows."""
     if "--baseline" not in argv:
         return
     i = argv.index("--baseline")
@@ -309,6 +312,7 @@ def add_baseline(argv):
     del argv[i:i + 2]
     TOOLS[3:3] = [
         ("baseline", lambda pid: [exe, "--json", str(pid)]),
+        ("baseline --nonstop", lambda pid: [exe, "--json", "--nonstop", str(pid)]),
         ("baseline --freeze-all", lambda pid: [exe, "--json", "--freeze-all", str(pid)]),
     ]
 

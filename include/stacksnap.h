@@ -786,7 +786,10 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *    read-only published tables);
  *  - thread-safe, with no lock of any kind (not the loader's: modules are
  *    found with glibc's lock-free _dl_find_object, never dl_iterate_phdr);
- *  - no malloc or other allocation; errno is preserved;
+ *  - no malloc; the first walk to meet a module without a table maps its
+ *    16 KiB row cache (one mmap, once per module: a single system call
+ *    with no user-space lock, which Linux makes safe in a handler although
+ *    POSIX does not list it); errno is preserved;
  *  - no system call on the warm path. The first walk on each stack of a
  *    thread (its stack, a sigaltstack) reads /proc/self/maps once
  *    (open/read/close, async-signal-safe) to learn the stack's bounds,
@@ -801,10 +804,11 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *  - stack use: about 1 KiB, up to ~12 KiB while a frame is walked by
  *    DWARF interpretation (module without a table, or a row that does not
  *    fit the compact form: signal trampolines, PLT-less expressions).
- * Modules with a table compiled by stacksnap_backtrace_prepare() are
- * walked from compact rows (the fast path); others, including modules
- * dlopen()ed later, by interpreting their .eh_frame through
- * .eh_frame_hdr, with the same result. Tables are never freed (a module
+ * Every module is walked from compact rows (the fast path): rows from a
+ * table compiled by stacksnap_backtrace_prepare(), or, without one
+ * (including modules dlopen()ed later), from a row cache the walks fill
+ * themselves (each row interpreted once from .eh_frame through
+ * .eh_frame_hdr); both give the same frames. Tables are never freed (a module
  * unloaded and reloaded at the same address reuses its table). A module
  * dlclose()d while frames of its code are still on the walking thread's
  * stack is a use-after-unload in the program, as for any unwinder. */
@@ -823,8 +827,10 @@ STACKSNAP_API int stacksnap_backtrace_ucontext(const void *ucontext,
 
 /* Optional set-up, outside signal context (it allocates and takes a
  * lock): compiles the unwind table of every module loaded now that has
- * none yet, and publishes them for the walks. Call it at start-up and
- * after dlopen() for the fast path; never needed for correctness.
+ * none yet, and publishes them for the walks. Never needed for
+ * correctness nor for the fast path (docs/inproc.md): it only makes the
+ * misses of a module's row cache a binary search instead of an
+ * interpretation of .eh_frame.
  * Returns the number of tables added, or -errno. */
 STACKSNAP_API int stacksnap_backtrace_prepare(void);
 
@@ -1157,6 +1163,13 @@ struct stacksnap_saved_info {
 	unsigned format_version; /* snapshot file: major * 100 + minor */
 	uint64_t freeze_ns;	/* as the capture's statistics said */
 	uint64_t bytes_copied;
+	/* Events files: CLOCK_REALTIME - CLOCK_MONOTONIC of the capturing
+	 * host when the trace began (0 unknown: a file of an older writer),
+	 * its boot id and host name ("" unknown); what a CTF trace written
+	 * from the file needs to be the one written live. */
+	int64_t clock_offset_ns;
+	const char *boot_id;
+	const char *hostname;
 	size_t :0;
 };
 
@@ -1413,6 +1426,11 @@ struct stacksnap_trace_stats {
 };
 STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 					  struct stacksnap_trace_stats *st);
+/* The events lost so far (ring buffer full) by CPU: lost[c] for CPU c,
+ * c < max. Returns the number of possible CPUs (entries past max are not
+ * filled) or -errno. */
+STACKSNAP_API int stacksnap_trace__lost_by_cpu(const struct stacksnap_trace *tr,
+					       uint64_t *lost, size_t max);
 
 /* One field of a tracepoint record, by its format file. */
 struct stacksnap_trace_field {
@@ -1575,6 +1593,10 @@ struct stacksnap_trace_writer_opts {
 	unsigned max_frames;	/* the trace's (0: 256), shown walks use it */
 	unsigned unwind;	/* STACKSNAP_TRACE_UNWIND_* of the trace */
 	pid_t pid;		/* the process traced first (its command line) */
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC kept with the events (for wall-clock
+	 * times: a CTF trace written from the file); pass the one a CTF trace
+	 * written live uses. 0: measured now. */
+	int64_t clock_offset_ns;
 	size_t :0;
 };
 
@@ -1592,6 +1614,12 @@ STACKSNAP_API int stacksnap_trace_writer__add(struct stacksnap_trace_writer *w,
 					      const struct stacksnap_trace_event *ev,
 					      const struct stacksnap_trace_field *fields,
 					      size_t nfields);
+/* Records that total events were lost on cpu since the trace began (a
+ * running count, stacksnap_trace__lost_by_cpu), after the events added so
+ * far: a CTF trace written from the file (`show --format ctf`) carries it
+ * where the live one did. Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_trace_writer__lost(struct stacksnap_trace_writer *w,
+					       unsigned cpu, uint64_t total);
 /* Writes what is buffered (a crash after it loses nothing before). */
 STACKSNAP_API int stacksnap_trace_writer__flush(struct stacksnap_trace_writer *w);
 /* Flushes, completes the header (length, checksum) and closes; frees w.
@@ -1629,6 +1657,23 @@ struct stacksnap_saved_event {
 	size_t :0;
 };
 
+/* A lost-events record of an events file (stacksnap_trace_writer__lost):
+ * cpu had lost total events so far when the first before_event events had
+ * been written. */
+struct stacksnap_saved_lost {
+	size_t sz;
+	unsigned cpu;
+	uint64_t total;
+	size_t before_event;
+	size_t :0;
+};
+/* The lost-events records of an events file, in file order (0 for other
+ * captures and files of older writers), and record i. Returns 0 or
+ * -EINVAL. */
+STACKSNAP_API size_t stacksnap_saved__lost_count(const struct stacksnap_saved *s);
+STACKSNAP_API int stacksnap_saved__lost(const struct stacksnap_saved *s, size_t i,
+					struct stacksnap_saved_lost *out);
+
 /* The number of events of a saved capture (0 for snapshots, cores). */
 STACKSNAP_API size_t stacksnap_saved__event_count(const struct stacksnap_saved *s);
 /* Event i as far as ev->sz says. Returns 0, -EINVAL (i out of range),
@@ -1659,6 +1704,87 @@ STACKSNAP_API int stacksnap_stacks__visit_folded(const struct stacksnap_stacks *
  * the time it was blocked. Returns the number of events added (2) or
  * -errno (-EEXIST when added already). */
 STACKSNAP_API int stacksnap_trace__add_off_cpu(struct stacksnap_trace *tr);
+
+/* ------------------------------------------------------------------ */
+/* CTF traces (`stacksnap trace --format ctf -o DIR`, `stacksnap show
+ * EVENTS_FILE --format ctf -o DIR`): a CTF 1.8 trace (a TSDL metadata file
+ * and one stream file per CPU) that babeltrace2 and Trace Compass read.
+ * Each event carries pid, tid, procname (comm), its call stack twice (the
+ * raw user pcs as LTTng's callstack_user context, and the symbolized
+ * frames: "function+0xoffset" and module), complete and end, then its
+ * fields by name and type; lost events are the streams' discarded-events
+ * counts. docs/ctf.md. */
+
+struct stacksnap_ctf_writer;
+
+struct stacksnap_ctf_writer_opts {
+	size_t sz;
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC of the capturing host (ns): the
+	 * offset of the trace's clock "monotonic", so times read as wall-clock
+	 * times and line up with other tools' traces (LTTng's kernel traces
+	 * use the same clock and offset). 0: measured now
+	 * (stacksnap_clock_offset_ns). */
+	int64_t clock_offset_ns;
+	bool no_clock_offset;	/* offset 0: times stay CLOCK_MONOTONIC (for
+				   events whose offset is not known) */
+	/* The capturing host's boot id (/proc/sys/kernel/random/boot_id):
+	 * the clock's uuid, as LTTng sets it, so babeltrace2 merges this trace
+	 * with LTTng's of the same boot. NULL: this host's; "": none. */
+	const char *boot_id;
+	const char *hostname;	/* the trace's env.hostname; NULL: none */
+	const char *kernel_release; /* env.kernel_release; NULL: none */
+	unsigned sym_flags;	/* STACKSNAP_SYM_NO_DEMANGLE, _SYMTAB (LINES is
+				   ignored: one name per frame) */
+	size_t :0;
+};
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now (ns), from the closest of a few
+ * paired readings. */
+STACKSNAP_API int64_t stacksnap_clock_offset_ns(void);
+
+/* Creates directory dir (or reuses it: a previous trace's metadata and
+ * stream files are replaced) and starts a trace there. NULL and errno
+ * set (the log names the problem). */
+STACKSNAP_API struct stacksnap_ctf_writer *
+stacksnap_ctf_writer__new(struct stacksnap_ctx *ctx, const char *dir,
+			  const struct stacksnap_ctf_writer_opts *opts);
+
+/* One event to write: a live one (stacksnap_trace_event and its fields)
+ * or a saved one unwound again. */
+struct stacksnap_ctf_event {
+	size_t sz;
+	const char *name;	/* "syscalls:sys_enter_write", "u:PATH:FUNC" */
+	uint64_t time_ns;	/* CLOCK_MONOTONIC */
+	pid_t pid, tid;
+	unsigned cpu;
+	const char *comm;
+	const struct stacksnap_trace_field *fields;
+	size_t nfields;
+	const struct stacksnap_frame *frames;
+	int nframes;
+	enum stacksnap_end end;
+	struct stacksnap_addrspace *as; /* symbolizes the frames (NULL: none) */
+	size_t :0;
+};
+
+/* Symbolizes ev's frames and appends it to its CPU's stream (an event
+ * earlier than the last of its stream takes that one's time: a stream is
+ * in time order). uprobes ("u:FILE:FUNC", "ur:FILE:FUNC") get the fields
+ * "file" and "function". Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__add(struct stacksnap_ctf_writer *w,
+					    const struct stacksnap_ctf_event *ev);
+/* total events lost on cpu since the trace began (a running count): when
+ * it grew, the CPU's stream gets it here, after the events added so far
+ * (babeltrace2 reports the loss between them and the ones before). Returns
+ * 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__discarded(struct stacksnap_ctf_writer *w,
+						  unsigned cpu, uint64_t total);
+/* Writes the pending packets and the metadata: the directory then holds a
+ * complete trace of the events so far. Returns 0 or -errno. */
+STACKSNAP_API int stacksnap_ctf_writer__flush(struct stacksnap_ctf_writer *w);
+/* Flushes and frees w (NULL allowed). Returns 0 or the first error of the
+ * trace (-errno). */
+STACKSNAP_API int stacksnap_ctf_writer__close(struct stacksnap_ctf_writer *w);
 
 #ifdef __cplusplus
 }

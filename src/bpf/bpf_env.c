@@ -1,11 +1,14 @@
 /* bpf_env.c - rights, BTF and mounts checked and prepared once for the eBPF
- * capture paths; libbpf's own messages sent to the library's log. */
+ * capture paths; libbpf's own messages sent to the library's log; the
+ * build's minimal BTF offered when the running kernel is the build's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -122,4 +125,89 @@ const char *bpf_env__tracefs(void)
 {
 	return fs_is("/sys/kernel/tracing", TRACEFS_MAGIC_) ? "/sys/kernel/tracing"
 		: "/sys/kernel/debug/tracing";
+}
+
+/* The GNU build-id in a buffer of ELF notes (Elf64_Nhdr: namesz, descsz,
+ * type, then name and desc each padded to 4 bytes). */
+static int note_build_id(const unsigned char *p, size_t n, char *hex, size_t hex_len)
+{
+	size_t off = 0;
+
+	while (off + 12 <= n) {
+		unsigned namesz, descsz, type;
+
+		memcpy(&namesz, p + off, 4);
+		memcpy(&descsz, p + off + 4, 4);
+		memcpy(&type, p + off + 8, 4);
+		off += 12;
+		/* 64-bit sums of 32-bit sizes: no overflow. */
+		size_t desc = off + (((size_t)namesz + 3) & ~(size_t)3);
+
+		if (desc > n || descsz > n - desc)
+			break;
+		if (type == 3 && namesz == 4 && !memcmp(p + off, "GNU", 4) && descsz &&
+		    2 * (size_t)descsz < hex_len) {
+			for (unsigned i = 0; i < descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", p[desc + i]);
+			return 0;
+		}
+		off = desc + (((size_t)descsz + 3) & ~(size_t)3);
+	}
+	return -ENOENT;
+}
+
+int bpf_env__kernel_btf_id(char *buf, size_t len)
+{
+	const char *fake = getenv("STACKSNAP_KERNEL_BTF_ID");
+	unsigned char notes[4096];
+	char hex[129];
+	struct stat st;
+	ssize_t n;
+	int fd, err;
+
+	if (fake) {
+		snprintf(buf, len, "%s", fake);
+		return 0;
+	}
+	fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, notes, sizeof(notes));
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	if ((err = note_build_id(notes, (size_t)n, hex, sizeof(hex))))
+		return err;
+	if (stat("/sys/kernel/btf/vmlinux", &st))
+		return -errno;
+	snprintf(buf, len, "%s:%lld", hex, (long long)st.st_size);
+	return 0;
+}
+
+int bpf_env__min_btf(const void *blob, size_t len, const char *built_for,
+		     char *path, size_t path_len, const struct log_sink *log)
+{
+	char running[192];
+	int fd, err;
+
+	err = bpf_env__kernel_btf_id(running, sizeof(running));
+	if (err || !*built_for || strcmp(running, built_for)) {
+		log_info(log, "the running kernel's BTF (%s) is not the build's (%s): "
+			 "libbpf parses the full kernel BTF",
+			 err ? strerror(-err) : running, *built_for ? built_for : "unknown");
+		return -ESTALE;
+	}
+	fd = memfd_create("stacksnap-min-btf", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, blob, len) != (ssize_t)len) {
+		err = errno ? -errno : -EIO;
+		close(fd);
+		return err;
+	}
+	snprintf(path, path_len, "/proc/self/fd/%d", fd);
+	log_info(log, "CO-RE relocations against the build's minimal BTF (%zu bytes, "
+		 "kernel %s)", len, running);
+	return fd;
 }

@@ -149,7 +149,11 @@ int capture(struct bpf_iter__task *ctx)
 		return 0;
 	r.tid = t->pid;
 	r.state = t->__state;
-	if ((t->flags & PF_EXITING_) || !t->mm)
+	/* mm read as a number (a probe read), not loaded as a pointer: for a
+	 * pointer loaded from a trusted one the verifier searches the kernel's
+	 * BTF for "task_struct__safe_trusted*" types, name by name (~1 ms of
+	 * the ~6 ms load, measured with perf). */
+	if ((t->flags & PF_EXITING_) || !BPF_CORE_READ(t, mm))
 		r.flags |= NONSTOP_EXITING;
 	witness(t, &r.w1, &r.flags);
 	if (retry_gen) {

@@ -3,10 +3,13 @@
  * it (each run is one read of a fresh iterator) for records and copies. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -15,12 +18,38 @@
 #include "bpf/bpf_env.h"
 #include "bpf/nonstop.h"
 #include "nonstop.skel.h"
+/* Generated code: bpftool's light skeleton subtracts void pointers. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpointer-arith"
+#include "nonstop.lskel.h"
+#pragma GCC diagnostic pop
 
-/* One loaded iterator. Invariant: pages maps npages * NONSTOP_PAGE bytes
- * of the stack_pages map; recs holds nrecs records of the last run. */
+/* The two skeletons' global variables are the program's one .bss: the same
+ * fields at the same offsets, so the loader reads and writes either through
+ * the libbpf skeleton's type. */
+#define SAME_BSS_FIELD(f)                                                      \
+	_Static_assert(offsetof(struct nonstop_bpf__bss, f) ==                 \
+		       offsetof(struct nonstop_lbpf__bss, f), "bss layout")
+SAME_BSS_FIELD(retry_gen);
+SAME_BSS_FIELD(witness_only);
+SAME_BSS_FIELD(next_page);
+SAME_BSS_FIELD(npages_total);
+_Static_assert(sizeof(struct nonstop_bpf__bss) == sizeof(struct nonstop_lbpf__bss),
+	       "bss layout");
+
+/* One loaded iterator, by one of two loaders: the light skeleton (lskel:
+ * the kernel runs the loader and resolves BTF itself) or, where that fails
+ * or STACKSNAP_BPF_LOADER=libbpf asks for it, libbpf's (skel: parses the
+ * kernel's BTF in this process). Invariant: exactly one of skel and lskel
+ * is set once open succeeded; the fds and bss are that skeleton's; pages
+ * maps npages * NONSTOP_PAGE bytes of the stack_pages map; recs holds nrecs
+ * records of the last run. */
 struct nonstop {
 	struct nonstop_bpf *skel;
-	struct bpf_link *link;
+	struct nonstop_lbpf *lskel;
+	struct nonstop_bpf__bss *bss;	/* the program's globals, mapped */
+	int stack_pages_fd, retry_fd;	/* owned by the skeleton */
+	int link_fd;			/* ours, -1 before the attach */
 	const __u8 *pages;
 	size_t npages;
 	struct nonstop_rec *recs;
@@ -37,21 +66,96 @@ void nonstop__close(struct nonstop *ns)
 		return;
 	if (ns->pages)
 		munmap((void *)ns->pages, ns->npages * NONSTOP_PAGE);
-	bpf_link__destroy(ns->link);
+	if (ns->link_fd >= 0)
+		close(ns->link_fd);
 	nonstop_bpf__destroy(ns->skel);
+	nonstop_lbpf__destroy(ns->lskel);
 	free(ns->recs);
 	free(ns->vals);
 	free(ns);
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* The light skeleton: the kernel's loader program creates the maps,
+ * relocates the program against the kernel's BTF and loads it (~5 ms on
+ * the machine measured, against ~55 ms for libbpf's loader, ~50 of them
+ * the parse of /sys/kernel/btf/vmlinux). Returns 0 or -errno; *what says
+ * which step failed. */
+static int load_light(struct nonstop *ns, size_t stack_size, bool fail_test,
+		      const char **what)
+{
+	int err;
+
+	*what = "cannot set up the light loader";
+	ns->lskel = nonstop_lbpf__open();
+	if (!ns->lskel)
+		return -ENOMEM;
+	ns->lskel->rodata->stack_size = stack_size;
+	ns->lskel->maps.stack_pages.max_entries = (__u32)ns->npages;
+	ns->lskel->maps.retry.max_entries = (__u32)ns->nretry;
+	/* A map the kernel refuses: the loader program fails inside the
+	 * kernel, as it would where in-kernel CO-RE is missing. */
+	if (fail_test)
+		ns->lskel->maps.retry.max_entries = UINT32_MAX;
+	err = nonstop_lbpf__load(ns->lskel);
+	if (err) {
+		*what = "the kernel's loader program failed";
+		/* The light skeleton returns -errno, or -1 with errno set. */
+		return err == -1 ? -errno : err;
+	}
+	ns->bss = (struct nonstop_bpf__bss *)ns->lskel->bss;
+	ns->stack_pages_fd = ns->lskel->maps.stack_pages.map_fd;
+	ns->retry_fd = ns->lskel->maps.retry.map_fd;
+	return 0;
+}
+
+/* libbpf's skeleton: the way that works wherever libbpf does (a kernel
+ * without BPF_PROG_TYPE_SYSCALL programs or in-kernel CO-RE, both older
+ * than the 6.1 the program needs anyway), at the cost of the BTF parse. */
+static int load_libbpf(struct nonstop *ns, size_t stack_size, const char **what)
+{
+	int err;
+
+	*what = "cannot open the task iterator";
+	ns->skel = nonstop_bpf__open();
+	if (!ns->skel)
+		return -errno;
+	ns->skel->rodata->stack_size = stack_size;
+	bpf_map__set_max_entries(ns->skel->maps.stack_pages, (__u32)ns->npages);
+	bpf_map__set_max_entries(ns->skel->maps.retry, (__u32)ns->nretry);
+	err = nonstop_bpf__load(ns->skel);
+	if (err) {
+		*what = "the kernel refused the task iterator";
+		return err;
+	}
+	ns->bss = ns->skel->bss;
+	ns->stack_pages_fd = bpf_map__fd(ns->skel->maps.stack_pages);
+	ns->retry_fd = bpf_map__fd(ns->skel->maps.retry);
+	return 0;
 }
 
 int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 		  size_t stack_size, size_t pages, const struct log_sink *log,
 		  char *reason, size_t reason_len)
 {
-	LIBBPF_OPTS(bpf_iter_attach_opts, aopts);
+	LIBBPF_OPTS(bpf_link_create_opts, lopts);
 	union bpf_iter_link_info linfo;
+	/* Test hooks: "libbpf" takes libbpf's loader at once, "light-fail"
+	 * makes the light loader fail in the kernel (the fallback's test). */
+	const char *loader = getenv("STACKSNAP_BPF_LOADER");
+	bool fail_test = loader && !strcmp(loader, "light-fail");
+	bool light = !loader || strcmp(loader, "libbpf") != 0;
+	const char *what = "";
 	struct bpf_env env;
 	struct nonstop *ns;
+	double t0;
 	void *m;
 	int err;
 
@@ -65,40 +169,47 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 	if (!ns)
 		return -ENOMEM;
 	ns->log = log;
+	ns->link_fd = -1;
 	ns->npages = pages ? pages : 1;
-	ns->skel = nonstop_bpf__open();
-	if (!ns->skel) {
-		err = -errno;
-		snprintf(reason, reason_len, "cannot open the task iterator: %s",
-			 strerror(-err));
-		goto fail;
-	}
-	ns->skel->rodata->stack_size = stack_size;
-	bpf_map__set_max_entries(ns->skel->maps.stack_pages, (__u32)ns->npages);
 	ns->nretry = 2 * threads + 64;
-	bpf_map__set_max_entries(ns->skel->maps.retry, (__u32)ns->nretry);
-	err = nonstop_bpf__load(ns->skel);
+	t0 = now_ms();
+	if (light) {
+		err = load_light(ns, stack_size, fail_test, &what);
+		if (err) {
+			log_info(log, "non-stop: %s (%s): loading with libbpf "
+				 "instead", what, strerror(-err));
+			nonstop_lbpf__destroy(ns->lskel);
+			ns->lskel = NULL;
+			light = false;
+		}
+	}
+	if (!light)
+		err = load_libbpf(ns, stack_size, &what);
 	if (err) {
-		snprintf(reason, reason_len, "the kernel refused the task iterator "
-			 "(a kernel >= 6.1 with sleepable task iterators, "
-			 "bpf_copy_from_user_task and BTF is needed): %s",
-			 strerror(-err));
+		snprintf(reason, reason_len, "%s (a kernel >= 6.1 with sleepable "
+			 "task iterators, bpf_copy_from_user_task and BTF is "
+			 "needed): %s", what, strerror(-err));
 		goto fail;
 	}
-	ns->skel->bss->npages_total = (__u32)ns->npages;
+	log_info(log, "non-stop: task iterator loaded in %.1f ms by %s", now_ms() - t0,
+		 light ? "the light loader (BTF resolved in the kernel)"
+		 : "libbpf (kernel BTF parsed here)");
+	ns->bss->npages_total = (__u32)ns->npages;
 	memset(&linfo, 0, sizeof(linfo));
 	linfo.task.pid = (__u32)pid;
-	aopts.link_info = &linfo;
-	aopts.link_info_len = sizeof(linfo);
-	ns->link = bpf_program__attach_iter(ns->skel->progs.capture, &aopts);
-	if (!ns->link) {
+	lopts.iter_info = &linfo;
+	lopts.iter_info_len = sizeof(linfo);
+	ns->link_fd = bpf_link_create(light ? ns->lskel->progs.capture.prog_fd
+				      : bpf_program__fd(ns->skel->progs.capture),
+				      0, BPF_TRACE_ITER, &lopts);
+	if (ns->link_fd < 0) {
 		err = -errno;
 		snprintf(reason, reason_len, "cannot attach the task iterator to "
 			 "pid %d: %s", (int)pid, strerror(-err));
 		goto fail;
 	}
 	m = mmap(NULL, ns->npages * NONSTOP_PAGE, PROT_READ, MAP_SHARED,
-		 bpf_map__fd(ns->skel->maps.stack_pages), 0);
+		 ns->stack_pages_fd, 0);
 	if (m == MAP_FAILED) {
 		err = -errno;
 		snprintf(reason, reason_len, "cannot map the stack buffer: %s",
@@ -127,7 +238,7 @@ int nonstop__retry(struct nonstop *ns, const __u32 *tids, size_t n)
 	ns->gen++;
 	for (size_t i = 0; i < n; i++)
 		ns->vals[i] = ns->gen;
-	if (n && bpf_map_update_batch(bpf_map__fd(ns->skel->maps.retry), tids,
+	if (n && bpf_map_update_batch(ns->retry_fd, tids,
 				      ns->vals, &count, &bopts))
 		return -errno;
 	return 0;
@@ -140,7 +251,7 @@ static int run_once(struct nonstop *ns, const struct nonstop_rec **recs,
 	size_t used = 0; /* bytes: a read may end inside a record */
 	int fd;
 
-	fd = bpf_iter_create(bpf_link__fd(ns->link));
+	fd = bpf_iter_create(ns->link_fd);
 	if (fd < 0)
 		return -errno;
 	for (;;) {
@@ -183,10 +294,10 @@ static int run_once(struct nonstop *ns, const struct nonstop_rec **recs,
 int nonstop__run(struct nonstop *ns, enum nonstop_run what,
 		 const struct nonstop_rec **recs, size_t *n)
 {
-	ns->skel->bss->witness_only = what == NONSTOP_RUN_WITNESS;
-	ns->skel->bss->retry_gen = what == NONSTOP_RUN_RETRY ? ns->gen : 0;
+	ns->bss->witness_only = what == NONSTOP_RUN_WITNESS;
+	ns->bss->retry_gen = what == NONSTOP_RUN_RETRY ? ns->gen : 0;
 	if (what == NONSTOP_RUN_COPY)
-		ns->skel->bss->next_page = 0;
+		ns->bss->next_page = 0;
 	return run_once(ns, recs, n);
 }
 
@@ -197,13 +308,13 @@ int nonstop__warm(struct nonstop *ns)
 	__u32 used;
 	int err = nonstop__run(ns, NONSTOP_RUN_COPY, &r, &n);
 
-	used = ns->skel->bss->next_page;
+	used = ns->bss->next_page;
 	if (err || !used || 2 * (size_t)used > ns->npages)
 		return err;
 	/* The pages after them, where reads again go. */
-	ns->skel->bss->witness_only = 0;
-	ns->skel->bss->retry_gen = 0;
-	ns->skel->bss->next_page = used;
+	ns->bss->witness_only = 0;
+	ns->bss->retry_gen = 0;
+	ns->bss->next_page = used;
 	return run_once(ns, &r, &n);
 }
 

@@ -1,5 +1,6 @@
 /* trace_programs.c - the loaders of an event trace's BPF programs: the
- * skeletons opened, configured, loaded sharing trace_proc's maps,
+ * skeletons opened, configured, loaded sharing trace_proc's maps (and,
+ * where the kernel is the build's, its minimal BTF),
  * attached to their tracepoints, uprobes, perf events and scheduler
  * hooks, and detached. */
 #define _GNU_SOURCE
@@ -14,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/vec.h"
+#include "bpf/bpf_env.h"
 #include "bpf/trace_programs.h"
 #include "ktable/ktable.h"
 
@@ -22,6 +24,7 @@
 #include "trace_uprobe.skel.h"
 #include "trace_sample.skel.h"
 #include "offcpu.skel.h"
+#include "trace_min_btf.h"
 
 static int link_add(struct trace_programs *p, struct bpf_link *l)
 {
@@ -56,9 +59,9 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 /* Opens, configures, shares proc's maps with, and loads the skeleton
  * NAME_bpf into p->FIELD (returning from the caller on failure): how a
  * program kind joins the trace (a new capture mode is one more). */
-#define LOAD_SHARING(p, c, kt, field, name, what, log)                         \
+#define LOAD_SHARING(p, c, kt, field, name, what, log, oo)                     \
 	do {                                                                   \
-		if (!((p)->field = name##_bpf__open()))                        \
+		if (!((p)->field = name##_bpf__open_opts(oo)))                 \
 			return load_error(log, what, -errno);                  \
 		CONFIGURE(c, (p)->field);                                      \
 		if ((err = SHARE(p, kt, (p)->field)) ||                        \
@@ -77,12 +80,36 @@ static int load_error(const struct log_sink *log, const char *what, int err)
 	return err;
 }
 
+/* The objects sharing trace_proc's maps. Their programs (tracepoint,
+ * uprobe, perf_event) need the kernel's BTF only for CO-RE relocations,
+ * which oo's btf_custom_path (the build's minimal BTF) serves when it is
+ * set; trace_proc's and offcpu's are tp_btf (BPF_PROG_TYPE_TRACING)
+ * programs, for which libbpf parses the kernel's full BTF whatever it is
+ * given (their attach targets' type ids). */
+static int load_sharing(struct trace_programs *p,
+			const struct trace_program_config *c,
+			const struct trace_program_needs *needs, struct ktable *kt,
+			const struct log_sink *log, const struct bpf_object_open_opts *oo)
+{
+	int err;
+
+	if (needs->tracepoint)
+		LOAD_SHARING(p, c, kt, tp, trace_tp, "tracepoint", log, oo);
+	if (needs->uprobe)
+		LOAD_SHARING(p, c, kt, uprobe, trace_uprobe, "uprobe", log, oo);
+	if (needs->sample)
+		LOAD_SHARING(p, c, kt, sample, trace_sample, "sampling", log, oo);
+	return 0;
+}
+
 int trace_programs__load(struct trace_programs *p,
 			 const struct trace_program_config *c,
 			 const struct trace_program_needs *needs,
 			 struct ktable *kt, const struct log_sink *log)
 {
-	int err;
+	LIBBPF_OPTS(bpf_object_open_opts, oo);
+	char btf_path[64];
+	int err, btf_fd;
 
 	p->proc = trace_proc_bpf__open();
 	if (!p->proc)
@@ -100,12 +127,18 @@ int trace_programs__load(struct trace_programs *p,
 	bpf_map__set_max_entries(p->proc->maps.events, c->ring_size);
 	if ((err = trace_proc_bpf__load(p->proc)))
 		return load_error(log, "process-following", err);
-	if (needs->tracepoint)
-		LOAD_SHARING(p, c, kt, tp, trace_tp, "tracepoint", log);
-	if (needs->uprobe)
-		LOAD_SHARING(p, c, kt, uprobe, trace_uprobe, "uprobe", log);
-	if (needs->sample)
-		LOAD_SHARING(p, c, kt, sample, trace_sample, "sampling", log);
+	if (needs->tracepoint || needs->uprobe || needs->sample) {
+		btf_fd = bpf_env__min_btf(min_core_btf, sizeof(min_core_btf),
+					  min_core_btf_kernel, btf_path,
+					  sizeof(btf_path), log);
+		if (btf_fd >= 0)
+			oo.btf_custom_path = btf_path;
+		err = load_sharing(p, c, needs, kt, log, &oo);
+		if (btf_fd >= 0)
+			close(btf_fd);
+		if (err)
+			return err;
+	}
 	if (needs->off_event >= 0) {
 		if (!(p->offcpu = offcpu_bpf__open()))
 			return load_error(log, "off-CPU", -errno);

@@ -32,10 +32,10 @@
 #define NONSTOP_ROUNDS 4
 #define NONSTOP_MAX_ROUNDS 12
 /* Below this many threads asleep (S or D) at the scan, and with none in D,
- * the default capture stops every thread: loading the iterator costs the
- * tool ~55 ms and the target its wake-ups' share of it, more than the
- * freeze of a few sleepers (~15-30 us each) that it saves
- * (docs/nonstop-capture.md, "When it pays"). */
+ * the default capture stops every thread: loading the iterator (~5 ms)
+ * and its runs make the command 1.6-2.5x longer there, and what they save
+ * (the freeze of a few sleepers, ~15-30 us each) stayed within the noise
+ * of the stall measured (docs/nonstop-capture.md, "When it pays"). */
 #define NONSTOP_MIN_ASLEEP 16
 
 int stacksnap_snapshot__check(struct stacksnap_ctx *ctx, pid_t pid)

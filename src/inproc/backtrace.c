@@ -1,9 +1,10 @@
 /* backtrace.c - the in-process backtrace: walks the calling thread's own
  * stack (or a signal handler's interrupted context) over the same compiled
- * unwind rows as the remote unwinder, or, for a module without a table
- * yet, by interpreting its .eh_frame found through .eh_frame_hdr; without
- * allocating, locking or (once a thread's stack is known) system calls,
- * so that it is safe in a signal handler and reentrant. */
+ * unwind rows as the remote unwinder, or, for a module without a table,
+ * over the rows it interprets from .eh_frame (found through
+ * .eh_frame_hdr) and keeps in the module's row cache; without allocating,
+ * locking or (once a thread's stack and the modules are known) system
+ * calls, so that it is safe in a signal handler and reentrant. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +14,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "base/ucontext_regs.h"
+#include "dwarf/cfi.h"
 #include "inproc/inproc.h"
 #include "stacksnap.h"
 #include "table/unwind_table.h"
-#include "base/ucontext_regs.h"
 
 #define MAX_SIGNAL_FRAMES 64	/* nested signal frames crossed in one walk */
 #define WALK_MODULES 4		/* modules remembered during one walk */
@@ -227,6 +229,10 @@ static struct walk_module *module_of_slow(struct walk *w, uintptr_t addr)
 		w->last = NULL;
 		return NULL;
 	}
+	/* First met by any walk: a row cache for the rows interpreted from
+	 * its .eh_frame (without one, every frame is interpreted). */
+	if (!wm->m.row_cache && !wm->m.table)
+		inproc_module_publish_cache(&wm->m);
 	wm->eh_state = 0;
 	w->last = wm;
 	return wm;
@@ -357,6 +363,122 @@ static inline __attribute__((always_inline)) enum step_end step_row(struct walk 
 	return STEP_OK;
 }
 
+/* Looks for the module's .eh_frame once per walk: true when found. */
+static bool have_eh_frame(struct walk_module *wm)
+{
+	if (!wm->eh_state)
+		wm->eh_state = inproc_module_eh_frame(&wm->m, &wm->eh) ? -1 : 1;
+	return wm->eh_state > 0;
+}
+
+static bool fast_encode(const struct unwind_row *row, uint32_t *out);
+static void fast_decode(uint32_t f, struct unwind_row *row);
+
+/* A callee-saved register's interpreted rule as a compact row holds it
+ * (the rules of the table compiler's fixed rows). */
+static bool fast_saved(const struct cfi_rule *r, uint8_t *kind, int16_t *off)
+{
+	*off = 0;
+	switch (r->kind) {
+	case CFI_RULE_UNSET:
+	case CFI_RULE_SAME:
+		*kind = UT_RBP_SAME;
+		return true;
+	case CFI_RULE_OFFSET:
+		if (r->off < INT16_MIN || r->off > INT16_MAX)
+			return false;
+		*kind = UT_RBP_CFA_OFF;
+		*off = (int16_t)r->off;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* An interpreted row in the row cache's fast form, when it has one: the
+ * conditions of the table compiler's fixed rows (src/table/compile.c,
+ * fixed_row) followed by fast_encode's, so that the row is the one a
+ * table would give. */
+static bool fast_from_cfi(const struct cfi_cie *cie, const struct cfi_row *r,
+			  uint32_t *out)
+{
+	const struct cfi_rule *ra = &r->rules[cie->ra_reg];
+	const struct cfi_rule *sp = &r->rules[STACKSNAP_REG_RSP];
+	struct unwind_row row;
+	uint8_t kind;
+
+	memset(&row, 0, sizeof(row));
+	if (cie->signal_frame || cie->ra_reg != STACKSNAP_REG_RIP)
+		return false;
+	if (ra->kind == CFI_RULE_UNDEFINED) {
+		*out = INPROC_FAST_END;
+		return true;
+	}
+	if (ra->kind != CFI_RULE_OFFSET || ra->off != -8)
+		return false;
+	/* The caller's rsp is the CFA. */
+	if (sp->kind != CFI_RULE_UNSET &&
+	    !(sp->kind == CFI_RULE_VAL_OFFSET && sp->off == 0))
+		return false;
+	if (r->cfa_kind != CFI_CFA_REG_OFF || r->cfa_off < INT16_MIN ||
+	    r->cfa_off > INT16_MAX)
+		return false;
+	if (r->cfa_reg == STACKSNAP_REG_RSP)
+		row.cfa_kind = UT_CFA_RSP;
+	else if (r->cfa_reg == STACKSNAP_REG_RBP)
+		row.cfa_kind = UT_CFA_RBP;
+	else
+		return false;
+	row.cfa_off = (int16_t)r->cfa_off;
+	if (!fast_saved(&r->rules[STACKSNAP_REG_RBP], &kind, &row.rbp_off))
+		return false;
+	row.rbp_kind = kind & 0xf;
+	if (!fast_saved(&r->rules[STACKSNAP_REG_RBX], &kind, &row.rbx_off))
+		return false;
+	row.rbx_kind = kind & 0xf;
+	return fast_encode(&row, out);
+}
+
+/* A module without a table, with a row cache: the row for the pc addr
+ * (run-time) from the cache, else interpreted from its FDE (found through
+ * .eh_frame_hdr) and cached, in *buf. NULL when the row has no fast form
+ * or no FDE covers addr: step_interpret then applies the FDE's rules
+ * themselves. Allocation-free: the interpreter keeps its state on the
+ * stack. */
+static const struct unwind_row *interp_row(struct walk *w,
+					   struct walk_module *wm,
+					   uintptr_t addr,
+					   struct unwind_row *buf)
+{
+	uint64_t rel = addr - wm->m.start, e, vaddr = addr - wm->m.bias;
+	_Atomic(uint64_t) *slot;
+	struct cfi_cie cie;
+	struct cfi_fde fde;
+	struct cfi_row r;
+	size_t off;
+	uint32_t f;
+
+	if (!wm->m.row_cache || rel >= UINT32_MAX)
+		return NULL;
+	slot = &wm->m.row_cache[(addr + 1) & (INPROC_ROW_CACHE - 1)];
+	e = atomic_load_explicit(slot, memory_order_relaxed);
+	if (e >> 32 == rel + 1) {
+		fast_decode((uint32_t)e, buf);
+		return buf;
+	}
+	if (!have_eh_frame(wm) ||
+	    inproc_hdr_search(&wm->m, &wm->eh, addr, &off) ||
+	    cfi_fde_at(&wm->eh, off, &cie, &fde) || vaddr < fde.pc_begin ||
+	    vaddr >= fde.pc_end ||
+	    cfi_run(&wm->eh, &cie, &fde, vaddr, NULL, NULL, &r) ||
+	    !fast_from_cfi(&cie, &r, &f))
+		return NULL;
+	w->interpreted++;
+	atomic_store_explicit(slot, (rel + 1) << 32 | f, memory_order_relaxed);
+	fast_decode(f, buf);
+	return buf;
+}
+
 /* No table for this module yet: find the FDE through .eh_frame_hdr and
  * interpret it for this one address. 1 when no FDE covers it. */
 static int step_interpret(struct walk *w, struct walk_module *wm,
@@ -368,9 +490,8 @@ static int step_interpret(struct walk *w, struct walk_module *wm,
 	bool sig = false;
 	int err;
 
-	if (!wm->eh_state)
-		wm->eh_state = inproc_module_eh_frame(&wm->m, &wm->eh) ? -1 : 1;
-	if (wm->eh_state < 0 || inproc_hdr_search(&wm->m, &wm->eh, addr, &off))
+	if (!have_eh_frame(wm) ||
+	    inproc_hdr_search(&wm->m, &wm->eh, addr, &off))
 		return 1;
 	err = unwind_table__eval_fde(&wm->eh, off, addr - wm->m.bias,
 				     wm->m.bias, &w->regs, walk_read, w,
@@ -511,6 +632,12 @@ static enum step_end step(struct walk *w)
 			goto check;
 		}
 	} else if (wm->m.hdr) {
+		row = interp_row(w, wm, addr, &rowbuf);
+		if (row) {
+			was_signal = false; /* signal frames have no fast form */
+			e = step_row(w, wm, row, addr - wm->m.bias);
+			goto check;
+		}
 		rc = step_interpret(w, wm, addr);
 		if (rc < 0)
 			return STEP_END;

@@ -20,8 +20,11 @@ struct inproc_module {
 	uint64_t bias;		/* run-time minus link-time addresses */
 	const uint8_t *hdr;	/* .eh_frame_hdr; NULL when it has none */
 	const struct unwind_table *table; /* NULL: none published yet */
-	/* With table (NULL when the module spans 4 GiB or more):
-	 * INPROC_ROW_CACHE words shared by every thread. The row for the pc
+	/* INPROC_ROW_CACHE words shared by every thread, published by the
+	 * first walk that meets the module or by prepare (NULL before, and
+	 * for a module of 4 GiB or more). Rows come from the table, or,
+	 * without one, from interpreting the pc's FDE; prepare empties the
+	 * cache when it adds the table. The row for the pc
 	 * addr (a return address - 1, or an exact pc) is at index
 	 * (addr + 1) % INPROC_ROW_CACHE, taken from the run-time address so
 	 * that the walk's critical path computes it with one AND of the
@@ -55,6 +58,15 @@ struct inproc_module {
  * Async-signal-safe: no allocation, no lock, no system call. Returns 0,
  * or -ENOENT when no loaded module holds addr. */
 int inproc_module_find(uintptr_t addr, struct inproc_module *m);
+
+/* Publishes an empty row cache for a module that has none (m from
+ * inproc_module_find, without a table or cache), for the walks to fill
+ * with the rows they interpret: the cache is mmap()ed and the registry
+ * slot claimed by compare-and-swap, so this is lock-free, free of
+ * malloc and safe in a signal handler (one system call, once per
+ * module). Sets m->row_cache. Returns 0, or -ENOENT (no .eh_frame_hdr),
+ * -ENOSPC (registry full), -ENOMEM. */
+int inproc_module_publish_cache(struct inproc_module *m);
 
 /* The module's .eh_frame as a CFI input (run-time bytes, link-time
  * vaddr), bounded by the end of the segment that holds it, found from

@@ -1,8 +1,9 @@
 /* registry.c - the in-process backtrace's module registry: modules found
  * by glibc's lock-free _dl_find_object, their .eh_frame_hdr and .eh_frame
- * read from memory, and the unwind tables that stacksnap_backtrace_prepare
- * compiles outside signal context and publishes with release stores, for
- * the signal-safe walk to find with acquire loads. */
+ * read from memory, the row caches a walk publishes lock-free for each
+ * module it meets, and the unwind tables that stacksnap_backtrace_prepare
+ * compiles outside signal context, published with release stores for the
+ * signal-safe walk to find with acquire loads. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -12,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/log.h"
 #include "base/opts.h"
@@ -23,25 +25,33 @@
  * modules walks the rest by interpreting their .eh_frame. */
 #define REG_SLOTS 1024
 
-/* One published table. Invariant: start == 0 means empty; every other
- * field is written before start is stored (release), and never changes
- * afterwards: a slot is never reused, so a reader that matched start
- * reads a consistent entry. A module unloaded and another loaded at the
- * same address is told apart by end, hdr and fingerprint; its table
- * goes into another slot. */
+/* One published module: its row cache, and its table once prepare has
+ * compiled one. Invariant: claimed == 0 means empty (and ends a probe);
+ * a writer (a walk or prepare) takes the slot by setting claimed with a
+ * compare-and-swap, writes every field, then stores start (release):
+ * start == 0 with claimed set is a slot being written, which a probe
+ * steps over. After start is stored nothing changes but table, set once
+ * from NULL (release; read with acquire) by prepare under prepare_lock.
+ * A slot is never reused, so a reader that matched start reads a
+ * consistent entry. A module unloaded and another loaded at the same
+ * address is told apart by end, hdr and fingerprint; it goes into
+ * another slot. Two walks meeting a new module at once may publish a
+ * slot each: a probe finds the first, the other only costs its memory. */
 struct reg_slot {
 	_Atomic(uintptr_t) start; /* the module's dlfo_map_start */
+	_Atomic(unsigned) claimed;
 	uintptr_t end;
 	const uint8_t *hdr;
 	uint64_t fingerprint;	  /* of the .eh_frame_hdr's contents */
-	struct unwind_table *table;
+	_Atomic(struct unwind_table *) table;
 	_Atomic(uint64_t) *row_cache; /* INPROC_ROW_CACHE words, or NULL */
 	uint64_t bias;
 };
 
 static struct reg_slot slots[REG_SLOTS];
 static pthread_mutex_t prepare_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(unsigned) nslots_used;
+static _Atomic(unsigned) nslots_used;	/* slots claimed */
+static _Atomic(unsigned) ntables;	/* tables published by prepare */
 /* Frames stepped by interpreting .eh_frame (no table yet), for stats. */
 _Atomic(uint64_t) inproc_interpreted_frames;
 
@@ -191,8 +201,12 @@ static struct reg_slot *slot_find(const struct inproc_module *m, uint64_t fp)
 		uintptr_t k = atomic_load_explicit(&s->start,
 						   memory_order_acquire);
 
-		if (!k)
-			return NULL;
+		if (!k) {
+			if (!atomic_load_explicit(&s->claimed,
+						  memory_order_acquire))
+				return NULL;
+			continue; /* being written */
+		}
 		if (k == m->start && s->end == m->end && s->hdr == m->hdr &&
 		    s->fingerprint == fp)
 			return s;
@@ -235,7 +249,8 @@ int inproc_module_find(uintptr_t addr, struct inproc_module *m)
 		return -ENOENT;
 	if (atomic_load_explicit(&nslots_used, memory_order_acquire) &&
 	    (s = slot_find(m, hdr_fingerprint(m)))) {
-		m->table = s->table;
+		m->table = atomic_load_explicit(&s->table,
+						memory_order_acquire);
 		m->row_cache = s->row_cache;
 		m->bias = s->bias;
 		return 0;
@@ -371,57 +386,143 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *user)
 	return 0;
 }
 
+#define ROW_CACHE_BYTES (INPROC_ROW_CACHE * sizeof(_Atomic(uint64_t)))
+
+/* A zeroed row cache from mmap: a plain system call, without the locks
+ * of malloc, so that a walk in a signal handler may make one. NULL when
+ * the module spans 4 GiB or more (the tags are 32 bits of pc - start) or
+ * on failure. */
+static _Atomic(bool) row_cache_failed; /* mmap failed: walks stop trying */
+
+static _Atomic(uint64_t) *row_cache_new(const struct inproc_module *m)
+{
+	void *p;
+
+	if (m->end - m->start >= UINT32_MAX)
+		return NULL;
+	p = mmap(NULL, ROW_CACHE_BYTES, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Claims a free slot for m (compare-and-swap: walks and prepare may
+ * race), fills it and publishes it. Lock-free and allocation-free.
+ * Returns the slot, or NULL when the registry is full. */
+static struct reg_slot *slot_publish(const struct inproc_module *m,
+				     uint64_t fp, struct unwind_table *t,
+				     _Atomic(uint64_t) *cache)
+{
+	size_t h = slot_hash(m->start);
+
+	/* One slot stays free so that a probe always ends. */
+	if (atomic_fetch_add_explicit(&nslots_used, 1, memory_order_relaxed) >=
+	    REG_SLOTS - 1) {
+		atomic_fetch_sub_explicit(&nslots_used, 1, memory_order_relaxed);
+		return NULL;
+	}
+	for (size_t i = 0; i < REG_SLOTS; i++) {
+		struct reg_slot *s = &slots[(h + i) & (REG_SLOTS - 1)];
+		unsigned free_ = 0;
+
+		if (atomic_load_explicit(&s->claimed, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong_explicit(
+			    &s->claimed, &free_, 1, memory_order_acquire,
+			    memory_order_relaxed))
+			continue;
+		s->end = m->end;
+		s->hdr = m->hdr;
+		s->fingerprint = fp;
+		atomic_store_explicit(&s->table, t, memory_order_relaxed);
+		s->row_cache = cache;
+		s->bias = m->bias;
+		atomic_store_explicit(&s->start, m->start, memory_order_release);
+		return s;
+	}
+	atomic_fetch_sub_explicit(&nslots_used, 1, memory_order_relaxed);
+	return NULL; /* cannot happen: the count keeps one slot free */
+}
+
+int inproc_module_publish_cache(struct inproc_module *m)
+{
+	_Atomic(uint64_t) *cache;
+
+	if (!m->hdr || m->row_cache)
+		return -ENOENT;
+	if (atomic_load_explicit(&nslots_used, memory_order_relaxed) >=
+	    REG_SLOTS - 1)
+		return -ENOSPC;
+	/* Once mmap has failed, walks make no more system calls for this
+	 * (prepare still tries). */
+	if (atomic_load_explicit(&row_cache_failed, memory_order_relaxed))
+		return -ENOMEM;
+	cache = row_cache_new(m);
+	if (!cache) {
+		if (m->end - m->start < UINT32_MAX)
+			atomic_store_explicit(&row_cache_failed, true,
+					      memory_order_relaxed);
+		return -ENOMEM;
+	}
+	if (!slot_publish(m, hdr_fingerprint(m), NULL, cache)) {
+		munmap(cache, ROW_CACHE_BYTES);
+		return -ENOSPC;
+	}
+	m->row_cache = cache;
+	return 0;
+}
+
 /* Compiles and publishes the table of the module holding addr, unless
- * it has one. Called with prepare_lock held. Returns 1 when a table was
- * published, 0 when none was needed or possible, or -ENOMEM. */
+ * it has one: into the slot a walk published for the module (whose row
+ * cache is then emptied, so that the table's rows replace the
+ * interpreted ones), or a new slot. Called with prepare_lock held.
+ * Returns 1 when a table was published, 0 when none was needed or
+ * possible, or -ENOMEM. */
 static int prepare_module(uintptr_t addr)
 {
 	struct inproc_module m;
 	struct cfi_input in;
 	struct unwind_table *t;
-	_Atomic(uint64_t) *cache;
+	_Atomic(uint64_t) *cache = NULL;
+	struct reg_slot *s;
 	uint64_t fp;
-	size_t h;
 	int err;
 
 	if (inproc_module_find(addr, &m) || !m.hdr)
 		return 0;
 	fp = hdr_fingerprint(&m);
-	if (slot_find(&m, fp) || inproc_module_eh_frame(&m, &in))
+	s = slot_find(&m, fp);
+	if ((s && atomic_load_explicit(&s->table, memory_order_acquire)) ||
+	    inproc_module_eh_frame(&m, &in))
 		return 0;
-	if (atomic_load_explicit(&nslots_used, memory_order_relaxed) >=
-	    REG_SLOTS - 1)
+	if (!s && atomic_load_explicit(&nslots_used, memory_order_relaxed) >=
+		  REG_SLOTS - 1)
 		return 0; /* full: this module stays interpreted */
 	err = unwind_table__compile(&in, 1, NULL, &t);
 	if (err)
 		return err == -ENOMEM ? err : 0;
-	/* The cache's tags are 32 bits of pc - start: none for a module of
-	 * 4 GiB or more. */
-	cache = m.end - m.start >= UINT32_MAX ? NULL
-		: calloc(INPROC_ROW_CACHE, sizeof(*cache));
+	/* A walk may have published the module's cache meanwhile. */
+	if (!s)
+		s = slot_find(&m, fp);
+	if (s) {
+		atomic_store_explicit(&s->table, t, memory_order_release);
+		for (size_t i = 0; s->row_cache && i < INPROC_ROW_CACHE; i++)
+			atomic_store_explicit(&s->row_cache[i], 0,
+					      memory_order_relaxed);
+		atomic_fetch_add_explicit(&ntables, 1, memory_order_relaxed);
+		return 1;
+	}
+	cache = row_cache_new(&m);
 	if (!cache && m.end - m.start < UINT32_MAX) {
 		unwind_table__free(t);
 		return -ENOMEM;
 	}
-	h = slot_hash(m.start);
-	for (size_t i = 0; i < REG_SLOTS; i++) {
-		struct reg_slot *s = &slots[(h + i) & (REG_SLOTS - 1)];
-
-		if (atomic_load_explicit(&s->start, memory_order_relaxed))
-			continue;
-		s->end = m.end;
-		s->hdr = m.hdr;
-		s->fingerprint = fp;
-		s->table = t;
-		s->row_cache = cache;
-		s->bias = m.bias;
-		atomic_store_explicit(&s->start, m.start, memory_order_release);
-		atomic_fetch_add_explicit(&nslots_used, 1, memory_order_release);
-		return 1;
+	if (!slot_publish(&m, fp, t, cache)) {
+		unwind_table__free(t);
+		if (cache)
+			munmap(cache, ROW_CACHE_BYTES);
+		return 0;
 	}
-	unwind_table__free(t); /* cannot happen: one slot is kept free */
-	free(cache);
-	return 0;
+	atomic_fetch_add_explicit(&ntables, 1, memory_order_relaxed);
+	return 1;
 }
 
 int stacksnap_backtrace_prepare(void)
@@ -455,7 +556,7 @@ int stacksnap_backtrace_stats(struct stacksnap_backtrace_stats *st)
 
 	if (!st)
 		return fail(-EINVAL);
-	s.tables = atomic_load_explicit(&nslots_used, memory_order_acquire);
+	s.tables = atomic_load_explicit(&ntables, memory_order_relaxed);
 	s.interpreted_frames = atomic_load_explicit(&inproc_interpreted_frames,
 						    memory_order_relaxed);
 	if (opts_out(st, &s, sizeof(s), sizeof(size_t)))

@@ -17,6 +17,8 @@
 
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
+#include "base/boot_id.h"
+#include "base/clock_offset.h"
 #include "base/log.h"
 #include "base/opts.h"
 #include "elf/elf_image.h"
@@ -117,7 +119,7 @@ stacksnap_trace_writer__new(struct stacksnap_ctx *ctx, const char *path,
 	struct stacksnap_trace_writer *tw;
 	struct timespec ts;
 	struct utsname u;
-	char cmd[4096];
+	char cmd[4096], host[256], boot_id[37];
 
 	if (!ctx || !path) {
 		errno = EINVAL;
@@ -177,6 +179,16 @@ stacksnap_trace_writer__new(struct stacksnap_ctx *ctx, const char *path,
 	put_str(&tw->w.buf, stacksnap_version());
 	byte_buf__u32(&tw->w.buf, tw->o.max_frames);
 	byte_buf__u8(&tw->w.buf, (uint8_t)tw->o.unwind);
+	/* The clock and the host, for wall-clock times and CTF traces. */
+	if (gethostname(host, sizeof(host)))
+		host[0] = 0;
+	host[sizeof(host) - 1] = 0;
+	boot_id_read(boot_id);
+	byte_buf__u64(&tw->w.buf, (uint64_t)(tw->o.clock_offset_ns
+					     ? tw->o.clock_offset_ns
+					     : clock_realtime_offset_ns()));
+	put_str(&tw->w.buf, boot_id);
+	put_str(&tw->w.buf, host);
 	snapfile_writer__end_section_crc(&tw->w);
 	if (stacksnap_trace_writer__flush(tw)) {
 		int err = errno;
@@ -291,6 +303,22 @@ static void put_kind(struct stacksnap_trace_writer *tw, unsigned event, const ch
 	byte_buf__u32(&tw->w.buf, event);
 	put_str(&tw->w.buf, name);
 	snapfile_writer__end_section_crc(&tw->w);
+}
+
+int stacksnap_trace_writer__lost(struct stacksnap_trace_writer *tw, unsigned cpu,
+				  uint64_t total)
+{
+	if (!tw)
+		return fail(-EINVAL);
+	if (tw->err)
+		return fail(tw->err);
+	/* Where it lies among the events is what a reader learns: the
+	 * events before it were read before the count was. */
+	snapfile_writer__begin_section(&tw->w, SNAPFILE_SEC_LOST, 1, SNAPFILE_SEC_CRC);
+	byte_buf__u32(&tw->w.buf, cpu);
+	byte_buf__u64(&tw->w.buf, total);
+	snapfile_writer__end_section_crc(&tw->w);
+	return tw->w.buf.failed ? fail(-ENOMEM) : 0;
 }
 
 int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,

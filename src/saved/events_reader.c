@@ -16,6 +16,7 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
+#include "base/vec.h"
 #include "mem/compact_stack.h"
 #include "saved/saved.h"
 #include "snapfile/compact_stack.h"
@@ -45,6 +46,9 @@ struct saved_events {
 	size_t nas;
 	struct saved_event_at *ev;
 	size_t n, cap;
+	/* LOST sections in file order; before: the events read before it. */
+	struct { uint32_t cpu; uint64_t total; size_t before; } *lost;
+	size_t nlost, cap_lost;
 	uint8_t *stack;
 	size_t stack_cap;
 	struct stacksnap_trace_field fields[EVENTS_MAX_FIELDS];
@@ -70,6 +74,7 @@ static void events_free(void *source)
 	free(e->kinds);
 	free(e->as);
 	free(e->ev);
+	free(e->lost);
 	free(e->stack);
 	free(e->strs);
 	free(e);
@@ -332,6 +337,14 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 			return err;
 		ev.stack = e->stack;
 		ev.stack_len = slen;
+	} else if (flags & EVENTS_HAS_STACK) {
+		/* An empty copy (a thread sampled as it starts, its stack
+		 * pointer at the end of its stack) is still a copy: the walk
+		 * from the registers alone is the one the trace made. */
+		static const uint8_t empty[1];
+
+		ev.stack = empty;
+		ev.stack_len = 0;
 	}
 	uint16_t nf = cursor_u16(&c);
 	for (unsigned i = 0; i < nf && !c.bad && i < EVENTS_MAX_KFRAMES; i++) {
@@ -380,6 +393,21 @@ int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
 		return read_kind(s, e, c, base);
 	if (kind == SNAPFILE_SEC_ADDRSPACE)
 		return read_addrspace(s, e, c, base, sections, sections_len);
+	if (kind == SNAPFILE_SEC_LOST) {
+		uint32_t cpu = cursor_u32(c);
+		uint64_t total = cursor_u64(c);
+
+		if (c->bad) {
+			BAD(s, base, "lost events: truncated");
+			return -EINVAL;
+		}
+		if (!VEC_PUSH(e->lost, e->nlost, e->cap_lost))
+			return -ENOMEM;
+		e->lost[e->nlost - 1].cpu = cpu;
+		e->lost[e->nlost - 1].total = total;
+		e->lost[e->nlost - 1].before = e->n;
+		return 0;
+	}
 	a = (struct saved_event_at){ c->p, cursor_left(c), base };
 	err = decode_event(s, e, &a, NULL);
 	if (err)
@@ -413,6 +441,28 @@ int stacksnap_saved__event(struct stacksnap_saved *s, size_t i,
 		return fail(-EINVAL);
 	int err = decode_event(s, e, &e->ev[i], ev);
 	return err ? fail(err) : 0;
+}
+
+size_t stacksnap_saved__lost_count(const struct stacksnap_saved *s)
+{
+	const struct saved_events *e = events_in(s);
+
+	return e ? e->nlost : 0;
+}
+
+int stacksnap_saved__lost(const struct stacksnap_saved *s, size_t i,
+			  struct stacksnap_saved_lost *out)
+{
+	const struct saved_events *e = events_in(s);
+	struct stacksnap_saved_lost l = { .sz = sizeof(l) };
+
+	if (!e || !out || i >= e->nlost)
+		return fail(-EINVAL);
+	l.cpu = e->lost[i].cpu;
+	l.total = e->lost[i].total;
+	l.before_event = e->lost[i].before;
+	return opts_out(out, &l, sizeof(l), offsetof(struct stacksnap_saved_lost, before_event) +
+			sizeof(l.before_event)) ? fail(-EINVAL) : 0;
 }
 
 unsigned stacksnap_saved__trace_max_frames(const struct stacksnap_saved *s)

@@ -227,6 +227,8 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	free(s->cmdline);
 	free(s->kernel);
 	free(s->version);
+	free(s->boot_id);
+	free(s->hostname);
 	free(s->path);
 	if (s->image_owned && s->image_mmapped)
 		munmap((void *)s->image, s->image_len);

@@ -27,6 +27,7 @@ struct stacksnap_saved {
 	struct stacksnap_ctx *ctx;
 	struct stacksnap_saved_info info; /* strings below */
 	char *cmdline, *kernel, *version, *path;
+	char *boot_id, *hostname;	/* events files; NULL: not recorded */
 	struct stacksnap_thread *threads;
 	size_t n;
 	uint8_t *stacks;	/* decoded stack copies, one buffer */

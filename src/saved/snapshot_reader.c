@@ -74,6 +74,21 @@ static int read_process(struct stacksnap_saved *s, struct cursor *c, size_t base
 		s->trace_max_frames = cursor_u32(c);
 		s->trace_unwind = cursor_u8(c);
 	}
+	if (cursor_left(c) >= 8) { /* events files: the clock and the host */
+		s->info.clock_offset_ns = (int64_t)cursor_u64(c);
+		free(s->boot_id);
+		free(s->hostname);
+		s->boot_id = get_str(c, &nomem);
+		s->hostname = get_str(c, &nomem);
+		if (nomem)
+			return -ENOMEM;
+		if (c->bad) {
+			BAD(s, base + cursor_offset(c), "process section truncated");
+			return -EINVAL;
+		}
+	}
+	s->info.boot_id = s->boot_id ? s->boot_id : "";
+	s->info.hostname = s->hostname ? s->hostname : "";
 	s->info.cmdline = s->cmdline;
 	s->info.kernel = s->kernel;
 	s->info.version = s->version;
@@ -450,6 +465,7 @@ static int parse(struct stacksnap_saved *s)
 		case SNAPFILE_SEC_EVENT:
 		case SNAPFILE_SEC_ADDRSPACE:
 		case SNAPFILE_SEC_EVENT_KIND:
+		case SNAPFILE_SEC_LOST:
 			err = events_reader__read_section(s, kind, &pc, pbase, sections,
 							  sections_len);
 			break;

@@ -30,7 +30,9 @@ enum snapfile_section {
 	SNAPFILE_SEC_EVENT = 5,	   /* one trace event (stacksnap trace --save) */
 	SNAPFILE_SEC_ADDRSPACE = 6, /* a generation of a traced process's mappings */
 	SNAPFILE_SEC_EVENT_KIND = 7, /* an event's index and name */
-	SNAPFILE_SEC_JIT_SYMBOLS = 8, /* names of JIT code on the stacks */
+	SNAPFILE_SEC_LOST = 8,	   /* events lost on a CPU so far (ring buffer
+				      full): u32 cpu, u64 running count */
+	SNAPFILE_SEC_JIT_SYMBOLS = 9, /* names of JIT code on the stacks */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes

@@ -629,14 +629,21 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 		files = NULL;
 	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
 	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);
-	for (int i = nscopes - 1; i >= 0 && (size_t)n < max; i--) {
+	/* A caller that wants only the containing function gets it even in
+	 * a short buffer: its last slot is written again, scope by scope, up
+	 * to the subprogram (else one slot would hold the innermost inline). */
+	bool function_only = flags & SYM_FUNCTION_ONLY;
+	for (int i = nscopes - 1; i >= 0 && (function_only || (size_t)n < max); i--) {
 		Dwarf_Die *s = &scopes[i];
 		int tag = dwarf_tag(s);
 		struct stacksnap_sym *o;
 		Dwarf_Attribute a;
 		Dwarf_Word w;
 
-		o = &out[n++];
+		if ((size_t)n < max)
+			o = &out[n++];
+		else
+			o = &out[max - 1];
 		o->function = die_function_name(li, s, no_demangle);
 		o->file = file;
 		o->line = lineno;

@@ -157,3 +157,31 @@ void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 		free(vals);
 	}
 }
+
+int stacksnap_trace__lost_by_cpu(const struct stacksnap_trace *tr, uint64_t *lost,
+				 size_t max)
+{
+	uint32_t k = TRACE_STAT_LOST;
+	uint64_t *vals;
+	int ncpu;
+
+	if (!tr || !tr->bpf.proc)
+		return -EINVAL;
+	ncpu = libbpf_num_possible_cpus();
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	/* The counter is per CPU: each program counts its drops where it ran. */
+	if (bpf_map_lookup_elem(trace_programs__stats_fd(&tr->bpf), &k, vals)) {
+		int err = -errno;
+
+		free(vals);
+		return err;
+	}
+	for (size_t c = 0; c < max && c < (size_t)ncpu; c++)
+		lost[c] = vals[c];
+	free(vals);
+	return ncpu;
+}

@@ -309,8 +309,22 @@ static void inline_chain_vs_addr2line(void)
 			continue;
 		m = addr2line(bin, a, fn, loc, 8);
 		checked++;
-		if (k > 1)
+		if (k > 1) {
+			struct stacksnap_sym one[1];
+
 			with_inlines++;
+			/* Names only, in a one-entry buffer: the containing
+			 * function, not the innermost inline. */
+			if (symbolize__lookup(st, li, a, SYM_NO_LINES | SYM_FUNCTION_ONLY,
+					      one, 1) != 1 ||
+			    !one[0].function || !out[k - 1].function ||
+			    strcmp(one[0].function, out[k - 1].function)) {
+				if (bad++ < 5)
+					fprintf(stderr, "  %#lx: function only, one entry: %s, want %s\n",
+						(unsigned long)a, one[0].function,
+						out[k - 1].function);
+			}
+		}
 		if (m != k) {
 			if (bad++ < 5)
 				fprintf(stderr, "  %#lx: %d frames, eu-addr2line %d\n",

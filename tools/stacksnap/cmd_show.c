@@ -86,11 +86,56 @@ out:
 	return rc;
 }
 
+/* --format ctf: the CTF trace of an events file, with the clock offset,
+ * boot id and host name the file kept (so it is the one `trace --format
+ * ctf` wrote live); a file of an older writer kept none of them: its
+ * times stay CLOCK_MONOTONIC of the capturing host. */
+static struct stacksnap_ctf_writer *open_ctf(const struct options *o,
+					      struct stacksnap_ctx *ctx,
+					      struct stacksnap_saved *s)
+{
+	STACKSNAP_OPTS(stacksnap_saved_info, info);
+
+	stacksnap_saved__info(s, &info);
+	if (!info.clock_offset_ns)
+		fprintf(stderr, "stacksnap show: warning: the events file does not say "
+			"how its clock relates to wall-clock time (an older stacksnap "
+			"wrote it): the CTF trace's times are CLOCK_MONOTONIC\n");
+	STACKSNAP_OPTS(stacksnap_ctf_writer_opts, copts,
+		       .clock_offset_ns = info.clock_offset_ns,
+		       .no_clock_offset = !info.clock_offset_ns,
+		       .boot_id = info.boot_id ? info.boot_id : "",
+		       .hostname = info.hostname, .kernel_release = info.kernel,
+		       .sym_flags = o->no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0);
+	return stacksnap_ctf_writer__new(ctx, o->out.output, &copts);
+}
+
+/* The lost-events records written before event i (from *next on) as the
+ * CTF trace's discarded-event counts, where the live trace gave them.
+ * Returns 0 or -errno. */
+static int ctf_lost(struct stacksnap_ctf_writer *ctf, const struct stacksnap_saved *s,
+		    size_t *next, size_t i)
+{
+	for (; *next < stacksnap_saved__lost_count(s); ++*next) {
+		STACKSNAP_OPTS(stacksnap_saved_lost, l);
+		int r = stacksnap_saved__lost(s, *next, &l);
+
+		if (r)
+			return r;
+		if (l.before_event > i)
+			break;
+		if ((r = stacksnap_ctf_writer__discarded(ctf, l.cpu, l.total)))
+			return r;
+	}
+	return 0;
+}
+
 /* An events file (stacksnap trace --save): every event unwound again
  * from its saved registers and stack, against its process's address space
  * of the event's generation, as the trace unwound it (its max_frames),
  * and printed as the live trace printed it. */
-static int print_events(const struct options *o, struct stacksnap_saved *s)
+static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
+			struct stacksnap_saved *s)
 {
 	unsigned max_frames = o->max_frames ? o->max_frames
 			      : stacksnap_saved__trace_max_frames(s);
@@ -101,6 +146,8 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 	struct stacksnap_frame *frames = calloc(max_frames ? max_frames : 1, sizeof(*frames));
 	struct trace_printer p = { .print = o, .out = stdout, .json = o->json };
 	size_t n = stacksnap_saved__event_count(s);
+	struct stacksnap_ctf_writer *ctf = NULL;
+	size_t next_lost = 0;
 	int rc = EXIT_OK;
 
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "events");
@@ -109,6 +156,10 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 	     !(p.counts = stacksnap_stacks__new(&sopts)))) {
 		fprintf(stderr, "stacksnap: out of memory\n");
 		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (o->out.ctf && !(ctf = open_ctf(o, ctx, s))) {
+		rc = EXIT_ERROR; /* the log named the directory */
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -138,12 +189,35 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 			line.frames = frames;
 			line.nframes = nf;
 		}
+		if (ctf) {
+			if (ctf_lost(ctf, s, &next_lost, i)) {
+				rc = EXIT_ERROR; /* said at close */
+				break;
+			}
+			STACKSNAP_OPTS(stacksnap_ctf_event, cev, .name = line.name,
+				       .time_ns = line.time_ns, .pid = line.pid,
+				       .tid = line.tid, .cpu = line.cpu, .comm = line.comm,
+				       .fields = line.fields, .nfields = (size_t)line.nfields,
+				       .frames = line.frames, .nframes = line.nframes,
+				       .end = line.end, .as = line.as);
+
+			if (stacksnap_ctf_writer__add(ctf, &cev)) {
+				rc = EXIT_ERROR; /* said at close */
+				break;
+			}
+			continue;
+		}
 		if (trace_print_event(&p, &line)) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			rc = EXIT_ERROR;
 			break;
 		}
 	}
+	if (ctf && rc == EXIT_OK && ctf_lost(ctf, s, &next_lost, n))
+		rc = EXIT_ERROR;
+	if (ctf && stacksnap_ctf_writer__close(ctf))
+		rc = EXIT_ERROR; /* the log named the directory */
+	ctf = NULL;
 	if (p.counts && rc == EXIT_OK) {
 		if (o->out.format_set)
 			rc = profile_out_write(&o->out, "stacksnap show", NULL, p.counts,
@@ -154,6 +228,7 @@ static int print_events(const struct options *o, struct stacksnap_saved *s)
 		}
 	}
 out:
+	stacksnap_ctf_writer__close(ctf);
 	stacksnap_stacks__free(p.counts);
 	trace_printer_free(&p);
 	free(frames);
@@ -214,8 +289,12 @@ static int run_saved(struct options *o, const char *file, bool core)
 	o->pid = info.pid;
 	if (stacksnap_saved__event_count(s) ||
 	    (!core && info.format_version % 100 >= 1 && !stacksnap_saved__thread_count(s)))
-		rc = print_events(o, s);
-	else if (o->count || o->folded) {
+		rc = print_events(o, ctx, s);
+	else if (o->out.ctf) {
+		fprintf(stderr, "stacksnap show: %s: --format ctf is for events files "
+			"(stacksnap trace --save)\n", file);
+		rc = EXIT_USAGE;
+	} else if (o->count || o->folded) {
 		fprintf(stderr, "stacksnap show: %s: --count and --folded are for events "
 			"files (stacksnap trace --save)\n", file);
 		rc = EXIT_USAGE;

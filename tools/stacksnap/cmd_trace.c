@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +47,9 @@ struct trace_options {
 };
 
 /* State of one run: the printer (output, counters of --count/--folded),
- * the events file of --save and the command of `-- CMD`. child is -1 and
+ * the events file of --save, the CTF trace of --format ctf (lost[c]: the
+ * lost count of CPU c they last got, nlost entries) and the command of
+ * `-- CMD`. child is -1 and
  * go, cerr -1 until the command is started; go is closed (-1) once it is
  * let run. */
 struct tracer {
@@ -55,6 +58,9 @@ struct tracer {
 	struct stacksnap_trace *tr;
 	struct trace_printer p;
 	struct stacksnap_trace_writer *save;
+	struct stacksnap_ctf_writer *ctf;
+	uint64_t *lost;
+	int nlost;
 	int error;
 	pid_t child;
 	int go, cerr;		/* the held command's pipes: go, exec error */
@@ -221,7 +227,11 @@ static int parse_operands(struct trace_options *o, int argc, char **argv)
 			o->quiet ? "-q" : "--encoding");
 		return EXIT_USAGE;
 	}
-	if (o->json + o->count + o->folded + o->out.format_set > 1) {
+	if (o->out.ctf && !o->out.output) {
+		fprintf(stderr, "stacksnap trace: --format ctf writes a directory: give -o DIR\n");
+		return EXIT_USAGE;
+	}
+	if (o->json + o->count + o->folded + o->out.format_set + o->out.ctf > 1) {
 		fprintf(stderr, "stacksnap trace: give only one of --json, --count, "
 			"--folded and --format\n");
 		return EXIT_USAGE;
@@ -264,6 +274,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->out.ctf_allowed = true;
 	optind = 1;
 	/* '+': options stop at the command after "--". */
 	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
@@ -308,6 +319,20 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		t->error = errno ? errno : EIO;
 		return -t->error;
 	}
+	if (t->ctf) {
+		STACKSNAP_OPTS(stacksnap_ctf_event, cev, .name = ev->name,
+			       .time_ns = ev->time_ns, .pid = ev->pid, .tid = ev->tid,
+			       .cpu = ev->cpu, .comm = ev->comm, .fields = f,
+			       .nfields = (size_t)line.nfields, .frames = ev->frames,
+			       .nframes = ev->nframes, .end = ev->end, .as = ev->as);
+		int r = stacksnap_ctf_writer__add(t->ctf, &cev);
+
+		if (r) {
+			t->error = -r;
+			return r;
+		}
+		return 0; /* the trace is the output */
+	}
 	if (t->o->quiet)
 		return 0;
 	if (trace_print_event(&t->p, &line)) {
@@ -315,6 +340,67 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* After each poll round, with --format ctf or --save: the events lost
+ * since the last round, by CPU, become their CTF streams' discarded-event
+ * counts and lost-events records of the events file (after the round's
+ * events, in both); then the CTF trace is written as far as it goes (the
+ * directory holds a complete trace of everything so far). Returns 0 or
+ * -errno. */
+static int lost_round(struct tracer *t)
+{
+	int n = stacksnap_trace__lost_by_cpu(t->tr, NULL, 0);
+	uint64_t *now;
+	int r = 0;
+
+	if (n > t->nlost) {
+		uint64_t *p = realloc(t->lost, (size_t)n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		memset(p + t->nlost, 0, (size_t)(n - t->nlost) * sizeof(*p));
+		t->lost = p;
+		t->nlost = n;
+	}
+	if (n > 0) {
+		now = calloc((size_t)n, sizeof(*now));
+		if (!now)
+			return -ENOMEM;
+		n = stacksnap_trace__lost_by_cpu(t->tr, now, (size_t)n);
+		for (int c = 0; c < n && c < t->nlost && !r; c++)
+			if (now[c] != t->lost[c]) {
+				if (t->ctf)
+					r = stacksnap_ctf_writer__discarded(t->ctf, (unsigned)c,
+									    now[c]);
+				if (!r && t->save)
+					r = stacksnap_trace_writer__lost(t->save, (unsigned)c,
+									 now[c]);
+				t->lost[c] = now[c];
+			}
+		free(now);
+	}
+	return r ? r : t->ctf ? stacksnap_ctf_writer__flush(t->ctf) : 0;
+}
+
+/* --format ctf: the CTF trace in the directory -o names, its clock offset
+ * the one the events file of --save keeps too. NULL after the log said
+ * why. */
+static struct stacksnap_ctf_writer *ctf_open(struct tracer *t, int64_t clock_offset)
+{
+	const struct trace_options *o = t->o;
+	char host[256];
+	struct utsname u;
+
+	if (gethostname(host, sizeof(host)))
+		host[0] = 0;
+	host[sizeof(host) - 1] = 0;
+	if (uname(&u))
+		u.release[0] = 0;
+	STACKSNAP_OPTS(stacksnap_ctf_writer_opts, cwo, .clock_offset_ns = clock_offset,
+		       .hostname = host, .kernel_release = u.release,
+		       .sym_flags = o->print.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0);
+	return stacksnap_ctf_writer__new(t->ctx, o->out.output, &cwo);
 }
 
 static int list_one(const char *name, void *user)
@@ -403,6 +489,9 @@ static int trace_check_target(const struct trace_options *o)
 static int trace_setup(struct tracer *t)
 {
 	const struct trace_options *o = t->o;
+	/* One clock offset for the events file and the CTF trace, so that a
+	 * trace converted from the file is the one written live. */
+	int64_t clock_offset = stacksnap_clock_offset_ns();
 	int r;
 
 	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o->stack_size,
@@ -421,7 +510,10 @@ static int trace_setup(struct tracer *t)
 	t->p.print = &o->print;
 	t->p.json = o->json;
 	t->p.unwind = o->unwind;
-	if (!(t->p.out = profile_out_open(&o->out, "stacksnap trace"))) {
+	if (o->out.ctf) {
+		if (!(t->ctf = ctf_open(t, clock_offset)))
+			return EXIT_ERROR; /* the log named the directory */
+	} else if (!(t->p.out = profile_out_open(&o->out, "stacksnap trace"))) {
 		t->p.out = stdout;
 		return EXIT_ERROR;
 	}
@@ -434,7 +526,7 @@ static int trace_setup(struct tracer *t)
 		STACKSNAP_OPTS(stacksnap_trace_writer_opts, wopts,
 			       .encoding = (enum stacksnap_stack_encoding)o->encoding,
 			       .max_frames = o->print.max_frames, .unwind = o->unwind,
-			       .pid = o->pid ? o->pid : o->tid);
+			       .pid = o->pid ? o->pid : o->tid, .clock_offset_ns = clock_offset);
 		t->save = stacksnap_trace_writer__new(t->ctx, o->save, &wopts);
 		if (!t->save)
 			return EXIT_ERROR; /* the log named the file */
@@ -483,11 +575,13 @@ static int trace_loop(struct tracer *t)
 	double next_print = o->interval > 0 ? t0 + o->interval : 0;
 
 	while (!stop_signal && !t->error) {
-		int r = stacksnap_trace__poll(t->tr, 100, on_event, t);
+		int r = stacksnap_trace__poll(t->tr, 100, on_event, t), r2;
 
 		/* What a crash or a kill would lose: at most one round. */
 		if (t->save && r > 0 && stacksnap_trace_writer__flush(t->save))
 			t->error = errno ? errno : EIO;
+		if ((t->ctf || t->save) && !t->error && (r2 = lost_round(t)))
+			t->error = -r2;
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
 			return EXIT_ERROR;
@@ -520,6 +614,19 @@ static int trace_finish(struct tracer *t, int rc)
 	stacksnap_trace__stop(t->tr);
 	while (!t->error && stacksnap_trace__poll(t->tr, 0, on_event, t) > 0)
 		;
+	if ((t->ctf || t->save) && !t->error) {
+		int r = lost_round(t);
+
+		if (r)
+			t->error = -r;
+	}
+	if (t->ctf) {
+		int r = stacksnap_ctf_writer__close(t->ctf);
+
+		t->ctf = NULL;
+		if (r && !t->error)
+			t->error = -r;
+	}
 	if (t->error) {
 		fprintf(stderr, "stacksnap trace: %s\n", strerror(t->error));
 		rc = EXIT_ERROR;
@@ -601,6 +708,8 @@ static int trace_free(struct tracer *t, int rc)
 	}
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
+	stacksnap_ctf_writer__close(t->ctf);
+	free(t->lost);
 	stacksnap_stacks__free(t->p.counts);
 	trace_printer_free(&t->p);
 	if (t->p.out != stdout)

@@ -233,8 +233,17 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		      "thread: give one\n", stderr);
 		return EXIT_USAGE;
 	}
-	if (o->out.output)
+	if (o->out.ctf && !o->out.output) {
+		fputs("stacksnap show: --format ctf writes a directory: give -o DIR\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->out.output && !o->out.ctf)
 		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
+		fputs("stacksnap show: give --format ctf alone, without --json, "
+		      "--count or --folded\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (o->out.format_set && o->json) {
 		fputs("stacksnap: give --json or -o/--format, not both\n", stderr);
 		return EXIT_USAGE;
@@ -358,6 +367,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->out.ctf_allowed = true;
 	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap show", c, optarg);
 
@@ -392,8 +402,17 @@ int options_parse_show(struct options *o, int argc, char **argv,
 			return EXIT_USAGE;
 		}
 	}
-	if (o->out.output)
+	if (o->out.ctf && !o->out.output) {
+		fputs("stacksnap show: --format ctf writes a directory: give -o DIR\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->out.output && !o->out.ctf)
 		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
+		fputs("stacksnap show: give --format ctf alone, without --json, "
+		      "--count or --folded\n", stderr);
+		return EXIT_USAGE;
+	}
 	if (o->out.format_set && o->json) {
 		fputs("stacksnap show: give --json or -o/--format, not both\n", stderr);
 		return EXIT_USAGE;

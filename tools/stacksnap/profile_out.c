@@ -19,9 +19,14 @@ int profile_out_option(struct profile_out *po, const char *prefix, int c,
 		po->output = arg;
 		return 0;
 	case PROFILE_OUT_FORMAT:
+		if (po->ctf_allowed && !strcmp(arg, "ctf")) {
+			po->ctf = true;
+			return 0;
+		}
 		if (stacksnap_stacks_format__parse(arg, &po->format)) {
 			fprintf(stderr, "%s: --format '%s': expected folded, "
-				"pprof, speedscope or svg\n", prefix, arg);
+				"pprof, speedscope%s or svg\n", prefix, arg,
+				po->ctf_allowed ? ", ctf" : "");
 			return EXIT_USAGE;
 		}
 		po->format_set = true;

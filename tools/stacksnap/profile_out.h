@@ -29,6 +29,10 @@ struct profile_out {
 	enum stacksnap_stacks_format format;
 	enum stacksnap_svg_colors colors;
 	bool format_set;
+	/* --format ctf: a CTF trace of events into the directory -o names
+	 * (format_set stays false). Taken only where ctf_allowed (trace and
+	 * show, which set it before parsing). */
+	bool ctf, ctf_allowed;
 };
 
 /* Takes option c (with its argument) when it is one of the output
