@@ -56,6 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hc.sym_length = 4;
 	hc.sym_body = 6;
 	hc.interp_method_slot = -3;
+	hc.interp_bcp_slot = -8;
+	hc.cm_size = 48;
+	hc.cm_code_size = 0x20;
+	hc.cm_flags = 0x1c;
+	hc.cm_has_lines = 1;
+	hc.cp_source_file = 0x36;
 	for (int i = 0; i < 4; i++) {
 		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
 			if (strlen(blob.name) >= sizeof(blob.name))
@@ -65,6 +71,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!method)
 			hotspot_code__interpreter_method(&hc, BASE + pcs[i] % (size + 64),
 							 &method);
+		{
+			int bci = -1, line;
+			char file[64];
+
+			hotspot_code__interpreter_bci(&hc, BASE + pcs[i] % (size + 64),
+						      method, &bci);
+			if (hotspot_code__line(&hc, method, bci < 0 ? (int)(pcs[i] & 0xff) : bci,
+					       &line, file, sizeof(file)) == 0 &&
+			    strlen(file) >= sizeof(file))
+				abort();
+		}
 		if (hotspot_code__method_name(&hc, method, name, sizeof(name)) == 0 &&
 		    strlen(name) >= sizeof(name))
 			abort();

@@ -7,10 +7,10 @@
  *   ss_hotspot PID PC[:FP]...           per address: blob and method
  *
  * Per address, one line, fields separated by tabs:
- *   PC <code blob name|-> <method|->
+ *   PC <code blob name|-> <method|-> <FILE:LINE|->
  * where method is "pkg.Class.method(SIGNATURE)" of the nmethod holding
  * PC, or, with :FP for a frame in the interpreter, of the Method* in its
- * frame. Exit status: 0, 1 when the tables cannot be read, 2 on bad
+ * frame; FILE:LINE of an interpreter frame's bytecode index. Exit status: 0, 1 when the tables cannot be read, 2 on bad
  * usage. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 		if (*colon == ':')
 			fp = strtoull(colon + 1, NULL, 0);
 		if (hotspot_code__blob(&hc, pc, &blob) != 0) {
-			printf("%#llx\t-\t-\n", (unsigned long long)pc);
+			printf("%#llx\t-\t-\t-\n", (unsigned long long)pc);
 			continue;
 		}
 		if (blob.method)
@@ -120,7 +120,21 @@ int main(int argc, char **argv)
 		if (method && hotspot_code__method_name(&hc, method, name,
 							sizeof(name)) != 0)
 			strcpy(name, "-");
-		printf("%#llx\t%s\t%s\n", (unsigned long long)pc, blob.name, name);
+		char where[300] = "-";
+		int bci = -1, line = 0;
+
+		if (method && blob.is_interpreter && fp &&
+		    hotspot_code__interpreter_bci(&hc, fp, method, &bci) == 0 &&
+		    bci >= 0) {
+			char file[256];
+
+			if (hotspot_code__line(&hc, method, bci, &line, file,
+					       sizeof(file)) == 0)
+				snprintf(where, sizeof(where), "%s:%d",
+					 file[0] ? file : "?", line);
+		}
+		printf("%#llx\t%s\t%s\t%s\n", (unsigned long long)pc, blob.name,
+		       name, where);
 	}
 	hotspot_structs__free(&hs);
 	return 0;

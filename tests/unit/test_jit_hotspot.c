@@ -2,7 +2,8 @@
  * on a memory image this test lays out as JDK 17 does (the offsets a live
  * JVM's vmStructs give): the code cache's segment map walk to the blob
  * holding a pc, an nmethod's Method* to "class.method(signature)", a
- * hidden class's name as Java writes it, an interpreter frame's Method*,
+ * hidden class's name as Java writes it, an interpreter frame's Method*
+ * and bytecode index, the compressed line number table,
  * and corrupt structures ending in errors, not loops. tests/integration/
  * jit_names compares the same code with jstack on a live JVM. */
 #include <errno.h>
@@ -63,8 +64,21 @@ static void build(void)
 	sym(0xa00, "down");
 	sym(0xa40, "(IZ)I");
 	sym(0xa80, "pkg/Deep$$Lambda$1+0x0000000800c01000");
-	/* An interpreter frame with rbp at 0xb00: Method* at rbp - 24. */
+	/* An interpreter frame with rbp at 0xb00: Method* at rbp - 24, its
+	 * bytecode pointer at rbp - 64, at bci 5 of 10. */
 	q(0xb00 - 24, BASE + 0x500);
+	q(0xb00 - 64, BASE + 0x600 + 48 + 5);
+	/* Lines: bci 0 line 10 (0xff form: zigzag 0, 20), bci 4 line 12. */
+	u16(0x600 + 0x20, 10);
+	u16(0x600 + 0x1c, 1);
+	img[0x600 + 48 + 10] = 0xff;
+	img[0x600 + 48 + 11] = 0;
+	img[0x600 + 48 + 12] = 20;
+	img[0x600 + 48 + 13] = 4 << 3 | 2;
+	img[0x600 + 48 + 14] = 0;
+	u16(0x700 + 0x36, 3);
+	q(0x700 + 72 + 24, BASE + 0xc40);
+	sym(0xc40, "Deep.java");
 }
 
 static void layout(struct hotspot_code *hc, struct stacksnap_mem *mem)
@@ -94,6 +108,12 @@ static void layout(struct hotspot_code *hc, struct stacksnap_mem *mem)
 	hc->sym_length = 4;
 	hc->sym_body = 6;
 	hc->interp_method_slot = -3;
+	hc->interp_bcp_slot = -8;
+	hc->cm_size = 48;
+	hc->cm_code_size = 0x20;
+	hc->cm_flags = 0x1c;
+	hc->cm_has_lines = 1;
+	hc->cp_source_file = 0x36;
 }
 
 static void names(void)
@@ -117,6 +137,18 @@ static void names(void)
 	CHECK(!strcmp(b.name, "Interpreter") && b.is_interpreter && !b.method);
 	CHECK(hotspot_code__interpreter_method(&hc, BASE + 0xb00, &method) == 0);
 	CHECK(method == BASE + 0x500);
+	{
+		int bci = -2, line = 0;
+		char file[64];
+
+		CHECK(hotspot_code__interpreter_bci(&hc, BASE + 0xb00, method, &bci) == 0);
+		CHECK(bci == 5);
+		CHECK(hotspot_code__line(&hc, method, bci, &line, file, sizeof(file)) == 0);
+		CHECKF(line == 12 && !strcmp(file, "Deep.java"), "%d %s", line, file);
+		CHECK(hotspot_code__line(&hc, method, 3, &line, file, sizeof(file)) == 0);
+		CHECK(line == 10);
+		CHECK(hotspot_code__line(&hc, method, 10, &line, file, sizeof(file)) == -ENOENT);
+	}
 	/* Past the blob's size (heap padding), an unused segment, outside
 	 * the heap. */
 	CHECK(hotspot_code__blob(&hc, BASE + 0x1201, &b) == -ENOENT);

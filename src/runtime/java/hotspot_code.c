@@ -70,6 +70,16 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
 	err |= field(hs, "ConstMethod", "_signature_index",
 		     &hc->cm_signature_index, log);
+	err |= type_size(hs, "ConstMethod", &hc->cm_size, log);
+	err |= field(hs, "ConstMethod", "_code_size", &hc->cm_code_size, log);
+	err |= field(hs, "ConstMethod", "_flags", &hc->cm_flags, log);
+	err |= field(hs, "ConstantPool", "_source_file_name_index",
+		     &hc->cp_source_file, log);
+	if (!hotspot_structs__constant(hs, "ConstMethod::_has_linenumber_table",
+				       &hc->cm_has_lines)) {
+		log_info(log, "HotSpot: no ConstMethod::_has_linenumber_table");
+		err = -EPROTO;
+	}
 	err |= type_size(hs, "ConstantPool", &hc->cp_size, log);
 	err |= field(hs, "ConstantPool", "_pool_holder", &hc->cp_holder, log);
 	err |= field(hs, "ConstantPool", "_length", &hc->cp_length, log);
@@ -84,6 +94,8 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		err = -EPROTO;
 	}
 	hc->interp_method_slot = last_sp - 1;
+	/* Then mirror, mdp, cache, locals, bcp. */
+	hc->interp_bcp_slot = last_sp - 6;
 	hc->block_used = header + used;
 	return err ? -EPROTO : 0;
 }
@@ -195,6 +207,55 @@ int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
 	return rd64(hc, fp + (uint64_t)(hc->interp_method_slot * 8), method);
 }
 
+int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+				  uint64_t method, int *bci)
+{
+	uint64_t bcp, cm;
+	uint16_t code_size;
+
+	*bci = -1;
+	if (rd64(hc, fp + (uint64_t)(hc->interp_bcp_slot * 8), &bcp) ||
+	    rd64(hc, method + hc->method_const, &cm) ||
+	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2))
+		return -EFAULT;
+	/* The bytecodes follow the ConstMethod. */
+	if (bcp >= cm + hc->cm_size && bcp < cm + hc->cm_size + code_size)
+		*bci = (int)(bcp - (cm + hc->cm_size));
+	return 0;
+}
+
+/* HotSpot's UNSIGNED5 integers (CompressedReadStream::read_int): bytes
+ * below 192 end a number, each later byte weighs 64 times more, at most
+ * five bytes. */
+static int read_unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
+{
+	uint32_t sum = 0;
+	unsigned shift = 0;
+
+	for (int i = 0; i < 5; i++) {
+		uint8_t b;
+
+		if (mem_read(hc->mem, (*at)++, &b, 1))
+			return -EFAULT;
+		sum += (uint32_t)b << shift;
+		if (b < 192 || i == 4) {
+			*v = sum;
+			return 0;
+		}
+		shift += 6;
+	}
+	return -EPROTO;
+}
+
+static int read_signed5(struct hotspot_code *hc, uint64_t *at, int32_t *v)
+{
+	uint32_t u = 0;
+	int err = read_unsigned5(hc, at, &u);
+
+	*v = (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
+	return err;
+}
+
 /* A Symbol's bytes into buf (NUL-terminated); '/' as '.' when dots. */
 static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 		       size_t len, bool dots)
@@ -213,6 +274,66 @@ static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 	for (size_t i = 0; dots && i < n; i++)
 		if (buf[i] == '/')
 			buf[i] = '.';
+	return 0;
+}
+
+static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+		       size_t len, bool dots);
+
+int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
+		       int *line, char *file, size_t file_len)
+{
+	uint64_t cm, cp, at, sym;
+	uint16_t code_size, flags, file_idx;
+	int32_t cur_bci = 0, cur_line = 0, best_bci = 0, best_line = -1;
+
+	*line = 0;
+	if (file_len)
+		file[0] = 0;
+	if (rd64(hc, method + hc->method_const, &cm) ||
+	    rd64(hc, cm + hc->cm_constants, &cp) ||
+	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2) ||
+	    mem_read(hc->mem, cm + hc->cm_flags, &flags, 2))
+		return -EFAULT;
+	if (!mem_read(hc->mem, cp + hc->cp_source_file, &file_idx, 2) &&
+	    file_idx && !rd64(hc, cp + hc->cp_size + 8 * (uint64_t)file_idx, &sym))
+		read_symbol(hc, sym, file, file_len, false);
+	if (!(flags & hc->cm_has_lines) || bci < 0 || bci >= code_size)
+		return -ENOENT;
+	/* The compressed table follows the bytecodes: (bci, line) deltas as
+	 * one byte (5 + 3 bits), or 0xff and two signed UNSIGNED5 numbers;
+	 * a 0 ends it (Method::line_number_from_bci). */
+	at = cm + hc->cm_size + code_size;
+	for (unsigned pairs = 0; pairs < 65536; pairs++) {
+		uint8_t b;
+
+		if (mem_read(hc->mem, at++, &b, 1))
+			return -EFAULT;
+		if (!b)
+			break;
+		if (b == 0xff) {
+			int32_t db, dl;
+
+			if (read_signed5(hc, &at, &db) || read_signed5(hc, &at, &dl))
+				return -EFAULT;
+			cur_bci += db;
+			cur_line += dl;
+		} else {
+			cur_bci += b >> 3;
+			cur_line += b & 7;
+		}
+		if (cur_bci == bci) {
+			*line = cur_line;
+			return 0;
+		}
+		if (cur_bci < bci && cur_bci >= best_bci) {
+			best_bci = cur_bci;
+			best_line = cur_line;
+		}
+	}
+	if (best_line < 0)
+		return -ENOENT;
+	*line = best_line;
 	return 0;
 }
 

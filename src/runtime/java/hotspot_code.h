@@ -30,11 +30,15 @@ struct hotspot_code {
 	uint64_t cm_method;		/* CompiledMethod::_method */
 	uint64_t method_const;		/* Method::_constMethod */
 	uint64_t cm_constants, cm_name_index, cm_signature_index;
+	uint64_t cm_size, cm_code_size, cm_flags; /* ConstMethod */
+	int64_t cm_has_lines;		/* _flags bit: a line number table */
+	uint64_t cp_source_file;	/* ConstantPool::_source_file_name_index */
 	uint64_t cp_size, cp_holder, cp_length; /* ConstantPool */
 	uint64_t klass_name;		/* Klass::_name */
 	uint64_t sym_length, sym_body;	/* Symbol */
 	int64_t interp_method_slot;	/* words from an interpreter frame's
 					   rbp to its Method* */
+	int64_t interp_bcp_slot;	/* ... to its bytecode pointer */
 	const struct log_sink *log;
 };
 
@@ -56,6 +60,16 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 /* The Method* of the interpreter frame whose rbp is fp. */
 int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
 				     uint64_t *method);
+/* The bytecode index an interpreter frame (rbp fp) of method is at:
+ * from its bcp slot; -1 when it is not inside the method's bytecodes (a
+ * native method's frame). */
+int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+				  uint64_t method, int *bci);
+/* The source line of bci in method (its compressed line number table),
+ * and its class's source file name into file (NUL when none). Returns 0,
+ * -ENOENT (no table, or no line for bci) or -errno. */
+int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
+		       int *line, char *file, size_t file_len);
 /* "pkg.Class.method(SIGNATURE)" of method into buf. Returns 0 or -errno. */
 int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 			      char *buf, size_t len);
