@@ -47,6 +47,17 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 		stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
 		stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, 64, &end);
 	}
+	/* A Go program's goroutines: every string and frame read through. */
+	for (size_t i = 0; s && i < stacksnap_saved__goroutine_count(s); i++) {
+		const struct stacksnap_goroutine *g = stacksnap_saved__goroutine(s, i);
+		size_t sum = strlen(g->status);
+
+		for (size_t k = 0; k < g->nframes; k++)
+			sum += strlen(g->frames[k].function) +
+			       (g->frames[k].file ? strlen(g->frames[k].file) : 0);
+		if (sum == SIZE_MAX)
+			abort();
+	}
 	stacksnap_mem__free(mem);
 	stacksnap_saved__free(s);
 }

@@ -403,6 +403,12 @@ struct stacksnap_snapshot_opts {
 	 * in none of them (a stack mapped since) makes the capture read the
 	 * maps afresh. NULL: the capture reads them itself. */
 	const struct stacksnap_addrspace *addrspace;
+	/* A Go program: read its goroutine list while every thread is
+	 * stopped (for a Go program this implies freeze_all: a list read
+	 * under running threads could change while it is read), and unwind
+	 * each goroutine (stacksnap_snapshot__goroutine). Ignored with tids
+	 * or nonstop; no effect on other programs. */
+	bool goroutines;
 	size_t :0;
 };
 
@@ -504,6 +510,60 @@ struct stacksnap_runtime_frame {
 	uint64_t pc;		/* 0 for interpreted frames */
 	size_t :0;
 };
+
+/* One goroutine of a Go program, as the runtime's own dump lists it, read
+ * during the freeze (stacksnap_snapshot_opts.goroutines). Strings live as
+ * long as the snapshot. frames are innermost first, runtime
+ * STACKSNAP_RUNTIME_GO; inlined calls carry STACKSNAP_RFRAME_INLINED and
+ * native_index counts the physical frames (the inlined ones share the
+ * index of the frame they are inlined into). */
+struct stacksnap_goroutine {
+	size_t sz;
+	int64_t goid;
+	const char *status;	/* "chan receive", "running", "runnable"... */
+	const char *wait_reason; /* NULL when not waiting */
+	int64_t wait_ns;	/* how long it has waited, -1: not recorded */
+	pid_t thread;		/* the thread running it, 0: none */
+	const char *created_by;	/* function with the go statement, or NULL */
+	const char *created_file;
+	unsigned created_line;
+	const struct stacksnap_runtime_frame *frames;
+	size_t nframes;
+	const char *end;	/* why its stack ends early; NULL: it reached
+				   the goroutine's start */
+	size_t :0;
+};
+
+/* The goroutines of a capture (0 when the target is not a Go program,
+ * was not asked for them, or its list could not be read: the log says
+ * why). */
+STACKSNAP_API size_t
+stacksnap_snapshot__goroutine_count(const struct stacksnap_snapshot *snap);
+STACKSNAP_API const struct stacksnap_goroutine *
+stacksnap_snapshot__goroutine(const struct stacksnap_snapshot *snap, size_t i);
+/* A Go program's goroutines read on demand, for callers that stop the
+ * process themselves (watch): open once (NULL, errno ENOENT: not a Go
+ * program), then read while every thread is stopped; running goroutines
+ * get no stack (their threads' registers are not known here). */
+struct stacksnap_goroutines;
+STACKSNAP_API struct stacksnap_goroutines *
+stacksnap_goroutines__open(struct stacksnap_ctx *ctx, pid_t pid);
+/* Reads the list now (replacing the last one). 0 or -errno. */
+STACKSNAP_API int stacksnap_goroutines__read(struct stacksnap_goroutines *g);
+STACKSNAP_API size_t
+stacksnap_goroutines__count(const struct stacksnap_goroutines *g);
+STACKSNAP_API const struct stacksnap_goroutine *
+stacksnap_goroutines__get(const struct stacksnap_goroutines *g, size_t i);
+STACKSNAP_API void stacksnap_goroutines__free(struct stacksnap_goroutines *g);
+
+/* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
+ * them; 0 for files without, events files and cores). Goroutine i's
+ * frames and strings live as long as s. */
+struct stacksnap_saved;
+STACKSNAP_API size_t
+stacksnap_saved__goroutine_count(const struct stacksnap_saved *s);
+STACKSNAP_API const struct stacksnap_goroutine *
+stacksnap_saved__goroutine(const struct stacksnap_saved *s, size_t i);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of

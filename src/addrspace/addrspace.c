@@ -617,6 +617,21 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	}
 	uint64_t vaddr = lookup - m->bias;
 	bool symtab_only = flags & STACKSNAP_SYM_SYMTAB;
+	/* A Go program: its pclntab names every function, stripped or not,
+	 * with inlined calls as Go's traceback gives them (docs/go.md). */
+	if (!symtab_only && module__go(as->ctx, mod)) {
+		n = module__go_symbolize(as->ctx, mod, vaddr,
+					 flags & STACKSNAP_SYM_LINES, out, max);
+		for (int i = 0; i < n; i++) {
+			out[i].offset += pc - lookup;
+			out[i].module = m->path ? m->path : mod->name;
+			out[i].module_offset = pc - m->bias;
+		}
+		if (n > 0)
+			return n;
+		memset(out, 0, sizeof(*out));
+		out->module = m->path;
+	}
 	/* The default (names only): memoized, as stacks repeat their pcs. */
 	bool memo = !symtab_only && !(flags & STACKSNAP_SYM_LINES);
 	uint64_t key = module__memo_key(vaddr, no_demangle);
@@ -641,6 +656,10 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 		out->function = symtab__lookup(st, vaddr, no_demangle, &start);
 		out->offset = out->function ? vaddr - start : 0;
 		n = 1;
+		/* A stripped Go program: the pclntab is its symbol table. */
+		if (!out->function &&
+		    module__go_symbolize(as->ctx, mod, vaddr, false, out, 1) > 0)
+			out->module = m->path;
 	} else {
 		n = st || li ? symbolize__lookup(st, li, vaddr,
 						 (no_demangle ? SYM_NO_DEMANGLE : 0) |

@@ -362,6 +362,8 @@ static void store_table(struct stacksnap_ctx *ctx, struct module *m)
 {
 	struct table_source src;
 
+	if (m->table_from_go)
+		return; /* made from the pclntab, not from CFI: not cached */
 	table_source_of(ctx, m, &src);
 	if (!unwind_table__store_due(&src, m->table, m->table_on_disk))
 		return;
@@ -391,6 +393,9 @@ const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 	case TABLE_ORIGIN_WHOLE:
 		break; /* the code was scanned for trampolines */
 	}
+	/* A Go program without CFI (-ldflags='-s -w'): its pcsp tables. */
+	if (!m->table && (m->table = module__go_table(ctx, m)))
+		m->table_from_go = true;
 	ctx->stats.table_ns += clock_monotonic_ns() - t0;
 	return m->table;
 }
@@ -584,6 +589,7 @@ static void module_free(struct module *m)
 	symtab__free(m->symtab);
 	unwind_table__free(m->table);
 	unwind_table__free(m->debug_table);
+	module__go_free(m);
 	elf_image__free(m->minidebug);
 	elf_image__free(m->debug);
 	elf_image__free(m->img);

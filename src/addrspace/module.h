@@ -16,6 +16,7 @@
 struct unwind_table;
 struct symtab;
 struct line_info;
+struct gopclntab;
 
 #define MODULE_MAX_SIGRETURN 4
 
@@ -56,6 +57,11 @@ struct module {
 	 * open addressing, at most half full, cap a power of two or 0. */
 	struct sym_memo *memo;
 	size_t memo_n, memo_cap;
+	/* A Go program's pclntab (module_go.c): its symbol source, and its
+	 * pcsp rows make the table when the image has no CFI. */
+	struct gopclntab *go;
+	bool go_tried;
+	bool table_from_go;	/* table made of pcsp rows (never cached) */
 };
 
 /* One memoized name: key is module__memo_key(); function may be NULL. */
@@ -110,6 +116,21 @@ void module__put(struct module *m);
 /* Lazy members; NULL when the module has none. */
 const struct unwind_table *module__table_slow(struct stacksnap_ctx *ctx,
 					      struct module *m);
+/* The module's Go pclntab, opened on first use; NULL when the image is
+ * not a Go program (module_go.c). */
+struct gopclntab *module__go(struct stacksnap_ctx *ctx, struct module *m);
+/* The table of a Go module made of its pcsp rows, or NULL. */
+struct unwind_table *module__go_table(struct stacksnap_ctx *ctx,
+				      struct module *m);
+/* Names pc (link-time vaddr; is_return: the lookup is at vaddr already
+ * backed up) from the pclntab as Go's traceback does: with lines, the
+ * inlined calls innermost first, then the function. 0 when the pclntab
+ * does not cover vaddr. */
+int module__go_symbolize(struct stacksnap_ctx *ctx, struct module *m,
+			 uint64_t vaddr, bool lines, struct stacksnap_sym *out,
+			 size_t max);
+void module__go_free(struct module *m);
+
 static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx,
 						       struct module *m)
 {

@@ -91,6 +91,7 @@ struct stacksnap_snapshot {
 	uint64_t run_ns_min;  /* the shortest settle run */
 	int saved_policy;
 	struct sched_param saved_param;
+	struct stacksnap_goroutines *go; /* a Go program's goroutines (goroutines.c) */
 };
 
 /* task_scan.c: /proc/PID/task and the thread table. */
@@ -126,6 +127,14 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 			struct rw_map **out, size_t *nout);
 int capture__copy_stacks(struct stacksnap_snapshot *s);
 void capture_prefault_kernel(uint8_t *buf, size_t len);
+
+/* goroutines.c: a Go program's goroutine list. Before the freeze: opens
+ * the program's runtime (nothing when it is not Go); during it: reads
+ * the list and unwinds every goroutine. Failures are logged, never fatal
+ * to the capture. */
+void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx);
+void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log);
+void capture__go_free(struct stacksnap_snapshot *s);
 
 /* nonstop_settle.c: threads read by the BPF task iterator without a stop. */
 void capture__start_nonstop(struct stacksnap_snapshot *s,

@@ -66,6 +66,7 @@ static int take_opts(struct stacksnap_snapshot_opts *o,
 		o->stack_size = DEFAULT_STACK_SIZE;
 	if (!o->stop_timeout_ms)
 		o->stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
+
 	return pid > 0 ? 0 : -EINVAL;
 }
 
@@ -278,10 +279,20 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	err = read_before_freeze(s, &o);
 	if (err)
 		goto fail_detach;
+	if (o.goroutines && !o.ntids && !o.nonstop)
+		capture__go_prepare(s, ctx);
+	else if (o.goroutines)
+		log_info(log, "pid %d: goroutines are listed only when every "
+			 "thread is stopped (not with a thread list or "
+			 "non-stop)", pid);
+	if (s->go) /* a Go program: its list is read with every thread stopped */
+		o.freeze_all = true;
 	choose_path(s, &o, log);
 	err = freeze_and_check(s, &o, log);
 	if (err)
 		goto fail_detach;
+	if (s->go)
+		capture__go_read(s, log); /* every thread is stopped */
 	finish(s, &o, t0);
 	if (!all_gone(s))
 		return s;
@@ -330,6 +341,7 @@ void stacksnap_snapshot__free(struct stacksnap_snapshot *s)
 	if (s->held)
 		capture__thaw(s);
 	capture__detach_late(s);
+	capture__go_free(s);
 	nonstop__close(s->ns);
 	for (size_t i = 0; i < s->nextra; i++)
 		free(s->extra[i]);

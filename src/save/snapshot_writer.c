@@ -215,6 +215,51 @@ out:
 	free(f.anon);
 }
 
+/* A string that may be absent: written empty (read back as NULL). */
+static void put_opt_str(struct byte_buf *b, const char *s)
+{
+	put_str(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* A Go program's goroutines as the capture read them: an optional
+ * section (older readers skip it). */
+static void put_goroutines(struct snapfile_writer *w,
+			   const struct stacksnap_snapshot *snap)
+{
+	size_t n = stacksnap_snapshot__goroutine_count(snap);
+
+	if (!n)
+		return;
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_GOROUTINES, 1, 0);
+	byte_buf__u32(&w->buf, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g =
+			stacksnap_snapshot__goroutine(snap, i);
+
+		byte_buf__u64(&w->buf, (uint64_t)g->goid);
+		put_opt_str(&w->buf, g->status);
+		put_opt_str(&w->buf, g->wait_reason);
+		byte_buf__u64(&w->buf, (uint64_t)g->wait_ns);
+		byte_buf__u32(&w->buf, (uint32_t)g->thread);
+		put_opt_str(&w->buf, g->created_by);
+		put_opt_str(&w->buf, g->created_file);
+		byte_buf__u32(&w->buf, g->created_line);
+		put_opt_str(&w->buf, g->end);
+		byte_buf__u32(&w->buf, (uint32_t)g->nframes);
+		for (size_t k = 0; k < g->nframes; k++) {
+			const struct stacksnap_runtime_frame *f = &g->frames[k];
+
+			byte_buf__u64(&w->buf, f->pc);
+			byte_buf__u32(&w->buf, f->native_index);
+			byte_buf__u32(&w->buf, f->flags);
+			put_opt_str(&w->buf, f->function);
+			put_opt_str(&w->buf, f->file);
+			byte_buf__u32(&w->buf, f->line);
+		}
+	}
+	snapfile_writer__end_section(w);
+}
+
 int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 			     struct stacksnap_addrspace *as, const char *path,
 			     const struct stacksnap_save_opts *opts)
@@ -232,8 +277,10 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 	put_process(&w, snap, as->pid, o.encoding);
 	put_mappings(&w, as);
 	err = put_threads(&w, snap, as, &o, o.encoding);
-	if (!err)
+	if (!err) {
+		put_goroutines(&w, snap);
 		put_jit_symbols(&w, snap, as);
+	}
 	if (err) {
 		byte_buf__free(&w.buf);
 		log_err(&as->ctx->log, "%s: out of memory writing the snapshot", path);

@@ -530,6 +530,7 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 		goto out;
 	}
 	s->info.cmdline = s->cmdline;
+	core_go__read(s, cn.entry);
 out:
 	free(cn.files);
 	free(notes);

@@ -28,6 +28,12 @@ int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
 				struct cursor *c, size_t base,
 				const uint8_t *sections, size_t sections_len);
 
+/* A Go program's goroutines from its core dump (core_go.c): the list and
+ * every goroutine's stack read from the dumped memory, the program found
+ * as the mapping holding entry. Nothing for other programs; failures are
+ * logged and leave s without goroutines. */
+void core_go__read(struct stacksnap_saved *s, uint64_t entry);
+
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */
 struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,

@@ -204,6 +204,17 @@ const struct stacksnap_thread *stacksnap_saved__thread(const struct stacksnap_sa
 	return s && i < s->n ? &s->threads[i] : NULL;
 }
 
+size_t stacksnap_saved__goroutine_count(const struct stacksnap_saved *s)
+{
+	return s ? s->ngoroutines : 0;
+}
+
+const struct stacksnap_goroutine *
+stacksnap_saved__goroutine(const struct stacksnap_saved *s, size_t i)
+{
+	return s && i < s->ngoroutines ? &s->goroutines[i] : NULL;
+}
+
 struct stacksnap_addrspace *stacksnap_saved__addrspace(const struct stacksnap_saved *s)
 {
 	return s ? s->as : NULL;
@@ -224,6 +235,9 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	stacksnap_addrspace__free(s->as);
 	free(s->threads);
 	free(s->stacks);
+	free(s->goroutines);
+	free(s->gframes);
+	free(s->gstrings);
 	free(s->cmdline);
 	free(s->kernel);
 	free(s->version);

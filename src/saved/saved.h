@@ -46,6 +46,12 @@ struct stacksnap_saved {
 	 * where a file its writer did not finish was cut (0: whole). */
 	unsigned trace_max_frames, trace_unwind;
 	size_t cut_at;
+	/* A snapshot file's goroutines: frames point into gframes, strings
+	 * into gstrings (snapshot_reader.c). */
+	struct stacksnap_goroutine *goroutines;
+	size_t ngoroutines;
+	struct stacksnap_runtime_frame *gframes;
+	char *gstrings;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

@@ -49,6 +49,116 @@ static char *get_str(struct cursor *c, bool *nomem)
 	return s;
 }
 
+/* A string of the goroutines section, copied NUL-terminated into the
+ * arena at *at (the arena has room: it is sized from the section), NULL
+ * when empty. */
+static const char *gstr(struct cursor *c, char *arena, size_t *at)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *d;
+
+	if (!p || !len)
+		return NULL;
+	d = arena + *at;
+	memcpy(d, p, len);
+	d[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!d[i])
+			d[i] = ' ';
+	*at += (size_t)len + 1;
+	return d;
+}
+
+/* The goroutines section (docs/go.md): counts bounded by the section's
+ * size before anything is allocated; a bad section is an error. */
+static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
+			   size_t base)
+{
+	uint32_t n = cursor_u32(c);
+	struct cursor scan = *c;
+	size_t nframes = 0, arena_len = cursor_left(c) + 1, at = 0, k = 0;
+
+	/* A goroutine takes at least 8+4+4+8+4+4+4+4+4+4 bytes, a frame
+	 * 8+4+4+4+4+4. */
+	if (c->bad || s->goroutines || n > SNAPFILE_MAX_GOROUTINES ||
+	    n > cursor_left(c) / 48) {
+		BAD(s, base, "%s", s->goroutines ? "a second goroutines section"
+						 : "goroutine count does not fit the section");
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n && !scan.bad; i++) {
+		uint32_t nf;
+
+		cursor_skip(&scan, 8);
+		for (int j = 0; j < 2; j++)
+			cursor_skip(&scan, cursor_u32(&scan));
+		cursor_skip(&scan, 12);
+		for (int j = 0; j < 2; j++)
+			cursor_skip(&scan, cursor_u32(&scan));
+		cursor_skip(&scan, 4);
+		cursor_skip(&scan, cursor_u32(&scan));
+		nf = cursor_u32(&scan);
+		if (nf > SNAPFILE_MAX_GFRAMES || nf > cursor_left(&scan) / 28) {
+			BAD(s, base + cursor_offset(&scan),
+			    "goroutine %u: frame count does not fit", i);
+			return -EINVAL;
+		}
+		for (uint32_t f = 0; f < nf && !scan.bad; f++) {
+			cursor_skip(&scan, 16);
+			for (int j = 0; j < 2; j++)
+				cursor_skip(&scan, cursor_u32(&scan));
+			cursor_skip(&scan, 4);
+		}
+		nframes += nf;
+	}
+	if (scan.bad) {
+		BAD(s, base + cursor_offset(&scan), "goroutines section truncated");
+		return -EINVAL;
+	}
+	s->goroutines = calloc(n ? n : 1, sizeof(*s->goroutines));
+	s->gframes = calloc(nframes ? nframes : 1, sizeof(*s->gframes));
+	s->gstrings = malloc(arena_len * 2);
+	if (!s->goroutines || !s->gframes || !s->gstrings)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct stacksnap_goroutine *g = &s->goroutines[i];
+		uint32_t nf;
+
+		g->sz = sizeof(*g);
+		g->goid = (int64_t)cursor_u64(c);
+		g->status = gstr(c, s->gstrings, &at);
+		g->wait_reason = gstr(c, s->gstrings, &at);
+		g->wait_ns = (int64_t)cursor_u64(c);
+		g->thread = (pid_t)cursor_u32(c);
+		g->created_by = gstr(c, s->gstrings, &at);
+		g->created_file = gstr(c, s->gstrings, &at);
+		g->created_line = cursor_u32(c);
+		g->end = gstr(c, s->gstrings, &at);
+		nf = cursor_u32(c);
+		g->frames = &s->gframes[k];
+		g->nframes = nf;
+		if (!g->status)
+			g->status = "?";
+		for (uint32_t f = 0; f < nf; f++) {
+			struct stacksnap_runtime_frame *o = &s->gframes[k++];
+
+			o->sz = sizeof(*o);
+			o->runtime = STACKSNAP_RUNTIME_GO;
+			o->pc = cursor_u64(c);
+			o->native_index = cursor_u32(c);
+			o->flags = cursor_u32(c);
+			o->function = gstr(c, s->gstrings, &at);
+			o->file = gstr(c, s->gstrings, &at);
+			o->line = cursor_u32(c);
+			if (!o->function)
+				o->function = "??";
+		}
+	}
+	s->ngoroutines = n;
+	return 0;
+}
+
 static int read_process(struct stacksnap_saved *s, struct cursor *c, size_t base)
 {
 	bool nomem = false;
@@ -458,6 +568,9 @@ static int parse(struct stacksnap_saved *s)
 			}
 			have_threads = true;
 			err = read_threads(s, &pc, pbase);
+			break;
+		case SNAPFILE_SEC_GOROUTINES:
+			err = read_goroutines(s, &pc, pbase);
 			break;
 		case SNAPFILE_SEC_JIT_SYMBOLS:
 			err = read_jit_symbols(s, &pc, pbase);

@@ -32,7 +32,8 @@ enum snapfile_section {
 	SNAPFILE_SEC_EVENT_KIND = 7, /* an event's index and name */
 	SNAPFILE_SEC_LOST = 8,	   /* events lost on a CPU so far (ring buffer
 				      full): u32 cpu, u64 running count */
-	SNAPFILE_SEC_JIT_SYMBOLS = 9, /* names of JIT code on the stacks */
+	SNAPFILE_SEC_GOROUTINES = 9, /* a Go program's goroutines (optional) */
+	SNAPFILE_SEC_JIT_SYMBOLS = 10, /* names of JIT code on the stacks */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -56,5 +57,7 @@ enum snapfile_map_kind {
 /* Hard limits on what a file may make the reader allocate. */
 #define SNAPFILE_MAX_STACK (64u << 20)	      /* per thread */
 #define SNAPFILE_MAX_STACKS (256u << 20)      /* all threads together */
+#define SNAPFILE_MAX_GOROUTINES (1u << 20)
+#define SNAPFILE_MAX_GFRAMES 4096	      /* per goroutine */
 
 #endif

@@ -65,18 +65,29 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
+	/* A Go program's goroutines, kept by --save (contiguous). */
+	size_t ng = o->threads_only ? 0 : stacksnap_saved__goroutine_count(s);
+	const struct stacksnap_goroutine *gs =
+		ng ? stacksnap_saved__goroutine(s, 0) : NULL;
+	size_t nt = o->goroutines_only ? 0 : n;
+
 	if (o->out.format_set) {
 		char title[64];
 		int r;
 
 		snprintf(title, sizeof(title), "stacksnap show: pid %d", (int)info.pid);
-		r = profile_out_threads(&o->out, "stacksnap show", as, res, n, title);
+		r = profile_out_threads(&o->out, "stacksnap show", gs, ng, as,
+					res, nt, title);
 		if (r)
 			rc = r;
-	} else if (o->json)
-		print_json(stdout, o, res, n, &tot);
-	else
-		print_text(stdout, o, res, n);
+	} else if (o->json) {
+		tot.goroutines = gs;
+		tot.ngoroutines = ng;
+		print_json(stdout, o, res, nt, &tot);
+	} else {
+		print_text(stdout, o, res, nt);
+		print_goroutines_text(stdout, gs, ng, !nt);
+	}
 out:
 	thread_results_free(res, n);
 	stacksnap_mem__free(mem);

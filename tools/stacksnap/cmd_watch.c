@@ -31,6 +31,8 @@ struct watch_options {
 	unsigned limit;		/* stacks in the top table */
 	struct profile_out out;	/* FORMAT_PROFILE: -o, --format, --colors */
 	bool no_demangle, verbose;
+	bool goroutines;	/* --goroutines: a Go program's goroutines,
+				   not its threads */
 };
 
 /* One run. Invariant: stopped_ns holds nsamples entries. */
@@ -38,6 +40,7 @@ struct watch {
 	struct watch_options o;
 	struct options print;	/* what symbolize_thread reads */
 	struct stacksnap_target *t;
+	struct stacksnap_goroutines *gr; /* --goroutines */
 	struct stacksnap_stacks *stacks; /* a sample per thread stack */
 	uint64_t *stopped_ns;
 	size_t nsamples, capsamples;
@@ -84,6 +87,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		PROFILE_OUT_LONGOPTS,
 		{ "json", no_argument, NULL, 'J' },
 		{ "no-demangle", no_argument, NULL, 'D' },
+		{ "goroutines", no_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -142,6 +146,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 			break;
 		case 'J': o->format = FORMAT_JSON; formats++; break;
 		case 'D': o->no_demangle = true; break;
+		case 'G': o->goroutines = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("watch"), stdout); return -1;
 		default: fputs("Try 'stacksnap watch --help'.\n", stderr); return EXIT_USAGE;
@@ -227,6 +232,32 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 		err = profile_out_add_thread(w->stacks, as, thread_name(w, th->tid), &r, 1);
 	free(r.out);
 	return err;
+}
+
+/* --goroutines: every thread stopped while the goroutine list is read
+ * and each goroutine walked, then a sample per goroutine. Returns the
+ * goroutines counted, or -errno. */
+static int sample_goroutines(struct watch *w, struct stacksnap_walk_stats *st)
+{
+	uint64_t t0 = monotonic_ns();
+	int err = stacksnap_target__pause(w->t, 0);
+	size_t n;
+
+	if (err)
+		return err;
+	err = stacksnap_goroutines__read(w->gr);
+	stacksnap_target__resume(w->t, 0);
+	st->stopped_ns = monotonic_ns() - t0;
+	if (err)
+		return err;
+	n = stacksnap_goroutines__count(w->gr);
+	for (size_t i = 0; i < n; i++)
+		w->truncated += stacksnap_goroutines__get(w->gr, i)->end != NULL;
+	w->thread_samples += n;
+	err = profile_out_add_goroutines(w->stacks,
+					 n ? stacksnap_goroutines__get(w->gr, 0)
+					   : NULL, n);
+	return err ? err : (int)n;
 }
 
 static int on_event(void *user, const struct stacksnap_event *ev)
@@ -388,6 +419,13 @@ int watch_main(int argc, char **argv)
 		rc = exit_code_for_errno(errno);
 		goto out;
 	}
+	if (w.o.goroutines && !(w.gr = stacksnap_goroutines__open(ctx, w.o.pid))) {
+		fprintf(stderr, "stacksnap watch: pid %d: %s\n", (int)w.o.pid,
+			errno == ENOENT ? "not a Go program (--goroutines)"
+					: strerror(errno));
+		rc = EXIT_ERROR;
+		goto out;
+	}
 	/* A first walk, not counted, reads the unwind tables and symbols of
 	 * the modules met (tens to hundreds of ms the first time): it must
 	 * not eat into the sampling. */
@@ -419,8 +457,9 @@ int watch_main(int argc, char **argv)
 			w.stopped_ns = v;
 			w.capsamples = cap;
 		}
-		int n = stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &w, &st);
-		if (n < 0 && errno == ESRCH)
+		int n = w.gr ? sample_goroutines(&w, &st)
+			     : stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &w, &st);
+		if (n < 0 && (w.gr ? n == -ESRCH : errno == ESRCH))
 			break; /* exited: its event comes next round */
 		if (n >= 0)
 			w.stopped_ns[w.nsamples++] = st.stopped_ns;
@@ -477,6 +516,7 @@ int watch_main(int argc, char **argv)
 	if (fflush(stdout) != 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR;
 out:
+	stacksnap_goroutines__free(w.gr);
 	if (w.t)
 		stacksnap_target__detach(w.t);
 	stacksnap_walker__free(walker);

@@ -137,6 +137,9 @@ struct dump {
 	struct stacksnap_snapshot_stats st;
 	struct stacksnap_nonstop_stats nst;
 	struct dump_totals tot;		/* --stats; points at st and nst */
+	/* A Go program's goroutines, as printed (none with --threads). */
+	const struct stacksnap_goroutine *goroutines;
+	size_t ngoroutines;
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -195,7 +198,8 @@ static int dump_capture(struct dump *d)
 		       .tids = o->ntids ? o->tids : NULL, .ntids = o->ntids,
 		       .hold = o->ptrace, .no_copy = o->ptrace, .cancel = &dump_signal,
 		       .freeze_all = o->freeze_all, .no_realtime = o->no_realtime,
-		       .nonstop = o->nonstop, .addrspace = d->as);
+		       .nonstop = o->nonstop, .addrspace = d->as,
+		       .goroutines = !o->threads_only);
 	in_freeze = 1;
 	if (dump_signal) /* came before in_freeze was set */
 		return interrupted_exit();
@@ -345,18 +349,38 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 {
 	const struct options *o = &d->o;
 
+	/* A Go program's goroutines (contiguous in the capture). */
+	d->ngoroutines = o->threads_only ? 0
+		: stacksnap_snapshot__goroutine_count(d->snap);
+	d->goroutines = d->ngoroutines
+		? stacksnap_snapshot__goroutine(d->snap, 0) : NULL;
+	if (o->goroutines_only && !d->ngoroutines)
+		fprintf(stderr, "stacksnap: pid %d: no goroutines (not a Go "
+				"program, or its list could not be read: -v "
+				"says why)\n", (int)o->pid);
+
 	if (o->out.format_set) {
 		char title[64];
 
 		snprintf(title, sizeof(title), "stacksnap %d", (int)o->pid);
 		/* A failure is said on stderr but leaves the exit code the
 		 * capture's, as it always has (a candidate for EXIT_ERROR). */
-		(void)profile_out_threads(&o->out, "stacksnap", d->as, d->res,
-					  d->n, title);
-	} else if (o->json)
-		print_json(stdout, o, d->res, d->n, &d->tot);
-	else
-		print_text(stdout, o, d->res, d->n);
+		(void)profile_out_threads(&o->out, "stacksnap",
+					  d->goroutines, d->ngoroutines, d->as,
+					  d->res, o->goroutines_only ? 0 : d->n,
+					  title);
+	} else if (o->json) {
+		/* Only a Go program's output has the key. */
+		d->tot.goroutines = d->goroutines;
+		d->tot.ngoroutines = d->ngoroutines;
+		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
+			   &d->tot);
+	} else {
+		if (!o->goroutines_only)
+			print_text(stdout, o, d->res, d->n);
+		print_goroutines_text(stdout, d->goroutines, d->ngoroutines,
+				      o->goroutines_only || !d->n);
+	}
 	if (o->stats) {
 		d->tot.ctx.sz = sizeof(d->tot.ctx);
 		stacksnap_ctx__stats(d->ctx, &d->tot.ctx);

@@ -140,7 +140,7 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
@@ -194,6 +194,8 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_FREEZEALL: o->freeze_all = true; break;
 	case OPT_NORT: o->no_realtime = true; break;
 	case OPT_NONSTOP: o->nonstop = true; break;
+	case OPT_GOROUTINES: o->goroutines_only = true; break;
+	case OPT_THREADS: o->threads_only = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -231,6 +233,17 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		fputs("stacksnap: --nonstop reads sleeping threads without "
 		      "stopping them; --freeze-all and --ptrace stop every "
 		      "thread: give one\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->threads_only) {
+		fputs("stacksnap: give --goroutines or --threads, not both\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->nonstop) {
+		fputs("stacksnap: goroutines are read with every thread "
+		      "stopped: --goroutines does not go with --nonstop\n",
+		      stderr);
 		return EXIT_USAGE;
 	}
 	if (o->out.ctf && !o->out.output) {
@@ -298,6 +311,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, OPT_NORT },
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
+		{ "goroutines", no_argument, NULL, OPT_GOROUTINES },
+		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -344,7 +359,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED };
+	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_GOROUTINES,
+	       O_THREADS };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -358,6 +374,8 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, O_NODI },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
+		{ "goroutines", no_argument, NULL, O_GOROUTINES },
+		{ "threads", no_argument, NULL, O_THREADS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -395,12 +413,25 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NODI: o->no_debuginfod = true; break;
 		case O_COUNT: o->count = true; break;
 		case O_FOLDED: o->folded = true; break;
+		case O_GOROUTINES: o->goroutines_only = true; break;
+		case O_THREADS: o->threads_only = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:
 			fputs("Try 'stacksnap show --help'.\n", stderr);
 			return EXIT_USAGE;
 		}
+	}
+	if (o->goroutines_only && o->threads_only) {
+		fputs("stacksnap: give --goroutines or --threads, not both\n",
+		      stderr);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->nonstop) {
+		fputs("stacksnap: goroutines are read with every thread "
+		      "stopped: --goroutines does not go with --nonstop\n",
+		      stderr);
+		return EXIT_USAGE;
 	}
 	if (o->out.ctf && !o->out.output) {
 		fputs("stacksnap show: --format ctf writes a directory: give -o DIR\n", stderr);

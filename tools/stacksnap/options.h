@@ -30,6 +30,9 @@ struct options {
 	bool no_realtime;	/* --no-realtime: no SCHED_FIFO window */
 	bool nonstop;		/* --nonstop: the non-stop path, whatever the
 				   thread count */
+	/* A Go program's goroutines are printed after the threads;
+	 * --goroutines prints only them, --threads only the threads. */
+	bool goroutines_only, threads_only;
 	/* Saved captures (docs/snapshot-format.md). */
 	const char *save_path;	/* --save FILE: write a snapshot file */
 	bool quiet;		/* -q: with --save, print no stacks */

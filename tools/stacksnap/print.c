@@ -244,7 +244,12 @@ void print_json(FILE *f, const struct options *o,
 			print_json_frames(f, &r[t]);
 		fputs("]}", f);
 	}
-	fputs("]}\n", f);
+	fputc(']', f);
+	if (tot->goroutines) {
+		fputc(',', f);
+		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);
+	}
+	fputs("}\n", f);
 }
 
 void print_stats(FILE *f, const struct dump_totals *tot)

@@ -38,6 +38,10 @@ struct dump_totals {
 	 * opening its modules, then what the module cache made. */
 	uint64_t check_ns, addrspace_ns, total_ns;
 	struct stacksnap_ctx_stats ctx;
+	/* A Go program's goroutines, for the JSON's "goroutines" (NULL: no
+	 * such key). */
+	const struct stacksnap_goroutine *goroutines;
+	size_t ngoroutines;
 };
 
 /* Unwinds r->thread into r->frames (allocated, max_frames), reading its
@@ -65,6 +69,12 @@ void print_json(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n,
 		const struct dump_totals *tot);
 void print_stats(FILE *f, const struct dump_totals *tot);
+/* A Go program's goroutines (print_go.c): text after the threads (first:
+ * nothing printed before), and the JSON "goroutines" member. */
+void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n, bool first);
+void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n);
 const char *thread_error_str(int error);
 /* Writes s as a JSON string (null for NULL). */
 void json_str(FILE *f, const char *s);

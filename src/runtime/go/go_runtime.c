@@ -1,0 +1,326 @@
+/* go_runtime.c - opens a Go executable's runtime: pclntab, pcsp rows, the
+ * layouts of runtime.g and runtime.m (DWARF, else per-version data) and
+ * where the goroutine list (runtime.allgs) is. */
+#include "runtime/go/go_runtime.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Go 1.19 (linux/amd64), read from the DWARF of a go1.19.8 build with
+ * debug/dwarf (runtime.g 392 bytes, runtime.m 1008, gobuf.bp at 48);
+ * go_runtime tests check it against the DWARF of the binary they build. */
+static const struct go_layout layout_go119 = {
+	.g_size = 392, .m_size = 1008,
+	.g_stack_lo = 0, .g_stack_hi = 8, .g_m = 48,
+	.g_sched_sp = 56, .g_sched_pc = 64, .g_sched_bp = 104,
+	.g_syscallsp = 112, .g_syscallpc = 120, .g_atomicstatus = 144,
+	.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176,
+	.g_lockedm = 232, .g_gopc = 296, .g_startpc = 312,
+	.m_procid = 72, .m_curg = 192,
+	.source = "go1.19 table",
+};
+
+int go_layout__for_version(const char *version, struct go_layout *l)
+{
+	/* "go1.19", "go1.19.8": the same layout across point releases. */
+	if (strncmp(version, "go1.19", 6) == 0 &&
+	    (version[6] == 0 || version[6] == '.')) {
+		*l = layout_go119;
+		return 0;
+	}
+	return -ENOTSUP;
+}
+
+/* Wait reasons of Go 1.19 (runtime2.go, waitReasonStrings). */
+static const char *const wait_reasons_119[] = {
+	"", "GC assist marking", "IO wait", "chan receive (nil chan)",
+	"chan send (nil chan)", "dumping heap", "garbage collection",
+	"garbage collection scan", "panicwait", "select", "select (no cases)",
+	"GC assist wait", "GC sweep wait", "GC scavenge wait", "chan receive",
+	"chan send", "finalizer wait", "force gc (idle)", "semacquire",
+	"sleep", "sync.Cond.Wait", "timer goroutine (idle)",
+	"trace reader (blocked)", "wait for GC cycle", "GC worker (idle)",
+	"preempted", "debug call",
+};
+
+const char *go_wait_reason(uint8_t reason)
+{
+	if (reason >= sizeof(wait_reasons_119) / sizeof(wait_reasons_119[0]))
+		return NULL;
+	return wait_reasons_119[reason];
+}
+
+const char *go_status_name(uint32_t status, uint8_t reason)
+{
+	static const char *const names[] = {
+		"idle", "runnable", "running", "syscall", "waiting",
+		"moribund_unused", "dead", "enqueue_unused", "copystack",
+		"preempted",
+	};
+	uint32_t s = status & ~(uint32_t)GO_GSCAN;
+	const char *w;
+
+	if (s == GO_GWAITING && reason && (w = go_wait_reason(reason)) && *w)
+		return w;
+	if (s < sizeof(names) / sizeof(names[0]))
+		return names[s];
+	return "???";
+}
+
+/* ---- layouts from DWARF ------------------------------------------------ */
+
+struct dw_struct {
+	const char *name;
+	int64_t size;
+	/* member name -> offset, for the members asked for */
+	const char *const *members;
+	int64_t *offs;
+	size_t nmembers;
+	bool found;
+};
+
+static void read_members(Dwarf_Die *st, struct dw_struct *s)
+{
+	Dwarf_Die m;
+
+	if (dwarf_child(st, &m) != 0)
+		return;
+	do {
+		Dwarf_Attribute a;
+		Dwarf_Word off;
+		const char *n;
+
+		if (dwarf_tag(&m) != DW_TAG_member || !(n = dwarf_diename(&m)))
+			continue;
+		for (size_t i = 0; i < s->nmembers; i++) {
+			if (strcmp(n, s->members[i]) != 0 ||
+			    !dwarf_attr(&m, DW_AT_data_member_location, &a) ||
+			    dwarf_formudata(&a, &off) != 0)
+				continue;
+			s->offs[i] = (int64_t)off;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+}
+
+int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
+			  const struct log_sink *log)
+{
+	static const char *const g_m[] = { "stack", "m", "sched", "syscallsp",
+		"syscallpc", "atomicstatus", "goid", "waitsince", "waitreason",
+		"lockedm", "gopc", "startpc" };
+	static const char *const m_m[] = { "procid", "curg" };
+	static const char *const buf_m[] = { "sp", "pc", "bp" };
+	static const char *const stack_m[] = { "lo", "hi" };
+	int64_t go[12], mo[2], bo[3], so[2];
+	struct dw_struct want[] = {
+		{ "runtime.g", -1, g_m, go, 12, false },
+		{ "runtime.m", -1, m_m, mo, 2, false },
+		{ "runtime.gobuf", -1, buf_m, bo, 3, false },
+		{ "runtime.stack", -1, stack_m, so, 2, false },
+	};
+	size_t nwant = sizeof(want) / sizeof(want[0]), found = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dw;
+
+	if (!img->has_dwarf_info || !img->elf)
+		return -ENOENT;
+	dw = dwarf_begin_elf(img->elf, DWARF_C_READ, NULL);
+	if (!dw)
+		return -ENOENT;
+	for (size_t i = 0; i < nwant; i++)
+		for (size_t k = 0; k < want[i].nmembers; k++)
+			want[i].offs[k] = -1;
+	while (found < nwant &&
+	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, d;
+		const char *cn;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && (cn = dwarf_diename(&cu)) &&
+		    strcmp(cn, "runtime") == 0 && dwarf_child(&cu, &d) == 0) {
+			do {
+				const char *n;
+
+				if (dwarf_tag(&d) != DW_TAG_structure_type ||
+				    !(n = dwarf_diename(&d)))
+					continue;
+				for (size_t i = 0; i < nwant; i++) {
+					if (want[i].found ||
+					    strcmp(n, want[i].name) != 0)
+						continue;
+					want[i].found = true;
+					want[i].size = dwarf_bytesize(&d);
+					read_members(&d, &want[i]);
+					found++;
+				}
+			} while (found < nwant && dwarf_siblingof(&d, &d) == 0);
+		}
+		off = next;
+	}
+	dwarf_end(dw);
+	if (found < nwant)
+		return -ENOENT;
+	for (size_t i = 0; i < nwant; i++)
+		for (size_t k = 0; k < want[i].nmembers; k++)
+			if (want[i].offs[k] < 0 || want[i].offs[k] > 65536) {
+				log_info(log, "go: %s.%s not in the DWARF",
+					 want[i].name, want[i].members[k]);
+				return -ENOENT;
+			}
+	if (want[0].size <= 0 || want[1].size <= 0 || want[0].size > 65536 ||
+	    want[1].size > 65536)
+		return -ENOENT;
+	memset(l, 0, sizeof(*l));
+	l->g_size = (uint32_t)want[0].size;
+	l->m_size = (uint32_t)want[1].size;
+	l->g_stack_lo = (uint32_t)(go[0] + so[0]);
+	l->g_stack_hi = (uint32_t)(go[0] + so[1]);
+	l->g_m = (uint32_t)go[1];
+	l->g_sched_sp = (uint32_t)(go[2] + bo[0]);
+	l->g_sched_pc = (uint32_t)(go[2] + bo[1]);
+	l->g_sched_bp = (uint32_t)(go[2] + bo[2]);
+	l->g_syscallsp = (uint32_t)go[3];
+	l->g_syscallpc = (uint32_t)go[4];
+	l->g_atomicstatus = (uint32_t)go[5];
+	l->g_goid = (uint32_t)go[6];
+	l->g_waitsince = (uint32_t)go[7];
+	l->g_waitreason = (uint32_t)go[8];
+	l->g_lockedm = (uint32_t)go[9];
+	l->g_gopc = (uint32_t)go[10];
+	l->g_startpc = (uint32_t)go[11];
+	l->m_procid = (uint32_t)mo[0];
+	l->m_curg = (uint32_t)mo[1];
+	l->source = "DWARF";
+	/* Every 8-byte field inside its struct (the reads rely on it). */
+	{
+		uint32_t gf[] = { l->g_stack_lo, l->g_stack_hi, l->g_m,
+			l->g_sched_sp, l->g_sched_pc, l->g_sched_bp,
+			l->g_syscallsp, l->g_syscallpc, l->g_atomicstatus,
+			l->g_goid, l->g_waitsince, l->g_waitreason,
+			l->g_lockedm, l->g_gopc, l->g_startpc };
+
+		for (size_t i = 0; i < sizeof(gf) / sizeof(gf[0]); i++)
+			if (gf[i] + 8 > l->g_size)
+				return -EINVAL;
+		if (l->m_procid + 8 > l->m_size || l->m_curg + 8 > l->m_size)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- where runtime.allgs is ------------------------------------------- */
+
+static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
+{
+	Elf_Scn *scn = NULL;
+
+	if (!img->elf)
+		return 0;
+	while ((scn = elf_nextscn(img->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+
+			if (gelf_getsym(d, (int)i, &s) &&
+			    (n = elf_strptr(img->elf, sh.sh_link, s.st_name)) &&
+			    strcmp(n, want) == 0)
+				return s.st_value;
+		}
+	}
+	return 0;
+}
+
+/* Without symbols: runtime.forEachG loads allgs' pointer and length with
+ * two RIP-relative MOVQs (REX.W 8B, ModRM mod 00 r/m 101) from addresses
+ * 8 apart; the first such pair in the function is the slice. */
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
+{
+	const struct gopclntab *t = &rt->pcln;
+
+	for (uint64_t i = 0; i < t->nfunc; i++) {
+		struct go_func f;
+		const char *n;
+		const uint8_t *code;
+		uint64_t loads[16];
+		size_t nl = 0;
+
+		if (gopclntab__func_at(t, i, &f) < 0 ||
+		    !(n = gopclntab__func_name(t, &f)) ||
+		    strcmp(n, "runtime.forEachG") != 0)
+			continue;
+		if (f.end - f.entry > 4096 ||
+		    !(code = gopclntab__bytes_at(t, f.entry, f.end - f.entry)))
+			return 0;
+		for (uint64_t k = 0; k + 7 <= f.end - f.entry && nl < 16; k++) {
+			int32_t disp;
+
+			if ((code[k] != 0x48 && code[k] != 0x4c) ||
+			    code[k + 1] != 0x8b || (code[k + 2] & 0xc7) != 0x05)
+				continue;
+			memcpy(&disp, code + k + 3, 4);
+			loads[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
+		}
+		for (size_t a = 0; a < nl; a++)
+			for (size_t b = a + 1; b < nl; b++)
+				if (loads[b] == loads[a] + 8)
+					return loads[a];
+		return 0;
+	}
+	return 0;
+}
+
+int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
+		     const struct log_sink *log)
+{
+	struct go_pcsp_func *funcs;
+	size_t nf;
+	int err;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->img = img;
+	err = gopclntab__open_elf(&rt->pcln, img, log);
+	if (err < 0)
+		return err;
+	go_buildinfo_version(img, rt->version, sizeof(rt->version));
+	err = gopclntab__pcsp_funcs(&rt->pcln, &funcs, &nf);
+	if (err < 0)
+		return err;
+	err = go_pcsp__compile(funcs, nf, rt->pcln.quantum, log, &rt->rows);
+	free(funcs);
+	if (err < 0)
+		return err;
+	if (go_layout__from_dwarf(img, &rt->layout, log) == 0 ||
+	    go_layout__for_version(rt->version, &rt->layout) == 0)
+		rt->have_layout = true;
+	else
+		log_warn(log, "go: no structure layout for %s without DWARF: "
+			 "goroutines are not listed",
+			 rt->version[0] ? rt->version : "an unknown version");
+	rt->allgs = symtab_lookup(img, "runtime.allgs");
+	rt->allgs_source = "symtab";
+	if (!rt->allgs) {
+		rt->allgs = go_runtime__allgs_from_code(rt);
+		rt->allgs_source = "runtime.forEachG";
+	}
+	if (!rt->allgs)
+		log_warn(log, "go: runtime.allgs not found: goroutines are "
+			 "not listed");
+	return 0;
+}
+
+void go_runtime__close(struct go_runtime *rt)
+{
+	go_pcsp__free(&rt->rows);
+	memset(rt, 0, sizeof(*rt));
+}

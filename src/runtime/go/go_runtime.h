@@ -1,0 +1,173 @@
+/* go_runtime.h - Go's goroutines: the runtime's structure layouts (from
+ * the binary's DWARF where present, else per-version data), the list of
+ * all goroutines (runtime.allgs) read bounded from a stopped process, and
+ * each goroutine's stack unwound from its saved context (g.sched) or its
+ * thread's registers with the pcsp rows (table/go_pcsp.h), named with the
+ * pclntab (symbolize/gopclntab.h) as Go's own traceback names them. */
+#ifndef SS_RUNTIME_GO_GO_RUNTIME_H
+#define SS_RUNTIME_GO_GO_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/log.h"
+#include "elf/elf_image.h"
+#include "mem/mem.h"
+#include "symbolize/gopclntab.h"
+#include "table/go_pcsp.h"
+
+/* Byte offsets of the fields read, in runtime.g and runtime.m. Invariant:
+ * every offset + its field size <= g_size (m_size for m). */
+struct go_layout {
+	uint32_t g_size, m_size;
+	uint32_t g_stack_lo, g_stack_hi, g_m, g_sched_sp, g_sched_pc,
+		g_sched_bp, g_syscallsp, g_syscallpc, g_atomicstatus, g_goid,
+		g_waitsince, g_waitreason, g_lockedm, g_gopc, g_startpc;
+	uint32_t m_procid, m_curg;
+	const char *source;	/* "DWARF" or "go1.19 table" */
+};
+
+/* The runtime's goroutine states (runtime2.go); GO_GSCAN is a flag. */
+enum go_gstatus {
+	GO_GIDLE = 0, GO_GRUNNABLE = 1, GO_GRUNNING = 2, GO_GSYSCALL = 3,
+	GO_GWAITING = 4, GO_GDEAD = 6, GO_GCOPYSTACK = 8, GO_GPREEMPTED = 9,
+};
+#define GO_GSCAN 0x1000
+
+/* One Go executable. Invariant: pcln and rows describe img's code;
+ * allgs is the link-time address of the runtime.allgs slice (0: not
+ * found, no goroutines can be listed). */
+struct go_runtime {
+	const struct elf_image *img;	/* not owned */
+	struct gopclntab pcln;
+	struct go_pcsp_rows rows;
+	struct go_layout layout;
+	bool have_layout;
+	uint64_t allgs;
+	const char *allgs_source;	/* "symtab" or "runtime.forEachG" */
+	char version[32];		/* "go1.19.8", or "" */
+};
+
+/* Opens the Go runtime of img: -ENOENT when img is not a Go program; a
+ * Go program whose layout or goroutine list cannot be found still opens
+ * (names and pcsp rows work; go_goroutines__read says why not). */
+int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
+		     const struct log_sink *log);
+void go_runtime__close(struct go_runtime *rt);
+
+/* runtime.allgs found without symbols, in runtime.forEachG's code (two
+ * RIP-relative loads 8 bytes apart: the slice's pointer and length), or
+ * 0. */
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt);
+
+/* The layout of the runtime's structures from DWARF (img or its debug
+ * image) or from the version's table. 0, -ENOENT or -ENOTSUP (a version
+ * without a table). */
+int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
+			  const struct log_sink *log);
+int go_layout__for_version(const char *version, struct go_layout *l);
+
+/* The wait reason's text as Go 1.19 prints it, or NULL. */
+const char *go_wait_reason(uint8_t reason);
+/* The status as the runtime's dump prints it: the wait reason of a
+ * waiting goroutine, else the state's name. */
+const char *go_status_name(uint32_t status, uint8_t reason);
+
+struct go_gframe {
+	uint64_t pc;		/* the frame's pc (a return address but for
+				   the innermost frame) */
+	uint64_t sp;
+	const char *function;	/* strings point into the pclntab */
+	const char *file;
+	int32_t line;
+	bool inlined;
+	uint64_t entry;
+};
+
+/* One goroutine as read during the freeze. */
+struct goroutine {
+	uint64_t g;		/* its address */
+	int64_t goid;
+	uint32_t status;	/* raw atomicstatus (GO_GSCAN may be set) */
+	uint8_t waitreason;
+	int64_t waitsince;	/* nanotime() when it blocked, 0 unknown */
+	uint64_t sched_pc, sched_sp, sched_bp;
+	uint64_t syscallpc, syscallsp;
+	uint64_t stack_lo, stack_hi;
+	uint64_t gopc, startpc;
+	uint64_t m;		/* the M running it, 0 */
+	int32_t tid;		/* that M's thread (m.procid), 0 */
+	bool locked;		/* locked to its thread (g.lockedm) */
+	struct go_gframe *frames;
+	size_t nframes;
+	const char *end;	/* why its stack ends early, NULL when it
+				   ended at the goroutine's start */
+	/* The rbp rule checked live: callers whose frame pointer the walk
+	 * recovered from a callee's slot, and of those how many did not
+	 * hold the caller's own CFA - 16 (Go's frame-pointer chain). */
+	unsigned fp_checked, fp_mismatch;
+};
+
+/* Caps on what a corrupt or racing list can make us read. */
+#define GO_MAX_GOROUTINES (1u << 20)
+#define GO_MAX_FRAMES 1024
+
+/* Reads the goroutine list from mem (a stopped process: bias is what to
+ * add to link-time addresses), skipping dead ones, up to max. *out is
+ * malloc'ed (go_goroutines__free). 0, -ENOENT (no list known), -EFAULT (a
+ * read failed), -EINVAL (a list that makes no sense: a length beyond its
+ * capacity or GO_MAX_GOROUTINES). */
+int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
+			uint64_t bias, size_t max, struct goroutine **out,
+			size_t *n, const struct log_sink *log);
+
+/* A thread's registers, for goroutines running on it. */
+struct go_thread_regs {
+	int32_t tid;
+	uint64_t rip, rsp, rbp;
+};
+
+/* Unwinds g's stack into g->frames: a waiting or runnable goroutine
+ * from g.sched (syscallpc/sp for one in a system call), a running one
+ * from the registers of its thread when threads has it. Bounded by
+ * GO_MAX_FRAMES and by g's stack bounds; g->end says why a walk stopped
+ * early. 0 or -ENOMEM. */
+int go_goroutine__unwind(const struct go_runtime *rt, struct stacksnap_mem *mem,
+			 uint64_t bias, struct goroutine *g,
+			 const struct go_thread_regs *threads, size_t nthreads);
+
+struct stacksnap_addrspace;
+struct stacksnap_unwinder;
+
+/* The same through the library's unwinder (the one every thread's walk
+ * uses, with the module's table: its CFI, or its pcsp rows when it has
+ * none): the goroutine's start state handed to stacksnap_unwind over as
+ * and mem, its frames then named from the pclntab with inlined calls, cut
+ * at the goroutine's start. 0 or -ENOMEM. */
+int go_goroutine__unwind_with(const struct go_runtime *rt,
+			      struct stacksnap_unwinder *uw,
+			      struct stacksnap_addrspace *as,
+			      struct stacksnap_mem *mem, uint64_t bias,
+			      struct goroutine *g,
+			      const struct go_thread_regs *threads,
+			      size_t nthreads);
+
+/* The function and line that created g (g.gopc), as "created by" prints
+ * them: false when unknown. */
+bool go_goroutine__created_by(const struct go_runtime *rt,
+			      const struct goroutine *g, uint64_t bias,
+			      struct go_gframe *out);
+
+void go_goroutines__free(struct goroutine *g, size_t n);
+
+/* The public shape of gs[0..n) (include/stacksnap.h): *pub (n entries)
+ * and *frames (every frame, pub's point into it), both malloc'ed; strings
+ * point into rt's pclntab. now: CLOCK_MONOTONIC ns of the read (for how
+ * long each has waited; 0: unknown). 0 or -ENOMEM (nothing allocated). */
+int go_goroutines__publish(const struct go_runtime *rt,
+			   const struct goroutine *gs, size_t n, uint64_t bias,
+			   int64_t now, struct stacksnap_goroutine **pub,
+			   struct stacksnap_runtime_frame **frames);
+
+#endif

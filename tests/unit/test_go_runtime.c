@@ -1,0 +1,376 @@
+/* test_go_runtime.c - the Go runtime's static facts: the Go 1.19 layout
+ * table equals the layout read from the DWARF of a program built here,
+ * runtime.allgs found in the stripped binary's code equals the symbol, the
+ * wait-reason names equal the installed runtime's source, and a binary
+ * without section headers still has its pclntab found by magic. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf/elf_image.h"
+#include "runtime/go/go_runtime.h"
+#include "go_build.h"
+#include "harness.h"
+
+static char dir[4096];
+static int built = -2;
+
+static struct elf_image *open_bin(const char *suffix)
+{
+	char path[4200];
+	struct elf_image *img = NULL;
+
+	snprintf(path, sizeof(path), "%s/go_goroutines%s", dir, suffix);
+	CHECK(elf_image__open(path, NULL, &img) == 0);
+	return img;
+}
+
+static void test_layout_table_vs_dwarf(void)
+{
+	struct elf_image *img;
+	struct go_layout d, t;
+	struct go_runtime rt;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	img = open_bin("");
+	if (!img)
+		return;
+	CHECK(go_runtime__open(&rt, img, NULL) == 0);
+	CHECK(go_layout__from_dwarf(img, &d, NULL) == 0);
+	CHECKF(go_layout__for_version(rt.version, &t) == 0, "%s", rt.version);
+	t.source = d.source = NULL;
+	CHECK(memcmp(&d, &t, sizeof(d)) == 0);
+#define F(x) CHECKF(d.x == t.x, #x ": DWARF %u, table %u", d.x, t.x)
+	F(g_size); F(m_size); F(g_stack_lo); F(g_stack_hi); F(g_m);
+	F(g_sched_sp); F(g_sched_pc); F(g_sched_bp); F(g_syscallsp);
+	F(g_syscallpc); F(g_atomicstatus); F(g_goid); F(g_waitsince);
+	F(g_waitreason); F(g_lockedm); F(g_gopc); F(g_startpc); F(m_procid);
+	F(m_curg);
+#undef F
+	CHECK(go_layout__for_version("go1.18", &t) == -ENOTSUP);
+	CHECK(go_layout__for_version("go1.190", &t) == -ENOTSUP);
+	go_runtime__close(&rt);
+	elf_image__free(img);
+}
+
+static void test_allgs_from_code(void)
+{
+	struct elf_image *img, *simg;
+	struct go_runtime rt, srt;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	img = open_bin("");
+	simg = open_bin("_s");
+	if (!img || !simg)
+		return;
+	CHECK(go_runtime__open(&rt, img, NULL) == 0);
+	CHECK(go_runtime__open(&srt, simg, NULL) == 0);
+	CHECK(strcmp(rt.allgs_source, "symtab") == 0);
+	CHECK(strcmp(srt.allgs_source, "runtime.forEachG") == 0);
+	CHECKF(rt.allgs != 0 && go_runtime__allgs_from_code(&rt) == rt.allgs,
+	       "%#llx vs %#llx", (unsigned long long)rt.allgs,
+	       (unsigned long long)go_runtime__allgs_from_code(&rt));
+	CHECK(srt.allgs != 0);
+	CHECK(srt.have_layout && strcmp(srt.layout.source, "go1.19 table") == 0);
+	go_runtime__close(&rt);
+	go_runtime__close(&srt);
+	elf_image__free(img);
+	elf_image__free(simg);
+}
+
+/* The names, in order, from the waitReasonStrings of the go installed. */
+static void test_wait_reasons_vs_source(void)
+{
+	FILE *p = popen("f=$(go env GOROOT)/src/runtime/runtime2.go; "
+			"sed -n '/^var waitReasonStrings/,/^}/p' $f | "
+			"sed -n 's/.*: *\"\\(.*\\)\",$/\\1/p'", "r");
+	char line[256];
+	unsigned i = 0;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	CHECK(p != NULL);
+	while (p && fgets(line, sizeof(line), p)) {
+		const char *mine = go_wait_reason((uint8_t)i);
+
+		line[strcspn(line, "\n")] = 0;
+		CHECKF(mine && strcmp(mine, line) == 0, "%u: %s vs %s", i,
+		       mine ? mine : "(none)", line);
+		i++;
+	}
+	if (p)
+		pclose(p);
+	CHECKF(i >= 20 && go_wait_reason((uint8_t)i) == NULL, "%u", i);
+	CHECK(strcmp(go_status_name(GO_GWAITING, 14), "chan receive") == 0);
+	CHECK(strcmp(go_status_name(GO_GRUNNABLE, 0), "runnable") == 0);
+	CHECK(strcmp(go_status_name(GO_GRUNNING | GO_GSCAN, 0), "running") == 0);
+}
+
+/* Section headers gone (as some packers leave a binary): found by the
+ * header's magic in the read-only segments, with the same functions. */
+static void test_no_section_headers(void)
+{
+	char path[4200];
+	struct elf_image *img, *mimg = NULL;
+	struct gopclntab t, mt;
+	unsigned char *b;
+	size_t len;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	img = open_bin("_s");
+	snprintf(path, sizeof(path), "%s/go_goroutines_s", dir);
+	b = harness_slurp(path, &len);
+	CHECK(b != NULL && len > 64);
+	if (!img || !b)
+		return;
+	memset(b + 0x28, 0, 8);	/* e_shoff */
+	memset(b + 0x3c, 0, 4);	/* e_shnum, e_shstrndx */
+	CHECK(elf_image__open_mem(b, len, "no-sections", NULL, &mimg) == 0);
+	CHECK(gopclntab__open_elf(&t, img, NULL) == 0);
+	if (mimg) {
+		CHECK(gopclntab__open_elf(&mt, mimg, NULL) == 0);
+		CHECK(mt.vaddr == t.vaddr && mt.nfunc == t.nfunc);
+		CHECK(mt.gofunc == t.gofunc && mt.gofunc != 0);
+		elf_image__free(mimg);
+	}
+	free(b);
+	elf_image__free(img);
+}
+
+/* ---- a made-up process: bad lists and stacks end cleanly -------------- */
+
+#define FAKE_ARRAY 0x100000ull
+#define FAKE_G 0x200000ull
+#define FAKE_STACK 0x300000ull
+#define FAKE_STACK_SIZE 4096
+
+struct fake {
+	uint64_t allgs;
+	uint64_t slice[3];
+	uint64_t ptrs[4];
+	uint8_t g[4][512];
+	uint8_t stack[FAKE_STACK_SIZE];
+};
+
+static int fake_read(void *user, uint64_t addr, void *buf, size_t len)
+{
+	struct fake *f = user;
+	struct { uint64_t at; void *p; size_t n; } r[] = {
+		{ f->allgs, f->slice, sizeof(f->slice) },
+		{ FAKE_ARRAY, f->ptrs, sizeof(f->ptrs) },
+		{ FAKE_G, f->g, sizeof(f->g) },
+		{ FAKE_STACK, f->stack, sizeof(f->stack) },
+	};
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		if (addr >= r[i].at && addr - r[i].at <= r[i].n &&
+		    len <= r[i].n - (addr - r[i].at)) {
+			memcpy(buf, (uint8_t *)r[i].p + (addr - r[i].at), len);
+			return 0;
+		}
+	return -EFAULT;
+}
+
+static void set_u64(uint8_t *b, uint32_t off, uint64_t v) { memcpy(b + off, &v, 8); }
+static void set_u32(uint8_t *b, uint32_t off, uint32_t v) { memcpy(b + off, &v, 4); }
+
+static void test_bad_lists(void)
+{
+	struct elf_image *img;
+	struct go_runtime rt;
+	struct fake *f = calloc(1, sizeof(*f));
+	struct stacksnap_mem *mem = stacksnap_mem__new_callback(fake_read, f);
+	struct goroutine *gs;
+	size_t n;
+	uint64_t pc = 0;
+	const struct go_layout *l;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	img = open_bin("_s");
+	if (!img)
+		return;
+	CHECK(go_runtime__open(&rt, img, NULL) == 0);
+	l = &rt.layout;
+	CHECK(l->g_size <= sizeof(f->g[0]));
+	f->allgs = rt.allgs;
+	/* A length beyond the capacity, or beyond any real program. */
+	f->slice[0] = FAKE_ARRAY, f->slice[1] = 3, f->slice[2] = 2;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EINVAL);
+	f->slice[1] = f->slice[2] = GO_MAX_GOROUTINES + 1;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EINVAL);
+	/* The array unreadable. */
+	f->slice[0] = 0x900000, f->slice[1] = 2, f->slice[2] = 4;
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == -EFAULT);
+	/* One dead, one misaligned, one unreadable, one waiting whose stack
+	 * returns to itself forever: bounded by the stack's end. */
+	for (uint64_t i = 0; i < rt.pcln.nfunc; i++) {
+		struct go_func fn;
+		const char *nm;
+
+		if (gopclntab__func_at(&rt.pcln, i, &fn) == 0 &&
+		    (nm = gopclntab__func_name(&rt.pcln, &fn)) &&
+		    strcmp(nm, "main.recurse") == 0)
+			pc = fn.entry + 0x20;
+	}
+	CHECK(pc != 0);
+	f->slice[0] = FAKE_ARRAY, f->slice[1] = 4, f->slice[2] = 4;
+	f->ptrs[0] = FAKE_G;
+	f->ptrs[1] = FAKE_G + 512 + 4;
+	f->ptrs[2] = 0x800000;
+	f->ptrs[3] = FAKE_G + 3 * 512;
+	set_u32(f->g[0], l->g_atomicstatus, GO_GDEAD);
+	set_u32(f->g[3], l->g_atomicstatus, GO_GWAITING);
+	set_u64(f->g[3], l->g_goid, 42);
+	f->g[3][l->g_waitreason] = 14;
+	set_u64(f->g[3], l->g_sched_pc, pc);
+	set_u64(f->g[3], l->g_sched_sp, FAKE_STACK);
+	set_u64(f->g[3], l->g_stack_lo, FAKE_STACK);
+	set_u64(f->g[3], l->g_stack_hi, FAKE_STACK + FAKE_STACK_SIZE);
+	for (size_t k = 0; k + 8 <= FAKE_STACK_SIZE; k += 8)
+		memcpy(f->stack + k, &pc, 8);
+	CHECK(go_goroutines__read(&rt, mem, 0, 100, &gs, &n, NULL) == 0);
+	CHECK(n == 1);
+	if (n == 1) {
+		CHECK(gs[0].goid == 42);
+		CHECK(strcmp(go_status_name(gs[0].status, gs[0].waitreason),
+			     "chan receive") == 0);
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		CHECKF(gs[0].end && strstr(gs[0].end, "outside"), "%s",
+		       gs[0].end ? gs[0].end : "(none)");
+		CHECK(gs[0].nframes > 10 && gs[0].nframes < FAKE_STACK_SIZE / 8);
+		/* A running goroutine whose thread is not known: no stack. */
+		gs[0].status = GO_GRUNNING;
+		free(gs[0].frames);
+		gs[0].frames = NULL;
+		gs[0].nframes = 0;
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		CHECK(gs[0].nframes == 0 && gs[0].end != NULL);
+	}
+	go_goroutines__free(gs, n);
+	stacksnap_mem__free(mem);
+	free(f);
+	go_runtime__close(&rt);
+	elf_image__free(img);
+}
+
+/* The library's capture lists the goroutines of a live Go program (the
+ * stripped build): the parked ones where the program parks them. */
+static void test_capture_goroutines(void)
+{
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, so, .goroutines = true);
+	struct stacksnap_ctx *ctx;
+	struct stacksnap_snapshot *snap;
+	char cmd[4200], line[128];
+	FILE *p;
+	pid_t pid = 0;
+	size_t n;
+	bool recv = false, wg = false;
+
+	if (!go_build_once("go_goroutines", dir, sizeof(dir), &built))
+		return;
+	snprintf(cmd, sizeof(cmd), "exec %s/go_goroutines_s", dir);
+	p = popen(cmd, "r");
+	CHECK(p != NULL);
+	if (!p || !fgets(line, sizeof(line), p) ||
+	    sscanf(line, "ready %d", &pid) != 1) {
+		CHECK(0);
+		return;
+	}
+	usleep(300000);
+	ctx = stacksnap_ctx__new(NULL);
+	snap = stacksnap_snapshot__capture(ctx, pid, &so);
+	CHECK(snap != NULL);
+	n = stacksnap_snapshot__goroutine_count(snap);
+	CHECKF(n >= 10, "%zu", n);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g =
+			stacksnap_snapshot__goroutine(snap, i);
+		size_t deep = 0;
+
+		CHECK(g->sz == sizeof(*g) && g->status && g->goid > 0);
+		for (size_t k = 0; k < g->nframes; k++) {
+			const struct stacksnap_runtime_frame *f = &g->frames[k];
+
+			CHECK(f->runtime == STACKSNAP_RUNTIME_GO && f->function);
+			if (!strcmp(f->function, "main.recvDeep") &&
+			    k + 1 < g->nframes &&
+			    !strcmp(g->frames[k + 1].function, "main.recvOuter") &&
+			    !strcmp(g->status, "chan receive") &&
+			    g->created_by && !strcmp(g->created_by, "main.main"))
+				recv = true;
+			deep += !strcmp(f->function, "main.recurse");
+		}
+		if (deep == 21 && !strcmp(g->status, "semacquire") && !g->end)
+			wg = true;
+	}
+	CHECK(recv && wg);
+	CHECK(stacksnap_snapshot__goroutine(snap, n) == NULL);
+	/* The stripped program's module is named from its pclntab whatever
+	 * the flags (perf-script's symbol-table-only naming too), with the
+	 * inlined calls under LINES: as the goroutines' frames say. */
+	{
+		struct stacksnap_addrspace *as =
+			stacksnap_addrspace__from_pid(ctx, pid);
+		const struct stacksnap_goroutine *g = NULL;
+		size_t inl = 0;
+
+		for (size_t i = 0; i < n && !g; i++) {
+			const struct stacksnap_goroutine *c =
+				stacksnap_snapshot__goroutine(snap, i);
+
+			for (size_t k = 0; k < c->nframes; k++)
+				if (c->frames[k].flags & STACKSNAP_RFRAME_INLINED &&
+				    !strcmp(c->frames[k].function, "main.inlinedRecv")) {
+					g = c;
+					inl = k;
+				}
+		}
+		CHECK(as && g);
+		if (as && g) {
+			struct stacksnap_sym sym[8];
+			uint64_t pc = g->frames[inl].pc;
+			int k;
+
+			k = stacksnap_addrspace__symbolize(as, pc, true, 0, sym, 8);
+			CHECK(k == 1 && sym[0].function &&
+			      !strcmp(sym[0].function, "main.recvViaInline"));
+			k = stacksnap_addrspace__symbolize(as, pc, true,
+							   STACKSNAP_SYM_SYMTAB,
+							   sym, 8);
+			CHECK(k == 1 && sym[0].function &&
+			      !strcmp(sym[0].function, "main.recvViaInline"));
+			k = stacksnap_addrspace__symbolize(as, pc, true,
+							   STACKSNAP_SYM_LINES,
+							   sym, 8);
+			CHECK(k == 2 && sym[0].inlined && !sym[1].inlined &&
+			      !strcmp(sym[0].function, "main.inlinedRecv") &&
+			      !strcmp(sym[1].function, "main.recvViaInline") &&
+			      sym[0].file && sym[0].line ==
+				      (int)g->frames[inl].line);
+		}
+		stacksnap_addrspace__free(as);
+	}
+	stacksnap_snapshot__free(snap);
+	stacksnap_ctx__free(ctx);
+	kill(pid, SIGKILL);
+	pclose(p);
+}
+
+static void test_zz_cleanup(void)
+{
+	go_build_cleanup(dir);
+}
+
+TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
+	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
+	  TEST(test_no_section_headers), TEST(test_bad_lists),
+	  TEST(test_capture_goroutines), TEST(test_zz_cleanup))

@@ -1,0 +1,108 @@
+/* print_go.c - a Go program's goroutines in the dump's text and JSON
+ * output (docs/go.md): after the threads, each as the runtime's own dump
+ * shows it (id, status, wait, thread, frames with inlined calls, created
+ * by). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "print.h"
+
+static void print_wait(FILE *f, int64_t ns)
+{
+	if (ns < 0)
+		return;
+	if (ns >= 60000000000ll)
+		fprintf(f, ", %lld minutes", (long long)(ns / 60000000000ll));
+	else
+		fprintf(f, ", %.1f s", ns / 1e9);
+}
+
+void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n, bool first)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g = &gs[i];
+
+		fprintf(f, "%sGoroutine %" PRId64 " [%s", first && !i ? "" : "\n",
+			g->goid, g->status);
+		print_wait(f, g->wait_ns);
+		fputs("]", f);
+		if (g->thread)
+			fprintf(f, " on thread %d", (int)g->thread);
+		fputs(":\n", f);
+		for (size_t k = 0; k < g->nframes; k++) {
+			const struct stacksnap_runtime_frame *fr = &g->frames[k];
+
+			fprintf(f, "#%-3u 0x%016" PRIx64 " in %s", fr->native_index,
+				fr->pc, fr->function);
+			if (fr->file)
+				fprintf(f, " (%s:%u)", fr->file, fr->line);
+			if (fr->flags & STACKSNAP_RFRAME_INLINED)
+				fputs(" [inlined]", f);
+			fputc('\n', f);
+		}
+		if (g->end)
+			fprintf(f, "    [truncated: %s]\n", g->end);
+		if (g->created_by) {
+			fprintf(f, "    created by %s", g->created_by);
+			if (g->created_file)
+				fprintf(f, " (%s:%u)", g->created_file,
+					g->created_line);
+			fputc('\n', f);
+		}
+	}
+}
+
+void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
+			   size_t n)
+{
+	fputs("\"goroutines\":[", f);
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g = &gs[i];
+
+		fprintf(f, "%s{\"goid\":%" PRId64 ",\"status\":", i ? "," : "",
+			g->goid);
+		json_str(f, g->status);
+		fputs(",\"wait_reason\":", f);
+		json_str(f, g->wait_reason);
+		if (g->wait_ns >= 0)
+			fprintf(f, ",\"wait_ns\":%" PRId64, g->wait_ns);
+		else
+			fputs(",\"wait_ns\":null", f);
+		if (g->thread)
+			fprintf(f, ",\"thread\":%d", (int)g->thread);
+		else
+			fputs(",\"thread\":null", f);
+		fputs(",\"created_by\":", f);
+		if (g->created_by) {
+			fputs("{\"function\":", f);
+			json_str(f, g->created_by);
+			fputs(",\"file\":", f);
+			json_str(f, g->created_file);
+			fprintf(f, ",\"line\":%u}", g->created_line);
+		} else {
+			fputs("null", f);
+		}
+		fputs(",\"end\":", f);
+		json_str(f, g->end);
+		fputs(",\"frames\":[", f);
+		for (size_t k = 0; k < g->nframes; k++) {
+			const struct stacksnap_runtime_frame *fr = &g->frames[k];
+
+			fprintf(f, "%s{\"runtime\":\"go\",\"pc\":\"0x%" PRIx64
+				"\",\"function\":", k ? "," : "", fr->pc);
+			json_str(f, fr->function);
+			fputs(",\"file\":", f);
+			json_str(f, fr->file);
+			if (fr->line)
+				fprintf(f, ",\"line\":%u", fr->line);
+			else
+				fputs(",\"line\":null", f);
+			fprintf(f, ",\"inlined\":%s}",
+				fr->flags & STACKSNAP_RFRAME_INLINED ? "true"
+								     : "false");
+		}
+		fputs("]}", f);
+	}
+	fputc(']', f);
+}
