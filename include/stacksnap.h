@@ -346,6 +346,23 @@ struct stacksnap_sym {
 	bool inlined;		/* an inline frame inside the next entry */
 };
 
+/* stacksnap_sym.module of a pc in anonymous executable memory (JIT code):
+ * function is its name from the live process's perf map
+ * (/tmp/perf-PID.map) or jitdump file (jit-PID.dump), file:line from the
+ * jitdump's debug info with STACKSNAP_SYM_LINES; function is NULL when no
+ * such file names the pc (never a neighbouring symbol). module_offset is
+ * pc - the mapping's start. Compare with strcmp. */
+#define STACKSNAP_MODULE_JIT "[jit]"
+
+/* The JIT symbol file that names pc, as the process and perf name it
+ * ("/tmp/perf-PID.map", a jitdump's path; `perf script` shows it as the
+ * frame's dso), or NULL when none does. Address spaces of processes seen
+ * in recorded events (stacksnap_procs__mmap...) read /tmp/perf-PID.map
+ * of this machine's /tmp, as `perf script` does. */
+STACKSNAP_API const char *
+stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as, uint64_t pc,
+			      bool is_return);
+
 /* Symbolizes pc. For a return address pass is_return = true: the lookup is
  * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
  * inline chain is returned innermost first, then the containing function,

@@ -20,6 +20,8 @@
 #include "saved/saved.h"
 #include "snapfile/compact_stack.h"
 #include "snapfile/snapshot_file.h"
+#include "symbolize/jit_symbols.h"
+#include "symbolize/perf_map.h"
 
 /* Errors name the file and the byte offset in it. */
 #define BAD SAVED_BAD
@@ -305,6 +307,56 @@ int snapshot_reader__read_mappings(struct stacksnap_saved *s, struct cursor *c,
 	return 0;
 }
 
+/* The JIT symbols the writer kept (SNAPFILE_SEC_JIT_SYMBOLS): the names
+ * of the saved stacks' JIT code, read into a perf map the address space
+ * names anonymous code from. A record that is not a name (empty, a NUL
+ * or a newline in it, end not above start) is skipped. */
+static int read_jit_symbols(struct stacksnap_saved *s, struct cursor *c, size_t base)
+{
+	uint32_t n = cursor_u32(c);
+	struct perf_map *pm;
+	struct jit_symbols *js;
+	char *text, *p;
+	int err;
+
+	/* A record is at least 8 + 8 + 2 + 1 bytes. */
+	if (c->bad || n > cursor_left(c) / 19) {
+		BAD(s, base, "JIT symbols: count does not fit the section");
+		return -EINVAL;
+	}
+	/* Each line is at most 16 + 1 + 16 + 1 + name + 1 bytes. */
+	p = text = malloc(cursor_left(c) + (size_t)n * 35 + 1);
+	if (!text)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t start = cursor_u64(c), end = cursor_u64(c);
+		uint16_t len = cursor_u16(c);
+		const char *name = (const char *)cursor_take(c, len);
+
+		if (c->bad) {
+			free(text);
+			BAD(s, base, "JIT symbols: record %u truncated", i);
+			return -EINVAL;
+		}
+		if (!len || end <= start || memchr(name, 0, len) ||
+		    memchr(name, '\n', len))
+			continue;
+		p += sprintf(p, "%llx %llx ", (unsigned long long)start,
+			     (unsigned long long)(end - start));
+		memcpy(p, name, len);
+		p += len;
+		*p++ = '\n';
+	}
+	err = perf_map__from_text(text, (size_t)(p - text), &pm);
+	free(text);
+	if (err)
+		return err;
+	if (!(js = jit_symbols__from_map(pm)))
+		return -ENOMEM;
+	addrspace__set_jit(s->as, js);
+	return 0;
+}
+
 static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base)
 {
 	uint8_t enc = cursor_u8(c);
@@ -563,6 +615,9 @@ static int parse(struct stacksnap_saved *s)
 			break;
 		case SNAPFILE_SEC_RUNTIME:
 			err = runtime_reader__read_section(s, &pc, pbase);
+			break;
+		case SNAPFILE_SEC_JIT_SYMBOLS:
+			err = read_jit_symbols(s, &pc, pbase);
 			break;
 		case SNAPFILE_SEC_EVENT:
 		case SNAPFILE_SEC_ADDRSPACE:

@@ -71,6 +71,11 @@ int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
 	return 0;
 }
 
+static bool is_jit(const struct stacksnap_sym *s)
+{
+	return s->module && !strcmp(s->module, STACKSNAP_MODULE_JIT);
+}
+
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r)
 {
@@ -101,8 +106,20 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 				return -ENOMEM;
 			r->out = p;
 		}
-		for (int k = 0; k < ns; k++)
-			r->out[r->nout++] = (struct out_frame){ fr, sym[k] };
+		for (int k = 0; k < ns; k++) {
+			struct out_frame *of = &r->out[r->nout++];
+
+			*of = (struct out_frame){ fr, sym[k], 0, 0 };
+			if (is_jit(&sym[k]) && !sym[k].function) {
+				struct stacksnap_mapping m = { .sz = sizeof(m) };
+
+				if (stacksnap_addrspace__find_mapping(as, fr->pc,
+								      &m) == 0) {
+					of->jit_start = m.start;
+					of->jit_end = m.end;
+				}
+			}
+		}
 	}
 	return 0;
 }
@@ -141,13 +158,20 @@ static void print_text_line(FILE *f, const struct options *o,
 		fprintf(f, " sp=0x%016" PRIx64, fr->sp);
 	if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
 		fputs(" <signal handler called>", f);
+	else if (is_jit(s) && s->function)
+		fprintf(f, " in %s+0x%" PRIx64 " [jit]", s->function, s->offset);
+	else if (is_jit(s) && r->out[i].jit_end)
+		fprintf(f, " [jit] ?? (anon mapping %" PRIx64 "-%" PRIx64 ")",
+			r->out[i].jit_start, r->out[i].jit_end);
+	else if (is_jit(s))
+		fputs(" [jit] ??", f);
 	else if (s->function && s->inlined)
 		fprintf(f, " in %s [inlined]", s->function);
 	else if (s->function)
 		fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
 	else if (!o->raw)
 		fputs(" in ??", f);
-	if (s->module)
+	if (s->module && !is_jit(s))
 		fprintf(f, " (%s)", s->module);
 	if (s->file)
 		fprintf(f, " at %s:%d", s->file, s->line);

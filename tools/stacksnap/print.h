@@ -11,6 +11,9 @@
 struct out_frame {
 	const struct stacksnap_frame *frame;
 	struct stacksnap_sym sym;
+	/* The anonymous mapping of JIT code no JIT symbol file names
+	 * (sym.module STACKSNAP_MODULE_JIT, no function); else 0, 0. */
+	uint64_t jit_start, jit_end;
 };
 
 /* One unwound and symbolized thread, ready to print. */
