@@ -142,7 +142,8 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 				o->stack_scan);
 	if (err)
 		return err;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 1, 0);
+	/* Version 2: each record ends with the thread's other stacks. */
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 2, 0);
 	byte_buf__u8(&w->buf, (uint8_t)enc);
 	byte_buf__u32(&w->buf, (uint32_t)n);
 	for (size_t i = 0; i < n && !err; i++)

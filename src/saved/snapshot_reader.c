@@ -357,8 +357,15 @@ static int read_jit_symbols(struct stacksnap_saved *s, struct cursor *c, size_t 
 	return 0;
 }
 
-static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base)
+/* A THREADS section of version 2 or later appends each thread's other
+ * stacks to its record; in version 1 whatever follows the stack is a
+ * newer writer's field, skipped. */
+#define THREADS_VERSION_MORE_STACKS 2
+
+static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base,
+			unsigned version)
 {
+	bool has_more = version >= THREADS_VERSION_MORE_STACKS;
 	uint8_t enc = cursor_u8(c);
 	uint32_t n = cursor_u32(c);
 	struct cursor scan = *c;
@@ -390,7 +397,7 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 		/* The other stacks appended to the record (none in older
 		 * files): their lengths count in the same bounds. */
 		cursor_skip(&rc, cursor_u64(&rc));
-		uint8_t nmore = cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		uint8_t nmore = has_more && cursor_left(&rc) ? cursor_u8(&rc) : 0;
 		for (uint8_t k = 0; k < nmore && !rc.bad && len <= SNAPFILE_MAX_STACK; k++) {
 			uint64_t mlen;
 
@@ -466,7 +473,7 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 			off += (th->stack_len + 7) & ~(size_t)7;
 		}
 		/* Bounded by the first pass. */
-		th->nmore_stacks = cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		th->nmore_stacks = has_more && cursor_left(&rc) ? cursor_u8(&rc) : 0;
 		for (unsigned k = 0; k < th->nmore_stacks; k++) {
 			struct stacksnap_stack_range *m = &th->more_stacks[k];
 			struct cursor ec;
@@ -608,7 +615,7 @@ static int parse(struct stacksnap_saved *s)
 				return -EINVAL;
 			}
 			have_threads = true;
-			err = read_threads(s, &pc, pbase);
+			err = read_threads(s, &pc, pbase, ver);
 			break;
 		case SNAPFILE_SEC_GOROUTINES:
 			err = read_goroutines(s, &pc, pbase);
