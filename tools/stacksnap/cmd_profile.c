@@ -427,26 +427,28 @@ static int parse(struct prof_options *o, int argc, char **argv)
 			}
 			o->freq = (unsigned)v;
 			break;
-		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || !(o->duration > 0) || o->duration > 1e7) {
-				fprintf(stderr, "stacksnap profile: --duration '%s': expected seconds > 0\n", optarg);
+		case 'd': {
+			uint64_t ns;
+
+			if (parse_duration(optarg, &ns)) {
+				fprintf(stderr, "stacksnap profile: --duration: '%s' is not "
+					DURATION_HELP "\n", optarg);
 				return EXIT_USAGE;
 			}
+			o->duration = (double)ns / 1e9;
 			break;
-		case 's':
-			v = strtoul(optarg, &end, 10);
-			if (*end == 'k' || *end == 'K') {
-				v *= 1024;
-				end++;
-			}
-			if (*end || v < 64 || v > 65528) {
-				fprintf(stderr, "stacksnap profile: --stack-size '%s': expected "
-					"bytes in 64..65528 (e.g. 16k)\n", optarg);
+		}
+		case 's': {
+			size_t sz;
+
+			if (parse_size(optarg, &sz) || sz < 64 || sz > 65528) {
+				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is not "
+					SIZE_HELP " in 64..65528\n", optarg);
 				return EXIT_USAGE;
 			}
-			o->stack_size = v & ~7ul;
+			o->stack_size = sz & ~(size_t)7;
 			break;
+		}
 		case 'm':
 			v = strtoul(optarg, &end, 10);
 			if (*end || !v || v > 65536) {

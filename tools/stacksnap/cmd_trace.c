@@ -80,7 +80,6 @@ enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
 static int parse_option(struct trace_options *o, int c, char *arg)
 {
 	unsigned long v;
-	char *end;
 
 	switch (c) {
 	case O_UNWIND:
@@ -128,14 +127,14 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	case O_INTERVAL:
 	case O_DURATION: {
-		double d = strtod(arg, &end);
+		uint64_t ns;
 
-		if (*end || !(d > 0) || d > 1e7) {
-			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a number of seconds\n",
+		if (parse_duration(arg, &ns)) {
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not " DURATION_HELP "\n",
 				c == O_INTERVAL ? "interval" : "duration", arg);
 			return EXIT_USAGE;
 		}
-		*(c == O_INTERVAL ? &o->interval : &o->duration) = d;
+		*(c == O_INTERVAL ? &o->interval : &o->duration) = (double)ns / 1e9;
 		break;
 	}
 	case O_STACK:
@@ -143,7 +142,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		size_t sz;
 
 		if (parse_size(arg, &sz) || !sz) {
-			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a size (examples: 8k, 16384)\n",
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not " SIZE_HELP "\n",
 				c == O_STACK ? "stack-size" : "ring-size", arg);
 			return EXIT_USAGE;
 		}

@@ -52,30 +52,6 @@ struct watch {
 };
 
 
-/* "10ms", "1.5s", "500us", "20000ns"; a bare number is milliseconds. */
-static int parse_duration(const char *s, uint64_t *ns)
-{
-	char *end;
-	double v = strtod(s, &end), mul = 1e6;
-
-	if (end == s || v <= 0)
-		return -1;
-	if (!strcmp(end, "ns"))
-		mul = 1;
-	else if (!strcmp(end, "us"))
-		mul = 1e3;
-	else if (!strcmp(end, "ms") || !*end)
-		mul = 1e6;
-	else if (!strcmp(end, "s"))
-		mul = 1e9;
-	else if (!strcmp(end, "m") || !strcmp(end, "min"))
-		mul = 60e9;
-	else
-		return -1;
-	*ns = (uint64_t)(v * mul);
-	return *ns ? 0 : -1;
-}
-
 static int parse(struct watch_options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -114,15 +90,15 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'i':
 			if (parse_duration(optarg, &o->interval_ns) ||
 			    o->interval_ns < 100000) {
-				fprintf(stderr, "stacksnap watch: --interval wants a "
-						"time of at least 100us, such as 10ms\n");
+				fprintf(stderr, "stacksnap watch: --interval: '%s' is not "
+						DURATION_HELP " of at least 100us\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration_ns)) {
-				fprintf(stderr, "stacksnap watch: --duration wants a "
-						"time such as 10s or 500ms\n");
+				fprintf(stderr, "stacksnap watch: --duration: '%s' is not "
+						DURATION_HELP "\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;

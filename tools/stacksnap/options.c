@@ -17,6 +17,47 @@
 #include "stacksnap.h"
 
 
+/* Parses "1.5s", "300ms", "2m", "20000ns"; a number without a unit is
+ * worth unit_ns (NS_PER_S for every option but those whose name ends in
+ * -ms). strtod reads the number: decimals are allowed, signs are not.
+ * Returns 0, or -EINVAL for text that is not a positive time of at most
+ * 30 days. */
+int parse_duration_unit(const char *s, uint64_t unit_ns, uint64_t *ns)
+{
+	static const struct { const char *name; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "min", 60e9 },
+	};
+	char *end;
+	double v, mul = (double)unit_ns;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		return -EINVAL;
+	if (*end) {
+		size_t i;
+
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].name))
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		mul = units[i].ns;
+	}
+	if (v * mul > 30 * 86400e9 || v * mul < 1)
+		return -EINVAL;
+	*ns = (uint64_t)(v * mul + 0.5);
+	return 0;
+}
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	return parse_duration_unit(s, NS_PER_S, ns);
+}
+
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
 int parse_size(const char *s, size_t *out)
 {
@@ -179,17 +220,26 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_RSP: o->show_rsp = true; break;
 	case OPT_STACK:
 		if (parse_size(arg, &o->stack_size)) {
-			fprintf(stderr, "stacksnap: --stack-size: '%s' is not a size (examples: 65536, 64k, 1m; at most 4g)\n", arg);
+			fprintf(stderr, "stacksnap: --stack-size: '%s' is not " SIZE_HELP " of at most 4g\n", arg);
 			return EXIT_USAGE;
 		}
 		break;
-	case OPT_TMO:
-		if (parse_uint(arg, 3600000, &v) || !v) {
-			fprintf(stderr, "stacksnap: --stop-timeout: '%s' is not a number of milliseconds (1..3600000)\n", arg);
+	case OPT_TMO: {
+		/* --stop-timeout-ms and its old spelling --stop-timeout: a
+		 * bare number is milliseconds (scripts wrote 300), a unit
+		 * is any of every time option's. */
+		uint64_t ns;
+
+		if (parse_duration_unit(arg, NS_PER_MS, &ns) || ns < NS_PER_MS ||
+		    ns > 3600 * NS_PER_S) {
+			fprintf(stderr, "stacksnap: --stop-timeout-ms: '%s' is not a time "
+					"of 1ms..1h (a bare number is milliseconds; "
+					"units ns us ms s m)\n", arg);
 			return EXIT_USAGE;
 		}
-		o->stop_timeout_ms = (unsigned)v;
+		o->stop_timeout_ms = (unsigned)(ns / NS_PER_MS);
 		break;
+	}
 	case OPT_PROCMEM: o->proc_mem = true; break;
 	case OPT_PTRACE: o->ptrace = true; break;
 	case OPT_IGNDEL: o->ignore_deleted = true; break;
@@ -318,6 +368,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "show-rsp", no_argument, NULL, OPT_RSP },
 		{ "stack-size", required_argument, NULL, OPT_STACK },
+		{ "stop-timeout-ms", required_argument, NULL, OPT_TMO },
 		{ "stop-timeout", required_argument, NULL, OPT_TMO },
 		{ "proc-mem", no_argument, NULL, OPT_PROCMEM },
 		{ "ptrace", no_argument, NULL, OPT_PTRACE },

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -106,6 +107,17 @@ int options_parse_show(struct options *o, int argc, char **argv,
  * with an optional k/m/g suffix, and a decimal number up to max. Return 0,
  * or -1 for text that is not one. */
 int parse_size(const char *s, size_t *out);
+/* Every time option of every subcommand: a number with a unit ns, us,
+ * ms, s or m (decimals allowed: 0.5, 1.5s); without a unit, seconds
+ * (parse_duration) or unit_ns (the -ms options). Returns 0, or -EINVAL
+ * for text that is not a positive time of at most 30 days. */
+#define NS_PER_S 1000000000ull
+#define NS_PER_MS 1000000ull
+int parse_duration(const char *s, uint64_t *ns);
+int parse_duration_unit(const char *s, uint64_t unit_ns, uint64_t *ns);
+/* The text a usage error shows for a bad time or size. */
+#define DURATION_HELP "a time such as 0.5, 2s, 300ms, 1m (units ns us ms s m; no unit: seconds)"
+#define SIZE_HELP "a size such as 65536, 64k, 1m (bytes, or a k/m/g suffix)"
 int parse_uint(const char *s, unsigned long max, unsigned long *out);
 
 #endif
