@@ -384,7 +384,8 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		PROFILE_OUT_LONGOPTS,
 		{ "stack-size", required_argument, NULL, 's' },
-		{ "max-stack", required_argument, NULL, 'm' },
+		{ "max-frames", required_argument, NULL, 'm' },
+		{ "max-stack", required_argument, NULL, 'm' },	/* perf's spelling */
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "off-cpu", no_argument, NULL, 'O' },
@@ -452,7 +453,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 'm':
 			v = strtoul(optarg, &end, 10);
 			if (*end || !v || v > 65536) {
-				fprintf(stderr, "stacksnap profile: --max-stack wants a number of frames in 1..65536\n");
+				fprintf(stderr, "stacksnap profile: --max-frames: '%s' is not a number of frames in 1..65536\n", optarg);
 				return EXIT_USAGE;
 			}
 			o->max_stack = (unsigned)v;

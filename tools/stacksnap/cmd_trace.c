@@ -259,7 +259,8 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "no-inherit", no_argument, NULL, O_NOINH },
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "rsp", no_argument, NULL, O_RSP },
+		{ "show-rsp", no_argument, NULL, O_RSP },
+		{ "rsp", no_argument, NULL, O_RSP },	/* the old spelling */
 		{ "max-frames", required_argument, NULL, O_MAXF },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "unwind", required_argument, NULL, O_UNWIND },

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@ struct watch {
 static int parse(struct watch_options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "top", no_argument, NULL, 'T' },
@@ -74,7 +76,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 	o->interval_ns = 10000000;
 	o->limit = 20;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:d:n:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:i:d:n:o:vh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap watch", c, optarg);
 
 		if (r != 1) {
@@ -87,6 +89,17 @@ static int parse(struct watch_options *o, int argc, char **argv)
 			continue;
 		}
 		switch (c) {
+		case 'p': {
+			unsigned long v;
+
+			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+				fprintf(stderr, "stacksnap watch: -p: '%s' is not a process id\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->pid = (pid_t)v;
+			break;
+		}
 		case 'i':
 			if (parse_duration(optarg, &o->interval_ns) ||
 			    o->interval_ns < 100000) {
@@ -137,21 +150,25 @@ static int parse(struct watch_options *o, int argc, char **argv)
 				"--format and --json\n");
 		return EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "stacksnap watch: which process? (stacksnap watch PID)\n");
+	/* -p PID, as in every subcommand, or the PID alone. */
+	if (!o->pid && optind < argc) {
+		unsigned long v;
+
+		if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap watch: '%s' is not a process id\n",
+				argv[optind]);
+			return EXIT_USAGE;
+		}
+		o->pid = (pid_t)v;
+		optind++;
+	}
+	if (!o->pid) {
+		fprintf(stderr, "stacksnap watch: which process? (stacksnap watch [-p] PID)\n");
 		return EXIT_USAGE;
 	}
-	char *end;
-	long pid = strtol(argv[optind], &end, 10);
-	if (*end || pid <= 0 || pid > 0x3fffffff) {
-		fprintf(stderr, "stacksnap watch: '%s' is not a process id\n",
-			argv[optind]);
-		return EXIT_USAGE;
-	}
-	o->pid = (pid_t)pid;
-	if (optind + 1 < argc) {
+	if (optind < argc) {
 		fprintf(stderr, "stacksnap watch: unexpected argument '%s'\n",
-			argv[optind + 1]);
+			argv[optind]);
 		return EXIT_USAGE;
 	}
 	return 0;

@@ -202,6 +202,13 @@ static int parse_option(struct options *o, int c, char *arg)
 	unsigned long v;
 
 	switch (c) {
+	case 'p':
+		if (parse_uint(arg, INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap: -p: '%s' is not a process id\n", arg);
+			return EXIT_USAGE;
+		}
+		o->pid = (pid_t)v;
+		break;
 	case 't':
 		if (parse_uint(arg, INT_MAX, &v) || !v) {
 			fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", arg);
@@ -338,13 +345,16 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (o->core_path) {
-		if (optind != argc || o->save_path || o->ntids || o->ptrace) {
+		if (optind != argc || o->pid || o->save_path || o->ntids || o->ptrace) {
 			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
 			return EXIT_USAGE;
 		}
 		return 0;
 	}
-	if (optind != argc - 1) {
+	/* -p PID, as in every subcommand, or the PID alone. */
+	if (o->pid && optind == argc)
+		return 0;
+	if (o->pid || optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
 					       : "stacksnap: one PID only\n");
 		fputs("Try 'stacksnap --help'.\n", stderr);
@@ -361,6 +371,7 @@ static int parse_operands(struct options *o, int argc, char **argv)
 int options_parse(struct options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "no-demangle", no_argument, NULL, OPT_NODEM },
@@ -397,7 +408,7 @@ int options_parse(struct options *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "t:o:vhVq", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:t:o:vhVq", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
 
 		if (r != 1) {

@@ -175,7 +175,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ "input", required_argument, NULL, 'i' },
 		{ "folded", no_argument, NULL, 'F' },
 		PROFILE_OUT_LONGOPTS,
-		{ "max-stack", required_argument, NULL, 'm' },
+		{ "max-frames", required_argument, NULL, 'm' },
+		{ "max-stack", required_argument, NULL, 'm' },	/* perf's spelling */
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "inline", no_argument, NULL, 'I' },
 		{ "no-inline", no_argument, NULL, 'N' },
@@ -222,8 +223,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || !v || v > 65536) {
-				fprintf(stderr, "stacksnap perf-script: --max-stack "
-					"wants a number of frames in 1..65536\n");
+				fprintf(stderr, "stacksnap perf-script: --max-frames: '%s' "
+					"is not a number of frames in 1..65536\n", optarg);
 				return EXIT_USAGE;
 			}
 			o->max_stack = (unsigned)v;
