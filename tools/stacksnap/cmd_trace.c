@@ -20,6 +20,7 @@
 #include "print.h"
 #include "trace_print.h"
 #include "profile_out.h"
+#include "child_cmd.h"
 #include "help.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -180,8 +181,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	case 'v': o->print.verbose = true; break;
 	case 'h': fputs(help_text("trace"), stdout); return -1;
-	default:
-		fputs("Try 'stacksnap trace --help'.\n", stderr);
+	default: /* getopt said which */
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -436,52 +436,11 @@ static int exit_for(int err)
 	return EXIT_ERROR;
 }
 
-/* Forks CMD stopped before its execve (waiting on a pipe), so that it is
- * traced from its first instruction. *go is written to let it run; *err
- * gives the errno of a failed execve (EOF when it succeeded). */
-static pid_t spawn_held(char **cmd, int *go, int *err)
-{
-	int gp[2], ep[2];
-	pid_t pid;
-
-	if (pipe2(gp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(gp[1]);
-		close(ep[0]);
-		if (read(gp[0], &c, 1) != 1)
-			_exit(127); /* the tracer gave up */
-		execvp(cmd[0], cmd);
-		e = errno;
-		(void)!write(ep[1], &e, sizeof(e));
-		_exit(127);
-	}
-	close(gp[0]);
-	close(ep[1]);
-	*go = gp[1];
-	*err = ep[0];
-	return pid;
-}
-
-/* -p/-t: the process or thread exists (said before any probe loads). */
+/* -p/-t: a live process or thread, not a zombie or a kernel thread
+ * (said before any probe loads). */
 static int trace_check_target(const struct trace_options *o)
 {
-	pid_t id = o->pid ? o->pid : o->tid;
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)id);
-	if (access(path, F_OK)) {
-		fprintf(stderr, "stacksnap trace: %s %d: no such process\n",
-			o->pid ? "pid" : "tid", (int)id);
-		return EXIT_NO_PROCESS;
-	}
-	return 0;
+	return cli_check_target(o->pid ? o->pid : o->tid, !o->pid);
 }
 
 /* The tracer, its events, the output (events, counts or a profile) and
@@ -541,9 +500,9 @@ static int trace_start(struct tracer *t)
 	const struct trace_options *o = t->o;
 	int r;
 
-	if (o->cmd && (t->child = spawn_held(o->cmd, &t->go, &t->cerr)) < 0) {
-		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o->cmd[0], strerror(errno));
-		return EXIT_ERROR;
+	if (o->cmd && (t->child = child_cmd_spawn(o->cmd, &t->go, &t->cerr)) < 0) {
+		fprintf(stderr, "stacksnap trace: cannot start '%s': %s\n", o->cmd[0], strerror(errno));
+		return EXIT_CANNOT_RUN;
 	}
 	stop_signal_catch();
 	if ((r = stacksnap_trace__start(t->tr)))
@@ -551,17 +510,8 @@ static int trace_start(struct tracer *t)
 	if ((r = stacksnap_trace__follow(t->tr, t->child > 0 ? t->child
 					 : o->pid ? o->pid : o->tid)))
 		return exit_for(r);
-	if (t->child > 0) {
-		int e;
-
-		(void)!write(t->go, "g", 1);
-		close(t->go);
-		t->go = -1;
-		if (read(t->cerr, &e, sizeof(e)) == sizeof(e)) {
-			fprintf(stderr, "stacksnap trace: cannot run '%s': %s\n", o->cmd[0], strerror(e));
-			return EXIT_ERROR;
-		}
-	}
+	if (t->child > 0)
+		return child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
 	return 0;
 }
 
@@ -701,11 +651,10 @@ static int trace_free(struct tracer *t, int rc)
 		close(t->go); /* a held command that never ran exits */
 	if (t->cerr >= 0)
 		close(t->cerr);
-	if (t->child > 0 && !t->child_done) {
-		if (stop_signal)
-			kill(t->child, stop_signal);
-		waitpid(t->child, &t->child_status, 0);
-	}
+	/* Tracing is over (--duration, a stop signal, the command's end):
+	 * what is left of the command's process group is ended and reaped. */
+	if (t->child > 0)
+		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
 	stacksnap_ctf_writer__close(t->ctf);
@@ -729,7 +678,7 @@ int trace_main(int argc, char **argv)
 
 	rc = parse(&o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = o.print.verbose;
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,

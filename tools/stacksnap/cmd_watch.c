@@ -138,7 +138,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'G': o->goroutines = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("watch"), stdout); return -1;
-		default: fputs("Try 'stacksnap watch --help'.\n", stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
 	if (o->out.output && !formats) {
@@ -384,7 +384,7 @@ int watch_main(int argc, char **argv)
 
 	rc = parse(&w.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = w.o.verbose;
 	signal(SIGPIPE, SIG_IGN);
 	stop_signal_catch(); /* no SA_RESTART: the sleep ends */

@@ -112,9 +112,19 @@ static int dump_main(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+	static char name[64];
+
+	/* Every message, getopt's included (it starts them with argv[0]),
+	 * begins "stacksnap" or "stacksnap SUBCOMMAND", whatever path the
+	 * binary was run by. */
 	for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		if (!strcmp(argv[1], subcommands[i].name))
+		if (!strcmp(argv[1], subcommands[i].name)) {
+			snprintf(name, sizeof(name), "stacksnap %s", subcommands[i].name);
+			cli_name = name;
+			argv[1] = name;
 			return subcommands[i].main(argc - 1, argv + 1);
+		}
+	argv[0] = (char *)"stacksnap";
 	return dump_main(argc, argv);
 }
 
@@ -189,10 +199,30 @@ static int dump_open(struct dump *d)
 	return rc;
 }
 
+/* -t TID: when none of the threads asked for exists, no capture is
+ * tried (it would end as if the process had exited). */
+static int dump_check_threads(const struct options *o)
+{
+	char path[64];
+
+	for (size_t i = 0; i < o->ntids; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)o->pid, (int)o->tids[i]);
+		if (!access(path, F_OK))
+			return DUMP_GO_ON;
+	}
+	fprintf(stderr, "stacksnap: pid %d: no thread %d in it (-t; its "
+			"threads are in /proc/%d/task)\n", (int)o->pid,
+		(int)o->tids[0], (int)o->pid);
+	return EXIT_NO_PROCESS;
+}
+
 /* The freeze (or, with --ptrace, the hold) and the stack copies. */
 static int dump_capture(struct dump *d)
 {
 	const struct options *o = &d->o;
+
+	if (o->ntids && dump_check_threads(o) != DUMP_GO_ON)
+		return EXIT_NO_PROCESS;
 
 	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o->stack_size,
 		       .stop_timeout_ms = o->stop_timeout_ms, .proc_mem = o->proc_mem,
@@ -212,12 +242,9 @@ static int dump_capture(struct dump *d)
 		in_freeze = 0;
 		if (err == EINTR || dump_signal)
 			return interrupted_exit();
-		/* It passed the check: ESRCH now means it exited meanwhile. */
-		int rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
-		if (rc == EXIT_EXITED)
-			fprintf(stderr, "stacksnap: pid %d: the process exited "
-					"during the capture\n", (int)o->pid);
-		return rc;
+		/* It passed the check: ESRCH now means it exited meanwhile
+		 * (the library's log said so). */
+		return err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
 	}
 	if (!o->ptrace)
 		in_freeze = 0;
@@ -470,7 +497,7 @@ static int dump_main(int argc, char **argv)
 	d.tot.nonstop = &d.nst;
 	rc = options_parse(&d.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = d.o.verbose;
 	if (d.o.core_path)
 		return core_main(&d.o);

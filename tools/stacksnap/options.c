@@ -96,13 +96,26 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out)
 }
 
 bool cli_verbose;
+const char *cli_name = "stacksnap";
+
+int cli_usage_error(void)
+{
+	fprintf(stderr, "Try '%s --help'.\n", cli_name);
+	return EXIT_USAGE;
+}
 
 void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
-	if (level <= STACKSNAP_LOG_ERROR || cli_verbose)
-		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
+	(void)user;
+	/* An error reads as every message of the command does
+	 * ("stacksnap watch: pid 2: a kernel thread has no user stack");
+	 * the rest, with -v, say what they are. */
+	if (level <= STACKSNAP_LOG_ERROR)
+		fprintf(stderr, "%s: %s\n", cli_name, msg);
+	else if (cli_verbose)
+		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }
 
 /* Copies of compressed debug files, whole unwind tables and symbol files
@@ -286,8 +299,7 @@ static int parse_option(struct options *o, int c, char *arg)
 	case 'V':
 		printf("stacksnap %s\n", stacksnap_version());
 		return -1;
-	default:
-		fputs("Try 'stacksnap --help'.\n", stderr);
+	default: /* getopt said which */
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -357,7 +369,6 @@ static int parse_operands(struct options *o, int argc, char **argv)
 	if (o->pid || optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
 					       : "stacksnap: one PID only\n");
-		fputs("Try 'stacksnap --help'.\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
@@ -421,6 +432,43 @@ int options_parse(struct options *o, int argc, char **argv)
 			return r;
 	}
 	return parse_operands(o, argc, argv);
+}
+
+int cli_check_target(pid_t pid, bool is_tid)
+{
+	char path[64], buf[1024], state = 0;
+	unsigned long flags = 0;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s %d: no such %s\n", cli_name,
+			is_tid ? "thread" : "pid", (int)pid, is_tid ? "thread" : "process");
+		return EXIT_NO_PROCESS;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	/* "pid (comm) S ppid pgrp session tty tpgid flags ...": comm may
+	 * hold spaces and parentheses, the last ')' ends it. */
+	if ((p = strrchr(buf, ')')) &&
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) == 2) {
+		if (state == 'Z' || state == 'X') {
+			fprintf(stderr, "%s: pid %d: the process is a zombie (it "
+				"exited; its parent has not reaped it)\n",
+				cli_name, (int)pid);
+			return EXIT_ZOMBIE;
+		}
+		if (flags & 0x00200000) { /* PF_KTHREAD */
+			fprintf(stderr, "%s: pid %d: a kernel thread has no user "
+				"stack\n", cli_name, (int)pid);
+			return EXIT_KERNEL_THREAD;
+		}
+	}
+	return 0;
 }
 
 int exit_code_for_errno(int err)
@@ -505,8 +553,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 			break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
-		default:
-			fputs("Try 'stacksnap show --help'.\n", stderr);
+		default: /* getopt said which */
 			return EXIT_USAGE;
 		}
 	}
@@ -544,7 +591,6 @@ int options_parse_show(struct options *o, int argc, char **argv,
 	if (optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap show: which file? give a snapshot file\n"
 					       : "stacksnap show: one file only\n");
-		fputs("Try 'stacksnap show --help'.\n", stderr);
 		return EXIT_USAGE;
 	}
 	*file = argv[optind];

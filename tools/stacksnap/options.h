@@ -67,6 +67,7 @@ enum exit_code {
 	EXIT_EXITED = 7,	/* the target exited during the capture */
 	EXIT_PARTIAL = 8,	/* some threads could not be captured */
 	EXIT_ERROR = 9,		/* anything else */
+	EXIT_CANNOT_RUN = 10,	/* the command after -- could not be started */
 	/* A signal (SIGINT, SIGTERM, SIGHUP) ended the run: 128 + its number,
 	 * after every thread was detached. */
 	EXIT_SIGNAL_BASE = 128,
@@ -75,6 +76,13 @@ enum exit_code {
 /* The library's messages on stderr: errors always, the rest with
  * cli_verbose (the -v of the command that runs). A stacksnap_log_fn. */
 extern bool cli_verbose;
+/* What every message starts with: "stacksnap", or "stacksnap SUBCOMMAND"
+ * (set by main before the subcommand runs; getopt's own messages use it
+ * too). Messages read "NAME: what: why (fix)". */
+extern const char *cli_name;
+/* After a usage error was said: one line pointing at --help. Returns
+ * EXIT_USAGE. */
+int cli_usage_error(void);
 void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
 
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
@@ -94,6 +102,13 @@ int options_parse_encoding(const char *s);
 /* The exit status for a capture's or an attach's errno: no such process,
  * not permitted, traced, zombie, kernel thread, or other error. */
 int exit_code_for_errno(int err);
+
+/* Whether pid (a thread id with is_tid) can be a target: said as
+ * "stacksnap SUB: pid N: why" and the exit code returned when it is gone
+ * (EXIT_NO_PROCESS), a zombie (EXIT_ZOMBIE) or a kernel thread
+ * (EXIT_KERNEL_THREAD); 0 otherwise (permission is the capture's to
+ * find). The same words as the dump's check. */
+int cli_check_target(pid_t pid, bool is_tid);
 
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */

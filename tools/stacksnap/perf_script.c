@@ -231,7 +231,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
 	if (optind < argc && !o->file)
@@ -298,7 +298,7 @@ int perf_script_main(int argc, char **argv)
 
 	rc = parse(&ps.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = ps.o.verbose;
 	/* The cache directory keeps compiled unwind tables and uncompressed
 	 * debug files for the next run (cc1's table: a quarter of a replay's
