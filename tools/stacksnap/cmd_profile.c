@@ -445,12 +445,14 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 's': {
 			size_t sz;
 
-			if (parse_size(optarg, &sz) || sz < 64 || sz > 65528) {
+			if (parse_size(optarg, &sz) || sz < 64 || sz > 65536) {
 				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is not "
-					SIZE_HELP " in 64..65528\n", optarg);
+					SIZE_HELP " in 64..64k\n", optarg);
 				return EXIT_USAGE;
 			}
-			o->stack_size = sz & ~(size_t)7;
+			/* 64k as trace takes it: the kernel copies at most
+			 * 65528 bytes a sample (a u16 size, 8-aligned). */
+			o->stack_size = (sz > 65528 ? 65528 : sz) & ~(size_t)7;
 			break;
 		}
 		case 'm':
