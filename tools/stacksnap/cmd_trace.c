@@ -213,6 +213,14 @@ static int parse_operands(struct trace_options *o, int argc, char **argv)
 			: "give only one of -p PID, -t TID and -- CMD");
 		return EXIT_USAGE;
 	}
+	/* -o out.svg or out.pb.gz alone: that profile (a name that says
+	 * .json or .folded keeps trace's events, as before). */
+	if (o->out.format_by_name && !o->out.format_set && !o->json && !o->count &&
+	    !o->folded && !o->out.ctf && (o->out.format == STACKSNAP_FORMAT_SVG ||
+					  o->out.format == STACKSNAP_FORMAT_PPROF))
+		o->out.format_set = true;
+	if (o->folded && !o->out.format_set)
+		o->out.format = STACKSNAP_FORMAT_FOLDED;
 	if (o->out.format_set && o->out.format == STACKSNAP_FORMAT_FOLDED) {
 		o->folded = true; /* --format folded is --folded */
 		o->out.format_set = false;
@@ -403,11 +411,67 @@ static struct stacksnap_ctf_writer *ctf_open(struct tracer *t, int64_t clock_off
 	return stacksnap_ctf_writer__new(t->ctx, o->out.output, &cwo);
 }
 
+static int exit_for(int err)
+{
+	switch (err) {
+	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
+	case -ESRCH: return EXIT_NO_PROCESS;
+	case -ENOENT: case -EINVAL: return EXIT_USAGE;
+	}
+	return EXIT_ERROR;
+}
+
+/* -l's names, gathered to be printed sorted. */
+struct name_list {
+	char **v;
+	size_t n, cap;
+};
+
 static int list_one(const char *name, void *user)
 {
-	(void)user;
-	puts(name);
+	struct name_list *l = user;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		char **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->n++;
 	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* trace -l [PATTERN]: the names sorted; none is said (exit 1). */
+static int trace_list(struct stacksnap_ctx *ctx, const char *pattern)
+{
+	struct name_list l = { 0 };
+	int r = stacksnap_trace__list(ctx, pattern, list_one, &l), rc = EXIT_OK;
+
+	if (r < 0) {
+		rc = r == -ENOMEM ? EXIT_ERROR : exit_for(r);
+	} else if (!l.n) {
+		fprintf(stderr, "stacksnap trace: -l: nothing matches '%s'\n",
+			pattern ? pattern : "");
+		rc = EXIT_USAGE;
+	} else {
+		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
+		for (size_t i = 0; i < l.n; i++)
+			puts(l.v[i]);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	return rc;
 }
 
 /* The process ended (a zombie counts: its parent has not reaped it). */
@@ -424,16 +488,6 @@ static bool process_gone(pid_t pid)
 		fclose(f);
 	}
 	return gone;
-}
-
-static int exit_for(int err)
-{
-	switch (err) {
-	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
-	case -ESRCH: return EXIT_NO_PROCESS;
-	case -ENOENT: case -EINVAL: return EXIT_USAGE;
-	}
-	return EXIT_ERROR;
 }
 
 /* -p/-t: a live process or thread, not a zombie or a kernel thread
@@ -674,7 +728,7 @@ int trace_main(int argc, char **argv)
 	struct trace_options o;
 	struct tracer t = { .o = &o, .p.out = stdout, .child = -1, .go = -1,
 			    .cerr = -1 };
-	int rc, r;
+	int rc;
 
 	rc = parse(&o, argc, argv);
 	if (rc)
@@ -689,9 +743,9 @@ int trace_main(int argc, char **argv)
 		return EXIT_ERROR;
 	}
 	if (o.list) {
-		r = stacksnap_trace__list(t.ctx, o.list_pattern, list_one, NULL);
+		rc = trace_list(t.ctx, o.list_pattern);
 		stacksnap_ctx__free(t.ctx);
-		return r < 0 ? exit_for(r) : EXIT_OK;
+		return rc;
 	}
 	if ((o.pid || o.tid) && (rc = trace_check_target(&o))) {
 		stacksnap_ctx__free(t.ctx);

@@ -71,6 +71,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		{ 0 }
 	};
 	int c, formats = 0;
+	bool folded = false;	/* --folded: whatever -o's name says */
 
 	memset(o, 0, sizeof(*o));
 	o->interval_ns = 10000000;
@@ -130,7 +131,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'T': o->format = FORMAT_TOP; formats++; break;
 		case 'F':
 			o->format = FORMAT_PROFILE;
-			o->out.format = STACKSNAP_FORMAT_FOLDED;
+			folded = true;
 			formats++;
 			break;
 		case 'J': o->format = FORMAT_JSON; formats++; break;
@@ -141,6 +142,9 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
+	if (o->format == FORMAT_PROFILE && !o->out.format_set)
+		o->out.format = o->out.format_by_name && !folded
+			? o->out.format : STACKSNAP_FORMAT_FOLDED;
 	if (o->out.output && !formats) {
 		o->format = FORMAT_PROFILE; /* -o alone: folded stacks */
 		formats++;

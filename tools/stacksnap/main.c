@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "help.h"
 #include "options.h"
 #include "print.h"
 #include "subcommands.h"
@@ -110,6 +111,21 @@ static const struct subcommand {
 
 static int dump_main(int argc, char **argv);
 
+/* `stacksnap help [SUBCOMMAND]`: the --help text of either. */
+static int help_main(int argc, char **argv)
+{
+	const char *text = help_text(argc > 1 ? argv[1] : "stacksnap");
+
+	if (argc > 2 || !*text) {
+		fprintf(stderr, "stacksnap help: %s%s%s\n",
+			argc > 2 ? "one subcommand only" : "no subcommand '",
+			argc > 2 ? "" : argv[1], argc > 2 ? "" : "'");
+		return cli_usage_error(); /* "Try 'stacksnap --help'": the list */
+	}
+	fputs(text, stdout);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static char name[64];
@@ -125,6 +141,8 @@ int main(int argc, char **argv)
 			return subcommands[i].main(argc - 1, argv + 1);
 		}
 	argv[0] = (char *)"stacksnap";
+	if (argc > 1 && !strcmp(argv[1], "help"))
+		return help_main(argc - 1, argv + 1);
 	return dump_main(argc, argv);
 }
 

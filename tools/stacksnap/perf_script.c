@@ -188,6 +188,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ 0 }
 	};
 	int c;
+	bool explicit_text = false;	/* --format text */
+	bool folded = false;		/* --folded: whatever -o's name */
 
 	memset(o, 0, sizeof(*o));
 	o->max_stack = 127;
@@ -198,6 +200,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 
 		if (c == PROFILE_OUT_FORMAT && !strcmp(optarg, "text")) {
 			o->aggregate = false;
+			explicit_text = true;
 			continue;
 		}
 		r = profile_out_option(&o->out, "stacksnap perf-script", c, optarg);
@@ -210,7 +213,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		}
 		switch (c) {
 		case 'i': o->file = optarg; break;
-		case 'F': o->aggregate = true; o->out.format = STACKSNAP_FORMAT_FOLDED; break;
+		case 'F': o->aggregate = true; folded = true; break;
 		case 'D': o->no_demangle = true; break;
 		case 'I': o->inline_frames = 1; break;
 		case 'N': o->inline_frames = 0; break;
@@ -243,6 +246,10 @@ static int parse(struct ps_options *o, int argc, char **argv)
 	}
 	if (!o->file)
 		o->file = "perf.data"; /* as perf script */
+	if (o->out.format_by_name && !o->out.format_set && !explicit_text)
+		o->aggregate = true; /* -o out.svg: the profile its name says */
+	if (folded && !o->out.format_set)
+		o->out.format = STACKSNAP_FORMAT_FOLDED;
 	if (o->inline_frames < 0)
 		o->inline_frames = !o->aggregate;
 	return 0;
