@@ -59,7 +59,7 @@ def main_text(cmds):
                 'for each):\n')
         for n in subs:
             for i, u in enumerate(usage_lines(cmds[n])):
-                out += '  ' + re.sub(r'^(Usage: | {7})stacksnap ', '', u) + '\n'
+                out += '  ' + re.sub(r'^(Usage: | {7})', '', u) + '\n'
         out += '\nThe dump (stacksnap PID):\n'
     return out + ''.join(rest)
 
@@ -139,7 +139,8 @@ def write_man(cmds, path, version):
     for n in order:
         for u in sections(cmds[n])[0]:
             o += ['.B ' + roff(u), '.br']
-    o += ['.B stacksnap help [SUBCOMMAND]', '.br']
+    o += ['.B stacksnap SUBCOMMAND [OPTIONS] ...', '.br',
+          '.B stacksnap help [SUBCOMMAND]', '.br']
     for n in order:
         usage, desc, opts, tail = sections(cmds[n])
         o.append('.SH ' + ('DESCRIPTION' if n == 'stacksnap'

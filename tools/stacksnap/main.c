@@ -261,8 +261,13 @@ static int dump_capture(struct dump *d)
 		if (err == EINTR || dump_signal)
 			return interrupted_exit();
 		/* It passed the check: ESRCH now means it exited meanwhile
-		 * (the library's log said so). */
-		return err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
+		 * (said once: the library's log may have said so). */
+		if (err != ESRCH)
+			return exit_code_for_errno(err);
+		if (!strstr(cli_last_error, "exited during the capture"))
+			fprintf(stderr, "stacksnap: pid %d: the process exited "
+					"during the capture\n", (int)o->pid);
+		return EXIT_EXITED;
 	}
 	if (!o->ptrace)
 		in_freeze = 0;

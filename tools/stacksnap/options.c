@@ -97,6 +97,7 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out)
 
 bool cli_verbose;
 const char *cli_name = "stacksnap";
+char cli_last_error[256];
 
 int cli_usage_error(void)
 {
@@ -112,8 +113,10 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 	/* An error reads as every message of the command does
 	 * ("stacksnap watch: pid 2: a kernel thread has no user stack");
 	 * the rest, with -v, say what they are. */
-	if (level <= STACKSNAP_LOG_ERROR)
+	if (level <= STACKSNAP_LOG_ERROR) {
 		fprintf(stderr, "%s: %s\n", cli_name, msg);
+		snprintf(cli_last_error, sizeof(cli_last_error), "%s", msg);
+	}
 	else if (cli_verbose)
 		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }

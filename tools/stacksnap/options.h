@@ -84,6 +84,9 @@ extern const char *cli_name;
  * EXIT_USAGE. */
 int cli_usage_error(void);
 void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
+/* The last error cli_log printed ("" before any): a caller that would
+ * say the same does not say it twice. */
+extern char cli_last_error[256];
 
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
