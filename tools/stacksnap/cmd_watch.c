@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ struct watch_options {
 	unsigned limit;		/* stacks in the top table */
 	struct profile_out out;	/* FORMAT_PROFILE: -o, --format, --colors */
 	bool no_demangle, verbose;
+	bool stats;		/* --stats: counts and the library's tables */
 	bool goroutines;	/* --goroutines: a Go program's goroutines,
 				   not its threads */
 };
@@ -66,6 +68,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "goroutines", no_argument, NULL, 'G' },
+		{ "stats", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -137,6 +140,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'J': o->format = FORMAT_JSON; formats++; break;
 		case 'D': o->no_demangle = true; break;
 		case 'G': o->goroutines = true; break;
+		case 'S': o->stats = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("watch"), stdout); return -1;
 		default: return EXIT_USAGE; /* getopt said which */
@@ -503,6 +507,16 @@ int watch_main(int argc, char **argv)
 		(double)c.median / 1e3, (double)c.max / 1e3, (double)c.total / 1e6,
 		w.nsamples, elapsed ? 100.0 * (double)c.total / (double)elapsed : 0.0,
 		(double)elapsed / 1e9);
+	if (w.o.stats) {
+		struct stacksnap_ctx_stats cs = { .sz = sizeof(cs) };
+
+		fprintf(stderr, "stacksnap watch: %zu samples, %" PRIu64 " thread "
+				"stacks (%" PRIu64 " truncated), %zu distinct stacks\n",
+			w.nsamples, w.thread_samples, w.truncated,
+			stacksnap_stacks__distinct(w.stacks));
+		stacksnap_ctx__stats(ctx, &cs);
+		cli_print_table_stats(stderr, "stacksnap watch", &cs);
+	}
 	if (w.exited)
 		fprintf(stderr, "stacksnap watch: pid %d exited (%s %d)\n",
 			(int)w.o.pid,
