@@ -702,5 +702,10 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, EXIT_ERROR);
 	if ((rc = profile_open_target(&p)))
 		return profile_free(&p, rc);
-	return profile_free(&p, profile_report(&p, profile_loop(&p)));
+	rc = profile_report(&p, profile_loop(&p));
+	/* As every subcommand that runs until told: SIGINT is how it ends
+	 * (0), SIGTERM and SIGHUP give 128+N, once the profile is written. */
+	if (rc == EXIT_OK && stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
+	return profile_free(&p, rc);
 }

@@ -755,5 +755,9 @@ int trace_main(int argc, char **argv)
 		return trace_free(&t, rc);
 	rc = trace_finish(&t, trace_loop(&t));
 	trace_print_summary(&t);
+	/* As every subcommand that runs until told: SIGINT is how it ends
+	 * (0), SIGTERM and SIGHUP give 128+N, once the output is written. */
+	if (rc == EXIT_OK && stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
 	return trace_free(&t, rc);
 }
