@@ -35,15 +35,33 @@ def load(d):
     return cmds
 
 
+def usage_lines(text):
+    """The "Usage: ..." line and the forms under it ("       stacksnap ...")."""
+    lines = text.splitlines()
+    n = 1
+    while n < len(lines) and re.match(r'^ {7}stacksnap ', lines[n]):
+        n += 1
+    return lines[:n]
+
+
 def main_text(cmds):
-    """stacksnap.txt followed by the list of subcommands (each one's usage)."""
+    """stacksnap.txt's usage, then the subcommands (each one's usage: what
+    a new user looks for first), then the rest of stacksnap.txt."""
     text = cmds['stacksnap']
+    usage = usage_lines(text)
+    rest = text.splitlines(True)[len(usage):]
     subs = [n for n in cmds if n != 'stacksnap']
+    out = '\n'.join(usage) + '\n'
     if subs:
-        text += '\nSubcommands (stacksnap SUBCOMMAND --help for each):\n'
+        out += ('       stacksnap SUBCOMMAND [OPTIONS] ...\n'
+                '       stacksnap help [SUBCOMMAND]\n'
+                '\nSubcommands (stacksnap help SUBCOMMAND, or SUBCOMMAND --help, '
+                'for each):\n')
         for n in subs:
-            text += '  ' + cmds[n].splitlines()[0].replace('Usage: ', '') + '\n'
-    return text
+            for i, u in enumerate(usage_lines(cmds[n])):
+                out += '  ' + re.sub(r'^(Usage: | {7})', '', u) + '\n'
+        out += '\nThe dump (stacksnap PID):\n'
+    return out + ''.join(rest)
 
 
 def c_string(s):
@@ -77,11 +95,13 @@ def roff(s):
 
 
 def sections(text):
-    """(usage, description lines, options [(spec, text)], closing lines)."""
+    """(usage forms, description lines, options [(spec, text)], closing
+    lines)."""
     lines = text.splitlines()
-    usage = lines[0].replace('Usage: ', '')
+    forms = usage_lines(text)
+    usage = [re.sub(r'^(Usage: | {7})', '', u) for u in forms]
     desc, opts, tail, state = [], [], [], 'desc'
-    for line in lines[1:]:
+    for line in lines[len(forms):]:
         if line.strip() == 'Options:':
             state = 'opts'
             continue
@@ -117,13 +137,18 @@ def write_man(cmds, path, version):
          '.SH NAME', 'stacksnap \\- fast stack traces of Linux processes, '
          'perf.data unwinding and profiles', '.SH SYNOPSIS']
     for n in order:
-        o += ['.B ' + roff(sections(cmds[n])[0]), '.br']
+        for u in sections(cmds[n])[0]:
+            o += ['.B ' + roff(u), '.br']
+    o += ['.B stacksnap SUBCOMMAND [OPTIONS] ...', '.br',
+          '.B stacksnap help [SUBCOMMAND]', '.br']
     for n in order:
         usage, desc, opts, tail = sections(cmds[n])
         o.append('.SH ' + ('DESCRIPTION' if n == 'stacksnap'
                            else 'STACKSNAP ' + n.upper()))
         if n != 'stacksnap':
-            o += ['.B ' + roff(usage), '.PP']
+            for u in usage:
+                o += ['.B ' + roff(u), '.br']
+            o.append('.PP')
         for p in paragraphs(desc):
             o += [roff(p), '.PP']
         if opts:

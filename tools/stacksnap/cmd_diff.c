@@ -83,16 +83,16 @@ int diff_main(int argc, char **argv)
 			if (strcmp(optarg, "svg")) {
 				fprintf(stderr, "stacksnap diff: --format '%s': only svg is written\n",
 					optarg);
-				return EXIT_USAGE;
+				return cli_usage_error();
 			}
 			break;
 		case 'h': fputs(help_text("diff"), stdout); return EXIT_OK;
-		default: fputs(help_text("diff"), stderr); return EXIT_USAGE;
+		default: return cli_usage_error(); /* getopt said which */
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "stacksnap diff: expected two folded-stack files: BASE NEW\n");
-		return EXIT_USAGE;
+		return cli_usage_error();
 	}
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log);
 	ctx = stacksnap_ctx__new(&copts);

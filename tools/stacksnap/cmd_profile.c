@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child_cmd.h"
 #include "help.h"
 #include "options.h"
 #include "profile_offcpu.h"
@@ -118,9 +119,11 @@ struct profiler {
 	uint64_t *rec;		/* an aligned copy of a record that wraps */
 	uint64_t samples, lost, records;
 	/* `-- CMD`: the command, held until go_fd is written (-1 before it
-	 * starts and once it runs); child is -1 once reaped. */
-	pid_t child;
-	int go_fd, child_status;
+	 * starts and once it runs; err_fd then says whether its exec
+	 * failed); child is -1 once reaped. cmd_pgrp, its process group
+	 * (child_cmd.h), stays set until the group is ended. */
+	pid_t child, cmd_pgrp;
+	int go_fd, err_fd, child_status;
 	FILE *out;		/* the profile's output; NULL once closed */
 	struct pollfd *pfds;	/* one per ring */
 	struct timespec cpu0;	/* our CPU time at the start, for --stats */
@@ -384,7 +387,8 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		PROFILE_OUT_LONGOPTS,
 		{ "stack-size", required_argument, NULL, 's' },
-		{ "max-stack", required_argument, NULL, 'm' },
+		{ "max-frames", required_argument, NULL, 'm' },
+		{ "max-stack", required_argument, NULL, 'm' },	/* perf's spelling */
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "off-cpu", no_argument, NULL, 'O' },
@@ -427,30 +431,34 @@ static int parse(struct prof_options *o, int argc, char **argv)
 			}
 			o->freq = (unsigned)v;
 			break;
-		case 'd':
-			o->duration = strtod(optarg, &end);
-			if (*end || !(o->duration > 0) || o->duration > 1e7) {
-				fprintf(stderr, "stacksnap profile: --duration '%s': expected seconds > 0\n", optarg);
+		case 'd': {
+			uint64_t ns;
+
+			if (parse_duration(optarg, &ns)) {
+				fprintf(stderr, "stacksnap profile: --duration: '%s' is not "
+					DURATION_HELP "\n", optarg);
 				return EXIT_USAGE;
 			}
+			o->duration = (double)ns / 1e9;
 			break;
-		case 's':
-			v = strtoul(optarg, &end, 10);
-			if (*end == 'k' || *end == 'K') {
-				v *= 1024;
-				end++;
-			}
-			if (*end || v < 64 || v > 65528) {
-				fprintf(stderr, "stacksnap profile: --stack-size '%s': expected "
-					"bytes in 64..65528 (e.g. 16k)\n", optarg);
+		}
+		case 's': {
+			size_t sz;
+
+			if (parse_size(optarg, &sz) || sz < 64 || sz > 65536) {
+				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is not "
+					SIZE_HELP " in 64..64k\n", optarg);
 				return EXIT_USAGE;
 			}
-			o->stack_size = v & ~7ul;
+			/* 64k as trace takes it: the kernel copies at most
+			 * 65528 bytes a sample (a u16 size, 8-aligned). */
+			o->stack_size = (sz > 65528 ? 65528 : sz) & ~(size_t)7;
 			break;
+		}
 		case 'm':
 			v = strtoul(optarg, &end, 10);
 			if (*end || !v || v > 65536) {
-				fprintf(stderr, "stacksnap profile: --max-stack wants a number of frames in 1..65536\n");
+				fprintf(stderr, "stacksnap profile: --max-frames: '%s' is not a number of frames in 1..65536\n", optarg);
 				return EXIT_USAGE;
 			}
 			o->max_stack = (unsigned)v;
@@ -460,7 +468,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 'O': o->off_cpu = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("profile"), stdout); return -1;
-		default: fputs(help_text("profile"), stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
 	if (optind < argc)
@@ -477,35 +485,6 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	return 0;
-}
-
-/* Starts CMD stopped before its exec (it waits on a pipe), so the event
- * can be opened on it and enabled by the exec. */
-static pid_t spawn_cmd(char **cmd, int *go_fd)
-{
-	int fds[2];
-	pid_t pid;
-
-	if (pipe2(fds, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		char c;
-
-		close(fds[1]);
-		if (read(fds[0], &c, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		fprintf(stderr, "stacksnap profile: cannot run %s: %s\n", cmd[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[0]);
-	if (pid < 0) {
-		close(fds[1]);
-		return -1;
-	}
-	*go_fd = fds[1];
-	return pid;
 }
 
 /* The context, the process set, the unwinder, the stacks aggregate and
@@ -538,13 +517,13 @@ static int profile_init(struct profiler *p)
 /* --off-cpu: the whole profile is profile_offcpu.c's. */
 static int profile_off_cpu(struct profiler *p)
 {
-	if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH) {
-		fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
-		return EXIT_NO_PROCESS;
-	}
+	int rc;
+
+	if (p->o.pid && (rc = cli_check_target(p->o.pid, false)))
+		return rc;
 	struct offcpu_args oa = {
-		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .spawn = spawn_cmd,
-		.go_fd = &p->go_fd, .duration = p->o.duration,
+		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd,
+		.duration = p->o.duration,
 		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,
 		.no_demangle = p->o.no_demangle, .stats = p->o.stats, .out = &p->o.out,
 	};
@@ -559,20 +538,21 @@ static int profile_open_target(struct profiler *p)
 	int err;
 
 	if (p->o.cmd) {
-		p->child = spawn_cmd(p->o.cmd, &p->go_fd);
+		p->child = child_cmd_spawn(p->o.cmd, &p->go_fd, &p->err_fd);
 		if (p->child < 0) {
-			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+			fprintf(stderr, "stacksnap profile: cannot start '%s': %s\n",
 				p->o.cmd[0], strerror(errno));
-			return EXIT_ERROR;
+			return EXIT_CANNOT_RUN;
 		}
+		p->cmd_pgrp = p->child;
 		err = open_cpus(p, p->child, true);
 		if (!err)
 			err = pidset_add(&p->known, p->child);
 	} else if (p->o.pid) {
-		if (kill(p->o.pid, 0) && errno == ESRCH) {
-			fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
-			return EXIT_NO_PROCESS;
-		}
+		int rc = cli_check_target(p->o.pid, false);
+
+		if (rc)
+			return rc;
 		err = stacksnap_procs__attach_pid(p->procs, p->o.pid);
 		if (!err)
 			err = pidset_add(&p->known, p->o.pid);
@@ -602,7 +582,8 @@ static int profile_open_target(struct profiler *p)
 
 /* Lets the command run, then reads the rings until a stop signal,
  * --duration, or the end of the command or the process; a terminal sees
- * the progress once a second. Returns EXIT_OK or EXIT_ERROR. */
+ * the progress once a second. Returns EXIT_OK, EXIT_CANNOT_RUN (the
+ * command's exec failed) or EXIT_ERROR. */
 static int profile_loop(struct profiler *p)
 {
 	bool tty = isatty(STDERR_FILENO);
@@ -610,11 +591,9 @@ static int profile_loop(struct profiler *p)
 	int rc = EXIT_OK, err = 0;
 
 	stop_signal_catch();
-	if (p->go_fd >= 0) {
-		(void)!write(p->go_fd, "g", 1);
-		close(p->go_fd);
-		p->go_fd = -1;
-	}
+	if (p->go_fd >= 0 &&
+	    (rc = child_cmd_release("stacksnap profile", p->o.cmd, &p->go_fd, p->err_fd)))
+		return rc;
 	t0 = monotonic_ns() / 1e9;
 	for (;;) {
 		bool ended = stop_signal ||
@@ -653,11 +632,10 @@ static int profile_loop(struct profiler *p)
  * Returns rc or the profile writer's exit code. */
 static int profile_report(struct profiler *p, int rc)
 {
-	if (p->child > 0) { /* --duration ended the profile before CMD ended */
-		kill(p->child, SIGTERM);
-		waitpid(p->child, &p->child_status, 0);
-		p->child = -1;
-	}
+	/* The sampling is over (--duration, a stop signal, or CMD's end):
+	 * whatever is left of CMD's process group is ended and reaped. */
+	child_cmd_end(p->cmd_pgrp, p->child <= 0, stop_signal, &p->child_status);
+	p->child = p->cmd_pgrp = -1;
 	if (rc == EXIT_OK) {
 		rc = profile_out_write(&p->o.out, "stacksnap profile", p->out, p->stacks,
 				       p->o.cmd ? p->o.cmd[0] : "stacksnap profile");
@@ -686,8 +664,9 @@ static int profile_free(struct profiler *p, int rc)
 {
 	if (p->go_fd >= 0)
 		close(p->go_fd); /* the child reads EOF and exits 127 */
-	if (p->child > 0)
-		waitpid(p->child, &p->child_status, 0);
+	if (p->err_fd >= 0)
+		close(p->err_fd);
+	child_cmd_end(p->cmd_pgrp, p->child <= 0, 0, &p->child_status);
 	close_rings(p);
 	free(p->pfds);
 	if (p->out && p->out != stdout)
@@ -706,12 +685,13 @@ static int profile_free(struct profiler *p, int rc)
 
 int profile_main(int argc, char **argv)
 {
-	struct profiler p = { .child = -1, .go_fd = -1, .out = stdout };
+	struct profiler p = { .child = -1, .cmd_pgrp = -1, .go_fd = -1, .err_fd = -1,
+			      .out = stdout };
 	int rc;
 
 	rc = parse(&p.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p.cpu0);
 	cli_verbose = p.o.verbose;
 	if ((rc = profile_init(&p)))
@@ -722,5 +702,10 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, EXIT_ERROR);
 	if ((rc = profile_open_target(&p)))
 		return profile_free(&p, rc);
-	return profile_free(&p, profile_report(&p, profile_loop(&p)));
+	rc = profile_report(&p, profile_loop(&p));
+	/* As every subcommand that runs until told: SIGINT is how it ends
+	 * (0), SIGTERM and SIGHUP give 128+N, once the profile is written. */
+	if (rc == EXIT_OK && stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
+	return profile_free(&p, rc);
 }

@@ -357,7 +357,7 @@ int show_main(int argc, char **argv)
 	int rc = options_parse_show(&o, argc, argv, &file);
 
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	return run_saved(&o, file, false);
 }
 

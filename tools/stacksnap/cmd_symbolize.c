@@ -59,8 +59,7 @@ static int parse_args(struct sym_options *o, int argc, char **argv, int *first)
 		case 'l': o->lines = true; break;
 		case 'D': o->no_demangle = true; break;
 		case 'h': fputs(help_text("symbolize"), stdout); return -1;
-		default:
-			fprintf(stderr, "stacksnap symbolize: try --help\n");
+		default: /* getopt said which */
 			return EXIT_USAGE;
 		}
 	}
@@ -179,7 +178,7 @@ int symbolize_main(int argc, char **argv)
 
 	rc = parse_args(&o, argc, argv, &first);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .cache_dir = default_cache_dir());
 	ctx = stacksnap_ctx__new(&copts);

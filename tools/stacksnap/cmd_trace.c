@@ -20,6 +20,7 @@
 #include "print.h"
 #include "trace_print.h"
 #include "profile_out.h"
+#include "child_cmd.h"
 #include "help.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -84,7 +85,6 @@ enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
 static int parse_option(struct trace_options *o, int c, char *arg)
 {
 	unsigned long v;
-	char *end;
 
 	switch (c) {
 	case O_UNWIND:
@@ -132,14 +132,14 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	case O_INTERVAL:
 	case O_DURATION: {
-		double d = strtod(arg, &end);
+		uint64_t ns;
 
-		if (*end || !(d > 0) || d > 1e7) {
-			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a number of seconds\n",
+		if (parse_duration(arg, &ns)) {
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not " DURATION_HELP "\n",
 				c == O_INTERVAL ? "interval" : "duration", arg);
 			return EXIT_USAGE;
 		}
-		*(c == O_INTERVAL ? &o->interval : &o->duration) = d;
+		*(c == O_INTERVAL ? &o->interval : &o->duration) = (double)ns / 1e9;
 		break;
 	}
 	case O_STACK:
@@ -147,7 +147,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		size_t sz;
 
 		if (parse_size(arg, &sz) || !sz) {
-			fprintf(stderr, "stacksnap trace: --%s: '%s' is not a size (examples: 8k, 16384)\n",
+			fprintf(stderr, "stacksnap trace: --%s: '%s' is not " SIZE_HELP "\n",
 				c == O_STACK ? "stack-size" : "ring-size", arg);
 			return EXIT_USAGE;
 		}
@@ -187,8 +187,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	case 'v': o->print.verbose = true; break;
 	case 'h': fputs(help_text("trace"), stdout); return -1;
-	default:
-		fputs("Try 'stacksnap trace --help'.\n", stderr);
+	default: /* getopt said which */
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -220,6 +219,14 @@ static int parse_operands(struct trace_options *o, int argc, char **argv)
 			: "give only one of -p PID, -t TID and -- CMD");
 		return EXIT_USAGE;
 	}
+	/* -o out.svg or out.pb.gz alone: that profile (a name that says
+	 * .json or .folded keeps trace's events, as before). */
+	if (o->out.format_by_name && !o->out.format_set && !o->json && !o->count &&
+	    !o->folded && !o->out.ctf && (o->out.format == STACKSNAP_FORMAT_SVG ||
+					  o->out.format == STACKSNAP_FORMAT_PPROF))
+		o->out.format_set = true;
+	if (o->folded && !o->out.format_set)
+		o->out.format = STACKSNAP_FORMAT_FOLDED;
 	if (o->out.format_set && o->out.format == STACKSNAP_FORMAT_FOLDED) {
 		o->folded = true; /* --format folded is --folded */
 		o->out.format_set = false;
@@ -268,7 +275,8 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "rsp", no_argument, NULL, O_RSP },
+		{ "show-rsp", no_argument, NULL, O_RSP },
+		{ "rsp", no_argument, NULL, O_RSP },	/* the old spelling */
 		{ "max-frames", required_argument, NULL, O_MAXF },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "unwind", required_argument, NULL, O_UNWIND },
@@ -411,11 +419,67 @@ static struct stacksnap_ctf_writer *ctf_open(struct tracer *t, int64_t clock_off
 	return stacksnap_ctf_writer__new(t->ctx, o->out.output, &cwo);
 }
 
+static int exit_for(int err)
+{
+	switch (err) {
+	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
+	case -ESRCH: return EXIT_NO_PROCESS;
+	case -ENOENT: case -EINVAL: return EXIT_USAGE;
+	}
+	return EXIT_ERROR;
+}
+
+/* -l's names, gathered to be printed sorted. */
+struct name_list {
+	char **v;
+	size_t n, cap;
+};
+
 static int list_one(const char *name, void *user)
 {
-	(void)user;
-	puts(name);
+	struct name_list *l = user;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		char **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strdup(name)))
+		return -ENOMEM;
+	l->n++;
 	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* trace -l [PATTERN]: the names sorted; none is said (exit 1). */
+static int trace_list(struct stacksnap_ctx *ctx, const char *pattern)
+{
+	struct name_list l = { 0 };
+	int r = stacksnap_trace__list(ctx, pattern, list_one, &l), rc = EXIT_OK;
+
+	if (r < 0) {
+		rc = r == -ENOMEM ? EXIT_ERROR : exit_for(r);
+	} else if (!l.n) {
+		fprintf(stderr, "stacksnap trace: -l: nothing matches '%s'\n",
+			pattern ? pattern : "");
+		rc = EXIT_USAGE;
+	} else {
+		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
+		for (size_t i = 0; i < l.n; i++)
+			puts(l.v[i]);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	return rc;
 }
 
 /* The process ended (a zombie counts: its parent has not reaped it). */
@@ -434,62 +498,11 @@ static bool process_gone(pid_t pid)
 	return gone;
 }
 
-static int exit_for(int err)
-{
-	switch (err) {
-	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
-	case -ESRCH: return EXIT_NO_PROCESS;
-	case -ENOENT: case -EINVAL: return EXIT_USAGE;
-	}
-	return EXIT_ERROR;
-}
-
-/* Forks CMD stopped before its execve (waiting on a pipe), so that it is
- * traced from its first instruction. *go is written to let it run; *err
- * gives the errno of a failed execve (EOF when it succeeded). */
-static pid_t spawn_held(char **cmd, int *go, int *err)
-{
-	int gp[2], ep[2];
-	pid_t pid;
-
-	if (pipe2(gp, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(gp[1]);
-		close(ep[0]);
-		if (read(gp[0], &c, 1) != 1)
-			_exit(127); /* the tracer gave up */
-		execvp(cmd[0], cmd);
-		e = errno;
-		(void)!write(ep[1], &e, sizeof(e));
-		_exit(127);
-	}
-	close(gp[0]);
-	close(ep[1]);
-	*go = gp[1];
-	*err = ep[0];
-	return pid;
-}
-
-/* -p/-t: the process or thread exists (said before any probe loads). */
+/* -p/-t: a live process or thread, not a zombie or a kernel thread
+ * (said before any probe loads). */
 static int trace_check_target(const struct trace_options *o)
 {
-	pid_t id = o->pid ? o->pid : o->tid;
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)id);
-	if (access(path, F_OK)) {
-		fprintf(stderr, "stacksnap trace: %s %d: no such process\n",
-			o->pid ? "pid" : "tid", (int)id);
-		return EXIT_NO_PROCESS;
-	}
-	return 0;
+	return cli_check_target(o->pid ? o->pid : o->tid, !o->pid);
 }
 
 /* The tracer, its events, the output (events, counts or a profile) and
@@ -559,9 +572,9 @@ static int trace_start(struct tracer *t)
 	const struct trace_options *o = t->o;
 	int r;
 
-	if (o->cmd && (t->child = spawn_held(o->cmd, &t->go, &t->cerr)) < 0) {
-		fprintf(stderr, "stacksnap trace: cannot start %s: %s\n", o->cmd[0], strerror(errno));
-		return EXIT_ERROR;
+	if (o->cmd && (t->child = child_cmd_spawn(o->cmd, &t->go, &t->cerr)) < 0) {
+		fprintf(stderr, "stacksnap trace: cannot start '%s': %s\n", o->cmd[0], strerror(errno));
+		return EXIT_CANNOT_RUN;
 	}
 	stop_signal_catch();
 	if ((r = stacksnap_trace__start(t->tr)))
@@ -570,17 +583,10 @@ static int trace_start(struct tracer *t)
 					 : o->pid ? o->pid : o->tid)))
 		return exit_for(r);
 	if (t->child > 0) {
-		int e;
-
+		/* Held at its exits (each process it starts too) before it
+		   runs, so that its events unwind while its mappings exist. */
 		t->held = !o->no_hold && trace_hold__attach(t->child) == 0;
-
-		(void)!write(t->go, "g", 1);
-		close(t->go);
-		t->go = -1;
-		if (read(t->cerr, &e, sizeof(e)) == sizeof(e)) {
-			fprintf(stderr, "stacksnap trace: cannot run '%s': %s\n", o->cmd[0], strerror(e));
-			return EXIT_ERROR;
-		}
+		return child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
 	}
 	return 0;
 }
@@ -724,15 +730,17 @@ static int trace_free(struct tracer *t, int rc)
 		close(t->go); /* a held command that never ran exits */
 	if (t->cerr >= 0)
 		close(t->cerr);
-	if (t->child > 0 && !t->child_done) {
-		if (stop_signal)
-			kill(t->child, stop_signal);
-		if (t->held)
-			trace_hold__poll(t->child, true, &t->child_status,
-					 drain_events, t);
-		else
-			waitpid(t->child, &t->child_status, 0);
+	/* Tracing is over (--duration, a stop signal, the command's end):
+	 * what is left of the command's process group is ended and reaped;
+	 * a held command first goes through its exit stops, each draining
+	 * the events it raised. */
+	if (t->child > 0 && t->held && !t->child_done) {
+		kill(-t->child, stop_signal ? stop_signal : SIGTERM);
+		t->child_done = trace_hold__poll(t->child, true, &t->child_status,
+						 drain_events, t);
 	}
+	if (t->child > 0)
+		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
 	stacksnap_ctf_writer__close(t->ctf);
@@ -752,11 +760,11 @@ int trace_main(int argc, char **argv)
 	struct trace_options o;
 	struct tracer t = { .o = &o, .p.out = stdout, .child = -1, .go = -1,
 			    .cerr = -1 };
-	int rc, r;
+	int rc;
 
 	rc = parse(&o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = o.print.verbose;
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
@@ -767,9 +775,9 @@ int trace_main(int argc, char **argv)
 		return EXIT_ERROR;
 	}
 	if (o.list) {
-		r = stacksnap_trace__list(t.ctx, o.list_pattern, list_one, NULL);
+		rc = trace_list(t.ctx, o.list_pattern);
 		stacksnap_ctx__free(t.ctx);
-		return r < 0 ? exit_for(r) : EXIT_OK;
+		return rc;
 	}
 	if ((o.pid || o.tid) && (rc = trace_check_target(&o))) {
 		stacksnap_ctx__free(t.ctx);
@@ -779,5 +787,9 @@ int trace_main(int argc, char **argv)
 		return trace_free(&t, rc);
 	rc = trace_finish(&t, trace_loop(&t));
 	trace_print_summary(&t);
+	/* As every subcommand that runs until told: SIGINT is how it ends
+	 * (0), SIGTERM and SIGHUP give 128+N, once the output is written. */
+	if (rc == EXIT_OK && stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
 	return trace_free(&t, rc);
 }

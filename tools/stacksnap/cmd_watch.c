@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ struct watch_options {
 	unsigned limit;		/* stacks in the top table */
 	struct profile_out out;	/* FORMAT_PROFILE: -o, --format, --colors */
 	bool no_demangle, verbose;
+	bool stats;		/* --stats: counts and the library's tables */
 	bool goroutines;	/* --goroutines: a Go program's goroutines,
 				   not its threads */
 };
@@ -52,33 +55,10 @@ struct watch {
 };
 
 
-/* "10ms", "1.5s", "500us", "20000ns"; a bare number is milliseconds. */
-static int parse_duration(const char *s, uint64_t *ns)
-{
-	char *end;
-	double v = strtod(s, &end), mul = 1e6;
-
-	if (end == s || v <= 0)
-		return -1;
-	if (!strcmp(end, "ns"))
-		mul = 1;
-	else if (!strcmp(end, "us"))
-		mul = 1e3;
-	else if (!strcmp(end, "ms") || !*end)
-		mul = 1e6;
-	else if (!strcmp(end, "s"))
-		mul = 1e9;
-	else if (!strcmp(end, "m") || !strcmp(end, "min"))
-		mul = 60e9;
-	else
-		return -1;
-	*ns = (uint64_t)(v * mul);
-	return *ns ? 0 : -1;
-}
-
 static int parse(struct watch_options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "top", no_argument, NULL, 'T' },
@@ -88,17 +68,19 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "goroutines", no_argument, NULL, 'G' },
+		{ "stats", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int c, formats = 0;
+	bool folded = false;	/* --folded: whatever -o's name says */
 
 	memset(o, 0, sizeof(*o));
 	o->interval_ns = 10000000;
 	o->limit = 20;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:d:n:o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:i:d:n:o:vh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap watch", c, optarg);
 
 		if (r != 1) {
@@ -111,18 +93,29 @@ static int parse(struct watch_options *o, int argc, char **argv)
 			continue;
 		}
 		switch (c) {
+		case 'p': {
+			unsigned long v;
+
+			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+				fprintf(stderr, "stacksnap watch: -p: '%s' is not a process id\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->pid = (pid_t)v;
+			break;
+		}
 		case 'i':
 			if (parse_duration(optarg, &o->interval_ns) ||
 			    o->interval_ns < 100000) {
-				fprintf(stderr, "stacksnap watch: --interval wants a "
-						"time of at least 100us, such as 10ms\n");
+				fprintf(stderr, "stacksnap watch: --interval: '%s' is not "
+						DURATION_HELP " of at least 100us\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'd':
 			if (parse_duration(optarg, &o->duration_ns)) {
-				fprintf(stderr, "stacksnap watch: --duration wants a "
-						"time such as 10s or 500ms\n");
+				fprintf(stderr, "stacksnap watch: --duration: '%s' is not "
+						DURATION_HELP "\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -141,17 +134,21 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'T': o->format = FORMAT_TOP; formats++; break;
 		case 'F':
 			o->format = FORMAT_PROFILE;
-			o->out.format = STACKSNAP_FORMAT_FOLDED;
+			folded = true;
 			formats++;
 			break;
 		case 'J': o->format = FORMAT_JSON; formats++; break;
 		case 'D': o->no_demangle = true; break;
 		case 'G': o->goroutines = true; break;
+		case 'S': o->stats = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("watch"), stdout); return -1;
-		default: fputs("Try 'stacksnap watch --help'.\n", stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
+	if (o->format == FORMAT_PROFILE && !o->out.format_set)
+		o->out.format = o->out.format_by_name && !folded
+			? o->out.format : STACKSNAP_FORMAT_FOLDED;
 	if (o->out.output && !formats) {
 		o->format = FORMAT_PROFILE; /* -o alone: folded stacks */
 		formats++;
@@ -161,21 +158,25 @@ static int parse(struct watch_options *o, int argc, char **argv)
 				"--format and --json\n");
 		return EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "stacksnap watch: which process? (stacksnap watch PID)\n");
+	/* -p PID, as in every subcommand, or the PID alone. */
+	if (!o->pid && optind < argc) {
+		unsigned long v;
+
+		if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap watch: '%s' is not a process id\n",
+				argv[optind]);
+			return EXIT_USAGE;
+		}
+		o->pid = (pid_t)v;
+		optind++;
+	}
+	if (!o->pid) {
+		fprintf(stderr, "stacksnap watch: which process? (stacksnap watch [-p] PID)\n");
 		return EXIT_USAGE;
 	}
-	char *end;
-	long pid = strtol(argv[optind], &end, 10);
-	if (*end || pid <= 0 || pid > 0x3fffffff) {
-		fprintf(stderr, "stacksnap watch: '%s' is not a process id\n",
-			argv[optind]);
-		return EXIT_USAGE;
-	}
-	o->pid = (pid_t)pid;
-	if (optind + 1 < argc) {
+	if (optind < argc) {
 		fprintf(stderr, "stacksnap watch: unexpected argument '%s'\n",
-			argv[optind + 1]);
+			argv[optind]);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -391,7 +392,7 @@ int watch_main(int argc, char **argv)
 
 	rc = parse(&w.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = w.o.verbose;
 	signal(SIGPIPE, SIG_IGN);
 	stop_signal_catch(); /* no SA_RESTART: the sleep ends */
@@ -506,6 +507,16 @@ int watch_main(int argc, char **argv)
 		(double)c.median / 1e3, (double)c.max / 1e3, (double)c.total / 1e6,
 		w.nsamples, elapsed ? 100.0 * (double)c.total / (double)elapsed : 0.0,
 		(double)elapsed / 1e9);
+	if (w.o.stats) {
+		struct stacksnap_ctx_stats cs = { .sz = sizeof(cs) };
+
+		fprintf(stderr, "stacksnap watch: %zu samples, %" PRIu64 " thread "
+				"stacks (%" PRIu64 " truncated), %zu distinct stacks\n",
+			w.nsamples, w.thread_samples, w.truncated,
+			stacksnap_stacks__distinct(w.stacks));
+		stacksnap_ctx__stats(ctx, &cs);
+		cli_print_table_stats(stderr, "stacksnap watch", &cs);
+	}
 	if (w.exited)
 		fprintf(stderr, "stacksnap watch: pid %d exited (%s %d)\n",
 			(int)w.o.pid,

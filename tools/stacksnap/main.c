@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "help.h"
 #include "options.h"
 #include "print.h"
 #include "subcommands.h"
@@ -110,11 +111,38 @@ static const struct subcommand {
 
 static int dump_main(int argc, char **argv);
 
+/* `stacksnap help [SUBCOMMAND]`: the --help text of either. */
+static int help_main(int argc, char **argv)
+{
+	const char *text = help_text(argc > 1 ? argv[1] : "stacksnap");
+
+	if (argc > 2 || !*text) {
+		fprintf(stderr, "stacksnap help: %s%s%s\n",
+			argc > 2 ? "one subcommand only" : "no subcommand '",
+			argc > 2 ? "" : argv[1], argc > 2 ? "" : "'");
+		return cli_usage_error(); /* "Try 'stacksnap --help'": the list */
+	}
+	fputs(text, stdout);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
+	static char name[64];
+
+	/* Every message, getopt's included (it starts them with argv[0]),
+	 * begins "stacksnap" or "stacksnap SUBCOMMAND", whatever path the
+	 * binary was run by. */
 	for (size_t i = 0; argc > 1 && i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		if (!strcmp(argv[1], subcommands[i].name))
+		if (!strcmp(argv[1], subcommands[i].name)) {
+			snprintf(name, sizeof(name), "stacksnap %s", subcommands[i].name);
+			cli_name = name;
+			argv[1] = name;
 			return subcommands[i].main(argc - 1, argv + 1);
+		}
+	argv[0] = (char *)"stacksnap";
+	if (argc > 1 && !strcmp(argv[1], "help"))
+		return help_main(argc - 1, argv + 1);
 	return dump_main(argc, argv);
 }
 
@@ -189,10 +217,30 @@ static int dump_open(struct dump *d)
 	return rc;
 }
 
+/* -t TID: when none of the threads asked for exists, no capture is
+ * tried (it would end as if the process had exited). */
+static int dump_check_threads(const struct options *o)
+{
+	char path[64];
+
+	for (size_t i = 0; i < o->ntids; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)o->pid, (int)o->tids[i]);
+		if (!access(path, F_OK))
+			return DUMP_GO_ON;
+	}
+	fprintf(stderr, "stacksnap: pid %d: no thread %d in it (-t; its "
+			"threads are in /proc/%d/task)\n", (int)o->pid,
+		(int)o->tids[0], (int)o->pid);
+	return EXIT_NO_PROCESS;
+}
+
 /* The freeze (or, with --ptrace, the hold) and the stack copies. */
 static int dump_capture(struct dump *d)
 {
 	const struct options *o = &d->o;
+
+	if (o->ntids && dump_check_threads(o) != DUMP_GO_ON)
+		return EXIT_NO_PROCESS;
 
 	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .stack_size = o->stack_size,
 		       .stop_timeout_ms = o->stop_timeout_ms, .proc_mem = o->proc_mem,
@@ -212,12 +260,14 @@ static int dump_capture(struct dump *d)
 		in_freeze = 0;
 		if (err == EINTR || dump_signal)
 			return interrupted_exit();
-		/* It passed the check: ESRCH now means it exited meanwhile. */
-		int rc = err == ESRCH ? EXIT_EXITED : exit_code_for_errno(err);
-		if (rc == EXIT_EXITED)
+		/* It passed the check: ESRCH now means it exited meanwhile
+		 * (said once: the library's log may have said so). */
+		if (err != ESRCH)
+			return exit_code_for_errno(err);
+		if (!strstr(cli_last_error, "exited during the capture"))
 			fprintf(stderr, "stacksnap: pid %d: the process exited "
 					"during the capture\n", (int)o->pid);
-		return rc;
+		return EXIT_EXITED;
 	}
 	if (!o->ptrace)
 		in_freeze = 0;
@@ -474,7 +524,7 @@ static int dump_main(int argc, char **argv)
 	d.tot.nonstop = &d.nst;
 	rc = options_parse(&d.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = d.o.verbose;
 	if (d.o.core_path)
 		return core_main(&d.o);

@@ -17,6 +17,47 @@
 #include "stacksnap.h"
 
 
+/* Parses "1.5s", "300ms", "2m", "20000ns"; a number without a unit is
+ * worth unit_ns (NS_PER_S for every option but those whose name ends in
+ * -ms). strtod reads the number: decimals are allowed, signs are not.
+ * Returns 0, or -EINVAL for text that is not a positive time of at most
+ * 30 days. */
+int parse_duration_unit(const char *s, uint64_t unit_ns, uint64_t *ns)
+{
+	static const struct { const char *name; double ns; } units[] = {
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
+		{ "m", 60e9 }, { "min", 60e9 },
+	};
+	char *end;
+	double v, mul = (double)unit_ns;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !(v > 0))
+		return -EINVAL;
+	if (*end) {
+		size_t i;
+
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcmp(end, units[i].name))
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		mul = units[i].ns;
+	}
+	if (v * mul > 30 * 86400e9 || v * mul < 1)
+		return -EINVAL;
+	*ns = (uint64_t)(v * mul + 0.5);
+	return 0;
+}
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	return parse_duration_unit(s, NS_PER_S, ns);
+}
+
 /* Parses "64k", "1m", "4096". Returns 0 or -EINVAL. */
 int parse_size(const char *s, size_t *out)
 {
@@ -55,13 +96,29 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out)
 }
 
 bool cli_verbose;
+const char *cli_name = "stacksnap";
+char cli_last_error[256];
+
+int cli_usage_error(void)
+{
+	fprintf(stderr, "Try '%s --help'.\n", cli_name);
+	return EXIT_USAGE;
+}
 
 void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 
-	if (level <= STACKSNAP_LOG_ERROR || cli_verbose)
-		fprintf(stderr, "stacksnap: %s: %s\n", names[level], msg);
+	(void)user;
+	/* An error reads as every message of the command does
+	 * ("stacksnap watch: pid 2: a kernel thread has no user stack");
+	 * the rest, with -v, say what they are. */
+	if (level <= STACKSNAP_LOG_ERROR) {
+		fprintf(stderr, "%s: %s\n", cli_name, msg);
+		snprintf(cli_last_error, sizeof(cli_last_error), "%s", msg);
+	}
+	else if (cli_verbose)
+		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }
 
 /* Copies of compressed debug files, whole unwind tables and symbol files
@@ -162,6 +219,13 @@ static int parse_option(struct options *o, int c, char *arg)
 	unsigned long v;
 
 	switch (c) {
+	case 'p':
+		if (parse_uint(arg, INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap: -p: '%s' is not a process id\n", arg);
+			return EXIT_USAGE;
+		}
+		o->pid = (pid_t)v;
+		break;
 	case 't':
 		if (parse_uint(arg, INT_MAX, &v) || !v) {
 			fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", arg);
@@ -180,17 +244,26 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_RSP: o->show_rsp = true; break;
 	case OPT_STACK:
 		if (parse_size(arg, &o->stack_size)) {
-			fprintf(stderr, "stacksnap: --stack-size: '%s' is not a size (examples: 65536, 64k, 1m; at most 4g)\n", arg);
+			fprintf(stderr, "stacksnap: --stack-size: '%s' is not " SIZE_HELP " of at most 4g\n", arg);
 			return EXIT_USAGE;
 		}
 		break;
-	case OPT_TMO:
-		if (parse_uint(arg, 3600000, &v) || !v) {
-			fprintf(stderr, "stacksnap: --stop-timeout: '%s' is not a number of milliseconds (1..3600000)\n", arg);
+	case OPT_TMO: {
+		/* --stop-timeout-ms and its old spelling --stop-timeout: a
+		 * bare number is milliseconds (scripts wrote 300), a unit
+		 * is any of every time option's. */
+		uint64_t ns;
+
+		if (parse_duration_unit(arg, NS_PER_MS, &ns) || ns < NS_PER_MS ||
+		    ns > 3600 * NS_PER_S) {
+			fprintf(stderr, "stacksnap: --stop-timeout-ms: '%s' is not a time "
+					"of 1ms..1h (a bare number is milliseconds; "
+					"units ns us ms s m)\n", arg);
 			return EXIT_USAGE;
 		}
-		o->stop_timeout_ms = (unsigned)v;
+		o->stop_timeout_ms = (unsigned)(ns / NS_PER_MS);
 		break;
+	}
 	case OPT_PROCMEM: o->proc_mem = true; break;
 	case OPT_PTRACE: o->ptrace = true; break;
 	case OPT_IGNDEL: o->ignore_deleted = true; break;
@@ -231,8 +304,7 @@ static int parse_option(struct options *o, int c, char *arg)
 	case 'V':
 		printf("stacksnap %s\n", stacksnap_version());
 		return -1;
-	default:
-		fputs("Try 'stacksnap --help'.\n", stderr);
+	default: /* getopt said which */
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -290,16 +362,18 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (o->core_path) {
-		if (optind != argc || o->save_path || o->ntids || o->ptrace) {
+		if (optind != argc || o->pid || o->save_path || o->ntids || o->ptrace) {
 			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
 			return EXIT_USAGE;
 		}
 		return 0;
 	}
-	if (optind != argc - 1) {
+	/* -p PID, as in every subcommand, or the PID alone. */
+	if (o->pid && optind == argc)
+		return 0;
+	if (o->pid || optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
 					       : "stacksnap: one PID only\n");
-		fputs("Try 'stacksnap --help'.\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
@@ -313,6 +387,7 @@ static int parse_operands(struct options *o, int argc, char **argv)
 int options_parse(struct options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
 		{ "thread", required_argument, NULL, 't' },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "no-demangle", no_argument, NULL, OPT_NODEM },
@@ -320,6 +395,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "show-rsp", no_argument, NULL, OPT_RSP },
 		{ "stack-size", required_argument, NULL, OPT_STACK },
+		{ "stop-timeout-ms", required_argument, NULL, OPT_TMO },
 		{ "stop-timeout", required_argument, NULL, OPT_TMO },
 		{ "proc-mem", no_argument, NULL, OPT_PROCMEM },
 		{ "ptrace", no_argument, NULL, OPT_PTRACE },
@@ -349,7 +425,7 @@ int options_parse(struct options *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "t:o:vhVq", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:t:o:vhVq", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
 
 		if (r != 1) {
@@ -362,6 +438,43 @@ int options_parse(struct options *o, int argc, char **argv)
 			return r;
 	}
 	return parse_operands(o, argc, argv);
+}
+
+int cli_check_target(pid_t pid, bool is_tid)
+{
+	char path[64], buf[1024], state = 0;
+	unsigned long flags = 0;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s %d: no such %s\n", cli_name,
+			is_tid ? "thread" : "pid", (int)pid, is_tid ? "thread" : "process");
+		return EXIT_NO_PROCESS;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	/* "pid (comm) S ppid pgrp session tty tpgid flags ...": comm may
+	 * hold spaces and parentheses, the last ')' ends it. */
+	if ((p = strrchr(buf, ')')) &&
+	    sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) == 2) {
+		if (state == 'Z' || state == 'X') {
+			fprintf(stderr, "%s: pid %d: the process is a zombie (it "
+				"exited; its parent has not reaped it)\n",
+				cli_name, (int)pid);
+			return EXIT_ZOMBIE;
+		}
+		if (flags & 0x00200000) { /* PF_KTHREAD */
+			fprintf(stderr, "%s: pid %d: a kernel thread has no user "
+				"stack\n", cli_name, (int)pid);
+			return EXIT_KERNEL_THREAD;
+		}
+	}
+	return 0;
 }
 
 int exit_code_for_errno(int err)
@@ -448,8 +561,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_NOFOLD: o->no_fold = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
-		default:
-			fputs("Try 'stacksnap show --help'.\n", stderr);
+		default: /* getopt said which */
 			return EXIT_USAGE;
 		}
 	}
@@ -487,7 +599,6 @@ int options_parse_show(struct options *o, int argc, char **argv,
 	if (optind != argc - 1) {
 		fprintf(stderr, optind == argc ? "stacksnap show: which file? give a snapshot file\n"
 					       : "stacksnap show: one file only\n");
-		fputs("Try 'stacksnap show --help'.\n", stderr);
 		return EXIT_USAGE;
 	}
 	*file = argv[optind];

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -71,6 +72,7 @@ enum exit_code {
 	EXIT_EXITED = 7,	/* the target exited during the capture */
 	EXIT_PARTIAL = 8,	/* some threads could not be captured */
 	EXIT_ERROR = 9,		/* anything else */
+	EXIT_CANNOT_RUN = 10,	/* the command after -- could not be started */
 	/* A signal (SIGINT, SIGTERM, SIGHUP) ended the run: 128 + its number,
 	 * after every thread was detached. */
 	EXIT_SIGNAL_BASE = 128,
@@ -79,7 +81,17 @@ enum exit_code {
 /* The library's messages on stderr: errors always, the rest with
  * cli_verbose (the -v of the command that runs). A stacksnap_log_fn. */
 extern bool cli_verbose;
+/* What every message starts with: "stacksnap", or "stacksnap SUBCOMMAND"
+ * (set by main before the subcommand runs; getopt's own messages use it
+ * too). Messages read "NAME: what: why (fix)". */
+extern const char *cli_name;
+/* After a usage error was said: one line pointing at --help. Returns
+ * EXIT_USAGE. */
+int cli_usage_error(void);
 void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
+/* The last error cli_log printed ("" before any): a caller that would
+ * say the same does not say it twice. */
+extern char cli_last_error[256];
 
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
@@ -99,6 +111,13 @@ int options_parse_encoding(const char *s);
  * not permitted, traced, zombie, kernel thread, or other error. */
 int exit_code_for_errno(int err);
 
+/* Whether pid (a thread id with is_tid) can be a target: said as
+ * "stacksnap SUB: pid N: why" and the exit code returned when it is gone
+ * (EXIT_NO_PROCESS), a zombie (EXIT_ZOMBIE) or a kernel thread
+ * (EXIT_KERNEL_THREAD); 0 otherwise (permission is the capture's to
+ * find). The same words as the dump's check. */
+int cli_check_target(pid_t pid, bool is_tid);
+
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
 int options_parse(struct options *o, int argc, char **argv);
@@ -111,6 +130,17 @@ int options_parse_show(struct options *o, int argc, char **argv,
  * with an optional k/m/g suffix, and a decimal number up to max. Return 0,
  * or -1 for text that is not one. */
 int parse_size(const char *s, size_t *out);
+/* Every time option of every subcommand: a number with a unit ns, us,
+ * ms, s or m (decimals allowed: 0.5, 1.5s); without a unit, seconds
+ * (parse_duration) or unit_ns (the -ms options). Returns 0, or -EINVAL
+ * for text that is not a positive time of at most 30 days. */
+#define NS_PER_S 1000000000ull
+#define NS_PER_MS 1000000ull
+int parse_duration(const char *s, uint64_t *ns);
+int parse_duration_unit(const char *s, uint64_t unit_ns, uint64_t *ns);
+/* The text a usage error shows for a bad time or size. */
+#define DURATION_HELP "a time such as 0.5, 2s, 300ms, 1m (units ns us ms s m; no unit: seconds)"
+#define SIZE_HELP "a size such as 65536, 64k, 1m (bytes, or a k/m/g suffix)"
 int parse_uint(const char *s, unsigned long max, unsigned long *out);
 
 #endif

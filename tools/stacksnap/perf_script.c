@@ -175,7 +175,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ "input", required_argument, NULL, 'i' },
 		{ "folded", no_argument, NULL, 'F' },
 		PROFILE_OUT_LONGOPTS,
-		{ "max-stack", required_argument, NULL, 'm' },
+		{ "max-frames", required_argument, NULL, 'm' },
+		{ "max-stack", required_argument, NULL, 'm' },	/* perf's spelling */
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "inline", no_argument, NULL, 'I' },
 		{ "no-inline", no_argument, NULL, 'N' },
@@ -187,6 +188,8 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		{ 0 }
 	};
 	int c;
+	bool explicit_text = false;	/* --format text */
+	bool folded = false;		/* --folded: whatever -o's name */
 
 	memset(o, 0, sizeof(*o));
 	o->max_stack = 127;
@@ -197,6 +200,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 
 		if (c == PROFILE_OUT_FORMAT && !strcmp(optarg, "text")) {
 			o->aggregate = false;
+			explicit_text = true;
 			continue;
 		}
 		r = profile_out_option(&o->out, "stacksnap perf-script", c, optarg);
@@ -209,7 +213,7 @@ static int parse(struct ps_options *o, int argc, char **argv)
 		}
 		switch (c) {
 		case 'i': o->file = optarg; break;
-		case 'F': o->aggregate = true; o->out.format = STACKSNAP_FORMAT_FOLDED; break;
+		case 'F': o->aggregate = true; folded = true; break;
 		case 'D': o->no_demangle = true; break;
 		case 'I': o->inline_frames = 1; break;
 		case 'N': o->inline_frames = 0; break;
@@ -222,15 +226,15 @@ static int parse(struct ps_options *o, int argc, char **argv)
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || !v || v > 65536) {
-				fprintf(stderr, "stacksnap perf-script: --max-stack "
-					"wants a number of frames in 1..65536\n");
+				fprintf(stderr, "stacksnap perf-script: --max-frames: '%s' "
+					"is not a number of frames in 1..65536\n", optarg);
 				return EXIT_USAGE;
 			}
 			o->max_stack = (unsigned)v;
 			break;
 		}
 		case 'h': usage(stdout); return -1;
-		default: usage(stderr); return EXIT_USAGE;
+		default: return EXIT_USAGE; /* getopt said which */
 		}
 	}
 	if (optind < argc && !o->file)
@@ -242,6 +246,10 @@ static int parse(struct ps_options *o, int argc, char **argv)
 	}
 	if (!o->file)
 		o->file = "perf.data"; /* as perf script */
+	if (o->out.format_by_name && !o->out.format_set && !explicit_text)
+		o->aggregate = true; /* -o out.svg: the profile its name says */
+	if (folded && !o->out.format_set)
+		o->out.format = STACKSNAP_FORMAT_FOLDED;
 	if (o->inline_frames < 0)
 		o->inline_frames = !o->aggregate;
 	return 0;
@@ -297,7 +305,7 @@ int perf_script_main(int argc, char **argv)
 
 	rc = parse(&ps.o, argc, argv);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = ps.o.verbose;
 	/* The cache directory keeps compiled unwind tables and uncompressed
 	 * debug files for the next run (cc1's table: a quarter of a replay's

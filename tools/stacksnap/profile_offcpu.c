@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child_cmd.h"
 #include "options.h"
 #include "print.h"
 #include "profile_offcpu.h"
@@ -170,8 +171,10 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	struct stacksnap_trace *tr = NULL;
 	struct stacksnap_trace_stats st;
 	FILE *out = NULL;
-	pid_t child = -1, target = a->pid;
-	int rc = EXIT_ERROR, r, child_status = 0;
+	/* -- CMD: child is -1 once reaped; pgrp, its process group, is
+	 * ended at the end whatever happened (child_cmd.h). */
+	pid_t child = -1, pgrp = -1, target = a->pid;
+	int rc = EXIT_ERROR, r, child_status = 0, go_fd = -1, err_fd = -1;
 	uint64_t t0, end_ns;
 
 	oc.print.no_demangle = a->no_demangle;
@@ -197,12 +200,14 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	}
 	oc.off_event = 0; /* the first events added: off-cpu, then wakeup */
 	if (a->cmd) {
-		child = a->spawn(a->cmd, a->go_fd);
+		child = child_cmd_spawn(a->cmd, &go_fd, &err_fd);
 		if (child < 0) {
-			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+			fprintf(stderr, "stacksnap profile: cannot start '%s': %s\n",
 				a->cmd[0], strerror(errno));
+			rc = EXIT_CANNOT_RUN;
 			goto out;
 		}
+		pgrp = child;
 		target = child;
 	}
 	stop_signal_catch();
@@ -210,11 +215,10 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		rc = exit_for(r); /* the log said why */
 		goto out;
 	}
-	if (*a->go_fd >= 0) { /* let CMD exec, followed from its first instruction */
-		(void)!write(*a->go_fd, "g", 1);
-		close(*a->go_fd);
-		*a->go_fd = -1;
-	}
+	/* let CMD exec, followed from its first instruction */
+	if (go_fd >= 0 &&
+	    (rc = child_cmd_release("stacksnap profile", a->cmd, &go_fd, err_fd)))
+		goto out;
 	t0 = monotonic_ns();
 	rc = EXIT_OK;
 	while (!stop_signal && !oc.error) {
@@ -265,10 +269,12 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	if (stop_signal && stop_signal != SIGINT)
 		rc = EXIT_SIGNAL_BASE + stop_signal;
 out:
-	if (child > 0) { /* --duration ended the profile before CMD ended */
-		kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-	}
+	if (go_fd >= 0)
+		close(go_fd); /* a held command that never ran exits */
+	if (err_fd >= 0)
+		close(err_fd);
+	/* The profile is over: whatever is left of CMD's group is ended. */
+	child_cmd_end(pgrp, child <= 0, stop_signal, &child_status);
 	if (out && out != stdout)
 		fclose(out);
 	stacksnap_trace__free(tr);

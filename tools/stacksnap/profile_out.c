@@ -11,12 +11,41 @@
 #include "print.h"
 #include "profile_out.h"
 
+/* The format a file name says: -o out.svg, out.pb.gz (or .pb, .pprof),
+ * out.json (speedscope's), out.folded; -1 for another name. */
+static int format_of_name(const char *name)
+{
+	static const struct { const char *ext; int format; } exts[] = {
+		{ ".svg", STACKSNAP_FORMAT_SVG }, { ".pb.gz", STACKSNAP_FORMAT_PPROF },
+		{ ".pb", STACKSNAP_FORMAT_PPROF }, { ".pprof", STACKSNAP_FORMAT_PPROF },
+		{ ".json", STACKSNAP_FORMAT_SPEEDSCOPE },
+		{ ".folded", STACKSNAP_FORMAT_FOLDED },
+	};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t e = strlen(exts[i].ext);
+
+		if (n > e && !strcmp(name + n - e, exts[i].ext))
+			return exts[i].format;
+	}
+	return -1;
+}
+
 int profile_out_option(struct profile_out *po, const char *prefix, int c,
 		       const char *arg)
 {
+	int f;
+
 	switch (c) {
 	case 'o':
 		po->output = arg;
+		/* Without --format (before or after), the name's extension
+		 * says which profile; --format still decides. */
+		if (!po->format_set && (f = format_of_name(arg)) >= 0) {
+			po->format = (enum stacksnap_stacks_format)f;
+			po->format_by_name = true;
+		}
 		return 0;
 	case PROFILE_OUT_FORMAT:
 		if (po->ctf_allowed && !strcmp(arg, "ctf")) {

@@ -29,6 +29,9 @@ struct profile_out {
 	enum stacksnap_stacks_format format;
 	enum stacksnap_svg_colors colors;
 	bool format_set;
+	/* -o's name ended in .svg, .pb.gz, .json, .folded...: format is
+	 * the one it says unless --format gave one (format_set). */
+	bool format_by_name;
 	/* --format ctf: a CTF trace of events into the directory -o names
 	 * (format_set stays false). Taken only where ctf_allowed (trace and
 	 * show, which set it before parsing). */
