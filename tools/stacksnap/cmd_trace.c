@@ -633,6 +633,31 @@ static int trace_loop(struct tracer *t)
 	return EXIT_OK;
 }
 
+/* Ends a held command's process group: every member is answered at its
+ * stops (its exit drains the events it raised) while it dies, SIGTERM
+ * first (the stop signal the tool got, if any), SIGKILL after 2 s; a
+ * member never waited for longer than 10 s. */
+static void end_held_group(struct tracer *t)
+{
+	uint64_t t0 = monotonic_ns();
+	bool killed = false;
+
+	kill(-t->child, stop_signal ? stop_signal : SIGTERM);
+	while (!t->child_done || kill(-t->child, 0) == 0) {
+		uint64_t ns = monotonic_ns() - t0;
+
+		if (trace_hold__poll(t->child, false, &t->child_status, drain_events, t))
+			t->child_done = true;
+		if (!killed && ns >= 2000000000ull) {
+			kill(-t->child, SIGKILL);
+			killed = true;
+		}
+		if (ns >= 10000000000ull)
+			break;
+		usleep(2000);
+	}
+}
+
 /* Detaches, takes what is still in the ring buffer, and writes the counts
  * (or the profile) and the end of the events file. Returns rc, or
  * EXIT_ERROR (or the profile writer's code) when one of them failed. */
@@ -734,11 +759,8 @@ static int trace_free(struct tracer *t, int rc)
 	 * what is left of the command's process group is ended and reaped;
 	 * a held command first goes through its exit stops, each draining
 	 * the events it raised. */
-	if (t->child > 0 && t->held && !t->child_done) {
-		kill(-t->child, stop_signal ? stop_signal : SIGTERM);
-		t->child_done = trace_hold__poll(t->child, true, &t->child_status,
-						 drain_events, t);
-	}
+	if (t->child > 0 && t->held)
+		end_held_group(t);
 	if (t->child > 0)
 		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
