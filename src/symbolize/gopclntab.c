@@ -356,7 +356,9 @@ bool gopcln_iter__next(struct gopcln_iter *it)
 		return false;
 	}
 	it->first = false;
-	it->value += (int32_t)(-(uvdelta & 1) ^ (uvdelta >> 1));
+	/* Wraps as Go's runtime does (int32 arithmetic), without the
+	   undefined signed overflow. */
+	it->value = (int32_t)((uint32_t)it->value + (-(uvdelta & 1) ^ (uvdelta >> 1)));
 	it->pc = it->next_pc;
 	it->next_pc = it->pc + (uint64_t)pcdelta * it->quantum;
 	if (it->next_pc > it->func_end)
