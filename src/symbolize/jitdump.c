@@ -2,6 +2,7 @@
  * into code ranges sorted by start, incrementally as the writer appends. */
 #define _GNU_SOURCE
 #include "symbolize/jitdump.h"
+#include "symbolize/jit_range.h"
 
 #include <byteswap.h>
 #include <errno.h>
@@ -27,7 +28,6 @@
 #define JITDUMP_MIN_DEBUG_ENTRY 17u
 /* As in perf_map.c: entries before the search's hit examined for an
  * older, larger range that also covers pc. */
-#define JITDUMP_SCAN_BACK 16
 
 /* Storage the codes point into: file bytes and line arrays. */
 struct jitdump_block {
@@ -744,25 +744,12 @@ const struct jitdump_code *jitdump__lookup(const struct jitdump *jd,
 					   uint64_t pc,
 					   const struct jitdump_line **line)
 {
-	const struct jitdump_code *best = NULL;
-	size_t lo = 0, hi = jd->ncodes, stop;
+	ptrdiff_t i = jit_range__newest(jd->codes, jd->ncodes, sizeof(jd->codes[0]),
+					offsetof(struct jitdump_code, seq), pc);
+	const struct jitdump_code *best = i < 0 ? NULL : &jd->codes[i];
+	size_t lo, hi;
 
 	*line = NULL;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (jd->codes[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	stop = lo > JITDUMP_SCAN_BACK ? lo - JITDUMP_SCAN_BACK : 0;
-	for (size_t i = lo; i > stop; i--) {
-		const struct jitdump_code *c = &jd->codes[i - 1];
-
-		if (pc < c->end && (!best || c->seq > best->seq))
-			best = c;
-	}
 	if (best && best->nlines) {
 		lo = 0;
 		hi = best->nlines;

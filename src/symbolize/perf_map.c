@@ -2,6 +2,7 @@
  * sorted array of named code ranges, incrementally as the writer appends. */
 #define _GNU_SOURCE
 #include "symbolize/perf_map.h"
+#include "symbolize/jit_range.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,6 @@
 /* How many entries before the binary search's hit are looked at for an
  * older, larger entry that also covers pc (a newer one nested inside it
  * may have ended before pc). Bounded so a lookup stays O(log n). */
-#define PERF_MAP_SCAN_BACK 16
 
 /* Text read so far, kept because entries point into it. */
 struct perf_map_chunk {
@@ -391,26 +391,10 @@ int perf_map__open_pid(pid_t pid, const struct log_sink *log,
 const struct perf_map_entry *perf_map__lookup(const struct perf_map *pm,
 					      uint64_t pc)
 {
-	const struct perf_map_entry *best = NULL;
-	size_t lo = 0, hi = pm->n, stop;
+	ptrdiff_t i = jit_range__newest(pm->entries, pm->n, sizeof(pm->entries[0]),
+					offsetof(struct perf_map_entry, seq), pc);
 
-	/* The last entry with start <= pc. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->entries[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	stop = lo > PERF_MAP_SCAN_BACK ? lo - PERF_MAP_SCAN_BACK : 0;
-	for (size_t i = lo; i > stop; i--) {
-		const struct perf_map_entry *e = &pm->entries[i - 1];
-
-		if (pc < e->end && (!best || e->seq > best->seq))
-			best = e;
-	}
-	return best;
+	return i < 0 ? NULL : &pm->entries[i];
 }
 
 const struct perf_map_entry *perf_map__entries(const struct perf_map *pm,
