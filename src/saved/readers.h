@@ -5,6 +5,7 @@
 #ifndef SS_SAVED_READERS_H
 #define SS_SAVED_READERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,10 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
  * target's entry to the core reader. */
 struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
 					      const void *bytes, size_t len);
+
+/* A string field (u32 length, bytes) as a malloc'ed C string, NULs in it
+ * replaced by nul_as; NULL when cut (c->bad set) or out of memory
+ * (*nomem set). */
+char *readers__take_str(struct cursor *c, char nul_as, bool *nomem);
 
 #endif

@@ -53,36 +53,13 @@ void runtime_reader__free(struct saved_runtime *rt)
 	free(rt);
 }
 
-/* A string field (u32 length, bytes) as a malloc'ed C string; NULL when
- * cut (c->bad) or out of memory (*nomem). NULs become '?'. */
-static char *take_str(struct cursor *c, bool *nomem)
-{
-	uint32_t len = cursor_u32(c);
-	const uint8_t *p = cursor_take(c, len);
-	char *s;
-
-	if (!p)
-		return NULL;
-	s = malloc((size_t)len + 1);
-	if (!s) {
-		*nomem = true;
-		return NULL;
-	}
-	memcpy(s, p, len);
-	s[len] = 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (!s[i])
-			s[i] = '?';
-	return s;
-}
-
 static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 {
 	uint32_t nf;
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->holds_gil = cursor_u8(c) != 0;
-	t->end = take_str(c, nomem);
+	t->end = readers__take_str(c, '?', nomem);
 	if (t->end && !t->end[0]) {
 		free(t->end);
 		t->end = NULL;
@@ -105,8 +82,8 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 		cursor_init(&fc, p, len);
 		f->entry = cursor_u8(&fc) & SNAPFILE_RFRAME_ENTRY;
 		f->line = cursor_u32(&fc);
-		f->function = take_str(&fc, nomem);
-		f->file = take_str(&fc, nomem);
+		f->function = readers__take_str(&fc, '?', nomem);
+		f->file = readers__take_str(&fc, '?', nomem);
 		f->lasti = -2;
 		t->n++;	/* counted before the checks: freed with the rest */
 		if (!f->function || !f->file)
@@ -114,7 +91,7 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 	}
 	/* Added fields: the thread name (files of before have none). */
 	if (cursor_left(c) >= 4) {
-		t->name = take_str(c, nomem);
+		t->name = readers__take_str(c, '?', nomem);
 		if (*nomem)
 			return -ENOMEM;
 		if (t->name && !t->name[0]) {
@@ -142,7 +119,7 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 		return -ENOMEM;
 	s->runtime = rt;
 	rt->kind = cursor_u8(c);
-	rt->description = take_str(c, &nomem);
+	rt->description = readers__take_str(c, '?', &nomem);
 	rt->eval_start = cursor_u64(c);
 	rt->eval_end = cursor_u64(c);
 	n = cursor_u32(c);

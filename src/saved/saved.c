@@ -252,3 +252,24 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 		free((void *)s->image);
 	free(s);
 }
+
+char *readers__take_str(struct cursor *c, char nul_as, bool *nomem)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *s;
+
+	if (!p)
+		return NULL;
+	s = malloc((size_t)len + 1);
+	if (!s) {
+		*nomem = true;
+		return NULL;
+	}
+	memcpy(s, p, len);
+	s[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!s[i])
+			s[i] = nul_as;
+	return s;
+}

@@ -26,29 +26,6 @@
 /* Errors name the file and the byte offset in it. */
 #define BAD SAVED_BAD
 
-/* A string field: u32 length, bytes. Returns a malloc'ed copy or NULL
- * (bad set, or *nomem). */
-static char *get_str(struct cursor *c, bool *nomem)
-{
-	uint32_t len = cursor_u32(c);
-	const uint8_t *p = cursor_take(c, len);
-	char *s;
-
-	if (!p)
-		return NULL;
-	s = malloc((size_t)len + 1);
-	if (!s) {
-		*nomem = true;
-		return NULL;
-	}
-	memcpy(s, p, len);
-	s[len] = 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (!s[i])
-			s[i] = ' ';
-	return s;
-}
-
 /* A string of the goroutines section, copied NUL-terminated into the
  * arena at *at (the arena has room: it is sized from the section), NULL
  * when empty. */
@@ -171,9 +148,9 @@ static int read_process(struct stacksnap_saved *s, struct cursor *c, size_t base
 	free(s->cmdline);
 	free(s->kernel);
 	free(s->version);
-	s->cmdline = get_str(c, &nomem);
-	s->kernel = get_str(c, &nomem);
-	s->version = get_str(c, &nomem);
+	s->cmdline = readers__take_str(c, ' ', &nomem);
+	s->kernel = readers__take_str(c, ' ', &nomem);
+	s->version = readers__take_str(c, ' ', &nomem);
 	if (nomem)
 		return -ENOMEM;
 	if (c->bad) {
@@ -188,8 +165,8 @@ static int read_process(struct stacksnap_saved *s, struct cursor *c, size_t base
 		s->info.clock_offset_ns = (int64_t)cursor_u64(c);
 		free(s->boot_id);
 		free(s->hostname);
-		s->boot_id = get_str(c, &nomem);
-		s->hostname = get_str(c, &nomem);
+		s->boot_id = readers__take_str(c, ' ', &nomem);
+		s->hostname = readers__take_str(c, ' ', &nomem);
 		if (nomem)
 			return -ENOMEM;
 		if (c->bad) {
