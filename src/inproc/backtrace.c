@@ -374,68 +374,24 @@ static bool have_eh_frame(struct walk_module *wm)
 static bool fast_encode(const struct unwind_row *row, uint32_t *out);
 static void fast_decode(uint32_t f, struct unwind_row *row);
 
-/* A callee-saved register's interpreted rule as a compact row holds it
- * (the rules of the table compiler's fixed rows). */
-static bool fast_saved(const struct cfi_rule *r, uint8_t *kind, int16_t *off)
-{
-	*off = 0;
-	switch (r->kind) {
-	case CFI_RULE_UNSET:
-	case CFI_RULE_SAME:
-		*kind = UT_RBP_SAME;
-		return true;
-	case CFI_RULE_OFFSET:
-		if (r->off < INT16_MIN || r->off > INT16_MAX)
-			return false;
-		*kind = UT_RBP_CFA_OFF;
-		*off = (int16_t)r->off;
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* An interpreted row in the row cache's fast form, when it has one: the
- * conditions of the table compiler's fixed rows (src/table/compile.c,
- * fixed_row) followed by fast_encode's, so that the row is the one a
- * table would give. */
+ * table compiler's fixed row (unwind_table__fixed_row), then
+ * fast_encode's conditions, so that the row is the one a table would give.
+ * The fast form has no PLT expression and no register marked undefined. */
 static bool fast_from_cfi(const struct cfi_cie *cie, const struct cfi_row *r,
 			  uint32_t *out)
 {
-	const struct cfi_rule *ra = &r->rules[cie->ra_reg];
-	const struct cfi_rule *sp = &r->rules[STACKSNAP_REG_RSP];
 	struct unwind_row row;
-	uint8_t kind;
 
-	memset(&row, 0, sizeof(row));
-	if (cie->signal_frame || cie->ra_reg != STACKSNAP_REG_RIP)
+	if (!unwind_table__fixed_row(cie, r, &row))
 		return false;
-	if (ra->kind == CFI_RULE_UNDEFINED) {
+	if (row.cfa_kind == UT_CFA_UNDEFINED_RA) {
 		*out = INPROC_FAST_END;
 		return true;
 	}
-	if (ra->kind != CFI_RULE_OFFSET || ra->off != -8)
+	if ((row.cfa_kind != UT_CFA_RSP && row.cfa_kind != UT_CFA_RBP) ||
+	    row.rbp_kind == UT_RBP_UNDEFINED || row.rbx_kind == UT_RBP_UNDEFINED)
 		return false;
-	/* The caller's rsp is the CFA. */
-	if (sp->kind != CFI_RULE_UNSET &&
-	    !(sp->kind == CFI_RULE_VAL_OFFSET && sp->off == 0))
-		return false;
-	if (r->cfa_kind != CFI_CFA_REG_OFF || r->cfa_off < INT16_MIN ||
-	    r->cfa_off > INT16_MAX)
-		return false;
-	if (r->cfa_reg == STACKSNAP_REG_RSP)
-		row.cfa_kind = UT_CFA_RSP;
-	else if (r->cfa_reg == STACKSNAP_REG_RBP)
-		row.cfa_kind = UT_CFA_RBP;
-	else
-		return false;
-	row.cfa_off = (int16_t)r->cfa_off;
-	if (!fast_saved(&r->rules[STACKSNAP_REG_RBP], &kind, &row.rbp_off))
-		return false;
-	row.rbp_kind = kind & 0xf;
-	if (!fast_saved(&r->rules[STACKSNAP_REG_RBX], &kind, &row.rbx_off))
-		return false;
-	row.rbx_kind = kind & 0xf;
 	return fast_encode(&row, out);
 }
 

@@ -54,9 +54,8 @@ static bool saved_reg(const struct cfi_rule *r, unsigned *kind, int16_t *off)
 	}
 }
 
-/* Maps a DWARF row to a fixed row; returns false when it must stay DWARF. */
-static bool fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
-		      struct unwind_row *out)
+bool unwind_table__fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
+			     struct unwind_row *out)
 {
 	const struct cfi_rule *ra = &r->rules[cie->ra_reg];
 	const struct cfi_rule *bp = &r->rules[STACKSNAP_REG_RBP];
@@ -146,7 +145,7 @@ int ut_on_row(void *user, uint64_t start, uint64_t end,
 	struct compile *cc = user;
 	struct unwind_row row;
 
-	if (!fixed_row(cc->cie, r, &row)) {
+	if (!unwind_table__fixed_row(cc->cie, r, &row)) {
 		if (cc->fde_index < 0) {
 			struct ut_fde *f = VEC_PUSH(cc->fdes, cc->nfdes,
 						    cc->capfdes);

@@ -65,6 +65,12 @@ static inline uint32_t unwind_row__fde_index(const struct unwind_row *r)
 
 struct unwind_table;
 
+/* Maps an interpreted CFI row to a fixed row (what every compiled table
+ * holds where it can); false when the row must stay DWARF. The in-process
+ * walk's row caches use it too, so that they hold the rows a table would. */
+bool unwind_table__fixed_row(const struct cfi_cie *cie, const struct cfi_row *r,
+			     struct unwind_row *out);
+
 /* Compiles the CFI of one module (link-time addresses). Rows from earlier
  * inputs win where inputs overlap (pass .eh_frame first). Returns 0 and
  * *out, or -errno; malformed CIEs/FDEs are skipped with a warning, never
