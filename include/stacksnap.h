@@ -1431,6 +1431,9 @@ struct stacksnap_trace_opts {
 	 * data such as keys on the stack stay in the kernel); see
 	 * docs/trace.md for what it costs and what it changes. */
 	bool compact;
+	/* Do not look for a Python interpreter in the traced processes nor
+	 * walk their Python frames (see stacksnap_trace_event.rframes). */
+	bool no_runtime;
 	size_t :0;
 };
 
@@ -1495,6 +1498,15 @@ struct stacksnap_trace_event {
 	const struct stacksnap_frame *hybrid_frames;
 	int hybrid_nframes;
 	enum stacksnap_end hybrid_end;
+	/* The thread's Python frames, when its process runs a CPython the
+	 * trace recognised (docs/python.md): walked in the kernel at the
+	 * event, named here, merged against frames as the dump merges them
+	 * (native_index: the eval-loop frame each replaces; nframes: after
+	 * the last). NULL/0 when none; runtime_end says why they were cut,
+	 * or is NULL. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
+	const char *runtime_end;
 };
 
 #define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */
@@ -1535,6 +1547,7 @@ struct stacksnap_trace_stats {
 	uint64_t kernel_walks, kernel_complete, kernel_fallback;
 	uint64_t agreement[5];
 	size_t table_bytes;	/* kernel memory of the unwind tables */
+	uint64_t python;	/* events with Python frames */
 };
 STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 					  struct stacksnap_trace_stats *st);
