@@ -1573,6 +1573,11 @@ STACKSNAP_API int stacksnap_trace__fields(struct stacksnap_trace *tr,
 					  struct stacksnap_trace_field *out,
 					  size_t max);
 STACKSNAP_API void stacksnap_trace__free(struct stacksnap_trace *tr);
+/* Whether a trace of process pid would walk the frames of a language
+ * runtime at each event: STACKSNAP_RUNTIME_PYTHON for a CPython whose
+ * layout is known (docs/python.md), else STACKSNAP_RUNTIME_NATIVE; or
+ * -errno (-ESRCH: no such process). */
+STACKSNAP_API int stacksnap_trace__runtime_of(pid_t pid);
 
 /* Lists what can be traced: tracepoints "CAT:NAME" matching pattern (a
  * glob; NULL: all), or with pattern "u:PATH[:GLOB]" the functions of

@@ -205,3 +205,23 @@ void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	ev->runtime_end = end ? end : py_end_str(r->pyend);
 	tr->st.python += ev->nrframes > 0;
 }
+
+int stacksnap_trace__runtime_of(pid_t pid)
+{
+	struct py_runtime rt;
+	struct stacksnap_mem *mem;
+	int err;
+
+	if (pid <= 0)
+		return -EINVAL;
+	memset(&rt, 0, sizeof(rt));
+	if ((err = py_runtime__detect_pid(pid, NULL, &rt)))
+		return err;
+	if (!rt.found)
+		return STACKSNAP_RUNTIME_NATIVE;
+	if (!(mem = stacksnap_mem__new_pid(pid)))
+		return -errno;
+	py_runtime__read_layout(&rt, mem);
+	stacksnap_mem__free(mem);
+	return rt.layout ? STACKSNAP_RUNTIME_PYTHON : STACKSNAP_RUNTIME_NATIVE;
+}
