@@ -58,6 +58,8 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
 	if (r->pyframes)
 		trace__python_event(tr, r, (const uint8_t *)r + py_off, &ev);
+	else if (tr->npypend)
+		trace__python_pending(tr);
 	tr->st.received++;
 	tr->st.unwound += n > 0;
 	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;
@@ -94,8 +96,7 @@ int trace_on_record(void *ctx, void *data, size_t len)
 		/* A new image: an interpreter in it is found now (an
 		 * executable that holds it: Debian's python3.X); one in a
 		 * libpython ld.so has not mapped yet is not. */
-		trace__python_forget(tr, (pid_t)r->pid);
-		trace__python_detect(tr, (pid_t)r->pid);
+		trace__python_exec(tr, (pid_t)r->pid);
 		/* Not yet: ld.so has not mapped the libraries. The first
 		 * event (sent as it is) sets them. */
 		if (tr->o.compact)
@@ -120,6 +121,8 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	if (!tr || !tr->rb)
 		return fail(-EINVAL);
 	before = tr->st.received;
+	if (tr->npypend)
+		trace__python_pending(tr);
 	tr->fn = fn;
 	tr->fn_user = user;
 	tr->fn_rc = 0;

@@ -98,6 +98,11 @@ struct stacksnap_trace {
 	size_t cap_pyframes;
 	struct stacksnap_runtime_frame *rframes;
 	size_t cap_rframes;
+	/* Processes that ran execve() without an interpreter found yet (a
+	 * libpython is mapped by ld.so after the exec): looked at again every
+	 * 20 ms, until found or 5 s after the exec. */
+	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
+	size_t npypend;
 };
 
 static inline const struct log_sink *LOG(const struct stacksnap_trace *tr)
@@ -141,8 +146,12 @@ struct py_raw_frame;
  * programs what their walk needs (a no-op when already found, or with
  * no_runtime). */
 void trace__python_detect(struct stacksnap_trace *tr, pid_t pid);
-/* Forgets pid's interpreter (it ran execve). */
-void trace__python_forget(struct stacksnap_trace *tr, pid_t pid);
+/* Forgets pid's interpreter (it ran execve) and looks for the new
+ * image's, now and, until found, again for a while (trace__python_pending). */
+void trace__python_exec(struct stacksnap_trace *tr, pid_t pid);
+/* Looks again at the processes still pending (rate-limited; cheap when
+ * none is). */
+void trace__python_pending(struct stacksnap_trace *tr);
 /* Names record r's Python frames (pyf: r->pyframes of them) and merges
  * them into ev's native frames: ev->rframes. */
 void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,

@@ -6,6 +6,7 @@
  * into the event's native frames as the dump merges them. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ static struct trace_py **py_slot(struct stacksnap_trace *tr, pid_t pid)
 	return NULL;
 }
 
-void trace__python_forget(struct stacksnap_trace *tr, pid_t pid)
+static void py_forget(struct stacksnap_trace *tr, pid_t pid)
 {
 	struct trace_py **s = py_slot(tr, pid);
 
@@ -63,6 +64,9 @@ void trace__python_free(struct stacksnap_trace *tr)
 	free(tr->py);
 	free(tr->pyframes);
 	free(tr->rframes);
+	free(tr->pypend);
+	tr->pypend = NULL;
+	tr->npypend = 0;
 	tr->py = NULL;
 	tr->npy = 0;
 }
@@ -133,6 +137,54 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 		slot = &tr->py[tr->npy++];
 	}
 	*slot = p;
+}
+
+#define PENDING_EVERY_NS 20000000ull	/* 20 ms */
+#define PENDING_FOR_NS 5000000000ull	/* 5 s after the exec */
+
+static void pending_drop(struct stacksnap_trace *tr, size_t i)
+{
+	tr->pypend[i] = tr->pypend[--tr->npypend];
+}
+
+void trace__python_exec(struct stacksnap_trace *tr, pid_t pid)
+{
+	uint64_t now = clock_monotonic_ns();
+	void *grown;
+
+	py_forget(tr, pid);
+	trace__python_detect(tr, pid);
+	for (size_t i = 0; i < tr->npypend; i++)
+		if (tr->pypend[i].pid == pid)
+			pending_drop(tr, i);
+	if (tr->o.no_runtime || py_slot(tr, pid))
+		return;
+	grown = realloc(tr->pypend, (tr->npypend + 1) * sizeof(*tr->pypend));
+	if (!grown)
+		return;
+	tr->pypend = grown;
+	tr->pypend[tr->npypend++] = (struct trace_py_pending){ pid, now, now };
+}
+
+void trace__python_pending(struct stacksnap_trace *tr)
+{
+	uint64_t now = clock_monotonic_ns();
+
+	for (size_t i = 0; i < tr->npypend;) {
+		struct trace_py_pending *p = &tr->pypend[i];
+
+		if (now - p->last_ns < PENDING_EVERY_NS) {
+			i++;
+			continue;
+		}
+		p->last_ns = now;
+		trace__python_detect(tr, p->pid);
+		if (py_slot(tr, p->pid) || now - p->since_ns > PENDING_FOR_NS ||
+		    kill(p->pid, 0))
+			pending_drop(tr, i);
+		else
+			i++;
+	}
 }
 
 static const char *py_end_str(unsigned end)
