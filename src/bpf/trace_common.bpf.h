@@ -58,6 +58,7 @@ struct ss_scratch {
 	struct ku_event kev;	/* the in-kernel walk's result */
 	__u64 kpcs[KU_MAX_FRAMES];
 	struct trace_py_frame py[TRACE_PY_MAX_FRAMES]; /* the Python walk's */
+	__u8 pyf[TRACE_PY_FRAME_SPAN];	/* one _PyInterpreterFrame's head */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -207,6 +208,18 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 		frame = read_u64(ts + c->ts_current_frame);
 	}
 	s->rec.pyend = TRACE_PY_FRAME_LIMIT;
+	/* One read per frame, of the span of the fields used: the offsets
+	 * are masked into the buffer (the user side checked them). */
+	__u32 span = c->frame_span & (TRACE_PY_FRAME_SPAN * 2 - 1);
+	__u32 o_code = c->frame_code & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_instr = c->frame_instr & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_prev = c->frame_previous & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_owner = c->frame_owner & (TRACE_PY_FRAME_SPAN - 1);
+	__u32 o_entry = c->frame_is_entry & (TRACE_PY_FRAME_SPAN - 1);
+	bool has_entry = c->frame_is_entry >= 0;
+
+	if (span > TRACE_PY_FRAME_SPAN)
+		span = TRACE_PY_FRAME_SPAN;
 	for (int i = 0; i < TRACE_PY_MAX_FRAMES; i++) {
 		__u64 code, instr, prev;
 		__u8 entry = 0, owner = 0;
@@ -215,15 +228,16 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 			s->rec.pyend = TRACE_PY_COMPLETE;
 			break;
 		}
-		if (bpf_probe_read_user(&code, 8, (const void *)(frame + c->frame_code)) ||
-		    bpf_probe_read_user(&instr, 8, (const void *)(frame + c->frame_instr)) ||
-		    bpf_probe_read_user(&prev, 8, (const void *)(frame + c->frame_previous)) ||
-		    bpf_probe_read_user(&owner, 1, (const void *)(frame + c->frame_owner)) ||
-		    (c->frame_is_entry >= 0 &&
-		     bpf_probe_read_user(&entry, 1, (const void *)(frame + c->frame_is_entry)))) {
+		if (bpf_probe_read_user(s->pyf, span, (const void *)frame)) {
 			s->rec.pyend = TRACE_PY_BAD_MEMORY;
 			break;
 		}
+		code = *(__u64 *)(s->pyf + o_code);
+		instr = *(__u64 *)(s->pyf + o_instr);
+		prev = *(__u64 *)(s->pyf + o_prev);
+		owner = s->pyf[o_owner];
+		if (has_entry)
+			entry = s->pyf[o_entry];
 		s->py[i & (TRACE_PY_MAX_FRAMES - 1)] = (struct trace_py_frame){
 			.code = (code & ~7ull) | (entry ? TRACE_PY_ENTRY : 0) |
 				((__u64)(owner & 3) << 1),

@@ -60,7 +60,10 @@ struct trace_py_proc {
 	__s32 ts_cframe, cframe_current_frame, ts_current_frame;
 	__s32 frame_previous, frame_code, frame_instr;
 	__s32 frame_is_entry, frame_owner;
+	__u32 frame_span;	/* bytes read per frame: past the last field
+				   used, at most TRACE_PY_FRAME_SPAN */
 };
+#define TRACE_PY_FRAME_SPAN 128
 
 /* One Python frame of a record: the code object's address with the
  * frame's entry flag in bit 0 and its owner (FRAME_OWNED_BY_*, 0-3) in

@@ -89,6 +89,25 @@ static void py_config(const struct py_runtime *rt, struct trace_py_proc *c)
 	c->frame_instr = l->frame_instr;
 	c->frame_is_entry = l->frame_is_entry;
 	c->frame_owner = l->frame_owner;
+	c->frame_span = 0;
+	for (int i = 0; i < 5; i++) {
+		int f[5] = { l->frame_previous, l->frame_code, l->frame_instr,
+			     l->frame_is_entry, l->frame_owner };
+		int width = i < 3 ? 8 : 1;
+
+		if (f[i] >= 0 && (uint32_t)(f[i] + width) > c->frame_span)
+			c->frame_span = (uint32_t)(f[i] + width);
+	}
+}
+
+/* Whether the walk can read this layout's frames: pointer fields 8-aligned
+ * and every field inside the span one read covers. */
+static bool py_config_ok(const struct trace_py_proc *c)
+{
+	return c->frame_span <= TRACE_PY_FRAME_SPAN &&
+	       c->frame_previous % 8 == 0 && c->frame_code % 8 == 0 &&
+	       c->frame_instr % 8 == 0 && c->frame_previous >= 0 &&
+	       c->frame_code >= 0 && c->frame_instr >= 0 && c->frame_owner >= 0;
 }
 
 void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
@@ -114,6 +133,13 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 		return;
 	}
 	py_config(&p->rt, &c);
+	if (!py_config_ok(&c)) {
+		log_warn(LOG(tr), "pid %d: Python %u.%u: frame layout the in-kernel "
+			 "walk cannot read, native frames only", (int)pid,
+			 p->rt.major, p->rt.minor);
+		py_free(p);
+		return;
+	}
 	if (bpf_map_update_elem(trace_programs__py_procs_fd(&tr->bpf),
 				&(uint32_t){ (uint32_t)pid }, &c, BPF_ANY)) {
 		log_warn(LOG(tr), "pid %d: cannot pass its Python layout to the "
