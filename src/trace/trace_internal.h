@@ -94,6 +94,8 @@ struct stacksnap_trace {
 	 * NULL slot is free), and the buffers of one event's frames. */
 	struct trace_py **py;
 	size_t npy;
+	struct trace_py **pydead;	/* forgotten at an exec, freed last */
+	size_t npydead;
 	struct py_raw_frame *pyframes;
 	size_t cap_pyframes;
 	struct stacksnap_runtime_frame *rframes;

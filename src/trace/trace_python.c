@@ -48,9 +48,19 @@ static void py_forget(struct stacksnap_trace *tr, pid_t pid)
 {
 	struct trace_py **s = py_slot(tr, pid);
 
+	void *grown;
+
 	if (!s)
 		return;
-	py_free(*s);
+	/* Kept until the trace is freed: frames handed out before (an
+	 * off-CPU wait in progress) point at its names. */
+	grown = realloc(tr->pydead, (tr->npydead + 1) * sizeof(*tr->pydead));
+	if (grown) {
+		tr->pydead = grown;
+		tr->pydead[tr->npydead++] = *s;
+	} else {
+		py_free(*s);
+	}
 	*s = NULL;
 	if (tr->bpf.proc)
 		bpf_map_delete_elem(trace_programs__py_procs_fd(&tr->bpf),
@@ -62,6 +72,11 @@ void trace__python_free(struct stacksnap_trace *tr)
 	for (size_t i = 0; i < tr->npy; i++)
 		py_free(tr->py[i]);
 	free(tr->py);
+	for (size_t i = 0; i < tr->npydead; i++)
+		py_free(tr->pydead[i]);
+	free(tr->pydead);
+	tr->pydead = NULL;
+	tr->npydead = 0;
 	free(tr->pyframes);
 	free(tr->rframes);
 	free(tr->pypend);
