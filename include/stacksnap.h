@@ -1784,6 +1784,10 @@ struct stacksnap_saved_event {
 	/* The address space of the event's process at its generation. */
 	struct stacksnap_addrspace *as;
 	unsigned generation;	/* 1 for the first of its process */
+	/* The event's Python frames as the trace named them (native_index:
+	 * the frame of the unwound copy each replaces); NULL/0: none. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
 	size_t :0;
 };
 
