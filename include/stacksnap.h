@@ -164,6 +164,20 @@ stacksnap_mem__new_callback(stacksnap_read_fn read, void *user);
  * fallback is not owned. */
 STACKSNAP_API int stacksnap_mem__set_fallback(struct stacksnap_mem *mem,
 					      struct stacksnap_mem *fallback);
+/* One more copied range of a thread's memory (another stack it uses). */
+struct stacksnap_stack_range {
+	const uint8_t *bytes;
+	size_t len;
+	uint64_t base;
+};
+/* More copied ranges for a copy source, read (in order) when an address
+ * is outside its main copy and before its fallback: a thread's other
+ * stacks (struct stacksnap_thread's more_stacks). ranges[0..n) and their
+ * bytes are not copied: they must outlive the source or the next call;
+ * n = 0 removes them. */
+STACKSNAP_API int stacksnap_mem__set_more(struct stacksnap_mem *mem,
+					  const struct stacksnap_stack_range *ranges,
+					  size_t n);
 STACKSNAP_API int stacksnap_mem__read(struct stacksnap_mem *mem, uint64_t addr,
 				      void *buf, size_t len);
 STACKSNAP_API void stacksnap_mem__free(struct stacksnap_mem *mem);
@@ -332,6 +346,23 @@ struct stacksnap_sym {
 	bool inlined;		/* an inline frame inside the next entry */
 };
 
+/* stacksnap_sym.module of a pc in anonymous executable memory (JIT code):
+ * function is its name from the live process's perf map
+ * (/tmp/perf-PID.map) or jitdump file (jit-PID.dump), file:line from the
+ * jitdump's debug info with STACKSNAP_SYM_LINES; function is NULL when no
+ * such file names the pc (never a neighbouring symbol). module_offset is
+ * pc - the mapping's start. Compare with strcmp. */
+#define STACKSNAP_MODULE_JIT "[jit]"
+
+/* The JIT symbol file that names pc, as the process and perf name it
+ * ("/tmp/perf-PID.map", a jitdump's path; `perf script` shows it as the
+ * frame's dso), or NULL when none does. Address spaces of processes seen
+ * in recorded events (stacksnap_procs__mmap...) read /tmp/perf-PID.map
+ * of this machine's /tmp, as `perf script` does. */
+STACKSNAP_API const char *
+stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as, uint64_t pc,
+			      bool is_return);
+
 /* Symbolizes pc. For a return address pass is_return = true: the lookup is
  * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
  * inline chain is returned innermost first, then the containing function,
@@ -349,8 +380,11 @@ STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 
 struct stacksnap_snapshot_opts {
 	size_t sz;
-	size_t stack_size;	/* bytes copied per thread from rsp up;
-				   0: 256 KiB. Clamped to the stack mapping. */
+	size_t stack_size;	/* bytes copied at most per stack from rsp up,
+				   clamped to its mapping (and, on a glibc
+				   thread's stack, its thread pointer): 0,
+				   the target's RLIMIT_STACK (at most 64 MiB;
+				   8 MiB when unknown): the whole stack in use */
 	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */
 	bool proc_mem;		/* copy through /proc/PID/mem instead of
 				   process_vm_readv */
@@ -410,6 +444,9 @@ enum stacksnap_thread_error {
 	STACKSNAP_THREAD_NO_STACK,    /* stack could not be copied */
 };
 
+/* Copied stacks of a thread besides the one holding rsp. */
+#define STACKSNAP_MORE_STACKS 2
+
 struct stacksnap_thread {
 	pid_t tid;
 	char name[16];		/* comm */
@@ -421,6 +458,13 @@ struct stacksnap_thread {
 	uint64_t stack_base;
 	bool nonstop;		/* read without stopping it: it was asleep and
 				   provably did not run during the capture */
+	/* The other stacks a walk of this thread can enter, copied at the
+	 * same instant: for a thread running a signal handler on an
+	 * alternate signal stack (stack), its normal stack from the
+	 * interrupted rsp up. Point a copy source at them with
+	 * stacksnap_mem__set_more(). */
+	struct stacksnap_stack_range more_stacks[STACKSNAP_MORE_STACKS];
+	unsigned nmore_stacks;
 };
 
 struct stacksnap_snapshot_stats {

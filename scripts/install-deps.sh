@@ -42,6 +42,8 @@ command -v zstd >/dev/null 2>&1 || need="$need zstd"
 command -v go >/dev/null 2>&1 || need="$need golang-go"
 command -v chromium >/dev/null 2>&1 || need="$need chromium"
 command -v chromedriver >/dev/null 2>&1 || need="$need chromium-driver"
+command -v node >/dev/null 2>&1 || need="$need nodejs"
+command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 python3 -c 'import jsonschema' 2>/dev/null || need="$need python3-jsonschema"
 [ -x /usr/bin/python3.11d ] || need="$need python3.11-dbg"
 [ -z "$need" ] && exit 0

@@ -20,6 +20,7 @@
 #include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
+#include "symbolize/jit_symbols.h"
 #include "symbolize/symbolize.h"
 
 static void map_release(struct as_map *m)
@@ -525,6 +526,7 @@ void stacksnap_addrspace__free(struct stacksnap_addrspace *as)
 	maps_clear(as);
 	free(as->maps);
 	free(as->rw);
+	jit_symbols__free(as->jit);
 	free(as);
 }
 
@@ -533,6 +535,61 @@ size_t addrspace__writable(const struct stacksnap_addrspace *as,
 {
 	*out = as->rw;
 	return as->pid ? as->nrw : 0;
+}
+
+struct jit_symbols *addrspace__jit(struct stacksnap_addrspace *as)
+{
+	if (!as->jit && as->pid)
+		as->jit = jit_symbols__new(as->pid, &as->ctx->log);
+	return as->jit;
+}
+
+void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js)
+{
+	jit_symbols__free(as->jit);
+	as->jit = js;
+}
+
+/* Anonymous executable memory: no path in /proc/PID/maps, "//anon" in
+ * perf.data's mmap events, "[anon:NAME]" when named with prctl. */
+static bool is_anon_code(const struct as_map *m)
+{
+	return !m->mod && (m->prot & PROT_EXEC) &&
+	       (!m->path || !strcmp(m->path, "//anon") ||
+		!strncmp(m->path, "[anon", 5));
+}
+
+const char *stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as,
+					  uint64_t pc, bool is_return)
+{
+	uint64_t lookup = is_return ? pc - 1 : pc;
+	const struct as_map *m = as ? addrspace__find(as, lookup) : NULL;
+	struct jit_symbol js;
+
+	if (!m || !is_anon_code(m) || !addrspace__jit(as) ||
+	    !jit_symbols__lookup(as->jit, lookup, &js))
+		return NULL;
+	return js.source;
+}
+
+/* A pc in anonymous executable memory is JIT code: named from the live
+ * process's perf map or jitdump (file:line with STACKSNAP_SYM_LINES when
+ * the dump has them), never from a neighbouring module's symbols. */
+static void symbolize_jit(struct stacksnap_addrspace *as, uint64_t pc,
+			  uint64_t lookup, unsigned flags,
+			  struct stacksnap_sym *out)
+{
+	struct jit_symbol js;
+
+	out->module = STACKSNAP_MODULE_JIT;
+	if (!addrspace__jit(as) || !jit_symbols__lookup(as->jit, lookup, &js))
+		return;
+	out->function = js.name;
+	out->offset = pc - js.start;
+	if ((flags & STACKSNAP_SYM_LINES) && js.file) {
+		out->file = js.file;
+		out->line = (int)js.line;
+	}
 }
 
 int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
@@ -554,6 +611,8 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	out->module = m->path;
 	if (!(mod = m->mod)) {
 		out->module_offset = pc - m->start;
+		if (is_anon_code(m))
+			symbolize_jit(as, pc, lookup, flags, out);
 		return 1;
 	}
 	uint64_t vaddr = lookup - m->bias;

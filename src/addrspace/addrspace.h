@@ -46,7 +46,17 @@ struct stacksnap_addrspace {
 	 * snapshot of the same process reuses them: one read, not two). */
 	struct as_rw_range *rw;
 	size_t nrw, caprw;
+	/* The process's perf map and jitdump: names of its anonymous code
+	 * (NULL until a pc there is symbolized; live processes only). */
+	struct jit_symbols *jit;
 };
+
+/* The JIT symbol source of as: a live process's perf map and jitdump
+ * (made at the first call), or what addrspace__set_jit gave a saved
+ * space; NULL when there is none. */
+struct jit_symbols *addrspace__jit(struct stacksnap_addrspace *as);
+/* Gives as the names of a saved snapshot's JIT code (takes js). */
+void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js);
 
 /* The writable mappings read with the maps; 0 for caller-supplied ones. */
 size_t addrspace__writable(const struct stacksnap_addrspace *as,

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/opts.h"
 #include "addrspace/addrspace.h"
+#include "symbolize/jit_symbols.h"
 #include "base/vec.h"
 #include "mem/mem.h"
 #include "mem/compact_stack.h"
@@ -131,6 +132,9 @@ static struct proc *proc_get(struct stacksnap_procs *p, pid_t pid,
 	as = src ? addrspace__clone(src) : stacksnap_addrspace__new(p->ctx);
 	if (!as)
 		return NULL;
+	/* JIT code of a recorded process is named from its perf map, as
+	 * `perf script` names it (opened at the first such pc). */
+	addrspace__set_jit(as, jit_symbols__new_recorded(pid, &p->ctx->log));
 	if (!e) {
 		if (table_grow((void **)&p->procs, &p->nprocs, &p->capprocs,
 			       sizeof(*e))) {

@@ -38,6 +38,10 @@ struct cap_thread {
 				   wait status (pending_sig) is taken at its
 				   detach */
 	uint64_t copy_start, copy_len;
+	bool below_tp;		/* the copy reaches up to its thread pointer
+				   (main thread: up to the stack's start):
+				   every frame of its own stack is in it, and
+				   an alternate stack need not be looked for */
 	/* pub.nonstop: read by the iterator, never seized; w is the witness
 	 * of that read, which every later check must find unchanged. */
 	struct nonstop_witness w;
@@ -65,6 +69,9 @@ struct stacksnap_snapshot {
 	struct rw_map *maps;  /* owned; freed by the capture */
 	size_t nmaps;
 	bool maps_borrowed;   /* from opts.addrspace: reread once if short */
+	uint64_t start_stack; /* near the top of the main thread's stack (0:
+				 unknown): a main thread whose copy holds it
+				 is on its own stack */
 	const struct stacksnap_snapshot_opts *copy_opts;
 	bool copy_early;
 	bool copied_any;      /* the last copy_stacks() copied something */
@@ -112,6 +119,11 @@ struct cap_thread *capture__find_thread(struct stacksnap_snapshot *s, pid_t tid)
 struct cap_thread *capture__add_thread(struct stacksnap_snapshot *s, pid_t tid);
 int capture__scan_tasks(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o);
+/* Bytes copied at most per stack by default: the target's RLIMIT_STACK,
+ * at most CAPTURE_MAX_STACK (what a snapshot file's reader accepts). */
+#define CAPTURE_MAX_STACK (64u << 20)
+uint64_t capture_stack_limit(pid_t pid);
+uint64_t capture_start_stack(pid_t pid);
 
 /* freeze.c: ptrace seize, interrupt, stops, registers, detach. */
 void capture__realtime_enter(struct stacksnap_snapshot *s);
@@ -129,6 +141,8 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 			const struct stacksnap_snapshot_opts *o,
 			struct rw_map **out, size_t *nout);
 int capture__copy_stacks(struct stacksnap_snapshot *s);
+int capture__copy_more(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o, struct cap_thread *t);
 void capture_prefault_kernel(uint8_t *buf, size_t len);
 
 /* goroutines.c: a Go program's goroutine list. Before the freeze: opens

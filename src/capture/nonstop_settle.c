@@ -47,10 +47,13 @@ void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t, bool ra
 {
 	t->pub.nonstop = false;
 	s->stats.bytes_copied -= t->copy_len; /* dropped */
+	for (unsigned k = 0; k < t->pub.nmore_stacks; k++)
+		s->stats.bytes_copied -= t->pub.more_stacks[k].len;
 	t->have_regs = false; /* read again once it is stopped */
 	t->pub.stack = NULL;
 	t->pub.stack_len = 0;
 	t->pub.stack_base = 0;
+	t->pub.nmore_stacks = 0;
 	t->copy_start = t->copy_len = t->want_len = 0;
 	s->ns_stats.read_nonstop--;
 	if (ran) {
@@ -153,6 +156,24 @@ static void extend_deep(struct stacksnap_snapshot *s)
 		t->pub.stack = buf;
 		t->pub.stack_len = t->copy_len;
 		s->ns_stats.extended++;
+	}
+}
+
+/* Threads read non-stop on an alternate signal stack: their normal stack
+ * is read now too, proven by the final witness check as extend_deep()'s
+ * bytes are; a thread whose other stack cannot be read is interrupted. */
+static void copy_more_nonstop(struct stacksnap_snapshot *s,
+			      const struct stacksnap_snapshot_opts *o)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		if (!t->pub.nonstop || t->pub.nmore_stacks)
+			continue;
+		if (capture__copy_more(s, o, t))
+			capture__demote(s, t, false);
+		else if (t->pub.nmore_stacks)
+			s->settled = false;
 	}
 }
 
@@ -430,6 +451,7 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 		return;
 	}
 	extend_deep(s);
+	copy_more_nonstop(s, o);
 }
 
 int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,

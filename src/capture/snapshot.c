@@ -17,7 +17,6 @@
 #include "base/opts.h"
 #include "capture/capture_internal.h"
 
-#define DEFAULT_STACK_SIZE (256u << 10)
 #define DEFAULT_STOP_TIMEOUT_MS 1000
 /* Final witness checks go on, each round interrupting only the threads
  * that ran since their read, until one finds nothing moved. After
@@ -62,8 +61,12 @@ static int take_opts(struct stacksnap_snapshot_opts *o,
 {
 	if (opts_in(o, sizeof(*o), opts, 0))
 		return -EINVAL;
-	if (!o->stack_size)
-		o->stack_size = DEFAULT_STACK_SIZE;
+	/* By default a copy holds the whole stack in use (from sp to the top
+	 * of its mapping or its thread pointer), as deep as the target's own
+	 * limit lets it grow: a copy is the part in use only, so ordinary
+	 * stacks cost what they did. */
+	if (!o->stack_size && pid > 0)
+		o->stack_size = capture_stack_limit(pid);
 	if (!o->stop_timeout_ms)
 		o->stop_timeout_ms = DEFAULT_STOP_TIMEOUT_MS;
 
@@ -79,6 +82,8 @@ static int read_before_freeze(struct stacksnap_snapshot *s,
 
 	if (err >= 0)
 		err = o->no_copy ? 0 : capture__rw_maps_of(s, o, &s->maps, &s->nmaps);
+	if (err >= 0 && !o->no_copy)
+		s->start_stack = capture_start_stack(s->pid);
 	if (err < 0)
 		return err == -ENOENT ? -ESRCH : err;
 	size_t prefault = s->n * (o->stack_size < PREFAULT_PER_THREAD ? o->stack_size

@@ -1,7 +1,8 @@
 /* stack_copy.c - the stack copies of stopped threads: each clamped to the
  * writable mapping its rsp is in, all taken in one batched
  * process_vm_readv (or /proc/PID/mem reads) into a buffer faulted in
- * before the freeze. */
+ * before the freeze; and the normal stack of a thread whose handler runs
+ * on an alternate signal stack. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 
 #include "addrspace/addrspace.h"
 #include "base/maps_line.h"
+#include "base/ucontext_regs.h"
 #include "base/vec.h"
 #include "capture/capture_internal.h"
 
@@ -96,14 +98,16 @@ static int reread_maps(struct stacksnap_snapshot *s)
 	return 0;
 }
 
-/* Where thread t's copy starts and how long it is (t->copy_start,
- * copy_len): from rsp minus the red zone to the end of its mapping or its
- * thread pointer, at most stack_size. False, with the thread's error set,
- * when rsp is in no writable mapping (after reading the maps afresh, when
- * they were borrowed from the caller's address space). */
-static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
+/* The range to copy of a stack holding sp: from sp minus the red zone to
+ * the end of its writable mapping or the thread pointer fs_base, at most
+ * stack_size bytes. False when sp is in no writable mapping (after
+ * reading the maps afresh, when they were borrowed from the caller's
+ * address space). *below_tp: the range reaches up to the thread pointer
+ * (sp is on the thread's own glibc stack, its frames all copied). */
+static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
+			uint64_t fs_base, uint64_t stack_size, uint64_t *start,
+			uint64_t *len, bool *below_tp)
 {
-	uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP];
 	uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
 
 	for (size_t k = 0; k < s->nmaps; k++)
@@ -114,21 +118,112 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 			break;
 		}
 	if (!hi && s->maps_borrowed && reread_maps(s) == 0)
-		return copy_range(s, t);
-	if (!hi) {
-		t->pub.error = STACKSNAP_THREAD_NO_STACK;
+		return stack_range(s, sp, fs_base, stack_size, start, len,
+				   below_tp);
+	if (!hi)
 		return false;
-	}
 	/* glibc puts a thread's descriptor at its thread pointer, at the top
 	 * of its stack mapping, above the outermost frame: the unwinder never
 	 * reads it. */
-	if (t->fs_base > sp && t->fs_base < hi)
-		hi = t->fs_base;
-	if (hi - lo > s->copy_opts->stack_size)
-		hi = lo + s->copy_opts->stack_size;
-	t->copy_start = lo;
-	t->copy_len = hi - lo;
+	*below_tp = fs_base > sp && fs_base < hi;
+	if (*below_tp)
+		hi = fs_base;
+	if (hi - lo > stack_size) {
+		hi = lo + stack_size;
+		*below_tp = false; /* an alternate stack may lie in the same
+				      mapping, below the thread's own */
+	}
+	*start = lo;
+	*len = hi - lo;
 	return true;
+}
+
+/* Where thread t's copy starts and how long it is (t->copy_start,
+ * copy_len). False, with the thread's error set, when rsp is in no
+ * writable mapping. */
+static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
+{
+	if (!stack_range(s, t->pub.regs.regs[STACKSNAP_REG_RSP], t->fs_base,
+			 s->copy_opts->stack_size, &t->copy_start, &t->copy_len,
+			 &t->below_tp)) {
+		t->pub.error = STACKSNAP_THREAD_NO_STACK;
+		return false;
+	}
+	/* The main thread's thread pointer is no mark of its stack (glibc's
+	 * TLS block may even share a mapping with an alternate stack): the
+	 * stack's start is. The search for a signal frame costs ~1 us per
+	 * thread inside the freeze; only a thread whose copy misses its own
+	 * stack's top pays it (or one whose alternate stack lies inside its
+	 * own stack, a local array, which is not looked for). */
+	if (t->pub.tid == s->pid)
+		t->below_tp = s->start_stack >= t->copy_start &&
+			      s->start_stack - t->copy_start < t->copy_len;
+	return true;
+}
+
+/* Bytes for a copy of len taken after the prefaulted buffer's share, or
+ * NULL. */
+static uint8_t *more_buf(struct stacksnap_snapshot *s, size_t len)
+{
+	uint8_t **slot, *buf;
+
+	if (len <= s->stack_cap - s->stack_off) {
+		buf = s->stack_bytes + s->stack_off;
+		s->stack_off += len;
+		return buf;
+	}
+	slot = VEC_PUSH(s->extra, s->nextra, s->extra_cap);
+	buf = slot ? malloc(len) : NULL;
+	if (slot && !buf)
+		s->nextra--;
+	else if (slot)
+		*slot = buf;
+	return buf;
+}
+
+/* Thread t (its stack copied, stopped or proven asleep) running a signal
+ * handler on an alternate signal stack: its normal stack, from the
+ * interrupted rsp, is copied into t->pub.more_stacks, so the walk goes on
+ * past the signal frame. Returns 0 (copied, or not on an alternate
+ * stack), or -errno when that stack could not be read. */
+int capture__copy_more(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o, struct cap_thread *t)
+{
+	uint64_t rsp, start, len;
+	bool below_tp;
+	uint8_t *buf;
+	ssize_t r;
+
+	if (t->below_tp || !t->pub.stack || t->pub.nmore_stacks ||
+	    !(rsp = ucontext__altstack_interrupted_sp(
+		      t->pub.stack, t->pub.stack_len, t->pub.stack_base,
+		      t->pub.regs.regs[STACKSNAP_REG_RSP])))
+		return 0;
+	if (!stack_range(s, rsp, t->fs_base, o->stack_size, &start, &len, &below_tp))
+		return -EFAULT;
+	if (!len || !(buf = more_buf(s, len)))
+		return len ? -ENOMEM : 0;
+	if (o->proc_mem) {
+		char path[64];
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -1 : pread(fd, buf, len, (off_t)start);
+		if (fd >= 0)
+			close(fd);
+	} else {
+		struct iovec l = { buf, len };
+		struct iovec rm = { (void *)(uintptr_t)start, len };
+
+		r = process_vm_readv(s->pid, &l, 1, &rm, 1, 0);
+	}
+	if (r != (ssize_t)len)
+		return -EFAULT;
+	t->pub.more_stacks[0] = (struct stacksnap_stack_range){ buf, len, start };
+	t->pub.nmore_stacks = 1;
+	s->stats.bytes_copied += len;
+	return 0;
 }
 
 static void copy_done(struct stacksnap_snapshot *s, struct cap_thread *t,
@@ -244,6 +339,12 @@ int capture__copy_stacks(struct stacksnap_snapshot *s)
 		if (!t->pub.error)
 			copy_done(s, t, local[k].iov_base);
 	}
+	/* The other stack of a thread on an alternate signal stack: one more
+	 * read, rarely needed; without it the walk ends at the signal frame
+	 * (stack copy too small), as it did before. */
+	for (size_t k = 0; k < niov; k++)
+		if (!s->threads[which[k]].pub.error)
+			capture__copy_more(s, o, &s->threads[which[k]]);
 out:
 	free(local);
 	free(remote);

@@ -244,3 +244,54 @@ int capture_check_target(pid_t pid, const struct log_sink *log)
 	}
 	return 0;
 }
+
+/* The soft RLIMIT_STACK of pid from /proc/PID/limits, clamped to
+ * [256 KiB, CAPTURE_MAX_STACK] (unlimited: the maximum); 8 MiB, Linux's
+ * usual limit, when it cannot be read. No stack of pid's main thread
+ * grows past it, and glibc sizes other threads' stacks by it. */
+uint64_t capture_stack_limit(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t v = 8u << 20;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+	if (!(f = fopen(path, "re")))
+		return v;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strlen("Max stack size");
+
+		if (strncmp(line, "Max stack size", strlen("Max stack size")))
+			continue;
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "unlimited", 9))
+			v = CAPTURE_MAX_STACK;
+		else if (*p >= '0' && *p <= '9')
+			v = strtoull(p, NULL, 10);
+		break;
+	}
+	fclose(f);
+	if (v < (256u << 10))
+		v = 256u << 10;
+	return v > CAPTURE_MAX_STACK ? CAPTURE_MAX_STACK : v;
+}
+
+/* startstack of pid's /proc/PID/stat (field 28): an address near the top
+ * of the main thread's stack; 0 when unknown. */
+uint64_t capture_start_stack(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strrchr(buf, ')'); /* comm may contain spaces and parens */
+	/* Fields 3 (state) to 27 skipped, then startstack. */
+	if (!p || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %llu", &v) != 1)
+		return 0;
+	return v;
+}

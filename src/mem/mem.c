@@ -13,7 +13,17 @@
 static int copy_read(struct stacksnap_mem *m, uint64_t addr, void *buf,
 		     size_t len)
 {
-	/* mem_read already tried the copy; only a fallback can help. */
+	/* mem_read already tried the copy: then the thread's other stacks,
+	 * then the fallback. */
+	for (size_t i = 0; i < m->nmore; i++) {
+		const struct stacksnap_stack_range *r = &m->more[i];
+
+		if (addr >= r->base && addr - r->base <= r->len &&
+		    len <= r->len - (addr - r->base)) {
+			memcpy(buf, r->bytes + (addr - r->base), len);
+			return 0;
+		}
+	}
 	if (m->fallback)
 		return mem_read(m->fallback, addr, buf, len);
 	return -ENODATA;
@@ -266,6 +276,20 @@ int stacksnap_mem__set_fallback(struct stacksnap_mem *m,
 	if (!m || m == fallback || m->ops != &copy_ops)
 		return fail(-EINVAL);
 	m->fallback = fallback;
+	return 0;
+}
+
+int stacksnap_mem__set_more(struct stacksnap_mem *m,
+			    const struct stacksnap_stack_range *ranges, size_t n)
+{
+	if (!m || m->ops != &copy_ops || (!ranges && n))
+		return fail(-EINVAL);
+	for (size_t i = 0; i < n; i++)
+		if ((!ranges[i].bytes && ranges[i].len) ||
+		    ranges[i].base + ranges[i].len < ranges[i].base)
+			return fail(-EINVAL);
+	m->more = ranges;
+	m->nmore = n;
 	return 0;
 }
 

@@ -43,7 +43,10 @@ struct stacksnap_mem {
 	const uint8_t *bytes;	   /* copied range, or NULL */
 	size_t len;
 	uint64_t base;
-	struct stacksnap_mem *fallback; /* reads outside the copy; not owned */
+	const struct stacksnap_stack_range *more; /* a copy source's other
+				   copied ranges, tried after bytes; not owned */
+	size_t nmore;
+	struct stacksnap_mem *fallback; /* reads outside the copies; not owned */
 	pid_t pid;		   /* live source */
 	stacksnap_read_fn read_fn; /* callback source */
 	void *read_user;

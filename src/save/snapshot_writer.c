@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -13,10 +14,12 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
+#include "base/vec.h"
 #include "capture/runtime_capture.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
 #include "snapfile/snapshot_file.h"
+#include "symbolize/jit_symbols.h"
 
 /* Measured in BENCHMARKS.md ("Snapshot file sizes"). */
 #define DEFAULT_ENCODING STACKSNAP_ENCODING_POINTERS
@@ -99,6 +102,30 @@ static int put_thread(struct snapfile_writer *w, const struct stacksnap_thread *
 	snapfile__put_stack(&w->buf, th, keep);
 	free(keep);
 	byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
+	/* Appended to the record (older readers stop before it): the
+	 * thread's other stacks (its normal stack below a handler on an
+	 * alternate signal stack), each kept by the pointers policy under a
+	 * compact encoding, as exact's walk of the first stack never
+	 * reaches them. */
+	struct stack_words pw = { .enc = sw->enc == STACKSNAP_ENCODING_FULL
+						 ? STACKSNAP_ENCODING_FULL
+						 : STACKSNAP_ENCODING_POINTERS };
+	byte_buf__u8(&w->buf, (uint8_t)(th->stack ? th->nmore_stacks : 0));
+	for (unsigned k = 0; th->stack && k < th->nmore_stacks; k++) {
+		const struct stacksnap_stack_range *m = &th->more_stacks[k];
+		struct stacksnap_thread part = { .stack = m->bytes, .stack_len = m->len,
+						 .stack_base = m->base };
+
+		byte_buf__u64(&w->buf, m->base);
+		byte_buf__u64(&w->buf, m->len);
+		enc_at = w->buf.n;
+		byte_buf__u64(&w->buf, 0);
+		if ((err = stack_words__choose(&pw, as, &part, &keep)))
+			return err;
+		snapfile__put_stack(&w->buf, &part, keep);
+		free(keep);
+		byte_buf__patch_u64(&w->buf, enc_at, w->buf.n - enc_at - 8);
+	}
 	byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	return 0;
 }
@@ -115,7 +142,8 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 				o->stack_scan);
 	if (err)
 		return err;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 1, 0);
+	/* Version 2: each record ends with the thread's other stacks. */
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 2, 0);
 	byte_buf__u8(&w->buf, (uint8_t)enc);
 	byte_buf__u32(&w->buf, (uint32_t)n);
 	for (size_t i = 0; i < n && !err; i++)
@@ -124,6 +152,93 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 		snapfile_writer__end_section(w);
 	stack_words__free(&sw);
 	return err;
+}
+
+/* JIT code ranges named so far, and the anonymous code they may lie in. */
+struct jit_found {
+	struct jit_symbol *syms;
+	size_t n, cap;
+	const struct as_map **anon;
+	size_t nanon, anon_cap;
+};
+
+static bool in_anon_code(const struct jit_found *f, uint64_t pc)
+{
+	for (size_t i = 0; i < f->nanon; i++)
+		if (pc - f->anon[i]->start < f->anon[i]->end - f->anon[i]->start)
+			return true;
+	return false;
+}
+
+static void note_jit_pc(struct jit_found *f, struct jit_symbols *js,
+			uint64_t pc)
+{
+	struct jit_symbol sym, *slot;
+
+	if (!in_anon_code(f, pc) || !jit_symbols__lookup(js, pc, &sym))
+		return;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->syms[i].start == sym.start)
+			return;
+	if ((slot = VEC_PUSH(f->syms, f->n, f->cap)))
+		*slot = sym;
+}
+
+/* The names of the JIT code the saved stacks may be in: a live process's
+ * perf map and jitdump change and vanish with it, so `show` reads them
+ * from the file. Kept: the entries covering each thread's pc and each
+ * stack word (return addresses among them) in anonymous executable
+ * memory - a few, not the whole map. No section when none. */
+static void put_jit_symbols(struct snapfile_writer *w,
+			    const struct stacksnap_snapshot *snap,
+			    struct stacksnap_addrspace *as)
+{
+	size_t nthreads = stacksnap_snapshot__thread_count(snap);
+	struct jit_found f = { 0 };
+	struct jit_symbols *js;
+
+	for (size_t i = 0; i < as->n; i++) {
+		const struct as_map *m = &as->maps[i];
+		const struct as_map **slot;
+
+		if (m->mod || m->path || !(m->prot & PROT_EXEC))
+			continue;
+		if (!(slot = VEC_PUSH(f.anon, f.nanon, f.anon_cap)))
+			goto out;
+		*slot = m;
+	}
+	if (!f.nanon || !(js = addrspace__jit(as)))
+		goto out;
+	for (size_t t = 0; t < nthreads; t++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, t);
+
+		if (th->regs.valid & (1u << STACKSNAP_REG_RIP))
+			note_jit_pc(&f, js, th->regs.regs[STACKSNAP_REG_RIP]);
+		for (size_t off = 0; th->stack && off + 8 <= th->stack_len; off += 8) {
+			uint64_t word;
+
+			memcpy(&word, th->stack + off, 8);
+			note_jit_pc(&f, js, word - 1); /* inside the call */
+		}
+	}
+	if (!f.n)
+		goto out;
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_JIT_SYMBOLS, 1, 0);
+	byte_buf__u32(&w->buf, (uint32_t)f.n);
+	for (size_t i = 0; i < f.n; i++) {
+		size_t len = strlen(f.syms[i].name);
+
+		if (len > SNAPFILE_MAX_JIT_NAME)
+			len = SNAPFILE_MAX_JIT_NAME;
+		byte_buf__u64(&w->buf, f.syms[i].start);
+		byte_buf__u64(&w->buf, f.syms[i].end);
+		byte_buf__u16(&w->buf, (uint16_t)len);
+		byte_buf__put(&w->buf, f.syms[i].name, len);
+	}
+	snapfile_writer__end_section(w);
+out:
+	free(f.syms);
+	free(f.anon);
 }
 
 /* A string that may be absent: written empty (read back as NULL). */
@@ -245,6 +360,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 	err = put_threads(&w, snap, as, &o, o.encoding);
 	if (!err) {
 		put_goroutines(&w, snap);
+		put_jit_symbols(&w, snap, as);
 		err = put_runtime(&w, snap);
 	}
 	if (err) {

@@ -140,6 +140,20 @@ int stack_words__choose(struct stack_words *sw, struct stacksnap_addrspace *as,
 		free(k);
 		return err;
 	}
+	/* A signal frame on an alternate stack holds the interrupted rsp
+	 * (and often rbp), pointers into the thread's other stack: kept, or
+	 * the walk could not cross to it. */
+	for (unsigned m = 0; m < th->nmore_stacks; m++) {
+		const struct stacksnap_stack_range *r = &th->more_stacks[m];
+
+		for (size_t i = 0; i < compact_stack__words(stack_len); i++) {
+			uint64_t v;
+
+			memcpy(&v, th->stack + 8 * i, 8);
+			if (v >= r->base && v - r->base < r->len)
+				compact_stack__keep(k, i);
+		}
+	}
 	*keep = k;
 	return 0;
 }

@@ -20,6 +20,8 @@
 #include "saved/saved.h"
 #include "snapfile/compact_stack.h"
 #include "snapfile/snapshot_file.h"
+#include "symbolize/jit_symbols.h"
+#include "symbolize/perf_map.h"
 
 /* Errors name the file and the byte offset in it. */
 #define BAD SAVED_BAD
@@ -305,8 +307,65 @@ int snapshot_reader__read_mappings(struct stacksnap_saved *s, struct cursor *c,
 	return 0;
 }
 
-static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base)
+/* The JIT symbols the writer kept (SNAPFILE_SEC_JIT_SYMBOLS): the names
+ * of the saved stacks' JIT code, read into a perf map the address space
+ * names anonymous code from. A record that is not a name (empty, a NUL
+ * or a newline in it, end not above start) is skipped. */
+static int read_jit_symbols(struct stacksnap_saved *s, struct cursor *c, size_t base)
 {
+	uint32_t n = cursor_u32(c);
+	struct perf_map *pm;
+	struct jit_symbols *js;
+	char *text, *p;
+	int err;
+
+	/* A record is at least 8 + 8 + 2 + 1 bytes. */
+	if (c->bad || n > cursor_left(c) / 19) {
+		BAD(s, base, "JIT symbols: count does not fit the section");
+		return -EINVAL;
+	}
+	/* Each line is at most 16 + 1 + 16 + 1 + name + 1 bytes. */
+	p = text = malloc(cursor_left(c) + (size_t)n * 35 + 1);
+	if (!text)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t start = cursor_u64(c), end = cursor_u64(c);
+		uint16_t len = cursor_u16(c);
+		const char *name = (const char *)cursor_take(c, len);
+
+		if (c->bad) {
+			free(text);
+			BAD(s, base, "JIT symbols: record %u truncated", i);
+			return -EINVAL;
+		}
+		if (!len || end <= start || memchr(name, 0, len) ||
+		    memchr(name, '\n', len))
+			continue;
+		p += sprintf(p, "%llx %llx ", (unsigned long long)start,
+			     (unsigned long long)(end - start));
+		memcpy(p, name, len);
+		p += len;
+		*p++ = '\n';
+	}
+	err = perf_map__from_text(text, (size_t)(p - text), &pm);
+	free(text);
+	if (err)
+		return err;
+	if (!(js = jit_symbols__from_map(pm)))
+		return -ENOMEM;
+	addrspace__set_jit(s->as, js);
+	return 0;
+}
+
+/* A THREADS section of version 2 or later appends each thread's other
+ * stacks to its record; in version 1 whatever follows the stack is a
+ * newer writer's field, skipped. */
+#define THREADS_VERSION_MORE_STACKS 2
+
+static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base,
+			unsigned version)
+{
+	bool has_more = version >= THREADS_VERSION_MORE_STACKS;
 	uint8_t enc = cursor_u8(c);
 	uint32_t n = cursor_u32(c);
 	struct cursor scan = *c;
@@ -335,6 +394,26 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 		cursor_skip(&rc, cursor_u8(&rc));
 		cursor_skip(&rc, 4 + 8 * STACKSNAP_REG_COUNT + 8);
 		uint64_t len = cursor_u64(&rc);
+		/* The other stacks appended to the record (none in older
+		 * files): their lengths count in the same bounds. */
+		cursor_skip(&rc, cursor_u64(&rc));
+		uint8_t nmore = has_more && cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		for (uint8_t k = 0; k < nmore && !rc.bad && len <= SNAPFILE_MAX_STACK; k++) {
+			uint64_t mlen;
+
+			cursor_skip(&rc, 8);
+			mlen = cursor_u64(&rc);
+			if (mlen > SNAPFILE_MAX_STACK)
+				len = mlen;
+			else
+				len += (mlen + 7) & ~7ull;
+			cursor_skip(&rc, cursor_u64(&rc));
+		}
+		if (nmore > STACKSNAP_MORE_STACKS) {
+			BAD(s, at, "thread %u: %u other stacks (at most %u)", i,
+			    nmore, STACKSNAP_MORE_STACKS);
+			return -EINVAL;
+		}
 		if (rc.bad || len > SNAPFILE_MAX_STACK || total + len > SNAPFILE_MAX_STACKS) {
 			BAD(s, at, "thread %u: %s", i, rc.bad ? "record truncated"
 				   : "stack length beyond the reader's limit (64 MiB a "
@@ -392,6 +471,27 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 				return -EINVAL;
 			}
 			off += (th->stack_len + 7) & ~(size_t)7;
+		}
+		/* Bounded by the first pass. */
+		th->nmore_stacks = has_more && cursor_left(&rc) ? cursor_u8(&rc) : 0;
+		for (unsigned k = 0; k < th->nmore_stacks; k++) {
+			struct stacksnap_stack_range *m = &th->more_stacks[k];
+			struct cursor ec;
+
+			m->base = cursor_u64(&rc);
+			m->len = (size_t)cursor_u64(&rc);
+			elen = cursor_u64(&rc);
+			e = elen <= cursor_left(&rc) ? cursor_take(&rc, elen) : NULL;
+			cursor_init(&ec, e, e ? elen : 0);
+			m->bytes = s->stacks + off;
+			if (rc.bad || m->base + m->len < m->base ||
+			    compact_stack__decode(&ec, s->stacks + off, m->len, m->base,
+						  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
+				BAD(s, at, "thread %u (tid %d): corrupt encoding of its "
+					   "other stack %u", i, (int)th->tid, k);
+				return -EINVAL;
+			}
+			off += (m->len + 7) & ~(size_t)7;
 		}
 		s->n++;
 	}
@@ -515,13 +615,16 @@ static int parse(struct stacksnap_saved *s)
 				return -EINVAL;
 			}
 			have_threads = true;
-			err = read_threads(s, &pc, pbase);
+			err = read_threads(s, &pc, pbase, ver);
 			break;
 		case SNAPFILE_SEC_GOROUTINES:
 			err = read_goroutines(s, &pc, pbase);
 			break;
 		case SNAPFILE_SEC_RUNTIME:
 			err = runtime_reader__read_section(s, &pc, pbase);
+			break;
+		case SNAPFILE_SEC_JIT_SYMBOLS:
+			err = read_jit_symbols(s, &pc, pbase);
 			break;
 		case SNAPFILE_SEC_EVENT:
 		case SNAPFILE_SEC_ADDRSPACE:

@@ -34,6 +34,7 @@ enum snapfile_section {
 				      full): u32 cpu, u64 running count */
 	SNAPFILE_SEC_RUNTIME = 9,  /* language-runtime frames, named */
 	SNAPFILE_SEC_GOROUTINES = 10, /* a Go program's goroutines (optional) */
+	SNAPFILE_SEC_JIT_SYMBOLS = 11, /* names of JIT code on the stacks */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -55,6 +56,9 @@ enum snapfile_map_kind {
 	SNAPFILE_MAP_IMAGE = 1, /* its image is in an IMAGE section */
 	SNAPFILE_MAP_ANON = 2,	/* code without a file (JIT) */
 };
+
+/* Longest JIT symbol name a writer stores (longer ones are cut). */
+#define SNAPFILE_MAX_JIT_NAME 4095
 
 /* Hard limits on what a file may make the reader allocate. */
 #define SNAPFILE_MAX_STACK (64u << 20)	      /* per thread */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/ucontext_regs.h"
 #include "base/vec.h"
 #include "walker/walker.h"
 
@@ -526,6 +527,46 @@ static const uint8_t *stack_copy_at(void *user, uint64_t addr, size_t len)
 	return NULL;
 }
 
+/* Capture c (copied, its thread still stopped) running a signal handler
+ * on an alternate signal stack: its normal stack, from the interrupted
+ * rsp, is copied after the stacks (*total bytes of the buffer used), so
+ * the walk goes on past the signal frame. Without it (not found, not
+ * readable) the walk ends there, as before. */
+static void copy_more(struct stacksnap_walker *w, struct request *r,
+		      struct wcapture *c, size_t *total)
+{
+	struct stacksnap_target *t = r->t;
+	uint64_t rsp, lo, hi;
+	const struct rwmap *m;
+
+	c->more_len = 0;
+	if (c->error || !c->len || !c->scan_alt ||
+	    !(rsp = ucontext__altstack_interrupted_sp(
+		      t->stack_bytes + c->off, c->len, c->base,
+		      c->regs.regs[STACKSNAP_REG_RSP])) ||
+	    !(m = rw_for(r, rsp)))
+		return;
+	lo = rsp >= m->start + RED_ZONE ? rsp - RED_ZONE : m->start;
+	hi = m->end - lo > w->stack_size ? lo + w->stack_size : m->end;
+	if (*total + (hi - lo) > t->stack_cap) {
+		uint8_t *nb = realloc(t->stack_bytes, *total + (hi - lo));
+
+		if (!nb)
+			return;
+		t->stack_bytes = nb;
+		t->stack_cap = *total + (hi - lo);
+	}
+	struct iovec l = { t->stack_bytes + *total, hi - lo };
+	struct iovec rm = { (void *)(uintptr_t)lo, hi - lo };
+	if (process_vm_readv(t->pid, &l, 1, &rm, 1, 0) != (ssize_t)(hi - lo))
+		return;
+	c->more_base = lo;
+	c->more_off = *total;
+	c->more_len = hi - lo;
+	*total += hi - lo;
+	r->bytes_copied += hi - lo;
+}
+
 /* Registers and one batched stack copy of every held, stopped thread,
  * then lets them go. Threads that did not stop in time are reported. */
 static int finish_capture(struct stacksnap_walker *w, struct request *r)
@@ -574,6 +615,9 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 		c->len = hi - lo;
 		c->off = total;
 		total += c->len;
+		/* A glibc thread's own stack ends at its thread pointer; the
+		 * main thread, one thread, is always searched. */
+		c->scan_alt = th->tid == t->pid || u.fs_base < lo || u.fs_base >= hi;
 	}
 	if (total > t->stack_cap) {
 		uint8_t *nb = realloc(t->stack_bytes, total);
@@ -617,6 +661,8 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 		for (size_t k = 0; k < t->ncaps; k++)
 			if (!t->caps[k].error)
 				r->bytes_copied += t->caps[k].len;
+		for (size_t k = 0; k < t->ncaps; k++)
+			copy_more(w, r, &t->caps[k], &total);
 	} else if (!err) {
 		err = -ENOMEM;
 	}

@@ -486,9 +486,12 @@ static int unwind_capture(struct stacksnap_target *t, const struct wcapture *c,
 			  struct stacksnap_unwinder *uw, struct stacksnap_mem *mem,
 			  bool *refreshed, enum stacksnap_end *end)
 {
+	struct stacksnap_stack_range more = { t->stack_bytes + c->more_off,
+					      c->more_len, c->more_base };
 	int n;
 
 	stacksnap_mem__set_copy(mem, t->stack_bytes + c->off, c->len, c->base);
+	stacksnap_mem__set_more(mem, &more, c->more_len ? 1 : 0);
 	n = stacksnap_unwind(uw, t->as, &c->regs, mem, t->frames, t->w->max_frames,
 			     end);
 	if (n >= 0 && !*refreshed &&
@@ -498,6 +501,7 @@ static int unwind_capture(struct stacksnap_target *t, const struct wcapture *c,
 			n = stacksnap_unwind(uw, t->as, &c->regs, mem, t->frames,
 					     t->w->max_frames, end);
 	}
+	stacksnap_mem__set_more(mem, NULL, 0); /* more dies here */
 	return n;
 }
 

@@ -38,6 +38,10 @@ struct wcapture {
 	struct stacksnap_regs regs;
 	uint64_t base;		/* target address of the copy */
 	size_t off, len;	/* in the target's stack buffer */
+	bool scan_alt;		/* the copy misses its own stack's top: look
+				   for an alternate signal stack's frame */
+	uint64_t more_base;	/* its normal stack below a handler on an */
+	size_t more_off, more_len; /* alternate stack (more_len 0: none) */
 };
 
 /* A code mapping, to tell loads and unloads apart between polls. */

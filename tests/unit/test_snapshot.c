@@ -2,17 +2,22 @@
  * writable mappings clamp the copies (no second read of /proc/PID/maps),
  * and a thread whose stack was mapped after that read is still copied
  * (the capture reads the maps afresh). The oracle is the same capture
- * without the address space. */
+ * without the address space. And the search of an alternate signal
+ * stack's copy for the signal frame that switched stacks. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/ucontext_regs.h"
 #include "harness.h"
 #include "stacksnap.h"
 
@@ -147,6 +152,59 @@ static void borrowed_maps(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* A kernel rt_sigframe written at frame (8 past a 16-byte boundary) of
+ * buf (at address base): the alternate stack [ss_sp, ss_sp + ss_size),
+ * the interrupted rsp. */
+static void put_sigframe(uint8_t *buf, uint64_t base, uint64_t frame,
+			 uint64_t ss_sp, uint64_t ss_size, uint64_t rsp)
+{
+	ucontext_t uc;
+
+	memset(&uc, 0, sizeof(uc));
+	uc.uc_flags = 7;
+	uc.uc_stack.ss_sp = (void *)(uintptr_t)ss_sp;
+	uc.uc_stack.ss_size = ss_size;
+	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)rsp;
+	uc.uc_mcontext.gregs[REG_RIP] = 0x401000;
+	memcpy(buf + (frame - base) + 8, &uc,
+	       offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) + 8);
+}
+
+/* The signal frame that moved a thread onto its alternate stack is found
+ * in the copy of that stack; nested frames on the same stack, frames on
+ * the normal stack, and data that is no frame are not taken for it. */
+static void altstack_sigframe(void)
+{
+	enum { LEN = 16384 };
+	static uint8_t buf[LEN];
+	const uint64_t alt = 0x7f0000100000, base = alt + 0x1000, sp = base + 0x40;
+
+	memset(buf, 0, sizeof(buf));
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	/* A nested frame alone: it interrupted the alternate stack itself. */
+	put_sigframe(buf, base, base + 0x408, alt, 0x4000, base + 0x2000);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	/* The outer frame, higher: its rsp is the normal stack's. */
+	put_sigframe(buf, base, base + 0x2008, alt, 0x4000, 0x7ffd00001000);
+	CHECK_EQ_U64(ucontext__altstack_interrupted_sp(buf, LEN, base, sp), 0x7ffd00001000);
+	/* The same bytes seen from a thread whose sp is not on that stack
+	 * (a handler on the normal stack). */
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, alt + 0x8000) == 0);
+	/* Not the kernel's words: uc_flags, uc_link, ss_flags. */
+	buf[0x2008 + 8 + offsetof(ucontext_t, uc_flags)] = 0x10;
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	buf[0x2008 + 8 + offsetof(ucontext_t, uc_flags)] = 7;
+	buf[0x2008 + 8 + offsetof(ucontext_t, uc_link)] = 1;
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	buf[0x2008 + 8 + offsetof(ucontext_t, uc_link)] = 0;
+	/* An "alternate stack" reaching past the copied mapping: data, as a
+	 * (pointer, hash) pair in a table beside the real stack looks. */
+	put_sigframe(buf, base, base + 0x2008, alt, 0x40000000, 0x7ffd00001000);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	/* Too short a copy for any frame. */
+	CHECK(ucontext__altstack_interrupted_sp(buf, 64, base, sp) == 0);
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -158,4 +216,5 @@ static void cleanup(void)
 	stacksnap_ctx__free(ctx);
 }
 
-TEST_MAIN("snapshot", TEST(setup), TEST(borrowed_maps), TEST(cleanup))
+TEST_MAIN("snapshot", TEST(setup), TEST(borrowed_maps), TEST(altstack_sigframe),
+	  TEST(cleanup))

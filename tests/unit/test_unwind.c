@@ -329,6 +329,22 @@ static void memory_sources(void)
 	CHECK(cb_reads == 1);
 	CHECK(stacksnap_mem__read(copy, 0x100c, &v, 8) == -EFAULT);
 	CHECK(stacksnap_mem__set_fallback(copy, copy) == -EINVAL);
+	/* A thread's other copied stacks: read after the copy, before the
+	 * fallback; a read must lie inside one range. */
+	uint8_t other[16];
+	for (int i = 0; i < 16; i++)
+		other[i] = (uint8_t)(0x40 + i);
+	struct stacksnap_stack_range more[2] = { { other, 8, 0x5000 },
+						 { other + 8, 8, 0x6000 } };
+	CHECK(stacksnap_mem__set_more(copy, more, 2) == 0);
+	CHECK(stacksnap_mem__read(copy, 0x6000, &v, 8) == 0 && v == 0x4f4e4d4c4b4a4948ull);
+	CHECK(stacksnap_mem__read(copy, 0x5000, &v, 8) == 0 && v == 0x4746454443424140ull);
+	CHECK(stacksnap_mem__read(copy, 0x5004, &v, 8) == -EFAULT); /* to the fallback */
+	CHECK(stacksnap_mem__read(copy, 0x2000, &v, 8) == 0 && v == 0x0706050403020100ull);
+	CHECK(stacksnap_mem__set_more(copy, NULL, 1) == -EINVAL);
+	CHECK(stacksnap_mem__set_more(cb, more, 1) == -EINVAL); /* not a copy */
+	CHECK(stacksnap_mem__set_more(copy, NULL, 0) == 0);
+	CHECK(stacksnap_mem__read(copy, 0x6000, &v, 8) == -EFAULT);
 	CHECK(stacksnap_mem__new_pid(-1) == NULL && errno == EINVAL);
 	/* Live reads of an unmapped page fail cleanly. */
 	struct stacksnap_mem *self = stacksnap_mem__new_pid(getpid());

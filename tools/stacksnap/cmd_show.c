@@ -41,13 +41,13 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 {
 	struct stacksnap_addrspace *as = stacksnap_saved__addrspace(s);
 	size_t n = stacksnap_saved__thread_count(s);
-	unsigned max_frames = o->max_frames ? o->max_frames : 1024;
+	unsigned max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES;
 	STACKSNAP_OPTS(stacksnap_saved_info, info);
 	STACKSNAP_OPTS(stacksnap_runtime_info, rinfo);
 	struct stacksnap_snapshot_stats st = { 0 };
 	struct dump_totals tot = { .snap = &st };
 	struct thread_result *res = calloc(n ? n : 1, sizeof(*res));
-	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o->max_frames,
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = max_frames,
 		       .stack_scan = o->stack_scan);
 	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
@@ -80,6 +80,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 		}
 		stacksnap_mem__set_copy(mem, th->stack, th->stack ? th->stack_len : 0,
 					th->stack_base);
+		stacksnap_mem__set_more(mem, th->more_stacks, th->nmore_stacks);
 		if (unwind_thread(&res[i], uw, as, mem, max_frames)) {
 			rc = EXIT_ERROR;
 			goto out;

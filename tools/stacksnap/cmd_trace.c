@@ -25,6 +25,7 @@
 #include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
+#include "trace_hold.h"
 
 #define MAX_EVENTS 64
 
@@ -35,6 +36,7 @@ struct trace_options {
 	pid_t pid, tid;			/* -p, -t */
 	char **cmd;			/* after -- */
 	bool list, json, count, folded, no_inherit, compact;
+	bool no_hold;			/* --no-hold: -- CMD not held at exits */
 	const char *save;		/* --save FILE: an events file */
 	bool quiet;			/* -q: print no events (with --save) */
 	int encoding;			/* --encoding: of --save's stacks */
@@ -66,6 +68,8 @@ struct tracer {
 	int go, cerr;		/* the held command's pipes: go, exec error */
 	int child_status;
 	bool child_done;	/* reaped by the event loop */
+	bool held;		/* the command is held at its exits
+				   (trace_hold.c): waited for through it */
 };
 
 
@@ -73,7 +77,7 @@ struct tracer {
 /* The long options that have no short letter. */
 enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
        O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-       O_COMPACT, O_ENC, O_RUNTIME };
+       O_COMPACT, O_ENC, O_NOFOLD, O_NOHOLD, O_RUNTIME };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help, or the exit code of a bad option. */
@@ -159,10 +163,12 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		break;
 	}
 	case O_NOINH: o->no_inherit = true; break;
+	case O_NOHOLD: o->no_hold = true; break;
 	case O_COMPACT: o->compact = true; break;
 	case O_LINES: o->print.lines = true; break;
 	case O_NODEM: o->print.no_demangle = true; break;
 	case O_RSP: o->print.show_rsp = true; break;
+	case O_NOFOLD: o->print.no_fold = true; break;
 	case O_MAXF:
 		if (parse_uint(arg, 65536, &v) || !v) {
 			fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", arg);
@@ -264,7 +270,9 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "stack-size", required_argument, NULL, O_STACK },
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-inherit", no_argument, NULL, O_NOINH },
+		{ "no-hold", no_argument, NULL, O_NOHOLD },
 		{ "lines", no_argument, NULL, O_LINES },
+		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
 		{ "rsp", no_argument, NULL, O_RSP },
 		{ "max-frames", required_argument, NULL, O_MAXF },
@@ -544,6 +552,16 @@ static int trace_setup(struct tracer *t)
 	return 0;
 }
 
+/* An exit stop of the held command: every event in the ring buffer is
+ * read while the process still has its mappings. */
+static void drain_events(void *arg)
+{
+	struct tracer *t = arg;
+
+	while (!t->error && stacksnap_trace__poll(t->tr, 0, on_event, t) > 0)
+		;
+}
+
 /* Starts the command held (`-- CMD`), attaches the probes and follows the
  * target, then lets the command run. Returns 0 or the exit code. */
 static int trace_start(struct tracer *t)
@@ -563,6 +581,8 @@ static int trace_start(struct tracer *t)
 		return exit_for(r);
 	if (t->child > 0) {
 		int e;
+
+		t->held = !o->no_hold && trace_hold__attach(t->child) == 0;
 
 		(void)!write(t->go, "g", 1);
 		close(t->go);
@@ -596,7 +616,10 @@ static int trace_loop(struct tracer *t)
 			fprintf(stderr, "stacksnap trace: reading events: %s\n", strerror(-r));
 			return EXIT_ERROR;
 		}
-		if (t->child > 0 && waitpid(t->child, &t->child_status, WNOHANG) == t->child) {
+		if (t->child > 0 &&
+		    (t->held ? trace_hold__poll(t->child, false, &t->child_status,
+						 drain_events, t)
+			     : waitpid(t->child, &t->child_status, WNOHANG) == t->child)) {
 			t->child_done = true;
 			break;
 		}
@@ -714,7 +737,11 @@ static int trace_free(struct tracer *t, int rc)
 	if (t->child > 0 && !t->child_done) {
 		if (stop_signal)
 			kill(t->child, stop_signal);
-		waitpid(t->child, &t->child_status, 0);
+		if (t->held)
+			trace_hold__poll(t->child, true, &t->child_status,
+					 drain_events, t);
+		else
+			waitpid(t->child, &t->child_status, 0);
 	}
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);

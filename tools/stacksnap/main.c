@@ -248,7 +248,8 @@ static int dump_save(struct dump *d)
 	const struct options *o = &d->o;
 
 	STACKSNAP_OPTS(stacksnap_save_opts, vopts, .encoding = o->encoding,
-		       .max_frames = o->max_frames, .stack_scan = o->stack_scan);
+		       .max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES,
+		       .stack_scan = o->stack_scan);
 	if (stacksnap_snapshot__save(d->snap, d->as, o->save_path, &vopts))
 		return EXIT_ERROR; /* the library said why */
 	if (!o->quiet)
@@ -266,7 +267,8 @@ static int dump_unwind_setup(struct dump *d)
 {
 	const struct options *o = &d->o;
 
-	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = o->max_frames,
+	d->max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES;
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = d->max_frames,
 		       .stack_scan = o->stack_scan);
 	d->uw = stacksnap_unwinder__new(&uopts);
 	if (o->ptrace && o->proc_mem) {
@@ -282,7 +284,6 @@ static int dump_unwind_setup(struct dump *d)
 		d->mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	}
 	d->res = calloc(d->n ? d->n : 1, sizeof(*d->res));
-	d->max_frames = o->max_frames ? o->max_frames : 1024;
 	if (!d->uw || !d->mem || !d->res) {
 		fprintf(stderr, "stacksnap: %s\n", d->mem || !o->ptrace ? "out of memory"
 				: "cannot read the process's memory");
@@ -333,9 +334,12 @@ static int dump_unwind(struct dump *d)
 			d->partial = 1;
 			continue;
 		}
-		if (!o->ptrace)
+		if (!o->ptrace) {
 			stacksnap_mem__set_copy(d->mem, th->stack, th->stack_len,
 						th->stack_base);
+			stacksnap_mem__set_more(d->mem, th->more_stacks,
+						th->nmore_stacks);
+		}
 		if (unwind_thread(r, d->uw, d->as, d->mem, d->max_frames))
 			return EXIT_ERROR;
 		/* Deeper than the copy: a thread read non-stop that has not

@@ -140,7 +140,8 @@ int options_parse_encoding(const char *s)
 enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
        OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
        OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS, OPT_RUNTIME };
+       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS, OPT_RUNTIME,
+       OPT_NOFOLD };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
@@ -213,6 +214,7 @@ static int parse_option(struct options *o, int c, char *arg)
 			return EXIT_USAGE;
 		}
 		break;
+	case OPT_NOFOLD: o->no_fold = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -331,6 +333,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "goroutines", no_argument, NULL, OPT_GOROUTINES },
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "runtime", required_argument, NULL, OPT_RUNTIME },
+		{ "no-fold", no_argument, NULL, OPT_NOFOLD },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -378,7 +381,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 {
 	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
 	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_GOROUTINES,
-	       O_THREADS, O_RUNTIME };
+	       O_THREADS, O_RUNTIME, O_NOFOLD };
 	static const struct option longopts[] = {
 		{ "lines", no_argument, NULL, O_LINES },
 		{ "no-demangle", no_argument, NULL, O_NODEM },
@@ -395,6 +398,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "goroutines", no_argument, NULL, O_GOROUTINES },
 		{ "threads", no_argument, NULL, O_THREADS },
 		{ "runtime", required_argument, NULL, O_RUNTIME },
+		{ "no-fold", no_argument, NULL, O_NOFOLD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		PROFILE_OUT_LONGOPTS,
@@ -440,6 +444,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 				return EXIT_USAGE;
 			}
 			break;
+		case O_NOFOLD: o->no_fold = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("show"), stdout); return -1;
 		default:

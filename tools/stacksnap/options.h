@@ -12,6 +12,10 @@
 
 #define MAX_TIDS 256
 
+/* Frames walked per thread by default: every frame of any real stack
+ * (a stack copy bounds a walk anyway: each frame takes 8 bytes at least). */
+#define DEFAULT_MAX_FRAMES 1000000u
+
 /* Everything the command line said. Invariant after options_parse
  * succeeded: pid > 0 and ntids <= MAX_TIDS. */
 struct options {
@@ -20,9 +24,10 @@ struct options {
 	size_t ntids;
 	size_t stack_size;	/* 0: library default */
 	unsigned stop_timeout_ms;
-	unsigned max_frames;
+	unsigned max_frames;	/* 0: DEFAULT_MAX_FRAMES */
 	bool proc_mem, show_rsp, lines, no_demangle, raw, json, stats;
 	bool verbose, stack_scan;
+	bool no_fold;		/* --no-fold: every frame of a recursion */
 	bool no_cache;		/* --no-cache */
 	bool ptrace;		/* unwind live memory, threads held stopped */
 	bool ignore_deleted;	/* skip mappings of deleted files */

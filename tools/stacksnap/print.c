@@ -37,16 +37,43 @@ int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
 		  struct stacksnap_addrspace *as, struct stacksnap_mem *mem,
 		  unsigned max_frames)
 {
-	r->frames = calloc(max_frames, sizeof(*r->frames));
-	if (!r->frames)
-		return -ENOMEM;
-	r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem, r->frames,
-				      max_frames, &r->end);
+	/* Room for every frame a copied stack can hold (a frame takes 8
+	 * bytes at least; calloc's pages are touched only where frames go),
+	 * 1024 at least; a deeper walk (live memory, a core) is walked again
+	 * with twice the room, so a limit of a million frames costs nothing
+	 * until a stack is that deep. */
+	size_t cap = r->thread->stack ? r->thread->stack_len / 8 + 64 : 0;
+
+	for (unsigned k = 0; k < r->thread->nmore_stacks; k++)
+		cap += r->thread->more_stacks[k].len / 8;
+	if (cap < 1024)
+		cap = 1024;
+	if (cap > max_frames)
+		cap = max_frames;
+
+	r->frames = NULL;
+	for (;;) {
+		free(r->frames);
+		r->frames = calloc(cap, sizeof(*r->frames));
+		if (!r->frames)
+			return -ENOMEM;
+		r->nframes = stacksnap_unwind(uw, as, &r->thread->regs, mem,
+					      r->frames, cap, &r->end);
+		if (r->nframes < 0 || r->end != STACKSNAP_END_FRAME_LIMIT ||
+		    cap >= max_frames)
+			break;
+		cap = cap * 2 < max_frames ? cap * 2 : max_frames;
+	}
 	if (r->nframes < 0) {
 		r->nframes = 0;
 		r->end = STACKSNAP_END_BAD_CFI;
 	}
 	return 0;
+}
+
+static bool is_jit(const struct stacksnap_sym *s)
+{
+	return s->module && !strcmp(s->module, STACKSNAP_MODULE_JIT);
 }
 
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
@@ -79,8 +106,20 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 				return -ENOMEM;
 			r->out = p;
 		}
-		for (int k = 0; k < ns; k++)
-			r->out[r->nout++] = (struct out_frame){ fr, sym[k] };
+		for (int k = 0; k < ns; k++) {
+			struct out_frame *of = &r->out[r->nout++];
+
+			*of = (struct out_frame){ fr, sym[k], 0, 0 };
+			if (is_jit(&sym[k]) && !sym[k].function) {
+				struct stacksnap_mapping m = { .sz = sizeof(m) };
+
+				if (stacksnap_addrspace__find_mapping(as, fr->pc,
+								      &m) == 0) {
+					of->jit_start = m.start;
+					of->jit_end = m.end;
+				}
+			}
+		}
 	}
 	return 0;
 }
@@ -106,6 +145,100 @@ static void print_text_rframes(FILE *f, const struct thread_result *r)
 		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
 }
 
+/* Native frame i of r as text, numbered line (runtime frames before it
+ * shift the numbering). */
+static void print_text_line(FILE *f, const struct options *o,
+			    const struct thread_result *r, size_t i, size_t line)
+{
+	const struct stacksnap_frame *fr = r->out[i].frame;
+	const struct stacksnap_sym *s = &r->out[i].sym;
+
+	fprintf(f, "#%-3zu 0x%016" PRIx64, line, fr->pc);
+	if (o->show_rsp)
+		fprintf(f, " sp=0x%016" PRIx64, fr->sp);
+	if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
+		fputs(" <signal handler called>", f);
+	else if (is_jit(s) && s->function)
+		fprintf(f, " in %s+0x%" PRIx64 " [jit]", s->function, s->offset);
+	else if (is_jit(s) && r->out[i].jit_end)
+		fprintf(f, " [jit] ?? (anon mapping %" PRIx64 "-%" PRIx64 ")",
+			r->out[i].jit_start, r->out[i].jit_end);
+	else if (is_jit(s))
+		fputs(" [jit] ??", f);
+	else if (s->function && s->inlined)
+		fprintf(f, " in %s [inlined]", s->function);
+	else if (s->function)
+		fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
+	else if (!o->raw)
+		fputs(" in ??", f);
+	if (s->module && !is_jit(s))
+		fprintf(f, " (%s)", s->module);
+	if (s->file)
+		fprintf(f, " at %s:%d", s->file, s->line);
+	if (fr->trust == STACKSNAP_TRUST_SCAN)
+		fputs(" [guess: stack scan]", f);
+	else if (o->verbose)
+		fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
+	fputc('\n', f);
+}
+
+#define FOLD_MAX_CYCLE 16 /* lines in a cycle that folds */
+#define FOLD_MIN_LINES 16 /* lines a fold hides at least */
+
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether two lines show the same function (the same pc, unnamed), so
+ * that a recursion's lines repeat whatever their return addresses. */
+static bool same_line(const struct out_frame *a, const struct out_frame *b)
+{
+	const unsigned sig = STACKSNAP_FRAME_SIGRETURN | STACKSNAP_FRAME_SIGNAL;
+
+	if (((a->frame->flags ^ b->frame->flags) & sig) ||
+	    a->sym.inlined != b->sym.inlined || !same_str(a->sym.module, b->sym.module))
+		return false;
+	if (!a->sym.function || !b->sym.function)
+		return !a->sym.function && !b->sym.function &&
+		       a->frame->pc == b->frame->pc;
+	return same_str(a->sym.function, b->sym.function);
+}
+
+/* The cycle of *len lines that repeats right after lines [i, i + *len),
+ * hiding *reps more whole copies of it, never the outermost line; false
+ * when none hides FOLD_MIN_LINES lines. The shortest cycle wins a tie. */
+static bool find_fold(const struct thread_result *r, size_t i, size_t *len,
+		      size_t *reps)
+{
+	size_t best = 0;
+
+	for (size_t l = 1; l <= FOLD_MAX_CYCLE && i + 2 * l < r->nout; l++) {
+		size_t x = i + l;
+
+		while (x + 1 < r->nout && same_line(&r->out[x], &r->out[x - l]))
+			x++;
+		size_t k = (x - i - l) / l;
+		if (k * l > best && k * l >= FOLD_MIN_LINES) {
+			best = k * l;
+			*len = l;
+			*reps = k;
+		}
+	}
+	return best != 0;
+}
+
+/* n with thousands separators, as "9,988". */
+static void print_count(FILE *f, size_t n)
+{
+	if (n >= 1000) {
+		print_count(f, n / 1000);
+		fprintf(f, ",%03zu", n % 1000);
+	} else {
+		fprintf(f, "%zu", n);
+	}
+}
+
 void print_text_frames(FILE *f, const struct options *o,
 		       const struct thread_result *r)
 {
@@ -115,41 +248,49 @@ void print_text_frames(FILE *f, const struct options *o,
 		print_text_rframes(f, r);
 		return;
 	}
-	for (size_t i = 0; i < r->nout; i++, line++) {
+	for (size_t i = 0; i < r->nout;) {
 		const struct stacksnap_frame *fr = r->out[i].frame;
-		const struct stacksnap_sym *s = &r->out[i].sym;
-		size_t k = (size_t)(fr - r->frames);
+		size_t k = (size_t)(fr - r->frames), len, reps;
 
 		if (rf < r->nrframes && r->rframes[rf].native_index == k) {
 			/* The eval loop's frame (and what is inlined at its
 			   pc) gives way to the Python frames it runs. */
 			while (rf < r->nrframes && r->rframes[rf].native_index == k)
 				print_rframe(f, line++, &r->rframes[rf++], true);
-			line--;
-			while (i + 1 < r->nout && r->out[i + 1].frame == fr)
+			while (i < r->nout && r->out[i].frame == fr)
 				i++;
 			continue;
 		}
-		fprintf(f, "#%-3zu 0x%016" PRIx64, line, fr->pc);
-		if (o->show_rsp)
-			fprintf(f, " sp=0x%016" PRIx64, fr->sp);
-		if (fr->flags & STACKSNAP_FRAME_SIGRETURN)
-			fputs(" <signal handler called>", f);
-		else if (s->function && s->inlined)
-			fprintf(f, " in %s [inlined]", s->function);
-		else if (s->function)
-			fprintf(f, " in %s+0x%" PRIx64, s->function, s->offset);
-		else if (!o->raw)
-			fputs(" in ??", f);
-		if (s->module)
-			fprintf(f, " (%s)", s->module);
-		if (s->file)
-			fprintf(f, " at %s:%d", s->file, s->line);
-		if (fr->trust == STACKSNAP_TRUST_SCAN)
-			fputs(" [guess: stack scan]", f);
-		else if (o->verbose)
-			fprintf(f, " [%s]", stacksnap_stepper__str(fr->stepper));
-		fputc('\n', f);
+		/* A fold never hides a frame that runtime frames replace. */
+		if (o->no_fold || !find_fold(r, i, &len, &reps) ||
+		    (rf < r->nrframes &&
+		     r->rframes[rf].native_index <=
+			     (size_t)(r->out[i + len + reps * len - 1].frame - r->frames))) {
+			print_text_line(f, o, r, i++, line++);
+			continue;
+		}
+		/* One copy of the cycle in full, then a line for the copies
+		 * that repeat it (innermost and outermost frames stay). */
+		for (size_t c = 0; c < len; c++)
+			print_text_line(f, o, r, i + c, line + c);
+		fprintf(f, "#%zu ... #%zu  [", line + len, line + len + reps * len - 1);
+		for (size_t c = 0; c < len; c++) {
+			const struct out_frame *l = &r->out[i + c];
+
+			if (c)
+				fputs(", ", f);
+			if (l->frame->flags & STACKSNAP_FRAME_SIGRETURN)
+				fputs("<signal handler called>", f);
+			else if (l->sym.function)
+				fputs(l->sym.function, f);
+			else
+				fprintf(f, "0x%" PRIx64, l->frame->pc);
+		}
+		fputs("] repeated ", f);
+		print_count(f, reps);
+		fputs(reps == 1 ? " time\n" : " times\n", f);
+		i += len + reps * len;
+		line += len + reps * len;
 	}
 	/* Python frames no native frame took (a native walk cut short). */
 	for (; rf < r->nrframes; rf++)

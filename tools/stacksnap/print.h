@@ -11,6 +11,9 @@
 struct out_frame {
 	const struct stacksnap_frame *frame;
 	struct stacksnap_sym sym;
+	/* The anonymous mapping of JIT code no JIT symbol file names
+	 * (sym.module STACKSNAP_MODULE_JIT, no function); else 0, 0. */
+	uint64_t jit_start, jit_end;
 };
 
 /* One unwound and symbolized thread, ready to print. */
@@ -51,7 +54,7 @@ struct dump_totals {
 	const struct stacksnap_runtime_info *runtime;
 };
 
-/* Unwinds r->thread into r->frames (allocated, max_frames), reading its
+/* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its
  * stack through mem (pointed at the thread's copy by the caller). A walk
  * that fails gives no frames, ending in "unusable unwind information".
  * Returns 0 or -ENOMEM. */

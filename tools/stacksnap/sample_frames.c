@@ -78,6 +78,9 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 	    sym.function) {
 		s->name = sym.function;
 		s->off = sym.offset;
+		/* perf shows JIT code named by a map with the map as dso. */
+		if (sym.module && !strcmp(sym.module, STACKSNAP_MODULE_JIT))
+			s->dso = stacksnap_addrspace__jit_file(as, addr, false);
 		if (!s->dso)
 			s->dso = sym.module;
 	}

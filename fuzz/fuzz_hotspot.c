@@ -1,0 +1,93 @@
+/* fuzz_hotspot.c - libFuzzer target for the HotSpot code naming
+ * (src/runtime/java/hotspot_code.c), which follows pointers through a
+ * JVM's memory: the input is that memory (a copy source at a fixed base,
+ * every other read fails), read with a fixed plausible layout; the code
+ * cache lookup, the interpreter frame's Method* and the method naming
+ * must end, bounded, without reading past the bytes or looping. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/java/hotspot_code.h"
+#include "stacksnap.h"
+
+#define BASE 0x10000ull
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_blob blob;
+	uint64_t pcs[4], method = 0;
+	char name[512];
+
+	if (size < 32)
+		return 0;
+	memcpy(pcs, data, sizeof(pcs));
+	if (!(mem = stacksnap_mem__new_copy(data, size, BASE)))
+		return 0;
+	/* JDK 17's offsets (as a live JVM's tables give them), statics at
+	 * the start of the bytes. */
+	memset(&hc, 0, sizeof(hc));
+	hc.mem = mem;
+	hc.heaps = BASE + 8 * (data[0] & 3);
+	hc.ga_len = 0;
+	hc.ga_data = 8;
+	hc.heap_memory = 8;
+	hc.heap_segmap = 0x78;
+	hc.heap_log2_segment = 0x100;
+	hc.vs_low = 0x10;
+	hc.vs_high = 0x18;
+	hc.block_size = 16;
+	hc.block_used = 8;
+	hc.blob_name = 0x60;
+	hc.blob_size = 0xc;
+	hc.cm_method = 0x70;
+	hc.method_const = 8;
+	hc.cm_constants = 8;
+	hc.cm_name_index = 0x22;
+	hc.cm_signature_index = 0x24;
+	hc.cp_size = 72;
+	hc.cp_holder = 0x18;
+	hc.cp_length = 0x3c;
+	hc.klass_name = 0x18;
+	hc.sym_length = 4;
+	hc.sym_body = 6;
+	hc.interp_method_slot = -3;
+	hc.interp_bcp_slot = -8;
+	hc.cm_size = 48;
+	hc.cm_code_size = 0x20;
+	hc.cm_flags = 0x1c;
+	hc.cm_has_lines = 1;
+	hc.cp_source_file = 0x36;
+	for (int i = 0; i < 4; i++) {
+		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
+			if (strlen(blob.name) >= sizeof(blob.name))
+				abort();
+			method = blob.method;
+		}
+		if (!method)
+			hotspot_code__interpreter_method(&hc, BASE + pcs[i] % (size + 64),
+							 &method);
+		{
+			int bci = -1, line;
+			char file[64];
+
+			hotspot_code__interpreter_bci(&hc, BASE + pcs[i] % (size + 64),
+						      method, &bci);
+			if (hotspot_code__line(&hc, method, bci < 0 ? (int)(pcs[i] & 0xff) : bci,
+					       &line, file, sizeof(file)) == 0 &&
+			    strlen(file) >= sizeof(file))
+				abort();
+		}
+		if (hotspot_code__method_name(&hc, method, name, sizeof(name)) == 0 &&
+		    strlen(name) >= sizeof(name))
+			abort();
+		method = BASE + pcs[(i + 1) & 3] % (size + 64);
+		hotspot_code__method_name(&hc, method, name, sizeof(name));
+	}
+	stacksnap_mem__free(mem);
+	return 0;
+}

@@ -1,0 +1,378 @@
+/* hotspot_code.c - names Java code from HotSpot's code cache and method
+ * metadata, read through the offsets of its vmStructs tables. */
+#define _GNU_SOURCE
+#include "runtime/java/hotspot_code.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mem/mem.h"
+
+/* Bounds against corrupt or changing structures. */
+#define HOTSPOT_MAX_HEAPS 16
+#define HOTSPOT_MAX_SEGMENT_WALK (1u << 20)
+#define HOTSPOT_MAX_SYMBOL 1024
+
+static int field(const struct hotspot_structs *hs, const char *type,
+		 const char *name, uint64_t *out, const struct log_sink *log)
+{
+	const struct hotspot_field *f = hotspot_structs__field(hs, type, name);
+
+	if (!f) {
+		log_info(log, "HotSpot: vmStructs has no %s::%s", type, name);
+		return -EPROTO;
+	}
+	*out = f->is_static ? f->address : f->offset;
+	return 0;
+}
+
+static int type_size(const struct hotspot_structs *hs, const char *type,
+		     uint64_t *out, const struct log_sink *log)
+{
+	const struct hotspot_type *t = hotspot_structs__type(hs, type);
+
+	if (!t) {
+		log_info(log, "HotSpot: vmStructs has no type %s", type);
+		return -EPROTO;
+	}
+	*out = t->size;
+	return 0;
+}
+
+int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs,
+		       struct stacksnap_mem *mem, const struct log_sink *log)
+{
+	int64_t last_sp = 0;
+	uint64_t header = 0, used = 0;
+	int err = 0;
+
+	memset(hc, 0, sizeof(*hc));
+	hc->mem = mem;
+	hc->log = log;
+	err |= field(hs, "CodeCache", "_heaps", &hc->heaps, log);
+	err |= field(hs, "GrowableArrayBase", "_len", &hc->ga_len, log);
+	err |= field(hs, "GrowableArray<int>", "_data", &hc->ga_data, log);
+	err |= field(hs, "CodeHeap", "_memory", &hc->heap_memory, log);
+	err |= field(hs, "CodeHeap", "_segmap", &hc->heap_segmap, log);
+	err |= field(hs, "CodeHeap", "_log2_segment_size",
+		     &hc->heap_log2_segment, log);
+	err |= field(hs, "VirtualSpace", "_low", &hc->vs_low, log);
+	err |= field(hs, "VirtualSpace", "_high", &hc->vs_high, log);
+	err |= type_size(hs, "HeapBlock", &hc->block_size, log);
+	err |= field(hs, "HeapBlock", "_header", &header, log);
+	err |= field(hs, "HeapBlock::Header", "_used", &used, log);
+	err |= field(hs, "CodeBlob", "_name", &hc->blob_name, log);
+	err |= field(hs, "CodeBlob", "_size", &hc->blob_size, log);
+	err |= field(hs, "CompiledMethod", "_method", &hc->cm_method, log);
+	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
+	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
+	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
+	err |= field(hs, "ConstMethod", "_signature_index",
+		     &hc->cm_signature_index, log);
+	err |= type_size(hs, "ConstMethod", &hc->cm_size, log);
+	err |= field(hs, "ConstMethod", "_code_size", &hc->cm_code_size, log);
+	err |= field(hs, "ConstMethod", "_flags", &hc->cm_flags, log);
+	err |= field(hs, "ConstantPool", "_source_file_name_index",
+		     &hc->cp_source_file, log);
+	if (!hotspot_structs__constant(hs, "ConstMethod::_has_linenumber_table",
+				       &hc->cm_has_lines)) {
+		log_info(log, "HotSpot: no ConstMethod::_has_linenumber_table");
+		err = -EPROTO;
+	}
+	err |= type_size(hs, "ConstantPool", &hc->cp_size, log);
+	err |= field(hs, "ConstantPool", "_pool_holder", &hc->cp_holder, log);
+	err |= field(hs, "ConstantPool", "_length", &hc->cp_length, log);
+	err |= field(hs, "Klass", "_name", &hc->klass_name, log);
+	err |= field(hs, "Symbol", "_length", &hc->sym_length, log);
+	err |= field(hs, "Symbol", "_body", &hc->sym_body, log);
+	/* x86's interpreter frame: sender sp, last sp, then the Method*
+	 * (frame_x86.hpp), below rbp; the table gives the first two. */
+	if (!hotspot_structs__constant(hs, "frame::interpreter_frame_last_sp_offset",
+				       &last_sp)) {
+		log_info(log, "HotSpot: no frame::interpreter_frame_last_sp_offset");
+		err = -EPROTO;
+	}
+	hc->interp_method_slot = last_sp - 1;
+	/* Then mirror, mdp, cache, locals, bcp. */
+	hc->interp_bcp_slot = last_sp - 6;
+	hc->block_used = header + used;
+	return err ? -EPROTO : 0;
+}
+
+static int rd64(struct hotspot_code *hc, uint64_t addr, uint64_t *v)
+{
+	return mem_read(hc->mem, addr, v, 8) ? -EFAULT : 0;
+}
+
+/* The start of the allocated block holding p in one CodeHeap, as
+ * CodeHeap::find_start walks the segment map: each segment's byte says
+ * how many segments back to step (0: the block's first, 0xff: unused). */
+static int heap_find(struct hotspot_code *hc, uint64_t heap, uint64_t pc,
+		     uint64_t *blob)
+{
+	uint64_t low, high, seg_low, idx;
+	int32_t log2;
+	uint8_t used;
+
+	if (rd64(hc, heap + hc->heap_memory + hc->vs_low, &low) ||
+	    rd64(hc, heap + hc->heap_memory + hc->vs_high, &high) ||
+	    rd64(hc, heap + hc->heap_segmap + hc->vs_low, &seg_low) ||
+	    mem_read(hc->mem, heap + hc->heap_log2_segment, &log2, 4))
+		return -EFAULT;
+	if (pc < low || pc >= high)
+		return -ENOENT;
+	if (log2 < 4 || log2 > 16)
+		return -EPROTO;
+	idx = (pc - low) >> log2;
+	for (unsigned steps = 0;; steps++) {
+		uint8_t b;
+
+		if (steps > HOTSPOT_MAX_SEGMENT_WALK)
+			return -EPROTO;
+		if (mem_read(hc->mem, seg_low + idx, &b, 1))
+			return -EFAULT;
+		if (b == 0xff)
+			return -ENOENT;
+		if (!b)
+			break;
+		if (b > idx)
+			return -EPROTO;
+		idx -= b;
+	}
+	/* The HeapBlock header, then the blob. */
+	if (mem_read(hc->mem, low + (idx << log2) + hc->block_used, &used, 1))
+		return -EFAULT;
+	if (!used)
+		return -ENOENT;
+	*blob = low + (idx << log2) + hc->block_size;
+	return 0;
+}
+
+static int read_cstr(struct hotspot_code *hc, uint64_t addr, char *buf,
+		     size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (mem_read(hc->mem, addr + i, buf + i, 1))
+			return -EFAULT;
+		if (!buf[i])
+			return 0;
+	}
+	buf[len - 1] = 0;
+	return 0;
+}
+
+int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
+		       struct hotspot_blob *out)
+{
+	uint64_t heaps, data, name;
+	int32_t n, size;
+	int err = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	if (rd64(hc, hc->heaps, &heaps) || !heaps ||
+	    mem_read(hc->mem, heaps + hc->ga_len, &n, 4) ||
+	    rd64(hc, heaps + hc->ga_data, &data))
+		return -EFAULT;
+	if (n < 0 || n > HOTSPOT_MAX_HEAPS)
+		return -EPROTO;
+	for (int i = 0; i < n && err == -ENOENT; i++) {
+		uint64_t heap;
+
+		if (rd64(hc, data + 8 * (uint64_t)i, &heap))
+			return -EFAULT;
+		err = heap_find(hc, heap, pc, &out->start);
+	}
+	if (err)
+		return err;
+	if (mem_read(hc->mem, out->start + hc->blob_size, &size, 4) ||
+	    rd64(hc, out->start + hc->blob_name, &name) ||
+	    read_cstr(hc, name, out->name, sizeof(out->name)))
+		return -EFAULT;
+	if (size <= 0 || pc - out->start >= (uint64_t)size)
+		return -ENOENT; /* in the heap block's padding */
+	out->is_interpreter = !strcmp(out->name, "Interpreter");
+	/* Compiled methods are "nmethod", native methods' compiled
+	 * wrappers "native nmethod" (both nmethods, with a Method*). */
+	if ((!strcmp(out->name, "nmethod") ||
+	     !strcmp(out->name, "native nmethod")) &&
+	    rd64(hc, out->start + hc->cm_method, &out->method))
+		return -EFAULT;
+	return 0;
+}
+
+int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
+				     uint64_t *method)
+{
+	return rd64(hc, fp + (uint64_t)(hc->interp_method_slot * 8), method);
+}
+
+int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+				  uint64_t method, int *bci)
+{
+	uint64_t bcp, cm;
+	uint16_t code_size;
+
+	*bci = -1;
+	if (rd64(hc, fp + (uint64_t)(hc->interp_bcp_slot * 8), &bcp) ||
+	    rd64(hc, method + hc->method_const, &cm) ||
+	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2))
+		return -EFAULT;
+	/* The bytecodes follow the ConstMethod. */
+	if (bcp >= cm + hc->cm_size && bcp < cm + hc->cm_size + code_size)
+		*bci = (int)(bcp - (cm + hc->cm_size));
+	return 0;
+}
+
+/* HotSpot's UNSIGNED5 integers (CompressedReadStream::read_int): bytes
+ * below 192 end a number, each later byte weighs 64 times more, at most
+ * five bytes. */
+static int read_unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
+{
+	uint32_t sum = 0;
+	unsigned shift = 0;
+
+	for (int i = 0; i < 5; i++) {
+		uint8_t b;
+
+		if (mem_read(hc->mem, (*at)++, &b, 1))
+			return -EFAULT;
+		sum += (uint32_t)b << shift;
+		if (b < 192 || i == 4) {
+			*v = sum;
+			return 0;
+		}
+		shift += 6;
+	}
+	return -EPROTO;
+}
+
+static int read_signed5(struct hotspot_code *hc, uint64_t *at, int32_t *v)
+{
+	uint32_t u = 0;
+	int err = read_unsigned5(hc, at, &u);
+
+	*v = (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
+	return err;
+}
+
+/* A Symbol's bytes into buf (NUL-terminated); '/' as '.' when dots. */
+static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+		       size_t len, bool dots)
+{
+	uint16_t n;
+
+	if (!sym || mem_read(hc->mem, sym + hc->sym_length, &n, 2))
+		return -EFAULT;
+	if (n >= len || n > HOTSPOT_MAX_SYMBOL)
+		return -EPROTO;
+	if (mem_read(hc->mem, sym + hc->sym_body, buf, n))
+		return -EFAULT;
+	buf[n] = 0;
+	if (memchr(buf, 0, n))
+		return -EPROTO;
+	for (size_t i = 0; dots && i < n; i++)
+		if (buf[i] == '/')
+			buf[i] = '.';
+	return 0;
+}
+
+static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+		       size_t len, bool dots);
+
+int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
+		       int *line, char *file, size_t file_len)
+{
+	uint64_t cm, cp, at, sym;
+	uint16_t code_size, flags, file_idx;
+	int32_t cur_bci = 0, cur_line = 0, best_bci = 0, best_line = -1;
+
+	*line = 0;
+	if (file_len)
+		file[0] = 0;
+	if (rd64(hc, method + hc->method_const, &cm) ||
+	    rd64(hc, cm + hc->cm_constants, &cp) ||
+	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2) ||
+	    mem_read(hc->mem, cm + hc->cm_flags, &flags, 2))
+		return -EFAULT;
+	if (!mem_read(hc->mem, cp + hc->cp_source_file, &file_idx, 2) &&
+	    file_idx && !rd64(hc, cp + hc->cp_size + 8 * (uint64_t)file_idx, &sym))
+		read_symbol(hc, sym, file, file_len, false);
+	if (!(flags & hc->cm_has_lines) || bci < 0 || bci >= code_size)
+		return -ENOENT;
+	/* The compressed table follows the bytecodes: (bci, line) deltas as
+	 * one byte (5 + 3 bits), or 0xff and two signed UNSIGNED5 numbers;
+	 * a 0 ends it (Method::line_number_from_bci). */
+	at = cm + hc->cm_size + code_size;
+	for (unsigned pairs = 0; pairs < 65536; pairs++) {
+		uint8_t b;
+
+		if (mem_read(hc->mem, at++, &b, 1))
+			return -EFAULT;
+		if (!b)
+			break;
+		if (b == 0xff) {
+			int32_t db, dl;
+
+			if (read_signed5(hc, &at, &db) || read_signed5(hc, &at, &dl))
+				return -EFAULT;
+			cur_bci += db;
+			cur_line += dl;
+		} else {
+			cur_bci += b >> 3;
+			cur_line += b & 7;
+		}
+		if (cur_bci == bci) {
+			*line = cur_line;
+			return 0;
+		}
+		if (cur_bci < bci && cur_bci >= best_bci) {
+			best_bci = cur_bci;
+			best_line = cur_line;
+		}
+	}
+	if (best_line < 0)
+		return -ENOENT;
+	*line = best_line;
+	return 0;
+}
+
+int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
+			      char *buf, size_t len)
+{
+	uint64_t cm, cp, holder, klass_sym, name_sym, sig_sym;
+	uint16_t name_idx, sig_idx;
+	char klass[HOTSPOT_MAX_SYMBOL + 1], name[HOTSPOT_MAX_SYMBOL + 1],
+		sig[HOTSPOT_MAX_SYMBOL + 1];
+	int32_t cp_len;
+	int err;
+
+	if (!method || rd64(hc, method + hc->method_const, &cm) ||
+	    rd64(hc, cm + hc->cm_constants, &cp) ||
+	    mem_read(hc->mem, cm + hc->cm_name_index, &name_idx, 2) ||
+	    mem_read(hc->mem, cm + hc->cm_signature_index, &sig_idx, 2) ||
+	    rd64(hc, cp + hc->cp_holder, &holder) ||
+	    rd64(hc, holder + hc->klass_name, &klass_sym))
+		return -EFAULT;
+	/* The pool's slots follow its header: a symbol's slot holds the
+	 * Symbol*. ConstantPool::_length bounds the indexes. */
+	if (mem_read(hc->mem, cp + hc->cp_length, &cp_len, 4))
+		return -EFAULT;
+	if (!name_idx || !sig_idx || name_idx >= cp_len || sig_idx >= cp_len)
+		return -EPROTO;
+	if (rd64(hc, cp + hc->cp_size + 8 * (uint64_t)name_idx, &name_sym) ||
+	    rd64(hc, cp + hc->cp_size + 8 * (uint64_t)sig_idx, &sig_sym))
+		return -EFAULT;
+	if ((err = read_symbol(hc, klass_sym, klass, sizeof(klass), true)) ||
+	    (err = read_symbol(hc, name_sym, name, sizeof(name), false)) ||
+	    (err = read_symbol(hc, sig_sym, sig, sizeof(sig), false)))
+		return err;
+	/* A hidden class (a lambda's) is named "Outer$$Lambda$N+0xADDR";
+	 * Java (and jstack) write the '+' as '/'. */
+	char *plus = strrchr(klass, '+');
+	if (plus && !strncmp(plus, "+0x", 3))
+		*plus = '/';
+	if ((size_t)snprintf(buf, len, "%s.%s%s", klass, name, sig) >= len)
+		return -ENOSPC;
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* hotspot_code.h - names Java code in a live HotSpot JVM from the VM's
+ * own structures, laid out as its vmStructs tables say: the code cache
+ * (which CodeBlob holds a pc: an nmethod and its Method*, or the
+ * interpreter, a stub, an adapter), a Method*'s holder class, name and
+ * signature, and the Method* of an interpreter frame. Every read is
+ * bounded and checked; what does not read as the structure it should be
+ * is reported as not found. */
+#ifndef SS_RUNTIME_JAVA_HOTSPOT_CODE_H
+#define SS_RUNTIME_JAVA_HOTSPOT_CODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/log.h"
+#include "runtime/java/hotspot_structs.h"
+#include "stacksnap.h"
+
+/* The offsets and statics naming needs, resolved from the tables once.
+ * Invariant: every field below was found in the tables (init fails
+ * otherwise). */
+struct hotspot_code {
+	struct stacksnap_mem *mem;	/* not owned */
+	uint64_t heaps;			/* &CodeCache::_heaps */
+	uint64_t ga_len, ga_data;	/* GrowableArray */
+	uint64_t heap_memory, heap_segmap, heap_log2_segment;
+	uint64_t vs_low, vs_high;	/* VirtualSpace */
+	uint64_t block_size, block_used; /* HeapBlock */
+	uint64_t blob_name, blob_size;	/* CodeBlob */
+	uint64_t cm_method;		/* CompiledMethod::_method */
+	uint64_t method_const;		/* Method::_constMethod */
+	uint64_t cm_constants, cm_name_index, cm_signature_index;
+	uint64_t cm_size, cm_code_size, cm_flags; /* ConstMethod */
+	int64_t cm_has_lines;		/* _flags bit: a line number table */
+	uint64_t cp_source_file;	/* ConstantPool::_source_file_name_index */
+	uint64_t cp_size, cp_holder, cp_length; /* ConstantPool */
+	uint64_t klass_name;		/* Klass::_name */
+	uint64_t sym_length, sym_body;	/* Symbol */
+	int64_t interp_method_slot;	/* words from an interpreter frame's
+					   rbp to its Method* */
+	int64_t interp_bcp_slot;	/* ... to its bytecode pointer */
+	const struct log_sink *log;
+};
+
+/* A code blob of the code cache. */
+struct hotspot_blob {
+	uint64_t start;		/* the blob (its CodeBlob header) */
+	char name[64];		/* CodeBlob::_name: "nmethod", "Interpreter",
+				   "StubRoutines (1)", ... */
+	uint64_t method;	/* an nmethod's Method*, else 0 */
+	bool is_interpreter;
+};
+
+int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs,
+		       struct stacksnap_mem *mem, const struct log_sink *log);
+/* The blob holding pc. Returns 0, -ENOENT (not in the code cache), or
+ * -EFAULT/-EPROTO for what does not read as the cache. */
+int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
+		       struct hotspot_blob *out);
+/* The Method* of the interpreter frame whose rbp is fp. */
+int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
+				     uint64_t *method);
+/* The bytecode index an interpreter frame (rbp fp) of method is at:
+ * from its bcp slot; -1 when it is not inside the method's bytecodes (a
+ * native method's frame). */
+int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+				  uint64_t method, int *bci);
+/* The source line of bci in method (its compressed line number table),
+ * and its class's source file name into file (NUL when none). Returns 0,
+ * -ENOENT (no table, or no line for bci) or -errno. */
+int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
+		       int *line, char *file, size_t file_len);
+/* "pkg.Class.method(SIGNATURE)" of method into buf. Returns 0 or -errno. */
+int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
+			      char *buf, size_t len);
+
+#endif

@@ -1,0 +1,187 @@
+/* test_jit_hotspot.c - HotSpot code naming (src/runtime/java/hotspot_code.c)
+ * on a memory image this test lays out as JDK 17 does (the offsets a live
+ * JVM's vmStructs give): the code cache's segment map walk to the blob
+ * holding a pc, an nmethod's Method* to "class.method(signature)", a
+ * hidden class's name as Java writes it, an interpreter frame's Method*
+ * and bytecode index, the compressed line number table,
+ * and corrupt structures ending in errors, not loops. tests/integration/
+ * jit_names compares the same code with jstack on a live JVM. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+#include "runtime/java/hotspot_code.h"
+#include "stacksnap.h"
+
+#define BASE 0x10000ull
+#define SIZE 0x1800
+
+static uint8_t img[SIZE];
+
+static void q(size_t off, uint64_t v) { memcpy(img + off, &v, 8); }
+static void i32(size_t off, int32_t v) { memcpy(img + off, &v, 4); }
+static void u16(size_t off, uint16_t v) { memcpy(img + off, &v, 2); }
+static void sym(size_t off, const char *s)
+{
+	u16(off + 4, (uint16_t)strlen(s));
+	memcpy(img + off + 6, s, strlen(s));
+}
+
+/* One code heap [BASE+0x1000, BASE+0x1800) of 64-byte segments holding
+ * an nmethod in segments 0-7 and "Interpreter" from segment 8. */
+static void build(void)
+{
+	memset(img, 0, sizeof(img));
+	q(24, BASE + 0x100); /* CodeCache::_heaps */
+	i32(0x100, 1);
+	q(0x108, BASE + 0x120);
+	q(0x120, BASE + 0x200);
+	q(0x200 + 8 + 0x10, BASE + 0x1000);
+	q(0x200 + 8 + 0x18, BASE + 0x1800);
+	q(0x200 + 0x78 + 0x10, BASE + 0x400);
+	i32(0x200 + 0x100, 6);
+	for (int s = 0; s < 32; s++)
+		img[0x400 + s] = s < 8 ? (uint8_t)s : s < 12 ? (uint8_t)(s - 8) : 0xff;
+	img[0x1000 + 8] = 1;
+	i32(0x1010 + 0xc, 0x1f0);
+	q(0x1010 + 0x60, BASE + 0x340);
+	q(0x1010 + 0x70, BASE + 0x500);
+	memcpy(img + 0x340, "nmethod", 8);
+	img[0x1200 + 8] = 1;
+	i32(0x1210 + 0xc, 0xf0);
+	q(0x1210 + 0x60, BASE + 0x350);
+	memcpy(img + 0x350, "Interpreter", 12);
+	q(0x500 + 8, BASE + 0x600);
+	q(0x600 + 8, BASE + 0x700);
+	u16(0x600 + 0x22, 1);
+	u16(0x600 + 0x24, 2);
+	q(0x700 + 0x18, BASE + 0x900);
+	i32(0x700 + 0x3c, 4);
+	q(0x700 + 72 + 8, BASE + 0xa00);
+	q(0x700 + 72 + 16, BASE + 0xa40);
+	q(0x900 + 0x18, BASE + 0xa80);
+	sym(0xa00, "down");
+	sym(0xa40, "(IZ)I");
+	sym(0xa80, "pkg/Deep$$Lambda$1+0x0000000800c01000");
+	/* An interpreter frame with rbp at 0xb00: Method* at rbp - 24, its
+	 * bytecode pointer at rbp - 64, at bci 5 of 10. */
+	q(0xb00 - 24, BASE + 0x500);
+	q(0xb00 - 64, BASE + 0x600 + 48 + 5);
+	/* Lines: bci 0 line 10 (0xff form: zigzag 0, 20), bci 4 line 12. */
+	u16(0x600 + 0x20, 10);
+	u16(0x600 + 0x1c, 1);
+	img[0x600 + 48 + 10] = 0xff;
+	img[0x600 + 48 + 11] = 0;
+	img[0x600 + 48 + 12] = 20;
+	img[0x600 + 48 + 13] = 4 << 3 | 2;
+	img[0x600 + 48 + 14] = 0;
+	u16(0x700 + 0x36, 3);
+	q(0x700 + 72 + 24, BASE + 0xc40);
+	sym(0xc40, "Deep.java");
+}
+
+static void layout(struct hotspot_code *hc, struct stacksnap_mem *mem)
+{
+	memset(hc, 0, sizeof(*hc));
+	hc->mem = mem;
+	hc->heaps = BASE + 24;
+	hc->ga_data = 8;
+	hc->heap_memory = 8;
+	hc->heap_segmap = 0x78;
+	hc->heap_log2_segment = 0x100;
+	hc->vs_low = 0x10;
+	hc->vs_high = 0x18;
+	hc->block_size = 16;
+	hc->block_used = 8;
+	hc->blob_name = 0x60;
+	hc->blob_size = 0xc;
+	hc->cm_method = 0x70;
+	hc->method_const = 8;
+	hc->cm_constants = 8;
+	hc->cm_name_index = 0x22;
+	hc->cm_signature_index = 0x24;
+	hc->cp_size = 72;
+	hc->cp_holder = 0x18;
+	hc->cp_length = 0x3c;
+	hc->klass_name = 0x18;
+	hc->sym_length = 4;
+	hc->sym_body = 6;
+	hc->interp_method_slot = -3;
+	hc->interp_bcp_slot = -8;
+	hc->cm_size = 48;
+	hc->cm_code_size = 0x20;
+	hc->cm_flags = 0x1c;
+	hc->cm_has_lines = 1;
+	hc->cp_source_file = 0x36;
+}
+
+static void names(void)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_blob b;
+	uint64_t method = 0;
+	char name[256];
+
+	build();
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	layout(&hc, mem);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x11f0, &b) == 0);
+	CHECK(!strcmp(b.name, "nmethod") && b.method == BASE + 0x500 &&
+	      b.start == BASE + 0x1010 && !b.is_interpreter);
+	CHECK(hotspot_code__method_name(&hc, b.method, name, sizeof(name)) == 0);
+	CHECKF(!strcmp(name, "pkg.Deep$$Lambda$1/0x0000000800c01000.down(IZ)I"),
+	       "%s", name);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x12e0, &b) == 0);
+	CHECK(!strcmp(b.name, "Interpreter") && b.is_interpreter && !b.method);
+	CHECK(hotspot_code__interpreter_method(&hc, BASE + 0xb00, &method) == 0);
+	CHECK(method == BASE + 0x500);
+	{
+		int bci = -2, line = 0;
+		char file[64];
+
+		CHECK(hotspot_code__interpreter_bci(&hc, BASE + 0xb00, method, &bci) == 0);
+		CHECK(bci == 5);
+		CHECK(hotspot_code__line(&hc, method, bci, &line, file, sizeof(file)) == 0);
+		CHECKF(line == 12 && !strcmp(file, "Deep.java"), "%d %s", line, file);
+		CHECK(hotspot_code__line(&hc, method, 3, &line, file, sizeof(file)) == 0);
+		CHECK(line == 10);
+		CHECK(hotspot_code__line(&hc, method, 10, &line, file, sizeof(file)) == -ENOENT);
+	}
+	/* Past the blob's size (heap padding), an unused segment, outside
+	 * the heap. */
+	CHECK(hotspot_code__blob(&hc, BASE + 0x1201, &b) == -ENOENT);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x1400, &b) == -ENOENT);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x1800, &b) == -ENOENT);
+	CHECK(hotspot_code__blob(&hc, 0x42, &b) == -ENOENT);
+	stacksnap_mem__free(mem);
+}
+
+static void corrupt(void)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_blob b;
+	char name[256];
+
+	build();
+	img[0x400 + 3] = 9; /* steps back past the map's start */
+	u16(0x600 + 0x22, 7); /* a name index past the pool */
+	i32(0x200 + 0x100, 40); /* no segment size */
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	layout(&hc, mem);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x10f0, &b) == -EPROTO);
+	CHECK(hotspot_code__method_name(&hc, BASE + 0x500, name, sizeof(name)) == -EPROTO);
+	CHECK(hotspot_code__method_name(&hc, BASE + 0x1790, name, sizeof(name)) < 0);
+	CHECK(hotspot_code__method_name(&hc, 0, name, sizeof(name)) < 0);
+	stacksnap_mem__free(mem);
+	build();
+	img[0x400 + 3] = 9;
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	layout(&hc, mem);
+	CHECK(hotspot_code__blob(&hc, BASE + 0x10f0, &b) == -EPROTO);
+	stacksnap_mem__free(mem);
+}
+
+TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt))
