@@ -92,11 +92,12 @@ int trace_on_record(void *ctx, void *data, size_t len)
 		/* The new image's mappings: those there now (ld.so maps the
 		 * libraries later; a miss re-reads them). */
 		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
-		trace__kernel_maps(tr, (pid_t)r->pid);
 		/* A new image: an interpreter in it is found now (an
 		 * executable that holds it: Debian's python3.X); one in a
 		 * libpython ld.so has not mapped yet is not. */
 		trace__python_exec(tr, (pid_t)r->pid);
+		/* After: loading the tables of the new image takes a while. */
+		trace__kernel_maps(tr, (pid_t)r->pid);
 		/* Not yet: ld.so has not mapped the libraries. The first
 		 * event (sent as it is) sets them. */
 		if (tr->o.compact)
