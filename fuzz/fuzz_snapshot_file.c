@@ -3,7 +3,7 @@
  * and checksum fields made right (the sections' own checksums too, so
  * mutations reach events files' records), and unwind every thread and
  * every event read, as `stacksnap show` does (with the Python frames of a
- * RUNTIME section merged in). */
+ * RUNTIME section merged in, and an event's own Python frames read). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +50,17 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 	for (size_t i = 0; s && mem && i < stacksnap_saved__event_count(s); i++) {
 		STACKSNAP_OPTS(stacksnap_saved_event, ev);
 
-		if (stacksnap_saved__event(s, i, &ev) || !ev.stack || !ev.as)
+		size_t sum = 0;
+
+		if (stacksnap_saved__event(s, i, &ev))
+			continue;
+		/* An event's Python frames: every string read through. */
+		for (size_t k = 0; k < ev.nrframes; k++)
+			sum += strlen(ev.rframes[k].function) +
+			       (ev.rframes[k].file ? strlen(ev.rframes[k].file) : 0);
+		if (sum == (size_t)-1)
+			abort();
+		if (!ev.stack || !ev.as)
 			continue;
 		stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
 		stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, 64, &end);

@@ -1475,6 +1475,9 @@ struct stacksnap_trace_opts {
 	 * data such as keys on the stack stay in the kernel); see
 	 * docs/trace.md for what it costs and what it changes. */
 	bool compact;
+	/* Do not look for a Python interpreter in the traced processes nor
+	 * walk their Python frames (see stacksnap_trace_event.rframes). */
+	bool no_runtime;
 	size_t :0;
 };
 
@@ -1539,6 +1542,15 @@ struct stacksnap_trace_event {
 	const struct stacksnap_frame *hybrid_frames;
 	int hybrid_nframes;
 	enum stacksnap_end hybrid_end;
+	/* The thread's Python frames, when its process runs a CPython the
+	 * trace recognised (docs/python.md): walked in the kernel at the
+	 * event, named here, merged against frames as the dump merges them
+	 * (native_index: the eval-loop frame each replaces; nframes: after
+	 * the last). NULL/0 when none; runtime_end says why they were cut,
+	 * or is NULL. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
+	const char *runtime_end;
 };
 
 #define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */
@@ -1579,6 +1591,7 @@ struct stacksnap_trace_stats {
 	uint64_t kernel_walks, kernel_complete, kernel_fallback;
 	uint64_t agreement[5];
 	size_t table_bytes;	/* kernel memory of the unwind tables */
+	uint64_t python;	/* events with Python frames */
 };
 STACKSNAP_API void stacksnap_trace__stats(const struct stacksnap_trace *tr,
 					  struct stacksnap_trace_stats *st);
@@ -1604,6 +1617,11 @@ STACKSNAP_API int stacksnap_trace__fields(struct stacksnap_trace *tr,
 					  struct stacksnap_trace_field *out,
 					  size_t max);
 STACKSNAP_API void stacksnap_trace__free(struct stacksnap_trace *tr);
+/* Whether a trace of process pid would walk the frames of a language
+ * runtime at each event: STACKSNAP_RUNTIME_PYTHON for a CPython whose
+ * layout is known (docs/python.md), else STACKSNAP_RUNTIME_NATIVE; or
+ * -errno (-ESRCH: no such process). */
+STACKSNAP_API int stacksnap_trace__runtime_of(pid_t pid);
 
 /* Lists what can be traced: tracepoints "CAT:NAME" matching pattern (a
  * glob; NULL: all), or with pattern "u:PATH[:GLOB]" the functions of
@@ -1810,6 +1828,10 @@ struct stacksnap_saved_event {
 	/* The address space of the event's process at its generation. */
 	struct stacksnap_addrspace *as;
 	unsigned generation;	/* 1 for the first of its process */
+	/* The event's Python frames as the trace named them (native_index:
+	 * the frame of the unwound copy each replaces); NULL/0: none. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
 	size_t :0;
 };
 

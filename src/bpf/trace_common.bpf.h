@@ -22,6 +22,8 @@ const volatile bool inherit = true;		/* follow new processes */
 const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 						    in-kernel walk, or both */
 const volatile bool compact = false;		/* compact stacks in the kernel */
+const volatile bool python = false;		/* walk the Python frames of the
+						   processes in py_procs */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -55,6 +57,8 @@ struct ss_scratch {
 	struct stacksnap_compact_area area;
 	struct ku_event kev;	/* the in-kernel walk's result */
 	__u64 kpcs[KU_MAX_FRAMES];
+	struct trace_py_frame py[TRACE_PY_MAX_FRAMES]; /* the Python walk's */
+	__u8 pyf[TRACE_PY_FRAME_SPAN];	/* one _PyInterpreterFrame's head */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -64,8 +68,27 @@ struct {
 } scratch SEC(".maps");
 _Static_assert(sizeof(struct stacksnap_compact_area) >=
 	       TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8 +
-	       sizeof(struct ku_end_state),
-	       "the stack copy, raw record, pcs and end state fit in the area");
+	       sizeof(struct ku_end_state) + sizeof(struct trace_py_frame) * TRACE_PY_MAX_FRAMES,
+	       "the stack copy, raw record, pcs, end state and Python frames fit in the area");
+
+/* The interpreters of the traced processes (key: tgid), for the Python
+ * walk; written by the user side. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct trace_py_proc);
+} py_procs SEC(".maps");
+
+/* The thread state last found for a thread (key: tid), checked by its
+ * native thread id before use: a sample then reads one word instead of
+ * walking the thread list. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_tstates SEC(".maps");
 
 /* Executable ranges per traced process (key: tgid), for compaction;
  * written by the loader from /proc/PID/maps. A process without an entry
@@ -113,7 +136,118 @@ static __always_inline void rec_header(struct trace_rec *r, __u32 kind)
 	r->ppid = r->ptid = 0;
 	r->cpu = bpf_get_smp_processor_id();
 	r->raw_len = 0;
+	r->pyframes = 0;
+	r->pyend = TRACE_PY_NONE;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* The current thread's thread state in process c: the one cached for tid
+ * if its native thread id is still tid, else the first of the first
+ * interpreter's list (newest first: in a sub-interpreter, the innermost)
+ * whose native thread id is tid; 0 when none. */
+static __always_inline __u64 py_tstate(const struct trace_py_proc *c, __u32 tid)
+{
+	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
+	__u64 interp, ts;
+
+	if (cached && *cached &&
+	    read_u64(*cached + c->ts_native_thread_id) == tid)
+		return *cached;
+	interp = read_u64(c->interp_head);
+	if (!interp)
+		return 0;
+	ts = read_u64(interp + c->interp_threads_head);
+	for (int i = 0; i < TRACE_PY_MAX_THREADS && ts; i++) {
+		if (read_u64(ts + c->ts_native_thread_id) == tid) {
+			bpf_map_update_elem(&py_tstates, &tid, &ts, BPF_ANY);
+			return ts;
+		}
+		ts = read_u64(ts + c->ts_next);
+	}
+	return 0;
+}
+
+/* The current thread's Python frame chain into s->py: (code object,
+ * instruction pointer, entry flag, owner) per frame, innermost first,
+ * bounded by TRACE_PY_MAX_FRAMES; the user side names them. A global
+ * function, so that the verifier checks its loops once, not once per
+ * path of emit_event. */
+__attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
+{
+	const struct trace_py_proc *c;
+	__u32 tgid;
+	__u64 ts, frame;
+	__u16 n = 0;
+
+	if (!s)
+		return 0;
+	tgid = s->rec.pid;
+	s->rec.pyframes = 0;
+	s->rec.pyend = TRACE_PY_NONE;
+	if (!python || !(c = bpf_map_lookup_elem(&py_procs, &tgid)))
+		return 0;
+	ts = py_tstate(c, s->rec.tid);
+	if (!ts) {
+		s->rec.pyend = TRACE_PY_NO_THREAD;
+		return 0;
+	}
+	if (c->ts_cframe >= 0) {
+		__u64 cf = read_u64(ts + c->ts_cframe);
+
+		frame = cf ? read_u64(cf + c->cframe_current_frame) : 0;
+	} else {
+		frame = read_u64(ts + c->ts_current_frame);
+	}
+	s->rec.pyend = TRACE_PY_FRAME_LIMIT;
+	/* One read per frame, of the span of the fields used: the offsets
+	 * are masked into the buffer (the user side checked them). */
+	__u32 span = c->frame_span & (TRACE_PY_FRAME_SPAN * 2 - 1);
+	__u32 o_code = c->frame_code & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_instr = c->frame_instr & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_prev = c->frame_previous & (TRACE_PY_FRAME_SPAN - 8);
+	__u32 o_owner = c->frame_owner & (TRACE_PY_FRAME_SPAN - 1);
+	__u32 o_entry = c->frame_is_entry & (TRACE_PY_FRAME_SPAN - 1);
+	bool has_entry = c->frame_is_entry >= 0;
+
+	if (span > TRACE_PY_FRAME_SPAN)
+		span = TRACE_PY_FRAME_SPAN;
+	for (int i = 0; i < TRACE_PY_MAX_FRAMES; i++) {
+		__u64 code, instr, prev;
+		__u8 entry = 0, owner = 0;
+
+		if (!frame) {
+			s->rec.pyend = TRACE_PY_COMPLETE;
+			break;
+		}
+		if (bpf_probe_read_user(s->pyf, span, (const void *)frame)) {
+			s->rec.pyend = TRACE_PY_BAD_MEMORY;
+			break;
+		}
+		code = *(__u64 *)(s->pyf + o_code);
+		instr = *(__u64 *)(s->pyf + o_instr);
+		prev = *(__u64 *)(s->pyf + o_prev);
+		owner = s->pyf[o_owner];
+		if (has_entry)
+			entry = s->pyf[o_entry];
+		s->py[i & (TRACE_PY_MAX_FRAMES - 1)] = (struct trace_py_frame){
+			.code = (code & ~7ull) | (entry ? TRACE_PY_ENTRY : 0) |
+				((__u64)(owner & 3) << 1),
+			.instr = instr,
+		};
+		n++;
+		frame = prev;
+	}
+	s->rec.pyframes = n;
+	return 0;
 }
 
 /* Copies the stack (cap's registers already set), then raw_len bytes of
@@ -128,6 +262,8 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	s->rec.kframes = 0;
 	s->rec.kend = 0;
 	s->rec.kflags = 0;
+	s->rec.pyframes = 0;
+	s->rec.pyend = TRACE_PY_NONE;
 	if (unwind_mode & KU_MODE_KERNEL) {
 		s->kev.pid = s->rec.pid;
 		s->kev.nframes = 0;
@@ -203,6 +339,20 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	}
 	total = sizeof(s->rec) + n + raw_len + (__u64)s->rec.kframes * 8 +
 		(s->rec.kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0);
+	if (python) {
+		__u64 o = total - sizeof(s->rec), len;
+
+		trace_py_walk(s);
+		len = (__u64)s->rec.pyframes * sizeof(struct trace_py_frame);
+		__stacksnap_opaque(o);
+		__stacksnap_opaque(len);
+		if (o > TRACE_STACK_MAX + TRACE_RAW_MAX + KU_MAX_FRAMES * 8 +
+			sizeof(struct ku_end_state) ||
+		    len > sizeof(s->py) ||
+		    bpf_probe_read_kernel(s->area.in + o, len, s->py))
+			s->rec.pyframes = 0;
+		total += (__u64)s->rec.pyframes * sizeof(struct trace_py_frame);
+	}
 	__stacksnap_opaque(total);
 	if (total > sizeof(*s))
 		return 0;

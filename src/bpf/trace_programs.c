@@ -47,6 +47,7 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 		(skel)->rodata->inherit = (c)->inherit;                        \
 		(skel)->rodata->unwind_mode = (c)->unwind_mode;                \
 		(skel)->rodata->compact = (c)->compact;                        \
+		(skel)->rodata->python = (c)->python;                          \
 		bpf_map__set_max_entries((skel)->maps.scratch, (uint32_t)(c)->ncpu); \
 	} while (0)
 #define SHARE(p, kt, skel)                                                     \
@@ -54,7 +55,9 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 	 bpf_map__reuse_fd((skel)->maps.events, bpf_map__fd((p)->proc->maps.events)) ||   \
 	 bpf_map__reuse_fd((skel)->maps.traced, bpf_map__fd((p)->proc->maps.traced)) ||   \
 	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((p)->proc->maps.stats)) ||     \
-	 bpf_map__reuse_fd((skel)->maps.exec_ranges, bpf_map__fd((p)->proc->maps.exec_ranges)))
+	 bpf_map__reuse_fd((skel)->maps.exec_ranges, bpf_map__fd((p)->proc->maps.exec_ranges)) || \
+	 bpf_map__reuse_fd((skel)->maps.py_procs, bpf_map__fd((p)->proc->maps.py_procs)) ||     \
+	 bpf_map__reuse_fd((skel)->maps.py_tstates, bpf_map__fd((p)->proc->maps.py_tstates)))
 
 /* Opens, configures, shares proc's maps with, and loads the skeleton
  * NAME_bpf into p->FIELD (returning from the caller on failure): how a
@@ -308,4 +311,9 @@ int trace_programs__stats_fd(const struct trace_programs *p)
 int trace_programs__exec_ranges_fd(const struct trace_programs *p)
 {
 	return bpf_map__fd(p->proc->maps.exec_ranges);
+}
+
+int trace_programs__py_procs_fd(const struct trace_programs *p)
+{
+	return bpf_map__fd(p->proc->maps.py_procs);
 }

@@ -27,6 +27,7 @@ struct trace_program_config {
 	bool inherit;		/* follow new processes */
 	uint32_t unwind_mode;	/* KU_MODE_* */
 	bool compact;		/* compact stacks in the kernel */
+	bool python;		/* walk Python frames (processes in py_procs) */
 	uint32_t ring_size;	/* bytes of the ring buffer */
 	int ncpu;		/* possible CPUs (the scratch maps) */
 };
@@ -86,5 +87,7 @@ int trace_programs__events_fd(const struct trace_programs *p);
 int trace_programs__traced_fd(const struct trace_programs *p);
 int trace_programs__stats_fd(const struct trace_programs *p);
 int trace_programs__exec_ranges_fd(const struct trace_programs *p);
+/* The interpreters the Python walk reads (key tgid, struct trace_py_proc). */
+int trace_programs__py_procs_fd(const struct trace_programs *p);
 
 #endif

@@ -33,13 +33,60 @@ enum trace_stat {
 
 #define TRACE_KEND_STATE 1	/* a struct ku_end_state follows the pcs */
 
+/* Python frames per event (the bounded walk of trace_common.bpf.h) and
+ * thread states looked at to find the current thread's. */
+#define TRACE_PY_MAX_FRAMES 64
+#define TRACE_PY_MAX_THREADS 64
+
+/* Why a record's Python walk ended (trace_rec.pyend). */
+enum trace_py_end {
+	TRACE_PY_NONE = 0,	/* no interpreter known in the process */
+	TRACE_PY_COMPLETE,	/* the chain's end (previous == NULL) */
+	TRACE_PY_NO_THREAD,	/* no thread state of this thread (not a
+				   Python thread, or past TRACE_PY_MAX_THREADS) */
+	TRACE_PY_FRAME_LIMIT,	/* TRACE_PY_MAX_FRAMES frames sent */
+	TRACE_PY_BAD_MEMORY,	/* a read of the chain failed */
+};
+
+/* What the walk needs of one traced process's interpreter (key: tgid),
+ * written by the user side from the layout table (src/runtime/python/
+ * py_layout.c) when it recognised a CPython. Offsets in bytes; -1: the
+ * build has no such field (3.11 reads the frame through ts_cframe, 3.12+
+ * through ts_current_frame). */
+struct trace_py_proc {
+	__u64 interp_head;	/* address of _PyRuntime.interpreters.head */
+	__s32 interp_threads_head;
+	__s32 ts_next, ts_native_thread_id;
+	__s32 ts_cframe, cframe_current_frame, ts_current_frame;
+	__s32 frame_previous, frame_code, frame_instr;
+	__s32 frame_is_entry, frame_owner;
+	__u32 frame_span;	/* bytes read per frame: past the last field
+				   used, at most TRACE_PY_FRAME_SPAN */
+};
+#define TRACE_PY_FRAME_SPAN 128
+
+/* One Python frame of a record: the code object's address with the
+ * frame's entry flag in bit 0 and its owner (FRAME_OWNED_BY_*, 0-3) in
+ * bits 1-2 (code objects are 8-aligned), and its instruction pointer
+ * (prev_instr in 3.11, instr_ptr in 3.12+). */
+struct trace_py_frame {
+	__u64 code;
+	__u64 instr;
+};
+#define TRACE_PY_ENTRY 1ull
+#define TRACE_PY_OWNER(code) (((code) >> 1) & 3)
+#define TRACE_PY_CODE(code) ((code) & ~7ull)
+
 /* One ring buffer record. Invariant: the record is sizeof(struct
- * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes:
+ * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes
+ * (+ the end state) + 16 * pyframes:
  * the stack bytes follow the header, then the raw tracepoint record, then
  * the in-kernel walk's pcs (src/ktable/kunwind_layout.h: KU_PC_EXACT marks exact
  * pcs), then, when kflags has TRACE_KEND_STATE (both mode), a struct
  * ku_end_state: where the walk stopped, for user space to go on from
- * there over the copy (the hybrid). For FORK/EXEC/EXIT
+ * there over the copy (the hybrid), then pyframes struct trace_py_frame,
+ * innermost first (the traced thread's Python frames, when its process
+ * runs a known CPython; pyend says why they end). For FORK/EXEC/EXIT
  * records cap is not filled and nothing follows. */
 struct trace_rec {
 	__u32 kind;		/* enum trace_rec_kind */
@@ -53,7 +100,9 @@ struct trace_rec {
 				   record (kernel/both unwind modes) */
 	__u8 kend;		/* why that walk ended (enum ku_end) */
 	__u8 kflags;		/* TRACE_KEND_* */
-	__u32 pad2;
+	__u16 pyframes;		/* struct trace_py_frame at the end */
+	__u8 pyend;		/* enum trace_py_end */
+	__u8 pad2;
 	char comm[16];
 	struct stacksnap_capture cap;
 };

@@ -381,6 +381,8 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 			if (i != STACKSNAP_REG_RIP && i != STACKSNAP_REG_RSP)
 				regs.regs[i] = 0;
 	comm_len = ev->comm ? strnlen(ev->comm, 255) : 0;
+	if (ev->nrframes && ev->rframes)
+		flags |= EVENTS_HAS_RFRAMES;
 
 	snapfile_writer__begin_section(&tw->w, SNAPFILE_SEC_EVENT, 1, SNAPFILE_SEC_CRC);
 	byte_buf__u64(b, ev->time_ns);
@@ -448,6 +450,26 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 			byte_buf__put(b, f->str, sl);
 		} else {
 			byte_buf__u64(b, f->value);
+		}
+	}
+	if (flags & EVENTS_HAS_RFRAMES) {
+		/* The Python frames, named now: the process may be gone when
+		 * the file is shown. */
+		size_t nr = ev->nrframes < EVENTS_MAX_RFRAMES ? ev->nrframes : EVENTS_MAX_RFRAMES;
+
+		byte_buf__u16(b, (uint16_t)nr);
+		for (size_t i = 0; i < nr; i++) {
+			const struct stacksnap_runtime_frame *rf = &ev->rframes[i];
+			size_t fl = rf->function ? strnlen(rf->function, 4095) : 0;
+			size_t pl = rf->file ? strnlen(rf->file, 4095) : 0;
+
+			byte_buf__u8(b, (uint8_t)rf->runtime);
+			byte_buf__u32(b, rf->native_index);
+			byte_buf__u32(b, rf->line);
+			byte_buf__u16(b, (uint16_t)fl);
+			byte_buf__put(b, rf->function, fl);
+			byte_buf__u16(b, rf->file ? (uint16_t)pl : EVENTS_NO_FILE);
+			byte_buf__put(b, rf->file, pl);
 		}
 	}
 	snapfile_writer__end_section_crc(&tw->w);

@@ -56,6 +56,9 @@ struct saved_events {
 	size_t strs_cap;
 	struct stacksnap_frame frames[EVENTS_MAX_KFRAMES];
 	uint64_t kpcs[EVENTS_MAX_KFRAMES];
+	struct stacksnap_runtime_frame rframes[EVENTS_MAX_RFRAMES];
+	char *rstrs;		/* the runtime frames' names, NUL-terminated */
+	size_t rstrs_cap;
 	char comm[256];
 };
 
@@ -77,6 +80,7 @@ static void events_free(void *source)
 	free(e->lost);
 	free(e->stack);
 	free(e->strs);
+	free(e->rstrs);
 	free(e);
 }
 
@@ -226,7 +230,7 @@ static int decode_stack(struct stacksnap_saved *s, struct saved_events *e, size_
  * pointers into them. */
 static int decode_fields(struct stacksnap_saved *s, struct saved_events *e,
 			 const struct saved_event_at *a, size_t fields_at,
-			 uint16_t nfields)
+			 uint16_t nfields, size_t *end_at)
 {
 	struct cursor c;
 	size_t used;
@@ -268,6 +272,71 @@ static int decode_fields(struct stacksnap_saved *s, struct saved_events *e,
 			};
 		}
 	}
+	*end_at = cursor_offset(&c);
+	return 0;
+}
+
+/* Decodes an event's runtime frames, at at in its record, into
+ * e->rframes (*n of them). Two passes, as decode_fields. */
+static int decode_rframes(struct stacksnap_saved *s, struct saved_events *e,
+			  const struct saved_event_at *a, size_t at, size_t *n)
+{
+	struct cursor c;
+	uint16_t nr = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		size_t used = 0;
+
+		cursor_init(&c, a->p, a->len);
+		cursor_skip(&c, at);
+		nr = cursor_u16(&c);
+		if (nr > EVENTS_MAX_RFRAMES) {
+			BAD(s, a->off + at, "event %zu: more runtime frames than a writer writes",
+			    e->n);
+			return -EINVAL;
+		}
+		for (unsigned i = 0; i < nr; i++) {
+			uint8_t kind = cursor_u8(&c);
+			uint32_t native = cursor_u32(&c), line = cursor_u32(&c);
+			uint16_t fl = cursor_u16(&c);
+			const uint8_t *fn = cursor_take(&c, fl);
+			uint16_t pl = cursor_u16(&c);
+			const uint8_t *file = pl == EVENTS_NO_FILE ? NULL : cursor_take(&c, pl);
+			size_t need = fl + 1u + (pl == EVENTS_NO_FILE ? 0 : pl + 1u);
+			char *ns;
+
+			if (c.bad) {
+				BAD(s, a->off + cursor_offset(&c),
+				    "event %zu: runtime frame %u truncated", e->n, i);
+				return -EINVAL;
+			}
+			if (used + need > e->rstrs_cap) {
+				size_t cap = (used + need) * 2;
+				char *p = realloc(e->rstrs, cap);
+
+				if (!p)
+					return -ENOMEM;
+				e->rstrs = p;
+				e->rstrs_cap = cap;
+			}
+			ns = e->rstrs + used;
+			used += need;
+			if (pass == 0)
+				continue;
+			memcpy(ns, fn, fl);
+			ns[fl] = 0;
+			e->rframes[i] = (struct stacksnap_runtime_frame){
+				.sz = sizeof(e->rframes[i]), .runtime = kind,
+				.native_index = native, .function = ns, .line = line,
+			};
+			if (file) {
+				memcpy(ns + fl + 1, file, pl);
+				ns[fl + 1 + pl] = 0;
+				e->rframes[i].file = ns + fl + 1;
+			}
+		}
+	}
+	*n = nr;
 	return 0;
 }
 
@@ -367,12 +436,18 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 	ev.nframes = nf;
 	ev.kernel_pcs = e->kpcs;
 	ev.kernel_nframes = nk;
-	int err = decode_fields(s, e, a, cursor_offset(&c), nfields);
+	size_t fields_end;
+	int err = decode_fields(s, e, a, cursor_offset(&c), nfields, &fields_end);
 
 	if (err)
 		return err;
 	ev.fields = e->fields;
 	ev.nfields = nfields;
+	if (flags & EVENTS_HAS_RFRAMES) {
+		if ((err = decode_rframes(s, e, a, fields_end, &ev.nrframes)))
+			return err;
+		ev.rframes = e->rframes;
+	}
 	/* Fields a newer writer appends to the record are skipped. */
 	if (out && opts_out(out, &ev, sizeof(ev), offsetof(struct stacksnap_saved_event, as)))
 		return -EINVAL;

@@ -11,6 +11,8 @@
 #define EVENTS_POISON 0x2	/* words not stored read as the kernel's
 				   poison (compacted in the kernel), not 0 */
 #define EVENTS_HAS_FRAMES 0x4	/* the printed frames are stored (no copy) */
+#define EVENTS_HAS_RFRAMES 0x8	/* named runtime (Python) frames follow the
+				   fields */
 
 /* Field flags. */
 #define EVENTS_FIELD_SIGNED 0x1
@@ -19,5 +21,7 @@
 
 #define EVENTS_MAX_FIELDS 64
 #define EVENTS_MAX_KFRAMES 4096
+#define EVENTS_MAX_RFRAMES 1024
+#define EVENTS_NO_FILE 0xffff	/* a runtime frame's file length: none */
 
 #endif

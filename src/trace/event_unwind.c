@@ -70,8 +70,10 @@ void trace__kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 		return;
 	tr->last_refresh_pid = ev->pid;
 	tr->last_refresh_ns = now;
-	if (!stacksnap_procs__attach_pid(tr->procs, ev->pid))
+	if (!stacksnap_procs__attach_pid(tr->procs, ev->pid)) {
 		trace__kernel_maps(tr, ev->pid);
+		trace__python_detect(tr, ev->pid);
+	}
 }
 
 /* BOTH mode: the in-kernel frames against the user-space walk of the
@@ -130,8 +132,10 @@ int trace__unwind_copy(struct stacksnap_trace *tr, const struct trace_rec *r,
 	n = stacksnap_procs__unwind_capture(tr->procs, tr->uw, ev->pid, &r->cap,
 					    ev->stack, tr->frames,
 					    tr->o.max_frames, &ev->end);
-	if (procs_rereads(tr->procs) != rereads)
+	if (procs_rereads(tr->procs) != rereads) {
 		trace__exec_ranges_update(tr, ev->pid); /* a library mapped since */
+		trace__python_detect(tr, ev->pid);	/* a libpython, perhaps */
+	}
 	else if (tr->o.compact && !(r->cap.flags & STACKSNAP_CAPTURE_COMPACT)) {
 		struct stacksnap_exec_ranges er;
 

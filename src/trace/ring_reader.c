@@ -16,10 +16,13 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	size_t stack_off = sizeof(*r), raw_off;
 	int n;
 
+	size_t py_off;
+
 	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
+	py_off = raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
+		 (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0);
 	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
-	    raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
-	    (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0) > len)
+	    py_off + r->pyframes * sizeof(struct trace_py_frame) > len)
 		return 0; /* not ours: ignore */
 	memset(&ev, 0, sizeof(ev));
 	ev.hybrid_nframes = -1;
@@ -53,6 +56,10 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	}
 	ev.nframes = n;
 	ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
+	if (r->pyframes)
+		trace__python_event(tr, r, (const uint8_t *)r + py_off, &ev);
+	else if (tr->npypend)
+		trace__python_pending(tr);
 	tr->st.received++;
 	tr->st.unwound += n > 0;
 	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;
@@ -85,6 +92,11 @@ int trace_on_record(void *ctx, void *data, size_t len)
 		/* The new image's mappings: those there now (ld.so maps the
 		 * libraries later; a miss re-reads them). */
 		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		/* A new image: an interpreter in it is found now (an
+		 * executable that holds it: Debian's python3.X); one in a
+		 * libpython ld.so has not mapped yet is not. */
+		trace__python_exec(tr, (pid_t)r->pid);
+		/* After: loading the tables of the new image takes a while. */
 		trace__kernel_maps(tr, (pid_t)r->pid);
 		/* Not yet: ld.so has not mapped the libraries. The first
 		 * event (sent as it is) sets them. */
@@ -110,6 +122,8 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	if (!tr || !tr->rb)
 		return fail(-EINVAL);
 	before = tr->st.received;
+	if (tr->npypend)
+		trace__python_pending(tr);
 	tr->fn = fn;
 	tr->fn_user = user;
 	tr->fn_rc = 0;

@@ -153,6 +153,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		.inherit = !tr->o.no_inherit,
 		.unwind_mode = trace__unwind_mode(tr),
 		.compact = tr->o.compact,
+		.python = !tr->o.no_runtime,
 		.ring_size = (uint32_t)tr->o.ring_size,
 		.ncpu = ncpu,
 	};
@@ -258,6 +259,7 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 		return fail(err);
 	}
 	trace__kernel_maps(tr, tgid);
+	trace__python_detect(tr, tgid);
 	return 0;
 }
 
@@ -284,6 +286,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->frames);
 	free(tr->kframes);
 	free(tr->hframes);
+	trace__python_free(tr);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
 	stacksnap_procs__free(tr->procs);

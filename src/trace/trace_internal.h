@@ -20,6 +20,8 @@
 
 /* The BPF side's record, in user-space types. */
 #define __u8 uint8_t
+#define __u16 uint16_t
+#define __s32 int32_t
 #define __u32 uint32_t
 #define __u64 uint64_t
 #include "bpf/trace_record.h"
@@ -28,6 +30,8 @@
 #include "ktable/ktable.h"
 #include "bpf/kunwind_session.h"
 #undef __u8
+#undef __u16
+#undef __s32
 #undef __u32
 #undef __u64
 
@@ -86,6 +90,21 @@ struct stacksnap_trace {
 	struct stacksnap_frame *hframes; /* the hybrid walk's (both mode) */
 	pid_t last_refresh_pid;
 	uint64_t last_refresh_ns;
+	/* Python (trace_python.c): the interpreters found, by process (a
+	 * NULL slot is free), and the buffers of one event's frames. */
+	struct trace_py **py;
+	size_t npy;
+	struct trace_py **pydead;	/* forgotten at an exec, freed last */
+	size_t npydead;
+	struct py_raw_frame *pyframes;
+	size_t cap_pyframes;
+	struct stacksnap_runtime_frame *rframes;
+	size_t cap_rframes;
+	/* Processes that ran execve() without an interpreter found yet (a
+	 * libpython is mapped by ld.so after the exec): looked at again every
+	 * 20 ms, until found or 5 s after the exec. */
+	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
+	size_t npypend;
 };
 
 static inline const struct log_sink *LOG(const struct stacksnap_trace *tr)
@@ -121,6 +140,25 @@ void trace__exec_ranges_update(struct stacksnap_trace *tr, pid_t pid);
 
 /* ring_reader.c: libbpf's ring buffer callback (ctx: the trace). */
 int trace_on_record(void *ctx, void *data, size_t len);
+
+/* trace_python.c: Python frames. */
+struct trace_py;
+struct py_raw_frame;
+/* Looks for a CPython in pid and, when its layout is known, hands the
+ * programs what their walk needs (a no-op when already found, or with
+ * no_runtime). */
+void trace__python_detect(struct stacksnap_trace *tr, pid_t pid);
+/* Forgets pid's interpreter (it ran execve) and looks for the new
+ * image's, now and, until found, again for a while (trace__python_pending). */
+void trace__python_exec(struct stacksnap_trace *tr, pid_t pid);
+/* Looks again at the processes still pending (rate-limited; cheap when
+ * none is). */
+void trace__python_pending(struct stacksnap_trace *tr);
+/* Names record r's Python frames (pyf: r->pyframes of them) and merges
+ * them into ev's native frames: ev->rframes. */
+void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
+			 const uint8_t *pyf, struct stacksnap_trace_event *ev);
+void trace__python_free(struct stacksnap_trace *tr);
 
 /* event_unwind.c: an event's stack. */
 /* The in-kernel walk of record r (its pcs after raw_off + the raw record). */

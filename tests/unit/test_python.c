@@ -231,16 +231,20 @@ struct walk {
 	struct py_frame *frames;
 	size_t n;
 	const char *end;
+	bool keep_unknown;	/* the trace's resolver: set before the walk */
 };
 
 static int walk_image(struct walk *w)
 {
+	bool keep_unknown = w->keep_unknown;
+
 	struct py_runtime rt = { 0 };
 	struct py_resolver res;
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
 	int err;
 
 	memset(w, 0, sizeof(*w));
+	w->keep_unknown = keep_unknown;
 	rt.found = true;
 	rt.layout = py_layout__find(3, 11, false, false);
 	rt.runtime_addr = BASE;
@@ -258,6 +262,7 @@ static int walk_image(struct walk *w)
 	}
 	if (!err && w->cap.nthreads == 1) {
 		py_resolver__init(&res, &rt, mem);
+		res.keep_unknown = w->keep_unknown;
 		err = py_resolve__thread(&res, &w->cap, &w->cap.threads[0],
 					 &w->frames, &w->n, &w->end);
 		/* the names stay valid only with the resolver: copy the
@@ -284,7 +289,7 @@ static void walk_free(struct walk *w)
 
 static void capture_resolve_image(void)
 {
-	struct walk w;
+	struct walk w = { 0 };
 
 	build_image();
 	CHECK(walk_image(&w) == 0);
@@ -304,7 +309,7 @@ static void capture_resolve_image(void)
 
 static void corrupt_chains_end_with_reason(void)
 {
-	struct walk w;
+	struct walk w = { 0 };
 
 	build_image();
 	p64(0x880 + 48, BASE + 0x800);		/* loop */
@@ -326,6 +331,20 @@ static void corrupt_chains_end_with_reason(void)
 	p64(0x880 + 32, BASE + 0x1800);		/* not a code object */
 	CHECK(walk_image(&w) == 0);
 	CHECK(w.n == 1 && w.end && !strcmp(w.end, "code object unreadable"));
+	walk_free(&w);
+
+	/* The trace names frames after the event: an unreadable code object
+	   is a frame of its own, and the frames past it stay. */
+	build_image();
+	p64(0x880 + 32, BASE + 0x1800);
+	memset(&w, 0, sizeof(w));
+	w.keep_unknown = true;
+	CHECK(walk_image(&w) == 0);
+	CHECK(w.n == 2 && !w.end);
+	if (w.n == 2)
+		CHECK(!strcmp(w.frames[1].function, "<unknown code object>") &&
+		      !strcmp(w.frames[1].file, "?") && w.frames[1].line == 0 &&
+		      !strcmp(w.frames[0].function, "Outer.f"));
 	walk_free(&w);
 
 	build_image();

@@ -29,6 +29,7 @@
 #include "options.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
+#include "profile_python.h"
 #include "sample_frames.h"
 #include "monotonic.h"
 #include "stop_signal.h"
@@ -50,6 +51,8 @@ struct prof_options {
 	unsigned max_stack;
 	bool no_demangle, stats, verbose;
 	bool off_cpu;		/* --off-cpu: profile_offcpu.c */
+	int runtime;		/* --runtime: enum runtime_mode */
+	bool runtime_set;	/* --runtime was given */
 };
 
 /* One opened event and its ring buffer (1 metadata page + 2^n pages). */
@@ -392,6 +395,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "runtime", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -466,6 +470,13 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 'D': o->no_demangle = true; break;
 		case 'S': o->stats = true; break;
 		case 'O': o->off_cpu = true; break;
+		case 'R':
+			if ((o->runtime = options_parse_runtime(optarg)) < 0) {
+				fprintf(stderr, "stacksnap profile: --runtime: '%s' is not merged, only or off\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->runtime_set = true;
+			break;
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("profile"), stdout); return -1;
 		default: return EXIT_USAGE; /* getopt said which */
@@ -473,6 +484,11 @@ static int parse(struct prof_options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		o->cmd = argv + optind;
+	if (o->runtime_set && o->runtime != RUNTIME_OFF && o->all_cpus) {
+		fprintf(stderr, "stacksnap profile: --runtime=%s follows one process: "
+			"give -p PID or -- CMD, not -a\n", o->runtime == RUNTIME_ONLY ? "only" : "merged");
+		return EXIT_USAGE;
+	}
 	if (o->off_cpu && o->all_cpus) {
 		fprintf(stderr, "stacksnap profile: --off-cpu follows one process: "
 			"give -p PID or -- CMD, not -a\n");
@@ -528,6 +544,36 @@ static int profile_off_cpu(struct profiler *p)
 		.no_demangle = p->o.no_demangle, .stats = p->o.stats, .out = &p->o.out,
 	};
 	return profile_offcpu_run(&oa);
+}
+
+/* Whether the samples go through the trace's eBPF program, which walks
+ * each one's Python frames: a -p process running a CPython the tool
+ * knows (unless --runtime=off), or a command with --runtime=merged|only
+ * (what it will run is not known before it runs). Else perf events. */
+static bool profile_python_wanted(const struct prof_options *o)
+{
+	if (o->all_cpus || o->off_cpu || o->runtime == RUNTIME_OFF)
+		return false;
+	if (o->runtime_set)
+		return true;
+	return o->pid > 0 && stacksnap_trace__runtime_of(o->pid) == STACKSNAP_RUNTIME_PYTHON;
+}
+
+/* The Python path: the whole profile is profile_python.c's. */
+static int profile_python(struct profiler *p)
+{
+	if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
+		return EXIT_NO_PROCESS;
+	}
+	struct sampled_args sa = {
+		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .spawn = spawn_cmd,
+		.go_fd = &p->go_fd, .freq = p->o.freq, .duration = p->o.duration,
+		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,
+		.runtime = p->o.runtime, .no_demangle = p->o.no_demangle,
+		.stats = p->o.stats, .out = &p->o.out,
+	};
+	return profile_python_run(&sa);
 }
 
 /* The sampling events of what is profiled: the command (started held),
@@ -698,6 +744,8 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, rc);
 	if (p.o.off_cpu)
 		return profile_free(&p, profile_off_cpu(&p));
+	if (profile_python_wanted(&p.o))
+		return profile_free(&p, profile_python(&p));
 	if (!(p.out = profile_out_open(&p.o.out, "stacksnap profile")))
 		return profile_free(&p, EXIT_ERROR);
 	if ((rc = profile_open_target(&p)))

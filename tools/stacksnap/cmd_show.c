@@ -222,6 +222,8 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 			.fields = ev.fields, .nfields = (int)ev.nfields,
 			.stack_bytes = ev.stack_bytes, .as = ev.as,
 			.frames = ev.frames, .nframes = ev.nframes, .end = ev.end,
+			.rframes = o->runtime == RUNTIME_OFF ? NULL : ev.rframes,
+			.nrframes = o->runtime == RUNTIME_OFF ? 0 : ev.nrframes,
 		};
 		if (ev.stack && ev.as) {
 			stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);

@@ -78,7 +78,7 @@ struct tracer {
 /* The long options that have no short letter. */
 enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
        O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-       O_COMPACT, O_ENC, O_NOFOLD, O_NOHOLD };
+       O_COMPACT, O_ENC, O_NOFOLD, O_NOHOLD, O_RUNTIME };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help, or the exit code of a bad option. */
@@ -185,6 +185,12 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 			return EXIT_USAGE;
 		}
 		break;
+	case O_RUNTIME:
+		if ((o->print.runtime = options_parse_runtime(arg)) < 0) {
+			fprintf(stderr, "stacksnap trace: --runtime: '%s' is not merged, only or off\n", arg);
+			return EXIT_USAGE;
+		}
+		break;
 	case 'v': o->print.verbose = true; break;
 	case 'h': fputs(help_text("trace"), stdout); return -1;
 	default: /* getopt said which */
@@ -282,6 +288,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "compact", no_argument, NULL, O_COMPACT },
 		{ "encoding", required_argument, NULL, O_ENC },
+		{ "runtime", required_argument, NULL, O_RUNTIME },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -322,6 +329,8 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		.as = ev->as, .live = ev,
 		.kernel_end = ev->kernel_end, .kernel_pcs = ev->kernel_pcs,
 		.kernel_nframes = ev->kernel_nframes,
+		.rframes = ev->rframes, .nrframes = ev->nrframes,
+		.runtime_end = ev->runtime_end,
 	};
 
 	/* --unwind both: say where the two walks part (the summary counts). */
@@ -519,7 +528,8 @@ static int trace_setup(struct tracer *t)
 		       .ring_size = o->ring_size, .no_inherit = o->no_inherit,
 		       .by_tid = o->tid > 0, .max_frames = o->print.max_frames,
 		       .pid_hint = o->pid ? o->pid : o->tid, .unwind = o->unwind,
-		       .compact = o->compact);
+		       .compact = o->compact,
+		       .no_runtime = o->print.runtime == RUNTIME_OFF);
 	t->tr = stacksnap_trace__new(t->ctx, &topts);
 	if (!t->tr)
 		return EXIT_ERROR;

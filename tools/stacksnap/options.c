@@ -202,8 +202,7 @@ enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help or --version, or the exit code of a bad option. */
-/* --runtime's argument: enum runtime_mode, or -1. */
-static int parse_runtime_mode(const char *arg)
+int options_parse_runtime(const char *arg)
 {
 	if (!strcmp(arg, "merged"))
 		return RUNTIME_MERGED;
@@ -283,7 +282,7 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_GOROUTINES: o->goroutines_only = true; break;
 	case OPT_THREADS: o->threads_only = true; break;
 	case OPT_RUNTIME:
-		if ((o->runtime = parse_runtime_mode(arg)) < 0) {
+		if ((o->runtime = options_parse_runtime(arg)) < 0) {
 			fprintf(stderr, "stacksnap: --runtime: '%s' is not merged, only or off\n", arg);
 			return EXIT_USAGE;
 		}
@@ -553,7 +552,7 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		case O_GOROUTINES: o->goroutines_only = true; break;
 		case O_THREADS: o->threads_only = true; break;
 		case O_RUNTIME:
-			if ((o->runtime = parse_runtime_mode(optarg)) < 0) {
+			if ((o->runtime = options_parse_runtime(optarg)) < 0) {
 				fprintf(stderr, "stacksnap show: --runtime: '%s' is not merged, only or off\n", optarg);
 				return EXIT_USAGE;
 			}

@@ -106,6 +106,9 @@ void cli_print_table_stats(FILE *f, const char *who, const struct stacksnap_ctx_
 /* --encoding's names (pointers, exact, full) as enum
  * stacksnap_stack_encoding; -1 for another name. */
 int options_parse_encoding(const char *s);
+/* --runtime's argument (merged, only, off): enum runtime_mode, or -1. Every
+ * command taking --runtime (the dump, show, profile, trace) parses it here. */
+int options_parse_runtime(const char *arg);
 
 /* The exit status for a capture's or an attach's errno: no such process,
  * not permitted, traced, zombie, kernel thread, or other error. */

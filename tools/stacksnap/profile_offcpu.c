@@ -35,6 +35,10 @@ struct waiter {
 	uint64_t off_ns, wake_ns;
 	struct stacksnap_frame *frames;
 	size_t nframes, capframes;
+	/* Its Python frames at the switch (strings: the trace's, which keeps
+	 * them as long as it follows the process). */
+	struct stacksnap_runtime_frame *rframes;
+	size_t nrframes, caprframes;
 	enum stacksnap_end end;
 	struct stacksnap_addrspace *as;	/* the process's, at the switch */
 	char comm[16];
@@ -94,7 +98,8 @@ static int add_wait(struct offcpu *oc, struct waiter *w, struct stacksnap_addrsp
 		    uint64_t end_ns, const char *comm)
 {
 	struct thread_result r = { .frames = w->frames, .nframes = (int)w->nframes,
-				   .end = w->end };
+				   .end = w->end, .rframes = w->rframes,
+				   .nrframes = w->nrframes };
 	int err = 0;
 
 	w->waiting = false;
@@ -133,6 +138,17 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		}
 		memcpy(w->frames, ev->frames, (size_t)ev->nframes * sizeof(*w->frames));
 		w->nframes = (size_t)ev->nframes;
+		if (w->caprframes < ev->nrframes) {
+			void *f = realloc(w->rframes, ev->nrframes * sizeof(*w->rframes));
+
+			if (!f)
+				goto nomem;
+			w->rframes = f;
+			w->caprframes = ev->nrframes;
+		}
+		if (ev->nrframes)
+			memcpy(w->rframes, ev->rframes, ev->nrframes * sizeof(*w->rframes));
+		w->nrframes = ev->nrframes;
 		w->end = ev->end;
 		w->as = ev->as;
 		w->off_ns = ev->time_ns;
@@ -278,8 +294,10 @@ out:
 	if (out && out != stdout)
 		fclose(out);
 	stacksnap_trace__free(tr);
-	for (size_t i = 0; i < oc.cap; i++)
+	for (size_t i = 0; i < oc.cap; i++) {
 		free(oc.slots[i].frames);
+		free(oc.slots[i].rframes);
+	}
 	free(oc.slots);
 	stacksnap_stacks__free(oc.stacks);
 	return rc;

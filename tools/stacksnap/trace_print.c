@@ -262,11 +262,17 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		.frames = (struct stacksnap_frame *)ev->frames,
 		.nframes = ev->nframes,
 		.end = ev->end,
+		.rframes = (struct stacksnap_runtime_frame *)ev->rframes,
+		.nrframes = ev->nrframes,
+		.rend = ev->runtime_end,
 	};
 	int err = 0;
 	uint64_t h = 0, id;
+	/* The memo knows native pcs only: a stack with Python frames is
+	 * counted the long way (its Python frames differ at the same pcs). */
+	bool memo = t->counts && !ev->nrframes;
 
-	if (t->counts) {
+	if (memo) {
 		h = memo_hash(ev);
 		err = memo_count(t, ev, h);
 		if (err)
@@ -276,7 +282,7 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		return -ENOMEM;
 	if (t->counts) {
 		err = profile_out_add_thread_id(t->counts, ev->as, ev->name, &r, 1, &id);
-		if (!err)
+		if (!err && memo)
 			memo_remember(t, ev, h, id);
 	} else if (t->json) {
 		fprintf(t->out, "{\"time\":%" PRIu64 ".%06" PRIu64 ",\"comm\":",
@@ -290,8 +296,12 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 			ev->stack_bytes, ev->end == STACKSNAP_END_COMPLETE ? "true" : "false");
 		json_str(t->out, stacksnap_end__str(ev->end));
 		fputs(",\"frames\":[", t->out);
-		print_json_frames(t->out, &r);
+		print_json_frames_mode(t->out, &r, t->print->runtime);
 		fputc(']', t->out);
+		if (ev->runtime_end) {
+			fputs(",\"runtime_end\":", t->out);
+			json_str(t->out, ev->runtime_end);
+		}
 		json_kernel_walk(t, ev);
 		fputs("}\n", t->out);
 	} else {

@@ -43,6 +43,11 @@ struct trace_line {
 	const uint64_t *kernel_pcs;
 	int kernel_nframes;
 	const struct stacksnap_trace_event *live;
+	/* Python frames merged into frames (native_index), NULL/0: none;
+	 * printed as --runtime (print->runtime) says. */
+	const struct stacksnap_runtime_frame *rframes;
+	size_t nrframes;
+	const char *runtime_end;
 };
 
 /* Symbolizes and prints (or counts) one event. Returns 0 or -ENOMEM. */

@@ -319,6 +319,16 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 			free(frames);
 			return -ENOMEM;
 		}
+		if (!c->ok && r->keep_unknown) {
+			/* Named after the capture: freed since, perhaps. */
+			f = &frames[nf++];
+			f->function = f->name = "<unknown code object>";
+			f->file = "?";
+			f->code = rf->code;
+			f->lasti = -2;
+			f->entry = rf->is_entry;
+			continue;
+		}
 		if (!c->ok) {
 			*end = "code object unreadable";
 			break;

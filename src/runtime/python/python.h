@@ -202,6 +202,11 @@ struct py_resolver {
 	unsigned reads;
 	char **names;		/* thread names read, owned */
 	size_t nnames, cap_names;
+	/* A code object that cannot be read gives a frame named "<unknown
+	 * code object>" and the walk goes on (the trace names frames after
+	 * the event: the object may have been freed since), instead of
+	 * ending the thread's frames. */
+	bool keep_unknown;
 };
 
 void py_resolver__init(struct py_resolver *r, const struct py_runtime *rt,

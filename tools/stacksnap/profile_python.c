@@ -1,0 +1,180 @@
+/* profile_python.c - `stacksnap profile` of a Python process: the trace's
+ * eBPF sampling program (a cpu-clock event per CPU) copies each sample's
+ * user stack and walks the thread's Python frame chain in the kernel; the
+ * trace unwinds the copy, names the Python frames and merges them into the
+ * native ones; each sample then counts in the aggregated stacks, Python
+ * frames as functions with file:line. The perf-event path of
+ * cmd_profile.c cannot read the chain at the sample's instant. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "print.h"
+#include "profile_out.h"
+#include "profile_python.h"
+#include "monotonic.h"
+#include "stop_signal.h"
+
+struct sampler {
+	const struct sampled_args *a;
+	struct options print;		/* what symbolize_thread reads */
+	struct stacksnap_stacks *stacks;
+	uint64_t samples, python_samples;
+	int error;
+};
+
+static int on_sample(const struct stacksnap_trace_event *ev, void *user)
+{
+	struct sampler *s = user;
+	struct thread_result r = {
+		.frames = (struct stacksnap_frame *)ev->frames, .nframes = ev->nframes,
+		.end = ev->end,
+		.rframes = (struct stacksnap_runtime_frame *)ev->rframes,
+		.nrframes = ev->nrframes,
+	};
+	int err;
+
+	s->samples++;
+	s->python_samples += ev->nrframes > 0;
+	if (symbolize_thread(&s->print, ev->as, &r))
+		goto nomem;
+	if (s->a->runtime == RUNTIME_ONLY && r.nrframes) {
+		/* The Python frames alone, as py-spy shows them. */
+		r.nout = 0;
+		r.end = ev->runtime_end ? STACKSNAP_END_FRAME_LIMIT : STACKSNAP_END_COMPLETE;
+	}
+	err = profile_out_add_thread(s->stacks, ev->as, ev->comm && *ev->comm ? ev->comm : "?",
+				     &r, 1);
+	free(r.out);
+	if (!err)
+		return 0;
+nomem:
+	s->error = ENOMEM;
+	return -ENOMEM;
+}
+
+static int exit_for(int err)
+{
+	switch (err) {
+	case -EPERM: case -EACCES: return EXIT_NOT_PERMITTED;
+	case -ESRCH: case -ENOENT: return EXIT_NO_PROCESS;
+	}
+	return EXIT_ERROR;
+}
+
+int profile_python_run(const struct sampled_args *a)
+{
+	struct sampler s = { .a = a };
+	struct stacksnap_trace *tr = NULL;
+	struct stacksnap_trace_stats st;
+	struct timespec cpu0, cpu1;
+	FILE *out = NULL;
+	pid_t child = -1, target = a->pid;
+	int rc = EXIT_ERROR, r, child_status = 0;
+	uint64_t t0;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+	s.print.no_demangle = a->no_demangle;
+	s.print.runtime = a->runtime;
+	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts,
+		       .period_ns = 1000000000ull / a->freq,
+		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
+	s.stacks = stacksnap_stacks__new(&sopts);
+	if (!s.stacks) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		goto out;
+	}
+	if (!(out = profile_out_open(a->out, "stacksnap profile")))
+		goto out;
+	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = a->stack_size,
+		       .max_frames = a->max_stack, .pid_hint = a->pid,
+		       .no_runtime = a->runtime == RUNTIME_OFF);
+	tr = stacksnap_trace__new(a->ctx, &topts);
+	if (!tr)
+		goto out; /* the log said why */
+	if ((r = stacksnap_trace__add_sampling(tr, a->freq)) < 0) {
+		rc = exit_for(r);
+		goto out;
+	}
+	if (a->cmd) {
+		child = a->spawn(a->cmd, a->go_fd);
+		if (child < 0) {
+			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+				a->cmd[0], strerror(errno));
+			goto out;
+		}
+		target = child;
+	}
+	stop_signal_catch();
+	if ((r = stacksnap_trace__start(tr)) || (r = stacksnap_trace__follow(tr, target))) {
+		rc = exit_for(r); /* the log said why */
+		goto out;
+	}
+	if (*a->go_fd >= 0) { /* let CMD exec, followed from its first instruction */
+		(void)!write(*a->go_fd, "g", 1);
+		close(*a->go_fd);
+		*a->go_fd = -1;
+	}
+	t0 = monotonic_ns();
+	rc = EXIT_OK;
+	while (!stop_signal && !s.error) {
+		r = stacksnap_trace__poll(tr, 100, on_sample, &s);
+		if (r < 0 && r != -EINTR && !s.error) {
+			fprintf(stderr, "stacksnap profile: reading samples: %s\n", strerror(-r));
+			rc = EXIT_ERROR;
+			break;
+		}
+		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
+			child = -1;
+			break;
+		}
+		if (a->pid && kill(a->pid, 0) && errno == ESRCH)
+			break;
+		if (a->duration > 0 && monotonic_ns() - t0 >= (uint64_t)(a->duration * 1e9))
+			break;
+	}
+	stacksnap_trace__stop(tr);
+	while (!s.error && stacksnap_trace__poll(tr, 0, on_sample, &s) > 0)
+		;
+	if (s.error) {
+		fprintf(stderr, "stacksnap profile: %s\n", strerror(s.error));
+		rc = EXIT_ERROR;
+	}
+	if (rc == EXIT_OK) {
+		rc = profile_out_write(a->out, "stacksnap profile", out, s.stacks,
+				       a->cmd ? a->cmd[0] : "stacksnap profile");
+		out = NULL; /* closed */
+	}
+	stacksnap_trace__stats(tr, &st);
+	if (a->stats) {
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+		fprintf(stderr, "profile: %" PRIu64 " samples (eBPF), %" PRIu64 " with Python "
+			"frames, %" PRIu64 " lost, %zu distinct stacks, %.3f s CPU\n",
+			s.samples, s.python_samples, st.lost, stacksnap_stacks__distinct(s.stacks),
+			(double)(cpu1.tv_sec - cpu0.tv_sec) + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e9);
+	}
+	if (st.lost)
+		fprintf(stderr, "stacksnap profile: %" PRIu64 " samples lost (ring buffer "
+			"full; lower -F or --stack-size)\n", st.lost);
+	if (stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
+out:
+	if (child > 0) { /* --duration ended the profile before CMD ended */
+		kill(child, SIGTERM);
+		waitpid(child, &child_status, 0);
+	}
+	if (out && out != stdout)
+		fclose(out);
+	stacksnap_trace__free(tr);
+	stacksnap_stacks__free(s.stacks);
+	return rc;
+}
