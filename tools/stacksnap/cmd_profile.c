@@ -567,8 +567,7 @@ static int profile_python(struct profiler *p)
 		return EXIT_NO_PROCESS;
 	}
 	struct sampled_args sa = {
-		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .spawn = spawn_cmd,
-		.go_fd = &p->go_fd, .freq = p->o.freq, .duration = p->o.duration,
+		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .freq = p->o.freq, .duration = p->o.duration,
 		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,
 		.runtime = p->o.runtime, .no_demangle = p->o.no_demangle,
 		.stats = p->o.stats, .out = &p->o.out,

@@ -21,6 +21,7 @@
 #include "print.h"
 #include "profile_out.h"
 #include "profile_python.h"
+#include "child_cmd.h"
 #include "monotonic.h"
 #include "stop_signal.h"
 
@@ -78,7 +79,8 @@ int profile_python_run(const struct sampled_args *a)
 	struct stacksnap_trace_stats st;
 	struct timespec cpu0, cpu1;
 	FILE *out = NULL;
-	pid_t child = -1, target = a->pid;
+	pid_t child = -1, leader = -1, target = a->pid;
+	int go_fd = -1, err_fd = -1;
 	int rc = EXIT_ERROR, r, child_status = 0;
 	uint64_t t0;
 
@@ -106,10 +108,11 @@ int profile_python_run(const struct sampled_args *a)
 		goto out;
 	}
 	if (a->cmd) {
-		child = a->spawn(a->cmd, a->go_fd);
+		child = leader = child_cmd_spawn(a->cmd, &go_fd, &err_fd);
 		if (child < 0) {
-			fprintf(stderr, "stacksnap profile: cannot start %s: %s\n",
+			fprintf(stderr, "stacksnap profile: cannot start '%s': %s\n",
 				a->cmd[0], strerror(errno));
+			rc = EXIT_CANNOT_RUN;
 			goto out;
 		}
 		target = child;
@@ -119,11 +122,10 @@ int profile_python_run(const struct sampled_args *a)
 		rc = exit_for(r); /* the log said why */
 		goto out;
 	}
-	if (*a->go_fd >= 0) { /* let CMD exec, followed from its first instruction */
-		(void)!write(*a->go_fd, "g", 1);
-		close(*a->go_fd);
-		*a->go_fd = -1;
-	}
+	/* Let CMD exec, followed from its first instruction. */
+	if (go_fd >= 0 &&
+	    (rc = child_cmd_release("stacksnap profile", a->cmd, &go_fd, err_fd)))
+		goto out;
 	t0 = monotonic_ns();
 	rc = EXIT_OK;
 	while (!stop_signal && !s.error) {
@@ -168,10 +170,14 @@ int profile_python_run(const struct sampled_args *a)
 	if (stop_signal && stop_signal != SIGINT)
 		rc = EXIT_SIGNAL_BASE + stop_signal;
 out:
-	if (child > 0) { /* --duration ended the profile before CMD ended */
-		kill(child, SIGTERM);
-		waitpid(child, &child_status, 0);
-	}
+	/* What is left of the command's process group (--duration ended
+	 * the profile before it did, or a stop signal) is ended and reaped. */
+	if (leader > 0)
+		child_cmd_end(leader, child <= 0, stop_signal, &child_status);
+	if (go_fd >= 0)
+		close(go_fd);
+	if (err_fd >= 0)
+		close(err_fd);
 	if (out && out != stdout)
 		fclose(out);
 	stacksnap_trace__free(tr);

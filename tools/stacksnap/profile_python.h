@@ -15,9 +15,6 @@ struct sampled_args {
 	struct stacksnap_ctx *ctx;
 	pid_t pid;			/* -p; 0 with cmd */
 	char **cmd;			/* -- CMD [ARGS] */
-	/* Starts cmd held before its exec; *go_fd lets it run (-1 after). */
-	pid_t (*spawn)(char **cmd, int *go_fd);
-	int *go_fd;
 	unsigned freq;			/* -F */
 	double duration;		/* seconds; 0: until the target ends */
 	size_t stack_size;
