@@ -1,0 +1,234 @@
+/* java_capture.c - a HotSpot JVM's part of a live capture: found (and its
+ * vmStructs tables read) before the freeze; after the thaw, each native
+ * frame of a thread whose pc is in the code cache is named as its Java
+ * frame (a runtime frame of kind JAVA replacing it 1:1). Nothing is read
+ * during the freeze: the frames are in the stack copies already, and what
+ * names them (code blobs, Method*, constant pools, Symbols) is metadata
+ * read from the live process after the thaw. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/addrspace.h"
+#include "base/maps_line.h"
+#include "capture/capture_internal.h"
+#include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_frames.h"
+#include "runtime/java/hotspot_structs.h"
+
+/* Invariant: structs and code were read (a JVM whose tables did not read
+ * has no snap_java). frames[i] (thread i of the snapshot) is valid once
+ * resolved[i]; its strings point into names[i]. */
+struct snap_java {
+	char path[4096];	/* libjvm.so as the target names it */
+	char description[160];
+	struct stacksnap_mem *mem;
+	struct hotspot_structs hs;
+	struct hotspot_code hc;
+	size_t nthreads;
+	struct stacksnap_runtime_frame **frames;
+	struct hotspot_frame **names;
+	size_t *nframes;
+	size_t *nnative;	/* the native frames frames[i] was named from */
+	bool *resolved;
+};
+
+/* libjvm.so's first mapping: in the address space the caller read, else
+ * in /proc/PID/maps. */
+static int find_libjvm(pid_t pid, const struct stacksnap_addrspace *as,
+		       char *path, size_t len, uint64_t *start, uint64_t *offset)
+{
+	char maps[64], line[4200];
+	struct maps_line ml;
+	FILE *f;
+	int found = -ENOENT;
+
+	if (as) {
+		for (size_t i = 0; i < as->n; i++) {
+			const char *p = as->maps[i].path, *base;
+
+			if (!p || !(base = strrchr(p, '/')) || strcmp(base, "/libjvm.so"))
+				continue;
+			snprintf(path, len, "%s", p);
+			*start = as->maps[i].start;
+			*offset = as->maps[i].offset;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(maps, "r")))
+		return -errno;
+	while (found && fgets(line, sizeof(line), f)) {
+		const char *base;
+
+		if (maps_line__parse(line, &ml) || !ml.path ||
+		    !(base = strrchr(ml.path, '/')) || strcmp(base, "/libjvm.so"))
+			continue;
+		snprintf(path, len, "%s", ml.path);
+		*start = ml.start;
+		*offset = ml.offset;
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+struct snap_java *capture__java_detect(pid_t pid,
+				       const struct stacksnap_addrspace *as,
+				       const struct log_sink *log)
+{
+	struct snap_java *j;
+	char full[4096 + 32];
+	uint64_t start = 0, offset = 0;
+	int err;
+
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	if (find_libjvm(pid, as, j->path, sizeof(j->path), &start, &offset)) {
+		free(j);
+		return NULL;
+	}
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, j->path);
+	if (!(j->mem = stacksnap_mem__new_pid(pid))) {
+		free(j);
+		return NULL;
+	}
+	err = hotspot_structs__read(j->mem, full, start, offset, log, &j->hs);
+	if (!err) {
+		err = hotspot_code__init(&j->hc, &j->hs, j->mem, log);
+		if (err)
+			hotspot_structs__free(&j->hs);
+	}
+	if (err) {
+		log_warn(log, "pid %d: a JVM (%s) whose vmStructs tables %s (%s): "
+			 "Java frames keep perf-map/[jit] names only", (int)pid,
+			 j->path, err == -ENOENT ? "are missing" : "are not as expected",
+			 strerror(-err));
+		stacksnap_mem__free(j->mem);
+		free(j);
+		return NULL;
+	}
+	snprintf(j->description, sizeof(j->description),
+		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
+	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
+	return j;
+}
+
+void capture__java_free(struct snap_java *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nthreads; i++) {
+		if (j->frames)
+			free(j->frames[i]);
+		if (j->names)
+			free(j->names[i]);
+	}
+	free(j->frames);
+	free(j->names);
+	free(j->nframes);
+	free(j->nnative);
+	free(j->resolved);
+	hotspot_structs__free(&j->hs);
+	stacksnap_mem__free(j->mem);
+	free(j);
+}
+
+const char *capture__java_description(const struct snap_java *j)
+{
+	return j->description;
+}
+
+/* The frame pointer (rbp) of native frame k: its CFA - 16 (the saved rbp
+ * and the return address sit just below the caller's sp, as every
+ * HotSpot frame, interpreter frames included, lays them out), with the
+ * caller's sp standing in for a CFA the stepper did not compute. */
+static uint64_t frame_fp(const struct stacksnap_frame *native, size_t n, size_t k)
+{
+	uint64_t cfa = native[k].cfa;
+
+	if (!cfa && k + 1 < n)
+		cfa = native[k + 1].sp;
+	return cfa > 16 ? cfa - 16 : 0;
+}
+
+/* Thread i's Java frames, named once: one per native frame whose pc is
+ * in the code cache. */
+static int resolve(struct snap_java *j, size_t nthreads, size_t i,
+		   const struct stacksnap_frame *native, size_t nnative)
+{
+	struct stacksnap_runtime_frame *rf;
+	struct hotspot_frame *names;
+	size_t n = 0;
+
+	if (!j->frames) {
+		j->frames = calloc(nthreads, sizeof(*j->frames));
+		j->names = calloc(nthreads, sizeof(*j->names));
+		j->nframes = calloc(nthreads, sizeof(*j->nframes));
+		j->nnative = calloc(nthreads, sizeof(*j->nnative));
+		j->resolved = calloc(nthreads, sizeof(*j->resolved));
+		if (!j->frames || !j->names || !j->nframes || !j->nnative ||
+		    !j->resolved)
+			return -ENOMEM;
+		j->nthreads = nthreads;
+	}
+	/* Named once per walk: the caller asks for the count, then the
+	   frames, of the same native frames. */
+	if (j->resolved[i] && j->nnative[i] == nnative)
+		return 0;
+	free(j->frames[i]);
+	free(j->names[i]);
+	j->frames[i] = NULL;
+	j->names[i] = NULL;
+	j->resolved[i] = false;
+	rf = calloc(nnative ? nnative : 1, sizeof(*rf));
+	names = calloc(nnative ? nnative : 1, sizeof(*names));
+	if (!rf || !names) {
+		free(rf);
+		free(names);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < nnative; k++) {
+		const struct stacksnap_frame *fr = &native[k];
+		/* A return address is past its call: look up the call. */
+		uint64_t pc = k == 0 || (fr->flags & STACKSNAP_FRAME_SIGNAL) ?
+			fr->pc : fr->pc - 1;
+
+		if (hotspot_frame__name(&j->hc, pc, frame_fp(native, nnative, k),
+					&names[n]))
+			continue;
+		rf[n] = (struct stacksnap_runtime_frame){
+			.sz = sizeof(rf[n]),
+			.runtime = STACKSNAP_RUNTIME_JAVA,
+			.native_index = (uint32_t)k,
+			.function = names[n].function,
+			.file = names[n].file[0] ? names[n].file : NULL,
+			.line = names[n].line,
+			.pc = names[n].kind == HOTSPOT_FRAME_INTERPRETED ? 0 : fr->pc,
+		};
+		n++;
+	}
+	j->frames[i] = rf;
+	j->names[i] = names;
+	j->nframes[i] = n;
+	j->nnative[i] = nnative;
+	j->resolved[i] = true;
+	return 0;
+}
+
+int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
+			 const struct stacksnap_frame *native, size_t nnative,
+			 struct stacksnap_runtime_frame *out, size_t max)
+{
+	int err = resolve(j, nthreads, i, native, nnative);
+
+	if (err)
+		return err;
+	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
+		out[k] = j->frames[i][k];
+	return (int)j->nframes[i];
+}
