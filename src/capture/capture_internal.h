@@ -186,6 +186,10 @@ const char *capture__java_description(const struct snap_java *j);
 /* The Java frames of snapshot thread i (of nthreads), one per native frame
  * in the code cache, each replacing it; at most max into out. Returns
  * their count or -ENOMEM. */
+/* Registers with uw the stepper of compiled Java frames (by their
+ * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or
+ * -errno. */
+int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
 int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max);

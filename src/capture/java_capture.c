@@ -33,6 +33,10 @@ struct snap_java {
 	size_t *nframes;
 	size_t *nnative;	/* the native frames frames[i] was named from */
 	bool *resolved;
+	/* The code heaps' ranges, read at the stepper's first frame (the
+	   walk runs in the freeze: they do not move meanwhile). */
+	uint64_t heaps[16][2];
+	int nheaps;		/* -1: not read yet */
 };
 
 /* libjvm.so's first mapping: in the address space the caller read, else
@@ -112,6 +116,7 @@ struct snap_java *capture__java_detect(pid_t pid,
 		free(j);
 		return NULL;
 	}
+	j->nheaps = -1;
 	snprintf(j->description, sizeof(j->description),
 		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
@@ -231,4 +236,65 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];
 	return (int)j->nframes[i];
+}
+
+/* Compiled Java code keeps no frame pointer (unless
+ * -XX:+PreserveFramePointer): its frame is stepped the way HotSpot's
+ * frame::sender does, by the nmethod's fixed frame size: the caller's sp
+ * is sp + frame_size words, the return address and the saved rbp are the
+ * two words below it. Only return addresses (a frame stopped at a call,
+ * its frame fully built); an exact pc may be in a prologue. */
+static int java_step(void *user, const struct stacksnap_regs *regs,
+		     bool exact_pc, struct stacksnap_mem *mem,
+		     struct stacksnap_regs *caller)
+{
+	struct snap_java *j = user;
+	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
+	struct hotspot_blob blob;
+	uint64_t pc, sp, csp, ret, fp;
+	bool in = false;
+
+	if (exact_pc || (regs->valid & need) != need)
+		return STACKSNAP_STEPPER_NOT_MINE;
+	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
+	sp = regs->regs[STACKSNAP_REG_RSP];
+	if (j->nheaps < 0) {
+		j->nheaps = hotspot_code__heap_ranges(&j->hc, j->heaps, 16);
+		if (j->nheaps < 0)
+			j->nheaps = 0;
+	}
+	for (int i = 0; i < j->nheaps && !in; i++)
+		in = pc >= j->heaps[i][0] && pc < j->heaps[i][1];
+	if (!in || hotspot_code__blob(&j->hc, pc, &blob) ||
+	    strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
+	    blob.frame_size > (1 << 16))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	csp = sp + 8 * (uint64_t)blob.frame_size;
+	if (stacksnap_mem__read(mem, csp - 8, &ret, 8) ||
+	    stacksnap_mem__read(mem, csp - 16, &fp, 8))
+		return -EFAULT;
+	/* What compiled Java code saves of a native caller's registers is
+	   not known here: rip, rsp and rbp only. */
+	memset(caller, 0, sizeof(*caller));
+	caller->regs[STACKSNAP_REG_RIP] = ret;
+	caller->regs[STACKSNAP_REG_RSP] = csp;
+	caller->regs[STACKSNAP_REG_RBP] = fp;
+	caller->valid = need | 1u << STACKSNAP_REG_RBP;
+	return STACKSNAP_STEPPER_CALLER;
+}
+
+int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
+{
+	STACKSNAP_OPTS(stacksnap_stepper_opts, o, .name = "hotspot",
+		       .step = java_step, .user = j,
+		       /* After CFI (JIT code has none), before the analysis
+			  and frame-pointer steppers. */
+		       .priority = STACKSNAP_PRIO_ANALYSIS + 30,
+		       .trust = STACKSNAP_TRUST_CFI);
+	int id;
+
+	if (!j->hc.blob_frame_size)
+		return 0;
+	id = stacksnap_unwinder__add_stepper(uw, &o);
+	return id < 0 ? id : 1;
 }

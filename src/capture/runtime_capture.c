@@ -237,6 +237,16 @@ static int resolved_frames(struct snap_runtime *rt, size_t k)
 	return 0;
 }
 
+int stacksnap_snapshot__runtime_steppers(struct stacksnap_snapshot *s,
+					 struct stacksnap_unwinder *uw)
+{
+	if (!s || !uw)
+		return fail(-EINVAL);
+	if (!s->runtime || !s->runtime->java)
+		return 0;
+	return capture__java_steppers(s->runtime->java, uw);
+}
+
 int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 				       const struct stacksnap_frame *native,
 				       size_t nnative,

@@ -65,6 +65,12 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 	err |= field(hs, "CodeBlob", "_name", &hc->blob_name, log);
 	err |= field(hs, "CodeBlob", "_size", &hc->blob_size, log);
 	err |= field(hs, "CompiledMethod", "_method", &hc->cm_method, log);
+	{
+		const struct hotspot_field *fs =
+			hotspot_structs__field(hs, "CodeBlob", "_frame_size");
+
+		hc->blob_frame_size = fs && !fs->is_static ? fs->offset : 0;
+	}
 	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
 	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
 	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
@@ -191,6 +197,9 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		return -EFAULT;
 	if (size <= 0 || pc - out->start >= (uint64_t)size)
 		return -ENOENT; /* in the heap block's padding */
+	if (hc->blob_frame_size &&
+	    mem_read(hc->mem, out->start + hc->blob_frame_size, &out->frame_size, 4))
+		return -EFAULT;
 	out->is_interpreter = !strcmp(out->name, "Interpreter");
 	/* Compiled methods are "nmethod", native methods' compiled
 	 * wrappers "native nmethod" (both nmethods, with a Method*). */
@@ -199,6 +208,35 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 	    rd64(hc, out->start + hc->cm_method, &out->method))
 		return -EFAULT;
 	return 0;
+}
+
+int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
+			      size_t max)
+{
+	uint64_t heaps, data;
+	int32_t n;
+	size_t k = 0;
+
+	if (rd64(hc, hc->heaps, &heaps) || !heaps ||
+	    mem_read(hc->mem, heaps + hc->ga_len, &n, 4) ||
+	    rd64(hc, heaps + hc->ga_data, &data))
+		return -EFAULT;
+	if (n < 0 || n > HOTSPOT_MAX_HEAPS)
+		return -EPROTO;
+	for (int i = 0; i < n && k < max; i++) {
+		uint64_t heap, low, high;
+
+		if (rd64(hc, data + 8 * (uint64_t)i, &heap) ||
+		    rd64(hc, heap + hc->heap_memory + hc->vs_low, &low) ||
+		    rd64(hc, heap + hc->heap_memory + hc->vs_high, &high))
+			return -EFAULT;
+		if (low < high) {
+			ranges[k][0] = low;
+			ranges[k][1] = high;
+			k++;
+		}
+	}
+	return (int)k;
 }
 
 int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,

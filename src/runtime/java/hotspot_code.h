@@ -27,6 +27,8 @@ struct hotspot_code {
 	uint64_t vs_low, vs_high;	/* VirtualSpace */
 	uint64_t block_size, block_used; /* HeapBlock */
 	uint64_t blob_name, blob_size;	/* CodeBlob */
+	uint64_t blob_frame_size;	/* CodeBlob::_frame_size; 0 when the
+					   table has none (no stepping) */
 	uint64_t cm_method;		/* CompiledMethod::_method */
 	uint64_t method_const;		/* Method::_constMethod */
 	uint64_t cm_constants, cm_name_index, cm_signature_index;
@@ -48,6 +50,9 @@ struct hotspot_blob {
 	char name[64];		/* CodeBlob::_name: "nmethod", "Interpreter",
 				   "StubRoutines (1)", ... */
 	uint64_t method;	/* an nmethod's Method*, else 0 */
+	int32_t frame_size;	/* CodeBlob::_frame_size, in words: its
+				   frame from sp to the caller's sp (return
+				   address and saved rbp included) */
 	bool is_interpreter;
 };
 
@@ -57,6 +62,10 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
  * -EFAULT/-EPROTO for what does not read as the cache. */
 int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		       struct hotspot_blob *out);
+/* The address ranges of the code cache's heaps (committed), at most max
+ * into ranges ([i][0] start, [i][1] end). Returns their count or -errno. */
+int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
+			      size_t max);
 /* The Method* of the interpreter frame whose rbp is fp. */
 int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
 				     uint64_t *method);
