@@ -7,6 +7,7 @@
  * read from the live process after the thaw. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,14 +162,43 @@ static uint64_t frame_fp(const struct stacksnap_frame *native, size_t n, size_t 
 	return cfa > 16 ? cfa - 16 : 0;
 }
 
+/* Methods inlined at one call, at most. */
+#define JAVA_MAX_SCOPES 64
+
+/* Appends a name to *names (growing it); returns it, or NULL. */
+static struct hotspot_frame *push_name(struct hotspot_frame **names,
+				       uint32_t **native_of, size_t *n,
+				       size_t *cap, uint32_t k)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct hotspot_frame *nn = realloc(*names, c * sizeof(**names));
+		uint32_t *no;
+
+		if (!nn)
+			return NULL;
+		*names = nn;
+		no = realloc(*native_of, c * sizeof(**native_of));
+		if (!no)
+			return NULL;
+		*native_of = no;
+		*cap = c;
+	}
+	(*native_of)[*n] = k;
+	return &(*names)[(*n)++];
+}
+
 /* Thread i's Java frames, named once: one per native frame whose pc is
- * in the code cache. */
+ * in the code cache, or, for a compiled frame stopped at a call, one per
+ * method of its scopes (the methods inlined there, innermost first, then
+ * the method compiled), each with the line of its bci. */
 static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 		   const struct stacksnap_frame *native, size_t nnative)
 {
 	struct stacksnap_runtime_frame *rf;
-	struct hotspot_frame *names;
-	size_t n = 0;
+	struct hotspot_frame *names = NULL;
+	uint32_t *native_of = NULL;
+	size_t n = 0, cap = 0;
 
 	if (!j->frames) {
 		j->frames = calloc(nthreads, sizeof(*j->frames));
@@ -190,39 +220,75 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 	j->frames[i] = NULL;
 	j->names[i] = NULL;
 	j->resolved[i] = false;
-	rf = calloc(nnative ? nnative : 1, sizeof(*rf));
-	names = calloc(nnative ? nnative : 1, sizeof(*names));
-	if (!rf || !names) {
-		free(rf);
-		free(names);
-		return -ENOMEM;
-	}
 	for (size_t k = 0; k < nnative; k++) {
 		const struct stacksnap_frame *fr = &native[k];
+		bool exact = k == 0 || (fr->flags & STACKSNAP_FRAME_SIGNAL);
 		/* A return address is past its call: look up the call. */
-		uint64_t pc = k == 0 || (fr->flags & STACKSNAP_FRAME_SIGNAL) ?
-			fr->pc : fr->pc - 1;
+		uint64_t pc = exact ? fr->pc : fr->pc - 1;
+		uint64_t methods[JAVA_MAX_SCOPES];
+		int bcis[JAVA_MAX_SCOPES], ns;
+		struct hotspot_frame one, *out;
 
 		if (hotspot_frame__name(&j->hc, pc, frame_fp(native, nnative, k),
-					&names[n]))
+					&one))
 			continue;
-		rf[n] = (struct stacksnap_runtime_frame){
-			.sz = sizeof(rf[n]),
-			.runtime = STACKSNAP_RUNTIME_JAVA,
-			.native_index = (uint32_t)k,
-			.function = names[n].function,
-			.file = names[n].file[0] ? names[n].file : NULL,
-			.line = names[n].line,
-			.pc = names[n].kind == HOTSPOT_FRAME_INTERPRETED ? 0 : fr->pc,
-		};
-		n++;
+		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
+			hotspot_code__scopes(&j->hc, one.blob, fr->pc, methods,
+					     bcis, JAVA_MAX_SCOPES) : 0;
+		if (ns <= 0) {
+			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
+				goto nomem;
+			*out = one;
+			continue;
+		}
+		for (int m = 0; m < ns; m++) {
+			struct hotspot_frame scope = { .kind = one.kind, .blob = one.blob };
+
+			/* A scope whose method does not read: the frame's
+			   own name stands for the rest. */
+			if (hotspot_frame__method(&j->hc, methods[m], bcis[m], &scope)) {
+				if (!(out = push_name(&names, &native_of, &n, &cap,
+						      (uint32_t)k)))
+					goto nomem;
+				*out = one;
+				break;
+			}
+			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
+				goto nomem;
+			*out = scope;
+		}
 	}
+	rf = calloc(n ? n : 1, sizeof(*rf));
+	if (!rf)
+		goto nomem;
+	for (size_t m = 0; m < n; m++) {
+		const struct stacksnap_frame *fr = &native[native_of[m]];
+
+		rf[m] = (struct stacksnap_runtime_frame){
+			.sz = sizeof(rf[m]),
+			.runtime = STACKSNAP_RUNTIME_JAVA,
+			.native_index = native_of[m],
+			/* All but the last of a native frame's are inlined
+			   into the one after them. */
+			.flags = m + 1 < n && native_of[m + 1] == native_of[m] ?
+				STACKSNAP_RFRAME_INLINED : 0,
+			.function = names[m].function,
+			.file = names[m].file[0] ? names[m].file : NULL,
+			.line = names[m].line,
+			.pc = names[m].kind == HOTSPOT_FRAME_INTERPRETED ? 0 : fr->pc,
+		};
+	}
+	free(native_of);
 	j->frames[i] = rf;
 	j->names[i] = names;
 	j->nframes[i] = n;
 	j->nnative[i] = nnative;
 	j->resolved[i] = true;
 	return 0;
+nomem:
+	free(names);
+	free(native_of);
+	return -ENOMEM;
 }
 
 int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,

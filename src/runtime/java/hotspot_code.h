@@ -29,6 +29,13 @@ struct hotspot_code {
 	uint64_t blob_name, blob_size;	/* CodeBlob */
 	uint64_t blob_frame_size;	/* CodeBlob::_frame_size; 0 when the
 					   table has none (no stepping) */
+	/* The scope descriptors (inlining); scopes_ok false when the table
+	   lacks one of them (compiled frames then name one method). */
+	bool scopes_ok;
+	uint64_t blob_code_begin;	/* CodeBlob::_code_begin */
+	uint64_t nm_scopes_data;	/* CompiledMethod::_scopes_data_begin */
+	uint64_t nm_scopes_pcs, nm_dependencies, nm_metadata; /* nmethod::_*_offset */
+	uint64_t pcdesc_size, pcdesc_pc, pcdesc_scope; /* PcDesc */
 	uint64_t cm_method;		/* CompiledMethod::_method */
 	uint64_t method_const;		/* Method::_constMethod */
 	uint64_t cm_constants, cm_name_index, cm_signature_index;
@@ -62,6 +69,13 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
  * -EFAULT/-EPROTO for what does not read as the cache. */
 int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		       struct hotspot_blob *out);
+/* The scopes of an nmethod at return address ret (exact: the PcDesc of
+ * its call), innermost first: the inlined methods and the method
+ * compiled, each with its bytecode index, at most max. Returns their
+ * count, -ENOENT (no PcDesc at ret, no tables for scopes) or -errno.
+ * Bounded: at most max scopes, each offset checked against the nmethod. */
+int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nmethod,
+			 uint64_t ret, uint64_t *methods, int *bcis, int max);
 /* The address ranges of the code cache's heaps (committed), at most max
  * into ranges ([i][0] start, [i][1] end). Returns their count or -errno. */
 int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],

@@ -9,8 +9,8 @@
 
 /* "pkg.Class.method" of method (its signature dropped: jstack's form),
  * its class's source file, and with bci >= 0 the line of bci. */
-static int name_method(struct hotspot_code *hc, uint64_t method, int bci,
-		       struct hotspot_frame *out)
+int hotspot_frame__method(struct hotspot_code *hc, uint64_t method, int bci,
+			  struct hotspot_frame *out)
 {
 	char *paren;
 	int line = 0, err;
@@ -39,19 +39,21 @@ int hotspot_frame__name(struct hotspot_code *hc, uint64_t pc, uint64_t fp,
 	memset(out, 0, sizeof(*out));
 	if ((err = hotspot_code__blob(hc, pc, &blob)))
 		return err;
+	out->blob = blob.start;
 	if (blob.method) {
 		out->kind = strcmp(blob.name, "native nmethod") ?
 			HOTSPOT_FRAME_COMPILED : HOTSPOT_FRAME_NATIVE_WRAPPER;
-		return name_method(hc, blob.method, -1, out);
+		return hotspot_frame__method(hc, blob.method, -1, out);
 	}
 	if (blob.is_interpreter && fp &&
 	    hotspot_code__interpreter_method(hc, fp, &method) == 0 && method) {
 		out->kind = HOTSPOT_FRAME_INTERPRETED;
 		if (hotspot_code__interpreter_bci(hc, fp, method, &bci))
 			bci = -1;
-		if (name_method(hc, method, bci, out) == 0)
+		if (hotspot_frame__method(hc, method, bci, out) == 0)
 			return 0;
 		memset(out, 0, sizeof(*out));
+		out->blob = blob.start;
 	}
 	/* A stub, an adapter, or an interpreter frame whose Method* slot
 	   did not read as a method: the blob's own name says what it is. */

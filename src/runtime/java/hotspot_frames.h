@@ -26,6 +26,7 @@ struct hotspot_frame {
 	char function[512];	/* "pkg.Class.method", or the blob's name */
 	char file[256];		/* the class's source file ("Deep.java") */
 	unsigned line;		/* interpreted frames: of the bytecode index */
+	uint64_t blob;		/* the code blob (its header) */
 };
 
 /* Names the frame whose lookup pc is pc (a return address minus one for
@@ -35,5 +36,10 @@ struct hotspot_frame {
  * -EFAULT/-EPROTO (the cache or the metadata did not read). */
 int hotspot_frame__name(struct hotspot_code *hc, uint64_t pc, uint64_t fp,
 			struct hotspot_frame *out);
+
+/* Names method at bci (-1: none, no line) into out's function, file and
+ * line (kind and blob left as they are). Returns 0 or -errno. */
+int hotspot_frame__method(struct hotspot_code *hc, uint64_t method, int bci,
+			  struct hotspot_frame *out);
 
 #endif
