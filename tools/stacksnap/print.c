@@ -357,12 +357,17 @@ void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A runtime frame as JSON: the keys of a native frame, "runtime" set
- * and pc/sp null. */
+/* A runtime frame as JSON: the keys of a native frame, "runtime" set,
+ * sp null, pc null but for compiled code. */
 static void print_json_rframe(FILE *f, bool comma,
 			      const struct stacksnap_runtime_frame *rf)
 {
-	fprintf(f, "%s{\"pc\":null,\"sp\":null,\"function\":", comma ? "," : "");
+	/* A compiled (JIT) runtime frame has its native frame's pc. */
+	if (rf->pc)
+		fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":null,\"function\":",
+			comma ? "," : "", rf->pc);
+	else
+		fprintf(f, "%s{\"pc\":null,\"sp\":null,\"function\":", comma ? "," : "");
 	json_str(f, rf->function);
 	fputs(",\"offset\":0,\"module\":null,\"file\":", f);
 	json_str(f, rf->file);
@@ -370,8 +375,9 @@ static void print_json_rframe(FILE *f, bool comma,
 		fprintf(f, ",\"line\":%u", rf->line);
 	else
 		fputs(",\"line\":null", f);
-	fputs(",\"inlined\":false,\"sigreturn\":false,\"signal\":false,"
-	      "\"stepper\":null,\"trust\":null,\"runtime\":", f);
+	fprintf(f, ",\"inlined\":%s,\"sigreturn\":false,\"signal\":false,"
+		   "\"stepper\":null,\"trust\":null,\"runtime\":",
+		rf->flags & STACKSNAP_RFRAME_INLINED ? "true" : "false");
 	json_str(f, rframe_json(rf));
 	fputc('}', f);
 }
