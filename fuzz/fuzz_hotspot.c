@@ -64,6 +64,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hc.cm_has_lines = 1;
 	hc.cp_source_file = 0x36;
 	hc.blob_frame_size = 0x1c;
+	/* Scope descriptors: offsets inside the same bytes. */
+	hc.scopes_ok = true;
+	hc.blob_code_begin = 0x20;
+	hc.nm_scopes_data = 0x28;
+	hc.nm_scopes_pcs = 0x30;
+	hc.nm_dependencies = 0x34;
+	hc.nm_metadata = 0x38;
+	hc.pcdesc_size = 16;
+	hc.pcdesc_pc = 0;
+	hc.pcdesc_scope = 4;
 	for (int i = 0; i < 4; i++) {
 		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
 			if (strlen(blob.name) >= sizeof(blob.name))
@@ -101,6 +111,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     strlen(fr.file) >= sizeof(fr.file)))
 				abort();
 		}
+	}
+	{
+		uint64_t methods[8];
+		int bcis[8];
+
+		if (hotspot_code__scopes(&hc, BASE + pcs[0] % (size + 64),
+					 BASE + pcs[1] % (size + 64), methods, bcis, 8) > 8)
+			abort();
 	}
 	{
 		uint64_t ranges[4][2];
