@@ -162,6 +162,25 @@ static uint64_t frame_fp(const struct stacksnap_frame *native, size_t n, size_t 
 	return cfa > 16 ? cfa - 16 : 0;
 }
 
+/* Whether pc is in one of the code heaps: no read for the many frames
+ * that are not (native code, other threads), once the ranges are known.
+ * Heaps that could not be read let every pc through (the blob lookup
+ * then decides). */
+static bool in_code_cache(struct snap_java *j, uint64_t pc)
+{
+	if (j->nheaps < 0) {
+		j->nheaps = hotspot_code__heap_ranges(&j->hc, j->heaps, 16);
+		if (j->nheaps <= 0)
+			j->nheaps = 0;
+	}
+	if (!j->nheaps)
+		return true;
+	for (int i = 0; i < j->nheaps; i++)
+		if (pc >= j->heaps[i][0] && pc < j->heaps[i][1])
+			return true;
+	return false;
+}
+
 /* Methods inlined at one call, at most. */
 #define JAVA_MAX_SCOPES 64
 
@@ -229,7 +248,8 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 		int bcis[JAVA_MAX_SCOPES], ns;
 		struct hotspot_frame one, *out;
 
-		if (hotspot_frame__name(&j->hc, pc, frame_fp(native, nnative, k),
+		if (!in_code_cache(j, pc) ||
+		    hotspot_frame__name(&j->hc, pc, frame_fp(native, nnative, k),
 					&one))
 			continue;
 		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
@@ -324,13 +344,7 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 		return STACKSNAP_STEPPER_NOT_MINE;
 	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
 	sp = regs->regs[STACKSNAP_REG_RSP];
-	if (j->nheaps < 0) {
-		j->nheaps = hotspot_code__heap_ranges(&j->hc, j->heaps, 16);
-		if (j->nheaps < 0)
-			j->nheaps = 0;
-	}
-	for (int i = 0; i < j->nheaps && !in; i++)
-		in = pc >= j->heaps[i][0] && pc < j->heaps[i][1];
+	in = in_code_cache(j, pc);
 	if (!in || hotspot_code__blob(&j->hc, pc, &blob) ||
 	    strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
 	    blob.frame_size > (1 << 16))
