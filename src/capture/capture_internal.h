@@ -182,6 +182,9 @@ struct snap_java *capture__java_detect(pid_t pid,
 				       const struct stacksnap_addrspace *as,
 				       const struct log_sink *log);
 void capture__java_free(struct snap_java *j);
+/* In the freeze: what later says whether classes may have been unloaded
+ * before the frames were named (one read). */
+void capture__java_take(struct snap_java *j);
 const char *capture__java_description(const struct snap_java *j);
 /* The Java frames of snapshot thread i (of nthreads), one per native frame
  * in the code cache, each replacing it; at most max into out. Returns

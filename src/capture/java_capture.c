@@ -15,6 +15,7 @@
 #include "addrspace/addrspace.h"
 #include "base/maps_line.h"
 #include "capture/capture_internal.h"
+#include "mem/mem.h"
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/java/hotspot_structs.h"
@@ -38,6 +39,14 @@ struct snap_java {
 	   walk runs in the freeze: they do not move meanwhile). */
 	uint64_t heaps[16][2];
 	int nheaps;		/* -1: not read yet */
+	/* Classes are unloaded only by a collection: the heap's collection
+	   count read in the freeze and again when frames are named says
+	   whether the metadata read after the thaw may have changed. */
+	uint64_t gc_count_addr;	/* &CollectedHeap::_total_collections, or 0 */
+	uint32_t gc_at_capture;
+	bool gc_captured, gc_warned;
+	pid_t pid;
+	const struct log_sink *log; /* the context's, outlives the snapshot */
 };
 
 /* libjvm.so's first mapping: in the address space the caller read, else
@@ -118,6 +127,20 @@ struct snap_java *capture__java_detect(pid_t pid,
 		return NULL;
 	}
 	j->nheaps = -1;
+	j->pid = pid;
+	j->log = log;
+	{
+		const struct hotspot_field *heap =
+			hotspot_structs__field(&j->hs, "Universe", "_collectedHeap");
+		const struct hotspot_field *count =
+			hotspot_structs__field(&j->hs, "CollectedHeap",
+					       "_total_collections");
+		uint64_t h = 0;
+
+		if (heap && heap->is_static && count && !count->is_static &&
+		    stacksnap_mem__read(j->mem, heap->address, &h, 8) == 0 && h)
+			j->gc_count_addr = h + count->offset;
+	}
 	snprintf(j->description, sizeof(j->description),
 		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
@@ -142,6 +165,40 @@ void capture__java_free(struct snap_java *j)
 	hotspot_structs__free(&j->hs);
 	stacksnap_mem__free(j->mem);
 	free(j);
+}
+
+/* The collection count, past the source's page cache (a cached page
+ * would hide the change it is read to see). */
+static int read_gc_count(struct snap_java *j, uint32_t *count)
+{
+	struct mem_iov iov = { .addr = j->gc_count_addr, .buf = count, .len = 4 };
+
+	return mem_read_many(j->mem, &iov, 1) ? -EFAULT : 0;
+}
+
+void capture__java_take(struct snap_java *j)
+{
+	j->gc_captured = j->gc_count_addr &&
+		read_gc_count(j, &j->gc_at_capture) == 0;
+}
+
+/* Once per snapshot: a collection since the freeze may have unloaded
+ * classes whose methods the frames name (a Method* read after the thaw
+ * may then be freed or reused). Said, not hidden: the names are still
+ * the best there is. */
+static void check_unloading(struct snap_java *j)
+{
+	uint32_t now;
+
+	if (j->gc_warned || !j->gc_captured || read_gc_count(j, &now))
+		return;
+	if (now != j->gc_at_capture) {
+		j->gc_warned = true;
+		log_warn(j->log, "pid %d: the JVM collected garbage %u time(s) between "
+			 "the capture and the naming of its Java frames: a class "
+			 "unloaded meanwhile may leave a frame misnamed", (int)j->pid,
+			 now - j->gc_at_capture);
+	}
 }
 
 const char *capture__java_description(const struct snap_java *j)
@@ -319,6 +376,7 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 
 	if (err)
 		return err;
+	check_unloading(j);
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];
 	return (int)j->nframes[i];

@@ -140,6 +140,10 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 	struct snap_runtime *rt = s->runtime;
 	uint64_t t0;
 
+	if (rt && rt->java) {
+		capture__java_take(rt->java);
+		return;
+	}
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
