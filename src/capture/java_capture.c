@@ -47,6 +47,13 @@ struct snap_java {
 	bool gc_captured, gc_warned;
 	pid_t pid;
 	const struct log_sink *log; /* the context's, outlives the snapshot */
+	/* The rbp of each interpreter frame the stepper stepped, by the
+	   frame's sp (sps of different threads' stacks never coincide):
+	   the frame's CFA is then its caller's saved sp, not rbp + 16.
+	   Sorted by sp once naming starts (fp_sorted). */
+	struct { uint64_t sp, fp; } *fps;
+	size_t nfps, fps_cap;
+	bool fp_sorted;
 };
 
 /* libjvm.so's first mapping: in the address space the caller read, else
@@ -162,6 +169,7 @@ void capture__java_free(struct snap_java *j)
 	free(j->nframes);
 	free(j->nnative);
 	free(j->resolved);
+	free(j->fps);
 	hotspot_structs__free(&j->hs);
 	stacksnap_mem__free(j->mem);
 	free(j);
@@ -210,9 +218,36 @@ const char *capture__java_description(const struct snap_java *j)
  * and the return address sit just below the caller's sp, as every
  * HotSpot frame, interpreter frames included, lays them out), with the
  * caller's sp standing in for a CFA the stepper did not compute. */
-static uint64_t frame_fp(const struct stacksnap_frame *native, size_t n, size_t k)
+static int fp_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t frame_fp(struct snap_java *j, const struct stacksnap_frame *native,
+			 size_t n, size_t k)
 {
 	uint64_t cfa = native[k].cfa;
+
+	if (j->nfps) {
+		size_t lo = 0, hi = j->nfps;
+
+		if (!j->fp_sorted) {
+			qsort(j->fps, j->nfps, sizeof(*j->fps), fp_cmp);
+			j->fp_sorted = true;
+		}
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (j->fps[mid].sp == native[k].sp)
+				return j->fps[mid].fp;
+			if (j->fps[mid].sp < native[k].sp)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
 
 	if (!cfa && k + 1 < n)
 		cfa = native[k + 1].sp;
@@ -306,7 +341,7 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 		struct hotspot_frame one, *out;
 
 		if (!in_code_cache(j, pc) ||
-		    hotspot_frame__name(&j->hc, pc, frame_fp(native, nnative, k),
+		    hotspot_frame__name(&j->hc, pc, frame_fp(j, native, nnative, k),
 					&one))
 			continue;
 		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
@@ -382,6 +417,50 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 	return (int)j->nframes[i];
 }
 
+/* An interpreter frame: its caller's sp is the one the frame saved
+ * (frame::interpreter_frame_sender_sp), not rbp + 16: a compiled caller
+ * reaches the interpreter through an adapter that pushes the arguments
+ * below the caller's frame, and the caller's frame size counts from its
+ * own sp (frame::sender_for_interpreter_frame's unextended sp). A saved
+ * sp that is not just above the frame leaves it to the frame-pointer
+ * stepper. */
+static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *regs,
+			    struct stacksnap_mem *mem, struct stacksnap_regs *caller)
+{
+	uint64_t fp = regs->regs[STACKSNAP_REG_RBP], saved_fp, ret, sender_sp;
+
+	if (!(regs->valid & 1u << STACKSNAP_REG_RBP) || !fp ||
+	    fp < regs->regs[STACKSNAP_REG_RSP])
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (stacksnap_mem__read(mem, fp, &saved_fp, 8) ||
+	    stacksnap_mem__read(mem, fp + 8, &ret, 8) ||
+	    stacksnap_mem__read(mem, fp + 8 * (uint64_t)j->hc.interp_sender_sp_slot,
+				&sender_sp, 8))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (sender_sp < fp + 16 || sender_sp - (fp + 16) > (1u << 20))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	/* Remembered for naming the frame: its Method* is below rbp. */
+	if (j->nfps == j->fps_cap) {
+		size_t c = j->fps_cap ? 2 * j->fps_cap : 64;
+		void *nf = realloc(j->fps, c * sizeof(*j->fps));
+
+		if (!nf)
+			return STACKSNAP_STEPPER_NOT_MINE;
+		j->fps = nf;
+		j->fps_cap = c;
+	}
+	j->fps[j->nfps].sp = regs->regs[STACKSNAP_REG_RSP];
+	j->fps[j->nfps++].fp = fp;
+	j->fp_sorted = false;
+	memset(caller, 0, sizeof(*caller));
+	caller->regs[STACKSNAP_REG_RIP] = ret;
+	caller->regs[STACKSNAP_REG_RSP] = sender_sp;
+	caller->regs[STACKSNAP_REG_RBP] = saved_fp;
+	caller->valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+			1u << STACKSNAP_REG_RBP;
+	return STACKSNAP_STEPPER_CALLER;
+}
+
 /* Compiled Java code keeps no frame pointer (unless
  * -XX:+PreserveFramePointer): its frame is stepped the way HotSpot's
  * frame::sender does, by the nmethod's fixed frame size: the caller's sp
@@ -403,8 +482,11 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
 	sp = regs->regs[STACKSNAP_REG_RSP];
 	in = in_code_cache(j, pc);
-	if (!in || hotspot_code__blob(&j->hc, pc, &blob) ||
-	    strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
+	if (!in || hotspot_code__blob(&j->hc, pc, &blob))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (blob.is_interpreter)
+		return interpreter_step(j, regs, mem, caller);
+	if (strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
 	    blob.frame_size > (1 << 16))
 		return STACKSNAP_STEPPER_NOT_MINE;
 	csp = sp + 8 * (uint64_t)blob.frame_size;

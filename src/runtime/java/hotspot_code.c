@@ -116,6 +116,8 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		err = -EPROTO;
 	}
 	hc->interp_method_slot = last_sp - 1;
+	/* Above last sp: the sender's sp (its unextended sp). */
+	hc->interp_sender_sp_slot = last_sp + 1;
 	/* Then mirror, mdp, cache, locals, bcp. */
 	hc->interp_bcp_slot = last_sp - 6;
 	hc->block_used = header + used;

@@ -48,6 +48,7 @@ struct hotspot_code {
 	int64_t interp_method_slot;	/* words from an interpreter frame's
 					   rbp to its Method* */
 	int64_t interp_bcp_slot;	/* ... to its bytecode pointer */
+	int64_t interp_sender_sp_slot;	/* ... to its caller's sp */
 	const struct log_sink *log;
 };
 
