@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_frames.h"
 #include "stacksnap.h"
 
 #define BASE 0x10000ull
@@ -62,6 +63,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hc.cm_flags = 0x1c;
 	hc.cm_has_lines = 1;
 	hc.cp_source_file = 0x36;
+	hc.blob_frame_size = 0x1c;
+	/* Scope descriptors: offsets inside the same bytes. */
+	hc.scopes_ok = true;
+	hc.blob_code_begin = 0x20;
+	hc.nm_scopes_data = 0x28;
+	hc.nm_scopes_pcs = 0x30;
+	hc.nm_dependencies = 0x34;
+	hc.nm_metadata = 0x38;
+	hc.pcdesc_size = 16;
+	hc.pcdesc_pc = 0;
+	hc.pcdesc_scope = 4;
 	for (int i = 0; i < 4; i++) {
 		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
 			if (strlen(blob.name) >= sizeof(blob.name))
@@ -87,6 +99,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		method = BASE + pcs[(i + 1) & 3] % (size + 64);
 		hotspot_code__method_name(&hc, method, name, sizeof(name));
+		/* A whole frame named as the dump names it. */
+		{
+			struct hotspot_frame fr;
+
+			if (hotspot_frame__name(&hc, BASE + pcs[i] % (size + 64),
+						BASE + pcs[(i + 2) & 3] % (size + 64),
+						&fr) == 0 &&
+			    (!fr.function[0] ||
+			     strlen(fr.function) >= sizeof(fr.function) ||
+			     strlen(fr.file) >= sizeof(fr.file)))
+				abort();
+		}
+	}
+	{
+		uint64_t methods[8];
+		int bcis[8];
+
+		if (hotspot_code__scopes(&hc, BASE + pcs[0] % (size + 64),
+					 BASE + pcs[1] % (size + 64), methods, bcis, 8) > 8)
+			abort();
+	}
+	{
+		uint64_t ranges[4][2];
+
+		if (hotspot_code__heap_ranges(&hc, ranges, 4) > 4)
+			abort();
 	}
 	stacksnap_mem__free(mem);
 	return 0;

@@ -626,6 +626,14 @@ STACKSNAP_API int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s
  * snapshot. */
 STACKSNAP_API const char *
 stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *snap, size_t i);
+/* Registers with uw the steppers of the runtime snap found, for walking
+ * its threads' stacks: a HotSpot JVM's compiled Java frames keep no frame
+ * pointer and are stepped by their nmethod's frame size. uw must not be
+ * used after snap is freed. Returns how many were registered (0: none),
+ * or -errno. */
+STACKSNAP_API int
+stacksnap_snapshot__runtime_steppers(struct stacksnap_snapshot *snap,
+				     struct stacksnap_unwinder *uw);
 /* The runtime frames of thread i of a live capture, merged against its
  * native frames (unwound from the same capture, innermost first): each
  * native frame of the runtime's evaluation loop is replaced by the runtime

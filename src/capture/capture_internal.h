@@ -173,4 +173,28 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 void capture__runtime_take(struct stacksnap_snapshot *s);
 void capture__runtime_free(struct stacksnap_snapshot *s);
 
+/* java_capture.c: a HotSpot JVM's frames, named after the thaw from its
+ * vmStructs tables. NULL from detect: no JVM, or one whose tables did not
+ * read (logged once). */
+struct snap_java;
+struct stacksnap_addrspace;
+struct snap_java *capture__java_detect(pid_t pid,
+				       const struct stacksnap_addrspace *as,
+				       const struct log_sink *log);
+void capture__java_free(struct snap_java *j);
+/* In the freeze: what later says whether classes may have been unloaded
+ * before the frames were named (one read). */
+void capture__java_take(struct snap_java *j);
+const char *capture__java_description(const struct snap_java *j);
+/* The Java frames of snapshot thread i (of nthreads), one per native frame
+ * in the code cache, each replacing it; at most max into out. Returns
+ * their count or -ENOMEM. */
+/* Registers with uw the stepper of compiled Java frames (by their
+ * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or
+ * -errno. */
+int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
+int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
+			 const struct stacksnap_frame *native, size_t nnative,
+			 struct stacksnap_runtime_frame *out, size_t max);
+
 #endif

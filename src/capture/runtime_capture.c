@@ -3,7 +3,9 @@
  * during the freeze (after the registers and stacks of every round, so the
  * last round's copy is the one of the instant the capture stands for),
  * and, after the thaw, the frames named and merged into a thread's native
- * frames on request. Today's runtime: CPython (src/runtime/python/). */
+ * frames on request. The runtimes: CPython (src/runtime/python/), and a
+ * HotSpot JVM (java_capture.c: nothing copied in the freeze; a process
+ * has one or the other). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,8 @@
 #include "capture/runtime_capture.h"
 #include "runtime/python/python.h"
 
-/* Invariant: py.found; mem reads the live process (the capture's reads
+/* Invariant: py.found, or java set (and py zeroed: every Python path
+ * sees an interpreter with no layout and nothing captured); mem reads the live process (the capture's reads
  * are in the freeze; the resolver's after it, of immutable objects).
  * resolved[i] (for capture thread i) is set once its frames are named. */
 struct snap_runtime {
@@ -34,6 +37,7 @@ struct snap_runtime {
 	size_t *nframes;
 	const char **ends;
 	bool *resolved;
+	struct snap_java *java;	/* a JVM's frames instead */
 };
 
 /* The interpreter among the modules of the address space the caller read
@@ -84,7 +88,12 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
 			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
 	    !rt->py.found) {
-		free(rt);
+		memset(&rt->py, 0, sizeof(rt->py));
+		rt->java = capture__java_detect(s->pid, o->addrspace, log);
+		if (rt->java)
+			s->runtime = rt;
+		else
+			free(rt);
 		return;
 	}
 	rt->mem = stacksnap_mem__new_pid(s->pid);
@@ -131,6 +140,10 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 	struct snap_runtime *rt = s->runtime;
 	uint64_t t0;
 
+	if (rt && rt->java) {
+		capture__java_take(rt->java);
+		return;
+	}
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
@@ -158,6 +171,7 @@ void capture__runtime_free(struct stacksnap_snapshot *s)
 		py_resolver__free(&rt->res);
 	py_capture__free(&rt->cap);
 	stacksnap_mem__free(rt->mem);
+	capture__java_free(rt->java);
 	free(rt);
 	s->runtime = NULL;
 }
@@ -171,7 +185,11 @@ int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
 	if (!s || !out)
 		return fail(-EINVAL);
 	rt = s->runtime;
-	if (rt) {
+	if (rt && rt->java) {
+		info.runtime = STACKSNAP_RUNTIME_JAVA;
+		info.description = capture__java_description(rt->java);
+		info.frames = true;
+	} else if (rt) {
 		info.runtime = STACKSNAP_RUNTIME_PYTHON;
 		info.description = rt->py.note;
 		info.frames = rt->captured;
@@ -223,6 +241,16 @@ static int resolved_frames(struct snap_runtime *rt, size_t k)
 	return 0;
 }
 
+int stacksnap_snapshot__runtime_steppers(struct stacksnap_snapshot *s,
+					 struct stacksnap_unwinder *uw)
+{
+	if (!s || !uw)
+		return fail(-EINVAL);
+	if (!s->runtime || !s->runtime->java)
+		return 0;
+	return capture__java_steppers(s->runtime->java, uw);
+}
+
 int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 				       const struct stacksnap_frame *native,
 				       size_t nnative,
@@ -239,6 +267,11 @@ int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 	if (!s || i >= s->n || (max && !out) || (nnative && !native))
 		return fail(-EINVAL);
 	rt = s->runtime;
+	if (rt && rt->java) {
+		err = capture__java_frames(rt->java, s->n, i, native, nnative,
+					   out, max);
+		return err < 0 ? fail(err) : err;
+	}
 	if (!rt || !rt->captured)
 		return 0;
 	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);

@@ -321,6 +321,11 @@ static int dump_unwind_setup(struct dump *d)
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = d->max_frames,
 		       .stack_scan = o->stack_scan);
 	d->uw = stacksnap_unwinder__new(&uopts);
+	/* A JVM's compiled frames keep no frame pointer: its stepper walks
+	   them (nothing when the target has no runtime, or with
+	   --runtime=off: none was looked for). */
+	if (d->uw)
+		stacksnap_snapshot__runtime_steppers(d->snap, d->uw);
 	if (o->ptrace && o->proc_mem) {
 		char path[64];
 

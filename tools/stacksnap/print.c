@@ -125,13 +125,30 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 }
 
 /* A runtime frame as text: `recv_deep (server.py:34)`. */
+/* A runtime frame's mark in text ("[py]") and its JSON "runtime". */
+static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
+{
+	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" : "[py]";
+}
+
+static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
+{
+	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" : "python";
+}
+
+/* A Java frame with no source file (a stub, an adapter) prints no
+ * "(?)": Python frames always have one. */
 static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_frame *rf,
 			 bool mark)
 {
-	fprintf(f, "#%-3zu %s (%s", line, rf->function, rf->file ? rf->file : "?");
-	if (rf->line)
-		fprintf(f, ":%u", rf->line);
-	fprintf(f, ")%s\n", mark ? " [py]" : "");
+	fprintf(f, "#%-3zu %s", line, rf->function);
+	if (rf->file || rf->runtime != STACKSNAP_RUNTIME_JAVA) {
+		fprintf(f, " (%s", rf->file ? rf->file : "?");
+		if (rf->line)
+			fprintf(f, ":%u", rf->line);
+		fputc(')', f);
+	}
+	fprintf(f, "%s%s\n", mark ? " " : "", mark ? rframe_tag(rf) : "");
 }
 
 /* --runtime=only: the runtime frames alone, as py-spy prints them. */
@@ -140,7 +157,7 @@ static void print_text_rframes(FILE *f, const struct thread_result *r)
 	for (size_t i = 0; i < r->nrframes; i++)
 		print_rframe(f, i, &r->rframes[i], false);
 	if (!r->nrframes)
-		fputs("    [no Python frames]\n", f);
+		fputs("    [no runtime frames]\n", f);
 	if (r->rend)
 		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
 }
@@ -340,12 +357,17 @@ void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* A runtime frame as JSON: the keys of a native frame, "runtime" set
- * and pc/sp null. */
+/* A runtime frame as JSON: the keys of a native frame, "runtime" set,
+ * sp null, pc null but for compiled code. */
 static void print_json_rframe(FILE *f, bool comma,
 			      const struct stacksnap_runtime_frame *rf)
 {
-	fprintf(f, "%s{\"pc\":null,\"sp\":null,\"function\":", comma ? "," : "");
+	/* A compiled (JIT) runtime frame has its native frame's pc. */
+	if (rf->pc)
+		fprintf(f, "%s{\"pc\":\"0x%" PRIx64 "\",\"sp\":null,\"function\":",
+			comma ? "," : "", rf->pc);
+	else
+		fprintf(f, "%s{\"pc\":null,\"sp\":null,\"function\":", comma ? "," : "");
 	json_str(f, rf->function);
 	fputs(",\"offset\":0,\"module\":null,\"file\":", f);
 	json_str(f, rf->file);
@@ -353,8 +375,11 @@ static void print_json_rframe(FILE *f, bool comma,
 		fprintf(f, ",\"line\":%u", rf->line);
 	else
 		fputs(",\"line\":null", f);
-	fputs(",\"inlined\":false,\"sigreturn\":false,\"signal\":false,"
-	      "\"stepper\":null,\"trust\":null,\"runtime\":\"python\"}", f);
+	fprintf(f, ",\"inlined\":%s,\"sigreturn\":false,\"signal\":false,"
+		   "\"stepper\":null,\"trust\":null,\"runtime\":",
+		rf->flags & STACKSNAP_RFRAME_INLINED ? "true" : "false");
+	json_str(f, rframe_json(rf));
+	fputc('}', f);
 }
 
 void print_json_frames(FILE *f, const struct thread_result *r)
@@ -441,6 +466,10 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, ri->state);
 		fprintf(f, ",\"interpreters\":%u,\"capture_us\":%.1f},",
 			ri->interpreters, ri->capture_ns / 1e3);
+	} else if (ri && ri->runtime == STACKSNAP_RUNTIME_JAVA) {
+		fputs("{\"kind\":\"java\",\"description\":", f);
+		json_str(f, ri->description);
+		fprintf(f, ",\"frames\":%s},", ri->frames ? "true" : "false");
 	} else {
 		fputs("null,", f);
 	}

@@ -65,6 +65,28 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 	err |= field(hs, "CodeBlob", "_name", &hc->blob_name, log);
 	err |= field(hs, "CodeBlob", "_size", &hc->blob_size, log);
 	err |= field(hs, "CompiledMethod", "_method", &hc->cm_method, log);
+	{
+		const struct hotspot_field *fs =
+			hotspot_structs__field(hs, "CodeBlob", "_frame_size");
+
+		hc->blob_frame_size = fs && !fs->is_static ? fs->offset : 0;
+	}
+	{
+		/* Optional: without them compiled frames name one method. */
+		int serr = 0;
+
+		serr |= field(hs, "CodeBlob", "_code_begin", &hc->blob_code_begin, log);
+		serr |= field(hs, "CompiledMethod", "_scopes_data_begin",
+			      &hc->nm_scopes_data, log);
+		serr |= field(hs, "nmethod", "_scopes_pcs_offset", &hc->nm_scopes_pcs, log);
+		serr |= field(hs, "nmethod", "_dependencies_offset",
+			      &hc->nm_dependencies, log);
+		serr |= field(hs, "nmethod", "_metadata_offset", &hc->nm_metadata, log);
+		serr |= type_size(hs, "PcDesc", &hc->pcdesc_size, log);
+		serr |= field(hs, "PcDesc", "_pc_offset", &hc->pcdesc_pc, log);
+		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, log);
+		hc->scopes_ok = !serr && hc->pcdesc_size >= 8 && hc->pcdesc_size <= 64;
+	}
 	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
 	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
 	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
@@ -94,6 +116,8 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		err = -EPROTO;
 	}
 	hc->interp_method_slot = last_sp - 1;
+	/* Above last sp: the sender's sp (its unextended sp). */
+	hc->interp_sender_sp_slot = last_sp + 1;
 	/* Then mirror, mdp, cache, locals, bcp. */
 	hc->interp_bcp_slot = last_sp - 6;
 	hc->block_used = header + used;
@@ -191,6 +215,9 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		return -EFAULT;
 	if (size <= 0 || pc - out->start >= (uint64_t)size)
 		return -ENOENT; /* in the heap block's padding */
+	if (hc->blob_frame_size &&
+	    mem_read(hc->mem, out->start + hc->blob_frame_size, &out->frame_size, 4))
+		return -EFAULT;
 	out->is_interpreter = !strcmp(out->name, "Interpreter");
 	/* Compiled methods are "nmethod", native methods' compiled
 	 * wrappers "native nmethod" (both nmethods, with a Method*). */
@@ -199,6 +226,35 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 	    rd64(hc, out->start + hc->cm_method, &out->method))
 		return -EFAULT;
 	return 0;
+}
+
+int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
+			      size_t max)
+{
+	uint64_t heaps, data;
+	int32_t n;
+	size_t k = 0;
+
+	if (rd64(hc, hc->heaps, &heaps) || !heaps ||
+	    mem_read(hc->mem, heaps + hc->ga_len, &n, 4) ||
+	    rd64(hc, heaps + hc->ga_data, &data))
+		return -EFAULT;
+	if (n < 0 || n > HOTSPOT_MAX_HEAPS)
+		return -EPROTO;
+	for (int i = 0; i < n && k < max; i++) {
+		uint64_t heap, low, high;
+
+		if (rd64(hc, data + 8 * (uint64_t)i, &heap) ||
+		    rd64(hc, heap + hc->heap_memory + hc->vs_low, &low) ||
+		    rd64(hc, heap + hc->heap_memory + hc->vs_high, &high))
+			return -EFAULT;
+		if (low < high) {
+			ranges[k][0] = low;
+			ranges[k][1] = high;
+			k++;
+		}
+	}
+	return (int)k;
 }
 
 int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
@@ -375,4 +431,83 @@ int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 	if ((size_t)snprintf(buf, len, "%s.%s%s", klass, name, sig) >= len)
 		return -ENOSPC;
 	return 0;
+}
+
+/* PcDescs an nmethod may have; scope offsets it may use. */
+#define HOTSPOT_MAX_PCDESCS (1u << 20)
+
+int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
+			 uint64_t *methods, int *bcis, int max)
+{
+	int32_t pcs_off, deps_off, meta_off, pc_off = 0, decode = 0;
+	uint64_t code_begin, data_begin, pcs, pcs_end, meta, target;
+	uint64_t lo, hi;
+	int n = 0;
+
+	if (!hc->scopes_ok)
+		return -ENOENT;
+	if (rd64(hc, nm + hc->blob_code_begin, &code_begin) ||
+	    rd64(hc, nm + hc->nm_scopes_data, &data_begin) ||
+	    mem_read(hc->mem, nm + hc->nm_scopes_pcs, &pcs_off, 4) ||
+	    mem_read(hc->mem, nm + hc->nm_dependencies, &deps_off, 4) ||
+	    mem_read(hc->mem, nm + hc->nm_metadata, &meta_off, 4))
+		return -EFAULT;
+	if (ret < code_begin || ret - code_begin > INT32_MAX || pcs_off <= 0 ||
+	    deps_off < pcs_off || meta_off <= 0 || data_begin < nm + (uint64_t)meta_off ||
+	    data_begin > nm + (uint64_t)pcs_off)
+		return -EPROTO;
+	pcs = nm + (uint64_t)pcs_off;
+	pcs_end = nm + (uint64_t)deps_off;
+	meta = nm + (uint64_t)meta_off;
+	target = ret - code_begin;
+	/* PcDescs are sorted by pc offset: a binary search for the exact
+	   one (the call's return address), as nmethod::find_pc_desc. */
+	lo = 0;
+	hi = (pcs_end - pcs) / hc->pcdesc_size;
+	if (hi > HOTSPOT_MAX_PCDESCS)
+		return -EPROTO;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (mem_read(hc->mem, pcs + mid * hc->pcdesc_size + hc->pcdesc_pc,
+			     &pc_off, 4))
+			return -EFAULT;
+		if ((uint64_t)(int64_t)pc_off == target) {
+			if (mem_read(hc->mem, pcs + mid * hc->pcdesc_size +
+				     hc->pcdesc_scope, &decode, 4))
+				return -EFAULT;
+			break;
+		}
+		if (pc_off < 0 || (uint64_t)pc_off < target)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= hi || decode <= 0)
+		return -ENOENT;
+	/* Each scope (ScopeDesc::decode_body): the sender's decode offset,
+	   the method's metadata index, the bci + 1 (InvocationEntryBci is
+	   -1), in UNSIGNED5; serialized_null (0) ends the chain. Offsets
+	   must decrease (senders are written first), which bounds it. */
+	while (decode > 0 && n < max) {
+		uint64_t at = data_begin + (uint64_t)decode, method;
+		uint32_t sender, index, bci1;
+
+		if (data_begin + (uint64_t)decode >= pcs)
+			return -EPROTO;
+		if (read_unsigned5(hc, &at, &sender) ||
+		    read_unsigned5(hc, &at, &index) ||
+		    read_unsigned5(hc, &at, &bci1))
+			return -EFAULT;
+		if (!index || meta + 8 * ((uint64_t)index - 1) >= data_begin ||
+		    rd64(hc, meta + 8 * ((uint64_t)index - 1), &method) || !method)
+			return -EPROTO;
+		methods[n] = method;
+		bcis[n] = (int)bci1 - 1;
+		n++;
+		if (sender && (int32_t)sender >= decode)
+			return -EPROTO;
+		decode = (int32_t)sender;
+	}
+	return n;
 }

@@ -27,6 +27,15 @@ struct hotspot_code {
 	uint64_t vs_low, vs_high;	/* VirtualSpace */
 	uint64_t block_size, block_used; /* HeapBlock */
 	uint64_t blob_name, blob_size;	/* CodeBlob */
+	uint64_t blob_frame_size;	/* CodeBlob::_frame_size; 0 when the
+					   table has none (no stepping) */
+	/* The scope descriptors (inlining); scopes_ok false when the table
+	   lacks one of them (compiled frames then name one method). */
+	bool scopes_ok;
+	uint64_t blob_code_begin;	/* CodeBlob::_code_begin */
+	uint64_t nm_scopes_data;	/* CompiledMethod::_scopes_data_begin */
+	uint64_t nm_scopes_pcs, nm_dependencies, nm_metadata; /* nmethod::_*_offset */
+	uint64_t pcdesc_size, pcdesc_pc, pcdesc_scope; /* PcDesc */
 	uint64_t cm_method;		/* CompiledMethod::_method */
 	uint64_t method_const;		/* Method::_constMethod */
 	uint64_t cm_constants, cm_name_index, cm_signature_index;
@@ -39,6 +48,7 @@ struct hotspot_code {
 	int64_t interp_method_slot;	/* words from an interpreter frame's
 					   rbp to its Method* */
 	int64_t interp_bcp_slot;	/* ... to its bytecode pointer */
+	int64_t interp_sender_sp_slot;	/* ... to its caller's sp */
 	const struct log_sink *log;
 };
 
@@ -48,6 +58,9 @@ struct hotspot_blob {
 	char name[64];		/* CodeBlob::_name: "nmethod", "Interpreter",
 				   "StubRoutines (1)", ... */
 	uint64_t method;	/* an nmethod's Method*, else 0 */
+	int32_t frame_size;	/* CodeBlob::_frame_size, in words: its
+				   frame from sp to the caller's sp (return
+				   address and saved rbp included) */
 	bool is_interpreter;
 };
 
@@ -57,6 +70,17 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
  * -EFAULT/-EPROTO for what does not read as the cache. */
 int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		       struct hotspot_blob *out);
+/* The scopes of an nmethod at return address ret (exact: the PcDesc of
+ * its call), innermost first: the inlined methods and the method
+ * compiled, each with its bytecode index, at most max. Returns their
+ * count, -ENOENT (no PcDesc at ret, no tables for scopes) or -errno.
+ * Bounded: at most max scopes, each offset checked against the nmethod. */
+int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nmethod,
+			 uint64_t ret, uint64_t *methods, int *bcis, int max);
+/* The address ranges of the code cache's heaps (committed), at most max
+ * into ranges ([i][0] start, [i][1] end). Returns their count or -errno. */
+int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
+			      size_t max);
 /* The Method* of the interpreter frame whose rbp is fp. */
 int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
 				     uint64_t *method);

@@ -1,0 +1,520 @@
+/* java_capture.c - a HotSpot JVM's part of a live capture: found (and its
+ * vmStructs tables read) before the freeze; after the thaw, each native
+ * frame of a thread whose pc is in the code cache is named as its Java
+ * frame (a runtime frame of kind JAVA replacing it 1:1). Nothing is read
+ * during the freeze: the frames are in the stack copies already, and what
+ * names them (code blobs, Method*, constant pools, Symbols) is metadata
+ * read from the live process after the thaw. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/addrspace.h"
+#include "base/maps_line.h"
+#include "capture/capture_internal.h"
+#include "mem/mem.h"
+#include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_frames.h"
+#include "runtime/java/hotspot_structs.h"
+
+/* Invariant: structs and code were read (a JVM whose tables did not read
+ * has no snap_java). frames[i] (thread i of the snapshot) is valid once
+ * resolved[i]; its strings point into names[i]. */
+struct snap_java {
+	char path[4096];	/* libjvm.so as the target names it */
+	char description[160];
+	struct stacksnap_mem *mem;
+	struct hotspot_structs hs;
+	struct hotspot_code hc;
+	size_t nthreads;
+	struct stacksnap_runtime_frame **frames;
+	struct hotspot_frame **names;
+	size_t *nframes;
+	size_t *nnative;	/* the native frames frames[i] was named from */
+	bool *resolved;
+	/* The code heaps' ranges, read at the stepper's first frame (the
+	   walk runs in the freeze: they do not move meanwhile). */
+	uint64_t heaps[16][2];
+	int nheaps;		/* -1: not read yet */
+	/* Classes are unloaded only by a collection: the heap's collection
+	   count read in the freeze and again when frames are named says
+	   whether the metadata read after the thaw may have changed. */
+	uint64_t gc_count_addr;	/* &CollectedHeap::_total_collections, or 0 */
+	uint32_t gc_at_capture;
+	bool gc_captured, gc_warned;
+	pid_t pid;
+	const struct log_sink *log; /* the context's, outlives the snapshot */
+	/* The rbp of each interpreter frame the stepper stepped, by the
+	   frame's sp (sps of different threads' stacks never coincide):
+	   the frame's CFA is then its caller's saved sp, not rbp + 16.
+	   Sorted by sp once naming starts (fp_sorted). */
+	struct { uint64_t sp, fp; } *fps;
+	size_t nfps, fps_cap;
+	bool fp_sorted;
+};
+
+/* libjvm.so's first mapping: in the address space the caller read, else
+ * in /proc/PID/maps. */
+static int find_libjvm(pid_t pid, const struct stacksnap_addrspace *as,
+		       char *path, size_t len, uint64_t *start, uint64_t *offset)
+{
+	char maps[64], line[4200];
+	struct maps_line ml;
+	FILE *f;
+	int found = -ENOENT;
+
+	if (as) {
+		for (size_t i = 0; i < as->n; i++) {
+			const char *p = as->maps[i].path, *base;
+
+			if (!p || !(base = strrchr(p, '/')) || strcmp(base, "/libjvm.so"))
+				continue;
+			snprintf(path, len, "%s", p);
+			*start = as->maps[i].start;
+			*offset = as->maps[i].offset;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(maps, "r")))
+		return -errno;
+	while (found && fgets(line, sizeof(line), f)) {
+		const char *base;
+
+		if (maps_line__parse(line, &ml) || !ml.path ||
+		    !(base = strrchr(ml.path, '/')) || strcmp(base, "/libjvm.so"))
+			continue;
+		snprintf(path, len, "%s", ml.path);
+		*start = ml.start;
+		*offset = ml.offset;
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+struct snap_java *capture__java_detect(pid_t pid,
+				       const struct stacksnap_addrspace *as,
+				       const struct log_sink *log)
+{
+	struct snap_java *j;
+	char full[4096 + 32];
+	uint64_t start = 0, offset = 0;
+	int err;
+
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	if (find_libjvm(pid, as, j->path, sizeof(j->path), &start, &offset)) {
+		free(j);
+		return NULL;
+	}
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, j->path);
+	if (!(j->mem = stacksnap_mem__new_pid(pid))) {
+		free(j);
+		return NULL;
+	}
+	err = hotspot_structs__read(j->mem, full, start, offset, log, &j->hs);
+	if (!err) {
+		err = hotspot_code__init(&j->hc, &j->hs, j->mem, log);
+		if (err)
+			hotspot_structs__free(&j->hs);
+	}
+	if (err) {
+		log_warn(log, "pid %d: a JVM (%s) whose vmStructs tables %s (%s): "
+			 "Java frames keep perf-map/[jit] names only", (int)pid,
+			 j->path, err == -ENOENT ? "are missing" : "are not as expected",
+			 strerror(-err));
+		stacksnap_mem__free(j->mem);
+		free(j);
+		return NULL;
+	}
+	j->nheaps = -1;
+	j->pid = pid;
+	j->log = log;
+	{
+		const struct hotspot_field *heap =
+			hotspot_structs__field(&j->hs, "Universe", "_collectedHeap");
+		const struct hotspot_field *count =
+			hotspot_structs__field(&j->hs, "CollectedHeap",
+					       "_total_collections");
+		uint64_t h = 0;
+
+		if (heap && heap->is_static && count && !count->is_static &&
+		    stacksnap_mem__read(j->mem, heap->address, &h, 8) == 0 && h)
+			j->gc_count_addr = h + count->offset;
+	}
+	snprintf(j->description, sizeof(j->description),
+		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
+	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
+	return j;
+}
+
+void capture__java_free(struct snap_java *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->nthreads; i++) {
+		if (j->frames)
+			free(j->frames[i]);
+		if (j->names)
+			free(j->names[i]);
+	}
+	free(j->frames);
+	free(j->names);
+	free(j->nframes);
+	free(j->nnative);
+	free(j->resolved);
+	free(j->fps);
+	hotspot_structs__free(&j->hs);
+	stacksnap_mem__free(j->mem);
+	free(j);
+}
+
+/* The collection count, past the source's page cache (a cached page
+ * would hide the change it is read to see). */
+static int read_gc_count(struct snap_java *j, uint32_t *count)
+{
+	struct mem_iov iov = { .addr = j->gc_count_addr, .buf = count, .len = 4 };
+
+	return mem_read_many(j->mem, &iov, 1) ? -EFAULT : 0;
+}
+
+void capture__java_take(struct snap_java *j)
+{
+	j->gc_captured = j->gc_count_addr &&
+		read_gc_count(j, &j->gc_at_capture) == 0;
+}
+
+/* Once per snapshot: a collection since the freeze may have unloaded
+ * classes whose methods the frames name (a Method* read after the thaw
+ * may then be freed or reused). Said, not hidden: the names are still
+ * the best there is. */
+static void check_unloading(struct snap_java *j)
+{
+	uint32_t now;
+
+	if (j->gc_warned || !j->gc_captured || read_gc_count(j, &now))
+		return;
+	if (now != j->gc_at_capture) {
+		j->gc_warned = true;
+		log_warn(j->log, "pid %d: the JVM collected garbage %u time(s) between "
+			 "the capture and the naming of its Java frames: a class "
+			 "unloaded meanwhile may leave a frame misnamed", (int)j->pid,
+			 now - j->gc_at_capture);
+	}
+}
+
+const char *capture__java_description(const struct snap_java *j)
+{
+	return j->description;
+}
+
+/* The frame pointer (rbp) of native frame k: its CFA - 16 (the saved rbp
+ * and the return address sit just below the caller's sp, as every
+ * HotSpot frame, interpreter frames included, lays them out), with the
+ * caller's sp standing in for a CFA the stepper did not compute. */
+static int fp_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t frame_fp(struct snap_java *j, const struct stacksnap_frame *native,
+			 size_t n, size_t k)
+{
+	uint64_t cfa = native[k].cfa;
+
+	if (j->nfps) {
+		size_t lo = 0, hi = j->nfps;
+
+		if (!j->fp_sorted) {
+			qsort(j->fps, j->nfps, sizeof(*j->fps), fp_cmp);
+			j->fp_sorted = true;
+		}
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (j->fps[mid].sp == native[k].sp)
+				return j->fps[mid].fp;
+			if (j->fps[mid].sp < native[k].sp)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+
+	if (!cfa && k + 1 < n)
+		cfa = native[k + 1].sp;
+	return cfa > 16 ? cfa - 16 : 0;
+}
+
+/* Whether pc is in one of the code heaps: no read for the many frames
+ * that are not (native code, other threads), once the ranges are known.
+ * Heaps that could not be read let every pc through (the blob lookup
+ * then decides). */
+static bool in_code_cache(struct snap_java *j, uint64_t pc)
+{
+	if (j->nheaps < 0) {
+		j->nheaps = hotspot_code__heap_ranges(&j->hc, j->heaps, 16);
+		if (j->nheaps <= 0)
+			j->nheaps = 0;
+	}
+	if (!j->nheaps)
+		return true;
+	for (int i = 0; i < j->nheaps; i++)
+		if (pc >= j->heaps[i][0] && pc < j->heaps[i][1])
+			return true;
+	return false;
+}
+
+/* Methods inlined at one call, at most. */
+#define JAVA_MAX_SCOPES 64
+
+/* Appends a name to *names (growing it); returns it, or NULL. */
+static struct hotspot_frame *push_name(struct hotspot_frame **names,
+				       uint32_t **native_of, size_t *n,
+				       size_t *cap, uint32_t k)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct hotspot_frame *nn = realloc(*names, c * sizeof(**names));
+		uint32_t *no;
+
+		if (!nn)
+			return NULL;
+		*names = nn;
+		no = realloc(*native_of, c * sizeof(**native_of));
+		if (!no)
+			return NULL;
+		*native_of = no;
+		*cap = c;
+	}
+	(*native_of)[*n] = k;
+	return &(*names)[(*n)++];
+}
+
+/* Thread i's Java frames, named once: one per native frame whose pc is
+ * in the code cache, or, for a compiled frame stopped at a call, one per
+ * method of its scopes (the methods inlined there, innermost first, then
+ * the method compiled), each with the line of its bci. */
+static int resolve(struct snap_java *j, size_t nthreads, size_t i,
+		   const struct stacksnap_frame *native, size_t nnative)
+{
+	struct stacksnap_runtime_frame *rf;
+	struct hotspot_frame *names = NULL;
+	uint32_t *native_of = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!j->frames) {
+		j->frames = calloc(nthreads, sizeof(*j->frames));
+		j->names = calloc(nthreads, sizeof(*j->names));
+		j->nframes = calloc(nthreads, sizeof(*j->nframes));
+		j->nnative = calloc(nthreads, sizeof(*j->nnative));
+		j->resolved = calloc(nthreads, sizeof(*j->resolved));
+		if (!j->frames || !j->names || !j->nframes || !j->nnative ||
+		    !j->resolved)
+			return -ENOMEM;
+		j->nthreads = nthreads;
+	}
+	/* Named once per walk: the caller asks for the count, then the
+	   frames, of the same native frames. */
+	if (j->resolved[i] && j->nnative[i] == nnative)
+		return 0;
+	free(j->frames[i]);
+	free(j->names[i]);
+	j->frames[i] = NULL;
+	j->names[i] = NULL;
+	j->resolved[i] = false;
+	for (size_t k = 0; k < nnative; k++) {
+		const struct stacksnap_frame *fr = &native[k];
+		bool exact = k == 0 || (fr->flags & STACKSNAP_FRAME_SIGNAL);
+		/* A return address is past its call: look up the call. */
+		uint64_t pc = exact ? fr->pc : fr->pc - 1;
+		uint64_t methods[JAVA_MAX_SCOPES];
+		int bcis[JAVA_MAX_SCOPES], ns;
+		struct hotspot_frame one, *out;
+
+		if (!in_code_cache(j, pc) ||
+		    hotspot_frame__name(&j->hc, pc, frame_fp(j, native, nnative, k),
+					&one))
+			continue;
+		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
+			hotspot_code__scopes(&j->hc, one.blob, fr->pc, methods,
+					     bcis, JAVA_MAX_SCOPES) : 0;
+		if (ns <= 0) {
+			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
+				goto nomem;
+			*out = one;
+			continue;
+		}
+		for (int m = 0; m < ns; m++) {
+			struct hotspot_frame scope = { .kind = one.kind, .blob = one.blob };
+
+			/* A scope whose method does not read: the frame's
+			   own name stands for the rest. */
+			if (hotspot_frame__method(&j->hc, methods[m], bcis[m], &scope)) {
+				if (!(out = push_name(&names, &native_of, &n, &cap,
+						      (uint32_t)k)))
+					goto nomem;
+				*out = one;
+				break;
+			}
+			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
+				goto nomem;
+			*out = scope;
+		}
+	}
+	rf = calloc(n ? n : 1, sizeof(*rf));
+	if (!rf)
+		goto nomem;
+	for (size_t m = 0; m < n; m++) {
+		const struct stacksnap_frame *fr = &native[native_of[m]];
+
+		rf[m] = (struct stacksnap_runtime_frame){
+			.sz = sizeof(rf[m]),
+			.runtime = STACKSNAP_RUNTIME_JAVA,
+			.native_index = native_of[m],
+			/* All but the last of a native frame's are inlined
+			   into the one after them. */
+			.flags = m + 1 < n && native_of[m + 1] == native_of[m] ?
+				STACKSNAP_RFRAME_INLINED : 0,
+			.function = names[m].function,
+			.file = names[m].file[0] ? names[m].file : NULL,
+			.line = names[m].line,
+			.pc = names[m].kind == HOTSPOT_FRAME_INTERPRETED ? 0 : fr->pc,
+		};
+	}
+	free(native_of);
+	j->frames[i] = rf;
+	j->names[i] = names;
+	j->nframes[i] = n;
+	j->nnative[i] = nnative;
+	j->resolved[i] = true;
+	return 0;
+nomem:
+	free(names);
+	free(native_of);
+	return -ENOMEM;
+}
+
+int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
+			 const struct stacksnap_frame *native, size_t nnative,
+			 struct stacksnap_runtime_frame *out, size_t max)
+{
+	int err = resolve(j, nthreads, i, native, nnative);
+
+	if (err)
+		return err;
+	check_unloading(j);
+	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
+		out[k] = j->frames[i][k];
+	return (int)j->nframes[i];
+}
+
+/* An interpreter frame: its caller's sp is the one the frame saved
+ * (frame::interpreter_frame_sender_sp), not rbp + 16: a compiled caller
+ * reaches the interpreter through an adapter that pushes the arguments
+ * below the caller's frame, and the caller's frame size counts from its
+ * own sp (frame::sender_for_interpreter_frame's unextended sp). A saved
+ * sp that is not just above the frame leaves it to the frame-pointer
+ * stepper. */
+static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *regs,
+			    struct stacksnap_mem *mem, struct stacksnap_regs *caller)
+{
+	uint64_t fp = regs->regs[STACKSNAP_REG_RBP], saved_fp, ret, sender_sp;
+
+	if (!(regs->valid & 1u << STACKSNAP_REG_RBP) || !fp ||
+	    fp < regs->regs[STACKSNAP_REG_RSP])
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (stacksnap_mem__read(mem, fp, &saved_fp, 8) ||
+	    stacksnap_mem__read(mem, fp + 8, &ret, 8) ||
+	    stacksnap_mem__read(mem, fp + 8 * (uint64_t)j->hc.interp_sender_sp_slot,
+				&sender_sp, 8))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (sender_sp < fp + 16 || sender_sp - (fp + 16) > (1u << 20))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	/* Remembered for naming the frame: its Method* is below rbp. */
+	if (j->nfps == j->fps_cap) {
+		size_t c = j->fps_cap ? 2 * j->fps_cap : 64;
+		void *nf = realloc(j->fps, c * sizeof(*j->fps));
+
+		if (!nf)
+			return STACKSNAP_STEPPER_NOT_MINE;
+		j->fps = nf;
+		j->fps_cap = c;
+	}
+	j->fps[j->nfps].sp = regs->regs[STACKSNAP_REG_RSP];
+	j->fps[j->nfps++].fp = fp;
+	j->fp_sorted = false;
+	memset(caller, 0, sizeof(*caller));
+	caller->regs[STACKSNAP_REG_RIP] = ret;
+	caller->regs[STACKSNAP_REG_RSP] = sender_sp;
+	caller->regs[STACKSNAP_REG_RBP] = saved_fp;
+	caller->valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+			1u << STACKSNAP_REG_RBP;
+	return STACKSNAP_STEPPER_CALLER;
+}
+
+/* Compiled Java code keeps no frame pointer (unless
+ * -XX:+PreserveFramePointer): its frame is stepped the way HotSpot's
+ * frame::sender does, by the nmethod's fixed frame size: the caller's sp
+ * is sp + frame_size words, the return address and the saved rbp are the
+ * two words below it. Only return addresses (a frame stopped at a call,
+ * its frame fully built); an exact pc may be in a prologue. */
+static int java_step(void *user, const struct stacksnap_regs *regs,
+		     bool exact_pc, struct stacksnap_mem *mem,
+		     struct stacksnap_regs *caller)
+{
+	struct snap_java *j = user;
+	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
+	struct hotspot_blob blob;
+	uint64_t pc, sp, csp, ret, fp;
+	bool in = false;
+
+	if (exact_pc || (regs->valid & need) != need)
+		return STACKSNAP_STEPPER_NOT_MINE;
+	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
+	sp = regs->regs[STACKSNAP_REG_RSP];
+	in = in_code_cache(j, pc);
+	if (!in || hotspot_code__blob(&j->hc, pc, &blob))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	if (blob.is_interpreter)
+		return interpreter_step(j, regs, mem, caller);
+	if (strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
+	    blob.frame_size > (1 << 16))
+		return STACKSNAP_STEPPER_NOT_MINE;
+	csp = sp + 8 * (uint64_t)blob.frame_size;
+	if (stacksnap_mem__read(mem, csp - 8, &ret, 8) ||
+	    stacksnap_mem__read(mem, csp - 16, &fp, 8))
+		return -EFAULT;
+	/* What compiled Java code saves of a native caller's registers is
+	   not known here: rip, rsp and rbp only. */
+	memset(caller, 0, sizeof(*caller));
+	caller->regs[STACKSNAP_REG_RIP] = ret;
+	caller->regs[STACKSNAP_REG_RSP] = csp;
+	caller->regs[STACKSNAP_REG_RBP] = fp;
+	caller->valid = need | 1u << STACKSNAP_REG_RBP;
+	return STACKSNAP_STEPPER_CALLER;
+}
+
+int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
+{
+	STACKSNAP_OPTS(stacksnap_stepper_opts, o, .name = "hotspot",
+		       .step = java_step, .user = j,
+		       /* After CFI (JIT code has none), before the analysis
+			  and frame-pointer steppers. */
+		       .priority = STACKSNAP_PRIO_ANALYSIS + 30,
+		       .trust = STACKSNAP_TRUST_CFI);
+	int id;
+
+	if (!j->hc.blob_frame_size)
+		return 0;
+	id = stacksnap_unwinder__add_stepper(uw, &o);
+	return id < 0 ? id : 1;
+}
