@@ -380,6 +380,52 @@ static void print_json_profile(FILE *f, struct watch *w, const struct profile_to
 	fputs("\n]}\n", f);
 }
 
+/* A first walk, not counted, reads the unwind tables and symbols of the
+ * modules met (tens to hundreds of ms the first time): it must not eat
+ * into the sampling. */
+static void warm_up(const struct watch *w, struct stacksnap_unwinder *uw)
+{
+	struct watch warm = *w;
+
+	warm.stacks = stacksnap_stacks__new(NULL);
+	if (!warm.stacks)
+		return;
+	warm.names = NULL;
+	warm.nnames = warm.capnames = 0;
+	stacksnap_target__walk(w->t, NULL, 0, uw, on_thread, &warm, NULL);
+	stacksnap_stacks__free(warm.stacks);
+	free(warm.names);
+}
+
+/* On stderr: what the samples cost the target, --stats, and how the
+ * target ended if it did. */
+static void print_cost(const struct watch *w, struct stacksnap_ctx *ctx,
+		       const struct cost *c, uint64_t elapsed)
+{
+	fprintf(stderr, "stacksnap watch: cost to the target: stopped %.1f us per "
+			"sample (median; max %.1f us), %.2f ms in all over %zu samples "
+			"(%.3f%% of %.2f s)\n",
+		(double)c->median / 1e3, (double)c->max / 1e3, (double)c->total / 1e6,
+		w->nsamples, elapsed ? 100.0 * (double)c->total / (double)elapsed : 0.0,
+		(double)elapsed / 1e9);
+	if (w->o.stats) {
+		struct stacksnap_ctx_stats cs = { .sz = sizeof(cs) };
+
+		fprintf(stderr, "stacksnap watch: %zu samples, %" PRIu64 " thread "
+				"stacks (%" PRIu64 " truncated), %zu distinct stacks\n",
+			w->nsamples, w->thread_samples, w->truncated,
+			stacksnap_stacks__distinct(w->stacks));
+		stacksnap_ctx__stats(ctx, &cs);
+		cli_print_table_stats(stderr, "stacksnap watch", &cs);
+	}
+	if (w->exited)
+		fprintf(stderr, "stacksnap watch: pid %d exited (%s %d)\n",
+			(int)w->o.pid,
+			WIFSIGNALED(w->exit_status) ? "signal" : "status",
+			WIFSIGNALED(w->exit_status) ? WTERMSIG(w->exit_status)
+						   : WEXITSTATUS(w->exit_status));
+}
+
 int watch_main(int argc, char **argv)
 {
 	struct watch w = { 0 };
@@ -429,18 +475,7 @@ int watch_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	/* A first walk, not counted, reads the unwind tables and symbols of
-	 * the modules met (tens to hundreds of ms the first time): it must
-	 * not eat into the sampling. */
-	struct watch warm = w;
-	warm.stacks = stacksnap_stacks__new(NULL);
-	if (warm.stacks) {
-		warm.names = NULL;
-		warm.nnames = warm.capnames = 0;
-		stacksnap_target__walk(w.t, NULL, 0, uw, on_thread, &warm, NULL);
-		stacksnap_stacks__free(warm.stacks);
-		free(warm.names);
-	}
+	warm_up(&w, uw);
 	uint64_t start = monotonic_ns(), next = start;
 	while (!stop_signal) {
 		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
@@ -501,28 +536,7 @@ int watch_main(int argc, char **argv)
 		print_json_profile(stdout, &w, &e, &c, elapsed);
 	else
 		print_top(stdout, &w, &e, elapsed);
-	fprintf(stderr, "stacksnap watch: cost to the target: stopped %.1f us per "
-			"sample (median; max %.1f us), %.2f ms in all over %zu samples "
-			"(%.3f%% of %.2f s)\n",
-		(double)c.median / 1e3, (double)c.max / 1e3, (double)c.total / 1e6,
-		w.nsamples, elapsed ? 100.0 * (double)c.total / (double)elapsed : 0.0,
-		(double)elapsed / 1e9);
-	if (w.o.stats) {
-		struct stacksnap_ctx_stats cs = { .sz = sizeof(cs) };
-
-		fprintf(stderr, "stacksnap watch: %zu samples, %" PRIu64 " thread "
-				"stacks (%" PRIu64 " truncated), %zu distinct stacks\n",
-			w.nsamples, w.thread_samples, w.truncated,
-			stacksnap_stacks__distinct(w.stacks));
-		stacksnap_ctx__stats(ctx, &cs);
-		cli_print_table_stats(stderr, "stacksnap watch", &cs);
-	}
-	if (w.exited)
-		fprintf(stderr, "stacksnap watch: pid %d exited (%s %d)\n",
-			(int)w.o.pid,
-			WIFSIGNALED(w.exit_status) ? "signal" : "status",
-			WIFSIGNALED(w.exit_status) ? WTERMSIG(w.exit_status)
-						   : WEXITSTATUS(w.exit_status));
+	print_cost(&w, ctx, &c, elapsed);
 	/* Ctrl-C is how a watch without --duration ends. */
 	rc = stop_signal && stop_signal != SIGINT ? EXIT_SIGNAL_BASE + stop_signal
 						  : EXIT_OK;
