@@ -321,6 +321,57 @@ int stacksnap_trace_writer__lost(struct stacksnap_trace_writer *tw, unsigned cpu
 	return tw->w.buf.failed ? fail(-ENOMEM) : 0;
 }
 
+/* An event's fields (tracepoint fields, syscall arguments, a uprobe's
+ * name), at most EVENTS_MAX_FIELDS. */
+static void put_fields(struct byte_buf *b, const struct stacksnap_trace_field *fields,
+		       size_t nfields)
+{
+	if (nfields > EVENTS_MAX_FIELDS)
+		nfields = EVENTS_MAX_FIELDS;
+	byte_buf__u16(b, (uint16_t)nfields);
+	for (size_t i = 0; i < nfields; i++) {
+		const struct stacksnap_trace_field *f = &fields[i];
+		size_t nl = f->name ? strnlen(f->name, 255) : 0;
+
+		byte_buf__u8(b, (uint8_t)nl);
+		byte_buf__put(b, f->name, nl);
+		byte_buf__u8(b, (f->is_signed ? EVENTS_FIELD_SIGNED : 0) |
+				(f->is_pointer ? EVENTS_FIELD_POINTER : 0) |
+				(f->str ? EVENTS_FIELD_STRING : 0));
+		byte_buf__u8(b, (uint8_t)(f->size > 255 ? 255 : f->size));
+		if (f->str) {
+			size_t sl = strnlen(f->str, 4095);
+
+			byte_buf__u16(b, (uint16_t)sl);
+			byte_buf__put(b, f->str, sl);
+		} else {
+			byte_buf__u64(b, f->value);
+		}
+	}
+}
+
+/* An event's runtime frames, named now: the process may be gone when the
+ * file is shown. */
+static void put_rframes(struct byte_buf *b, const struct stacksnap_trace_event *ev)
+{
+	size_t nr = ev->nrframes < EVENTS_MAX_RFRAMES ? ev->nrframes : EVENTS_MAX_RFRAMES;
+
+	byte_buf__u16(b, (uint16_t)nr);
+	for (size_t i = 0; i < nr; i++) {
+		const struct stacksnap_runtime_frame *rf = &ev->rframes[i];
+		size_t fl = rf->function ? strnlen(rf->function, 4095) : 0;
+		size_t pl = rf->file ? strnlen(rf->file, 4095) : 0;
+
+		byte_buf__u8(b, (uint8_t)rf->runtime);
+		byte_buf__u32(b, rf->native_index);
+		byte_buf__u32(b, rf->line);
+		byte_buf__u16(b, (uint16_t)fl);
+		byte_buf__put(b, rf->function, fl);
+		byte_buf__u16(b, rf->file ? (uint16_t)pl : EVENTS_NO_FILE);
+		byte_buf__put(b, rf->file, pl);
+	}
+}
+
 int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 				const struct stacksnap_trace_event *ev,
 				const struct stacksnap_trace_field *fields,
@@ -430,48 +481,9 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 	byte_buf__u16(b, (uint16_t)nk);
 	for (int i = 0; i < nk; i++)
 		byte_buf__u64(b, ev->kernel_pcs[i]);
-	if (nfields > EVENTS_MAX_FIELDS)
-		nfields = EVENTS_MAX_FIELDS;
-	byte_buf__u16(b, (uint16_t)nfields);
-	for (size_t i = 0; i < nfields; i++) {
-		const struct stacksnap_trace_field *f = &fields[i];
-		size_t nl = f->name ? strnlen(f->name, 255) : 0;
-
-		byte_buf__u8(b, (uint8_t)nl);
-		byte_buf__put(b, f->name, nl);
-		byte_buf__u8(b, (f->is_signed ? EVENTS_FIELD_SIGNED : 0) |
-				(f->is_pointer ? EVENTS_FIELD_POINTER : 0) |
-				(f->str ? EVENTS_FIELD_STRING : 0));
-		byte_buf__u8(b, (uint8_t)(f->size > 255 ? 255 : f->size));
-		if (f->str) {
-			size_t sl = strnlen(f->str, 4095);
-
-			byte_buf__u16(b, (uint16_t)sl);
-			byte_buf__put(b, f->str, sl);
-		} else {
-			byte_buf__u64(b, f->value);
-		}
-	}
-	if (flags & EVENTS_HAS_RFRAMES) {
-		/* The Python frames, named now: the process may be gone when
-		 * the file is shown. */
-		size_t nr = ev->nrframes < EVENTS_MAX_RFRAMES ? ev->nrframes : EVENTS_MAX_RFRAMES;
-
-		byte_buf__u16(b, (uint16_t)nr);
-		for (size_t i = 0; i < nr; i++) {
-			const struct stacksnap_runtime_frame *rf = &ev->rframes[i];
-			size_t fl = rf->function ? strnlen(rf->function, 4095) : 0;
-			size_t pl = rf->file ? strnlen(rf->file, 4095) : 0;
-
-			byte_buf__u8(b, (uint8_t)rf->runtime);
-			byte_buf__u32(b, rf->native_index);
-			byte_buf__u32(b, rf->line);
-			byte_buf__u16(b, (uint16_t)fl);
-			byte_buf__put(b, rf->function, fl);
-			byte_buf__u16(b, rf->file ? (uint16_t)pl : EVENTS_NO_FILE);
-			byte_buf__put(b, rf->file, pl);
-		}
-	}
+	put_fields(b, fields, nfields);
+	if (flags & EVENTS_HAS_RFRAMES)
+		put_rframes(b, ev);
 	snapfile_writer__end_section_crc(&tw->w);
 	if (b->failed)
 		return stacksnap_trace_writer__flush(tw); /* sets and returns -ENOMEM */

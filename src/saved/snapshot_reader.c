@@ -475,6 +475,60 @@ static int read_threads(struct stacksnap_saved *s, struct cursor *c, size_t base
 	return 0;
 }
 
+/* One section of a checked length: its payload in pc, its header at file
+ * offset at. Returns 0 (kinds of newer versions skipped), or -errno
+ * (logged). */
+static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
+			uint16_t flags, struct cursor *pc, size_t at,
+			const uint8_t *sections, size_t sections_len, bool *have_threads)
+{
+	size_t base = at + SNAPFILE_SECTION_HEADER_SIZE; /* the payload's */
+	int err = 0;
+
+	switch (kind) {
+	case SNAPFILE_SEC_PROCESS:
+		err = read_process(s, pc, base);
+		break;
+	case SNAPFILE_SEC_MAPPINGS:
+		err = snapshot_reader__read_mappings(s, pc, base, sections, sections_len);
+		break;
+	case SNAPFILE_SEC_IMAGE:
+		break; /* read with the mapping that names it */
+	case SNAPFILE_SEC_THREADS:
+		if (*have_threads) {
+			BAD(s, at, "a second threads section");
+			return -EINVAL;
+		}
+		*have_threads = true;
+		err = read_threads(s, pc, base, ver);
+		break;
+	case SNAPFILE_SEC_GOROUTINES:
+		err = read_goroutines(s, pc, base);
+		break;
+	case SNAPFILE_SEC_RUNTIME:
+		err = runtime_reader__read_section(s, pc, base);
+		break;
+	case SNAPFILE_SEC_JIT_SYMBOLS:
+		err = read_jit_symbols(s, pc, base);
+		break;
+	case SNAPFILE_SEC_EVENT:
+	case SNAPFILE_SEC_ADDRSPACE:
+	case SNAPFILE_SEC_EVENT_KIND:
+	case SNAPFILE_SEC_LOST:
+		err = events_reader__read_section(s, kind, pc, base, sections, sections_len);
+		break;
+	default:
+		if (flags & SNAPFILE_SEC_REQUIRED) {
+			BAD(s, at, "section kind %u (version %u) is required but "
+				   "unknown to this stacksnap (use a newer one)",
+			    kind, ver);
+			return -ENOTSUP;
+		}
+		break; /* kinds of newer versions: skipped */
+	}
+	return err;
+}
+
 static int parse(struct stacksnap_saved *s)
 {
 	const uint8_t *b = s->image;
@@ -575,50 +629,8 @@ static int parse(struct stacksnap_saved *s)
 			return -EINVAL;
 		}
 		cursor_init(&pc, p, plen);
-		size_t pbase = at + SNAPFILE_SECTION_HEADER_SIZE;
-		err = 0;
-		switch (kind) {
-		case SNAPFILE_SEC_PROCESS:
-			err = read_process(s, &pc, pbase);
-			break;
-		case SNAPFILE_SEC_MAPPINGS:
-			err = snapshot_reader__read_mappings(s, &pc, pbase, sections, sections_len);
-			break;
-		case SNAPFILE_SEC_IMAGE:
-			break; /* read with the mapping that names it */
-		case SNAPFILE_SEC_THREADS:
-			if (have_threads) {
-				BAD(s, at, "a second threads section");
-				return -EINVAL;
-			}
-			have_threads = true;
-			err = read_threads(s, &pc, pbase, ver);
-			break;
-		case SNAPFILE_SEC_GOROUTINES:
-			err = read_goroutines(s, &pc, pbase);
-			break;
-		case SNAPFILE_SEC_RUNTIME:
-			err = runtime_reader__read_section(s, &pc, pbase);
-			break;
-		case SNAPFILE_SEC_JIT_SYMBOLS:
-			err = read_jit_symbols(s, &pc, pbase);
-			break;
-		case SNAPFILE_SEC_EVENT:
-		case SNAPFILE_SEC_ADDRSPACE:
-		case SNAPFILE_SEC_EVENT_KIND:
-		case SNAPFILE_SEC_LOST:
-			err = events_reader__read_section(s, kind, &pc, pbase, sections,
-							  sections_len);
-			break;
-		default:
-			if (flags & SNAPFILE_SEC_REQUIRED) {
-				BAD(s, at, "section kind %u (version %u) is required but "
-					   "unknown to this stacksnap (use a newer one)",
-				    kind, ver);
-				return -ENOTSUP;
-			}
-			break; /* kinds of newer versions: skipped */
-		}
+		err = read_section(s, kind, ver, flags, &pc, at, sections, sections_len,
+				   &have_threads);
 		if (err)
 			return err;
 	}
