@@ -138,7 +138,8 @@ static int compile_func(struct builder *b, const struct go_pcsp_func *f,
 			break;
 		}
 		first = false;
-		value += (int32_t)(-(uv & 1) ^ (uv >> 1));
+		/* Wraps as Go's int32 arithmetic does (no signed overflow). */
+		value = (int32_t)((uint32_t)value + (-(uv & 1) ^ (uv >> 1)));
 		next = pc + (uint64_t)pcd * quantum;
 		if (next > f->end)
 			next = f->end;
