@@ -372,11 +372,13 @@ int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 
 			if (read_signed5(hc, &at, &db) || read_signed5(hc, &at, &dl))
 				return -EFAULT;
-			cur_bci += db;
-			cur_line += dl;
+			/* A corrupt table may run past int32: wrap (no signed
+			   overflow); the bci then matches nothing. */
+			cur_bci = (int32_t)((uint32_t)cur_bci + (uint32_t)db);
+			cur_line = (int32_t)((uint32_t)cur_line + (uint32_t)dl);
 		} else {
-			cur_bci += b >> 3;
-			cur_line += b & 7;
+			cur_bci = (int32_t)((uint32_t)cur_bci + (b >> 3));
+			cur_line = (int32_t)((uint32_t)cur_line + (b & 7));
 		}
 		if (cur_bci == bci) {
 			*line = cur_line;
