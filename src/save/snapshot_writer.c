@@ -9,9 +9,12 @@
 #include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
+#include "base/boot_id.h"
+#include "base/clock_offset.h"
 #include "base/log.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -39,7 +42,7 @@ static void put_process(struct snapfile_writer *w, const struct stacksnap_snapsh
 	struct stacksnap_snapshot_stats st;
 	struct timespec ts;
 	struct utsname u;
-	char cmd[4096];
+	char cmd[4096], host[256], boot_id[37];
 	const char *ver = stacksnap_version();
 
 	stacksnap_snapshot__stats(snap, &st);
@@ -56,6 +59,19 @@ static void put_process(struct snapfile_writer *w, const struct stacksnap_snapsh
 	put_str(&w->buf, cmd, strlen(cmd));
 	put_str(&w->buf, u.release, strlen(u.release));
 	put_str(&w->buf, ver, strlen(ver));
+	/* The fields an events file appends, in its order (one reader for
+	 * both), so that `show` can say where the capture was taken: no
+	 * trace (max frames and unwind mode 0), then the clock, the boot id
+	 * and the host name. Readers before them stop at the version. */
+	if (gethostname(host, sizeof(host)))
+		host[0] = 0;
+	host[sizeof(host) - 1] = 0;
+	boot_id_read(boot_id);
+	byte_buf__u32(&w->buf, 0);
+	byte_buf__u8(&w->buf, 0);
+	byte_buf__u64(&w->buf, (uint64_t)clock_realtime_offset_ns());
+	put_str(&w->buf, boot_id, strlen(boot_id));
+	put_str(&w->buf, host, strlen(host));
 	snapfile_writer__end_section(w);
 }
 

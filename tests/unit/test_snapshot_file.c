@@ -227,6 +227,8 @@ static void container_round_trip(void)
 		CHECK(info.pid == 4242 && info.freeze_ns == 1234);
 		CHECK(!strcmp(info.cmdline, "prog arg1"));
 		CHECK(!strcmp(info.kernel, "6.1") && info.format_version == 100);
+		/* written before the host was recorded: none */
+		CHECK(!strcmp(info.hostname, "") && !strcmp(info.boot_id, ""));
 		CHECK(stacksnap_saved__thread_count(s) == 1);
 		th = stacksnap_saved__thread(s, 0);
 		CHECK(th->tid == 4243 && th->state == 'S' && !strcmp(th->name, "worker"));

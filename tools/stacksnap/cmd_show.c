@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "options.h"
 #include "print.h"
@@ -35,9 +36,89 @@ static int saved_runtime_frames(const struct stacksnap_saved *s, size_t i,
 	return 0;
 }
 
+/* What a saved capture is (show's header and its JSON "snapshot"). */
+struct saved_about {
+	const struct stacksnap_saved_info *info;
+	const char *file;
+	bool core;
+};
+
+/* A string the file recorded, or NULL: an older writer's file (or a
+ * core) did not record it. */
+static const char *recorded(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+/* The capture's wall-clock time, UTC, as fmt says; false when the file
+ * does not say it. */
+static bool capture_time(uint64_t ns, const char *fmt, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / NS_PER_S);
+	struct tm tm;
+
+	return ns && gmtime_r(&t, &tm) && strftime(buf, len, fmt, &tm) > 0;
+}
+
+/* Two lines and a blank one before the threads: which process, where and
+ * when, by which stacksnap; what the file does not say is "unknown". */
+static void print_saved_header(FILE *f, const struct saved_about *a)
+{
+	const struct stacksnap_saved_info *i = a->info;
+	const char *cmd = recorded(i->cmdline), *host = recorded(i->hostname);
+	const char *kernel = recorded(i->kernel), *ver = recorded(i->version);
+	char when[64];
+
+	if (!capture_time(i->time_ns, "%Y-%m-%d %H:%M:%S UTC", when, sizeof(when)))
+		strcpy(when, "unknown");
+	fprintf(f, "%s of pid %d: %s\n", a->core ? "Core dump" : "Snapshot",
+		(int)i->pid, cmd ? cmd : "command line unknown");
+	fprintf(f, "  taken %s, host %s, kernel %s", when, host ? host : "unknown",
+		kernel ? kernel : "unknown");
+	if (!a->core)
+		fprintf(f, ", written by stacksnap %s", ver ? ver : "unknown");
+	fputs("\n\n", f);
+}
+
+/* The JSON's "snapshot" object (a dump_totals saved_json): the same,
+ * null where unknown. */
+static void print_saved_json(FILE *f, const void *user)
+{
+	const struct saved_about *a = user;
+	const struct stacksnap_saved_info *i = a->info;
+	char when[64];
+
+	fputs("{\"file\":", f);
+	json_str(f, a->file);
+	fprintf(f, ",\"kind\":\"%s\",\"pid\":%d,\"command\":",
+		a->core ? "core" : "snapshot", (int)i->pid);
+	json_str(f, recorded(i->cmdline));
+	fputs(",\"time\":", f);
+	json_str(f, capture_time(i->time_ns, "%Y-%m-%dT%H:%M:%SZ", when, sizeof(when))
+		    ? when : NULL);
+	if (i->time_ns)
+		fprintf(f, ",\"time_ns\":%llu", (unsigned long long)i->time_ns);
+	else
+		fputs(",\"time_ns\":null", f);
+	fputs(",\"host\":", f);
+	json_str(f, recorded(i->hostname));
+	fputs(",\"kernel\":", f);
+	json_str(f, recorded(i->kernel));
+	fputs(",\"boot_id\":", f);
+	json_str(f, recorded(i->boot_id));
+	fputs(",\"stacksnap_version\":", f);
+	json_str(f, a->core ? NULL : recorded(i->version));
+	if (a->core || !i->format_version)
+		fputs(",\"format_version\":null}", f);
+	else
+		fprintf(f, ",\"format_version\":\"%u.%u\"}", i->format_version / 100,
+			i->format_version % 100);
+}
+
 /* Unwinds every thread of s from its saved stack (and, for cores, the
  * rest of its memory), symbolizes and prints. */
-static int print_saved(const struct options *o, struct stacksnap_saved *s)
+static int print_saved(const struct options *o, struct stacksnap_saved *s,
+		       const char *file, bool core)
 {
 	struct stacksnap_addrspace *as = stacksnap_saved__addrspace(s);
 	size_t n = stacksnap_saved__thread_count(s);
@@ -52,6 +133,8 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	int rc = EXIT_OK;
+
+	const struct saved_about about = { .info = &info, .file = file, .core = core };
 
 	stacksnap_saved__info(s, &info);
 	if (o->runtime != RUNTIME_OFF && stacksnap_saved__runtime(s, &rinfo) == 0 &&
@@ -117,8 +200,11 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	} else if (o->json) {
 		tot.goroutines = gs;
 		tot.ngoroutines = ng;
+		tot.saved_json = print_saved_json;
+		tot.saved_user = &about;
 		print_json(stdout, o, res, nt, &tot);
 	} else {
+		print_saved_header(stdout, &about);
 		print_text(stdout, o, res, nt);
 		print_goroutines_text(stdout, gs, ng, !nt);
 	}
@@ -346,7 +432,7 @@ static int run_saved(struct options *o, const char *file, bool core)
 			"files (stacksnap trace --save)\n", file);
 		rc = EXIT_USAGE;
 	} else
-		rc = print_saved(o, s);
+		rc = print_saved(o, s, file, core);
 	stacksnap_saved__free(s);
 	stacksnap_ctx__free(ctx);
 	return rc;

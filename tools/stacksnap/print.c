@@ -442,6 +442,11 @@ void print_json(FILE *f, const struct options *o,
 		   "\"unwind_us\":%.1f,\"symbolize_us\":%.1f,",
 		(int)o->pid, tot->snap->freeze_ns / 1e3, tot->snap->bytes_copied,
 		tot->unwind_ns / 1e3, tot->symbolize_ns / 1e3);
+	if (tot->saved_json) {
+		fputs("\"snapshot\":", f);
+		tot->saved_json(f, tot->saved_user);
+		fputc(',', f);
+	}
 	if (tot->nonstop) {
 		fprintf(f, "\"path\":\"%s\",\"read_nonstop\":%u,\"interrupted\":%u,",
 			tot->nonstop->nonstop ? "non-stop" : "freeze-all",

@@ -52,6 +52,10 @@ struct dump_totals {
 	size_t ngoroutines;
 	/* What the capture found of a language runtime; NULL: not asked. */
 	const struct stacksnap_runtime_info *runtime;
+	/* show and --core: what the saved capture is, printed as the JSON's
+	 * "snapshot" member by saved_json (cmd_show.c); NULL: a live dump. */
+	void (*saved_json)(FILE *f, const void *user);
+	const void *saved_user;
 };
 
 /* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its
@@ -88,8 +92,6 @@ void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
 void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 			   size_t n);
 const char *thread_error_str(int error);
-/* Writes s as a JSON string (null for NULL). */
-void json_str(FILE *f, const char *s);
 /* qsort comparator of struct thread_result by tid (the printed order). */
 int thread_result_cmp_tid(const void *a, const void *b);
 
