@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -192,8 +193,11 @@ stacksnap_trace_writer__new(struct stacksnap_ctx *ctx, const char *path,
 	snapfile_writer__end_section_crc(&tw->w);
 	if (stacksnap_trace_writer__flush(tw)) {
 		int err = errno;
+		struct stat st;
 
-		unlink(path);
+		/* A file we made goes; a device (/dev/full) stays. */
+		if (fstat(tw->fd, &st) == 0 && S_ISREG(st.st_mode))
+			unlink(path);
 		stacksnap_trace_writer__close(tw);
 		errno = err;
 		return NULL;

@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
@@ -74,11 +76,21 @@ int snapfile_writer__finish(struct snapfile_writer *w, const char *path,
 	byte_buf__patch_u32(b, SNAPFILE_OFF_CRC,
 			    elf_crc32(0, b->p + SNAPFILE_HEADER_SIZE,
 				      b->n - SNAPFILE_HEADER_SIZE));
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A file is written whole under a temporary name, then renamed; what
+	 * is not a file (a device: /dev/stdout, /dev/full; a pipe) is
+	 * written to, never replaced by a rename. */
+	struct stat st;
+	bool direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+
+	if (direct)
+		snprintf(tmp, sizeof(tmp), "%s", path);
+	else
+		snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
+	fd = open(tmp, direct ? O_WRONLY | O_TRUNC | O_CLOEXEC
+			      : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		err = -errno;
-		log_err(log, "%s: cannot create: %s", tmp, strerror(errno));
+		log_err(log, "%s: cannot create: %s", path, strerror(errno));
 		byte_buf__free(b);
 		return err;
 	}
@@ -95,11 +107,12 @@ int snapfile_writer__finish(struct snapfile_writer *w, const char *path,
 	}
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, path))
+	if (!err && !direct && rename(tmp, path))
 		err = -errno;
 	if (err) {
 		log_err(log, "%s: cannot write the snapshot: %s", path, strerror(-err));
-		unlink(tmp);
+		if (!direct)
+			unlink(tmp);
 	}
 	byte_buf__free(b);
 	return err;

@@ -104,14 +104,13 @@ int diff_main(int argc, char **argv)
 		goto out;
 	}
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .base = base, .title = title);
-	if (stacksnap_stacks__write(cur, out, STACKSNAP_FORMAT_SVG, &wo))
+	if (!stacksnap_stacks__write(cur, out, STACKSNAP_FORMAT_SVG, &wo))
+		rc = EXIT_OK;
+	else if (!ferror(out)) /* a write error is said when out is closed */
 		fprintf(stderr, "stacksnap diff: writing %s: %s\n",
 			output ? output : "standard output", strerror(errno));
-	else
-		rc = EXIT_OK;
 out:
-	if (out != stdout && fclose(out) && rc == EXIT_OK)
-		rc = EXIT_ERROR;
+	rc = cli_close_output(out, out == stdout ? NULL : output, rc);
 	stacksnap_stacks__free(base);
 	stacksnap_stacks__free(cur);
 	stacksnap_ctx__free(ctx);

@@ -212,9 +212,7 @@ out:
 	thread_results_free(res, n);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
-	if (fflush(stdout) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
-	return rc;
+	return cli_close_output(stdout, NULL, rc);
 }
 
 /* --format ctf: the CTF trace of an events file, with the clock offset,
@@ -367,9 +365,7 @@ out:
 	free(frames);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
-	if (fflush(stdout) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
-	return rc;
+	return cli_close_output(stdout, NULL, rc);
 }
 
 /* Warnings are shown without -v here: they name the modules that were

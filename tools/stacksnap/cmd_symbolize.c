@@ -242,7 +242,7 @@ int symbolize_main(int argc, char **argv)
 		}
 		free(line);
 	}
-	fflush(stdout);
+	rc = cli_close_output(stdout, NULL, rc);
 	stacksnap_addrspace__free(as);
 	stacksnap_ctx__free(ctx);
 	return rc;

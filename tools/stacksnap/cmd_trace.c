@@ -779,10 +779,7 @@ static int trace_free(struct tracer *t, int rc)
 	free(t->lost);
 	stacksnap_stacks__free(t->p.counts);
 	trace_printer_free(&t->p);
-	if (t->p.out != stdout)
-		fclose(t->p.out);
-	else if (fflush(stdout) && rc == EXIT_OK)
-		rc = EXIT_ERROR;
+	rc = cli_close_output(t->p.out, t->p.out == stdout ? NULL : t->o->out.output, rc);
 	stacksnap_ctx__free(t->ctx);
 	return rc;
 }

@@ -540,8 +540,7 @@ int watch_main(int argc, char **argv)
 	/* Ctrl-C is how a watch without --duration ends. */
 	rc = stop_signal && stop_signal != SIGINT ? EXIT_SIGNAL_BASE + stop_signal
 						  : EXIT_OK;
-	if (fflush(stdout) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
+	rc = cli_close_output(stdout, NULL, rc);
 out:
 	stacksnap_goroutines__free(w.gr);
 	if (w.t)

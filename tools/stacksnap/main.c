@@ -440,9 +440,10 @@ static int dump_symbolize(struct dump *d)
 
 /* The output: a profile (-o/--format, a sample a thread), JSON or text,
  * and --stats on stderr. */
-static void dump_print(struct dump *d, uint64_t start_ns)
+static int dump_print(struct dump *d, uint64_t start_ns)
 {
 	const struct options *o = &d->o;
+	int rc = EXIT_OK;
 
 	/* A Go program's goroutines (contiguous in the capture). */
 	d->ngoroutines = o->threads_only ? 0
@@ -458,12 +459,12 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		char title[64];
 
 		snprintf(title, sizeof(title), "stacksnap %d", (int)o->pid);
-		/* A failure is said on stderr but leaves the exit code the
-		 * capture's, as it always has (a candidate for EXIT_ERROR). */
-		(void)profile_out_threads(&o->out, "stacksnap",
-					  d->goroutines, d->ngoroutines, d->as,
-					  d->res, o->goroutines_only ? 0 : d->n,
-					  title);
+		/* The output not written (said, naming the file) is the
+		 * run's failure, as in every subcommand: EXIT_ERROR. */
+		rc = profile_out_threads(&o->out, "stacksnap",
+					 d->goroutines, d->ngoroutines, d->as,
+					 d->res, o->goroutines_only ? 0 : d->n,
+					 title);
 	} else if (o->json) {
 		/* Only a Go program's output has the key. */
 		d->tot.goroutines = d->goroutines;
@@ -482,6 +483,7 @@ static void dump_print(struct dump *d, uint64_t start_ns)
 		d->tot.total_ns = monotonic_ns() - start_ns;
 		print_stats(stderr, &d->tot);
 	}
+	return rc;
 }
 
 /* Every step done: the caches are written by a detached child, and the
@@ -497,8 +499,7 @@ static _Noreturn void dump_exit(struct dump *d, int rc)
 	 * go with their pending signals, the BPF reader closed): the
 	 * target's safety does not rest on our exit. */
 	stacksnap_snapshot__free(d->snap);
-	if (fflush(stdout) != 0)
-		rc = EXIT_ERROR;
+	rc = cli_close_output(stdout, NULL, rc);
 	fflush(stderr);
 	_exit(rc);
 }
@@ -514,9 +515,7 @@ static int dump_free(struct dump *d, int rc)
 	stacksnap_snapshot__free(d->snap);
 	stacksnap_addrspace__free(d->as);
 	stacksnap_ctx__free(d->ctx);
-	if (fflush(stdout) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
-	return rc;
+	return cli_close_output(stdout, NULL, rc);
 }
 
 static int dump_main(int argc, char **argv)
@@ -549,6 +548,6 @@ static int dump_main(int argc, char **argv)
 	report_thread_errors(&d.o, d.snap);
 	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
 		return dump_free(&d, rc);
-	dump_print(&d, start_ns);
-	dump_exit(&d, d.partial ? EXIT_PARTIAL : EXIT_OK);
+	rc = dump_print(&d, start_ns);
+	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
 }

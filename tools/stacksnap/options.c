@@ -121,6 +121,21 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }
 
+int cli_close_output(FILE *f, const char *path, int rc)
+{
+	int failed, err;
+
+	errno = 0;
+	failed = ferror(f);
+	failed |= (f == stdout ? fflush(f) : fclose(f)) != 0;
+	err = errno ? errno : EIO;
+	if (!failed)
+		return rc;
+	fprintf(stderr, "%s: writing %s: %s\n", cli_name,
+		path ? path : "standard output", strerror(err));
+	return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_ERROR : rc;
+}
+
 /* Copies of compressed debug files, whole unwind tables and symbol files
  * noted during a dump or a replay are made by a detached, low-priority
  * child once the output is written: the first run is not made to wait

@@ -93,6 +93,13 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user);
  * say the same does not say it twice. */
 extern char cli_last_error[256];
 
+/* Closes f, an output the command wrote to path (stdout is flushed, not
+ * closed; path NULL: "standard output"). A write that failed (ENOSPC, EIO)
+ * is said as "NAME: writing PATH: why" and makes rc EXIT_ERROR when it
+ * was EXIT_OK or EXIT_PARTIAL: output not written is the run's failure.
+ * Returns rc. */
+int cli_close_output(FILE *f, const char *path, int rc);
+
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none
  * can be named. The string is static. */

@@ -423,10 +423,7 @@ int perf_script_main(int argc, char **argv)
 		}
 	}
 out:
-	if (fflush(out) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
-	if (out != stdout && fclose(out) != 0 && rc == EXIT_OK)
-		rc = EXIT_ERROR;
+	rc = cli_close_output(out, out == stdout ? NULL : ps.o.out.output, rc);
 	if (ps.ctx)
 		cli_write_caches_detached(ps.ctx);
 	free(ps.out);

@@ -94,9 +94,13 @@ int profile_out_write(const struct profile_out *po, const char *prefix, FILE *f,
 		return EXIT_ERROR;
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .colors = po->colors,
 		       .title = title);
+	errno = 0;
 	err = stacksnap_stacks__write(st, f, po->format, &wo);
-	if (fflush(f) && !err)
+	/* The stream's errno says why (ENOSPC), where the writer says EIO. */
+	if ((fflush(f) || ferror(f)) && errno)
 		err = -errno;
+	else if (ferror(f) && !err)
+		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;
 	if (err) {
