@@ -300,7 +300,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	o->out.ctf_allowed = true;
 	optind = 1;
 	/* '+': options stop at the command after "--". */
-	while ((c = getopt_long(argc, argv, "+e:F:lp:t:o:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:F:d:i:lp:t:o:qvh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
 
 		if (r != 1) {
@@ -308,7 +308,10 @@ static int parse(struct trace_options *o, int argc, char **argv)
 				return r;
 			continue;
 		}
-		r = parse_option(o, c, optarg);
+		/* -i and -d are --interval and --duration, as in watch and
+		 * profile (one letter, one meaning in every subcommand). */
+		r = parse_option(o, c == 'i' ? O_INTERVAL : c == 'd' ? O_DURATION : c,
+				 optarg);
 		if (r)
 			return r;
 	}
