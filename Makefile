@@ -70,6 +70,7 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/obj/%.o)
 # (scripts/gen-help.py; issue 15).
 HELP_SRCS := $(sort $(wildcard tools/stacksnap/help/*.txt))
 HELP_SRCS += $(wildcard tools/stacksnap/help/*.inc)
+HELP_SRCS += $(wildcard tools/stacksnap/help/*.sect)
 CLI_OBJS += $(O)/obj/gen/help_text.o
 # The CLI uses only the public API: its sources are compiled without src/
 # on the include path, so the compiler holds it to include/.
