@@ -77,15 +77,18 @@ struct tracer {
 
 /* The long options that have no short letter. */
 enum { O_JSON = 256, O_COUNT, O_FOLDED, O_INTERVAL, O_DURATION, O_STACK,
-       O_RING, O_NOINH, O_LINES, O_NODEM, O_RSP, O_MAXF, O_SAVE, O_UNWIND,
-       O_COMPACT, O_ENC, O_NOFOLD, O_NOHOLD, O_RUNTIME };
+       O_RING, O_NOINH, O_SAVE, O_UNWIND, O_COMPACT, O_ENC, O_NOHOLD };
 
 /* One option c (its argument arg) into o. Returns 0 to go on, -1 after
  * --help, or the exit code of a bad option. */
 static int parse_option(struct trace_options *o, int c, char *arg)
 {
 	unsigned long v;
+	/* How stacks are printed: as in the dump and show. */
+	int r = print_option(&o->print, c, arg, 65536);
 
+	if (r != 1)
+		return r;
 	switch (c) {
 	case O_UNWIND:
 		if (!strcmp(arg, "user"))
@@ -165,29 +168,12 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 	case O_NOINH: o->no_inherit = true; break;
 	case O_NOHOLD: o->no_hold = true; break;
 	case O_COMPACT: o->compact = true; break;
-	case O_LINES: o->print.lines = true; break;
-	case O_NODEM: o->print.no_demangle = true; break;
-	case O_RSP: o->print.show_rsp = true; break;
-	case O_NOFOLD: o->print.no_fold = true; break;
-	case O_MAXF:
-		if (parse_uint(arg, 65536, &v) || !v) {
-			fprintf(stderr, "stacksnap trace: --max-frames: '%s' is not a number (1..65536)\n", arg);
-			return EXIT_USAGE;
-		}
-		o->print.max_frames = (unsigned)v;
-		break;
 	case O_SAVE: o->save = arg; break;
 	case 'q': o->quiet = true; break;
 	case O_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
 			fprintf(stderr, "stacksnap trace: --encoding: '%s' is not an "
 				"encoding (pointers, exact or full)\n", arg);
-			return EXIT_USAGE;
-		}
-		break;
-	case O_RUNTIME:
-		if ((o->print.runtime = options_parse_runtime(arg)) < 0) {
-			fprintf(stderr, "stacksnap trace: --runtime: '%s' is not merged, only or off\n", arg);
 			return EXIT_USAGE;
 		}
 		break;
@@ -278,17 +264,11 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "ring-size", required_argument, NULL, O_RING },
 		{ "no-inherit", no_argument, NULL, O_NOINH },
 		{ "no-hold", no_argument, NULL, O_NOHOLD },
-		{ "lines", no_argument, NULL, O_LINES },
-		{ "no-fold", no_argument, NULL, O_NOFOLD },
-		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "show-rsp", no_argument, NULL, O_RSP },
-		{ "rsp", no_argument, NULL, O_RSP },	/* the old spelling */
-		{ "max-frames", required_argument, NULL, O_MAXF },
+		PRINT_LONGOPTS,
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "unwind", required_argument, NULL, O_UNWIND },
 		{ "compact", no_argument, NULL, O_COMPACT },
 		{ "encoding", required_argument, NULL, O_ENC },
-		{ "runtime", required_argument, NULL, O_RUNTIME },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },

@@ -208,15 +208,26 @@ int options_parse_encoding(const char *s)
 	return -1;
 }
 
-/* The dump's long options that have no short letter. */
-enum { OPT_LINES = 256, OPT_NODEM, OPT_RAW, OPT_JSON, OPT_RSP, OPT_STACK,
-       OPT_TMO, OPT_PROCMEM, OPT_MAXF, OPT_SCAN, OPT_STATS, OPT_PTRACE,
-       OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT, OPT_SAVE, OPT_ENC,
-       OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES, OPT_THREADS, OPT_RUNTIME,
-       OPT_NOFOLD };
+/* The long options of the dump and show that have no short letter (the
+ * ones trace has too are PRINT_OPT_*). show's own: OPT_DDIR on. */
+enum { OPT_RAW = 256, OPT_JSON, OPT_STACK, OPT_TMO, OPT_PROCMEM, OPT_SCAN,
+       OPT_STATS, OPT_PTRACE, OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT,
+       OPT_SAVE, OPT_ENC, OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES,
+       OPT_THREADS, OPT_DDIR, OPT_NODI, OPT_COUNT, OPT_FOLDED };
 
-/* One option c (its argument arg) into o. Returns 0 to go on, -1 after
- * --help or --version, or the exit code of a bad option. */
+/* The options the dump and show share (one table, one parser). */
+#define DUMP_SHOW_LONGOPTS						\
+	PRINT_LONGOPTS,							\
+	{ "raw", no_argument, NULL, OPT_RAW },				\
+	{ "json", no_argument, NULL, OPT_JSON },			\
+	{ "scan", no_argument, NULL, OPT_SCAN },			\
+	{ "no-cache", no_argument, NULL, OPT_NOCACHE },			\
+	{ "goroutines", no_argument, NULL, OPT_GOROUTINES },		\
+	{ "threads", no_argument, NULL, OPT_THREADS },			\
+	{ "verbose", no_argument, NULL, 'v' },				\
+	{ "help", no_argument, NULL, 'h' },				\
+	PROFILE_OUT_LONGOPTS
+
 int options_parse_runtime(const char *arg)
 {
 	if (!strcmp(arg, "merged"))
@@ -228,37 +239,70 @@ int options_parse_runtime(const char *arg)
 	return -1;
 }
 
-static int parse_option(struct options *o, int c, char *arg)
+int print_option(struct options *o, int c, const char *arg, unsigned long max_frames)
 {
 	unsigned long v;
 
 	switch (c) {
+	case PRINT_OPT_LINES: o->lines = true; break;
+	case PRINT_OPT_NODEM: o->no_demangle = true; break;
+	case PRINT_OPT_RSP: o->show_rsp = true; break;
+	case PRINT_OPT_NOFOLD: o->no_fold = true; break;
+	case PRINT_OPT_MAXF:
+		if (parse_uint(arg, max_frames, &v) || !v) {
+			fprintf(stderr, "%s: --max-frames: '%s' is not a number (1..%lu)\n",
+				cli_name, arg, max_frames);
+			return EXIT_USAGE;
+		}
+		o->max_frames = (unsigned)v;
+		break;
+	case PRINT_OPT_RUNTIME:
+		if ((o->runtime = options_parse_runtime(arg)) < 0) {
+			fprintf(stderr, "%s: --runtime: '%s' is not merged, only or off\n",
+				cli_name, arg);
+			return EXIT_USAGE;
+		}
+		break;
+	default:
+		return 1;
+	}
+	return 0;
+}
+
+/* One option c (its argument arg) of the dump or show into o (help: the
+ * --help text to print). Returns 0 to go on, -1 after --help or
+ * --version, or the exit code of a bad option. */
+static int parse_option(struct options *o, int c, char *arg, const char *help)
+{
+	unsigned long v;
+	int r = print_option(o, c, arg, 1000000);
+
+	if (r != 1)
+		return r;
+	switch (c) {
 	case 'p':
 		if (parse_uint(arg, INT_MAX, &v) || !v) {
-			fprintf(stderr, "stacksnap: -p: '%s' is not a process id\n", arg);
+			fprintf(stderr, "%s: -p: '%s' is not a process id\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
 		o->pid = (pid_t)v;
 		break;
 	case 't':
 		if (parse_uint(arg, INT_MAX, &v) || !v) {
-			fprintf(stderr, "stacksnap: --thread: '%s' is not a thread id\n", arg);
+			fprintf(stderr, "%s: --thread: '%s' is not a thread id\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
 		if (o->ntids == MAX_TIDS) {
-			fprintf(stderr, "stacksnap: at most %d --thread options\n", MAX_TIDS);
+			fprintf(stderr, "%s: at most %d --thread options\n", cli_name, MAX_TIDS);
 			return EXIT_USAGE;
 		}
 		o->tids[o->ntids++] = (pid_t)v;
 		break;
-	case OPT_LINES: o->lines = true; break;
-	case OPT_NODEM: o->no_demangle = true; break;
 	case OPT_RAW: o->raw = true; break;
 	case OPT_JSON: o->json = true; break;
-	case OPT_RSP: o->show_rsp = true; break;
 	case OPT_STACK:
 		if (parse_size(arg, &o->stack_size)) {
-			fprintf(stderr, "stacksnap: --stack-size: '%s' is not " SIZE_HELP " of at most 4g\n", arg);
+			fprintf(stderr, "%s: --stack-size: '%s' is not " SIZE_HELP " of at most 4g\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
 		break;
@@ -270,9 +314,9 @@ static int parse_option(struct options *o, int c, char *arg)
 
 		if (parse_duration_unit(arg, NS_PER_MS, &ns) || ns < NS_PER_MS ||
 		    ns > 3600 * NS_PER_S) {
-			fprintf(stderr, "stacksnap: --stop-timeout-ms: '%s' is not a time "
+			fprintf(stderr, "%s: --stop-timeout-ms: '%s' is not a time "
 					"of 1ms..1h (a bare number is milliseconds; "
-					"units ns us ms s m)\n", arg);
+					"units ns us ms s m)\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
 		o->stop_timeout_ms = (unsigned)(ns / NS_PER_MS);
@@ -281,13 +325,6 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_PROCMEM: o->proc_mem = true; break;
 	case OPT_PTRACE: o->ptrace = true; break;
 	case OPT_IGNDEL: o->ignore_deleted = true; break;
-	case OPT_MAXF:
-		if (parse_uint(arg, 1000000, &v) || !v) {
-			fprintf(stderr, "stacksnap: --max-frames: '%s' is not a number (1..1000000)\n", arg);
-			return EXIT_USAGE;
-		}
-		o->max_frames = (unsigned)v;
-		break;
 	case OPT_SCAN: o->stack_scan = true; break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_NOCACHE: o->no_cache = true; break;
@@ -296,17 +333,14 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_NONSTOP: o->nonstop = true; break;
 	case OPT_GOROUTINES: o->goroutines_only = true; break;
 	case OPT_THREADS: o->threads_only = true; break;
-	case OPT_RUNTIME:
-		if ((o->runtime = options_parse_runtime(arg)) < 0) {
-			fprintf(stderr, "stacksnap: --runtime: '%s' is not merged, only or off\n", arg);
-			return EXIT_USAGE;
-		}
-		break;
-	case OPT_NOFOLD: o->no_fold = true; break;
+	case OPT_DDIR: o->debug_dirs = arg; break;
+	case OPT_NODI: o->no_debuginfod = true; break;
+	case OPT_COUNT: o->count = true; break;
+	case OPT_FOLDED: o->folded = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
-			fprintf(stderr, "stacksnap: --encoding: '%s' is not an encoding (pointers, exact or full)\n", arg);
+			fprintf(stderr, "%s: --encoding: '%s' is not an encoding (pointers, exact or full)\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
 		break;
@@ -314,11 +348,43 @@ static int parse_option(struct options *o, int c, char *arg)
 	case OPT_CORE: o->core_path = arg; break;
 	case OPT_EXE: o->exe_path = arg; break;
 	case 'v': o->verbose = true; o->stats = true; break;
-	case 'h': fputs(help_text("stacksnap"), stdout); return -1;
+	case 'h': fputs(help_text(help), stdout); return -1;
 	case 'V':
 		printf("stacksnap %s\n", stacksnap_version());
 		return -1;
 	default: /* getopt said which */
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The output options of the dump and show that go together (or not):
+ * --goroutines/--threads, -o and --format (ctf: show only). Returns 0 or
+ * EXIT_USAGE (said). */
+static int check_output_options(struct options *o)
+{
+	if (o->goroutines_only && o->threads_only) {
+		fprintf(stderr, "%s: give --goroutines or --threads, not both\n", cli_name);
+		return EXIT_USAGE;
+	}
+	if (o->goroutines_only && o->nonstop) {
+		fprintf(stderr, "%s: goroutines are read with every thread "
+			"stopped: --goroutines does not go with --nonstop\n", cli_name);
+		return EXIT_USAGE;
+	}
+	if (o->out.ctf && !o->out.output) {
+		fprintf(stderr, "%s: --format ctf writes a directory: give -o DIR\n", cli_name);
+		return EXIT_USAGE;
+	}
+	if (o->out.output && !o->out.ctf)
+		o->out.format_set = true; /* -o alone: folded stacks */
+	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
+		fprintf(stderr, "%s: give --format ctf alone, without --json, "
+			"--count or --folded\n", cli_name);
+		return EXIT_USAGE;
+	}
+	if (o->out.format_set && o->json) {
+		fprintf(stderr, "%s: give --json or -o/--format, not both\n", cli_name);
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -329,6 +395,7 @@ static int parse_option(struct options *o, int c, char *arg)
 static int parse_operands(struct options *o, int argc, char **argv)
 {
 	unsigned long v;
+	int r;
 
 	if ((o->quiet || o->encoding) && !o->save_path) {
 		fprintf(stderr, "stacksnap: %s only goes with --save FILE\n",
@@ -341,32 +408,8 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		      "thread: give one\n", stderr);
 		return EXIT_USAGE;
 	}
-	if (o->goroutines_only && o->threads_only) {
-		fputs("stacksnap: give --goroutines or --threads, not both\n",
-		      stderr);
-		return EXIT_USAGE;
-	}
-	if (o->goroutines_only && o->nonstop) {
-		fputs("stacksnap: goroutines are read with every thread "
-		      "stopped: --goroutines does not go with --nonstop\n",
-		      stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.ctf && !o->out.output) {
-		fputs("stacksnap show: --format ctf writes a directory: give -o DIR\n", stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.output && !o->out.ctf)
-		o->out.format_set = true; /* -o alone: folded stacks */
-	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
-		fputs("stacksnap show: give --format ctf alone, without --json, "
-		      "--count or --folded\n", stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.format_set && o->json) {
-		fputs("stacksnap: give --json or -o/--format, not both\n", stderr);
-		return EXIT_USAGE;
-	}
+	if ((r = check_output_options(o)))
+		return r;
 	if (o->save_path && o->ptrace) {
 		fputs("stacksnap: --save keeps stack copies; --ptrace makes none\n", stderr);
 		return EXIT_USAGE;
@@ -401,53 +444,39 @@ static int parse_operands(struct options *o, int argc, char **argv)
 int options_parse(struct options *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		DUMP_SHOW_LONGOPTS,
 		{ "pid", required_argument, NULL, 'p' },
 		{ "thread", required_argument, NULL, 't' },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "no-demangle", no_argument, NULL, OPT_NODEM },
-		{ "raw", no_argument, NULL, OPT_RAW },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "show-rsp", no_argument, NULL, OPT_RSP },
 		{ "stack-size", required_argument, NULL, OPT_STACK },
 		{ "stop-timeout-ms", required_argument, NULL, OPT_TMO },
 		{ "stop-timeout", required_argument, NULL, OPT_TMO },
 		{ "proc-mem", no_argument, NULL, OPT_PROCMEM },
 		{ "ptrace", no_argument, NULL, OPT_PTRACE },
 		{ "ignore-deleted", no_argument, NULL, OPT_IGNDEL },
-		{ "max-frames", required_argument, NULL, OPT_MAXF },
-		{ "scan", no_argument, NULL, OPT_SCAN },
 		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
 		{ "freeze-all", no_argument, NULL, OPT_FREEZEALL },
 		{ "no-realtime", no_argument, NULL, OPT_NORT },
 		{ "nonstop", no_argument, NULL, OPT_NONSTOP },
-		{ "goroutines", no_argument, NULL, OPT_GOROUTINES },
-		{ "threads", no_argument, NULL, OPT_THREADS },
-		{ "runtime", required_argument, NULL, OPT_RUNTIME },
-		{ "no-fold", no_argument, NULL, OPT_NOFOLD },
 		{ "save", required_argument, NULL, OPT_SAVE },
 		{ "encoding", required_argument, NULL, OPT_ENC },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "core", required_argument, NULL, OPT_CORE },
 		{ "exe", required_argument, NULL, OPT_EXE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		PROFILE_OUT_LONGOPTS,
 		{ 0 },
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	while ((c = getopt_long(argc, argv, "p:t:o:vhVq", longopts, NULL)) != -1) {
-		int r = profile_out_option(&o->out, "stacksnap", c, optarg);
+		int r = profile_out_option(&o->out, cli_name, c, optarg);
 
 		if (r != 1) {
 			if (r)
 				return r;
 			continue;
 		}
-		r = parse_option(o, c, optarg);
+		r = parse_option(o, c, optarg, "stacksnap");
 		if (r)
 			return r;
 	}
@@ -507,104 +536,27 @@ int exit_code_for_errno(int err)
 int options_parse_show(struct options *o, int argc, char **argv,
 		       const char **file)
 {
-	enum { O_LINES = 256, O_NODEM, O_RAW, O_JSON, O_RSP, O_MAXF, O_SCAN,
-	       O_NOCACHE, O_DDIR, O_NODI, O_COUNT, O_FOLDED, O_GOROUTINES,
-	       O_THREADS, O_RUNTIME, O_NOFOLD };
 	static const struct option longopts[] = {
-		{ "lines", no_argument, NULL, O_LINES },
-		{ "no-demangle", no_argument, NULL, O_NODEM },
-		{ "raw", no_argument, NULL, O_RAW },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "show-rsp", no_argument, NULL, O_RSP },
-		{ "max-frames", required_argument, NULL, O_MAXF },
-		{ "scan", no_argument, NULL, O_SCAN },
-		{ "no-cache", no_argument, NULL, O_NOCACHE },
-		{ "debug-dir", required_argument, NULL, O_DDIR },
-		{ "no-debuginfod", no_argument, NULL, O_NODI },
-		{ "count", no_argument, NULL, O_COUNT },
-		{ "folded", no_argument, NULL, O_FOLDED },
-		{ "goroutines", no_argument, NULL, O_GOROUTINES },
-		{ "threads", no_argument, NULL, O_THREADS },
-		{ "runtime", required_argument, NULL, O_RUNTIME },
-		{ "no-fold", no_argument, NULL, O_NOFOLD },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		PROFILE_OUT_LONGOPTS,
+		DUMP_SHOW_LONGOPTS,
+		{ "debug-dir", required_argument, NULL, OPT_DDIR },
+		{ "no-debuginfod", no_argument, NULL, OPT_NODI },
+		{ "count", no_argument, NULL, OPT_COUNT },
+		{ "folded", no_argument, NULL, OPT_FOLDED },
 		{ 0 },
 	};
-	unsigned long v;
-	int c;
+	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	o->out.ctf_allowed = true;
 	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
-		int r = profile_out_option(&o->out, "stacksnap show", c, optarg);
-
-		if (r != 1) {
-			if (r)
-				return r;
-			continue;
-		}
-		switch (c) {
-		case O_LINES: o->lines = true; break;
-		case O_NODEM: o->no_demangle = true; break;
-		case O_RAW: o->raw = true; break;
-		case O_JSON: o->json = true; break;
-		case O_RSP: o->show_rsp = true; break;
-		case O_MAXF:
-			if (parse_uint(optarg, 1000000, &v) || !v) {
-				fprintf(stderr, "stacksnap show: --max-frames: '%s' is not a number (1..1000000)\n", optarg);
-				return EXIT_USAGE;
-			}
-			o->max_frames = (unsigned)v;
-			break;
-		case O_SCAN: o->stack_scan = true; break;
-		case O_NOCACHE: o->no_cache = true; break;
-		case O_DDIR: o->debug_dirs = optarg; break;
-		case O_NODI: o->no_debuginfod = true; break;
-		case O_COUNT: o->count = true; break;
-		case O_FOLDED: o->folded = true; break;
-		case O_GOROUTINES: o->goroutines_only = true; break;
-		case O_THREADS: o->threads_only = true; break;
-		case O_RUNTIME:
-			if ((o->runtime = options_parse_runtime(optarg)) < 0) {
-				fprintf(stderr, "stacksnap show: --runtime: '%s' is not merged, only or off\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_NOFOLD: o->no_fold = true; break;
-		case 'v': o->verbose = true; break;
-		case 'h': fputs(help_text("show"), stdout); return -1;
-		default: /* getopt said which */
-			return EXIT_USAGE;
-		}
+		r = profile_out_option(&o->out, cli_name, c, optarg);
+		if (r == 1)
+			r = parse_option(o, c, optarg, "show");
+		if (r)
+			return r;
 	}
-	if (o->goroutines_only && o->threads_only) {
-		fputs("stacksnap: give --goroutines or --threads, not both\n",
-		      stderr);
-		return EXIT_USAGE;
-	}
-	if (o->goroutines_only && o->nonstop) {
-		fputs("stacksnap: goroutines are read with every thread "
-		      "stopped: --goroutines does not go with --nonstop\n",
-		      stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.ctf && !o->out.output) {
-		fputs("stacksnap show: --format ctf writes a directory: give -o DIR\n", stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.output && !o->out.ctf)
-		o->out.format_set = true; /* -o alone: folded stacks */
-	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
-		fputs("stacksnap show: give --format ctf alone, without --json, "
-		      "--count or --folded\n", stderr);
-		return EXIT_USAGE;
-	}
-	if (o->out.format_set && o->json) {
-		fputs("stacksnap show: give --json or -o/--format, not both\n", stderr);
-		return EXIT_USAGE;
-	}
+	if ((r = check_output_options(o)))
+		return r;
 	if (o->json + o->count + o->folded + o->out.format_set > 1) {
 		fprintf(stderr, "stacksnap show: give only one of --json, --count, "
 			"--folded and -o/--format\n");

@@ -128,6 +128,26 @@ int exit_code_for_errno(int err);
  * find). The same words as the dump's check. */
 int cli_check_target(pid_t pid, bool is_tid);
 
+/* How stacks are printed: the options the dump, show and trace share,
+ * with one meaning and one parser (getopt's codes; --rsp is the old
+ * spelling of --show-rsp, kept for trace's scripts). */
+enum print_opt {
+	PRINT_OPT_LINES = 0x5e00, PRINT_OPT_NODEM, PRINT_OPT_RSP, PRINT_OPT_MAXF,
+	PRINT_OPT_NOFOLD, PRINT_OPT_RUNTIME,
+};
+#define PRINT_LONGOPTS							\
+	{ "lines", no_argument, NULL, PRINT_OPT_LINES },		\
+	{ "no-demangle", no_argument, NULL, PRINT_OPT_NODEM },		\
+	{ "show-rsp", no_argument, NULL, PRINT_OPT_RSP },		\
+	{ "rsp", no_argument, NULL, PRINT_OPT_RSP },			\
+	{ "max-frames", required_argument, NULL, PRINT_OPT_MAXF },	\
+	{ "no-fold", no_argument, NULL, PRINT_OPT_NOFOLD },		\
+	{ "runtime", required_argument, NULL, PRINT_OPT_RUNTIME }
+/* Option c (its argument arg) into o when it is one of PRINT_LONGOPTS
+ * (--max-frames at most max_frames). Returns 0 when parsed, 1 when c is
+ * not one of them, EXIT_USAGE after saying what is wrong. */
+int print_option(struct options *o, int c, const char *arg, unsigned long max_frames);
+
 /* Parses argv; on a usage error prints a message to stderr and returns
  * EXIT_USAGE; for --help/--version prints and returns -1 (exit 0). */
 int options_parse(struct options *o, int argc, char **argv);
