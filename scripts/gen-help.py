@@ -60,7 +60,7 @@ def usage_lines(text):
     return lines[:n]
 
 
-def main_text(cmds):
+def main_text(cmds, sects=None):
     """stacksnap.txt's usage, then the subcommands (each one's usage: what
     a new user looks for first), then the rest of stacksnap.txt."""
     text = cmds['stacksnap']
@@ -76,6 +76,8 @@ def main_text(cmds):
         for n in subs:
             for i, u in enumerate(usage_lines(cmds[n])):
                 out += '  ' + re.sub(r'^(Usage: | {7})', '', u) + '\n'
+        for n, (title, _) in (sects or {}).items():
+            out += '  stacksnap help %s  (%s in stacksnap(1))\n' % (n, title)
         out += '\nThe dump (stacksnap PID):\n'
     return out + ''.join(rest)
 
@@ -95,7 +97,7 @@ def write_c(cmds, path, sects=None):
                 '#include "help.h"\n\nstatic const struct { const char *name, *text; } '
                 'texts[] = {\n')
         for n, t in cmds.items():
-            t = main_text(cmds) if n == 'stacksnap' else t
+            t = main_text(cmds, sects) if n == 'stacksnap' else t
             f.write('{ "%s",\n%s },\n' % (n, c_string(t)))
         for n, (title, body) in (sects or {}).items():
             f.write('{ "%s",\n%s },\n' % (n, c_string(title + '\n\n' + body)))
