@@ -55,36 +55,33 @@ static int try_image(pid_t pid, const char *path, const struct log_sink *log,
 	return v8_layout__read_elf(full, log, l);
 }
 
-/* Whether path may hold V8: the executable, or a libnode. */
-static bool candidate(const char *path, const char *exe)
+/* Whether path may hold V8: node itself ("node", "nodejs", "node20"...)
+ * or a libnode. By name: every dump looks, and opening each process's
+ * executable to look for the symbols would cost every other process. */
+static bool candidate(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
-	return !strcmp(path, exe) || !strncmp(base, "libnode.so", 10) ||
-		!strncmp(base, "node", 4);
+	return !strncmp(base, "libnode.so", 10) || !strncmp(base, "node", 4);
 }
 
 /* Finds the image with the metadata and the other executable file
  * mappings, from /proc/PID/maps. */
 static int scan_maps(struct snap_v8 *v, pid_t pid, const struct log_sink *log)
 {
-	char maps[64], line[4200], link[64], exe[4096];
+	char maps[64], line[4200];
 	struct maps_line ml;
-	ssize_t n;
 	bool found = false;
 	FILE *f;
 
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
 	if (!(f = fopen(maps, "r")))
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		if (maps_line__parse(line, &ml) || !ml.path || ml.path[0] != '/')
 			continue;
-		if (!found && candidate(ml.path, exe) &&
+		if (!found && candidate(ml.path) &&
 		    try_image(pid, ml.path, log, &v->layout) == 0) {
 			snprintf(v->path, sizeof(v->path), "%s", ml.path);
 			found = true;
