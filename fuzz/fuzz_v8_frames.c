@@ -28,6 +28,8 @@ static const char node20[] =
 	"class_SharedFunctionInfo__script_or_debug_info__HeapObject 32\n"
 	"class_SharedFunctionInfo__function_data__Object 8\n"
 	"class_Script__name__Object 16\nclass_Script__line_ends__Object 56\n"
+	"class_Script__source__Object 8\n"
+	"class_ExternalString__resource__Object 16\nExternalStringTag 2\n"
 	"class_String__length__int32_t 12\n"
 	"class_SeqOneByteString__chars__char 16\n"
 	"class_SeqTwoByteString__chars__char 16\n"

@@ -5,7 +5,10 @@
 // called often enough first (without blocking) that V8 optimizes it, so
 // its frame is compiled code; the worker's chain runs interpreted and
 // includes a class method and an arrow function. Each call is on its own
-// line, and the leaves record and block on one line.
+// line, and the leaves record and block on one line. With
+// V8_CHAIN_NO_STACK=1 in the environment the leaves record `null`: the
+// Error is made but its stack never formatted, so V8 never computes the
+// scripts' line ends (lines then come from the sources).
 'use strict';
 const fs = require('fs');
 const { Worker, isMainThread } = require('worker_threads');
@@ -16,16 +19,19 @@ Error.stackTraceLimit = 100;
 // deoptimizing branch for the last call).
 const sinks = [1, fs.openSync('/dev/null', 'w')];
 
-function record(tag, stack, sink) {
+const NO_STACK = process.env.V8_CHAIN_NO_STACK === '1';
+
+function record(tag, error, sink) {
 	// Synchronous: the thread blocks right after.
-	fs.writeSync(sinks[sink], tag + ' ' + JSON.stringify(stack) + '\n');
+	fs.writeSync(sinks[sink], tag + ' ' +
+		     JSON.stringify(NO_STACK ? null : error.stack) + '\n');
 }
 
 // expect 1: returns at once ("not-equal"); 0: blocks (the cell stays 0).
 function hot_leaf(sab, expect) {
 	let sum = 0;
 	for (let i = 0; i < 200; i++) sum += i * expect;
-	record('main', new Error().stack, expect); Atomics.wait(new Int32Array(sab), 0, expect);
+	record('main', new Error(), expect); Atomics.wait(new Int32Array(sab), 0, expect);
 	return sum;
 }
 function main_gamma(sab) {
@@ -43,7 +49,7 @@ function warm(sab) {
 }
 
 function worker_leaf(sab) {
-	record('worker', new Error().stack, 0); Atomics.wait(new Int32Array(sab), 0, 0);
+	record('worker', new Error(), 0); Atomics.wait(new Int32Array(sab), 0, 0);
 }
 const arrow_step = (sab) => {
 	worker_leaf(sab);

@@ -55,6 +55,31 @@ static int64_t instance_type(const struct v8_layout *l, struct stacksnap_mem *me
 	return type;
 }
 
+/* Where the characters of a sequential or external string s (of
+ * instance type type) start: in the object, or, for an external string,
+ * at the data pointer V8 caches after its resource (an "uncached" one
+ * has none: its characters are behind a C++ resource's virtual call). */
+static int string_chars(const struct v8_layout *l, struct stacksnap_mem *mem,
+			uint64_t s, int64_t type, uint64_t *base)
+{
+	int64_t repr = type & l->string_repr_mask;
+	bool one = (type & l->string_enc_mask) == l->one_byte_tag;
+
+	if (repr == l->seq_tag) {
+		*base = s - (uint64_t)l->heap_object_tag +
+			(uint64_t)(one ? l->off_seq_one_byte_chars
+				       : l->off_seq_two_byte_chars);
+		return 0;
+	}
+	if (repr != l->external_tag || l->off_external_resource < 0 ||
+	    (type & l->uncached_external_mask))
+		return -ENOTSUP;
+	if (rd(mem, s - (uint64_t)l->heap_object_tag +
+	       (uint64_t)l->off_external_resource + 8, base))
+		return -EFAULT;
+	return *base ? 0 : -ENOTSUP;
+}
+
 /* A string being copied out: at most V8_MAX_NAME - 1 bytes, and a budget
  * of parts (cons, sliced, thin) followed. */
 struct str_out {
@@ -109,11 +134,12 @@ static int append_string(const struct v8_layout *l, struct stacksnap_mem *mem,
 	if (length < 0 || start < 0 || start > length || count > length - start)
 		return -EPROTO;
 	repr = type & l->string_repr_mask;
-	if (repr == l->seq_tag) {
+	if (repr == l->seq_tag || repr == l->external_tag) {
 		bool one = (type & l->string_enc_mask) == l->one_byte_tag;
-		uint64_t base = s - (uint64_t)l->heap_object_tag +
-			(uint64_t)(one ? l->off_seq_one_byte_chars
-				       : l->off_seq_two_byte_chars);
+		uint64_t base;
+
+		if (string_chars(l, mem, s, type, &base))
+			return -ENOTSUP;
 		/* Never more characters than the output can take. */
 		int64_t n = count < (int64_t)o->cap ? count : (int64_t)o->cap;
 
@@ -169,8 +195,6 @@ static int append_string(const struct v8_layout *l, struct stacksnap_mem *mem,
 			return -EFAULT;
 		return append_string(l, mem, a, start, count, o);
 	}
-	/* External strings: their characters are behind a C++ resource
-	   whose layout the metadata does not give. */
 	return -ENOTSUP;
 }
 
@@ -310,18 +334,90 @@ static int64_t source_position(const uint8_t *b, size_t n, int64_t off)
 	return best;
 }
 
+/* The 1-based line of script offset pos from the script's source, for a
+ * script whose line ends V8 has not computed (it does when a stack trace
+ * or the debugger first needs a line): the line terminators before pos
+ * counted as String::CalculateLineEnds finds them (\n, \r not before \n,
+ * and U+2028/U+2029 in two-byte sources). The source must be flat
+ * (sequential or external, behind at most a few thin or sliced strings):
+ * V8 flattens a script's source when it compiles it. 0 when it is not. */
+static unsigned count_lines(const struct v8_layout *l, struct stacksnap_mem *mem,
+			    uint64_t script, int64_t pos)
+{
+	uint64_t src, base, v;
+	int64_t type = -1, start = 0;
+	int32_t length;
+	unsigned line = 1;
+	bool one, cr = false;
+
+	if (field(l, mem, script, l->off_script_source, &src))
+		return 0;
+	for (int hops = 0; hops < 4; hops++) {
+		int64_t repr;
+
+		type = instance_type(l, mem, src);
+		if (type < 0 || type >= l->first_nonstring_type)
+			return 0;
+		repr = type & l->string_repr_mask;
+		if (repr == l->thin_tag) {
+			if (field(l, mem, src, l->off_thin_actual, &src))
+				return 0;
+		} else if (repr == l->sliced_tag) {
+			if (field(l, mem, src, l->off_sliced_offset, &v) ||
+			    !is_smi(l, v) || smi_value(l, v) < 0 ||
+			    smi_value(l, v) > V8_MAX_SOURCE ||
+			    field(l, mem, src, l->off_sliced_parent, &src))
+				return 0;
+			start += smi_value(l, v);
+		} else {
+			break;
+		}
+	}
+	if (mem_read(mem, src - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_string_length, &length, sizeof(length)) ||
+	    string_chars(l, mem, src, type, &base) ||
+	    start > V8_MAX_SOURCE || pos > V8_MAX_SOURCE ||
+	    start + pos > length)
+		return 0;
+	one = (type & l->string_enc_mask) == l->one_byte_tag;
+	for (int64_t done = 0; done < pos;) {
+		uint8_t buf[4096];
+		int64_t n = pos - done, unit = one ? 1 : 2;
+
+		if (n > (int64_t)sizeof(buf) / unit)
+			n = (int64_t)sizeof(buf) / unit;
+		if (mem_read(mem, base + (uint64_t)((start + done) * unit), buf,
+			     (size_t)(n * unit)))
+			return 0;
+		for (int64_t i = 0; i < n; i++) {
+			unsigned c = one ? buf[i] : (unsigned)(buf[2 * i] |
+							       buf[2 * i + 1] << 8);
+
+			if ((c == '\n' && !cr) || c == '\r' ||
+			    (!one && (c == 0x2028 || c == 0x2029)))
+				line++;
+			cr = c == '\r';
+		}
+		done += n;
+	}
+	return line;
+}
+
 /* The 1-based line of script offset pos: the first line whose end is at
  * or past it (Script::GetPositionInfo), by a bounded binary search over
- * the script's line ends. 0 when they are not there. */
+ * the script's line ends; counted in the source where V8 has not
+ * computed them. 0 when neither is there. */
 static unsigned line_of(const struct v8_layout *l, struct stacksnap_mem *mem,
 			uint64_t script, int64_t pos)
 {
 	uint64_t ends, len_raw, v;
 	int64_t n, lo = 0, hi;
 
-	if (pos < 0 || field(l, mem, script, l->off_script_line_ends, &ends) ||
-	    instance_type(l, mem, ends) != l->type_fixed_array ||
-	    field(l, mem, ends, l->off_fixed_array_length, &len_raw) ||
+	if (pos < 0 || field(l, mem, script, l->off_script_line_ends, &ends))
+		return 0;
+	if (instance_type(l, mem, ends) != l->type_fixed_array)
+		return count_lines(l, mem, script, pos);
+	if (field(l, mem, ends, l->off_fixed_array_length, &len_raw) ||
 	    !is_smi(l, len_raw))
 		return 0;
 	n = smi_value(l, len_raw);

@@ -18,6 +18,8 @@
 #define V8_MAX_STRING_PARTS 64	/* cons/sliced/thin strings followed */
 #define V8_MAX_POSITIONS (1u << 20) /* bytes of a source position table */
 #define V8_MAX_LINES (1u << 22)	/* entries of a script's line ends */
+#define V8_MAX_SOURCE (1 << 24)	/* characters of a source counted for a
+				   line */
 
 /* A named frame. Invariant: function is a NUL-terminated name, never
  * empty ("<anonymous>" for a function without one); file is "" when the

@@ -39,6 +39,7 @@ static const struct {
 	  off_shared_function_data),
 	W("class_Script__name__Object", off_script_name),
 	W("class_Script__line_ends__Object", off_script_line_ends),
+	W("class_Script__source__Object", off_script_source),
 	W("class_String__length__int32_t", off_string_length),
 	W("class_SeqOneByteString__chars__char", off_seq_one_byte_chars),
 	W("class_SeqTwoByteString__chars__char", off_seq_two_byte_chars),
@@ -47,6 +48,7 @@ static const struct {
 	W("class_SlicedString__parent__String", off_sliced_parent),
 	W("class_SlicedString__offset__SMI", off_sliced_offset),
 	W("class_ThinString__actual__String", off_thin_actual),
+	W("class_ExternalString__resource__Object", off_external_resource),
 	W("class_FixedArrayBase__length__SMI", off_fixed_array_length),
 	W("class_FixedArray__data__uintptr_t", off_fixed_array_data),
 	W("class_BytecodeArray__data__uintptr_t", off_bytecode_array_data),
@@ -60,6 +62,7 @@ static const struct {
 	W("ConsStringTag", cons_tag),
 	W("SlicedStringTag", sliced_tag),
 	W("ThinStringTag", thin_tag),
+	W("ExternalStringTag", external_tag),
 	W("type_JSFunction__JS_FUNCTION_TYPE", type_js_function),
 	W("type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE", type_shared),
 	W("type_ScopeInfo__SCOPE_INFO_TYPE", type_scope_info),
@@ -83,16 +86,16 @@ static const struct {
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))
 
-/* Constants whose absence is not fatal (the uncompiled-data types only
- * give a lazily compiled function its inferred name). */
-static bool optional(size_t at)
+/* Constants whose absence is not fatal (set to -1, which no type or
+ * representation equals): the uncompiled-data types only give a lazily
+ * compiled function its inferred name, the external string's resource
+ * only the characters of scripts node keeps outside the heap. */
+static bool optional(const char *name)
 {
-	return at >= offsetof(struct v8_layout, off_uncompiled_inferred_name) &&
-		at < offsetof(struct v8_layout, off_uncompiled_inferred_name) +
-		sizeof(int64_t) ? true :
-		at >= offsetof(struct v8_layout, type_uncompiled) &&
-		at < offsetof(struct v8_layout, type_uncompiled) +
-		sizeof(((struct v8_layout *)0)->type_uncompiled);
+	return !strncmp(name, "type_UncompiledData", 19) ||
+		!strcmp(name, "class_UncompiledData__inferred_name__String") ||
+		!strcmp(name, "class_ExternalString__resource__Object") ||
+		!strcmp(name, "ExternalStringTag");
 }
 
 static int64_t *slot(struct v8_layout *l, size_t at)
@@ -106,6 +109,7 @@ void v8_layout__init(struct v8_layout *l)
 	for (size_t k = 0; k < NWANTED; k++)
 		*slot(l, wanted[k].at) = UNSET;
 	l->off_bytecode_source_positions = 32;
+	l->uncached_external_mask = 0x10;
 	l->flag_saved_class_var = 10;
 	l->flag_function_var = 12;
 	l->flag_inferred_name = 14;
@@ -129,7 +133,7 @@ int v8_layout__check(struct v8_layout *l, const char **missing)
 		int64_t v = *slot(l, wanted[k].at);
 
 		if (v == UNSET) {
-			if (optional(wanted[k].at)) {
+			if (optional(wanted[k].name)) {
 				*slot(l, wanted[k].at) = -1;
 				continue;
 			}

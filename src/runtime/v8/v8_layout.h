@@ -29,16 +29,18 @@ struct v8_layout {
 	int64_t off_function_shared;
 	int64_t off_shared_name_or_scope_info, off_shared_script_or_debug_info,
 		off_shared_function_data;
-	int64_t off_script_name, off_script_line_ends;
+	int64_t off_script_name, off_script_line_ends, off_script_source;
 	int64_t off_string_length, off_seq_one_byte_chars, off_seq_two_byte_chars;
 	int64_t off_cons_first, off_cons_second;
 	int64_t off_sliced_parent, off_sliced_offset, off_thin_actual;
+	int64_t off_external_resource;
 	int64_t off_fixed_array_length, off_fixed_array_data;
 	int64_t off_bytecode_array_data; /* the header's size */
 	int64_t off_uncompiled_inferred_name;
 	/* String instance types. */
 	int64_t first_nonstring_type, string_repr_mask, string_enc_mask,
-		one_byte_tag, seq_tag, cons_tag, sliced_tag, thin_tag;
+		one_byte_tag, seq_tag, cons_tag, sliced_tag, thin_tag,
+		external_tag;
 	/* Instance types. */
 	int64_t type_js_function, type_shared, type_scope_info, type_script,
 		type_fixed_array, type_byte_array, type_bytecode_array,
@@ -50,6 +52,10 @@ struct v8_layout {
 	   the types found where they are read: */
 	int64_t off_bytecode_source_positions; /* BytecodeArray's
 						  source_position_table (32) */
+	/* An external string's characters: the pointer V8 caches after its
+	   resource (resource + 8), absent in "uncached" external strings
+	   (instance type bit 0x10). */
+	int64_t uncached_external_mask;
 	/* ScopeFlags bits: has_saved_class_variable (10), function_variable
 	   (12, 2 bits), has_inferred_function_name (14); inlined local names
 	   below 75. */
