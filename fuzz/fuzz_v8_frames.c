@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!(mem = stacksnap_mem__new_copy(data, size, BASE)))
 		return 0;
 	(void)v8_frame__name(&l, mem, BASE + 8 * (uint64_t)(slot % (size / 8)),
-			     &out);
+			     BASE + data[2] * 16ull, &out);
 	if (strlen(out.function) >= sizeof(out.function) ||
 	    strlen(out.file) >= sizeof(out.file))
 		abort();

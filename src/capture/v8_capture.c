@@ -207,7 +207,10 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 		if (in_native(v, native[k].pc) || native[k + 1].sp < 16)
 			continue;
 		fp = native[k].cfa ? native[k].cfa - 16 : native[k + 1].sp - 16;
-		if (v8_frame__name(&v->layout, v->mem, fp, &names[n]))
+		/* A return address is past its call: look up the call. */
+		if (v8_frame__name(&v->layout, v->mem, fp,
+				   k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
+				   native[k].pc : native[k].pc - 1, &names[n]))
 			continue;
 		native_of[n++] = (uint32_t)k;
 	}

@@ -285,7 +285,7 @@ static void names_and_lines(void)
 			break;
 		}
 		mem = frame(&o, &fp);
-		CHECKF(v8_frame__name(&l, mem, fp, &out) == 0, "case %d", c);
+		CHECKF(v8_frame__name(&l, mem, fp, 0, &out) == 0, "case %d", c);
 		switch (c) {
 		case 0:
 			CHECKF(!strcmp(out.function, "main_leaf"), "%s", out.function);
@@ -323,9 +323,9 @@ static void not_js_and_corrupt(void)
 	o.name_or_scope = str("x");
 	o.file = str("/x.js");
 	mem = frame(&o, &fp);
-	CHECK(v8_frame__name(&l, mem, fp, &out) == -ENOENT);
-	CHECK(v8_frame__name(&l, mem, 8, &out) == -ENOENT);
-	CHECK(v8_frame__name(&l, mem, BASE + SIZE + 64, &out) == -EFAULT);
+	CHECK(v8_frame__name(&l, mem, fp, 0, &out) == -ENOENT);
+	CHECK(v8_frame__name(&l, mem, 8, 0, &out) == -ENOENT);
+	CHECK(v8_frame__name(&l, mem, BASE + SIZE + 64, 0, &out) == -EFAULT);
 	stacksnap_mem__free(mem);
 	/* A cons string that is its own first part: the part budget ends
 	   it; the frame is still named. */
@@ -339,7 +339,7 @@ static void not_js_and_corrupt(void)
 	o.name_or_scope = tag(self);
 	o.file = tag(self);
 	mem = frame(&o, &fp);
-	CHECK(v8_frame__name(&l, mem, fp, &out) == 0);
+	CHECK(v8_frame__name(&l, mem, fp, 0, &out) == 0);
 	CHECK(!strcmp(out.function, "<anonymous>"));
 	stacksnap_mem__free(mem);
 }

@@ -308,9 +308,23 @@ static bool vlq(const uint8_t *b, size_t n, size_t *i, int64_t *out)
 	return true;
 }
 
-/* The script offset V8 records for bytecode offset off: that of the last
- * entry at or before it (AbstractCode::SourcePosition), entries counting
- * from the function entry's offset, -1. Returns -1 when none. */
+/* A SourcePosition: bit 0 says external (not JavaScript); bits 1-30 the
+ * script offset + 1; bits 31-46 the inlining id + 1 (0: the code's own
+ * function). */
+static int64_t position_offset(int64_t raw)
+{
+	return ((raw >> 1) & ((1ll << 30) - 1)) - 1;
+}
+
+static int64_t position_inlining(int64_t raw)
+{
+	return (raw >> 31) & 0xffff;
+}
+
+/* The raw SourcePosition V8 records for code offset off: that of the last
+ * JavaScript entry at or before it (AbstractCode::SourcePosition),
+ * entries counting from the function entry's offset, -1. Returns -1 when
+ * none. */
 static int64_t source_position(const uint8_t *b, size_t n, int64_t off)
 {
 	int64_t code = -1, raw = 0, best = -1, d;
@@ -326,12 +340,34 @@ static int64_t source_position(const uint8_t *b, size_t n, int64_t off)
 		raw += d;
 		if (code > off)
 			break;
-		/* Bit 0: an external (non-JavaScript) position; bits 1-30:
-		   the script offset + 1. */
-		if (!(raw & 1))
-			best = ((raw >> 1) & ((1ll << 30) - 1)) - 1;
+		if (!(raw & 1) && raw >= 0)
+			best = raw;
 	}
 	return best;
+}
+
+/* The bytes of ByteArray a (a malloc'ed copy of at most max bytes), or
+ * NULL. */
+static uint8_t *byte_array(const struct v8_layout *l, struct stacksnap_mem *mem,
+			   uint64_t a, int64_t max, int64_t *n)
+{
+	uint64_t len_raw;
+	uint8_t *bytes;
+
+	if (instance_type(l, mem, a) != l->type_byte_array ||
+	    field(l, mem, a, l->off_fixed_array_length, &len_raw) ||
+	    !is_smi(l, len_raw))
+		return NULL;
+	*n = smi_value(l, len_raw);
+	if (*n <= 0 || *n > max || !(bytes = malloc((size_t)*n)))
+		return NULL;
+	/* ByteArray's bytes follow its length, as FixedArray's words do. */
+	if (mem_read(mem, a - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_fixed_array_data, bytes, (size_t)*n)) {
+		free(bytes);
+		return NULL;
+	}
+	return bytes;
 }
 
 /* The 1-based line of script offset pos from the script's source, for a
@@ -465,26 +501,86 @@ static unsigned interpreted_line(const struct v8_layout *l,
 	len = smi_value(l, len_raw);
 	if (off < 0 || off >= len ||
 	    field(l, mem, ba, l->off_bytecode_source_positions, &spt) ||
-	    instance_type(l, mem, spt) != l->type_byte_array ||
-	    field(l, mem, spt, l->off_fixed_array_length, &len_raw) ||
-	    !is_smi(l, len_raw))
+	    !(bytes = byte_array(l, mem, spt, V8_MAX_POSITIONS, &n)))
 		return 0;
-	n = smi_value(l, len_raw);
-	if (n <= 0 || n > V8_MAX_POSITIONS || !(bytes = malloc((size_t)n)))
-		return 0;
-	/* ByteArray's bytes follow its length, as FixedArray's words do. */
-	if (mem_read(mem, spt - (uint64_t)l->heap_object_tag +
-		     (uint64_t)l->off_fixed_array_data, bytes, (size_t)n)) {
-		free(bytes);
-		return 0;
-	}
 	pos = source_position(bytes, (size_t)n, off);
 	free(bytes);
-	return script ? line_of(l, mem, script, pos) : 0;
+	return script && pos >= 0 ? line_of(l, mem, script, position_offset(pos)) : 0;
+}
+
+/* An optimized (Maglev, TurboFan) frame's line: when the function's
+ * current code is the Code holding pc (it may have been replaced since
+ * the frame was entered: then no line), the position of pc's offset in
+ * the Code's own source position table; a position inside a function
+ * inlined there is taken back, through the deoptimization data's
+ * inlining positions, to the call in the frame's own function. */
+static unsigned compiled_line(const struct v8_layout *l, struct stacksnap_mem *mem,
+			      uint64_t function, uint64_t script, uint64_t pc)
+{
+	uint64_t code, start, spt, deopt, positions, len_raw;
+	uint32_t flags;
+	int32_t size;
+	int64_t kind, n, raw;
+	uint8_t *bytes;
+
+	if (!pc || !script || l->type_code < 0 || l->code_kind_mask < 0 ||
+	    l->code_kind_shift < 0 || l->code_kind_baseline < 0 ||
+	    l->off_code_source_positions < 0 || l->off_code_deopt_data < 0 ||
+	    l->deopt_inlining_positions_index < 0 ||
+	    field(l, mem, function, l->off_function_code, &code) ||
+	    instance_type(l, mem, code) != l->type_code ||
+	    field(l, mem, code, l->off_code_instruction_start, &start) ||
+	    mem_read(mem, code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_flags, &flags, sizeof(flags)) ||
+	    mem_read(mem, code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_instruction_size, &size, sizeof(size)))
+		return 0;
+	kind = (int64_t)(flags >> (l->code_kind_shift & 31)) & l->code_kind_mask;
+	/* Optimized kinds follow baseline (interpreted, baseline, maglev,
+	   turbofan); a baseline Code's table maps bytecode offsets. */
+	if (kind <= l->code_kind_baseline || size <= 0 || pc < start ||
+	    pc - start >= (uint64_t)size ||
+	    field(l, mem, code, l->off_code_source_positions, &spt) ||
+	    !(bytes = byte_array(l, mem, spt, V8_MAX_POSITIONS, &n)))
+		return 0;
+	raw = source_position(bytes, (size_t)n, (int64_t)(pc - start));
+	free(bytes);
+	if (raw < 0)
+		return 0;
+	if (position_inlining(raw)) {
+		if (field(l, mem, code, l->off_code_deopt_data, &deopt) ||
+		    instance_type(l, mem, deopt) != l->type_fixed_array ||
+		    field(l, mem, deopt, l->off_fixed_array_length, &len_raw) ||
+		    !is_smi(l, len_raw) ||
+		    smi_value(l, len_raw) <= l->deopt_inlining_positions_index ||
+		    field(l, mem, deopt, l->off_fixed_array_data +
+			  8 * l->deopt_inlining_positions_index, &positions) ||
+		    !(bytes = byte_array(l, mem, positions, V8_MAX_POSITIONS, &n)))
+			return 0;
+		/* Each inlined function's call, until the frame's own;
+		   bounded by the entries (a chain cannot be longer). */
+		for (int64_t hops = 0; position_inlining(raw); hops++) {
+			int64_t at = (position_inlining(raw) - 1) * l->inlining_position_size;
+
+			if (hops > n / l->inlining_position_size || at + 8 > n) {
+				raw = -1;
+				break;
+			}
+			memcpy(&raw, bytes + at, 8);
+			if (raw < 0 || (raw & 1)) {
+				raw = -1;
+				break;
+			}
+		}
+		free(bytes);
+		if (raw < 0)
+			return 0;
+	}
+	return line_of(l, mem, script, position_offset(raw));
 }
 
 int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
-		   uint64_t fp, struct v8_frame *out)
+		   uint64_t fp, uint64_t pc, struct v8_frame *out)
 {
 	uint64_t context, function, shared, script = 0, name;
 	int64_t type;
@@ -521,5 +617,7 @@ int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
 		script = 0;
 	out->line = interpreted_line(l, mem, fp, shared, script);
 	out->interpreted = out->line != 0;
+	if (!out->line)
+		out->line = compiled_line(l, mem, function, script, pc);
 	return 0;
 }

@@ -28,13 +28,17 @@ struct v8_frame {
 	char function[V8_MAX_NAME];
 	char file[V8_MAX_NAME * 2];
 	unsigned line;
-	bool interpreted;	/* its bytecode offset gave the line */
+	bool interpreted;	/* its bytecode offset gave the line (else a
+				   line is an optimized frame's, from its
+				   code's positions) */
 };
 
-/* Names the frame whose frame pointer is fp: 0, -ENOENT when its slots
- * do not hold a context and a JSFunction (not a JavaScript frame: native
- * code, a stub, an exit frame), -EFAULT when a read failed. */
+/* Names the frame whose frame pointer is fp and whose code is at pc (the
+ * pc to look up: a return address - 1, inside the call; 0 unknown): 0,
+ * -ENOENT when its slots do not hold a context and a JSFunction (not a
+ * JavaScript frame: native code, a stub, an exit frame), -EFAULT when a
+ * read failed. */
 int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
-		   uint64_t fp, struct v8_frame *out);
+		   uint64_t fp, uint64_t pc, struct v8_frame *out);
 
 #endif

@@ -82,6 +82,15 @@ static const struct {
 	  type_uncompiled[3]),
 	W("scopeinfo_idx_ncontextlocals", scopeinfo_idx_ncontextlocals),
 	W("scopeinfo_idx_first_vars", scopeinfo_idx_first_vars),
+	W("type_Code__CODE_TYPE", type_code),
+	W("CodeKindFieldMask", code_kind_mask),
+	W("CodeKindFieldShift", code_kind_shift),
+	W("CodeKindBaseline", code_kind_baseline),
+	W("class_Code__source_position_table__ByteArray",
+	  off_code_source_positions),
+	W("class_Code__deoptimization_data__FixedArray", off_code_deopt_data),
+	W("DeoptimizationDataInliningPositionsIndex",
+	  deopt_inlining_positions_index),
 #undef W
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))
@@ -89,13 +98,18 @@ static const struct {
 /* Constants whose absence is not fatal (set to -1, which no type or
  * representation equals): the uncompiled-data types only give a lazily
  * compiled function its inferred name, the external string's resource
- * only the characters of scripts node keeps outside the heap. */
+ * only the characters of scripts node keeps outside the heap, the Code
+ * constants only the lines of optimized frames. */
 static bool optional(const char *name)
 {
 	return !strncmp(name, "type_UncompiledData", 19) ||
 		!strcmp(name, "class_UncompiledData__inferred_name__String") ||
 		!strcmp(name, "class_ExternalString__resource__Object") ||
-		!strcmp(name, "ExternalStringTag");
+		!strcmp(name, "ExternalStringTag") ||
+		!strcmp(name, "type_Code__CODE_TYPE") ||
+		!strncmp(name, "CodeKind", 8) ||
+		!strncmp(name, "class_Code__", 12) ||
+		!strncmp(name, "DeoptimizationData", 18);
 }
 
 static int64_t *slot(struct v8_layout *l, size_t at)
@@ -110,6 +124,11 @@ void v8_layout__init(struct v8_layout *l)
 		*slot(l, wanted[k].at) = UNSET;
 	l->off_bytecode_source_positions = 32;
 	l->uncached_external_mask = 0x10;
+	l->off_function_code = 48;
+	l->off_code_instruction_start = 40;
+	l->off_code_flags = 48;
+	l->off_code_instruction_size = 56;
+	l->inlining_position_size = 16;
 	l->flag_saved_class_var = 10;
 	l->flag_function_var = 12;
 	l->flag_inferred_name = 14;

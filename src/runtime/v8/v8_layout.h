@@ -48,6 +48,11 @@ struct v8_layout {
 	int64_t type_uncompiled[4];
 	/* ScopeInfo's fixed slots (after the map, in tagged words). */
 	int64_t scopeinfo_idx_ncontextlocals, scopeinfo_idx_first_vars;
+	/* Optimized code (optional: -1 when absent, and compiled frames
+	   then get no line). */
+	int64_t type_code, code_kind_mask, code_kind_shift, code_kind_baseline;
+	int64_t off_code_source_positions, off_code_deopt_data;
+	int64_t deopt_inlining_positions_index;
 	/* Not in the metadata; V8 11's layout (node 18-22), checked against
 	   the types found where they are read: */
 	int64_t off_bytecode_source_positions; /* BytecodeArray's
@@ -56,6 +61,13 @@ struct v8_layout {
 	   resource (resource + 8), absent in "uncached" external strings
 	   (instance type bit 0x10). */
 	int64_t uncached_external_mask;
+	/* JSFunction's code (48, between feedback_cell and
+	   prototype_or_initial_map); Code's instruction start (40, a raw
+	   pointer), flags (48, u32, the kind in CodeKindFieldMask) and
+	   instruction size (56, i32); an InliningPosition is 16 bytes (the
+	   SourcePosition, the inlined function's literal index, padding). */
+	int64_t off_function_code, off_code_instruction_start, off_code_flags,
+		off_code_instruction_size, inlining_position_size;
 	/* ScopeFlags bits: has_saved_class_variable (10), function_variable
 	   (12, 2 bits), has_inferred_function_name (14); inlined local names
 	   below 75. */
