@@ -3,7 +3,8 @@
  * node process's heap, and for the v8dbg constants' text form
  * (v8_layout.c): the input is that heap (a copy source at a fixed base,
  * every other read fails), read with node 20's layout, from a frame
- * pointer its first two bytes pick; the naming must end, bounded,
+ * pointer its first two bytes pick and at a pc its third byte picks
+ * (base + 16 * byte); the naming must end, bounded,
  * without reading past the bytes or looping. The same bytes are also
  * parsed as "name value" lines into a layout of their own. */
 #include <stdint.h>
@@ -53,7 +54,11 @@ static const char node20[] =
 	"type_UncompiledDataWithPreparseData__UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE 220\n"
 	"type_UncompiledDataWithoutPreparseDataWithJob__UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_WITH_JOB_TYPE 223\n"
 	"type_UncompiledDataWithPreparseDataAndJob__UNCOMPILED_DATA_WITH_PREPARSE_DATA_AND_JOB_TYPE 221\n"
-	"scopeinfo_idx_ncontextlocals 2\nscopeinfo_idx_first_vars 3\n";
+	"scopeinfo_idx_ncontextlocals 2\nscopeinfo_idx_first_vars 3\n"
+	"type_Code__CODE_TYPE 245\nCodeKindFieldMask 15\nCodeKindFieldShift 0\n"
+	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
+	"class_Code__deoptimization_data__FixedArray 16\n"
+	"DeoptimizationDataInliningPositionsIndex 7\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,10 @@
  * its name (ScopeInfo function variable, inferred name, a String), its
  * script's name, the line of an interpreted frame's bytecode offset
  * through the source position table and the line ends, or counted in a
- * sequential or external source; strings sequential, two-byte, cons and
- * sliced; typed frames and corrupt objects ending in errors, not loops.
+ * sequential or external source, or, in an optimized frame, its Code's
+ * positions (through an inlined function's call); strings sequential,
+ * two-byte, cons and sliced; typed frames and corrupt objects ending in
+ * errors, not loops.
  * tests/integration/v8_frames compares the same code with node's own
  * stacks. */
 #include <errno.h>
@@ -122,7 +124,12 @@ static void reset(void)
 struct opts {
 	uint64_t name_or_scope, file;
 	bool line_ends, external_source, typed;
+	int compiled;	/* 1: optimized code, pc's position the frame's own;
+			   2: inside a function inlined at the call on line
+			   4; 3: an inlining chain that loops */
 };
+
+#define CODE_START 0x7f0000001000ull
 
 static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 {
@@ -182,11 +189,42 @@ static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 	fn = alloc(64);
 	q(fn, map_of(2066));
 	q(fn + 24, tag(sfi));
+	if (o->compiled) {
+		/* The Code: pc offset 0x40 (the lookup pc) falls after the
+		   entry at 0x30, whose position is 33 (line 4) or, inlined
+		   (id 1), 3 (line 2) in the inlined function, whose call is at 33. */
+		uint64_t code = alloc(64), cspt, deopt, ipos;
+		uint8_t ctab[16], *cp = ctab;
+		int64_t own = (33 + 1) << 1, inl = ((int64_t)(3 + 1) << 1) | (1ll << 31);
+
+		zz(&cp, -(0x30 + 1) - 1);
+		zz(&cp, o->compiled == 1 ? own : inl);
+		cspt = alloc(16 + (size_t)(cp - ctab));
+		q(cspt, map_of(190));
+		q(cspt + 8, smi(cp - ctab));
+		memcpy(img + (cspt + 16 - BASE), ctab, (size_t)(cp - ctab));
+		ipos = alloc(16 + 16);
+		q(ipos, map_of(190));
+		q(ipos + 8, smi(16));
+		q(ipos + 16, o->compiled == 3 ? (uint64_t)inl : (uint64_t)own);
+		deopt = alloc(16 + 8 * 8);
+		q(deopt, map_of(175));
+		q(deopt + 8, smi(8));
+		q(deopt + 16 + 8 * 7, tag(ipos));
+		q(code, map_of(245));
+		q(code + 16, tag(deopt));
+		q(code + 24, tag(cspt));
+		q(code + 40, CODE_START);
+		i32(code + 48, 13);	/* TURBOFAN */
+		i32(code + 56, 0x100);
+		q(fn + 48, tag(code));
+	}
 	*fp = BASE + 0x100;
 	q(*fp - 8, o->typed ? smi(0) + (13 << 1) : tag(ctx));
 	q(*fp - 16, tag(fn));
 	q(*fp - 32, tag(ba));
-	q(*fp - 40, smi(53 + 3));
+	/* An optimized frame has no bytecode offset there. */
+	q(*fp - 40, o->compiled ? tag(ctx) : smi(53 + 3));
 	return stacksnap_mem__new_copy(img, sizeof(img), BASE);
 }
 
@@ -240,7 +278,11 @@ static const char node20[] =
 	"type_ByteArray__BYTE_ARRAY_TYPE 190\n"
 	"type_BytecodeArray__BYTECODE_ARRAY_TYPE 191\n"
 	"FirstContextType 205\nLastContextType 214\n"
-	"scopeinfo_idx_ncontextlocals 2\nscopeinfo_idx_first_vars 3\n";
+	"scopeinfo_idx_ncontextlocals 2\nscopeinfo_idx_first_vars 3\n"
+	"type_Code__CODE_TYPE 245\nCodeKindFieldMask 15\nCodeKindFieldShift 0\n"
+	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
+	"class_Code__deoptimization_data__FixedArray 16\n"
+	"DeoptimizationDataInliningPositionsIndex 7\n";
 
 static void layout(struct v8_layout *l)
 {
@@ -369,5 +411,34 @@ static void constants(void)
 	}
 }
 
-TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(not_js_and_corrupt),
-	  TEST(constants))
+static void optimized(void)
+{
+	struct v8_layout l;
+	struct stacksnap_mem *mem;
+	struct v8_frame out;
+	struct opts o = { .line_ends = true };
+	uint64_t fp;
+	const unsigned want[4] = { 0, 4, 4, 0 };
+
+	layout(&l);
+	for (int c = 1; c <= 3; c++) {
+		reset();
+		o.compiled = c;
+		o.name_or_scope = str("hot");
+		o.file = str("/h.js");
+		mem = frame(&o, &fp);
+		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x40, &out) == 0);
+		CHECK(!strcmp(out.function, "hot"));
+		CHECKF(out.line == want[c] && !out.interpreted, "case %d: line %u",
+		       c, out.line);
+		/* A pc outside the code: not this code's frame, no line. */
+		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x200, &out) == 0 &&
+		      out.line == 0);
+		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x10, &out) == 0 &&
+		      out.line == 0);
+		stacksnap_mem__free(mem);
+	}
+}
+
+TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(optimized),
+	  TEST(not_js_and_corrupt), TEST(constants))
