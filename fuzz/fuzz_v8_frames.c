@@ -58,7 +58,8 @@ static const char node20[] =
 	"type_Code__CODE_TYPE 245\nCodeKindFieldMask 15\nCodeKindFieldShift 0\n"
 	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
 	"class_Code__deoptimization_data__FixedArray 16\n"
-	"DeoptimizationDataInliningPositionsIndex 7\n";
+	"DeoptimizationDataInliningPositionsIndex 7\n"
+	"DeoptimizationDataLiteralArrayIndex 2\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -68,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct v8_layout scratch;
 	struct stacksnap_mem *mem;
-	struct v8_frame out;
+	static struct v8_frame out[4];
+	int n;
 	const char *missing;
 	uint16_t slot;
 
@@ -87,11 +89,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&slot, data, sizeof(slot));
 	if (!(mem = stacksnap_mem__new_copy(data, size, BASE)))
 		return 0;
-	(void)v8_frame__name(&l, mem, BASE + 8 * (uint64_t)(slot % (size / 8)),
-			     BASE + data[2] * 16ull, &out);
-	if (strlen(out.function) >= sizeof(out.function) ||
-	    strlen(out.file) >= sizeof(out.file))
+	n = v8_frame__name(&l, mem, BASE + 8 * (uint64_t)(slot % (size / 8)),
+			   BASE + data[2] * 16ull, out, 4);
+	if (n > 4)
 		abort();
+	for (int i = 0; i < n; i++)
+		if (strlen(out[i].function) >= sizeof(out[i].function) ||
+		    strlen(out[i].file) >= sizeof(out[i].file) ||
+		    out[i].inlined != (i + 1 < n))
+			abort();
 	stacksnap_mem__free(mem);
 	return 0;
 }

@@ -41,6 +41,7 @@ struct snap_v8 {
 	size_t *nframes;
 	size_t *nnative;	/* the native frames frames[i] came from */
 	bool *resolved;
+	struct v8_frame scratch[V8_MAX_INLINED + 1]; /* one native frame's */
 };
 
 /* Whether the image at path (in the target's root) carries the metadata;
@@ -162,9 +163,10 @@ static bool in_native(const struct snap_v8 *v, uint64_t pc)
 	return false;
 }
 
-/* Thread i's JavaScript frames, named once per walk: one per native
- * frame (in V8's image or in anonymous code) whose frame pointer's slots
- * name a function. The frame pointer of native frame k is its caller's
+/* Thread i's JavaScript frames, named once per walk: per native frame
+ * (in V8's image or in anonymous code) whose frame pointer's slots name a
+ * function, the functions an optimized frame inlined at its pc
+ * (innermost first) and the frame's own. The frame pointer of native frame k is its caller's
  * sp - 16 (V8 frames keep rbp; saved rbp and return address sit just
  * below the caller's sp). */
 static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
@@ -173,7 +175,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 	struct stacksnap_runtime_frame *rf;
 	struct v8_frame *names = NULL;
 	uint32_t *native_of = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 
 	if (!v->frames) {
 		v->frames = calloc(nthreads, sizeof(*v->frames));
@@ -195,24 +197,39 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 	v->frames[i] = NULL;
 	v->names[i] = NULL;
 	v->resolved[i] = false;
-	if (nnative) {
-		names = calloc(nnative, sizeof(*names));
-		native_of = calloc(nnative, sizeof(*native_of));
-		if (!names || !native_of)
-			goto nomem;
-	}
 	for (size_t k = 0; k + 1 < nnative; k++) {
 		uint64_t fp;
+		int got;
 
 		if (in_native(v, native[k].pc) || native[k + 1].sp < 16)
 			continue;
 		fp = native[k].cfa ? native[k].cfa - 16 : native[k + 1].sp - 16;
 		/* A return address is past its call: look up the call. */
-		if (v8_frame__name(&v->layout, v->mem, fp,
-				   k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
-				   native[k].pc : native[k].pc - 1, &names[n]))
+		got = v8_frame__name(&v->layout, v->mem, fp,
+				     k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
+				     native[k].pc : native[k].pc - 1,
+				     v->scratch, V8_MAX_INLINED + 1);
+		if (got <= 0)
 			continue;
-		native_of[n++] = (uint32_t)k;
+		if (n + (size_t)got > cap) {
+			size_t c = cap ? 2 * cap : 32;
+			struct v8_frame *nn;
+			uint32_t *no;
+
+			while (c < n + (size_t)got)
+				c *= 2;
+			if (!(nn = realloc(names, c * sizeof(*names))))
+				goto nomem;
+			names = nn;
+			if (!(no = realloc(native_of, c * sizeof(*native_of))))
+				goto nomem;
+			native_of = no;
+			cap = c;
+		}
+		for (int m = 0; m < got; m++) {
+			names[n] = v->scratch[m];
+			native_of[n++] = (uint32_t)k;
+		}
 	}
 	rf = calloc(n ? n : 1, sizeof(*rf));
 	if (!rf)
@@ -222,6 +239,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 			.sz = sizeof(rf[m]),
 			.runtime = STACKSNAP_RUNTIME_JS,
 			.native_index = native_of[m],
+			.flags = names[m].inlined ? STACKSNAP_RFRAME_INLINED : 0,
 			.function = names[m].function,
 			.file = names[m].file[0] ? names[m].file : NULL,
 			.line = names[m].line,

@@ -1,9 +1,10 @@
 // v8_chain.js - target of tests/integration/v8_frames: the main thread
 // and a worker each call a known chain of named functions whose leaf
 // records its own stack (new Error().stack, every frame) on stdout, then
-// blocks in Atomics.wait until killed. The main thread's leaf is hot:
-// called often enough first (without blocking) that V8 optimizes it, so
-// its frame is compiled code; the worker's chain runs interpreted and
+// blocks in Atomics.wait until killed. The main thread's leaf and its
+// caller are hot: called often enough first (without blocking) that V8
+// optimizes the caller with the leaf inlined, so both are one compiled
+// frame; the worker's chain runs interpreted and
 // includes a class method and an arrow function. Each call is on its own
 // line, and the leaves record and block on one line. With
 // V8_CHAIN_NO_STACK=1 in the environment the leaves record `null`: the
@@ -28,10 +29,14 @@ function record(tag, error, sink) {
 }
 
 // expect 1: returns at once ("not-equal"); 0: blocks (the cell stays 0).
+// Small: V8 inlines it into hot_leaf's optimized code.
+function hot_blocker(sab, expect) {
+	record('main', new Error(), expect); Atomics.wait(new Int32Array(sab), 0, expect);
+}
 function hot_leaf(sab, expect) {
 	let sum = 0;
 	for (let i = 0; i < 200; i++) sum += i * expect;
-	record('main', new Error(), expect); Atomics.wait(new Int32Array(sab), 0, expect);
+	hot_blocker(sab, expect);
 	return sum;
 }
 function main_gamma(sab) {
@@ -43,8 +48,13 @@ function main_beta(sab) {
 function main_alpha(sab) {
 	main_beta(sab);
 }
+// V8 optimizes on a background thread: a pause lets it install the code
+// the last calls then run.
 function warm(sab) {
 	for (let i = 0; i < 30000; i++)
+		hot_leaf(sab, 1);
+	Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+	for (let i = 0; i < 1000; i++)
 		hot_leaf(sab, 1);
 }
 

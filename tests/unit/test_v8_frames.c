@@ -122,7 +122,7 @@ static void reset(void)
 /* The frame's objects, after what the image holds; returns fp. Script offset 33 is on line 4 (after
  * \n, \r\n, and a lone \r). */
 struct opts {
-	uint64_t name_or_scope, file;
+	uint64_t name_or_scope, file, inlined_name;
 	bool line_ends, external_source, typed;
 	int compiled;	/* 1: optimized code, pc's position the frame's own;
 			   2: inside a function inlined at the call on line
@@ -211,6 +211,19 @@ static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 		q(deopt, map_of(175));
 		q(deopt + 8, smi(8));
 		q(deopt + 16 + 8 * 7, tag(ipos));
+		if (o->inlined_name) {
+			/* The inlined function (literal 0, a weak reference)
+			   shares the frame's script. */
+			uint64_t lit = alloc(24), isfi = alloc(48);
+
+			q(isfi, map_of(262));
+			q(isfi + 16, o->inlined_name);
+			q(isfi + 32, tag(sc));
+			q(lit, map_of(240));
+			q(lit + 8, smi(1));
+			q(lit + 16, tag(isfi) | 2);
+			q(deopt + 16 + 8 * 2, tag(lit));
+		}
 		q(code, map_of(245));
 		q(code + 16, tag(deopt));
 		q(code + 24, tag(cspt));
@@ -282,7 +295,8 @@ static const char node20[] =
 	"type_Code__CODE_TYPE 245\nCodeKindFieldMask 15\nCodeKindFieldShift 0\n"
 	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
 	"class_Code__deoptimization_data__FixedArray 16\n"
-	"DeoptimizationDataInliningPositionsIndex 7\n";
+	"DeoptimizationDataInliningPositionsIndex 7\n"
+	"DeoptimizationDataLiteralArrayIndex 2\n";
 
 static void layout(struct v8_layout *l)
 {
@@ -327,7 +341,7 @@ static void names_and_lines(void)
 			break;
 		}
 		mem = frame(&o, &fp);
-		CHECKF(v8_frame__name(&l, mem, fp, 0, &out) == 0, "case %d", c);
+		CHECKF(v8_frame__name(&l, mem, fp, 0, &out, 1) == 1, "case %d", c);
 		switch (c) {
 		case 0:
 			CHECKF(!strcmp(out.function, "main_leaf"), "%s", out.function);
@@ -365,9 +379,10 @@ static void not_js_and_corrupt(void)
 	o.name_or_scope = str("x");
 	o.file = str("/x.js");
 	mem = frame(&o, &fp);
-	CHECK(v8_frame__name(&l, mem, fp, 0, &out) == -ENOENT);
-	CHECK(v8_frame__name(&l, mem, 8, 0, &out) == -ENOENT);
-	CHECK(v8_frame__name(&l, mem, BASE + SIZE + 64, 0, &out) == -EFAULT);
+	CHECK(v8_frame__name(&l, mem, fp, 0, &out, 1) == -ENOENT);
+	CHECK(v8_frame__name(&l, mem, 8, 0, &out, 1) == -ENOENT);
+	CHECK(v8_frame__name(&l, mem, fp, 0, &out, 0) == -EINVAL);
+	CHECK(v8_frame__name(&l, mem, BASE + SIZE + 64, 0, &out, 1) == -EFAULT);
 	stacksnap_mem__free(mem);
 	/* A cons string that is its own first part: the part budget ends
 	   it; the frame is still named. */
@@ -381,7 +396,7 @@ static void not_js_and_corrupt(void)
 	o.name_or_scope = tag(self);
 	o.file = tag(self);
 	mem = frame(&o, &fp);
-	CHECK(v8_frame__name(&l, mem, fp, 0, &out) == 0);
+	CHECK(v8_frame__name(&l, mem, fp, 0, &out, 1) == 1);
 	CHECK(!strcmp(out.function, "<anonymous>"));
 	stacksnap_mem__free(mem);
 }
@@ -415,27 +430,45 @@ static void optimized(void)
 {
 	struct v8_layout l;
 	struct stacksnap_mem *mem;
-	struct v8_frame out;
+	struct v8_frame out[4];
 	struct opts o = { .line_ends = true };
 	uint64_t fp;
 	const unsigned want[4] = { 0, 4, 4, 0 };
 
 	layout(&l);
-	for (int c = 1; c <= 3; c++) {
+	for (int c = 1; c <= 4; c++) {
+		int n;
+
 		reset();
-		o.compiled = c;
+		o.compiled = c == 4 ? 2 : c;
 		o.name_or_scope = str("hot");
 		o.file = str("/h.js");
+		o.inlined_name = c == 4 ? str("inner") : 0;
 		mem = frame(&o, &fp);
-		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x40, &out) == 0);
-		CHECK(!strcmp(out.function, "hot"));
-		CHECKF(out.line == want[c] && !out.interpreted, "case %d: line %u",
-		       c, out.line);
+		n = v8_frame__name(&l, mem, fp, CODE_START + 0x40, out, 4);
+		if (c == 4) {
+			/* The inlined function first, at its own line (2),
+			   then the frame's, at the call (4). */
+			CHECKF(n == 2, "%d", n);
+			CHECK(n == 2 && !strcmp(out[0].function, "inner") &&
+			      out[0].inlined && out[0].line == 2 &&
+			      !strcmp(out[0].file, "/h.js"));
+			CHECK(n == 2 && !strcmp(out[1].function, "hot") &&
+			      !out[1].inlined && out[1].line == 4);
+			/* Room for one frame: the frame's own, still. */
+			CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x40, out, 1) == 1 &&
+			      !strcmp(out[0].function, "hot") && out[0].line == 4);
+		} else {
+			CHECKF(n == 1, "%d", n);
+			CHECK(!strcmp(out[0].function, "hot"));
+			CHECKF(out[0].line == want[c] && !out[0].interpreted,
+			       "case %d: line %u", c, out[0].line);
+		}
 		/* A pc outside the code: not this code's frame, no line. */
-		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x200, &out) == 0 &&
-		      out.line == 0);
-		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x10, &out) == 0 &&
-		      out.line == 0);
+		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x200, out, 4) == 1 &&
+		      out[0].line == 0);
+		CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x10, out, 4) == 1 &&
+		      out[0].line == 0);
 		stacksnap_mem__free(mem);
 	}
 }

@@ -508,22 +508,35 @@ static unsigned interpreted_line(const struct v8_layout *l,
 	return script && pos >= 0 ? line_of(l, mem, script, position_offset(pos)) : 0;
 }
 
+static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
+			uint64_t shared, struct v8_frame *out, uint64_t *script);
+
 /* An optimized (Maglev, TurboFan) frame's line: when the function's
  * current code is the Code holding pc (it may have been replaced since
  * the frame was entered: then no line), the position of pc's offset in
- * the Code's own source position table; a position inside a function
+ * the Code's own source position table. A position inside a function
  * inlined there is taken back, through the deoptimization data's
- * inlining positions, to the call in the frame's own function. */
-static unsigned compiled_line(const struct v8_layout *l, struct stacksnap_mem *mem,
-			      uint64_t function, uint64_t script, uint64_t pc)
+ * inlining positions, to the call in the frame's own function; the
+ * functions inlined on the way (the deoptimization data's literals) go
+ * to inl[], innermost first, each with its line: their count is
+ * returned (0 when any of them does not read: the frame's own line
+ * stays). *own_line: the line in the frame's own function, or 0. */
+static size_t compiled_positions(const struct v8_layout *l,
+				 struct stacksnap_mem *mem, uint64_t function,
+				 uint64_t script, uint64_t pc,
+				 struct v8_frame *inl, size_t max,
+				 unsigned *own_line)
 {
-	uint64_t code, start, spt, deopt, positions, len_raw;
+	uint64_t code, start, spt, deopt, positions, len_raw, literals = 0;
 	uint32_t flags;
 	int32_t size;
-	int64_t kind, n, raw;
+	int64_t kind, n, raw, nlit = 0;
 	uint8_t *bytes;
+	size_t ninl = 0;
+	bool complete = true;
 
-	if (!pc || !script || l->type_code < 0 || l->code_kind_mask < 0 ||
+	*own_line = 0;
+	if (!pc || l->type_code < 0 || l->code_kind_mask < 0 ||
 	    l->code_kind_shift < 0 || l->code_kind_baseline < 0 ||
 	    l->off_code_source_positions < 0 || l->off_code_deopt_data < 0 ||
 	    l->deopt_inlining_positions_index < 0 ||
@@ -548,6 +561,8 @@ static unsigned compiled_line(const struct v8_layout *l, struct stacksnap_mem *m
 	if (raw < 0)
 		return 0;
 	if (position_inlining(raw)) {
+		uint64_t dlen;
+
 		if (field(l, mem, code, l->off_code_deopt_data, &deopt) ||
 		    instance_type(l, mem, deopt) != l->type_fixed_array ||
 		    field(l, mem, deopt, l->off_fixed_array_length, &len_raw) ||
@@ -557,14 +572,42 @@ static unsigned compiled_line(const struct v8_layout *l, struct stacksnap_mem *m
 			  8 * l->deopt_inlining_positions_index, &positions) ||
 		    !(bytes = byte_array(l, mem, positions, V8_MAX_POSITIONS, &n)))
 			return 0;
+		dlen = (uint64_t)smi_value(l, len_raw);
+		/* The inlined functions, by the literal index each
+		   InliningPosition names (a weak array: weak references
+		   carry bit 1). */
+		if (l->deopt_literal_array_index < 0 ||
+		    (uint64_t)l->deopt_literal_array_index >= dlen ||
+		    field(l, mem, deopt, l->off_fixed_array_data +
+			  8 * l->deopt_literal_array_index, &literals) ||
+		    field(l, mem, literals, l->off_fixed_array_length, &len_raw) ||
+		    !is_smi(l, len_raw))
+			complete = false;
+		else
+			nlit = smi_value(l, len_raw);
 		/* Each inlined function's call, until the frame's own;
 		   bounded by the entries (a chain cannot be longer). */
 		for (int64_t hops = 0; position_inlining(raw); hops++) {
 			int64_t at = (position_inlining(raw) - 1) * l->inlining_position_size;
+			int32_t fid;
+			uint64_t shared, iscript;
 
-			if (hops > n / l->inlining_position_size || at + 8 > n) {
+			if (hops > n / l->inlining_position_size || at + 12 > n) {
 				raw = -1;
 				break;
+			}
+			memcpy(&fid, bytes + at + 8, sizeof(fid));
+			if (complete && ninl < max && fid >= 0 && fid < nlit &&
+			    !field(l, mem, literals, l->off_fixed_array_data + 8 * (int64_t)fid,
+				   &shared) &&
+			    instance_type(l, mem, shared & ~(uint64_t)2) == l->type_shared) {
+				name_shared(l, mem, shared & ~(uint64_t)2, &inl[ninl], &iscript);
+				inl[ninl].line = iscript ?
+					line_of(l, mem, iscript, position_offset(raw)) : 0;
+				inl[ninl].inlined = true;
+				ninl++;
+			} else {
+				complete = false;
 			}
 			memcpy(&raw, bytes + at, 8);
 			if (raw < 0 || (raw & 1)) {
@@ -576,15 +619,40 @@ static unsigned compiled_line(const struct v8_layout *l, struct stacksnap_mem *m
 		if (raw < 0)
 			return 0;
 	}
-	return line_of(l, mem, script, position_offset(raw));
+	*own_line = script ? line_of(l, mem, script, position_offset(raw)) : 0;
+	return complete ? ninl : 0;
+}
+
+/* The function and script names of shared into out; *script the Script
+ * (0 when the function has none with a name). */
+static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
+			uint64_t shared, struct v8_frame *out, uint64_t *script)
+{
+	uint64_t name;
+
+	memset(out, 0, sizeof(*out));
+	function_name(l, mem, shared, out->function, sizeof(out->function));
+	if (!out->function[0])
+		strcpy(out->function, "<anonymous>");
+	if (!field(l, mem, shared, l->off_shared_script_or_debug_info, script) &&
+	    instance_type(l, mem, *script) == l->type_script &&
+	    !field(l, mem, *script, l->off_script_name, &name) &&
+	    is_heap(l, name))
+		read_string(l, mem, name, out->file, sizeof(out->file));
+	else
+		*script = 0;
 }
 
 int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
-		   uint64_t fp, uint64_t pc, struct v8_frame *out)
+		   uint64_t fp, uint64_t pc, struct v8_frame *out, size_t max)
 {
-	uint64_t context, function, shared, script = 0, name;
+	uint64_t context, function, shared, script = 0;
+	struct v8_frame own;
 	int64_t type;
+	size_t n;
 
+	if (!max)
+		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	if (fp < 4096 || fp > UINT64_MAX - 4096)
 		return -ENOENT;
@@ -605,19 +673,13 @@ int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
 		return -EFAULT;
 	if (instance_type(l, mem, shared) != l->type_shared)
 		return -ENOENT;
-	function_name(l, mem, shared, out->function, sizeof(out->function));
-	if (!out->function[0])
-		strcpy(out->function, "<anonymous>");
-	if (!field(l, mem, shared, l->off_shared_script_or_debug_info, &script) &&
-	    instance_type(l, mem, script) == l->type_script &&
-	    !field(l, mem, script, l->off_script_name, &name) &&
-	    is_heap(l, name))
-		read_string(l, mem, name, out->file, sizeof(out->file));
-	else
-		script = 0;
-	out->line = interpreted_line(l, mem, fp, shared, script);
-	out->interpreted = out->line != 0;
-	if (!out->line)
-		out->line = compiled_line(l, mem, function, script, pc);
-	return 0;
+	name_shared(l, mem, shared, &own, &script);
+	own.line = interpreted_line(l, mem, fp, shared, script);
+	own.interpreted = own.line != 0;
+	n = 0;
+	if (!own.line)
+		n = compiled_positions(l, mem, function, script, pc, out, max - 1,
+				       &own.line);
+	out[n] = own;
+	return (int)(n + 1);
 }

@@ -18,6 +18,7 @@
 #define V8_MAX_STRING_PARTS 64	/* cons/sliced/thin strings followed */
 #define V8_MAX_POSITIONS (1u << 20) /* bytes of a source position table */
 #define V8_MAX_LINES (1u << 22)	/* entries of a script's line ends */
+#define V8_MAX_INLINED 32	/* functions listed inlined at one pc */
 #define V8_MAX_SOURCE (1 << 24)	/* characters of a source counted for a
 				   line */
 
@@ -31,14 +32,18 @@ struct v8_frame {
 	bool interpreted;	/* its bytecode offset gave the line (else a
 				   line is an optimized frame's, from its
 				   code's positions) */
+	bool inlined;		/* inlined into the frame after it */
 };
 
 /* Names the frame whose frame pointer is fp and whose code is at pc (the
- * pc to look up: a return address - 1, inside the call; 0 unknown): 0,
- * -ENOENT when its slots do not hold a context and a JSFunction (not a
- * JavaScript frame: native code, a stub, an exit frame), -EFAULT when a
- * read failed. */
+ * pc to look up: a return address - 1, inside the call; 0 unknown): at
+ * most max frames into out, innermost first: the functions an optimized
+ * frame has inlined at pc (inlined set), then the frame's own function
+ * (always there). Returns their count (>= 1), -ENOENT when its slots do
+ * not hold a context and a JSFunction (not a JavaScript frame: native
+ * code, a stub, an exit frame), -EFAULT when a read failed, -EINVAL for
+ * max 0. */
 int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
-		   uint64_t fp, uint64_t pc, struct v8_frame *out);
+		   uint64_t fp, uint64_t pc, struct v8_frame *out, size_t max);
 
 #endif

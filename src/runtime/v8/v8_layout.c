@@ -91,6 +91,7 @@ static const struct {
 	W("class_Code__deoptimization_data__FixedArray", off_code_deopt_data),
 	W("DeoptimizationDataInliningPositionsIndex",
 	  deopt_inlining_positions_index),
+	W("DeoptimizationDataLiteralArrayIndex", deopt_literal_array_index),
 #undef W
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))

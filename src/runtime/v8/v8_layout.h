@@ -52,7 +52,7 @@ struct v8_layout {
 	   then get no line). */
 	int64_t type_code, code_kind_mask, code_kind_shift, code_kind_baseline;
 	int64_t off_code_source_positions, off_code_deopt_data;
-	int64_t deopt_inlining_positions_index;
+	int64_t deopt_inlining_positions_index, deopt_literal_array_index;
 	/* Not in the metadata; V8 11's layout (node 18-22), checked against
 	   the types found where they are read: */
 	int64_t off_bytecode_source_positions; /* BytecodeArray's
