@@ -197,4 +197,19 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max);
 
+/* v8_capture.c: a V8 (node) process's JavaScript frames, named after the
+ * thaw through the v8dbg_* metadata its binary exports. NULL from detect:
+ * no V8 image with the metadata, or metadata this does not read (logged
+ * once). */
+struct snap_v8;
+struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log);
+void capture__v8_free(struct snap_v8 *v);
+const char *capture__v8_description(const struct snap_v8 *v);
+/* The JavaScript frames of snapshot thread i (of nthreads), one per
+ * native frame whose slots name a function, each replacing it; at most
+ * max into out. Returns their count or -ENOMEM. */
+int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
+		       const struct stacksnap_frame *native, size_t nnative,
+		       struct stacksnap_runtime_frame *out, size_t max);
+
 #endif

@@ -128,21 +128,23 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 /* A runtime frame's mark in text ("[py]") and its JSON "runtime". */
 static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 {
-	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" : "[py]";
+	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" :
+		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" : "[py]";
 }
 
 static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
 {
-	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" : "python";
+	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
+		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" : "python";
 }
 
-/* A Java frame with no source file (a stub, an adapter) prints no
- * "(?)": Python frames always have one. */
+/* A Java or JavaScript frame with no source file (a stub, an adapter, a
+ * builtin) prints no "(?)": Python frames always have one. */
 static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_frame *rf,
 			 bool mark)
 {
 	fprintf(f, "#%-3zu %s", line, rf->function);
-	if (rf->file || rf->runtime != STACKSNAP_RUNTIME_JAVA) {
+	if (rf->file || rf->runtime == STACKSNAP_RUNTIME_PYTHON) {
 		fprintf(f, " (%s", rf->file ? rf->file : "?");
 		if (rf->line)
 			fprintf(f, ":%u", rf->line);
@@ -471,8 +473,10 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, ri->state);
 		fprintf(f, ",\"interpreters\":%u,\"capture_us\":%.1f},",
 			ri->interpreters, ri->capture_ns / 1e3);
-	} else if (ri && ri->runtime == STACKSNAP_RUNTIME_JAVA) {
-		fputs("{\"kind\":\"java\",\"description\":", f);
+	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
+			  ri->runtime == STACKSNAP_RUNTIME_JS)) {
+		fprintf(f, "{\"kind\":\"%s\",\"description\":",
+			ri->runtime == STACKSNAP_RUNTIME_JAVA ? "java" : "js");
 		json_str(f, ri->description);
 		fprintf(f, ",\"frames\":%s},", ri->frames ? "true" : "false");
 	} else {

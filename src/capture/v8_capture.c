@@ -1,0 +1,272 @@
+/* v8_capture.c - a V8 (node) process's part of a live capture: the
+ * v8dbg_* metadata its binary exports read before the freeze; after the
+ * thaw, each native frame whose slots hold a context and a JSFunction is
+ * named as its JavaScript frame (a runtime frame of kind JS replacing it
+ * 1:1). Nothing is read during the freeze: the frames' slots are in the
+ * stack copies, and what names them (functions, scripts, bytecode, line
+ * ends) is heap memory read from the live process after the thaw. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addrspace/addrspace.h"
+#include "base/maps_line.h"
+#include "capture/capture_internal.h"
+#include "mem/mem.h"
+#include "runtime/v8/v8_frames.h"
+#include "runtime/v8/v8_layout.h"
+
+#define V8_MAX_NATIVE_RANGES 512
+
+/* Invariant: layout passed v8_layout__check (a V8 whose metadata did not
+ * has no snap_v8). frames[i] (thread i of the snapshot) is valid once
+ * resolved[i]; its strings point into names[i]. native[] are the
+ * executable file mappings other than V8's own image: a pc there is
+ * native code, never a JavaScript frame (no slots read for it). */
+struct snap_v8 {
+	char path[4096];	/* the image with the metadata, as the
+				   target names it */
+	char description[160];
+	struct stacksnap_mem *mem;
+	struct v8_layout layout;
+	uint64_t native[V8_MAX_NATIVE_RANGES][2];
+	size_t nnative_ranges;
+	size_t nthreads;
+	struct stacksnap_runtime_frame **frames;
+	struct v8_frame **names;
+	size_t *nframes;
+	size_t *nnative;	/* the native frames frames[i] came from */
+	bool *resolved;
+	struct v8_frame scratch[V8_MAX_INLINED + 1]; /* one native frame's */
+};
+
+/* Whether the image at path (in the target's root) carries the metadata;
+ * reads it into l. */
+static int try_image(pid_t pid, const char *path, const struct log_sink *log,
+		     struct v8_layout *l)
+{
+	char full[4096 + 32];
+
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, path);
+	v8_layout__init(l);
+	return v8_layout__read_elf(full, log, l);
+}
+
+/* Whether path may hold V8: node itself ("node", "nodejs", "node20"...)
+ * or a libnode. By name: every dump looks, and opening each process's
+ * executable to look for the symbols would cost every other process. */
+static bool candidate(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libnode.so", 10) || !strncmp(base, "node", 4);
+}
+
+/* Finds the image with the metadata and the other executable file
+ * mappings, from /proc/PID/maps. */
+static int scan_maps(struct snap_v8 *v, pid_t pid, const struct log_sink *log)
+{
+	char maps[64], line[4200];
+	struct maps_line ml;
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(maps, "r")))
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (maps_line__parse(line, &ml) || !ml.path || ml.path[0] != '/')
+			continue;
+		if (!found && candidate(ml.path) &&
+		    try_image(pid, ml.path, log, &v->layout) == 0) {
+			snprintf(v->path, sizeof(v->path), "%s", ml.path);
+			found = true;
+		}
+		if ((ml.prot & PROT_EXEC) && (!found || strcmp(ml.path, v->path)) &&
+		    v->nnative_ranges < V8_MAX_NATIVE_RANGES) {
+			v->native[v->nnative_ranges][0] = ml.start;
+			v->native[v->nnative_ranges++][1] = ml.end;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
+{
+	struct snap_v8 *v = calloc(1, sizeof(*v));
+	const char *missing = NULL;
+	int err;
+
+	if (!v)
+		return NULL;
+	if (scan_maps(v, pid, log)) {
+		free(v);
+		return NULL;
+	}
+	err = v8_layout__check(&v->layout, &missing);
+	if (err) {
+		log_warn(log, "pid %d: V8 in %s, but its v8dbg metadata %s (%s): "
+			 "JavaScript frames keep perf-map/[jit] names only",
+			 (int)pid, v->path,
+			 err == -ENOTSUP ? "describes pointer compression or 31-bit "
+					   "Smis, which are not read" :
+			 err == -ENOENT ? "lacks a constant" : "is not as expected",
+			 missing ? missing : "?");
+		free(v);
+		return NULL;
+	}
+	if (!(v->mem = stacksnap_mem__new_pid(pid))) {
+		free(v);
+		return NULL;
+	}
+	snprintf(v->description, sizeof(v->description),
+		 "V8, %zu v8dbg constants", v->layout.nsymbols);
+	log_info(log, "pid %d: %s (%s)", (int)pid, v->description, v->path);
+	return v;
+}
+
+void capture__v8_free(struct snap_v8 *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->nthreads; i++) {
+		if (v->frames)
+			free(v->frames[i]);
+		if (v->names)
+			free(v->names[i]);
+	}
+	free(v->frames);
+	free(v->names);
+	free(v->nframes);
+	free(v->nnative);
+	free(v->resolved);
+	stacksnap_mem__free(v->mem);
+	free(v);
+}
+
+const char *capture__v8_description(const struct snap_v8 *v)
+{
+	return v->description;
+}
+
+static bool in_native(const struct snap_v8 *v, uint64_t pc)
+{
+	for (size_t i = 0; i < v->nnative_ranges; i++)
+		if (pc >= v->native[i][0] && pc < v->native[i][1])
+			return true;
+	return false;
+}
+
+/* Thread i's JavaScript frames, named once per walk: per native frame
+ * (in V8's image or in anonymous code) whose frame pointer's slots name a
+ * function, the functions an optimized frame inlined at its pc
+ * (innermost first) and the frame's own. The frame pointer of native frame k is its caller's
+ * sp - 16 (V8 frames keep rbp; saved rbp and return address sit just
+ * below the caller's sp). */
+static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
+		   const struct stacksnap_frame *native, size_t nnative)
+{
+	struct stacksnap_runtime_frame *rf;
+	struct v8_frame *names = NULL;
+	uint32_t *native_of = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!v->frames) {
+		v->frames = calloc(nthreads, sizeof(*v->frames));
+		v->names = calloc(nthreads, sizeof(*v->names));
+		v->nframes = calloc(nthreads, sizeof(*v->nframes));
+		v->nnative = calloc(nthreads, sizeof(*v->nnative));
+		v->resolved = calloc(nthreads, sizeof(*v->resolved));
+		if (!v->frames || !v->names || !v->nframes || !v->nnative ||
+		    !v->resolved)
+			return -ENOMEM;
+		v->nthreads = nthreads;
+	}
+	if (i >= v->nthreads)
+		return -EINVAL;
+	if (v->resolved[i] && v->nnative[i] == nnative)
+		return 0;
+	free(v->frames[i]);
+	free(v->names[i]);
+	v->frames[i] = NULL;
+	v->names[i] = NULL;
+	v->resolved[i] = false;
+	for (size_t k = 0; k + 1 < nnative; k++) {
+		uint64_t fp;
+		int got;
+
+		if (in_native(v, native[k].pc) || native[k + 1].sp < 16)
+			continue;
+		fp = native[k].cfa ? native[k].cfa - 16 : native[k + 1].sp - 16;
+		/* A return address is past its call: look up the call. */
+		got = v8_frame__name(&v->layout, v->mem, fp,
+				     k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
+				     native[k].pc : native[k].pc - 1,
+				     v->scratch, V8_MAX_INLINED + 1);
+		if (got <= 0)
+			continue;
+		if (n + (size_t)got > cap) {
+			size_t c = cap ? 2 * cap : 32;
+			struct v8_frame *nn;
+			uint32_t *no;
+
+			while (c < n + (size_t)got)
+				c *= 2;
+			if (!(nn = realloc(names, c * sizeof(*names))))
+				goto nomem;
+			names = nn;
+			if (!(no = realloc(native_of, c * sizeof(*native_of))))
+				goto nomem;
+			native_of = no;
+			cap = c;
+		}
+		for (int m = 0; m < got; m++) {
+			names[n] = v->scratch[m];
+			native_of[n++] = (uint32_t)k;
+		}
+	}
+	rf = calloc(n ? n : 1, sizeof(*rf));
+	if (!rf)
+		goto nomem;
+	for (size_t m = 0; m < n; m++)
+		rf[m] = (struct stacksnap_runtime_frame){
+			.sz = sizeof(rf[m]),
+			.runtime = STACKSNAP_RUNTIME_JS,
+			.native_index = native_of[m],
+			.flags = names[m].inlined ? STACKSNAP_RFRAME_INLINED : 0,
+			.function = names[m].function,
+			.file = names[m].file[0] ? names[m].file : NULL,
+			.line = names[m].line,
+			.pc = names[m].interpreted ? 0 : native[native_of[m]].pc,
+		};
+	free(native_of);
+	v->frames[i] = rf;
+	v->names[i] = names;
+	v->nframes[i] = n;
+	v->nnative[i] = nnative;
+	v->resolved[i] = true;
+	return 0;
+nomem:
+	free(names);
+	free(native_of);
+	return -ENOMEM;
+}
+
+int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
+		       const struct stacksnap_frame *native, size_t nnative,
+		       struct stacksnap_runtime_frame *out, size_t max)
+{
+	int err = resolve(v, nthreads, i, native, nnative);
+
+	if (err)
+		return err;
+	for (size_t k = 0; k < v->nframes[i] && k < max; k++)
+		out[k] = v->frames[i][k];
+	return (int)v->nframes[i];
+}
