@@ -1374,6 +1374,13 @@ STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *
 						  size_t nnative,
 						  struct stacksnap_runtime_frame *out,
 						  size_t max, const char **end);
+/* Registers with uw the steppers a snapshot file's runtime needs for
+ * walking its saved stacks as the capture walked them (a JVM's compiled
+ * Java frames: the capture's steps, kept by --save). uw must not be used
+ * after s is freed. Returns how many were registered (0: none), or
+ * -errno. */
+STACKSNAP_API int stacksnap_saved__runtime_steppers(const struct stacksnap_saved *s,
+						    struct stacksnap_unwinder *uw);
 /* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
  * user registers and a copy of the user stack at a tracepoint, uprobe or
  * perf event), turned into frames here. libdw-bpf's shape: the process

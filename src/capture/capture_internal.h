@@ -186,15 +186,20 @@ void capture__java_free(struct snap_java *j);
  * before the frames were named (one read). */
 void capture__java_take(struct snap_java *j);
 const char *capture__java_description(const struct snap_java *j);
-/* The Java frames of snapshot thread i (of nthreads), one per native frame
- * in the code cache, each replacing it; at most max into out. Returns
- * their count or -ENOMEM. */
 /* Registers with uw the stepper of compiled Java frames (by their
  * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or
  * -errno. */
 int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
+/* The Java frames of snapshot thread i (of nthreads), one per native frame
+ * in the code cache, each replacing it; at most max into out. Returns
+ * their count or -ENOMEM. */
 int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max);
+/* The steps the stepper took in the walks so far (for --save), in the
+ * order taken, duplicates possible; *steps lives as long as j. */
+struct hotspot_step;
+size_t capture__java_steps(const struct snap_java *j,
+			   const struct hotspot_step **steps);
 
 #endif

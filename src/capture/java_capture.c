@@ -54,7 +54,14 @@ struct snap_java {
 	struct { uint64_t sp, fp; } *fps;
 	size_t nfps, fps_cap;
 	bool fp_sorted;
+	/* Every step the stepper took (walks of this capture: the dump's,
+	   the writer's), for --save: `show` replays them. At most
+	   JAVA_MAX_STEPS; duplicates possible (the writer sorts them). */
+	struct hotspot_step *steps;
+	size_t nsteps, steps_cap;
 };
+
+#define JAVA_MAX_STEPS (1u << 20)
 
 /* libjvm.so's first mapping: in the address space the caller read, else
  * in /proc/PID/maps. */
@@ -170,6 +177,7 @@ void capture__java_free(struct snap_java *j)
 	free(j->nnative);
 	free(j->resolved);
 	free(j->fps);
+	free(j->steps);
 	hotspot_structs__free(&j->hs);
 	stacksnap_mem__free(j->mem);
 	free(j);
@@ -417,6 +425,36 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 	return (int)j->nframes[i];
 }
 
+/* Remembers a step taken (a full log is left as it is: `show` then
+ * walks those frames as it can). */
+static void log_step(struct snap_java *j, const struct stacksnap_regs *regs,
+		     const struct stacksnap_regs *caller)
+{
+	if (j->nsteps == j->steps_cap) {
+		size_t c = j->steps_cap ? 2 * j->steps_cap : 256;
+		void *ns;
+
+		if (c > JAVA_MAX_STEPS || !(ns = realloc(j->steps, c * sizeof(*j->steps))))
+			return;
+		j->steps = ns;
+		j->steps_cap = c;
+	}
+	j->steps[j->nsteps++] = (struct hotspot_step){
+		.pc = regs->regs[STACKSNAP_REG_RIP],
+		.sp = regs->regs[STACKSNAP_REG_RSP],
+		.caller_pc = caller->regs[STACKSNAP_REG_RIP],
+		.caller_sp = caller->regs[STACKSNAP_REG_RSP],
+		.caller_fp = caller->regs[STACKSNAP_REG_RBP],
+	};
+}
+
+size_t capture__java_steps(const struct snap_java *j,
+			   const struct hotspot_step **steps)
+{
+	*steps = j->steps;
+	return j->nsteps;
+}
+
 /* An interpreter frame: its caller's sp is the one the frame saved
  * (frame::interpreter_frame_sender_sp), not rbp + 16: a compiled caller
  * reaches the interpreter through an adapter that pushes the arguments
@@ -458,6 +496,7 @@ static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *re
 	caller->regs[STACKSNAP_REG_RBP] = saved_fp;
 	caller->valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
 			1u << STACKSNAP_REG_RBP;
+	log_step(j, regs, caller);
 	return STACKSNAP_STEPPER_CALLER;
 }
 
@@ -500,6 +539,7 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	caller->regs[STACKSNAP_REG_RSP] = csp;
 	caller->regs[STACKSNAP_REG_RBP] = fp;
 	caller->valid = need | 1u << STACKSNAP_REG_RBP;
+	log_step(j, regs, caller);
 	return STACKSNAP_STEPPER_CALLER;
 }
 

@@ -311,6 +311,21 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 	return NULL;
 }
 
+const char *capture__runtime_java(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->java
+		? capture__java_description(s->runtime->java) : NULL;
+}
+
+size_t capture__runtime_java_steps(const struct stacksnap_snapshot *s,
+				   const struct hotspot_step **steps)
+{
+	*steps = NULL;
+	if (!s || !s->runtime || !s->runtime->java)
+		return 0;
+	return capture__java_steps(s->runtime->java, steps);
+}
+
 const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
 {
 	return s && s->runtime && s->runtime->captured ? &s->runtime->py : NULL;

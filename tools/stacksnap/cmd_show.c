@@ -54,6 +54,9 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s)
 	int rc = EXIT_OK;
 
 	stacksnap_saved__info(s, &info);
+	/* A JVM's compiled frames: walked as the capture walked them. */
+	if (uw && o->runtime != RUNTIME_OFF)
+		stacksnap_saved__runtime_steppers(s, uw);
 	if (o->runtime != RUNTIME_OFF && stacksnap_saved__runtime(s, &rinfo) == 0 &&
 	    rinfo.runtime) {
 		tot.runtime = &rinfo;
