@@ -196,6 +196,10 @@ int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
 int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max);
+/* For a JVM walked again and again (the walker's rounds): forgets the
+ * frames named, the frames stepped and the code heaps' ranges, so that
+ * the next capture's threads are walked and named afresh. */
+void capture__java_forget(struct snap_java *j);
 /* The steps the stepper took in the walks so far (for --save), in the
  * order taken, duplicates possible; *steps lives as long as j. */
 struct hotspot_step;

@@ -161,10 +161,10 @@ struct snap_java *capture__java_detect(pid_t pid,
 	return j;
 }
 
-void capture__java_free(struct snap_java *j)
+/* The frames named so far, dropped (the arrays sized for the thread
+ * count of their capture). */
+static void drop_frames(struct snap_java *j)
 {
-	if (!j)
-		return;
 	for (size_t i = 0; i < j->nthreads; i++) {
 		if (j->frames)
 			free(j->frames[i]);
@@ -176,6 +176,30 @@ void capture__java_free(struct snap_java *j)
 	free(j->nframes);
 	free(j->nnative);
 	free(j->resolved);
+	j->frames = NULL;
+	j->names = NULL;
+	j->nframes = NULL;
+	j->nnative = NULL;
+	j->resolved = NULL;
+	j->nthreads = 0;
+}
+
+void capture__java_forget(struct snap_java *j)
+{
+	drop_frames(j);
+	j->nfps = 0;
+	j->fp_sorted = false;
+	j->nsteps = 0;
+	j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
+	j->gc_captured = false;
+	j->gc_warned = false;
+}
+
+void capture__java_free(struct snap_java *j)
+{
+	if (!j)
+		return;
+	drop_frames(j);
 	free(j->fps);
 	free(j->steps);
 	hotspot_structs__free(&j->hs);
