@@ -19,6 +19,7 @@
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/java/hotspot_structs.h"
+#include "runtime/java/hotspot_threads.h"
 
 /* Invariant: structs and code were read (a JVM whose tables did not read
  * has no snap_java). frames[i] (thread i of the snapshot) is valid once
@@ -59,6 +60,12 @@ struct snap_java {
 	   JAVA_MAX_STEPS; duplicates possible (the writer sorts them). */
 	struct hotspot_step *steps;
 	size_t nsteps, steps_cap;
+	/* The threads' Java names, read at the first one asked for (after
+	   the thaw: a name is the object's, not the stack's). */
+	struct hotspot_threads ht;
+	bool ht_ok, names_read;
+	struct hotspot_thread_name *tnames;
+	size_t ntnames;
 };
 
 #define JAVA_MAX_STEPS (1u << 20)
@@ -155,6 +162,10 @@ struct snap_java *capture__java_detect(pid_t pid,
 		    stacksnap_mem__read(j->mem, heap->address, &h, 8) == 0 && h)
 			j->gc_count_addr = h + count->offset;
 	}
+	j->ht_ok = hotspot_threads__init(&j->ht, &j->hs, &j->hc) == 0;
+	if (!j->ht_ok)
+		log_info(log, "pid %d: the JVM's tables lack what Java thread names "
+			 "need: OS thread names only", (int)pid);
 	snprintf(j->description, sizeof(j->description),
 		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
@@ -200,6 +211,7 @@ void capture__java_free(struct snap_java *j)
 	if (!j)
 		return;
 	drop_frames(j);
+	free(j->tnames);
 	free(j->fps);
 	free(j->steps);
 	hotspot_structs__free(&j->hs);
@@ -239,6 +251,22 @@ static void check_unloading(struct snap_java *j)
 			 "unloaded meanwhile may leave a frame misnamed", (int)j->pid,
 			 now - j->gc_at_capture);
 	}
+}
+
+const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
+{
+	if (!j->names_read && j->ht_ok) {
+		int err = hotspot_threads__names(&j->ht, &j->tnames, &j->ntnames);
+
+		if (err)
+			log_info(j->log, "pid %d: Java thread names did not read (%s)",
+				 (int)j->pid, strerror(-err));
+	}
+	j->names_read = true;
+	for (size_t k = 0; k < j->ntnames; k++)
+		if (j->tnames[k].tid == tid)
+			return j->tnames[k].name;
+	return NULL;
 }
 
 const char *capture__java_description(const struct snap_java *j)

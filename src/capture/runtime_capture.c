@@ -293,7 +293,11 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 	struct snap_runtime *rt;
 	const struct py_raw_thread *t;
 
-	if (!s || i >= s->n || !(rt = s->runtime) || !rt->captured)
+	if (!s || i >= s->n || !(rt = s->runtime))
+		return NULL;
+	if (rt->java)
+		return capture__java_thread_name(rt->java, s->threads[i].pub.tid);
+	if (!rt->captured)
 		return NULL;
 	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
 	if (!t)

@@ -25,6 +25,7 @@ static int saved_runtime_frames(const struct stacksnap_saved *s, size_t i,
 
 	r->holds_gil = ri->gil_holder && ri->gil_holder == r->thread->tid;
 	r->rname = stacksnap_saved__runtime_thread_name(s, i);
+	r->rname_java = ri->runtime == STACKSNAP_RUNTIME_JAVA;
 	if (n <= 0)
 		return 0;
 	r->rframes = calloc((size_t)n, sizeof(*r->rframes));

@@ -336,6 +336,12 @@ static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 		       size_t len, bool dots);
 
+int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+			 size_t len)
+{
+	return read_symbol(hc, sym, buf, len, false);
+}
+
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len)
 {

@@ -94,6 +94,10 @@ int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
  * -ENOENT (no table, or no line for bci) or -errno. */
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len);
+/* A Symbol's text into buf (NUL-terminated). Returns 0, -EPROTO (longer
+ * than buf, or not text) or -EFAULT. */
+int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+			 size_t len);
 /* "pkg.Class.method(SIGNATURE)" of method into buf. Returns 0 or -errno. */
 int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 			      char *buf, size_t len);
