@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "addrspace/addrspace.h"
+#include "addrspace/module.h"
 #include "base/maps_line.h"
 #include "capture/capture_internal.h"
 #include "mem/mem.h"
@@ -556,8 +557,12 @@ static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *re
  * -XX:+PreserveFramePointer): its frame is stepped the way HotSpot's
  * frame::sender does, by the nmethod's fixed frame size: the caller's sp
  * is sp + frame_size words, the return address and the saved rbp are the
- * two words below it. Only return addresses (a frame stopped at a call,
- * its frame fully built); an exact pc may be in a prologue. */
+ * two words below it. A return address: its frame is fully built (a
+ * frame stopped at a call). An exact pc (a running thread's frame 0):
+ * only past the nmethod's frame_complete point (not in its prologue),
+ * and only when what the step finds is a return address into Java code
+ * (every compiled frame's caller is: an epilogue's pc, its frame half
+ * popped, would find another word). */
 static int java_step(void *user, const struct stacksnap_regs *regs,
 		     bool exact_pc, struct stacksnap_mem *mem,
 		     struct stacksnap_regs *caller)
@@ -568,22 +573,30 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	uint64_t pc, sp, csp, ret, fp;
 	bool in = false;
 
-	if (exact_pc || (regs->valid & need) != need)
+	if ((regs->valid & need) != need)
 		return STACKSNAP_STEPPER_NOT_MINE;
-	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
+	pc = regs->regs[STACKSNAP_REG_RIP] - !exact_pc;
 	sp = regs->regs[STACKSNAP_REG_RSP];
 	in = in_code_cache(j, pc);
 	if (!in || hotspot_code__blob(&j->hc, pc, &blob))
 		return STACKSNAP_STEPPER_NOT_MINE;
-	if (blob.is_interpreter)
+	if (blob.is_interpreter && !exact_pc)
 		return interpreter_step(j, regs, mem, caller);
 	if (strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
-	    blob.frame_size > (1 << 16))
+	    blob.frame_size > (1 << 16) ||
+	    (exact_pc && (!blob.frame_complete || pc < blob.frame_complete)))
 		return STACKSNAP_STEPPER_NOT_MINE;
 	csp = sp + 8 * (uint64_t)blob.frame_size;
 	if (stacksnap_mem__read(mem, csp - 8, &ret, 8) ||
 	    stacksnap_mem__read(mem, csp - 16, &fp, 8))
-		return -EFAULT;
+		return exact_pc ? STACKSNAP_STEPPER_NOT_MINE : -EFAULT;
+	if (exact_pc) {
+		struct hotspot_blob cb;
+
+		if (!ret || !in_code_cache(j, ret - 1) ||
+		    hotspot_code__blob(&j->hc, ret - 1, &cb))
+			return STACKSNAP_STEPPER_NOT_MINE;
+	}
 	/* What compiled Java code saves of a native caller's registers is
 	   not known here: rip, rsp and rbp only. */
 	memset(caller, 0, sizeof(*caller));
@@ -609,4 +622,68 @@ int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
 		return 0;
 	id = stacksnap_unwinder__add_stepper(uw, &o);
 	return id < 0 ? id : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* A JVM followed over samples (profile, trace): one snap_java whose
+ * frames are named per walk. */
+
+struct stacksnap_jvm {
+	struct snap_java *j;
+	unsigned walks;		/* named so far: the heaps re-read now and then */
+};
+
+struct stacksnap_jvm *stacksnap_jvm__open(struct stacksnap_ctx *ctx, pid_t pid,
+					  const struct stacksnap_addrspace *as)
+{
+	struct stacksnap_jvm *jvm;
+
+	if (!ctx || pid <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(jvm = calloc(1, sizeof(*jvm))))
+		return NULL;
+	if (!(jvm->j = capture__java_detect(pid, as, &ctx->log))) {
+		free(jvm);
+		errno = ENOENT;
+		return NULL;
+	}
+	return jvm;
+}
+
+void stacksnap_jvm__free(struct stacksnap_jvm *jvm)
+{
+	if (!jvm)
+		return;
+	capture__java_free(jvm->j);
+	free(jvm);
+}
+
+int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm, struct stacksnap_unwinder *uw)
+{
+	if (!jvm || !uw)
+		return fail(-EINVAL);
+	return capture__java_steppers(jvm->j, uw);
+}
+
+int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_frame *native,
+			  size_t nnative, struct stacksnap_runtime_frame *out, size_t max)
+{
+	struct snap_java *j;
+	int n;
+
+	if (!jvm || (nnative && !native) || (max && !out))
+		return fail(-EINVAL);
+	j = jvm->j;
+	drop_frames(j);
+	/* The code heaps commit more as the JIT compiles. */
+	if (++jvm->walks % 256 == 0)
+		j->nheaps = -1;
+	n = capture__java_frames(j, 1, 0, native, nnative, out, max);
+	/* The interpreter frames stepped were this walk's. */
+	j->nfps = 0;
+	j->fp_sorted = false;
+	j->nsteps = 0;
+	return n < 0 ? fail(n) : (n > (int)max ? (int)max : n);
 }

@@ -4,7 +4,8 @@
 // ReentrantLock held by another thread, BlockingQueue.take, and a
 // synchronized block another thread holds. The recursion is warmed first
 // so that (without -Xint) the JIT compiles it. Prints "ready" once every
-// thread has been started; the test waits for them to block.
+// thread has been started; the test waits for them to block. With the
+// argument "hot", a thread "hot" runs spin() (step() inlined) forever.
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.locks.LockSupport;
@@ -60,6 +61,23 @@ public class JavaFrames {
 		}
 	}
 
+	static volatile long hotSink;
+
+	/* Small enough to be inlined into spin by the JIT. */
+	static long step(long x) {
+		return x * 6364136223846793005L + 1442695040888963407L;
+	}
+
+	/* A thread always running: compiled (OSR) with step inlined. */
+	static void spin() {
+		long x = 1;
+		while (true) {
+			for (int i = 0; i < 1000000; i++)
+				x = step(x);
+			hotSink = x;
+		}
+	}
+
 	interface Body {
 		void run() throws InterruptedException;
 	}
@@ -89,6 +107,9 @@ public class JavaFrames {
 		start("locker", JavaFrames::lockIt);
 		start("taker", JavaFrames::take);
 		start("entrant", JavaFrames::enter);
+		/* "hot": one thread more, running (profile, trace). */
+		if (args.length > 0 && args[0].equals("hot"))
+			start("hot", JavaFrames::spin);
 		System.out.println("ready " + DEPTH);
 		System.out.flush();
 		Thread.sleep(Long.MAX_VALUE);

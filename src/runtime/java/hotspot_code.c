@@ -70,6 +70,8 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 			hotspot_structs__field(hs, "CodeBlob", "_frame_size");
 
 		hc->blob_frame_size = fs && !fs->is_static ? fs->offset : 0;
+		fs = hotspot_structs__field(hs, "CodeBlob", "_frame_complete_offset");
+		hc->blob_frame_complete = fs && !fs->is_static ? fs->offset : 0;
 	}
 	{
 		/* Optional: without them compiled frames name one method. */
@@ -218,6 +220,17 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 	if (hc->blob_frame_size &&
 	    mem_read(hc->mem, out->start + hc->blob_frame_size, &out->frame_size, 4))
 		return -EFAULT;
+	/* Where the frame is built (CodeBlob::is_frame_complete_at): a
+	   running thread's pc past it has its frame's full size. */
+	if (hc->blob_frame_complete && hc->blob_code_begin) {
+		int32_t off;
+		uint64_t begin;
+
+		if (!mem_read(hc->mem, out->start + hc->blob_frame_complete, &off, 4) &&
+		    !rd64(hc, out->start + hc->blob_code_begin, &begin) && off > 0 &&
+		    begin > out->start && begin - out->start < (uint64_t)size)
+			out->frame_complete = begin + (uint64_t)off;
+	}
 	out->is_interpreter = !strcmp(out->name, "Interpreter");
 	/* Compiled methods are "nmethod", native methods' compiled
 	 * wrappers "native nmethod" (both nmethods, with a Method*). */

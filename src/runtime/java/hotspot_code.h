@@ -29,6 +29,8 @@ struct hotspot_code {
 	uint64_t blob_name, blob_size;	/* CodeBlob */
 	uint64_t blob_frame_size;	/* CodeBlob::_frame_size; 0 when the
 					   table has none (no stepping) */
+	uint64_t blob_frame_complete;	/* CodeBlob::_frame_complete_offset;
+					   0: none (exact pcs not stepped) */
 	/* The scope descriptors (inlining); scopes_ok false when the table
 	   lacks one of them (compiled frames then name one method). */
 	bool scopes_ok;
@@ -61,6 +63,9 @@ struct hotspot_blob {
 	int32_t frame_size;	/* CodeBlob::_frame_size, in words: its
 				   frame from sp to the caller's sp (return
 				   address and saved rbp included) */
+	uint64_t frame_complete; /* the first pc where the frame is built
+				    (code begin + _frame_complete_offset);
+				    0: unknown or never */
 	bool is_interpreter;
 };
 
