@@ -4,8 +4,7 @@
 // ReentrantLock held by another thread, BlockingQueue.take, and a
 // synchronized block another thread holds. The recursion is warmed first
 // so that (without -Xint) the JIT compiles it. Prints "ready" once every
-// thread has been started; the test waits for them to block. With the
-// argument "hot", a thread "hot" runs spin() (step() inlined) forever.
+// thread has been started; the test waits for them to block.
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.locks.LockSupport;
@@ -68,7 +67,8 @@ public class JavaFrames {
 		return x * 6364136223846793005L + 1442695040888963407L;
 	}
 
-	/* A thread always running: compiled (OSR) with step inlined. */
+	/* With the argument "hot", a thread "hot" runs this forever:
+	 * compiled (OSR) with step inlined. */
 	static void spin() {
 		long x = 1;
 		while (true) {
