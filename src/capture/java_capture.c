@@ -61,6 +61,11 @@ struct snap_java {
 	   JAVA_MAX_STEPS; duplicates possible (the writer sorts them). */
 	struct hotspot_step *steps;
 	size_t nsteps, steps_cap;
+	/* Deoptimized compiled frames the stepper met (their return
+	   address patched to the deopt handler): the original pc each
+	   keeps in its frame, read from the stack copy, by the frame's sp. */
+	struct { uint64_t sp, pc; } *deopts;
+	size_t ndeopts, deopts_cap;
 	/* The threads' Java names, read at the first one asked for (after
 	   the thaw: a name is the object's, not the stack's). */
 	struct hotspot_threads ht;
@@ -202,6 +207,7 @@ void capture__java_forget(struct snap_java *j)
 	j->nfps = 0;
 	j->fp_sorted = false;
 	j->nsteps = 0;
+	j->ndeopts = 0;
 	j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
 	j->gc_captured = false;
 	j->gc_warned = false;
@@ -213,6 +219,7 @@ void capture__java_free(struct snap_java *j)
 		return;
 	drop_frames(j);
 	free(j->tnames);
+	free(j->deopts);
 	free(j->fps);
 	free(j->steps);
 	hotspot_structs__free(&j->hs);
@@ -334,6 +341,18 @@ static bool in_code_cache(struct snap_java *j, uint64_t pc)
 	return false;
 }
 
+/* The pc of a caller frame: its return address, or, for a deoptimized
+ * frame (its return address patched to the deopt handler), the original
+ * one the stepper read from its frame. */
+static uint64_t deopt_original_pc(const struct snap_java *j,
+				  const struct stacksnap_frame *fr)
+{
+	for (size_t i = 0; i < j->ndeopts; i++)
+		if (j->deopts[i].sp == fr->sp)
+			return j->deopts[i].pc;
+	return fr->pc;
+}
+
 /* Methods inlined at one call, at most. */
 #define JAVA_MAX_SCOPES 64
 
@@ -406,7 +425,8 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 					&one))
 			continue;
 		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
-			hotspot_code__scopes(&j->hc, one.blob, fr->pc, methods,
+			hotspot_code__scopes(&j->hc, one.blob,
+					     deopt_original_pc(j, fr), methods,
 					     bcis, JAVA_MAX_SCOPES) : 0;
 		if (ns <= 0) {
 			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
@@ -476,6 +496,29 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];
 	return (int)j->nframes[i];
+}
+
+/* A deoptimized frame at sp: its original pc (in the frame, at
+ * orig_pc_offset), kept when it is inside the nmethod. */
+static void note_deopt(struct snap_java *j, uint64_t sp, struct stacksnap_mem *mem,
+		       const struct hotspot_blob *blob)
+{
+	uint64_t orig;
+
+	if (stacksnap_mem__read(mem, sp + (uint64_t)blob->orig_pc_offset, &orig, 8) ||
+	    orig <= blob->start || orig - blob->start >= blob->size)
+		return;
+	if (j->ndeopts == j->deopts_cap) {
+		size_t c = j->deopts_cap ? 2 * j->deopts_cap : 16;
+		void *nd;
+
+		if (c > JAVA_MAX_STEPS || !(nd = realloc(j->deopts, c * sizeof(*j->deopts))))
+			return;
+		j->deopts = nd;
+		j->deopts_cap = c;
+	}
+	j->deopts[j->ndeopts].sp = sp;
+	j->deopts[j->ndeopts++].pc = orig;
 }
 
 /* Remembers a step taken (a full log is left as it is: `show` then
@@ -597,6 +640,11 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 		    hotspot_code__blob(&j->hc, ret - 1, &cb))
 			return STACKSNAP_STEPPER_NOT_MINE;
 	}
+	if (!exact_pc && blob.orig_pc_offset >= 0 &&
+	    blob.orig_pc_offset < 8 * blob.frame_size &&
+	    (regs->regs[STACKSNAP_REG_RIP] == blob.deopt_handler ||
+	     regs->regs[STACKSNAP_REG_RIP] == blob.deopt_mh_handler))
+		note_deopt(j, sp, mem, &blob);
 	/* What compiled Java code saves of a native caller's registers is
 	   not known here: rip, rsp and rbp only. */
 	memset(caller, 0, sizeof(*caller));
@@ -685,5 +733,6 @@ int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_fram
 	j->nfps = 0;
 	j->fp_sorted = false;
 	j->nsteps = 0;
+	j->ndeopts = 0;
 	return n < 0 ? fail(n) : (n > (int)max ? (int)max : n);
 }

@@ -89,6 +89,22 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, log);
 		hc->scopes_ok = !serr && hc->pcdesc_size >= 8 && hc->pcdesc_size <= 64;
 	}
+	{
+		const struct hotspot_field *d =
+			hotspot_structs__field(hs, "CompiledMethod", "_deopt_handler_begin");
+		const struct hotspot_field *dm =
+			hotspot_structs__field(hs, "CompiledMethod", "_deopt_mh_handler_begin");
+		const struct hotspot_field *o =
+			hotspot_structs__field(hs, "nmethod", "_orig_pc_offset");
+
+		hc->deopt_ok = d && !d->is_static && dm && !dm->is_static && o &&
+			       !o->is_static;
+		if (hc->deopt_ok) {
+			hc->cm_deopt_handler = d->offset;
+			hc->cm_deopt_mh_handler = dm->offset;
+			hc->nm_orig_pc_offset = o->offset;
+		}
+	}
 	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
 	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
 	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
@@ -217,6 +233,7 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		return -EFAULT;
 	if (size <= 0 || pc - out->start >= (uint64_t)size)
 		return -ENOENT; /* in the heap block's padding */
+	out->size = (uint64_t)size;
 	if (hc->blob_frame_size &&
 	    mem_read(hc->mem, out->start + hc->blob_frame_size, &out->frame_size, 4))
 		return -EFAULT;
@@ -237,6 +254,13 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 	if ((!strcmp(out->name, "nmethod") ||
 	     !strcmp(out->name, "native nmethod")) &&
 	    rd64(hc, out->start + hc->cm_method, &out->method))
+		return -EFAULT;
+	out->orig_pc_offset = -1;
+	if (hc->deopt_ok && !strcmp(out->name, "nmethod") &&
+	    (rd64(hc, out->start + hc->cm_deopt_handler, &out->deopt_handler) ||
+	     rd64(hc, out->start + hc->cm_deopt_mh_handler, &out->deopt_mh_handler) ||
+	     mem_read(hc->mem, out->start + hc->nm_orig_pc_offset,
+		      &out->orig_pc_offset, 4)))
 		return -EFAULT;
 	return 0;
 }

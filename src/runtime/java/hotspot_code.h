@@ -31,6 +31,11 @@ struct hotspot_code {
 					   table has none (no stepping) */
 	uint64_t blob_frame_complete;	/* CodeBlob::_frame_complete_offset;
 					   0: none (exact pcs not stepped) */
+	/* Deoptimized frames: their return address is patched to the
+	   nmethod's deopt handler, the original pc kept in the frame at sp
+	   + _orig_pc_offset. deopt_ok false: not in the tables. */
+	bool deopt_ok;
+	uint64_t cm_deopt_handler, cm_deopt_mh_handler, nm_orig_pc_offset;
 	/* The scope descriptors (inlining); scopes_ok false when the table
 	   lacks one of them (compiled frames then name one method). */
 	bool scopes_ok;
@@ -57,12 +62,18 @@ struct hotspot_code {
 /* A code blob of the code cache. */
 struct hotspot_blob {
 	uint64_t start;		/* the blob (its CodeBlob header) */
+	uint64_t size;		/* CodeBlob::_size: bytes from start */
 	char name[64];		/* CodeBlob::_name: "nmethod", "Interpreter",
 				   "StubRoutines (1)", ... */
 	uint64_t method;	/* an nmethod's Method*, else 0 */
 	int32_t frame_size;	/* CodeBlob::_frame_size, in words: its
 				   frame from sp to the caller's sp (return
 				   address and saved rbp included) */
+	/* An nmethod's deopt handlers (0: unknown) and where its frames
+	   keep a deoptimized frame's original pc (bytes from sp; -1:
+	   unknown). */
+	uint64_t deopt_handler, deopt_mh_handler;
+	int32_t orig_pc_offset;
 	uint64_t frame_complete; /* the first pc where the frame is built
 				    (code begin + _frame_complete_offset);
 				    0: unknown or never */
