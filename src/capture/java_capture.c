@@ -222,6 +222,7 @@ void capture__java_free(struct snap_java *j)
 	free(j->deopts);
 	free(j->fps);
 	free(j->steps);
+	hotspot_code__free(&j->hc);
 	hotspot_structs__free(&j->hs);
 	stacksnap_mem__free(j->mem);
 	free(j);
@@ -242,10 +243,11 @@ void capture__java_take(struct snap_java *j)
 		read_gc_count(j, &j->gc_at_capture) == 0;
 }
 
-/* Once per snapshot: a collection since the freeze may have unloaded
- * classes whose methods the frames name (a Method* read after the thaw
- * may then be freed or reused). Said, not hidden: the names are still
- * the best there is. */
+/* Once per snapshot, before frames are named: a collection since the
+ * freeze may have unloaded classes whose methods the frames name (a
+ * Method* read after the thaw may then be freed, its memory as it was
+ * or reused). The loaders alive now are read: a frame whose method's
+ * class belongs to none says so instead of a name (hotspot_frames.c). */
 static void check_unloading(struct snap_java *j)
 {
 	uint32_t now;
@@ -253,11 +255,14 @@ static void check_unloading(struct snap_java *j)
 	if (j->gc_warned || !j->gc_captured || read_gc_count(j, &now))
 		return;
 	if (now != j->gc_at_capture) {
+		int err = hotspot_code__read_live_loaders(&j->hc);
+
 		j->gc_warned = true;
 		log_warn(j->log, "pid %d: the JVM collected garbage %u time(s) between "
-			 "the capture and the naming of its Java frames: a class "
-			 "unloaded meanwhile may leave a frame misnamed", (int)j->pid,
-			 now - j->gc_at_capture);
+			 "the capture and the naming of its Java frames: %s", (int)j->pid,
+			 now - j->gc_at_capture,
+			 err ? "a class unloaded meanwhile may leave a frame misnamed"
+			     : "frames of classes unloaded meanwhile are marked");
 	}
 }
 
@@ -488,11 +493,11 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max)
 {
-	int err = resolve(j, nthreads, i, native, nnative);
+	int err;
 
-	if (err)
-		return err;
 	check_unloading(j);
+	if ((err = resolve(j, nthreads, i, native, nnative)))
+		return err;
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];
 	return (int)j->nframes[i];

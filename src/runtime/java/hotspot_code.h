@@ -36,6 +36,18 @@ struct hotspot_code {
 	   + _orig_pc_offset. deopt_ok false: not in the tables. */
 	bool deopt_ok;
 	uint64_t cm_deopt_handler, cm_deopt_mh_handler, nm_orig_pc_offset;
+	/* Whether a Method* is still its class's (check_ok false: not in
+	   the tables, not checked): Method::_access_flags' IS_OLD and
+	   IS_OBSOLETE bits (redefined), InstanceKlass::_methods. */
+	bool check_ok;
+	uint64_t method_access_flags, ik_methods, array_ptr_data;
+	int64_t acc_is_old, acc_is_obsolete;
+	/* After a collection (classes may have been unloaded): the class
+	   loaders alive now (ClassLoaderDataGraph's list, sorted), which a
+	   current method's class must belong to. NULL: not checked. */
+	uint64_t cldg_head, cld_next, klass_cld;	/* 0: not in the tables */
+	uint64_t *live_clds;
+	size_t nlive_clds;
 	/* The scope descriptors (inlining); scopes_ok false when the table
 	   lacks one of them (compiled frames then name one method). */
 	bool scopes_ok;
@@ -114,6 +126,26 @@ int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
  * than buf, or not text) or -EFAULT. */
 int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 			 size_t len);
+/* What a Method* read after the thaw is: its class's current method
+ * (HOTSPOT_METHOD_CURRENT), an old version its class replaced since
+ * (RedefineClasses: the frame runs the old code, the name is right),
+ * or no longer its class's (STALE: freed with an unloaded class, or a
+ * redefinition's old version freed, its memory perhaps reused: the
+ * name read from it cannot be trusted). UNCHECKED: the tables lack
+ * what the check needs, or it did not read. */
+enum hotspot_method_state {
+	HOTSPOT_METHOD_CURRENT,
+	HOTSPOT_METHOD_OLD,
+	HOTSPOT_METHOD_STALE,
+	HOTSPOT_METHOD_UNCHECKED,
+};
+enum hotspot_method_state hotspot_code__method_check(struct hotspot_code *hc,
+						     uint64_t method);
+/* Reads the live class loaders now (after a collection): method_check
+ * then also calls a method whose class's loader is not among them
+ * stale. Returns 0, or -errno (not read: not checked). */
+int hotspot_code__read_live_loaders(struct hotspot_code *hc);
+void hotspot_code__free(struct hotspot_code *hc);
 /* "pkg.Class.method(SIGNATURE)" of method into buf. Returns 0 or -errno. */
 int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 			      char *buf, size_t len);

@@ -26,6 +26,9 @@ struct hotspot_frame {
 	char function[512];	/* "pkg.Class.method", or the blob's name */
 	char file[256];		/* the class's source file ("Deep.java") */
 	unsigned line;		/* interpreted frames: of the bytecode index */
+	/* The Method* checked after it was named (hotspot_code.h): OLD
+	   and STALE are said in function, not hidden. */
+	enum hotspot_method_state state;
 	uint64_t blob;		/* the code blob (its header) */
 };
 
