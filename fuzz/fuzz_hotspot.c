@@ -2,14 +2,16 @@
  * (src/runtime/java/hotspot_code.c), which follows pointers through a
  * JVM's memory: the input is that memory (a copy source at a fixed base,
  * every other read fails), read with a fixed plausible layout; the code
- * cache lookup, the interpreter frame's Method* and the method naming
- * must end, bounded, without reading past the bytes or looping. */
+ * cache lookup, the interpreter frame's Method* and the method naming,
+ * and the threads' Java names (hotspot_threads.c) must end, bounded,
+ * without reading past the bytes or looping. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
+#include "runtime/java/hotspot_threads.h"
 #include "stacksnap.h"
 
 #define BASE 0x10000ull
@@ -74,6 +76,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hc.pcdesc_size = 16;
 	hc.pcdesc_pc = 0;
 	hc.pcdesc_scope = 4;
+	/* Deoptimization and frame-complete fields (the stepper's). */
+	hc.deopt_ok = true;
+	hc.cm_deopt_handler = 0x40;
+	hc.cm_deopt_mh_handler = 0x48;
+	hc.nm_orig_pc_offset = 0x50;
+	hc.blob_frame_complete = 0x14;
 	for (int i = 0; i < 4; i++) {
 		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
 			if (strlen(blob.name) >= sizeof(blob.name))
@@ -125,6 +133,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (hotspot_code__heap_ranges(&hc, ranges, 4) > 4)
 			abort();
+	}
+	/* The threads' Java names: JDK 17's offsets, statics in the first
+	 * bytes; flags, the thread list, the objects wherever the bytes
+	 * point. */
+	{
+		struct hotspot_threads ht = {
+			.hc = &hc, .mem = mem,
+			.thread_list = BASE + 0x08, .tl_length = 4, .tl_threads = 0x10,
+			.jt_osthread = 0x230, .jt_thread_obj = 0x288, .handle_obj = 0,
+			.os_thread_id = 0xd0,
+			.thread_klass = BASE + 0x10, .string_klass = BASE + 0x18,
+			.ik_fields = 0x1c8, .ik_java_fields = 0x136, .ik_constants = 0xe8,
+			.u2_data = 4, .oop_base = BASE + 0x20, .oop_shift = BASE + 0x28,
+			.flags_addr = BASE + 0x30, .nflags_addr = BASE + 0x38,
+			.flag_addr = 0, .flag_name = 8, .flag_size = 24,
+			.fi_slots = 6, .fi_name = 1, .fi_sig = 2, .fi_low = 4,
+			.fi_high = 5, .tag_size = 2, .tag_offset = 1,
+		};
+		struct hotspot_thread_name *names;
+		size_t n;
+
+		if (hotspot_threads__names(&ht, &names, &n) == 0) {
+			for (size_t i = 0; i < n; i++)
+				if (strlen(names[i].name) > HOTSPOT_MAX_THREAD_NAME)
+					abort();
+			free(names);
+		}
 	}
 	stacksnap_mem__free(mem);
 	return 0;

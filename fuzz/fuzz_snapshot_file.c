@@ -3,7 +3,8 @@
  * and checksum fields made right (the sections' own checksums too, so
  * mutations reach events files' records), and unwind every thread and
  * every event read, as `stacksnap show` does (with the Python frames of a
- * RUNTIME section merged in, and an event's own Python frames read). */
+ * RUNTIME section merged in, a JAVA section's frames merged and its steps
+ * replayed, and an event's own Python frames read). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,16 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	struct stacksnap_frame frames[64];
 	enum stacksnap_end end;
+	struct stacksnap_unwinder *juw = NULL;
+
+	/* A JAVA section's steps: replayed by a stepper of an unwinder of
+	   this file's own (it points into s). */
+	if (s) {
+		STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = 64);
+		juw = stacksnap_unwinder__new(&uo);
+		if (juw && stacksnap_saved__runtime_steppers(s, juw) > 0)
+			uw = juw;
+	}
 
 	for (size_t i = 0; s && mem && i < stacksnap_saved__thread_count(s); i++) {
 		const struct stacksnap_thread *th = stacksnap_saved__thread(s, i);
@@ -44,8 +55,13 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 		nf = stacksnap_unwind(uw, stacksnap_saved__addrspace(s), &th->regs, mem,
 				      frames, 64, &end);
 		/* The RUNTIME section's frames merged into them, as show does. */
-		stacksnap_saved__runtime_frames(s, i, frames, nf > 0 ? (size_t)nf : 0,
-						rf, 64, &rend);
+		nf = stacksnap_saved__runtime_frames(s, i, frames, nf > 0 ? (size_t)nf : 0,
+						     rf, 64, &rend);
+		/* Every string read through (a JAVA section's frames). */
+		for (int k = 0; k < nf && k < 64; k++)
+			if (strlen(rf[k].function) + (rf[k].file ? strlen(rf[k].file) : 0)
+			    == SIZE_MAX)
+				abort();
 	}
 	for (size_t i = 0; s && mem && i < stacksnap_saved__event_count(s); i++) {
 		STACKSNAP_OPTS(stacksnap_saved_event, ev);
@@ -77,6 +93,7 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 			abort();
 	}
 	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(juw);
 	stacksnap_saved__free(s);
 }
 

@@ -651,6 +651,31 @@ STACKSNAP_API int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *
 						     struct stacksnap_runtime_frame *out,
 						     size_t max, const char **end);
 
+/* A HotSpot JVM followed over samples (profile, trace): its compiled
+ * Java frames stepped and every Java frame named from the JVM's own
+ * tables (docs/jit.md), sample by sample, while the process lives. */
+struct stacksnap_jvm;
+/* The JVM of process pid (as: its address space, or NULL to read
+ * /proc/PID/maps), or NULL with errno ENOENT (no libjvm.so, or tables
+ * that do not read: logged through ctx). */
+STACKSNAP_API struct stacksnap_jvm *stacksnap_jvm__open(struct stacksnap_ctx *ctx,
+							pid_t pid,
+							const struct stacksnap_addrspace *as);
+STACKSNAP_API void stacksnap_jvm__free(struct stacksnap_jvm *jvm);
+/* Registers with uw the stepper of its compiled frames (uw must not be
+ * used after jvm is freed). Returns 1, 0 (none) or -errno. */
+STACKSNAP_API int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm,
+					  struct stacksnap_unwinder *uw);
+/* The Java frames of one walk (native, unwound with uw above), each
+ * replacing the native frame native_index names; named now, once per
+ * walk: give room for them (a native frame may give several: methods
+ * inlined at its call). Strings live until the next call. Returns how
+ * many were written, or -errno. */
+STACKSNAP_API int stacksnap_jvm__frames(struct stacksnap_jvm *jvm,
+					const struct stacksnap_frame *native,
+					size_t nnative,
+					struct stacksnap_runtime_frame *out, size_t max);
+
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of
  * one sample (registers + a copy of the user stack), the way profilers
@@ -1374,6 +1399,13 @@ STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *
 						  size_t nnative,
 						  struct stacksnap_runtime_frame *out,
 						  size_t max, const char **end);
+/* Registers with uw the steppers a snapshot file's runtime needs for
+ * walking its saved stacks as the capture walked them (a JVM's compiled
+ * Java frames: the capture's steps, kept by --save). uw must not be used
+ * after s is freed. Returns how many were registered (0: none), or
+ * -errno. */
+STACKSNAP_API int stacksnap_saved__runtime_steppers(const struct stacksnap_saved *s,
+						    struct stacksnap_unwinder *uw);
 /* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
  * user registers and a copy of the user stack at a tracepoint, uprobe or
  * perf event), turned into frames here. libdw-bpf's shape: the process

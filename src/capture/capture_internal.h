@@ -186,16 +186,28 @@ void capture__java_free(struct snap_java *j);
  * before the frames were named (one read). */
 void capture__java_take(struct snap_java *j);
 const char *capture__java_description(const struct snap_java *j);
-/* The Java frames of snapshot thread i (of nthreads), one per native frame
- * in the code cache, each replacing it; at most max into out. Returns
- * their count or -ENOMEM. */
+/* Thread tid's Java name (its java.lang.Thread's), or NULL; all read at
+ * the first call, after the thaw. Lives as long as j. */
+const char *capture__java_thread_name(struct snap_java *j, pid_t tid);
 /* Registers with uw the stepper of compiled Java frames (by their
  * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or
  * -errno. */
 int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
+/* The Java frames of snapshot thread i (of nthreads), one per native frame
+ * in the code cache, each replacing it; at most max into out. Returns
+ * their count or -ENOMEM. */
 int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max);
+/* For a JVM walked again and again (the walker's rounds): forgets the
+ * frames named, the frames stepped and the code heaps' ranges, so that
+ * the next capture's threads are walked and named afresh. */
+void capture__java_forget(struct snap_java *j);
+/* The steps the stepper took in the walks so far (for --save), in the
+ * order taken, duplicates possible; *steps lives as long as j. */
+struct hotspot_step;
+size_t capture__java_steps(const struct snap_java *j,
+			   const struct hotspot_step **steps);
 
 /* v8_capture.c: a V8 (node) process's JavaScript frames, named after the
  * thaw through the v8dbg_* metadata its binary exports. NULL from detect:

@@ -13,12 +13,14 @@
 #include <string.h>
 
 #include "addrspace/addrspace.h"
+#include "addrspace/module.h"
 #include "base/maps_line.h"
 #include "capture/capture_internal.h"
 #include "mem/mem.h"
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/java/hotspot_structs.h"
+#include "runtime/java/hotspot_threads.h"
 
 /* Invariant: structs and code were read (a JVM whose tables did not read
  * has no snap_java). frames[i] (thread i of the snapshot) is valid once
@@ -54,7 +56,25 @@ struct snap_java {
 	struct { uint64_t sp, fp; } *fps;
 	size_t nfps, fps_cap;
 	bool fp_sorted;
+	/* Every step the stepper took (walks of this capture: the dump's,
+	   the writer's), for --save: `show` replays them. At most
+	   JAVA_MAX_STEPS; duplicates possible (the writer sorts them). */
+	struct hotspot_step *steps;
+	size_t nsteps, steps_cap;
+	/* Deoptimized compiled frames the stepper met (their return
+	   address patched to the deopt handler): the original pc each
+	   keeps in its frame, read from the stack copy, by the frame's sp. */
+	struct { uint64_t sp, pc; } *deopts;
+	size_t ndeopts, deopts_cap;
+	/* The threads' Java names, read at the first one asked for (after
+	   the thaw: a name is the object's, not the stack's). */
+	struct hotspot_threads ht;
+	bool ht_ok, names_read;
+	struct hotspot_thread_name *tnames;
+	size_t ntnames;
 };
+
+#define JAVA_MAX_STEPS (1u << 20)
 
 /* libjvm.so's first mapping: in the address space the caller read, else
  * in /proc/PID/maps. */
@@ -148,16 +168,20 @@ struct snap_java *capture__java_detect(pid_t pid,
 		    stacksnap_mem__read(j->mem, heap->address, &h, 8) == 0 && h)
 			j->gc_count_addr = h + count->offset;
 	}
+	j->ht_ok = hotspot_threads__init(&j->ht, &j->hs, &j->hc) == 0;
+	if (!j->ht_ok)
+		log_info(log, "pid %d: the JVM's tables lack what Java thread names "
+			 "need: OS thread names only", (int)pid);
 	snprintf(j->description, sizeof(j->description),
 		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
 	return j;
 }
 
-void capture__java_free(struct snap_java *j)
+/* The frames named so far, dropped (the arrays sized for the thread
+ * count of their capture). */
+static void drop_frames(struct snap_java *j)
 {
-	if (!j)
-		return;
 	for (size_t i = 0; i < j->nthreads; i++) {
 		if (j->frames)
 			free(j->frames[i]);
@@ -169,7 +193,36 @@ void capture__java_free(struct snap_java *j)
 	free(j->nframes);
 	free(j->nnative);
 	free(j->resolved);
+	j->frames = NULL;
+	j->names = NULL;
+	j->nframes = NULL;
+	j->nnative = NULL;
+	j->resolved = NULL;
+	j->nthreads = 0;
+}
+
+void capture__java_forget(struct snap_java *j)
+{
+	drop_frames(j);
+	j->nfps = 0;
+	j->fp_sorted = false;
+	j->nsteps = 0;
+	j->ndeopts = 0;
+	j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
+	j->gc_captured = false;
+	j->gc_warned = false;
+}
+
+void capture__java_free(struct snap_java *j)
+{
+	if (!j)
+		return;
+	drop_frames(j);
+	free(j->tnames);
+	free(j->deopts);
 	free(j->fps);
+	free(j->steps);
+	hotspot_code__free(&j->hc);
 	hotspot_structs__free(&j->hs);
 	stacksnap_mem__free(j->mem);
 	free(j);
@@ -190,10 +243,11 @@ void capture__java_take(struct snap_java *j)
 		read_gc_count(j, &j->gc_at_capture) == 0;
 }
 
-/* Once per snapshot: a collection since the freeze may have unloaded
- * classes whose methods the frames name (a Method* read after the thaw
- * may then be freed or reused). Said, not hidden: the names are still
- * the best there is. */
+/* Once per snapshot, before frames are named: a collection since the
+ * freeze may have unloaded classes whose methods the frames name (a
+ * Method* read after the thaw may then be freed, its memory as it was
+ * or reused). The loaders alive now are read: a frame whose method's
+ * class belongs to none says so instead of a name (hotspot_frames.c). */
 static void check_unloading(struct snap_java *j)
 {
 	uint32_t now;
@@ -201,12 +255,31 @@ static void check_unloading(struct snap_java *j)
 	if (j->gc_warned || !j->gc_captured || read_gc_count(j, &now))
 		return;
 	if (now != j->gc_at_capture) {
+		int err = hotspot_code__read_live_loaders(&j->hc);
+
 		j->gc_warned = true;
 		log_warn(j->log, "pid %d: the JVM collected garbage %u time(s) between "
-			 "the capture and the naming of its Java frames: a class "
-			 "unloaded meanwhile may leave a frame misnamed", (int)j->pid,
-			 now - j->gc_at_capture);
+			 "the capture and the naming of its Java frames: %s", (int)j->pid,
+			 now - j->gc_at_capture,
+			 err ? "a class unloaded meanwhile may leave a frame misnamed"
+			     : "frames of classes unloaded meanwhile are marked");
 	}
+}
+
+const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
+{
+	if (!j->names_read && j->ht_ok) {
+		int err = hotspot_threads__names(&j->ht, &j->tnames, &j->ntnames);
+
+		if (err)
+			log_info(j->log, "pid %d: Java thread names did not read (%s)",
+				 (int)j->pid, strerror(-err));
+	}
+	j->names_read = true;
+	for (size_t k = 0; k < j->ntnames; k++)
+		if (j->tnames[k].tid == tid)
+			return j->tnames[k].name;
+	return NULL;
 }
 
 const char *capture__java_description(const struct snap_java *j)
@@ -271,6 +344,18 @@ static bool in_code_cache(struct snap_java *j, uint64_t pc)
 		if (pc >= j->heaps[i][0] && pc < j->heaps[i][1])
 			return true;
 	return false;
+}
+
+/* The pc of a caller frame: its return address, or, for a deoptimized
+ * frame (its return address patched to the deopt handler), the original
+ * one the stepper read from its frame. */
+static uint64_t deopt_original_pc(const struct snap_java *j,
+				  const struct stacksnap_frame *fr)
+{
+	for (size_t i = 0; i < j->ndeopts; i++)
+		if (j->deopts[i].sp == fr->sp)
+			return j->deopts[i].pc;
+	return fr->pc;
 }
 
 /* Methods inlined at one call, at most. */
@@ -345,7 +430,8 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 					&one))
 			continue;
 		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
-			hotspot_code__scopes(&j->hc, one.blob, fr->pc, methods,
+			hotspot_code__scopes(&j->hc, one.blob,
+					     deopt_original_pc(j, fr), methods,
 					     bcis, JAVA_MAX_SCOPES) : 0;
 		if (ns <= 0) {
 			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
@@ -407,14 +493,67 @@ int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
 			 const struct stacksnap_frame *native, size_t nnative,
 			 struct stacksnap_runtime_frame *out, size_t max)
 {
-	int err = resolve(j, nthreads, i, native, nnative);
+	int err;
 
-	if (err)
-		return err;
 	check_unloading(j);
+	if ((err = resolve(j, nthreads, i, native, nnative)))
+		return err;
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];
 	return (int)j->nframes[i];
+}
+
+/* A deoptimized frame at sp: its original pc (in the frame, at
+ * orig_pc_offset), kept when it is inside the nmethod. */
+static void note_deopt(struct snap_java *j, uint64_t sp, struct stacksnap_mem *mem,
+		       const struct hotspot_blob *blob)
+{
+	uint64_t orig;
+
+	if (stacksnap_mem__read(mem, sp + (uint64_t)blob->orig_pc_offset, &orig, 8) ||
+	    orig <= blob->start || orig - blob->start >= blob->size)
+		return;
+	if (j->ndeopts == j->deopts_cap) {
+		size_t c = j->deopts_cap ? 2 * j->deopts_cap : 16;
+		void *nd;
+
+		if (c > JAVA_MAX_STEPS || !(nd = realloc(j->deopts, c * sizeof(*j->deopts))))
+			return;
+		j->deopts = nd;
+		j->deopts_cap = c;
+	}
+	j->deopts[j->ndeopts].sp = sp;
+	j->deopts[j->ndeopts++].pc = orig;
+}
+
+/* Remembers a step taken (a full log is left as it is: `show` then
+ * walks those frames as it can). */
+static void log_step(struct snap_java *j, const struct stacksnap_regs *regs,
+		     const struct stacksnap_regs *caller)
+{
+	if (j->nsteps == j->steps_cap) {
+		size_t c = j->steps_cap ? 2 * j->steps_cap : 256;
+		void *ns;
+
+		if (c > JAVA_MAX_STEPS || !(ns = realloc(j->steps, c * sizeof(*j->steps))))
+			return;
+		j->steps = ns;
+		j->steps_cap = c;
+	}
+	j->steps[j->nsteps++] = (struct hotspot_step){
+		.pc = regs->regs[STACKSNAP_REG_RIP],
+		.sp = regs->regs[STACKSNAP_REG_RSP],
+		.caller_pc = caller->regs[STACKSNAP_REG_RIP],
+		.caller_sp = caller->regs[STACKSNAP_REG_RSP],
+		.caller_fp = caller->regs[STACKSNAP_REG_RBP],
+	};
+}
+
+size_t capture__java_steps(const struct snap_java *j,
+			   const struct hotspot_step **steps)
+{
+	*steps = j->steps;
+	return j->nsteps;
 }
 
 /* An interpreter frame: its caller's sp is the one the frame saved
@@ -458,6 +597,7 @@ static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *re
 	caller->regs[STACKSNAP_REG_RBP] = saved_fp;
 	caller->valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
 			1u << STACKSNAP_REG_RBP;
+	log_step(j, regs, caller);
 	return STACKSNAP_STEPPER_CALLER;
 }
 
@@ -465,8 +605,12 @@ static int interpreter_step(struct snap_java *j, const struct stacksnap_regs *re
  * -XX:+PreserveFramePointer): its frame is stepped the way HotSpot's
  * frame::sender does, by the nmethod's fixed frame size: the caller's sp
  * is sp + frame_size words, the return address and the saved rbp are the
- * two words below it. Only return addresses (a frame stopped at a call,
- * its frame fully built); an exact pc may be in a prologue. */
+ * two words below it. A return address: its frame is fully built (a
+ * frame stopped at a call). An exact pc (a running thread's frame 0):
+ * only past the nmethod's frame_complete point (not in its prologue),
+ * and only when what the step finds is a return address into Java code
+ * (every compiled frame's caller is: an epilogue's pc, its frame half
+ * popped, would find another word). */
 static int java_step(void *user, const struct stacksnap_regs *regs,
 		     bool exact_pc, struct stacksnap_mem *mem,
 		     struct stacksnap_regs *caller)
@@ -477,22 +621,35 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	uint64_t pc, sp, csp, ret, fp;
 	bool in = false;
 
-	if (exact_pc || (regs->valid & need) != need)
+	if ((regs->valid & need) != need)
 		return STACKSNAP_STEPPER_NOT_MINE;
-	pc = regs->regs[STACKSNAP_REG_RIP] - 1;
+	pc = regs->regs[STACKSNAP_REG_RIP] - !exact_pc;
 	sp = regs->regs[STACKSNAP_REG_RSP];
 	in = in_code_cache(j, pc);
 	if (!in || hotspot_code__blob(&j->hc, pc, &blob))
 		return STACKSNAP_STEPPER_NOT_MINE;
-	if (blob.is_interpreter)
+	if (blob.is_interpreter && !exact_pc)
 		return interpreter_step(j, regs, mem, caller);
 	if (strcmp(blob.name, "nmethod") || blob.frame_size < 2 ||
-	    blob.frame_size > (1 << 16))
+	    blob.frame_size > (1 << 16) ||
+	    (exact_pc && (!blob.frame_complete || pc < blob.frame_complete)))
 		return STACKSNAP_STEPPER_NOT_MINE;
 	csp = sp + 8 * (uint64_t)blob.frame_size;
 	if (stacksnap_mem__read(mem, csp - 8, &ret, 8) ||
 	    stacksnap_mem__read(mem, csp - 16, &fp, 8))
-		return -EFAULT;
+		return exact_pc ? STACKSNAP_STEPPER_NOT_MINE : -EFAULT;
+	if (exact_pc) {
+		struct hotspot_blob cb;
+
+		if (!ret || !in_code_cache(j, ret - 1) ||
+		    hotspot_code__blob(&j->hc, ret - 1, &cb))
+			return STACKSNAP_STEPPER_NOT_MINE;
+	}
+	if (!exact_pc && blob.orig_pc_offset >= 0 &&
+	    blob.orig_pc_offset < 8 * blob.frame_size &&
+	    (regs->regs[STACKSNAP_REG_RIP] == blob.deopt_handler ||
+	     regs->regs[STACKSNAP_REG_RIP] == blob.deopt_mh_handler))
+		note_deopt(j, sp, mem, &blob);
 	/* What compiled Java code saves of a native caller's registers is
 	   not known here: rip, rsp and rbp only. */
 	memset(caller, 0, sizeof(*caller));
@@ -500,6 +657,7 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	caller->regs[STACKSNAP_REG_RSP] = csp;
 	caller->regs[STACKSNAP_REG_RBP] = fp;
 	caller->valid = need | 1u << STACKSNAP_REG_RBP;
+	log_step(j, regs, caller);
 	return STACKSNAP_STEPPER_CALLER;
 }
 
@@ -517,4 +675,69 @@ int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
 		return 0;
 	id = stacksnap_unwinder__add_stepper(uw, &o);
 	return id < 0 ? id : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* A JVM followed over samples (profile, trace): one snap_java whose
+ * frames are named per walk. */
+
+struct stacksnap_jvm {
+	struct snap_java *j;
+	unsigned walks;		/* named so far: the heaps re-read now and then */
+};
+
+struct stacksnap_jvm *stacksnap_jvm__open(struct stacksnap_ctx *ctx, pid_t pid,
+					  const struct stacksnap_addrspace *as)
+{
+	struct stacksnap_jvm *jvm;
+
+	if (!ctx || pid <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(jvm = calloc(1, sizeof(*jvm))))
+		return NULL;
+	if (!(jvm->j = capture__java_detect(pid, as, &ctx->log))) {
+		free(jvm);
+		errno = ENOENT;
+		return NULL;
+	}
+	return jvm;
+}
+
+void stacksnap_jvm__free(struct stacksnap_jvm *jvm)
+{
+	if (!jvm)
+		return;
+	capture__java_free(jvm->j);
+	free(jvm);
+}
+
+int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm, struct stacksnap_unwinder *uw)
+{
+	if (!jvm || !uw)
+		return fail(-EINVAL);
+	return capture__java_steppers(jvm->j, uw);
+}
+
+int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_frame *native,
+			  size_t nnative, struct stacksnap_runtime_frame *out, size_t max)
+{
+	struct snap_java *j;
+	int n;
+
+	if (!jvm || (nnative && !native) || (max && !out))
+		return fail(-EINVAL);
+	j = jvm->j;
+	drop_frames(j);
+	/* The code heaps commit more as the JIT compiles. */
+	if (++jvm->walks % 256 == 0)
+		j->nheaps = -1;
+	n = capture__java_frames(j, 1, 0, native, nnative, out, max);
+	/* The interpreter frames stepped were this walk's. */
+	j->nfps = 0;
+	j->fp_sorted = false;
+	j->nsteps = 0;
+	j->ndeopts = 0;
+	return n < 0 ? fail(n) : (n > (int)max ? (int)max : n);
 }

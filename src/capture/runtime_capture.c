@@ -314,7 +314,11 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 	struct snap_runtime *rt;
 	const struct py_raw_thread *t;
 
-	if (!s || i >= s->n || !(rt = s->runtime) || !rt->captured)
+	if (!s || i >= s->n || !(rt = s->runtime))
+		return NULL;
+	if (rt->java)
+		return capture__java_thread_name(rt->java, s->threads[i].pub.tid);
+	if (!rt->captured)
 		return NULL;
 	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
 	if (!t)
@@ -330,6 +334,21 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 			return py_resolve__thread_name(&rt->res, &rt->cap,
 						       &rt->cap.threads[k]);
 	return NULL;
+}
+
+const char *capture__runtime_java(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->java
+		? capture__java_description(s->runtime->java) : NULL;
+}
+
+size_t capture__runtime_java_steps(const struct stacksnap_snapshot *s,
+				   const struct hotspot_step **steps)
+{
+	*steps = NULL;
+	if (!s || !s->runtime || !s->runtime->java)
+		return 0;
+	return capture__java_steps(s->runtime->java, steps);
 }
 
 const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "runtime/java/hotspot_frames.h"
 #include "runtime/python/python.h"
 #include "stacksnap.h"
 
@@ -20,5 +21,12 @@ const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
 int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 			    const struct py_frame **frames, size_t *n,
 			    const char **end, bool *holds_gil);
+
+/* The JVM the capture found: its description, or NULL (none). */
+const char *capture__runtime_java(const struct stacksnap_snapshot *s);
+/* The steps its Java-frame stepper took in the walks of s so far, in
+ * the order taken (duplicates possible); 0 without a JVM. */
+size_t capture__runtime_java_steps(const struct stacksnap_snapshot *s,
+				   const struct hotspot_step **steps);
 
 #endif

@@ -55,6 +55,8 @@ struct stacksnap_saved {
 	/* A snapshot file's language-runtime frames (runtime_reader.c), or
 	 * NULL. */
 	struct saved_runtime *runtime;
+	/* A snapshot file's Java frames (java_reader.c), or NULL. */
+	struct saved_java *java;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

@@ -35,6 +35,8 @@ enum snapfile_section {
 	SNAPFILE_SEC_RUNTIME = 9,  /* language-runtime frames, named */
 	SNAPFILE_SEC_GOROUTINES = 10, /* a Go program's goroutines (optional) */
 	SNAPFILE_SEC_JIT_SYMBOLS = 11, /* names of JIT code on the stacks */
+	SNAPFILE_SEC_JAVA = 12,	   /* a JVM's Java frames, named, and the
+				      steps that walked its compiled frames */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -49,6 +51,10 @@ enum snapfile_section {
  * and limits a reader holds a file to. */
 #define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
 #define SNAPFILE_MAX_RFRAMES 65536 /* per thread */
+
+/* JAVA section: frame flags and limits. */
+#define SNAPFILE_JFRAME_INLINED 0x1 /* inlined into the frame after it */
+#define SNAPFILE_MAX_JAVA_STEPS (1u << 20)
 
 /* Mapping record kinds. */
 enum snapfile_map_kind {

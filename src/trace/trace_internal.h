@@ -105,6 +105,8 @@ struct stacksnap_trace {
 	 * 20 ms, until found or 5 s after the exec. */
 	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
 	size_t npypend;
+	/* A followed JVM (trace_java.c), or NULL. */
+	struct trace_java *java;
 };
 
 static inline const struct log_sink *LOG(const struct stacksnap_trace *tr)
@@ -159,6 +161,17 @@ void trace__python_pending(struct stacksnap_trace *tr);
 void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 			 const uint8_t *pyf, struct stacksnap_trace_event *ev);
 void trace__python_free(struct stacksnap_trace *tr);
+
+/* trace_java.c: Java frames of one followed process's JVM. */
+struct trace_java;
+/* The first followed process is the one whose JVM is looked for (now,
+ * and at its events for a while: trace__java_before). */
+void trace__java_follow(struct stacksnap_trace *tr, pid_t tgid);
+/* Before an event of pid is unwound: the JVM looked for, if not found. */
+void trace__java_before(struct stacksnap_trace *tr, pid_t pid);
+/* Names the Java frames of ev's user-space walk: ev->rframes. */
+void trace__java_event(struct stacksnap_trace *tr, struct stacksnap_trace_event *ev);
+void trace__java_free(struct stacksnap_trace *tr);
 
 /* event_unwind.c: an event's stack. */
 /* The in-kernel walk of record r (its pcs after raw_off + the raw record). */

@@ -15,6 +15,7 @@
 #include "base/maps_line.h"
 #include "base/opts.h"
 #include "base/vec.h"
+#include "capture/capture_internal.h"
 #include "walker/walker.h"
 
 #define DEFAULT_MAPS_POLL_MS 100
@@ -190,6 +191,7 @@ static void target_free(struct stacksnap_target *t)
 	free(t->py);
 	stacksnap_mem__free(t->py_mem);
 	py_capture__free(&t->py_cap);
+	capture__java_free(t->java);
 	free(t->rframes);
 	stacksnap_addrspace__free(t->as);
 	free(t);
@@ -206,6 +208,8 @@ static void find_python(struct stacksnap_target *t)
 	if (!py || py_runtime__detect_pid(t->pid, t->w->log, py) || !py->found ||
 	    !(t->py_mem = stacksnap_mem__new_pid(t->pid))) {
 		free(py);
+		/* A process runs Python or a JVM. */
+		t->java = capture__java_detect(t->pid, t->as, t->w->log);
 		return;
 	}
 	py_runtime__read_layout(py, t->py_mem);
@@ -248,6 +252,31 @@ static size_t python_frames(struct stacksnap_target *t, struct py_resolver *res,
 		      t->rframes, t->cap_rframes);
 	free(f);
 	return nr < t->cap_rframes ? nr : t->cap_rframes;
+}
+
+/* Thread i's (of n captured) Java frames, one per native frame in the
+ * code cache: into t->rframes. */
+static size_t java_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
+			  size_t n)
+{
+	int k;
+
+	if (!t->java || !n)
+		return 0;
+	k = capture__java_frames(t->java, ncaps, i, t->frames, n, NULL, 0);
+	if (k <= 0)
+		return 0;
+	if ((size_t)k > t->cap_rframes) {
+		void *p = realloc(t->rframes, (size_t)k * sizeof(*t->rframes));
+
+		if (!p)
+			return 0;
+		t->rframes = p;
+		t->cap_rframes = (size_t)k;
+	}
+	k = capture__java_frames(t->java, ncaps, i, t->frames, n, t->rframes,
+				 t->cap_rframes);
+	return k > 0 ? (size_t)k : 0;
 }
 
 void stacksnap_walker__free(struct stacksnap_walker *w)
@@ -557,6 +586,13 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	sync_addrspace(t);
 	if (!t->py_tried)
 		find_python(t);
+	/* Once per unwinder: a JVM's compiled frames keep no frame pointer. */
+	if (t->java && t->java_uw != uw) {
+		capture__java_steppers(t->java, uw);
+		t->java_uw = uw;
+	}
+	if (t->java)
+		capture__java_forget(t->java);
 	/* Outside the freeze: the stacks' mappings, to clamp each copy, and
 	 * a copy buffer faulted in (page faults inside it would be paid by
 	 * the target). */
@@ -593,7 +629,9 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 			}
 			wt.frames = t->frames;
 			wt.nframes = (size_t)n;
-			wt.nrframes = python_frames(t, &res, c->tid, (size_t)n);
+			wt.nrframes = t->java
+				? java_frames(t, i, t->ncaps, (size_t)n)
+				: python_frames(t, &res, c->tid, (size_t)n);
 			wt.rframes = wt.nrframes ? t->rframes : NULL;
 		}
 		handed++;

@@ -91,6 +91,12 @@ struct stacksnap_target {
 	bool py_ok;
 	struct stacksnap_runtime_frame *rframes;
 	size_t cap_rframes;
+	/* A HotSpot JVM instead (looked for with Python; NULL: none): its
+	 * compiled frames stepped by the stepper registered on java_uw (the
+	 * caller's unwinder of the last walk), its frames named per walk
+	 * after the threads run again (code and methods are metadata). */
+	struct snap_java *java;
+	struct stacksnap_unwinder *java_uw;
 };
 
 enum request_kind {

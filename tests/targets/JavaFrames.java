@@ -60,6 +60,24 @@ public class JavaFrames {
 		}
 	}
 
+	static volatile long hotSink;
+
+	/* Small enough to be inlined into spin by the JIT. */
+	static long step(long x) {
+		return x * 6364136223846793005L + 1442695040888963407L;
+	}
+
+	/* With the argument "hot", a thread "hot" runs this forever:
+	 * compiled (OSR) with step inlined. */
+	static void spin() {
+		long x = 1;
+		while (true) {
+			for (int i = 0; i < 1000000; i++)
+				x = step(x);
+			hotSink = x;
+		}
+	}
+
 	interface Body {
 		void run() throws InterruptedException;
 	}
@@ -89,6 +107,9 @@ public class JavaFrames {
 		start("locker", JavaFrames::lockIt);
 		start("taker", JavaFrames::take);
 		start("entrant", JavaFrames::enter);
+		/* "hot": one thread more, running (profile, trace). */
+		if (args.length > 0 && args[0].equals("hot"))
+			start("hot", JavaFrames::spin);
 		System.out.println("ready " + DEPTH);
 		System.out.flush();
 		Thread.sleep(Long.MAX_VALUE);

@@ -4,7 +4,9 @@
  * holding a pc, an nmethod's Method* to "class.method(signature)", a
  * hidden class's name as Java writes it, an interpreter frame's Method*
  * and bytecode index, the compressed line number table,
- * and corrupt structures ending in errors, not loops. tests/integration/
+ * whether a Method* read after the thaw is still its class's (current,
+ * an old version after a redefinition, or stale: unloaded or redefined
+ * and freed), and corrupt structures ending in errors, not loops. tests/integration/
  * jit_names compares the same code with jstack on a live JVM. */
 #include <errno.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 
 #include "harness.h"
 #include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_frames.h"
 #include "stacksnap.h"
 
 #define BASE 0x10000ull
@@ -184,4 +187,95 @@ static void corrupt(void)
 	stacksnap_mem__free(mem);
 }
 
-TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt))
+/* A Method* checked against its class: among InstanceKlass::_methods
+ * (current), flagged JVM_ACC_IS_OLD (redefined, the frame runs the old
+ * version: named, said), or neither (stale: the frame says so instead of
+ * a name read from freed memory). */
+static void method_state(void)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_frame fr;
+
+	build();
+	/* The holder (0x900) lists its methods at 0xd00: two, ours second. */
+	q(0x900 + 0x30, BASE + 0xd00);
+	i32(0xd00, 2);
+	q(0xd08, BASE + 0x1500);
+	q(0xd10, BASE + 0x500);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	layout(&hc, mem);
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_UNCHECKED);
+	hc.check_ok = true;
+	hc.method_access_flags = 0x28;
+	hc.ik_methods = 0x30;
+	hc.array_ptr_data = 8;
+	hc.acc_is_old = 0x10000;
+	hc.acc_is_obsolete = 0x20000;
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_CURRENT);
+	memset(&fr, 0, sizeof(fr));
+	CHECK(hotspot_frame__method(&hc, BASE + 0x500, 5, &fr) == 0);
+	CHECKF(!strcmp(fr.function, "pkg.Deep$$Lambda$1/0x0000000800c01000.down") &&
+	       fr.line == 12 && fr.state == HOTSPOT_METHOD_CURRENT, "%s", fr.function);
+	stacksnap_mem__free(mem);
+
+	/* Redefined: the old version, still named. */
+	i32(0x528, 0x10000 | 0x8);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	memset(&fr, 0, sizeof(fr));
+	CHECK(hotspot_frame__method(&hc, BASE + 0x500, 5, &fr) == 0);
+	CHECKF(fr.state == HOTSPOT_METHOD_OLD &&
+	       !strcmp(fr.function, "pkg.Deep$$Lambda$1/0x0000000800c01000.down "
+				    "(old version: class redefined)") && fr.line == 12,
+	       "%s", fr.function);
+	stacksnap_mem__free(mem);
+
+	/* No longer its class's: no name read from it, no line. */
+	i32(0x528, 0);
+	q(0xd10, BASE + 0x1510);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	memset(&fr, 0, sizeof(fr));
+	CHECK(hotspot_frame__method(&hc, BASE + 0x500, 5, &fr) == 0);
+	CHECKF(fr.state == HOTSPOT_METHOD_STALE && !strncmp(fr.function, "?? (", 4) &&
+	       strstr(fr.function, "unloaded or redefined") && !fr.line,
+	       "%s", fr.function);
+	/* After a collection: the class's loader (0xe00) among the live
+	 * ones (0xe40 -> 0xe00 -> end) or not (0xe40 -> end). */
+	q(0xd10, BASE + 0x500);
+	q(0x900 + 0x40, BASE + 0xe00);
+	q(0x20, BASE + 0xe40);
+	q(0xe40 + 0x70, BASE + 0xe00);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	hc.cldg_head = BASE + 0x20;
+	hc.cld_next = 0x70;
+	hc.klass_cld = 0x40;
+	CHECK(hotspot_code__read_live_loaders(&hc) == 0 && hc.nlive_clds == 2);
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_CURRENT);
+	q(0xe40 + 0x70, 0);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	CHECK(hotspot_code__read_live_loaders(&hc) == 0 && hc.nlive_clds == 1);
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_STALE);
+	/* A list that loops is not read (nothing checked against it). */
+	q(0xe40 + 0x70, BASE + 0xe40);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	CHECK(hotspot_code__read_live_loaders(&hc) == -EPROTO && hc.nlive_clds == 1);
+	hotspot_code__free(&hc);
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_CURRENT);
+	/* A methods array whose length is not one. */
+	i32(0xd00, -1);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = mem;
+	CHECK(hotspot_code__method_check(&hc, BASE + 0x500) == HOTSPOT_METHOD_STALE);
+	stacksnap_mem__free(mem);
+}
+
+TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt), TEST(method_state))

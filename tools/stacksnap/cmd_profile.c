@@ -606,6 +606,11 @@ static int profile_open_target(struct profiler *p)
 	} else {
 		err = open_cpus(p, -1, false);
 	}
+	/* One process: its Java frames named, if it is a JVM. */
+	if (!err && !p->o.all_cpus && p->o.runtime != RUNTIME_OFF) {
+		p->sf.jvm_ctx = p->ctx;
+		p->sf.jvm_pid = p->o.cmd ? p->child : p->o.pid;
+	}
 	if (err) {
 		const char *what = p->o.all_cpus ? "every CPU" : NULL;
 		char who[32];

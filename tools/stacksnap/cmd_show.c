@@ -26,6 +26,7 @@ static int saved_runtime_frames(const struct stacksnap_saved *s, size_t i,
 
 	r->holds_gil = ri->gil_holder && ri->gil_holder == r->thread->tid;
 	r->rname = stacksnap_saved__runtime_thread_name(s, i);
+	r->rname_java = ri->runtime == STACKSNAP_RUNTIME_JAVA;
 	if (n <= 0)
 		return 0;
 	r->rframes = calloc((size_t)n, sizeof(*r->rframes));
@@ -137,6 +138,9 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 	const struct saved_about about = { .info = &info, .file = file, .core = core };
 
 	stacksnap_saved__info(s, &info);
+	/* A JVM's compiled frames: walked as the capture walked them. */
+	if (uw && o->runtime != RUNTIME_OFF)
+		stacksnap_saved__runtime_steppers(s, uw);
 	if (o->runtime != RUNTIME_OFF && stacksnap_saved__runtime(s, &rinfo) == 0 &&
 	    rinfo.runtime) {
 		tot.runtime = &rinfo;

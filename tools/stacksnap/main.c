@@ -356,6 +356,7 @@ static int dump_runtime_frames(struct dump *d, size_t i, struct thread_result *r
 
 	r->holds_gil = d->rinfo.gil_holder && d->rinfo.gil_holder == r->thread->tid;
 	r->rname = stacksnap_snapshot__runtime_thread_name(d->snap, i);
+	r->rname_java = d->rinfo.runtime == STACKSNAP_RUNTIME_JAVA;
 	if (n <= 0)
 		return n < 0 ? n : 0;
 	r->rframes = calloc((size_t)n, sizeof(*r->rframes));

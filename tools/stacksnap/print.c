@@ -329,7 +329,8 @@ void print_text(FILE *f, const struct options *o,
 		fprintf(f, "%sThread %d (%s) state %c", t ? "\n" : "",
 			(int)th->tid, th->name, th->state ? th->state : '?');
 		if (r[t].rname)
-			fprintf(f, ", Python thread \"%s\"", r[t].rname);
+			fprintf(f, ", %s thread \"%s\"",
+				r[t].rname_java ? "Java" : "Python", r[t].rname);
 		fprintf(f, "%s:\n", r[t].holds_gil ? " [holds the GIL]" : "");
 		if (th->error) {
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));

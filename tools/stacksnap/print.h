@@ -31,6 +31,7 @@ struct thread_result {
 	size_t nrframes;
 	const char *rend;	/* why the runtime frames were cut, or NULL */
 	const char *rname;	/* the runtime's thread name, or NULL */
+	bool rname_java;	/* rname is a java.lang.Thread's name */
 	bool holds_gil;
 };
 

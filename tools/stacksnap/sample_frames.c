@@ -40,6 +40,8 @@ void sample_frames_fini(struct sample_frames *sf)
 	free(sf->cache);
 	free(sf->agg);
 	kallsyms_free(sf->ksyms);
+	stacksnap_jvm__free(sf->jvm);
+	free(sf->rframes);
 	memset(sf, 0, sizeof(*sf));
 }
 
@@ -148,6 +150,37 @@ static size_t add_frame_inline(struct sample_frames *sf, struct stacksnap_addrsp
 	return n;
 }
 
+/* The JVM of sf->jvm_pid, looked for at its samples (every 64th, at
+ * most 64 times: a command's JVM loads and initializes its tables after
+ * the first samples); its stepper joins the unwinder once found. */
+static void find_jvm(struct sample_frames *sf, struct stacksnap_addrspace *as)
+{
+	if (sf->jvm || !sf->jvm_ctx || sf->jvm_tries >= 64 * 64 ||
+	    sf->jvm_tries++ % 64)
+		return;
+	if (!sf->rframes &&
+	    !(sf->rframes = calloc(4 * (size_t)sf->max_stack, sizeof(*sf->rframes))))
+		return;
+	sf->jvm = stacksnap_jvm__open(sf->jvm_ctx, sf->jvm_pid, as);
+	if (sf->jvm)
+		stacksnap_jvm__steppers(sf->jvm, sf->uw);
+}
+
+/* Native frame i's Java frames (from *k on, in native_index order). */
+static size_t add_java_frames(struct sample_frames *sf, int nr, int *k, int i,
+			      uint64_t pc, struct out_frame *fr, size_t n,
+			      size_t maxfr)
+{
+	for (; *k < nr && sf->rframes[*k].native_index == (uint32_t)i && n < maxfr;
+	     (*k)++)
+		fr[n++] = (struct out_frame){ .addr = pc, .pc = pc,
+					      .name = sf->rframes[*k].function,
+					      .dso = "[java]",
+					      .inlined = sf->rframes[*k].flags &
+							 STACKSNAP_RFRAME_INLINED };
+	return n;
+}
+
 const char *sample_comm(struct sample_frames *sf, pid_t tid, char buf[24])
 {
 	const char *comm = stacksnap_procs__comm_of(sf->procs, tid);
@@ -190,13 +223,24 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			       .perf_regs_mask = ev->regs_mask, .perf_regs = ev->regs,
 			       .stack = ev->stack, .stack_len = ev->stack_len);
 		enum stacksnap_end end = STACKSNAP_END_NONE;
-		int nf = stacksnap_procs__unwind_sample(sf->procs, sf->uw, &s,
-							sf->frames, sf->max_stack, &end);
+		int nf = 0;
 		struct stacksnap_addrspace *as =
 			stacksnap_procs__addrspace(sf->procs, ev->pid);
+		bool java = ev->pid == sf->jvm_pid && sf->jvm_ctx;
+		int nr = 0, k = 0;
+
+		/* Looked for before the walk: its stepper walks this one. */
+		if (java && as)
+			find_jvm(sf, as);
+		java = java && sf->jvm;
+		nf = stacksnap_procs__unwind_sample(sf->procs, sf->uw, &s, sf->frames,
+						    sf->max_stack, &end);
 
 		if (nf < 0 || !as)
 			nf = 0;
+		if (java && nf)
+			nr = stacksnap_jvm__frames(sf->jvm, sf->frames, (size_t)nf,
+						   sf->rframes, 4 * (size_t)sf->max_stack);
 		/* perf ends a walk that ran out of copied stack with a
 		 * frame at -1, [unknown]; print it the same (a consumer
 		 * of perf script's output sees a truncated stack as it
@@ -225,7 +269,15 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			 * handler returns, is taken as a return address. */
 			bool exact = i == 0 || (f->flags & STACKSNAP_FRAME_SIGNAL);
 			uint64_t addr = f->pc - !exact;
-			const struct sym_slot *sl = symbolize(sf, as, addr);
+			const struct sym_slot *sl;
+
+			/* A Java frame (or the methods inlined there) names
+			   the native frame it is. */
+			if (k < nr && sf->rframes[k].native_index == (uint32_t)i) {
+				n = add_java_frames(sf, nr, &k, i, addr, fr, n, maxfr);
+				continue;
+			}
+			sl = symbolize(sf, as, addr);
 
 			if (sf->inline_frames)
 				n = add_frame_inline(sf, as, (struct sym_slot *)sl, addr,

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem/mem.h"
@@ -70,6 +71,8 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 			hotspot_structs__field(hs, "CodeBlob", "_frame_size");
 
 		hc->blob_frame_size = fs && !fs->is_static ? fs->offset : 0;
+		fs = hotspot_structs__field(hs, "CodeBlob", "_frame_complete_offset");
+		hc->blob_frame_complete = fs && !fs->is_static ? fs->offset : 0;
 	}
 	{
 		/* Optional: without them compiled frames name one method. */
@@ -86,6 +89,57 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		serr |= field(hs, "PcDesc", "_pc_offset", &hc->pcdesc_pc, log);
 		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, log);
 		hc->scopes_ok = !serr && hc->pcdesc_size >= 8 && hc->pcdesc_size <= 64;
+	}
+	{
+		const struct hotspot_field *d =
+			hotspot_structs__field(hs, "CompiledMethod", "_deopt_handler_begin");
+		const struct hotspot_field *dm =
+			hotspot_structs__field(hs, "CompiledMethod", "_deopt_mh_handler_begin");
+		const struct hotspot_field *o =
+			hotspot_structs__field(hs, "nmethod", "_orig_pc_offset");
+
+		hc->deopt_ok = d && !d->is_static && dm && !dm->is_static && o &&
+			       !o->is_static;
+		if (hc->deopt_ok) {
+			hc->cm_deopt_handler = d->offset;
+			hc->cm_deopt_mh_handler = dm->offset;
+			hc->nm_orig_pc_offset = o->offset;
+		}
+	}
+	{
+		const struct hotspot_field *af =
+			hotspot_structs__field(hs, "Method", "_access_flags");
+		const struct hotspot_field *ms =
+			hotspot_structs__field(hs, "InstanceKlass", "_methods");
+		const struct hotspot_field *ad =
+			hotspot_structs__field(hs, "Array<Klass*>", "_data");
+
+		hc->check_ok = af && !af->is_static && ms && !ms->is_static && ad &&
+			       !ad->is_static &&
+			       hotspot_structs__constant(hs, "JVM_ACC_IS_OLD",
+							 &hc->acc_is_old) &&
+			       hotspot_structs__constant(hs, "JVM_ACC_IS_OBSOLETE",
+							 &hc->acc_is_obsolete);
+		const struct hotspot_field *head =
+			hotspot_structs__field(hs, "ClassLoaderDataGraph", "_head");
+		const struct hotspot_field *next =
+			hotspot_structs__field(hs, "ClassLoaderData", "_next");
+		const struct hotspot_field *kcld =
+			hotspot_structs__field(hs, "Klass", "_class_loader_data");
+
+		if (head && head->is_static && next && !next->is_static && kcld &&
+		    !kcld->is_static) {
+			hc->cldg_head = head->address;
+			hc->cld_next = next->offset;
+			hc->klass_cld = kcld->offset;
+		}
+		if (hc->check_ok) {
+			hc->method_access_flags = af->offset;
+			hc->ik_methods = ms->offset;
+			/* Array<Method*>'s layout is Array<Klass*>'s (the
+			   tables export only the latter's _data). */
+			hc->array_ptr_data = ad->offset;
+		}
 	}
 	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
 	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
@@ -215,15 +269,34 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		return -EFAULT;
 	if (size <= 0 || pc - out->start >= (uint64_t)size)
 		return -ENOENT; /* in the heap block's padding */
+	out->size = (uint64_t)size;
 	if (hc->blob_frame_size &&
 	    mem_read(hc->mem, out->start + hc->blob_frame_size, &out->frame_size, 4))
 		return -EFAULT;
+	/* Where the frame is built (CodeBlob::is_frame_complete_at): a
+	   running thread's pc past it has its frame's full size. */
+	if (hc->blob_frame_complete && hc->blob_code_begin) {
+		int32_t off;
+		uint64_t begin;
+
+		if (!mem_read(hc->mem, out->start + hc->blob_frame_complete, &off, 4) &&
+		    !rd64(hc, out->start + hc->blob_code_begin, &begin) && off > 0 &&
+		    begin > out->start && begin - out->start < (uint64_t)size)
+			out->frame_complete = begin + (uint64_t)off;
+	}
 	out->is_interpreter = !strcmp(out->name, "Interpreter");
 	/* Compiled methods are "nmethod", native methods' compiled
 	 * wrappers "native nmethod" (both nmethods, with a Method*). */
 	if ((!strcmp(out->name, "nmethod") ||
 	     !strcmp(out->name, "native nmethod")) &&
 	    rd64(hc, out->start + hc->cm_method, &out->method))
+		return -EFAULT;
+	out->orig_pc_offset = -1;
+	if (hc->deopt_ok && !strcmp(out->name, "nmethod") &&
+	    (rd64(hc, out->start + hc->cm_deopt_handler, &out->deopt_handler) ||
+	     rd64(hc, out->start + hc->cm_deopt_mh_handler, &out->deopt_mh_handler) ||
+	     mem_read(hc->mem, out->start + hc->nm_orig_pc_offset,
+		      &out->orig_pc_offset, 4)))
 		return -EFAULT;
 	return 0;
 }
@@ -336,6 +409,12 @@ static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 static int read_symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
 		       size_t len, bool dots);
 
+int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+			 size_t len)
+{
+	return read_symbol(hc, sym, buf, len, false);
+}
+
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len)
 {
@@ -393,6 +472,111 @@ int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		return -ENOENT;
 	*line = best_line;
 	return 0;
+}
+
+/* Methods a class may have, at most (a class file's limit); class
+ * loaders a JVM may have, at most. */
+#define HOTSPOT_MAX_METHODS 65535
+#define HOTSPOT_MAX_LOADERS (1u << 20)
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int hotspot_code__read_live_loaders(struct hotspot_code *hc)
+{
+	uint64_t cld, *v = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!hc->cldg_head)
+		return -ENOENT;
+	if (rd64(hc, hc->cldg_head, &cld))
+		return -EFAULT;
+	for (; cld; n++) {
+		if (n == HOTSPOT_MAX_LOADERS) {
+			free(v);
+			return -EPROTO; /* a loop, or not the list */
+		}
+		if (n == cap) {
+			uint64_t *nv = realloc(v, (cap = 2 * cap + 64) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n] = cld;
+		if (rd64(hc, cld + hc->cld_next, &cld)) {
+			free(v);
+			return -EFAULT;
+		}
+	}
+	qsort(v, n, sizeof(*v), u64_cmp);
+	free(hc->live_clds);
+	hc->live_clds = v ? v : calloc(1, sizeof(*v)); /* none alive: all stale */
+	hc->nlive_clds = n;
+	return hc->live_clds ? 0 : -ENOMEM;
+}
+
+void hotspot_code__free(struct hotspot_code *hc)
+{
+	free(hc->live_clds);
+	hc->live_clds = NULL;
+	hc->nlive_clds = 0;
+}
+
+/* Whether loader cld is among the live ones read last. */
+static bool loader_alive(const struct hotspot_code *hc, uint64_t cld)
+{
+	return bsearch(&cld, hc->live_clds, hc->nlive_clds, sizeof(cld), u64_cmp);
+}
+
+enum hotspot_method_state hotspot_code__method_check(struct hotspot_code *hc,
+						     uint64_t method)
+{
+	uint64_t cm, cp, holder, methods, buf[256];
+	uint32_t flags;
+	int32_t n;
+
+	if (!hc->check_ok)
+		return HOTSPOT_METHOD_UNCHECKED;
+	if (mem_read(hc->mem, method + hc->method_access_flags, &flags, 4) ||
+	    rd64(hc, method + hc->method_const, &cm) ||
+	    rd64(hc, cm + hc->cm_constants, &cp) ||
+	    rd64(hc, cp + hc->cp_holder, &holder) || !holder ||
+	    rd64(hc, holder + hc->ik_methods, &methods) || !methods ||
+	    mem_read(hc->mem, methods, &n, 4))
+		return HOTSPOT_METHOD_UNCHECKED;
+	/* After a collection: a class unloaded since the capture (its
+	   loader gone) may have left this memory as it was. */
+	if (hc->live_clds) {
+		uint64_t cld;
+
+		if (rd64(hc, holder + hc->klass_cld, &cld))
+			return HOTSPOT_METHOD_UNCHECKED;
+		if (!loader_alive(hc, cld))
+			return HOTSPOT_METHOD_STALE;
+	}
+	if (flags & (uint64_t)(hc->acc_is_old | hc->acc_is_obsolete))
+		return HOTSPOT_METHOD_OLD;
+	if (n < 0 || n > HOTSPOT_MAX_METHODS)
+		return HOTSPOT_METHOD_STALE;
+	/* Current: among its holder's methods. */
+	for (int32_t i = 0; i < n; i += 256) {
+		size_t k = (size_t)(n - i < 256 ? n - i : 256);
+
+		if (mem_read(hc->mem, methods + hc->array_ptr_data + 8 * (uint64_t)i,
+			     buf, 8 * k))
+			return HOTSPOT_METHOD_UNCHECKED;
+		for (size_t m = 0; m < k; m++)
+			if (buf[m] == method)
+				return HOTSPOT_METHOD_CURRENT;
+	}
+	return HOTSPOT_METHOD_STALE;
 }
 
 int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,

@@ -29,6 +29,25 @@ struct hotspot_code {
 	uint64_t blob_name, blob_size;	/* CodeBlob */
 	uint64_t blob_frame_size;	/* CodeBlob::_frame_size; 0 when the
 					   table has none (no stepping) */
+	uint64_t blob_frame_complete;	/* CodeBlob::_frame_complete_offset;
+					   0: none (exact pcs not stepped) */
+	/* Deoptimized frames: their return address is patched to the
+	   nmethod's deopt handler, the original pc kept in the frame at sp
+	   + _orig_pc_offset. deopt_ok false: not in the tables. */
+	bool deopt_ok;
+	uint64_t cm_deopt_handler, cm_deopt_mh_handler, nm_orig_pc_offset;
+	/* Whether a Method* is still its class's (check_ok false: not in
+	   the tables, not checked): Method::_access_flags' IS_OLD and
+	   IS_OBSOLETE bits (redefined), InstanceKlass::_methods. */
+	bool check_ok;
+	uint64_t method_access_flags, ik_methods, array_ptr_data;
+	int64_t acc_is_old, acc_is_obsolete;
+	/* After a collection (classes may have been unloaded): the class
+	   loaders alive now (ClassLoaderDataGraph's list, sorted), which a
+	   current method's class must belong to. NULL: not checked. */
+	uint64_t cldg_head, cld_next, klass_cld;	/* 0: not in the tables */
+	uint64_t *live_clds;
+	size_t nlive_clds;
 	/* The scope descriptors (inlining); scopes_ok false when the table
 	   lacks one of them (compiled frames then name one method). */
 	bool scopes_ok;
@@ -55,12 +74,21 @@ struct hotspot_code {
 /* A code blob of the code cache. */
 struct hotspot_blob {
 	uint64_t start;		/* the blob (its CodeBlob header) */
+	uint64_t size;		/* CodeBlob::_size: bytes from start */
 	char name[64];		/* CodeBlob::_name: "nmethod", "Interpreter",
 				   "StubRoutines (1)", ... */
 	uint64_t method;	/* an nmethod's Method*, else 0 */
 	int32_t frame_size;	/* CodeBlob::_frame_size, in words: its
 				   frame from sp to the caller's sp (return
 				   address and saved rbp included) */
+	/* An nmethod's deopt handlers (0: unknown) and where its frames
+	   keep a deoptimized frame's original pc (bytes from sp; -1:
+	   unknown). */
+	uint64_t deopt_handler, deopt_mh_handler;
+	int32_t orig_pc_offset;
+	uint64_t frame_complete; /* the first pc where the frame is built
+				    (code begin + _frame_complete_offset);
+				    0: unknown or never */
 	bool is_interpreter;
 };
 
@@ -94,6 +122,30 @@ int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
  * -ENOENT (no table, or no line for bci) or -errno. */
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len);
+/* A Symbol's text into buf (NUL-terminated). Returns 0, -EPROTO (longer
+ * than buf, or not text) or -EFAULT. */
+int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,
+			 size_t len);
+/* What a Method* read after the thaw is: its class's current method
+ * (HOTSPOT_METHOD_CURRENT), an old version its class replaced since
+ * (RedefineClasses: the frame runs the old code, the name is right),
+ * or no longer its class's (STALE: freed with an unloaded class, or a
+ * redefinition's old version freed, its memory perhaps reused: the
+ * name read from it cannot be trusted). UNCHECKED: the tables lack
+ * what the check needs, or it did not read. */
+enum hotspot_method_state {
+	HOTSPOT_METHOD_CURRENT,
+	HOTSPOT_METHOD_OLD,
+	HOTSPOT_METHOD_STALE,
+	HOTSPOT_METHOD_UNCHECKED,
+};
+enum hotspot_method_state hotspot_code__method_check(struct hotspot_code *hc,
+						     uint64_t method);
+/* Reads the live class loaders now (after a collection): method_check
+ * then also calls a method whose class's loader is not among them
+ * stale. Returns 0, or -errno (not read: not checked). */
+int hotspot_code__read_live_loaders(struct hotspot_code *hc);
+void hotspot_code__free(struct hotspot_code *hc);
 /* "pkg.Class.method(SIGNATURE)" of method into buf. Returns 0 or -errno. */
 int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 			      char *buf, size_t len);

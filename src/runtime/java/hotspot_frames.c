@@ -21,11 +21,29 @@ int hotspot_frame__method(struct hotspot_code *hc, uint64_t method, int bci,
 		return err;
 	if ((paren = strchr(out->function, '(')))
 		*paren = '\0';
+	/* Read after the thaw: a class unloaded or redefined since the
+	   capture may have freed the method, its name then wrong. Said in
+	   the frame, not printed as the method. */
+	out->state = hotspot_code__method_check(hc, method);
+	if (out->state == HOTSPOT_METHOD_STALE) {
+		snprintf(out->function, sizeof(out->function), "%s",
+			 "?? (Java method no longer its class's: class unloaded "
+			 "or redefined after the capture)");
+		return 0;
+	}
 	/* The source file is the class's: known for compiled frames too
 	   (their line needs the nmethod's scope descriptors). */
 	if (hotspot_code__line(hc, method, bci, &line, out->file,
 			       sizeof(out->file)) == 0 && line > 0)
 		out->line = (unsigned)line;
+	/* An old version (RedefineClasses): the frame runs it; the name is
+	   right, the code is not the class's current code. */
+	if (out->state == HOTSPOT_METHOD_OLD) {
+		size_t len = strlen(out->function);
+
+		snprintf(out->function + len, sizeof(out->function) - len, "%s",
+			 " (old version: class redefined)");
+	}
 	return 0;
 }
 

@@ -26,7 +26,20 @@ struct hotspot_frame {
 	char function[512];	/* "pkg.Class.method", or the blob's name */
 	char file[256];		/* the class's source file ("Deep.java") */
 	unsigned line;		/* interpreted frames: of the bytecode index */
+	/* The Method* checked after it was named (hotspot_code.h): OLD
+	   and STALE are said in function, not hidden. */
+	enum hotspot_method_state state;
 	uint64_t blob;		/* the code blob (its header) */
+};
+
+/* One step the hotspot stepper took in a walk: the frame at (pc, sp)
+ * (pc a return address) has its caller at (caller_pc, caller_sp) with
+ * rbp caller_fp. Saved with a snapshot, so that `show` walks the saved
+ * stacks as the capture did without the JVM's code cache (sps of
+ * different threads' stacks never coincide: (pc, sp) is a key). */
+struct hotspot_step {
+	uint64_t pc, sp;
+	uint64_t caller_pc, caller_sp, caller_fp;
 };
 
 /* Names the frame whose lookup pc is pc (a return address minus one for

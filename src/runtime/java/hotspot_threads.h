@@ -1,0 +1,53 @@
+/* hotspot_threads.h - the Java names of a live JVM's threads (their
+ * java.lang.Thread objects' names), read through the vmStructs tables
+ * (hotspot_threads.c). */
+#ifndef SS_RUNTIME_JAVA_HOTSPOT_THREADS_H
+#define SS_RUNTIME_JAVA_HOTSPOT_THREADS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_structs.h"
+
+/* Longest name kept (in UTF-8 bytes; longer ones are cut). */
+#define HOTSPOT_MAX_THREAD_NAME 256
+
+struct hotspot_thread_name {
+	int32_t tid;		/* the OS thread's id */
+	char name[HOTSPOT_MAX_THREAD_NAME + 1];
+};
+
+/* Offsets and statics from the tables (init), then, read once at the
+ * first names (prepared): the reference decoding and the field offsets
+ * of java.lang.Thread.name and String's value and coder. */
+struct hotspot_threads {
+	struct hotspot_code *hc;	/* its symbols, constant pools; not owned */
+	struct stacksnap_mem *mem;	/* hc's */
+	uint64_t thread_list, tl_length, tl_threads;
+	uint64_t jt_osthread, jt_thread_obj, handle_obj, os_thread_id;
+	uint64_t thread_klass, string_klass;	/* &InstanceKlass* statics */
+	uint64_t ik_fields, ik_java_fields, ik_constants, u2_data;
+	uint64_t oop_base, oop_shift;		/* statics' addresses */
+	uint64_t flags_addr, nflags_addr, flag_addr, flag_name, flag_size;
+	int64_t fi_slots, fi_name, fi_sig, fi_low, fi_high, tag_size, tag_offset;
+	bool prepared;
+	int prepare_err;
+	bool compressed_oops;
+	uint64_t narrow_base;
+	int narrow_shift;
+	uint64_t array_length, array_data;
+	uint64_t thread_name, string_value, string_coder;
+};
+
+/* Returns 0, or -ENOENT when the tables lack an entry names need. */
+int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_structs *hs,
+			  struct hotspot_code *hc);
+/* Every JavaThread's OS thread id and Java name, now (*out malloc'ed;
+ * threads whose objects do not read are left out). Returns 0 or -errno
+ * (the layout did not read: no names). */
+int hotspot_threads__names(struct hotspot_threads *ht,
+			   struct hotspot_thread_name **out, size_t *n);
+
+#endif

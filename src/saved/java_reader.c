@@ -1,0 +1,298 @@
+/* java_reader.c - the JAVA section of a snapshot file
+ * (docs/snapshot-format.md): a JVM's Java frames as named when the file
+ * was written, each found again at the native frame it replaced (by that
+ * frame's pc and sp), and the steps the capture's walk took through
+ * compiled Java frames, replayed by a stepper so that `show` walks the
+ * saved stacks as the capture did. */
+#include "saved/java_reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addrspace/module.h" /* struct stacksnap_ctx: its log */
+#include "base/log.h"
+#include "runtime/java/hotspot_frames.h"
+#include "saved/readers.h"
+#include "snapfile/snapshot_file.h"
+
+/* One saved frame. Invariant: function non-NULL, file NULL or
+ * non-empty, both owned. */
+struct saved_jframe {
+	uint64_t native_pc, native_sp; /* the native frame it replaces */
+	uint64_t pc;
+	uint32_t line;
+	uint8_t flags;		/* SNAPFILE_JFRAME_* */
+	char *function, *file;
+};
+
+struct saved_jthread {
+	pid_t tid;
+	char *name;		/* the java.lang.Thread's name, or NULL */
+	struct saved_jframe *frames;
+	size_t n;
+};
+
+/* Invariant: steps sorted by (sp, pc), unique. */
+struct saved_java {
+	char *description;
+	struct saved_jthread *threads;
+	size_t n;
+	struct hotspot_step *steps;
+	size_t nsteps;
+};
+
+void java_reader__free(struct saved_java *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n; i++) {
+		for (size_t k = 0; k < j->threads[i].n; k++) {
+			free(j->threads[i].frames[k].function);
+			free(j->threads[i].frames[k].file);
+		}
+		free(j->threads[i].frames);
+		free(j->threads[i].name);
+	}
+	free(j->threads);
+	free(j->steps);
+	free(j->description);
+	free(j);
+}
+
+/* An optional string: "" read back as NULL. */
+static char *take_opt(struct cursor *c, bool *nomem)
+{
+	char *s = readers__take_str(c, '?', nomem);
+
+	if (s && !s[0]) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
+{
+	uint32_t nf;
+
+	t->tid = (pid_t)cursor_u32(c);
+	t->name = take_opt(c, nomem);
+	nf = cursor_u32(c);
+	/* A frame takes at least 4 + 1 + 4 + 24 + 4 + 4 bytes. */
+	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
+	    (size_t)nf * 41 > cursor_left(c))
+		return *nomem ? -ENOMEM : -EINVAL;
+	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
+	if (!t->frames)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < nf; k++) {
+		uint32_t len = cursor_u32(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct saved_jframe *f = &t->frames[t->n];
+		struct cursor fc;
+
+		if (!p)
+			return -EINVAL;
+		cursor_init(&fc, p, len);
+		f->flags = cursor_u8(&fc);
+		f->line = cursor_u32(&fc);
+		f->native_pc = cursor_u64(&fc);
+		f->native_sp = cursor_u64(&fc);
+		f->pc = cursor_u64(&fc);
+		f->function = readers__take_str(&fc, '?', nomem);
+		f->file = take_opt(&fc, nomem);
+		t->n++; /* counted before the checks: freed with the rest */
+		if (*nomem)
+			return -ENOMEM;
+		if (fc.bad || !f->function || !f->function[0])
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_steps(struct saved_java *j, struct cursor *c)
+{
+	uint32_t n = cursor_u32(c);
+
+	if (c->bad || n > SNAPFILE_MAX_JAVA_STEPS || (size_t)n * 40 > cursor_left(c))
+		return -EINVAL;
+	j->steps = calloc(n ? n : 1, sizeof(*j->steps));
+	if (!j->steps)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct hotspot_step *st = &j->steps[i];
+
+		st->pc = cursor_u64(c);
+		st->sp = cursor_u64(c);
+		st->caller_pc = cursor_u64(c);
+		st->caller_sp = cursor_u64(c);
+		st->caller_fp = cursor_u64(c);
+		/* The search needs them sorted and unique. */
+		if (i && (st[-1].sp > st->sp ||
+			  (st[-1].sp == st->sp && st[-1].pc >= st->pc)))
+			return -EINVAL;
+	}
+	j->nsteps = n;
+	return c->bad ? -EINVAL : 0;
+}
+
+int java_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+			      size_t base)
+{
+	struct saved_java *j;
+	bool nomem = false;
+	uint32_t n;
+	int err = 0;
+
+	if (s->java) {
+		SAVED_BAD(s, base, "a second Java section");
+		return -EINVAL;
+	}
+	if (!(j = calloc(1, sizeof(*j))))
+		return -ENOMEM;
+	s->java = j;
+	j->description = readers__take_str(c, '?', &nomem);
+	n = cursor_u32(c);
+	if (nomem)
+		return -ENOMEM;
+	if (c->bad || !j->description || (size_t)n * 4 > cursor_left(c)) {
+		SAVED_BAD(s, base + cursor_offset(c), "Java section: %s",
+			  c->bad ? "truncated" : "bad header");
+		return -EINVAL;
+	}
+	if (!(j->threads = calloc(n ? n : 1, sizeof(*j->threads))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && !err; i++) {
+		uint32_t len = cursor_u32(c);
+		size_t at = cursor_offset(c);
+		const uint8_t *p = cursor_take(c, len);
+		struct cursor tc;
+
+		if (!p) {
+			SAVED_BAD(s, base + at, "Java section: thread %u truncated", i);
+			return -EINVAL;
+		}
+		cursor_init(&tc, p, len);
+		err = read_thread(&j->threads[j->n++], &tc, &nomem);
+		if (err == -EINVAL)
+			SAVED_BAD(s, base + at, "Java section: thread %u: "
+				  "corrupt frame record", i);
+	}
+	if (!err && (err = read_steps(j, c)) == -EINVAL)
+		SAVED_BAD(s, base + cursor_offset(c), "Java section: corrupt steps");
+	return err;
+}
+
+const char *java_reader__description(const struct saved_java *j)
+{
+	return j->description;
+}
+
+const char *java_reader__thread_name(const struct saved_java *j, pid_t tid)
+{
+	for (size_t k = 0; k < j->n; k++)
+		if (j->threads[k].tid == tid)
+			return j->threads[k].name;
+	return NULL;
+}
+
+/* Each native frame whose (pc, sp) a saved frame names is replaced by
+ * the saved frames of it (consecutive: the methods inlined there, then
+ * the method); native frames the saved walk had and this one has not
+ * leave their Java frames out. */
+int java_reader__frames(const struct saved_java *j, pid_t tid,
+			const struct stacksnap_frame *native, size_t nnative,
+			struct stacksnap_runtime_frame *out, size_t max)
+{
+	const struct saved_jthread *t = NULL;
+	size_t n = 0, m = 0;
+
+	for (size_t k = 0; k < j->n && !t; k++)
+		if (j->threads[k].tid == tid)
+			t = &j->threads[k];
+	if (!t)
+		return 0;
+	/* Both lists run innermost first: one pass. */
+	for (size_t k = 0; k < nnative && m < t->n; k++) {
+		size_t from = m;
+
+		while (from < t->n && (t->frames[from].native_pc != native[k].pc ||
+				       t->frames[from].native_sp != native[k].sp) &&
+		       t->frames[from].native_sp <= native[k].sp)
+			from++;
+		if (from == t->n || t->frames[from].native_pc != native[k].pc ||
+		    t->frames[from].native_sp != native[k].sp)
+			continue;
+		for (m = from; m < t->n && t->frames[m].native_pc == native[k].pc &&
+			       t->frames[m].native_sp == native[k].sp; m++, n++) {
+			const struct saved_jframe *f = &t->frames[m];
+
+			if (n >= max)
+				continue;
+			out[n] = (struct stacksnap_runtime_frame){
+				.sz = sizeof(out[n]),
+				.runtime = STACKSNAP_RUNTIME_JAVA,
+				.native_index = (uint32_t)k,
+				.flags = f->flags & SNAPFILE_JFRAME_INLINED
+					? STACKSNAP_RFRAME_INLINED : 0,
+				.function = f->function,
+				.file = f->file,
+				.line = f->line,
+				.pc = f->pc,
+			};
+		}
+	}
+	return (int)n;
+}
+
+/* The capture's step of the frame at (rip, rsp), replayed. */
+static int replay_step(void *user, const struct stacksnap_regs *regs,
+		       bool exact_pc, struct stacksnap_mem *mem,
+		       struct stacksnap_regs *caller)
+{
+	const struct saved_java *j = user;
+	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
+	uint64_t pc, sp;
+	size_t lo = 0, hi = j->nsteps;
+
+	(void)mem;
+	if (exact_pc || (regs->valid & need) != need)
+		return STACKSNAP_STEPPER_NOT_MINE;
+	pc = regs->regs[STACKSNAP_REG_RIP];
+	sp = regs->regs[STACKSNAP_REG_RSP];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct hotspot_step *st = &j->steps[mid];
+
+		if (st->sp == sp && st->pc == pc) {
+			memset(caller, 0, sizeof(*caller));
+			caller->regs[STACKSNAP_REG_RIP] = st->caller_pc;
+			caller->regs[STACKSNAP_REG_RSP] = st->caller_sp;
+			caller->regs[STACKSNAP_REG_RBP] = st->caller_fp;
+			caller->valid = need | 1u << STACKSNAP_REG_RBP;
+			return STACKSNAP_STEPPER_CALLER;
+		}
+		if (st->sp < sp || (st->sp == sp && st->pc < pc))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return STACKSNAP_STEPPER_NOT_MINE;
+}
+
+int java_reader__steppers(const struct saved_java *j, struct stacksnap_unwinder *uw)
+{
+	/* As the capture's hotspot stepper: after CFI, before the analysis
+	   and frame-pointer steppers. */
+	STACKSNAP_OPTS(stacksnap_stepper_opts, o, .name = "hotspot",
+		       .step = replay_step, .user = (void *)j,
+		       .priority = STACKSNAP_PRIO_ANALYSIS + 30,
+		       .trust = STACKSNAP_TRUST_CFI);
+	int id;
+
+	if (!j->nsteps)
+		return 0;
+	id = stacksnap_unwinder__add_stepper(uw, &o);
+	return id < 0 ? id : 1;
+}
