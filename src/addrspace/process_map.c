@@ -546,3 +546,10 @@ uint64_t procs_rereads(const struct stacksnap_procs *p)
 {
 	return p->rereads;
 }
+
+bool procs_alive(const struct stacksnap_procs *p, pid_t pid)
+{
+	const struct proc *e = proc_find((struct stacksnap_procs *)p, pid);
+
+	return e && !e->dead;
+}

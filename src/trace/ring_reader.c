@@ -75,6 +75,8 @@ int trace_on_record(void *ctx, void *data, size_t len)
 	if (len < sizeof(*r))
 		return 0;
 	tr->st.bytes += len;
+	/* The process's mappings as they were when the record was made. */
+	trace_sideband__apply(tr, r->time);
 	switch (r->kind) {
 	case TRACE_REC_EVENT:
 		rc = on_event(tr, r, len);
@@ -88,10 +90,15 @@ int trace_on_record(void *ctx, void *data, size_t len)
 		}
 		break;
 	case TRACE_REC_EXEC:
-		stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid, r->comm, true);
-		/* The new image's mappings: those there now (ld.so maps the
-		 * libraries later; a miss re-reads them). */
-		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		/* The new image's mappings: with the kernel's records, those
+		 * applied up to now (the exec's own: the executable, ld.so,
+		 * the vDSO); else those there now (ld.so maps the libraries
+		 * later; a miss re-reads them). */
+		if (!tr->sb) {
+			stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid,
+					      r->comm, true);
+			stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		}
 		/* A new image: an interpreter in it is found now (an
 		 * executable that holds it: Debian's python3.X); one in a
 		 * libpython ld.so has not mapped yet is not. */
@@ -129,6 +136,7 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	tr->fn_rc = 0;
 	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
 	tr->fn = NULL;
+	trace_sideband__settle(tr);
 	if (tr->fn_rc)
 		return tr->fn_rc;
 	if (r < 0)

@@ -161,6 +161,9 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		return fail(err);
 	if ((err = trace_programs__attach_proc(&tr->bpf, tr->o.compact, LOG(tr))))
 		return fail(err);
+	/* Before the events: every mapping made from their first one on is
+	 * recorded. */
+	tr->sb = trace_sideband__open(tr);
 	if ((err = attach_events(tr, ncpu))) {
 		stacksnap_trace__stop(tr);
 		return fail(err);
@@ -245,6 +248,8 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 		if (sscanf(line, "Tgid: %d", &tgid) == 1)
 			break;
 	fclose(f);
+	/* The records before now are older than the maps read below. */
+	trace_sideband__apply(tr, clock_monotonic_ns());
 	if (bpf_map_update_elem(trace_programs__traced_fd(&tr->bpf), &key, &one, BPF_ANY)) {
 		err = -errno;
 		log_err(LOG(tr), "pid %d: cannot add it to the filter: %s", (int)pid,
@@ -287,6 +292,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->kframes);
 	free(tr->hframes);
 	trace__python_free(tr);
+	trace_sideband__free(tr->sb);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
 	stacksnap_procs__free(tr->procs);
