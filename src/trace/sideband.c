@@ -48,6 +48,7 @@ struct trace_sideband {
 	struct sb_ring *rings;
 	size_t nrings;
 	struct stacksnap_perf_data *dec;
+	struct stacksnap_ctx *dec_ctx;	/* its log: records lost are said once */
 	uint64_t *rec;		/* the head record of each ring */
 	uint64_t applied, lost;
 };
@@ -139,6 +140,7 @@ struct trace_sideband *trace_sideband__open(struct stacksnap_trace *tr)
 	}
 	if (!err && sb->nrings)
 		sb->dec = stacksnap_perf_data__open_attr(tr->ctx, &a, sizeof(a));
+	sb->dec_ctx = tr->ctx;
 	if (err || !sb->dec) {
 		log_debug(LOG(tr), "no mmap records from the kernel (%s): mappings are "
 			  "read from /proc when events are read",
@@ -172,8 +174,9 @@ static bool peek(struct trace_sideband *sb, struct sb_ring *r, uint64_t *buf)
 		}
 		for (size_t i = 0; i < h.size; i++)
 			((uint8_t *)buf)[i] = r->data[(off + i) & (r->size - 1)];
-		if (h.type == PERF_RECORD_LOST)
-			sb->lost++;
+		if (h.type == PERF_RECORD_LOST && !sb->lost++)
+			log_warn(&sb->dec_ctx->log, "the kernel dropped mmap records (ring "
+				 "full): events of the processes concerned may not unwind");
 		if (!stacksnap_perf_data__decode(sb->dec, buf, h.size, &ev) && ev.time) {
 			r->has_head = true;
 			r->head_time = ev.time;
