@@ -553,3 +553,9 @@ bool procs_alive(const struct stacksnap_procs *p, pid_t pid)
 
 	return e && !e->dead;
 }
+
+void procs_set_more(struct stacksnap_procs *p,
+		    const struct stacksnap_stack_range *ranges, size_t n)
+{
+	stacksnap_mem__set_more(p->copy, ranges, n);
+}

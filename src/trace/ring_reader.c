@@ -18,10 +18,10 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 
 	size_t py_off;
 
-	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
+	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u) + ((r->more_len + 7u) & ~7u);
 	py_off = raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
 		 (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0);
-	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
+	if (r->event >= tr->nevents || r->more_len > len || raw_off + r->raw_len > len ||
 	    py_off + r->pyframes * sizeof(struct trace_py_frame) > len)
 		return 0; /* not ours: ignore */
 	memset(&ev, 0, sizeof(ev));
@@ -47,7 +47,17 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
 		trace__kernel_event(tr, r, raw_off, &ev);
 	if (trace__unwind_mode(tr) & KU_MODE_COPY) {
+		/* A handler on an alternate signal stack: its thread's normal
+		 * stack, copied after the first. */
+		struct stacksnap_stack_range more = {
+			(const uint8_t *)r + stack_off + ((r->cap.data_len + 7u) & ~7u),
+			r->more_len, r->more_start };
+
+		if (r->more_len)
+			procs_set_more(tr->procs, &more, 1);
 		n = trace__unwind_copy(tr, r, raw_off, &ev);
+		if (r->more_len)
+			procs_set_more(tr->procs, NULL, 0);
 		ev.frames = tr->frames;
 	} else {
 		n = ev.kernel_nframes;
