@@ -146,7 +146,9 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	tr->fn_rc = 0;
 	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
 	tr->fn = NULL;
-	trace_sideband__settle(tr);
+	/* (Not when the callback stopped the drain: older events wait.) */
+	if (!tr->fn_rc)
+		trace_sideband__settle(tr);
 	if (tr->fn_rc)
 		return tr->fn_rc;
 	if (r < 0)
