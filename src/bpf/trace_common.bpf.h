@@ -262,15 +262,16 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
  * frame's bound (its xstate area included); then the normal stack is
  * copied from that rsp after the first copy, within TRACE_STACK_MAX.
  * A stack with SS_AUTODISARM is not looked at (the kernel clears it while
- * the handler runs). Returns the bytes copied (rec.more_*). */
+ * the handler runs). Returns the bytes copied (rec.more_*). Global
+ * functions both: each is verified once, not once per path of emit_event
+ * (inlined, they made loading the programs take a second longer). */
 #define ALT_SCAN_BYTES 16384u
 #define UC_STACK_SP 16
 #define UC_STACK_SIZE 32
 #define UC_RSP 160 /* uc_mcontext.gregs[REG_RSP] */
 
 /* The offset in the copy a (n bytes from sp) of the outermost ucontext
- * naming the alternate stack [alt, alt + size), or -1. A global function:
- * the verifier checks its loop once, not once per path of its callers. */
+ * naming the alternate stack [alt, alt + size), or -1. */
 __attribute__((noinline)) int trace_find_ucontext(struct stacksnap_compact_area *a,
 						   __u64 sp, __u32 n, __u64 alt, __u64 size)
 {
@@ -299,14 +300,17 @@ __attribute__((noinline)) int trace_find_ucontext(struct stacksnap_compact_area 
 	return -1;
 }
 
-static __always_inline __u32 copy_interrupted_stack(struct ss_scratch *s, __u32 n)
+__attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s, __u32 n)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 alt = BPF_CORE_READ(task, sas_ss_sp), size = BPF_CORE_READ(task, sas_ss_size);
-	__u64 sp = s->rec.cap.stack_start, rsp, want, at;
+	__u64 sp, rsp, want, at;
 	int o;
 	__u32 got;
 
+	if (!s)
+		return 0;
+	sp = s->rec.cap.stack_start;
 	if (!alt || sp < alt || sp - alt >= size)
 		return 0;
 	o = trace_find_ucontext(&s->area, sp, n, alt, size);
@@ -366,10 +370,12 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	s->rec.more_len = 0;
 	/* (Not with a compacted copy: one range is compacted.) */
 	if ((unwind_mode & KU_MODE_COPY) && !compact && n) {
-		__u32 m = copy_interrupted_stack(s, n);
+		__u32 m = (__u32)trace_copy_interrupted_stack(s, n);
 
-		if (m)
+		if (m && m <= TRACE_STACK_MAX - 8 - ((n + 7) & ~7u))
 			n = ((n + 7) & ~7u) + m;
+		else
+			s->rec.more_len = 0;
 	}
 	if (compact && n) {
 		__u32 tgid = s->rec.pid;
