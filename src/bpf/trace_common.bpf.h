@@ -282,6 +282,8 @@ __attribute__((noinline)) int trace_find_ucontext(struct stacksnap_compact_area 
 	/* Candidates: 16-aligned, their rsp inside the copy, from the
 	 * alternate stack's top (or the copy's end) down. */
 	hi = top - sp < n ? top - sp : n;
+	if (hi < UC_RSP + 8)
+		return -1;
 	hi = (hi - UC_RSP - 8 + sp) & ~15ull;
 	for (__u32 i = 0; i < ALT_SCAN_BYTES / 16; i++) {
 		__u64 uc = hi - (__u64)i * 16, o;
