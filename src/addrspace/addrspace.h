@@ -98,5 +98,13 @@ struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *a
 /* How many times stacksnap_procs__unwind_capture re-read a process's
  * maps after a miss (the trace loader's statistics). */
 uint64_t procs_rereads(const struct stacksnap_procs *p);
+/* Whether procs follows process pid and has not seen its exit (a
+ * recorder of the kernel's mmap records keeps only those). */
+bool procs_alive(const struct stacksnap_procs *p, pid_t pid);
+/* More copied ranges for the next unwinds of captures (a thread's normal
+ * stack below its alternate signal stack's copy); n = 0 removes them.
+ * The bytes must outlive those unwinds. */
+void procs_set_more(struct stacksnap_procs *p,
+		    const struct stacksnap_stack_range *ranges, size_t n);
 
 #endif

@@ -546,3 +546,16 @@ uint64_t procs_rereads(const struct stacksnap_procs *p)
 {
 	return p->rereads;
 }
+
+bool procs_alive(const struct stacksnap_procs *p, pid_t pid)
+{
+	const struct proc *e = proc_find((struct stacksnap_procs *)p, pid);
+
+	return e && !e->dead;
+}
+
+void procs_set_more(struct stacksnap_procs *p,
+		    const struct stacksnap_stack_range *ranges, size_t n)
+{
+	stacksnap_mem__set_more(p->copy, ranges, n);
+}

@@ -59,6 +59,8 @@ struct ss_scratch {
 	__u64 kpcs[KU_MAX_FRAMES];
 	struct trace_py_frame py[TRACE_PY_MAX_FRAMES]; /* the Python walk's */
 	__u8 pyf[TRACE_PY_FRAME_SPAN];	/* one _PyInterpreterFrame's head */
+	struct stacksnap_capture more;	/* the normal stack's copy (a
+					   handler on the alternate stack) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -250,6 +252,93 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 	return 0;
 }
 
+/* A thread whose sp lies on its alternate signal stack runs a handler
+ * there: the walk crosses the signal frame onto its normal stack, which a
+ * copy from sp does not hold. The outermost signal frame (the one that
+ * interrupted the normal stack) is the highest on the alternate stack: its
+ * ucontext (16-aligned, after the frame's return address) names that stack
+ * in uc_stack and holds the interrupted rsp. Looked for in the copy (n
+ * bytes from sp) downwards from the alternate stack's top, over the first
+ * frame's bound (its xstate area included); then the normal stack is
+ * copied from that rsp after the first copy, within TRACE_STACK_MAX.
+ * A stack with SS_AUTODISARM is not looked at (the kernel clears it while
+ * the handler runs). Returns the bytes copied (rec.more_*). Global
+ * functions both: each is verified once, not once per path of emit_event
+ * (inlined, they made loading the programs take a second longer). */
+#define ALT_SCAN_BYTES 16384u
+#define UC_STACK_SP 16
+#define UC_STACK_SIZE 32
+#define UC_RSP 160 /* uc_mcontext.gregs[REG_RSP] */
+
+/* The offset in the copy a (n bytes from sp) of the outermost ucontext
+ * naming the alternate stack [alt, alt + size), or -1. */
+__attribute__((noinline)) int trace_find_ucontext(struct stacksnap_compact_area *a,
+						   __u64 sp, __u32 n, __u64 alt, __u64 size)
+{
+	__u64 top = alt + size, hi;
+
+	if (!a || n < UC_RSP + 8 || n > TRACE_STACK_MAX)
+		return -1;
+	/* Candidates: 16-aligned, their rsp inside the copy, from the
+	 * alternate stack's top (or the copy's end) down. */
+	hi = top - sp < n ? top - sp : n;
+	if (hi < UC_RSP + 8)
+		return -1;
+	hi = (hi - UC_RSP - 8 + sp) & ~15ull;
+	for (__u32 i = 0; i < ALT_SCAN_BYTES / 16; i++) {
+		__u64 uc = hi - (__u64)i * 16, o;
+
+		if (uc < sp)
+			break;
+		o = uc - sp;
+		__stacksnap_opaque(o);
+		o &= TRACE_STACK_MAX - 1;
+		if (*(__u64 *)(a->in + o + UC_STACK_SP) == alt &&
+		    *(__u64 *)(a->in + o + UC_STACK_SIZE) == size &&
+		    *(__u64 *)(a->in + o + 8) == 0 /* uc_link */ &&
+		    !(*(__u64 *)(a->in + o) & ~7ull) /* uc_flags */)
+			return (int)o;
+	}
+	return -1;
+}
+
+__attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s, __u32 n)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 alt = BPF_CORE_READ(task, sas_ss_sp), size = BPF_CORE_READ(task, sas_ss_size);
+	__u64 sp, rsp, want, at;
+	int o;
+	__u32 got;
+
+	if (!s)
+		return 0;
+	sp = s->rec.cap.stack_start;
+	if (!alt || sp < alt || sp - alt >= size)
+		return 0;
+	o = trace_find_ucontext(&s->area, sp, n, alt, size);
+	if (o < 0)
+		return 0;
+	o &= TRACE_STACK_MAX - 1;
+	rsp = *(__u64 *)(s->area.in + o + UC_RSP);
+	if (rsp - alt < size)
+		return 0; /* interrupted on the alternate stack itself */
+	at = (n + 7) & ~7u;
+	if (at >= TRACE_STACK_MAX - 8)
+		return 0;
+	want = TRACE_STACK_MAX - 8 - at;
+	if (want > stack_size)
+		want = stack_size;
+	__stacksnap_opaque(at);
+	at &= TRACE_STACK_MAX - 1;
+	s->more.stack_start = rsp;
+	s->more.flags = 0;
+	got = stacksnap_capture_stack(&s->more, s->area.in + at, (__u32)want,
+				      TRACE_STACK_MAX);
+	s->rec.more_start = rsp;
+	s->rec.more_len = got;
+	return got;
+}
+
 /* Copies the stack (cap's registers already set), then raw_len bytes of
  * the tracepoint record at raw (may be NULL), and writes the record. */
 static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
@@ -278,6 +367,17 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
 		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
 			count(TRACE_STAT_SHORT);
+	}
+	s->rec.more_start = 0;
+	s->rec.more_len = 0;
+	/* (Not with a compacted copy: one range is compacted.) */
+	if ((unwind_mode & KU_MODE_COPY) && !compact && n) {
+		__u32 m = (__u32)trace_copy_interrupted_stack(s, n);
+
+		if (m && m <= TRACE_STACK_MAX - 8 - ((n + 7) & ~7u))
+			n = ((n + 7) & ~7u) + m;
+		else
+			s->rec.more_len = 0;
 	}
 	if (compact && n) {
 		__u32 tgid = s->rec.pid;

@@ -78,9 +78,10 @@ struct trace_py_frame {
 #define TRACE_PY_CODE(code) ((code) & ~7ull)
 
 /* One ring buffer record. Invariant: the record is sizeof(struct
- * trace_rec) + round8(cap.data_len) + round8(raw_len) + 8 * kframes bytes
- * (+ the end state) + 16 * pyframes:
- * the stack bytes follow the header, then the raw tracepoint record, then
+ * trace_rec) + round8(cap.data_len) + round8(more_len) + round8(raw_len) +
+ * 8 * kframes bytes (+ the end state) + 16 * pyframes:
+ * the stack bytes follow the header, then the normal stack's copy of a
+ * thread on its alternate signal stack, then the raw tracepoint record, then
  * the in-kernel walk's pcs (src/ktable/kunwind_layout.h: KU_PC_EXACT marks exact
  * pcs), then, when kflags has TRACE_KEND_STATE (both mode), a struct
  * ku_end_state: where the walk stopped, for user space to go on from
@@ -105,6 +106,13 @@ struct trace_rec {
 	__u8 pad2;
 	char comm[16];
 	struct stacksnap_capture cap;
+	/* A thread in a signal handler on its alternate stack: the copy of
+	 * its normal stack from the interrupted sp (more_len bytes at
+	 * more_start, after the copy from sp), for the walk past the
+	 * signal frame; more_len 0 when none. */
+	__u64 more_start;
+	__u32 more_len;
+	__u32 pad3;
 };
 
 #endif

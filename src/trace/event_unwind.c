@@ -70,7 +70,9 @@ void trace__kernel_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 		return;
 	tr->last_refresh_pid = ev->pid;
 	tr->last_refresh_ns = now;
-	if (!stacksnap_procs__attach_pid(tr->procs, ev->pid)) {
+	/* With the kernel's records, procs already has the mappings as of
+	 * this event: only the kernel's table is refreshed. */
+	if (tr->sb || !stacksnap_procs__attach_pid(tr->procs, ev->pid)) {
 		trace__kernel_maps(tr, ev->pid);
 		trace__python_detect(tr, ev->pid);
 	}

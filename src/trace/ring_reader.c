@@ -18,10 +18,10 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 
 	size_t py_off;
 
-	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u);
+	raw_off = stack_off + ((r->cap.data_len + 7u) & ~7u) + ((r->more_len + 7u) & ~7u);
 	py_off = raw_off + ((r->raw_len + 7u) & ~7u) + r->kframes * 8ull +
 		 (r->kflags & TRACE_KEND_STATE ? sizeof(struct ku_end_state) : 0);
-	if (r->event >= tr->nevents || raw_off + r->raw_len > len ||
+	if (r->event >= tr->nevents || r->more_len > len || raw_off + r->raw_len > len ||
 	    py_off + r->pyframes * sizeof(struct trace_py_frame) > len)
 		return 0; /* not ours: ignore */
 	memset(&ev, 0, sizeof(ev));
@@ -47,8 +47,18 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
 		trace__kernel_event(tr, r, raw_off, &ev);
 	if (trace__unwind_mode(tr) & KU_MODE_COPY) {
+		/* A handler on an alternate signal stack: its thread's normal
+		 * stack, copied after the first. */
+		struct stacksnap_stack_range more = {
+			(const uint8_t *)r + stack_off + ((r->cap.data_len + 7u) & ~7u),
+			r->more_len, r->more_start };
+
 		trace__java_before(tr, ev.pid);
+		if (r->more_len)
+			procs_set_more(tr->procs, &more, 1);
 		n = trace__unwind_copy(tr, r, raw_off, &ev);
+		if (r->more_len)
+			procs_set_more(tr->procs, NULL, 0);
 		ev.frames = tr->frames;
 	} else {
 		n = ev.kernel_nframes;
@@ -79,6 +89,8 @@ int trace_on_record(void *ctx, void *data, size_t len)
 	if (len < sizeof(*r))
 		return 0;
 	tr->st.bytes += len;
+	/* The process's mappings as they were when the record was made. */
+	trace_sideband__apply(tr, r->time);
 	switch (r->kind) {
 	case TRACE_REC_EVENT:
 		rc = on_event(tr, r, len);
@@ -92,10 +104,15 @@ int trace_on_record(void *ctx, void *data, size_t len)
 		}
 		break;
 	case TRACE_REC_EXEC:
-		stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid, r->comm, true);
-		/* The new image's mappings: those there now (ld.so maps the
-		 * libraries later; a miss re-reads them). */
-		stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		/* The new image's mappings: with the kernel's records, those
+		 * applied up to now (the exec's own: the executable, ld.so,
+		 * the vDSO); else those there now (ld.so maps the libraries
+		 * later; a miss re-reads them). */
+		if (!tr->sb) {
+			stacksnap_procs__comm(tr->procs, (pid_t)r->pid, (pid_t)r->tid,
+					      r->comm, true);
+			stacksnap_procs__attach_pid(tr->procs, (pid_t)r->pid);
+		}
 		/* A new image: an interpreter in it is found now (an
 		 * executable that holds it: Debian's python3.X); one in a
 		 * libpython ld.so has not mapped yet is not. */
@@ -133,6 +150,9 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	tr->fn_rc = 0;
 	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
 	tr->fn = NULL;
+	/* (Not when the callback stopped the drain: older events wait.) */
+	if (!tr->fn_rc)
+		trace_sideband__settle(tr);
 	if (tr->fn_rc)
 		return tr->fn_rc;
 	if (r < 0)

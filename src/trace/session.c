@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include <bpf/bpf.h>
@@ -81,15 +82,28 @@ uint32_t trace__unwind_mode(const struct stacksnap_trace *tr)
 							    : KU_MODE_COPY;
 }
 
-/* Writes pid's mapping table for the in-kernel walk from its address
- * space in procs (unwind KERNEL/BOTH). */
+/* Writes pid's mapping table for the in-kernel walk (unwind KERNEL/BOTH).
+ * The kernel walks events still to come: with the kernel's records,
+ * procs holds the mappings as of the events read so far, so the table
+ * comes from the maps as they are now (ld.so has mapped more since the
+ * exec), from procs when they cannot be read. */
 void trace__kernel_maps(struct stacksnap_trace *tr, pid_t pid)
 {
-	struct stacksnap_addrspace *as;
+	struct stacksnap_addrspace *as, *now;
 
-	if (!tr->kt || !(as = stacksnap_procs__addrspace(tr->procs, pid)))
+	if (!tr->kt)
 		return;
-	ktable__set_process(tr->kt, pid, as);
+	/* A process gone raises no more events: nothing to write (and no
+	 * error to log for its maps). */
+	if (tr->sb && kill(pid, 0) && errno == ESRCH)
+		return;
+	if (tr->sb && (now = stacksnap_addrspace__from_pid(tr->ctx, pid))) {
+		ktable__set_process(tr->kt, pid, now);
+		stacksnap_addrspace__free(now);
+		return;
+	}
+	if ((as = stacksnap_procs__addrspace(tr->procs, pid)))
+		ktable__set_process(tr->kt, pid, as);
 }
 
 /* Attaches every event's program, in the order they were added. */
@@ -161,6 +175,9 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		return fail(err);
 	if ((err = trace_programs__attach_proc(&tr->bpf, tr->o.compact, LOG(tr))))
 		return fail(err);
+	/* Before the events: every mapping made from their first one on is
+	 * recorded. */
+	tr->sb = trace_sideband__open(tr);
 	if ((err = attach_events(tr, ncpu))) {
 		stacksnap_trace__stop(tr);
 		return fail(err);
@@ -245,6 +262,8 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 		if (sscanf(line, "Tgid: %d", &tgid) == 1)
 			break;
 	fclose(f);
+	/* The records before now are older than the maps read below. */
+	trace_sideband__apply(tr, clock_monotonic_ns());
 	if (bpf_map_update_elem(trace_programs__traced_fd(&tr->bpf), &key, &one, BPF_ANY)) {
 		err = -errno;
 		log_err(LOG(tr), "pid %d: cannot add it to the filter: %s", (int)pid,
@@ -289,6 +308,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->hframes);
 	trace__python_free(tr);
 	trace__java_free(tr);
+	trace_sideband__free(tr->sb);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
 	stacksnap_procs__free(tr->procs);

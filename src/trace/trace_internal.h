@@ -107,6 +107,9 @@ struct stacksnap_trace {
 	size_t npypend;
 	/* A followed JVM (trace_java.c), or NULL. */
 	struct trace_java *java;
+	/* The kernel's mmap/comm/fork/exit records (sideband.c); NULL where
+	 * perf events cannot be opened: then mappings come from /proc. */
+	struct trace_sideband *sb;
 };
 
 static inline const struct log_sink *LOG(const struct stacksnap_trace *tr)
@@ -172,6 +175,20 @@ void trace__java_before(struct stacksnap_trace *tr, pid_t pid);
 /* Names the Java frames of ev's user-space walk: ev->rframes. */
 void trace__java_event(struct stacksnap_trace *tr, struct stacksnap_trace_event *ev);
 void trace__java_free(struct stacksnap_trace *tr);
+/* sideband.c: the kernel's records of the followed processes' code
+ * mappings, execs, forks and exits, in time order. */
+struct trace_sideband;
+/* A dummy perf event per CPU; NULL (logged at debug) where they cannot
+ * be opened. */
+struct trace_sideband *trace_sideband__open(struct stacksnap_trace *tr);
+/* Applies to tr->procs every record up to until_ns (CLOCK_MONOTONIC) of
+ * the processes it follows, in time order; the others are dropped. */
+void trace_sideband__apply(struct stacksnap_trace *tr, uint64_t until_ns);
+/* Applies the records old enough that no event still unread can be
+ * older (at the end of a poll: the rings do not fill while no event
+ * comes). */
+void trace_sideband__settle(struct stacksnap_trace *tr);
+void trace_sideband__free(struct trace_sideband *sb);
 
 /* event_unwind.c: an event's stack. */
 /* The in-kernel walk of record r (its pcs after raw_off + the raw record). */

@@ -2,7 +2,8 @@
  * by argv[1] (trace_dl_lib.c), writes 103 bytes to /dev/null from it and
  * exits at once (with argv[2] "close", dlclose()s it first): by the time
  * a tracer reads the write's event, neither the library nor the process
- * may be mapped any more. */
+ * may be mapped any more. argv[3], when given, is how many milliseconds
+ * of CPU the library spins after the write (for profilers). */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include "target.h"
@@ -17,6 +18,14 @@ int main(int argc, char **argv)
 		return 2;
 	entry(fd);
 	KEEP_FRAME();
+	if (argc > 3) {
+		void (*spin)(int) = (void (*)(int))dlsym(h, "tc_dl_spin");
+
+		if (!spin)
+			return 2;
+		spin(atoi(argv[3]));
+		KEEP_FRAME();
+	}
 	if (argc > 2 && strcmp(argv[2], "close") == 0)
 		dlclose(h);
 	return 0;

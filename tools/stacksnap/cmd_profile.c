@@ -55,12 +55,20 @@ struct prof_options {
 	bool runtime_set;	/* --runtime was given */
 };
 
-/* One opened event and its ring buffer (1 metadata page + 2^n pages). */
+/* One opened event and its ring buffer (1 metadata page + 2^n pages).
+ * During a drain: records before stop (the head when it began) are
+ * read; has_next says ev is the decoded record at the tail (next_len
+ * bytes; in bounce when it wrapped around the end). */
 struct ring {
 	int fd;
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	size_t size, map_len;	/* data size: a power of two */
+	uint64_t stop;
+	bool has_next;
+	uint32_t next_len;
+	struct stacksnap_perf_event ev;
+	uint64_t *bounce;	/* 64 KiB once a record wrapped */
 };
 
 /* Pids whose address space we have: attached from /proc, or followed from
@@ -119,7 +127,6 @@ struct profiler {
 	int extra_fds[MAX_EVENTS];	/* events writing into a CPU's ring */
 	size_t nextra;
 	struct pidset known;
-	uint64_t *rec;		/* an aligned copy of a record that wraps */
 	uint64_t samples, lost, records;
 	/* `-- CMD`: the command, held until go_fd is written (-1 before it
 	 * starts and once it runs; err_fd then says whether its exec
@@ -253,6 +260,7 @@ static void close_rings(struct profiler *p)
 	for (size_t i = 0; i < p->nrings; i++) {
 		munmap(p->rings[i].meta, p->rings[i].map_len);
 		close(p->rings[i].fd);
+		free(p->rings[i].bounce);
 	}
 	p->nrings = p->nextra = 0;
 }
@@ -276,14 +284,14 @@ static void learn_comm(struct profiler *p, pid_t pid, pid_t tid)
 	fclose(f);
 }
 
-static int handle(struct profiler *p, const void *rec, size_t len)
+/* One decoded record: a sample unwound and counted, or a process
+ * record applied to the process table. */
+static int handle(struct profiler *p, const struct stacksnap_perf_event *e)
 {
-	struct stacksnap_perf_event ev;
+	struct stacksnap_perf_event ev = *e;
 	char comm_buf[24];
-	int err = stacksnap_perf_data__decode(p->dec, rec, len, &ev);
+	int err;
 
-	if (err)
-		return 0; /* logged; the next record is still framed by its size */
 	p->records++;
 	switch (ev.type) {
 	case STACKSNAP_PERF_SAMPLE:
@@ -303,6 +311,14 @@ static int handle(struct profiler *p, const void *rec, size_t len)
 		return sample_frames_add(&p->sf, p->stacks,
 					 sample_comm(&p->sf, ev.tid, comm_buf), p->fr, n);
 	case STACKSNAP_PERF_FORK:
+		if (ev.pid != ev.ppid && p->o.all_cpus && !pidset_has(&p->known, ev.ppid)) {
+			/* (-a) A process born while we sample has its whole
+			 * life in the records: its parent's mappings now (it
+			 * runs), the child's from the records after. */
+			stacksnap_procs__attach_pid(p->procs, ev.ppid);
+			if (pidset_add(&p->known, ev.ppid))
+				return -ENOMEM;
+		}
 		if (ev.pid != ev.ppid && pidset_has(&p->known, ev.ppid) &&
 		    pidset_add(&p->known, ev.pid))
 			return -ENOMEM;
@@ -317,31 +333,68 @@ static int handle(struct profiler *p, const void *rec, size_t len)
 	return err == -ENOMEM ? err : 0;
 }
 
-/* Processes every record the kernel has written to r since last time. */
-static int drain(struct profiler *p, struct ring *r)
+/* The next record of r before r->stop, decoded into r->ev (a record
+ * that wraps around the ring's end is copied into r->bounce); false when
+ * there is none. Records that do not decode are skipped (logged). */
+static bool ring_peek(struct profiler *p, struct ring *r)
 {
-	uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = r->meta->data_tail;
-	int err = 0;
 
-	while (tail + sizeof(struct perf_event_header) <= head && !err) {
+	while (!r->has_next && tail + sizeof(struct perf_event_header) <= r->stop) {
 		size_t off = tail & (r->size - 1);
 		struct perf_event_header h;
+		const void *rec = r->data + off;
 
 		for (size_t i = 0; i < sizeof(h); i++)
 			((uint8_t *)&h)[i] = r->data[(off + i) & (r->size - 1)];
-		if (h.size < sizeof(h) || tail + h.size > head)
-			break;
-		if (off + h.size <= r->size && off % 8 == 0) {
-			err = handle(p, r->data + off, h.size);
-		} else {
+		if (h.size < sizeof(h) || tail + h.size > r->stop)
+			return false;
+		if (off + h.size > r->size || off % 8) {
+			if (!r->bounce && !(r->bounce = malloc(65536)))
+				return false;
 			for (size_t i = 0; i < h.size; i++)
-				((uint8_t *)p->rec)[i] = r->data[(off + i) & (r->size - 1)];
-			err = handle(p, p->rec, h.size);
+				((uint8_t *)r->bounce)[i] = r->data[(off + i) & (r->size - 1)];
+			rec = r->bounce;
 		}
-		tail += h.size;
+		r->next_len = h.size;
+		if (stacksnap_perf_data__decode(p->dec, rec, h.size, &r->ev) == 0)
+			r->has_next = true;
+		else
+			__atomic_store_n(&r->meta->data_tail, tail += h.size, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
+	return r->has_next;
+}
+
+/* Processes every record the kernel has written to the rings since last
+ * time, in time order across the rings (each ring is in order): a
+ * process's exec and mmap records on one CPU come before its samples on
+ * another, and a short-lived process is unwound against the mappings it
+ * had then. */
+static int drain(struct profiler *p)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < p->nrings; i++) {
+		p->rings[i].stop = __atomic_load_n(&p->rings[i].meta->data_head,
+						   __ATOMIC_ACQUIRE);
+		p->rings[i].has_next = false;
+	}
+	while (!err) {
+		struct ring *first = NULL;
+
+		for (size_t i = 0; i < p->nrings; i++) {
+			struct ring *r = &p->rings[i];
+
+			if (ring_peek(p, r) && (!first || r->ev.time < first->ev.time))
+				first = r;
+		}
+		if (!first)
+			break;
+		err = handle(p, &first->ev);
+		first->has_next = false;
+		__atomic_store_n(&first->meta->data_tail,
+				 first->meta->data_tail + first->next_len, __ATOMIC_RELEASE);
+	}
 	return err;
 }
 
@@ -520,8 +573,7 @@ static int profile_init(struct profiler *p)
 	p->stacks = stacksnap_stacks__new(&sopts);
 	p->maxfr = p->o.max_stack + 256;
 	p->fr = calloc(p->maxfr, sizeof(*p->fr));
-	p->rec = malloc(65536);
-	if (!p->procs || !p->uw || !p->stacks || !p->fr || !p->rec ||
+	if (!p->procs || !p->uw || !p->stacks || !p->fr ||
 	    sample_frames_init(&p->sf, p->procs, p->uw, p->o.max_stack,
 			       p->o.no_demangle ? STACKSNAP_SYM_NO_DEMANGLE : 0, false)) {
 		fprintf(stderr, "stacksnap: out of memory\n");
@@ -657,8 +709,7 @@ static int profile_loop(struct profiler *p)
 			ended = true;
 		if (poll(p->pfds, p->nrings, ended ? 0 : 100) < 0 && errno != EINTR)
 			break;
-		for (size_t i = 0; i < p->nrings && !err; i++)
-			err = drain(p, &p->rings[i]);
+		err = drain(p);
 		if (err) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			rc = EXIT_ERROR;
@@ -722,7 +773,6 @@ static int profile_free(struct profiler *p, int rc)
 	if (p->out && p->out != stdout)
 		fclose(p->out);
 	free(p->fr);
-	free(p->rec);
 	free(p->known.v);
 	sample_frames_fini(&p->sf);
 	stacksnap_stacks__free(p->stacks);
