@@ -81,6 +81,45 @@ static long ss_walk_all(struct stacksnap_addrspace *as,
 	return total;
 }
 
+/* Cold runs of stacksnap only, for a profiler (--profile-cold). */
+static int profile_cold_runs;
+
+/* --profile-cold: the context's phases, medians over the runs. */
+#define PROFILE_MAX 4096
+static double prof_total[PROFILE_MAX], prof_module[PROFILE_MAX], prof_table[PROFILE_MAX];
+static double prof_cpu[PROFILE_MAX];
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void profile_phases(const struct stacksnap_ctx *ctx, double total_ns,
+			   double cpu, int r)
+{
+	struct stacksnap_ctx_stats st = { .sz = sizeof(st) };
+
+	if (r >= PROFILE_MAX || stacksnap_ctx__stats(ctx, &st))
+		return;
+	prof_total[r] = total_ns;
+	prof_cpu[r] = cpu;
+	prof_module[r] = (double)st.module_ns;
+	prof_table[r] = (double)st.table_ns;
+	if (r == 0)
+		printf("modules %u, tables whole %u lazy %u (%u FDEs) cached %u\n",
+		       st.modules, st.tables_whole, st.tables_lazy, st.lazy_fdes,
+		       st.tables_cached);
+}
+
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return v[n / 2];
+}
+
 static void bench_stacksnap(struct result *res, int warm_iters)
 {
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = MAX_FRAMES);
@@ -91,18 +130,23 @@ static void bench_stacksnap(struct result *res, int warm_iters)
 
 	/* Cold: a new context (empty module cache) and address space, then
 	 * one walk of every thread: maps, ELF, table compilation included. */
-	for (int r = 0; r < COLD_RUNS; r++) {
+	int cold_runs = profile_cold_runs ? profile_cold_runs : COLD_RUNS;
+
+	for (int r = 0; r < cold_runs; r++) {
 		if (as)
 			stacksnap_addrspace__free(as);
 		if (ctx)
 			stacksnap_ctx__free(ctx);
-		uint64_t t0 = now_ns();
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
 		ctx = stacksnap_ctx__new(NULL);
 		as = stacksnap_addrspace__from_pid(ctx, target_pid);
 		if (!as)
 			return;
 		res->frames = ss_walk_all(as, uw, mem, &res->complete);
-		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		res->cold[r % COLD_RUNS] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		if (profile_cold_runs)
+			profile_phases(ctx, (double)(now_ns() - t0),
+				       (double)(cpu_ns() - c0), r);
 	}
 	for (int b = 0; b < WARM_BATCHES; b++) {
 		int complete;
@@ -399,6 +443,18 @@ static void run_case(const char *label, int n, int depth, int nhops, int warm_it
 		return;
 	}
 	bench_stacksnap(&ss, warm_iters);
+	if (profile_cold_runs) {
+		stop_target();
+		qsort(ss.cold, COLD_RUNS, sizeof(double), cmp_double);
+		printf("%s: %d stacksnap cold runs, the last %d: median %.0f ns/frame (%.0f-%.0f)\n",
+		       label, profile_cold_runs, COLD_RUNS, ss.cold[COLD_RUNS / 2],
+		       ss.cold[0], ss.cold[COLD_RUNS - 1]);
+		int runs = profile_cold_runs < PROFILE_MAX ? profile_cold_runs : PROFILE_MAX;
+		printf("  medians: total %.0f us (cpu %.0f), opening modules %.0f us, tables %.0f us\n",
+		       median_of(prof_total, runs) / 1e3, median_of(prof_cpu, runs) / 1e3, median_of(prof_module, runs) / 1e3,
+		       median_of(prof_table, runs) / 1e3);
+		return;
+	}
 	bench_libunwind(&lu, warm_iters);
 	bench_libdw(&dw, warm_iters);
 	stop_target();
@@ -424,6 +480,18 @@ int main(int argc, char **argv)
 	dir = dirname(self);
 	snprintf(target_path, sizeof(target_path), "%s/stall_target", dir);
 	snprintf(hop_path, sizeof(hop_path), "%s/libhop.so", dir);
+	/* --profile-cold deep|libs N: stacksnap's cold walk only, N times,
+	 * under perf or callgrind. */
+	if (argc == 4 && !strcmp(argv[1], "--profile-cold")) {
+		profile_cold_runs = atoi(argv[3]);
+		if (profile_cold_runs < 1)
+			profile_cold_runs = 1;
+		if (!strcmp(argv[2], "deep"))
+			run_case("deep stacks", 4, 400, 0, 1);
+		else
+			run_case("many libraries", 4, 10, 40, 1);
+		return 0;
+	}
 	if (access(target_path, X_OK)) {
 		printf("== bench_unwind_cmp: %s not built (make bench builds it)\n", target_path);
 		return 0;
