@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/opts.h"
@@ -79,13 +80,20 @@ int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 	struct elf_image *img;
 	struct module *m;
 	struct stat st;
-	int err;
+	int fd, err;
 
 	if (build_id_len && (m = find_by_build_id(ctx, build_id, build_id_len)))
 		goto found;
-	if (stat(open_path, &st) == 0 && (m = find_by_file(ctx, &st)))
+	/* Opened, then known by its identity: one lookup of the path (under
+	 * /proc/PID/root, the costly part of a module's opening), not two. */
+	err = elf_file__open(open_path, &ctx->log, &fd, &st);
+	if (err)
+		return err;
+	if ((m = find_by_file(ctx, &st))) {
+		close(fd);
 		goto found;
-	err = elf_image__open(open_path, &ctx->log, &img);
+	}
+	err = elf_image__open_fd(fd, &st, open_path, &ctx->log, &img);
 	if (err)
 		return err;
 	if (build_id_len && img->build_id_len &&
