@@ -304,9 +304,9 @@ bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
 	return false;
 }
 
-/* Modules whose .eh_frame is larger than this get a lazy table: below it,
- * compiling whole costs about what a few lazy fills cost, and a whole
- * table keeps the sigreturn scan off the per-frame path. */
+/* With a table cache, modules whose .eh_frame is larger than this get a
+ * lazy table; smaller ones are compiled whole, to be stored (without a
+ * cache every table is lazy: src/table/table_open.c). */
 #define MODULE_LAZY_MIN_CFI (256u << 10)
 
 /* A module that scanned its code for trampolines page by page scans the
