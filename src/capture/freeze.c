@@ -267,13 +267,9 @@ static void wait_stops(struct stacksnap_snapshot *s,
 			 * way (copying each at its stop would cost one call
 			 * per thread, and when stops come faster than they are
 			 * taken it would only lengthen the window). */
-			if (regs && s->copy_early && capture__copy_stacks(s) == 0 &&
-			    s->copied_any) {
-				idle = 0;
-				continue;
-			}
-			/* Then the stop statuses the registers stood for. */
-			bool took = false;
+			bool took = regs && s->copy_early &&
+				    capture__copy_stacks(s) == 0 && s->copied_any;
+			/* And the stop statuses the registers stood for. */
 			for (; unread_cursor < s->n; unread_cursor++) {
 				struct cap_thread *u = &s->threads[unread_cursor];
 
