@@ -323,8 +323,7 @@ static int claim(struct range **claimed, size_t *n, size_t *cap,
 	return 0;
 }
 
-int ut_build(struct unwind_table *t, struct frag *frags, size_t nfrags,
-	     size_t free_blocks)
+int ut_build(struct unwind_table *t, struct frag *frags, size_t nfrags)
 {
 	size_t n = 0;
 	uint64_t span;
@@ -338,7 +337,7 @@ int ut_build(struct unwind_table *t, struct frag *frags, size_t nfrags,
 	/* One entry per 256 bytes, unless hostile or sparse CFI would make
 	 * the index much larger than the rows it indexes. */
 	t->block_shift = UT_BLOCK_SHIFT;
-	while ((span >> t->block_shift) > 4 * nfrags + free_blocks)
+	while ((span >> t->block_shift) > 4 * nfrags + 4096)
 		t->block_shift++;
 	t->nblocks = (size_t)(span >> t->block_shift) + 1;
 	t->block = malloc(sizeof(*t->block) * (t->nblocks + 1));
@@ -506,7 +505,7 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 		}
 	}
 	if (cc.nfrags) {
-		err = ut_build(t, cc.frags, cc.nfrags, UT_WHOLE_FREE_BLOCKS);
+		err = ut_build(t, cc.frags, cc.nfrags);
 		if (err)
 			goto out;
 	}

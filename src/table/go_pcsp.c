@@ -295,7 +295,7 @@ int go_pcsp__table(const struct go_pcsp_rows *r, struct unwind_table **out)
 		free(frags);
 		return fail(-ENOMEM);
 	}
-	err = ut_build(t, frags, n, UT_WHOLE_FREE_BLOCKS);
+	err = ut_build(t, frags, n);
 	free(frags);
 	if (err < 0) {
 		unwind_table__free(t);

@@ -51,8 +51,7 @@ static int lazy_fde(const struct unwind_table *t, size_t i, uint32_t *off,
 static int lazy_rebuild(struct unwind_table *t)
 {
 	struct unwind_table nt = *t;
-	int err = ut_build(&nt, t->lazy->frags, t->lazy->nfrags,
-			   UT_LAZY_FREE_BLOCKS);
+	int err = ut_build(&nt, t->lazy->frags, t->lazy->nfrags);
 
 	if (err) {
 		free(nt.starts);

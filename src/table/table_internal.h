@@ -73,18 +73,8 @@ int ut_cmp_fde_ref(const void *a, const void *b);
 int ut_on_row(void *user, uint64_t start, uint64_t end,
 	      const struct cfi_row *r);
 /* Makes t's starts, rows and block index from sorted, non-overlapping
- * fragments (nfrags > 0): one index entry per 256 bytes of range, made
- * coarser while the index would hold more than 4 * nfrags + free_blocks
- * entries. -ENOMEM leaves what was allocated in t. */
-int ut_build(struct unwind_table *t, struct frag *frags, size_t nfrags,
-	     size_t free_blocks);
-/* A whole table's index may be fine over a sparse range: it is built
- * once. A lazy table rebuilds its index at every fill, so while few
- * fragments exist (a fill adds a few) it stays about their size: 4096
- * entries over libc's range made a fill cost ~4 us, most of a cold walk's
- * table time, for lookups no shorter in the few rows filled. */
-#define UT_WHOLE_FREE_BLOCKS 4096
-#define UT_LAZY_FREE_BLOCKS 64
+ * fragments (nfrags > 0). -ENOMEM leaves what was allocated in t. */
+int ut_build(struct unwind_table *t, struct frag *frags, size_t nfrags);
 
 /* Compiles the header region holding vaddr into a lazy table (lazy.c).
  * -ENOTSUP: the CFI there is not what the lazy path handles (compile
