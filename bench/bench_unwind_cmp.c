@@ -35,6 +35,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -44,6 +52,11 @@ static int cmp_double(const void *a, const void *b)
 
 struct result {
 	double cold[COLD_RUNS], warm[WARM_BATCHES];
+	double cold_cpu[COLD_RUNS]; /* the cold runs' CPU time: the wall time
+				       on a shared machine includes waits */
+	double cached[COLD_RUNS]; /* stacksnap: cold, the table cache filled */
+	double cached_cpu[COLD_RUNS];
+	int have_cached;
 	long frames;	/* per walk of every thread */
 	int complete;	/* threads whose walk reached the bottom */
 	int ok;		/* 0: the unwinder could not run at all */
@@ -81,6 +94,76 @@ static long ss_walk_all(struct stacksnap_addrspace *as,
 	return total;
 }
 
+/* Cold runs of stacksnap only, for a profiler (--profile-cold). */
+static int profile_cold_runs;
+static const char *profile_cache_dir; /* --profile-cold ... DIR: with that cache */
+
+/* Cold again, with a table cache directory that a first context filled
+ * (its whole tables written as it made them): what a tool that keeps a
+ * cache pays from its second run on. The default context above has no
+ * cache: nothing is read from or written to disk. */
+static void bench_stacksnap_cached(struct result *res,
+				   struct stacksnap_unwinder *uw,
+				   struct stacksnap_mem *mem)
+{
+	char dir[] = "/tmp/bench-unwind-cache-XXXXXX", cmd[64];
+	int complete;
+
+	if (!mkdtemp(dir))
+		return;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, co, .cache_dir = dir);
+	for (int r = -1; r < COLD_RUNS; r++) {
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
+		struct stacksnap_ctx *ctx = stacksnap_ctx__new(&co);
+		struct stacksnap_addrspace *as = ctx ? stacksnap_addrspace__from_pid(ctx, target_pid)
+						     : NULL;
+		long frames = as ? ss_walk_all(as, uw, mem, &complete) : 0;
+
+		if (r >= 0) { /* run -1 fills the cache */
+			res->cached[r] = (double)(now_ns() - t0) / (frames ? frames : 1);
+			res->cached_cpu[r] = (double)(cpu_ns() - c0) / (frames ? frames : 1);
+		}
+		stacksnap_addrspace__free(as);
+		stacksnap_ctx__free(ctx);
+		if (!frames)
+			goto out;
+	}
+	res->have_cached = 1;
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "bench_unwind_cmp: could not remove %s\n", dir);
+}
+
+/* --profile-cold: the context's phases, medians over the runs. */
+#define PROFILE_MAX 4096
+static double prof_total[PROFILE_MAX], prof_module[PROFILE_MAX], prof_table[PROFILE_MAX];
+static double prof_cpu[PROFILE_MAX];
+
+
+static void profile_phases(const struct stacksnap_ctx *ctx, double total_ns,
+			   double cpu, int r)
+{
+	struct stacksnap_ctx_stats st = { .sz = sizeof(st) };
+
+	if (r >= PROFILE_MAX || stacksnap_ctx__stats(ctx, &st))
+		return;
+	prof_total[r] = total_ns;
+	prof_cpu[r] = cpu;
+	prof_module[r] = (double)st.module_ns;
+	prof_table[r] = (double)st.table_ns;
+	if (r == 0)
+		printf("modules %u, tables whole %u lazy %u (%u FDEs) cached %u\n",
+		       st.modules, st.tables_whole, st.tables_lazy, st.lazy_fdes,
+		       st.tables_cached);
+}
+
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return v[n / 2];
+}
+
 static void bench_stacksnap(struct result *res, int warm_iters)
 {
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = MAX_FRAMES);
@@ -91,18 +174,25 @@ static void bench_stacksnap(struct result *res, int warm_iters)
 
 	/* Cold: a new context (empty module cache) and address space, then
 	 * one walk of every thread: maps, ELF, table compilation included. */
-	for (int r = 0; r < COLD_RUNS; r++) {
+	int cold_runs = profile_cold_runs ? profile_cold_runs : COLD_RUNS;
+
+	for (int r = 0; r < cold_runs; r++) {
 		if (as)
 			stacksnap_addrspace__free(as);
 		if (ctx)
 			stacksnap_ctx__free(ctx);
-		uint64_t t0 = now_ns();
-		ctx = stacksnap_ctx__new(NULL);
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
+		STACKSNAP_OPTS(stacksnap_ctx_opts, co, .cache_dir = profile_cache_dir);
+		ctx = stacksnap_ctx__new(&co);
 		as = stacksnap_addrspace__from_pid(ctx, target_pid);
 		if (!as)
 			return;
 		res->frames = ss_walk_all(as, uw, mem, &res->complete);
-		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		res->cold[r % COLD_RUNS] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		res->cold_cpu[r % COLD_RUNS] = (double)(cpu_ns() - c0) / (res->frames ? res->frames : 1);
+		if (profile_cold_runs)
+			profile_phases(ctx, (double)(now_ns() - t0),
+				       (double)(cpu_ns() - c0), r);
 	}
 	for (int b = 0; b < WARM_BATCHES; b++) {
 		int complete;
@@ -116,6 +206,8 @@ static void bench_stacksnap(struct result *res, int warm_iters)
 	res->ok = 1;
 	stacksnap_addrspace__free(as);
 	stacksnap_ctx__free(ctx);
+	if (!profile_cold_runs)
+		bench_stacksnap_cached(res, uw, mem);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
 }
@@ -150,13 +242,14 @@ static void bench_libunwind(struct result *res, int warm_iters)
 			_UPT_destroy(w.upt);
 			lu_maps_release(&maps);
 		}
-		uint64_t t0 = now_ns();
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
 		lu_maps_read(&maps, target_pid);
 		as = unw_create_addr_space(&lu_copy_accessors, 0);
 		unw_set_caching_policy(as, UNW_CACHE_GLOBAL);
 		w.upt = _UPT_create(target_pid);
 		res->frames = lu_walk_all(as, &w, &res->complete);
 		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		res->cold_cpu[r] = (double)(cpu_ns() - c0) / (res->frames ? res->frames : 1);
 	}
 	for (int b = 0; b < WARM_BATCHES; b++) {
 		int complete;
@@ -282,11 +375,12 @@ static void bench_libdw(struct result *res, int warm_iters)
 	for (int r = 0; r < COLD_RUNS; r++) {
 		if (d)
 			dwfl_end(d);
-		uint64_t t0 = now_ns();
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
 		if (!(d = dw_open()))
 			return;
 		res->frames = dw_walk_all(d, &res->complete);
 		res->cold[r] = (double)(now_ns() - t0) / (res->frames ? res->frames : 1);
+		res->cold_cpu[r] = (double)(cpu_ns() - c0) / (res->frames ? res->frames : 1);
 	}
 	for (int b = 0; b < WARM_BATCHES; b++) {
 		int complete;
@@ -369,7 +463,8 @@ static int capture(void)
 	return 0;
 }
 
-static void print_row(const char *name, struct result *r, double base_warm, double base_cold)
+static void print_row(const char *name, struct result *r, double base_warm,
+		      double base_cold, double base_cpu)
 {
 	if (!r->ok) {
 		printf("| %-22s | %s |\n", name, "failed to run");
@@ -377,15 +472,18 @@ static void print_row(const char *name, struct result *r, double base_warm, doub
 	}
 	qsort(r->warm, WARM_BATCHES, sizeof(double), cmp_double);
 	qsort(r->cold, COLD_RUNS, sizeof(double), cmp_double);
+	qsort(r->cold_cpu, COLD_RUNS, sizeof(double), cmp_double);
 	double w = r->warm[WARM_BATCHES / 2], c = r->cold[COLD_RUNS / 2];
-	char rw[32] = "-", rc[32] = "-";
+	double cc = r->cold_cpu[COLD_RUNS / 2];
+	char rw[32] = "-", rc[32] = "-", rcc[32] = "-";
 	if (base_warm > 0) {
 		snprintf(rw, sizeof(rw), "%.1fx", w / base_warm);
 		snprintf(rc, sizeof(rc), "%.1fx", c / base_cold);
+		snprintf(rcc, sizeof(rcc), "%.1fx", cc / base_cpu);
 	}
-	printf("| %-22s | %9.1f | %6.1f-%-8.1f | %10.0f | %7.0f-%-9.0f | %6ld | %5d/%-5d | %6s | %6s |\n",
+	printf("| %-22s | %9.1f | %6.1f-%-8.1f | %10.0f | %7.0f-%-9.0f | %9.0f | %6ld | %5d/%-5d | %6s | %6s | %6s |\n",
 	       name, w, r->warm[0], r->warm[WARM_BATCHES - 1], c, r->cold[0],
-	       r->cold[COLD_RUNS - 1], r->frames, r->complete, nthreads, rw, rc);
+	       r->cold[COLD_RUNS - 1], cc, r->frames, r->complete, nthreads, rw, rc, rcc);
 }
 
 static void run_case(const char *label, int n, int depth, int nhops, int warm_iters)
@@ -399,18 +497,38 @@ static void run_case(const char *label, int n, int depth, int nhops, int warm_it
 		return;
 	}
 	bench_stacksnap(&ss, warm_iters);
+	if (profile_cold_runs) {
+		stop_target();
+		qsort(ss.cold, COLD_RUNS, sizeof(double), cmp_double);
+		printf("%s: %d stacksnap cold runs, the last %d: median %.0f ns/frame (%.0f-%.0f)\n",
+		       label, profile_cold_runs, COLD_RUNS, ss.cold[COLD_RUNS / 2],
+		       ss.cold[0], ss.cold[COLD_RUNS - 1]);
+		int runs = profile_cold_runs < PROFILE_MAX ? profile_cold_runs : PROFILE_MAX;
+		printf("  medians: total %.0f us (cpu %.0f), opening modules %.0f us, tables %.0f us\n",
+		       median_of(prof_total, runs) / 1e3, median_of(prof_cpu, runs) / 1e3, median_of(prof_module, runs) / 1e3,
+		       median_of(prof_table, runs) / 1e3);
+		return;
+	}
 	bench_libunwind(&lu, warm_iters);
 	bench_libdw(&dw, warm_iters);
 	stop_target();
 	printf("\n### %s: %d threads, %d-deep chain, %d hop libraries\n\n", label,
 	       nthreads, depth, nhops);
-	printf("| unwinder               | warm ns/f | warm min-max    | cold ns/f  | cold min-max      | frames | complete    | warm vs stacksnap | cold vs stacksnap |\n");
-	printf("|------------------------|-----------|-----------------|------------|-------------------|--------|-------------|--------|--------|\n");
-	print_row("stacksnap", &ss, 0, 0);
-	qsort(ss.warm, WARM_BATCHES, sizeof(double), cmp_double);
-	qsort(ss.cold, COLD_RUNS, sizeof(double), cmp_double);
-	print_row("libunwind remote copy", &lu, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2]);
-	print_row("libdw getthread_frames", &dw, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2]);
+	printf("| unwinder               | warm ns/f | warm min-max    | cold ns/f  | cold min-max      | cold CPU ns/f | frames | complete    | warm vs stacksnap | cold vs stacksnap | cold CPU vs stacksnap |\n");
+	printf("|------------------------|-----------|-----------------|------------|-------------------|-----------|--------|-------------|--------|--------|--------|\n");
+	print_row("stacksnap", &ss, 0, 0, 0);
+	if (ss.have_cached) {
+		qsort(ss.cached, COLD_RUNS, sizeof(double), cmp_double);
+		qsort(ss.cached_cpu, COLD_RUNS, sizeof(double), cmp_double);
+		printf("| %-22s | %9s | %-15s | %10.0f | %7.0f-%-9.0f | %9.0f | %6s | %11s | %6s | %6s | %6s |\n",
+		       "stacksnap, cache filled", "-", "-", ss.cached[COLD_RUNS / 2],
+		       ss.cached[0], ss.cached[COLD_RUNS - 1], ss.cached_cpu[COLD_RUNS / 2],
+		       "", "", "", "", "");
+	}
+	print_row("libunwind remote copy", &lu, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2],
+		  ss.cold_cpu[COLD_RUNS / 2]);
+	print_row("libdw getthread_frames", &dw, ss.warm[WARM_BATCHES / 2], ss.cold[COLD_RUNS / 2],
+		  ss.cold_cpu[COLD_RUNS / 2]);
 	fflush(stdout);
 }
 
@@ -424,13 +542,28 @@ int main(int argc, char **argv)
 	dir = dirname(self);
 	snprintf(target_path, sizeof(target_path), "%s/stall_target", dir);
 	snprintf(hop_path, sizeof(hop_path), "%s/libhop.so", dir);
+	/* --profile-cold deep|libs N [CACHE_DIR]: stacksnap's cold walk
+	 * only, N times, under perf or callgrind. */
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--profile-cold")) {
+		profile_cache_dir = argc == 5 ? argv[4] : NULL;
+		profile_cold_runs = atoi(argv[3]);
+		if (profile_cold_runs < 1)
+			profile_cold_runs = 1;
+		if (!strcmp(argv[2], "deep"))
+			run_case("deep stacks", 4, 400, 0, 1);
+		else
+			run_case("many libraries", 4, 10, 40, 1);
+		return 0;
+	}
 	if (access(target_path, X_OK)) {
 		printf("== bench_unwind_cmp: %s not built (make bench builds it)\n", target_path);
 		return 0;
 	}
 	printf("== bench_unwind_cmp: the same snapshots of the stall target unwound by each library "
 	       "(ns per frame; warm = median of %d batches with caches filled, cold = new "
-	       "context/address space + first walk of every thread, median of %d)\n",
+	       "context/address space + first walk of every thread, median of %d; stacksnap's "
+	       "cold context has no cache directory, \"cache filled\" is a context whose table "
+	       "cache a first context filled)\n",
 	       WARM_BATCHES, COLD_RUNS);
 	run_case("deep stacks", 4, 400, 0, 20);
 	run_case("many libraries", 4, 10, 40, 50);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/opts.h"
@@ -79,13 +80,20 @@ int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 	struct elf_image *img;
 	struct module *m;
 	struct stat st;
-	int err;
+	int fd, err;
 
 	if (build_id_len && (m = find_by_build_id(ctx, build_id, build_id_len)))
 		goto found;
-	if (stat(open_path, &st) == 0 && (m = find_by_file(ctx, &st)))
+	/* Opened, then known by its identity: one lookup of the path (under
+	 * /proc/PID/root, the costly part of a module's opening), not two. */
+	err = elf_file__open(open_path, &ctx->log, &fd, &st);
+	if (err)
+		return err;
+	if ((m = find_by_file(ctx, &st))) {
+		close(fd);
 		goto found;
-	err = elf_image__open(open_path, &ctx->log, &img);
+	}
+	err = elf_image__open_fd(fd, &st, open_path, &ctx->log, &img);
 	if (err)
 		return err;
 	if (build_id_len && img->build_id_len &&
@@ -242,12 +250,17 @@ static void find_sigreturn(struct module *m)
 	}
 }
 
+/* Code up to this size is scanned for trampolines at once even with a
+ * lazy table (~10 us): then no frame in the module pays the page test
+ * (~20 instructions, a tenth of a warm step). */
+#define MODULE_SIGRETURN_EAGER (64u << 10)
+
 /* For modules with a lazy table: scanning all of libLLVM's 50 MB of code
  * for trampolines would cost more than the walk; scan the pages walks
  * reach. */
 static void lazy_sigreturn(struct module *m)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, code = 0;
 
 	for (size_t i = 0; i < m->img->nsegs; i++) {
 		const struct elf_segment *s = &m->img->segs[i];
@@ -258,9 +271,14 @@ static void lazy_sigreturn(struct module *m)
 			lo = s->vaddr;
 		if (s->vaddr + s->filesz > hi)
 			hi = s->vaddr + s->filesz;
+		code += s->filesz;
 	}
 	if (lo >= hi)
 		return;
+	if (code <= MODULE_SIGRETURN_EAGER) {
+		find_sigreturn(m);
+		return;
+	}
 	m->sig_lo = lo & ~4095ull;
 	m->sig_pages = (size_t)((hi - m->sig_lo + 4095) >> 12);
 	m->sig_scanned = calloc((m->sig_pages + 63) / 64, sizeof(uint64_t));
@@ -296,9 +314,9 @@ bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr)
 	return false;
 }
 
-/* Modules whose .eh_frame is larger than this get a lazy table: below it,
- * compiling whole costs about what a few lazy fills cost, and a whole
- * table keeps the sigreturn scan off the per-frame path. */
+/* With a table cache, modules whose .eh_frame is larger than this get a
+ * lazy table; smaller ones are compiled whole, to be stored (without a
+ * cache every table is lazy: src/table/table_open.c). */
 #define MODULE_LAZY_MIN_CFI (256u << 10)
 
 /* A module that scanned its code for trampolines page by page scans the

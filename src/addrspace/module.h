@@ -160,8 +160,16 @@ bool module__is_sigreturn_lazy(struct module *m, uint64_t vaddr);
  * whether the question needs asking. */
 static inline bool module__is_sigreturn(struct module *m, uint64_t vaddr)
 {
-	if (__builtin_expect(m->sig_lazy, 0))
-		return module__is_sigreturn_lazy(m, vaddr);
+	/* A page scanned already needs only the list below: the call (which
+	 * scans) is for a page's first frame, not every frame of a warm
+	 * walk through a lazy table. */
+	if (m->sig_lazy) {
+		size_t p = (size_t)((vaddr - m->sig_lo) >> 12);
+
+		if (vaddr >= m->sig_lo && p < m->sig_pages &&
+		    !(m->sig_scanned[p / 64] & (1ull << (p % 64))))
+			return module__is_sigreturn_lazy(m, vaddr);
+	}
 	for (unsigned i = 0; i < m->nsigreturn; i++)
 		if (m->sigreturn[i] == vaddr)
 			return true;

@@ -20,7 +20,10 @@
 #define PREFAULT_PER_THREAD (64u << 10) /* typical stack in use, rounded up */
 #define PREFAULT_MAX (16u << 20)
 
-/* A writable mapping, to clamp stack copies to the stack they are on. */
+/* A writable mapping, to clamp stack copies to the stack they are on.
+ * A capture's list is sorted by start (found by a binary search: every
+ * thread's stack is a mapping, so a linear one was O(threads) a thread,
+ * inside the freeze). */
 struct rw_map {
 	uint64_t start, end;
 };

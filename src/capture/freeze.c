@@ -18,6 +18,24 @@
 #define MAX_RESCANS 16	    /* task-list rescans before giving up on stability */
 #define THAW_WAIT_MS 200u   /* on error paths, for seized threads to stop */
 
+/* The stop status of a thread whose stop its registers told
+ * (status_unread): a signal-delivery stop's signal is given back on
+ * detach. Taken while other threads are still on their way to stop, it
+ * is one system call a thread less in the detach phase, where each one
+ * delays the threads detached after it (~1 us a thread). The status
+ * stays unread when the kernel has none to give yet. */
+static void take_unread(struct cap_thread *t)
+{
+	int status;
+	pid_t r = waitpid(t->pub.tid, &status, __WALL | WNOHANG);
+
+	if (r == 0)
+		return;
+	if (r == t->pub.tid && WIFSTOPPED(status) && status >> 16 != PTRACE_EVENT_STOP)
+		t->pending_sig = WSTOPSIG(status);
+	t->status_unread = false;
+}
+
 /* Detaches every seized thread that is stopped (a running tracee cannot
  * be detached; see capture__detach_late()). Threads that were running go first:
  * they are the ones with work to resume; sleepers only go back to sleep. */
@@ -29,11 +47,7 @@ static void detach_all_stopped(struct stacksnap_snapshot *s)
 		if (!t->seized || !t->stopped || (k < s->n) != (t->pub.state == 'R'))
 			continue;
 		if (t->status_unread) {
-			int status;
-
-			if (waitpid(t->pub.tid, &status, __WALL | WNOHANG) == t->pub.tid &&
-			    WIFSTOPPED(status) && status >> 16 != PTRACE_EVENT_STOP)
-				t->pending_sig = WSTOPSIG(status);
+			take_unread(t);
 			t->status_unread = false;
 		}
 		ptrace(PTRACE_DETACH, t->pub.tid, NULL,
@@ -121,11 +135,26 @@ static void read_thread_regs(struct cap_thread *t)
  * the order they were interrupted: the first ones have stopped by the time
  * the last interrupt is sent, so this is one system call per thread, and a
  * wait by tid never reaps a child of the caller's. *cursor keeps the place
- * between calls. Returns the thread, or NULL after a whole round without
- * news. */
+ * between calls. Returns the thread, or NULL after a round without news:
+ * a whole one when `full`, else one that gives up after STOP_POLL_MISSES
+ * threads still on their way. A round of every pending thread cost a
+ * system call (two with the exit check) per thread still on its way, and
+ * threads stop about in the order they were interrupted (512 threads
+ * stopping one by one on one CPU: rounds of hundreds of calls, most of
+ * the tool's time in the stop phase); the full rounds catch the threads
+ * that stop out of order. With regs, a thread whose registers cannot be
+ * read yet is asked for an exit status (waitpid) only in a full round: a
+ * stop of any kind lets its registers be read, so the wait finds only a
+ * thread that exited. */
+#define STOP_POLL_MISSES 8
+#define STOP_POLL_FULL_EVERY 8 /* rounds without news */
+
 static struct cap_thread *next_status(struct stacksnap_snapshot *s,
-				      size_t *cursor, int *status, bool regs)
+				      size_t *cursor, int *status, bool regs,
+				      bool full)
 {
+	size_t misses = 0;
+
 	for (size_t k = 0; k < s->n; k++) {
 		struct cap_thread *t = &s->threads[*cursor];
 
@@ -141,13 +170,18 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
 			*status = -1;
 			return t;
 		}
-		pid_t r = waitpid(t->pub.tid, status, __WALL | WNOHANG);
-		if (r == t->pub.tid)
-			return t;
-		if (r < 0 && errno == ECHILD) { /* gone without a status */
-			t->pub.error = STACKSNAP_THREAD_GONE;
-			t->seized = false;
+		if (!(regs && !full && errno == ESRCH)) {
+			pid_t r = waitpid(t->pub.tid, status, __WALL | WNOHANG);
+
+			if (r == t->pub.tid)
+				return t;
+			if (r < 0 && errno == ECHILD) { /* gone without a status */
+				t->pub.error = STACKSNAP_THREAD_GONE;
+				t->seized = false;
+			}
 		}
+		if (!full && ++misses == STOP_POLL_MISSES)
+			break;
 	}
 	return NULL;
 }
@@ -197,24 +231,35 @@ static void wait_stops(struct stacksnap_snapshot *s,
 {
 	struct timespec rt_nap = { 0, 20000 }; /* no timer slack under FIFO */
 
-	size_t pending = 0, cursor = 0;
-	unsigned idle = 0;
+	size_t pending = 0, cursor = 0, unread_cursor = 0;
+	unsigned idle = 0, empty_rounds = 0;
 
 	for (size_t i = 0; i < s->n; i++)
 		pending += s->threads[i].interrupted && !s->threads[i].stopped &&
 			   !s->threads[i].pub.error;
 	while (pending && !cancelled(cancel)) {
 		int status;
-		struct cap_thread *t = next_status(s, &cursor, &status, regs);
+		struct cap_thread *t = next_status(
+			s, &cursor, &status, regs,
+			!regs || empty_rounds % STOP_POLL_FULL_EVERY ==
+					 STOP_POLL_FULL_EVERY - 1);
 
 		if (!t) {
+			size_t first = s->n;
+
+			empty_rounds++;
 			pending = 0;
 			for (size_t i = 0; i < s->n; i++)
-				pending += s->threads[i].interrupted &&
-					   !s->threads[i].stopped &&
-					   !s->threads[i].pub.error;
+				if (s->threads[i].interrupted &&
+				    !s->threads[i].stopped &&
+				    !s->threads[i].pub.error) {
+					pending++;
+					if (first == s->n)
+						first = i;
+				}
 			if (!pending)
 				break; /* the rest are gone */
+			cursor = first; /* the next round from the first on its way */
 			if (clock_monotonic_ns() >= deadline)
 				break;
 			/* Nothing stopped since the last look: copy the threads
@@ -222,8 +267,20 @@ static void wait_stops(struct stacksnap_snapshot *s,
 			 * way (copying each at its stop would cost one call
 			 * per thread, and when stops come faster than they are
 			 * taken it would only lengthen the window). */
-			if (regs && s->copy_early && capture__copy_stacks(s) == 0 &&
-			    s->copied_any) {
+			bool took = regs && s->copy_early &&
+				    capture__copy_stacks(s) == 0 && s->copied_any;
+			/* And the stop statuses the registers stood for. */
+			for (; unread_cursor < s->n; unread_cursor++) {
+				struct cap_thread *u = &s->threads[unread_cursor];
+
+				if (u->interrupted && !u->stopped && !u->pub.error)
+					break; /* on its way: its turn later */
+				if (u->stopped && u->status_unread) {
+					take_unread(u);
+					took = true;
+				}
+			}
+			if (took) {
 				idle = 0;
 				continue;
 			}

@@ -21,6 +21,43 @@
 
 #define RED_ZONE 128	    /* bytes below rsp a leaf function may use */
 
+static int cmp_rw_map(const void *a, const void *b)
+{
+	const struct rw_map *x = a, *y = b;
+
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* /proc/PID/maps lists mappings in address order; a list that is not
+ * (a caller's own) is sorted once. */
+static void sort_maps(struct rw_map *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (v[i - 1].start > v[i].start) {
+			qsort(v, n, sizeof(*v), cmp_rw_map);
+			return;
+		}
+}
+
+/* The mapping holding addr, or NULL. */
+static const struct rw_map *find_map(const struct rw_map *v, size_t n,
+				     uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < v[mid].start)
+			hi = mid;
+		else if (addr >= v[mid].end)
+			lo = mid + 1;
+		else
+			return &v[mid];
+	}
+	return NULL;
+}
+
 /* The writable mappings of /proc/PID/maps. */
 static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
 {
@@ -55,6 +92,7 @@ static int read_rw_maps(pid_t pid, struct rw_map **out, size_t *nout)
 		m->end = b;
 	}
 	fclose(f);
+	sort_maps(v, n);
 	*out = v;
 	*nout = n;
 	return 0;
@@ -76,6 +114,7 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		(*out)[i] = (struct rw_map){ r[i].start, r[i].end };
+	sort_maps(*out, n);
 	*nout = n;
 	s->maps_borrowed = true;
 	return 0;
@@ -109,14 +148,13 @@ static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
 			uint64_t *len, bool *below_tp)
 {
 	uint64_t lo = sp >= RED_ZONE ? sp - RED_ZONE : 0, hi = 0;
+	const struct rw_map *m = find_map(s->maps, s->nmaps, sp);
 
-	for (size_t k = 0; k < s->nmaps; k++)
-		if (sp >= s->maps[k].start && sp < s->maps[k].end) {
-			if (lo < s->maps[k].start)
-				lo = s->maps[k].start;
-			hi = s->maps[k].end;
-			break;
-		}
+	if (m) {
+		if (lo < m->start)
+			lo = m->start;
+		hi = m->end;
+	}
 	if (!hi && s->maps_borrowed && reread_maps(s) == 0)
 		return stack_range(s, sp, fs_base, stack_size, start, len,
 				   below_tp);

@@ -37,7 +37,8 @@ struct elf_section {
 struct elf_image {
 	char *path;		/* file it came from, or a name for memory images */
 	Elf *elf;		/* libelf handle over the bytes below */
-	const uint8_t *bytes;	/* the whole image (mmap of the file, or a copy) */
+	const uint8_t *bytes;	/* the whole image (mmap of the file, or a copy:
+			   small files are read) */
 	size_t size;
 	bool bytes_mmapped;	/* bytes is an mmap to munmap, else malloc'ed */
 	uint16_t e_type;	/* ET_EXEC, ET_DYN, ... */
@@ -69,6 +70,16 @@ struct elf_image {
  * naming the file and the problem (-ENOEXEC: not a valid x86_64 ELF). */
 int elf_image__open(const char *path, const struct log_sink *log,
 		    struct elf_image **out);
+/* The two steps of elf_image__open, for a caller that first looks up the
+ * file's identity (one path lookup instead of a stat and an open):
+ * elf_file__open opens path read-only and fills *st (a regular file, else
+ * -ENOEXEC or -EISDIR); elf_image__open_fd takes over fd (closed on every
+ * return) and reads the image. */
+struct stat;
+int elf_file__open(const char *path, const struct log_sink *log, int *fd,
+		   struct stat *st);
+int elf_image__open_fd(int fd, const struct stat *st, const char *path,
+		       const struct log_sink *log, struct elf_image **out);
 /* An image from bytes in memory (copied). name labels it in messages. */
 int elf_image__open_mem(const void *bytes, size_t len, const char *name,
 			const struct log_sink *log, struct elf_image **out);

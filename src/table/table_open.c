@@ -24,13 +24,16 @@ static bool open_cached(const struct table_source *src,
 }
 
 /* One CFI section: lazy, through .eh_frame_hdr's search table or,
- * without one (.debug_frame), an FDE index made in one pass. */
+ * without one (.debug_frame), an FDE index made in one pass. Small
+ * sections are compiled whole only to be stored: without a cache, a whole
+ * compile of libc's 150 KB (1.5 ms) was most of a cold walk that reaches
+ * a dozen of its FDEs. */
 static bool open_lazy(const struct table_source *src,
 		      struct stacksnap_ctx_stats *st, struct unwind_table **out)
 {
 	const struct cfi_input *in = &src->inputs[0];
 
-	if (src->ninputs != 1 || in->size < src->lazy_min_cfi)
+	if (src->ninputs != 1 || (src->cache_dir && in->size < src->lazy_min_cfi))
 		return false;
 	if (!((in->is_eh_frame && src->eh_frame_hdr_size &&
 	       unwind_table__open_lazy(in, src->eh_frame_hdr,

@@ -27,7 +27,9 @@ struct table_source {
 	const uint8_t *build_id;	/* the cache key; none: no cache */
 	size_t build_id_len;
 	const char *cache_dir;		/* NULL: no table cache */
-	size_t lazy_min_cfi;		/* CFI bytes from which a table is lazy */
+	size_t lazy_min_cfi;		/* CFI bytes from which a table is lazy
+					   (with a cache_dir; without one,
+					   every table is lazy) */
 	const struct log_sink *log;
 	/* The module's rt_sigreturn trampolines: read back with a cached
 	 * table, written beside a whole one. */
@@ -49,8 +51,9 @@ enum table_origin {
 };
 
 /* Opens src's table: the cache file when one is valid, a lazy table when
- * there is one CFI section of at least lazy_min_cfi bytes, else the whole
- * compile, which is stored in the cache. Sets *out (NULL for none) and
+ * there is one CFI section (of at least lazy_min_cfi bytes when there is
+ * a cache to store a whole table in), else the whole compile, which is
+ * stored in the cache. Sets *out (NULL for none) and
  * *on_disk (the table is in the cache file), counts what it did in st
  * (tables_cached, tables_lazy, tables_whole, tables_stored) and returns
  * where the table came from. */
