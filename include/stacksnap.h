@@ -666,6 +666,10 @@ STACKSNAP_API void stacksnap_jvm__free(struct stacksnap_jvm *jvm);
  * used after jvm is freed). Returns 1, 0 (none) or -errno. */
 STACKSNAP_API int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm,
 					  struct stacksnap_unwinder *uw);
+/* Whether its stepper steps (on at open): an unwinder that also walks
+ * other processes' samples turns it off for them (their pcs mean nothing
+ * in this JVM's code cache). */
+STACKSNAP_API void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on);
 /* The Java frames of one walk (native, unwound with uw above), each
  * replacing the native frame native_index names; named now, once per
  * walk: give room for them (a native frame may give several: methods
