@@ -666,6 +666,10 @@ STACKSNAP_API void stacksnap_jvm__free(struct stacksnap_jvm *jvm);
  * used after jvm is freed). Returns 1, 0 (none) or -errno. */
 STACKSNAP_API int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm,
 					  struct stacksnap_unwinder *uw);
+/* Whether its stepper steps (on at open): an unwinder that also walks
+ * other processes' samples turns it off for them (their pcs mean nothing
+ * in this JVM's code cache). */
+STACKSNAP_API void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on);
 /* The Java frames of one walk (native, unwound with uw above), each
  * replacing the native frame native_index names; named now, once per
  * walk: give room for them (a native frame may give several: methods
@@ -1134,8 +1138,9 @@ struct stacksnap_walked_thread {
 	const struct stacksnap_frame *frames;
 	size_t nframes;
 	enum stacksnap_end end;
-	/* Its Python frames merged into frames (native_index), read in the
-	 * same instant; NULL when none. Valid during the callback. */
+	/* Its Python frames (read in the same instant) or a JVM's Java
+	 * frames (named from its metadata just after), merged into frames
+	 * (native_index); NULL when none. Valid during the callback. */
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 };
@@ -1156,7 +1161,10 @@ struct stacksnap_walk_stats {
  * stops them (those the user paused are already), copies registers and
  * stacks, lets them run, then unwinds each from its copy with uw and
  * calls cb (which may stop the walk by returning non-zero). Returns the
- * number of threads handed to cb, or -errno. stats may be NULL. */
+ * number of threads handed to cb, or -errno. stats may be NULL. A JVM
+ * target registers with uw, once, the stepper of its compiled Java
+ * frames (their Java frames come in rframes): uw must not be used after
+ * t is detached. */
 STACKSNAP_API int stacksnap_target__walk(struct stacksnap_target *t,
 					 const pid_t *tids, size_t ntids,
 					 struct stacksnap_unwinder *uw,

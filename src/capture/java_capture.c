@@ -72,6 +72,10 @@ struct snap_java {
 	bool ht_ok, names_read;
 	struct hotspot_thread_name *tnames;
 	size_t ntnames;
+	/* The stepper steps while set: an unwinder shared with walks of
+	   other processes (profile, trace) turns it off for them, as their
+	   pcs mean nothing in this JVM's code cache. */
+	bool step_off;
 };
 
 #define JAVA_MAX_STEPS (1u << 20)
@@ -621,7 +625,7 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	uint64_t pc, sp, csp, ret, fp;
 	bool in = false;
 
-	if ((regs->valid & need) != need)
+	if (j->step_off || (regs->valid & need) != need)
 		return STACKSNAP_STEPPER_NOT_MINE;
 	pc = regs->regs[STACKSNAP_REG_RIP] - !exact_pc;
 	sp = regs->regs[STACKSNAP_REG_RSP];
@@ -718,6 +722,12 @@ int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm, struct stacksnap_unwinder
 	if (!jvm || !uw)
 		return fail(-EINVAL);
 	return capture__java_steppers(jvm->j, uw);
+}
+
+void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on)
+{
+	if (jvm)
+		jvm->j->step_off = !on;
 }
 
 int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_frame *native,

@@ -159,6 +159,12 @@ static int put_threads(struct snapfile_writer *w, const struct stacksnap_snapsho
 				o->stack_scan);
 	if (err)
 		return err;
+	/* The exact encoding keeps the words its walk reads: a JVM's
+	   compiled frames are walked as the dump walks them (the stepper
+	   only reads; the snapshot is what it was). */
+	if (sw.uw)
+		stacksnap_snapshot__runtime_steppers((struct stacksnap_snapshot *)snap,
+						     sw.uw);
 	/* Version 2: each record ends with the thread's other stacks. */
 	snapfile_writer__begin_section(w, SNAPFILE_SEC_THREADS, 2, 0);
 	byte_buf__u8(&w->buf, (uint8_t)enc);

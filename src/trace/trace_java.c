@@ -50,8 +50,12 @@ void trace__java_follow(struct stacksnap_trace *tr, pid_t tgid)
 
 void trace__java_before(struct stacksnap_trace *tr, pid_t pid)
 {
-	if (tr->java && tr->java->pid == pid)
+	if (!tr->java)
+		return;
+	if (tr->java->pid == pid)
 		look(tr, tr->java);
+	/* Its stepper is for its own process's walks. */
+	stacksnap_jvm__enable(tr->java->jvm, tr->java->pid == pid);
 }
 
 void trace__java_event(struct stacksnap_trace *tr, struct stacksnap_trace_event *ev)

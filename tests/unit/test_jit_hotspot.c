@@ -6,15 +6,19 @@
  * and bytecode index, the compressed line number table,
  * whether a Method* read after the thaw is still its class's (current,
  * an old version after a redefinition, or stale: unloaded or redefined
- * and freed), and corrupt structures ending in errors, not loops. tests/integration/
- * jit_names compares the same code with jstack on a live JVM. */
+ * and freed), the threads' Java names (java.lang.Thread.name, LATIN1 and
+ * UTF-16 strings, compressed references), and corrupt structures ending
+ * in errors, not loops. tests/integration/jit_names compares the same
+ * code with jstack on a live JVM. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
+#include "runtime/java/hotspot_threads.h"
 #include "stacksnap.h"
 
 #define BASE 0x10000ull
@@ -278,4 +282,121 @@ static void method_state(void)
 	stacksnap_mem__free(mem);
 }
 
-TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt), TEST(method_state))
+static void cstr(size_t off, const char *s) { memcpy(img + off, s, strlen(s) + 1); }
+
+/* Two JavaThreads (tids 1234, 1235) named "main" (LATIN1) and "naïve €"
+ * (UTF-16), through compressed references (base BASE, shift 0), the
+ * field offsets found in the classes' field tables; then a thread list
+ * whose length is not one. */
+static void thread_names(void)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_thread_name *tn;
+	size_t n;
+	static const uint16_t utf16[] = { 'n', 'a', 0xef, 'v', 'e', ' ', 0x20ac };
+
+	memset(img, 0, sizeof(img));
+	q(0x08, BASE + 0x400);
+	q(0x10, BASE + 0x600);
+	q(0x18, BASE + 0x800);
+	q(0x20, BASE);
+	i32(0x28, 0);
+	q(0x30, BASE + 0x200);
+	q(0x38, 2);
+	q(0x200, BASE + 0x2f0);
+	q(0x208, BASE + 0x280);
+	q(0x218, BASE + 0x2f1);
+	q(0x220, BASE + 0x2a0);
+	cstr(0x280, "UseCompressedOops");
+	cstr(0x2a0, "UseCompressedClassPointers");
+	img[0x2f0] = img[0x2f1] = 1;
+	/* Thread's fields: one, "name" at 0x50; String's "value" at 0x10,
+	 * "coder" at 0x14 (offsets packed << 2, tag 1). */
+	q(0x600 + 0x1c8, BASE + 0xa00);
+	u16(0x600 + 0x136, 1);
+	q(0x600 + 0xe8, BASE + 0xb00);
+	i32(0xa00, 6);
+	u16(0xa04 + 2, 1);
+	u16(0xa04 + 4, 2);
+	u16(0xa04 + 8, 0x50 << 2 | 1);
+	i32(0xb00 + 0x3c, 10);
+	q(0xb00 + 72 + 8, BASE + 0xc00);
+	q(0xb00 + 72 + 16, BASE + 0xc40);
+	sym(0xc00, "name");
+	sym(0xc40, "Ljava/lang/String;");
+	q(0x800 + 0x1c8, BASE + 0xa40);
+	u16(0x800 + 0x136, 2);
+	q(0x800 + 0xe8, BASE + 0xd00);
+	i32(0xa40, 12);
+	u16(0xa44 + 2, 1);
+	u16(0xa44 + 4, 2);
+	u16(0xa44 + 8, 0x10 << 2 | 1);
+	u16(0xa44 + 12 + 2, 3);
+	u16(0xa44 + 12 + 4, 4);
+	u16(0xa44 + 12 + 8, 0x14 << 2 | 1);
+	i32(0xd00 + 0x3c, 10);
+	q(0xd00 + 72 + 8, BASE + 0xe00);
+	q(0xd00 + 72 + 16, BASE + 0xe40);
+	q(0xd00 + 72 + 24, BASE + 0xe80);
+	q(0xd00 + 72 + 32, BASE + 0xec0);
+	sym(0xe00, "value");
+	sym(0xe40, "[B");
+	sym(0xe80, "coder");
+	sym(0xec0, "B");
+	/* The thread list: two JavaThreads. */
+	i32(0x400 + 4, 2);
+	q(0x400 + 0x10, BASE + 0x440);
+	q(0x440, BASE + 0x1000);
+	q(0x448, BASE + 0x1100);
+	for (int t = 0; t < 2; t++) {
+		size_t jt = t ? 0x1100 : 0x1000, os = 0x1400 + 0x100 * (size_t)t;
+		size_t obj = 0x1600 + 0x40 * (size_t)t, str = 0x1700 + 0x20 * (size_t)t;
+		size_t arr = 0x1740 + 0x40 * (size_t)t;
+
+		q(jt + 0x230, BASE + os);
+		i32(os + 0xd0, 1234 + t);
+		q(jt + 0x288, BASE + 0x1580 + 8 * (size_t)t);
+		q(0x1580 + 8 * (size_t)t, BASE + obj);
+		i32(obj + 0x50, (int32_t)str); /* narrow: BASE + str */
+		i32(str + 0x10, (int32_t)arr);
+		img[str + 0x14] = (uint8_t)t;
+		if (!t) {
+			i32(arr + 12, 4);
+			memcpy(img + arr + 16, "main", 4);
+		} else {
+			i32(arr + 12, (int32_t)sizeof(utf16));
+			memcpy(img + arr + 16, utf16, sizeof(utf16));
+		}
+	}
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	layout(&hc, mem);
+	struct hotspot_threads ht = {
+		.hc = &hc, .mem = mem,
+		.thread_list = BASE + 0x08, .tl_length = 4, .tl_threads = 0x10,
+		.jt_osthread = 0x230, .jt_thread_obj = 0x288, .handle_obj = 0,
+		.os_thread_id = 0xd0,
+		.thread_klass = BASE + 0x10, .string_klass = BASE + 0x18,
+		.ik_fields = 0x1c8, .ik_java_fields = 0x136, .ik_constants = 0xe8,
+		.u2_data = 4, .oop_base = BASE + 0x20, .oop_shift = BASE + 0x28,
+		.flags_addr = BASE + 0x30, .nflags_addr = BASE + 0x38,
+		.flag_addr = 0, .flag_name = 8, .flag_size = 24,
+		.fi_slots = 6, .fi_name = 1, .fi_sig = 2, .fi_low = 4,
+		.fi_high = 5, .tag_size = 2, .tag_offset = 1,
+	};
+	CHECK(hotspot_threads__names(&ht, &tn, &n) == 0);
+	CHECKF(n == 2 && tn[0].tid == 1234 && !strcmp(tn[0].name, "main") &&
+	       tn[1].tid == 1235 && !strcmp(tn[1].name, "na\xc3\xafve \xe2\x82\xac"),
+	       "%zu %s %s", n, n ? tn[0].name : "", n > 1 ? tn[1].name : "");
+	free(tn);
+	stacksnap_mem__free(mem);
+	/* A list longer than a JVM has threads: refused. */
+	i32(0x400 + 4, 1 << 30);
+	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
+	hc.mem = ht.mem = mem;
+	CHECK(hotspot_threads__names(&ht, &tn, &n) == -EPROTO && !tn && !n);
+	stacksnap_mem__free(mem);
+}
+
+TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt), TEST(method_state),
+	  TEST(thread_names))

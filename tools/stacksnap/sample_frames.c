@@ -233,6 +233,8 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 		if (java && as)
 			find_jvm(sf, as);
 		java = java && sf->jvm;
+		/* The JVM's stepper is for its own process's walks. */
+		stacksnap_jvm__enable(sf->jvm, java);
 		nf = stacksnap_procs__unwind_sample(sf->procs, sf->uw, &s, sf->frames,
 						    sf->max_stack, &end);
 
