@@ -526,6 +526,10 @@ enum stacksnap_runtime {
 };
 
 #define STACKSNAP_RFRAME_INLINED 0x1	/* inlined into the frame after it */
+/* A Go wrapper the compiler generated (a go statement's closure, a method
+ * wrapper: funcID_wrapper) that Go's own profiles and tracebacks leave
+ * out, as they do (not when it called a panic). */
+#define STACKSNAP_RFRAME_WRAPPER 0x2
 
 struct stacksnap_runtime_frame {
 	size_t sz;
@@ -1654,6 +1658,11 @@ enum stacksnap_frame_kind {
 	STACKSNAP_KIND_KERNEL,		/* kernel code */
 	STACKSNAP_KIND_UNKNOWN,		/* no module or no symbol known */
 	STACKSNAP_KIND_ROOT,		/* a process or thread name (comm) */
+	/* A label of the sample, not code: name is its key, file its
+	 * value. pprof writes it as a Sample.label; the other formats show
+	 * it as a frame "KEY=VALUE" where it stands in the stack (give it
+	 * outside the root). */
+	STACKSNAP_KIND_LABEL,
 };
 
 /* One frame of a stack handed to stacksnap_stacks__add. Every string and
