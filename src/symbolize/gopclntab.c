@@ -496,6 +496,7 @@ static uint64_t funcdata_addr(const struct gopclntab *t,
 struct inl_call {
 	int32_t nameoff;
 	int32_t parent_pc;
+	uint8_t funcid;
 };
 
 static bool inl_call_at(const struct gopclntab *t, uint64_t tree, int32_t ix,
@@ -511,10 +512,12 @@ static bool inl_call_at(const struct gopclntab *t, uint64_t tree, int32_t ix,
 		return false;
 	if (t->version == GOPCLN_120) {
 		/* funcID, pad[3], nameOff, parentPc, startLine */
+		c->funcid = p[0];
 		c->nameoff = (int32_t)rd32(p + 4);
 		c->parent_pc = (int32_t)rd32(p + 8);
 	} else {
 		/* parent, funcID, pad, file, line, func_, parentPc */
+		c->funcid = p[2];
 		c->nameoff = (int32_t)rd32(p + 12);
 		c->parent_pc = (int32_t)rd32(p + 16);
 	}
@@ -560,6 +563,7 @@ int gopclntab__frames(const struct gopclntab *t, uint64_t pc,
 			gopclntab__file_line(t, &f, pc, &fr->file, &fr->line);
 			fr->inlined = true;
 			fr->entry = f.entry;
+			fr->funcid = c.funcid;
 			n++;
 		}
 		if (c.parent_pc < 0 || f.entry + (uint64_t)c.parent_pc >= f.end)
@@ -573,6 +577,7 @@ int gopclntab__frames(const struct gopclntab *t, uint64_t pc,
 		gopclntab__file_line(t, &f, pc, &out[n].file, &out[n].line);
 		out[n].inlined = false;
 		out[n].entry = f.entry;
+		out[n].funcid = f.funcid;
 		n++;
 	}
 	return (int)n;

@@ -151,6 +151,8 @@ struct go_frame {
 	int32_t line;		/* 0 when unknown */
 	bool inlined;		/* inlined into the next frame */
 	uint64_t entry;		/* the physical function's entry */
+	uint8_t funcid;		/* the function's funcID (the inline tree's
+				   for an inlined call) */
 };
 
 /* The frames at pc, innermost first: the inlined calls (from the

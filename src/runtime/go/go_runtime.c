@@ -300,6 +300,17 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 	free(funcs);
 	if (err < 0)
 		return err;
+	for (uint64_t i = 0; i < rt->pcln.nfunc; i++) {
+		struct go_func f;
+
+		if (gopclntab__func_at(&rt->pcln, i, &f) == 0 &&
+		    f.funcid > rt->funcid_wrapper)
+			rt->funcid_wrapper = f.funcid;
+	}
+	/* Every version has more than 15 special functions before it: a
+	 * smaller largest id means no wrapper was seen. */
+	if (rt->funcid_wrapper < 16)
+		rt->funcid_wrapper = 0;
 	if (go_layout__from_dwarf(img, &rt->layout, log) == 0 ||
 	    go_layout__for_version(rt->version, &rt->layout) == 0)
 		rt->have_layout = true;

@@ -46,6 +46,10 @@ struct go_runtime {
 	bool have_layout;
 	uint64_t allgs;
 	const char *allgs_source;	/* "symtab" or "runtime.forEachG" */
+	/* funcID_wrapper, the last funcID of every Go version (its value
+	 * moves as special functions come and go): the largest funcID of
+	 * the table; 0 unknown (no wrapper is then marked). */
+	uint8_t funcid_wrapper;
 	char version[32];		/* "go1.19.8", or "" */
 };
 
@@ -83,6 +87,7 @@ struct go_gframe {
 	int32_t line;
 	bool inlined;
 	uint64_t entry;
+	uint8_t funcid;		/* the pclntab's (gopclntab.h go_frame) */
 };
 
 /* One goroutine as read during the freeze. */

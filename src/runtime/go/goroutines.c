@@ -165,6 +165,7 @@ static int push_frames(const struct go_runtime *rt, struct goroutine *g,
 		o->line = fr[i].line;
 		o->inlined = fr[i].inlined;
 		o->entry = fr[i].entry + bias;
+		o->funcid = fr[i].funcid;
 	}
 	*func_name = fr[n - 1].function;
 	return 0;
@@ -368,6 +369,21 @@ void go_goroutines__free(struct goroutine *g, size_t n)
 	free(g);
 }
 
+/* Whether frame j of g is a wrapper Go's profiles leave out: as the
+ * runtime's traceback, funcID_wrapper unless its callee (the frame
+ * inside it) is a panic (elideWrapperCalling). */
+static bool is_wrapper(const struct go_runtime *rt, const struct goroutine *g,
+		       size_t j)
+{
+	const char *callee = j ? g->frames[j - 1].function : NULL;
+
+	if (!rt->funcid_wrapper || g->frames[j].funcid != rt->funcid_wrapper)
+		return false;
+	return !callee || (strcmp(callee, "runtime.gopanic") != 0 &&
+			   strcmp(callee, "runtime.sigpanic") != 0 &&
+			   strcmp(callee, "runtime.panicwrap") != 0);
+}
+
 int go_goroutines__publish(const struct go_runtime *rt,
 			   const struct goroutine *gs, size_t n, uint64_t bias,
 			   int64_t now, struct stacksnap_goroutine **pubp,
@@ -418,6 +434,8 @@ int go_goroutines__publish(const struct go_runtime *rt,
 			o->runtime = STACKSNAP_RUNTIME_GO;
 			o->native_index = physical;
 			o->flags = f->inlined ? STACKSNAP_RFRAME_INLINED : 0;
+			if (is_wrapper(rt, gr, j))
+				o->flags |= STACKSNAP_RFRAME_WRAPPER;
 			o->function = f->function;
 			o->file = f->file;
 			o->line = f->line > 0 ? (unsigned)f->line : 0;
