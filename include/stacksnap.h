@@ -566,6 +566,11 @@ struct stacksnap_goroutine {
 	size_t nframes;
 	const char *end;	/* why its stack ends early; NULL: it reached
 				   the goroutine's start */
+	/* Its profiler labels (pprof.Do, pprof.SetGoroutineLabels):
+	 * labels[2i] a key, labels[2i + 1] its value, sorted by key. Read
+	 * live and from cores; snapshot files keep none. */
+	const char *const *labels;
+	size_t nlabels;
 	size_t :0;
 };
 
