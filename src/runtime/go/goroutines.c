@@ -52,6 +52,7 @@ static int read_g(const struct go_runtime *rt, struct stacksnap_mem *mem,
 	g->startpc = u64_at(buf, l->g_startpc);
 	g->m = u64_at(buf, l->g_m);
 	g->locked = u64_at(buf, l->g_lockedm) != 0;
+	g->labels_ptr = u64_at(buf, l->g_labels);
 	if (g->m) {
 		uint64_t procid;
 
@@ -107,6 +108,8 @@ int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
 				continue;
 			if ((g->status & ~(uint32_t)GO_GSCAN) == GO_GDEAD)
 				continue;
+			/* No labels is all a bad map costs. */
+			go_goroutine__read_labels(rt, mem, g);
 			k++;
 		}
 	}
@@ -364,8 +367,10 @@ bool go_goroutine__created_by(const struct go_runtime *rt,
 
 void go_goroutines__free(struct goroutine *g, size_t n)
 {
-	for (size_t i = 0; g && i < n; i++)
+	for (size_t i = 0; g && i < n; i++) {
 		free(g[i].frames);
+		go_goroutine__free_labels(&g[i]);
+	}
 	free(g);
 }
 
@@ -391,16 +396,43 @@ int go_goroutines__publish(const struct go_runtime *rt,
 {
 	struct stacksnap_goroutine *pub;
 	struct stacksnap_runtime_frame *frames;
-	size_t total = 0, k = 0;
+	size_t total = 0, k = 0, nlabels = 0, label_bytes = 0;
+	const char **label_ptrs;
+	char *label_text;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		total += gs[i].nframes;
+		nlabels += 2 * gs[i].nlabels;
+		for (size_t j = 0; j < 2 * gs[i].nlabels; j++)
+			label_bytes += strlen(gs[i].labels[j]) + 1;
+	}
 	pub = calloc(n ? n : 1, sizeof(*pub));
-	frames = calloc(total ? total : 1, sizeof(*frames));
+	/* The labels' pointers and text after the frames, in the one block
+	 * (*framesp) the caller frees: they outlive gs (a core's). */
+	frames = calloc(1, (total ? total : 1) * sizeof(*frames) +
+			   nlabels * sizeof(char *) + label_bytes);
 	if (!pub || !frames) {
 		free(pub);
 		free(frames);
 		return fail(-ENOMEM);
+	}
+	label_ptrs = (const char **)(frames + (total ? total : 1));
+	label_text = (char *)(label_ptrs + nlabels);
+	for (size_t i = 0; i < n; i++) {
+		const struct goroutine *gr = &gs[i];
+		struct stacksnap_goroutine *p = &pub[i];
+
+		if (gr->nlabels) {
+			p->labels = label_ptrs;
+			p->nlabels = gr->nlabels;
+		}
+		for (size_t j = 0; j < 2 * gr->nlabels; j++) {
+			size_t len = strlen(gr->labels[j]) + 1;
+
+			memcpy(label_text, gr->labels[j], len);
+			*label_ptrs++ = label_text;
+			label_text += len;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct goroutine *gr = &gs[i];
