@@ -60,7 +60,7 @@ int profile_go_add(struct stacksnap_stacks *st,
 
 		if (is_system(g))
 			continue;
-		fr = calloc(g->nframes + 3, sizeof(*fr));
+		fr = calloc(g->nframes + g->nlabels + 3, sizeof(*fr));
 		if (!fr)
 			return -ENOMEM;
 		for (size_t j = 0; j < g->nframes; j++) {
@@ -79,6 +79,13 @@ int profile_go_add(struct stacksnap_stacks *st,
 			fr[k++] = (struct stacksnap_stack_frame){
 				.name = "[truncated]",
 				.kind = STACKSNAP_KIND_UNKNOWN };
+		/* The program's own labels (pprof.Do), as Go's profile
+		 * carries them. */
+		for (size_t j = 0; j < g->nlabels; j++)
+			fr[k++] = (struct stacksnap_stack_frame){
+				.name = g->labels[2 * j],
+				.file = g->labels[2 * j + 1],
+				.kind = STACKSNAP_KIND_LABEL };
 		/* Outermost first in folded lines: status, then reason. */
 		if (g->wait_reason)
 			fr[k++] = (struct stacksnap_stack_frame){

@@ -28,10 +28,11 @@ int profile_goroutines_run(const struct goroutine_profile_args *a);
 
 /* Adds gs[0..n) to st as Go's goroutine profile counts them: system
  * goroutines (started in the runtime, runtime.main aside) and wrapper
- * frames (STACKSNAP_RFRAME_WRAPPER) left out, a sample each, labels "status" (the runtime's state name: waiting,
- * runnable, running, syscall...) and "wait_reason" (when waiting), a
- * "[truncated]" frame above a walk that ended early. *added: the
- * goroutines counted. Returns 0 or -errno. */
+ * frames (STACKSNAP_RFRAME_WRAPPER) left out, a sample each with, as
+ * labels, the program's own (pprof.Do), "wait_reason" (when waiting) and
+ * "status" (the runtime's state name: waiting, runnable, running,
+ * syscall...); a "[truncated]" frame above a walk that ended early.
+ * *added: the goroutines counted. Returns 0 or -errno. */
 int profile_go_add(struct stacksnap_stacks *st,
 		   const struct stacksnap_goroutine *gs, size_t n,
 		   size_t *added);
