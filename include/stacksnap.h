@@ -423,8 +423,12 @@ struct stacksnap_snapshot_opts {
 	/* A Go program: read its goroutine list while every thread is
 	 * stopped (for a Go program this implies freeze_all: a list read
 	 * under running threads could change while it is read), and unwind
-	 * each goroutine (stacksnap_snapshot__goroutine). Ignored with tids
-	 * or nonstop; no effect on other programs. */
+	 * each goroutine (stacksnap_snapshot__goroutine). With nonstop the
+	 * list is read while the threads asleep run: each goroutine is read
+	 * again after its walk, and one that changed meanwhile has no frames
+	 * and an end saying so (the log counts them, and the goroutines
+	 * started meanwhile, not listed). Ignored with tids; no effect on
+	 * other programs. */
 	bool goroutines;
 	/* Do not look for a language runtime (Python) nor read its frames
 	 * during the freeze (by default they are read where one is found:

@@ -181,16 +181,21 @@ static void clear(struct stacksnap_goroutines *g)
 }
 
 /* Reads the list and walks every goroutine (the caller holds the
- * threads stopped); thr: the registers of threads running goroutines. */
+ * threads stopped; with running, some ran meanwhile: a non-stop capture);
+ * thr: the registers of threads running goroutines. */
 static int read_list(struct stacksnap_goroutines *g,
-		     const struct go_thread_regs *thr, size_t nthr)
+		     const struct go_thread_regs *thr, size_t nthr,
+		     bool running)
 {
 	struct stacksnap_mem *mem = stacksnap_mem__new_pid(g->pid);
+	uint64_t len0 = 0;
 	int err;
 
 	clear(g);
 	if (!mem)
 		return -ENOMEM;
+	if (running)
+		len0 = go_goroutines__list_len(&g->rt, mem, g->bias);
 	err = go_goroutines__read(&g->rt, mem, g->bias, GO_MAX_GOROUTINES,
 				  &g->gs, &g->n, g->log);
 	if (err < 0) {
@@ -207,6 +212,23 @@ static int read_list(struct stacksnap_goroutines *g,
 						    g->bias, &g->gs[i], thr, nthr)
 			: go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
 					       thr, nthr);
+	if (!err && running) {
+		/* What changed under the read is said, never shown wrong. */
+		size_t changed = go_goroutines__recheck(&g->rt, mem, g->gs,
+							g->n);
+		uint64_t len1 = go_goroutines__list_len(&g->rt, mem, g->bias);
+
+		if (changed)
+			log_warn(g->log, "pid %d: %zu of %zu goroutines changed "
+				 "while the list was read without stopping "
+				 "every thread (--nonstop): their stacks are "
+				 "not shown", (int)g->pid, changed, g->n);
+		if (len1 > len0 && len0)
+			log_warn(g->log, "pid %d: %llu goroutines started while "
+				 "the list was read without stopping every "
+				 "thread (--nonstop): not listed", (int)g->pid,
+				 (unsigned long long)(len1 - len0));
+	}
 	stacksnap_mem__free(mem);
 	if (!err)
 		err = publish(g);
@@ -217,13 +239,14 @@ static int read_list(struct stacksnap_goroutines *g,
 
 int stacksnap_goroutines__read(struct stacksnap_goroutines *g)
 {
-	return g ? read_list(g, NULL, 0) : fail(-EINVAL);
+	return g ? read_list(g, NULL, 0, false) : fail(-EINVAL);
 }
 
 void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 {
 	struct go_thread_regs *thr = calloc(s->n ? s->n : 1, sizeof(*thr));
 	size_t nthr = 0;
+	bool running = false;	/* a thread read without stopping it */
 
 	(void)log;
 	if (!thr)
@@ -231,6 +254,7 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct cap_thread *t = &s->threads[i];
 
+		running |= t->pub.nonstop;
 		if (!t->have_regs)
 			continue;
 		thr[nthr].tid = t->pub.tid;
@@ -239,7 +263,7 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 		thr[nthr].rbp = t->pub.regs.regs[STACKSNAP_REG_RBP];
 		nthr++;
 	}
-	read_list(s->go, thr, nthr);
+	read_list(s->go, thr, nthr, running);
 	free(thr);
 }
 

@@ -255,6 +255,19 @@ static void test_bad_lists(void)
 		gs[0].nframes = 0;
 		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
 		CHECK(gs[0].nframes == 0 && gs[0].end != NULL);
+		/* Read again after a non-stop read: unchanged, then parked
+		 * elsewhere (its frames dropped, its end says why); the list
+		 * grew by one meanwhile. */
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		gs[0].status = GO_GWAITING;
+		CHECK(go_goroutines__list_len(&rt, mem, 0) == 4);
+		CHECK(go_goroutines__recheck(&rt, mem, gs, n) == 0);
+		set_u64(f->g[3], l->g_sched_pc, pc + 1);
+		f->slice[1] = 5;
+		CHECK(go_goroutines__recheck(&rt, mem, gs, n) == 1);
+		CHECK(gs[0].nframes == 0 && gs[0].end &&
+		      strcmp(gs[0].end, GO_END_CHANGED) == 0);
+		CHECK(go_goroutines__list_len(&rt, mem, 0) == 5);
 	}
 	go_goroutines__free(gs, n);
 	stacksnap_mem__free(mem);

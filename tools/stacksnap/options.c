@@ -331,10 +331,9 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		      stderr);
 		return EXIT_USAGE;
 	}
-	if (o->goroutines_only && o->nonstop) {
-		fputs("stacksnap: goroutines are read with every thread "
-		      "stopped: --goroutines does not go with --nonstop\n",
-		      stderr);
+	if (o->goroutines_only && o->ntids) {
+		fputs("stacksnap: --goroutines lists every goroutine, read "
+		      "with every thread: it does not go with -t\n", stderr);
 		return EXIT_USAGE;
 	}
 	if (o->out.ctf && !o->out.output) {
@@ -566,12 +565,6 @@ int options_parse_show(struct options *o, int argc, char **argv,
 	}
 	if (o->goroutines_only && o->threads_only) {
 		fputs("stacksnap: give --goroutines or --threads, not both\n",
-		      stderr);
-		return EXIT_USAGE;
-	}
-	if (o->goroutines_only && o->nonstop) {
-		fputs("stacksnap: goroutines are read with every thread "
-		      "stopped: --goroutines does not go with --nonstop\n",
 		      stderr);
 		return EXIT_USAGE;
 	}

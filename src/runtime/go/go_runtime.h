@@ -143,6 +143,21 @@ int go_goroutine__read_labels(const struct go_runtime *rt,
 			      struct stacksnap_mem *mem, struct goroutine *g);
 void go_goroutine__free_labels(struct goroutine *g);
 
+/* After a read made while some threads ran (a non-stop capture): reads
+ * each goroutine of gs[0..n) again (mem invalidated first) and drops the
+ * frames of those whose id, status, saved context or system-call state
+ * changed since, their end saying so (GO_END_CHANGED). Bounded: one read
+ * of each g. Returns how many changed. */
+#define GO_END_CHANGED "changed during the non-stop read (its stack is not shown)"
+size_t go_goroutines__recheck(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem,
+			      struct goroutine *gs, size_t n);
+/* The length of runtime.allgs now (it only grows: dead goroutines stay
+ * for reuse), or 0 when unreadable: read before and after a non-stop
+ * read, how many goroutines started meanwhile (not listed). */
+uint64_t go_goroutines__list_len(const struct go_runtime *rt,
+				 struct stacksnap_mem *mem, uint64_t bias);
+
 /* A thread's registers, for goroutines running on it. */
 struct go_thread_regs {
 	int32_t tid;

@@ -118,6 +118,45 @@ int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
 	return 0;
 }
 
+uint64_t go_goroutines__list_len(const struct go_runtime *rt,
+				 struct stacksnap_mem *mem, uint64_t bias)
+{
+	uint64_t slice[3];
+
+	if (!rt->allgs)
+		return 0;
+	mem_invalidate(mem);
+	if (mem_read(mem, rt->allgs + bias, slice, sizeof(slice)) < 0 ||
+	    slice[1] > GO_MAX_GOROUTINES)
+		return 0;
+	return slice[1];
+}
+
+size_t go_goroutines__recheck(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem,
+			      struct goroutine *gs, size_t n)
+{
+	size_t changed = 0;
+
+	mem_invalidate(mem);
+	for (size_t i = 0; i < n; i++) {
+		struct goroutine *g = &gs[i], now;
+
+		if (read_g(rt, mem, g->g, &now) == 0 && now.goid == g->goid &&
+		    now.status == g->status && now.sched_pc == g->sched_pc &&
+		    now.sched_sp == g->sched_sp &&
+		    now.syscallpc == g->syscallpc &&
+		    now.syscallsp == g->syscallsp)
+			continue;
+		free(g->frames);
+		g->frames = NULL;
+		g->nframes = 0;
+		g->end = GO_END_CHANGED;
+		changed++;
+	}
+	return changed;
+}
+
 /* Functions at which a goroutine's stack starts (nothing calls them). */
 static bool is_stack_top(const char *name)
 {
