@@ -599,6 +599,16 @@ stacksnap_goroutines__count(const struct stacksnap_goroutines *g);
 STACKSNAP_API const struct stacksnap_goroutine *
 stacksnap_goroutines__get(const struct stacksnap_goroutines *g, size_t i);
 STACKSNAP_API void stacksnap_goroutines__free(struct stacksnap_goroutines *g);
+/* The id of the goroutine a thread of the live process ran when its
+ * registers regs (DWARF order) were taken, e.g. at a trace event: Go's
+ * register ABI (Go 1.17+) keeps the current g in r14 in Go code; that g is
+ * read now and taken when rsp lies within its stack. -1 when not known:
+ * the thread ran C code, the scheduler on its system stack (g0), or the
+ * goroutine's g has gone. A g reused since for a new goroutine gives the
+ * new one's id: read soon after the event. */
+STACKSNAP_API int64_t
+stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
+			      const uint64_t *regs);
 
 /* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
  * them; 0 for files without, events files and cores). Goroutine i's
