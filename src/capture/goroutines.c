@@ -36,6 +36,7 @@ struct stacksnap_goroutines {
 	struct stacksnap_runtime_frame *frames;
 	pid_t pid;
 	const struct log_sink *log;
+	struct stacksnap_mem *live;	/* goid_at's reads, made on first use */
 };
 
 /* The executable's load bias: 0 unless it is position-independent. */
@@ -267,10 +268,22 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 	free(thr);
 }
 
+int64_t stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
+				      const uint64_t *regs)
+{
+	if (!g || !regs)
+		return -1;
+	if (!g->live && !(g->live = stacksnap_mem__new_pid(g->pid)))
+		return -1;
+	return go_goroutine__goid_at(&g->rt, g->live, regs[STACKSNAP_REG_R14],
+				     regs[STACKSNAP_REG_RSP]);
+}
+
 void stacksnap_goroutines__free(struct stacksnap_goroutines *g)
 {
 	if (!g)
 		return;
+	stacksnap_mem__free(g->live);
 	clear(g);
 	stacksnap_unwinder__free(g->uw);
 	stacksnap_addrspace__free(g->as);

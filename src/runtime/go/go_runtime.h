@@ -158,6 +158,13 @@ size_t go_goroutines__recheck(const struct go_runtime *rt,
 uint64_t go_goroutines__list_len(const struct go_runtime *rt,
 				 struct stacksnap_mem *mem, uint64_t bias);
 
+/* The goid of the g at address r14 (Go's register ABI: the current g in
+ * Go code) when rsp lies within its stack and it is alive, else -1. One
+ * bounded read of the g. */
+int64_t go_goroutine__goid_at(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, uint64_t r14,
+			      uint64_t rsp);
+
 /* A thread's registers, for goroutines running on it. */
 struct go_thread_regs {
 	int32_t tid;

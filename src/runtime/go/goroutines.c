@@ -118,6 +118,25 @@ int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
 	return 0;
 }
 
+int64_t go_goroutine__goid_at(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, uint64_t r14,
+			      uint64_t rsp)
+{
+	struct goroutine g;
+	uint32_t st;
+
+	if (!rt->have_layout || !r14 || (r14 & 7))
+		return -1;
+	mem_invalidate(mem);
+	if (read_g(rt, mem, r14, &g) < 0)
+		return -1;
+	st = g.status & ~(uint32_t)GO_GSCAN;
+	if (g.goid <= 0 || st == GO_GDEAD || st == GO_GIDLE ||
+	    g.stack_lo >= g.stack_hi || rsp < g.stack_lo || rsp >= g.stack_hi)
+		return -1;
+	return g.goid;
+}
+
 uint64_t go_goroutines__list_len(const struct go_runtime *rt,
 				 struct stacksnap_mem *mem, uint64_t bias)
 {
