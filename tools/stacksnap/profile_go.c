@@ -108,8 +108,7 @@ static int sample_once(const struct goroutine_profile_args *a,
 		       struct stacksnap_stacks *st, size_t *counted,
 		       uint64_t *freeze_ns)
 {
-	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .goroutines = true,
-		       .no_runtime = false);
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, sopts, .goroutines = true);
 	struct stacksnap_snapshot *snap =
 		stacksnap_snapshot__capture(a->ctx, a->pid, &sopts);
 	struct stacksnap_snapshot_stats ss;
