@@ -423,8 +423,12 @@ struct stacksnap_snapshot_opts {
 	/* A Go program: read its goroutine list while every thread is
 	 * stopped (for a Go program this implies freeze_all: a list read
 	 * under running threads could change while it is read), and unwind
-	 * each goroutine (stacksnap_snapshot__goroutine). Ignored with tids
-	 * or nonstop; no effect on other programs. */
+	 * each goroutine (stacksnap_snapshot__goroutine). With nonstop the
+	 * list is read while the threads asleep run: each goroutine is read
+	 * again after its walk, and one that changed meanwhile has no frames
+	 * and an end saying so (the log counts them, and the goroutines
+	 * started meanwhile, not listed). Ignored with tids; no effect on
+	 * other programs. */
 	bool goroutines;
 	/* Do not look for a language runtime (Python) nor read its frames
 	 * during the freeze (by default they are read where one is found:
@@ -526,6 +530,10 @@ enum stacksnap_runtime {
 };
 
 #define STACKSNAP_RFRAME_INLINED 0x1	/* inlined into the frame after it */
+/* A Go wrapper the compiler generated (a go statement's closure, a method
+ * wrapper: funcID_wrapper) that Go's own profiles and tracebacks leave
+ * out, as they do (not when it called a panic). */
+#define STACKSNAP_RFRAME_WRAPPER 0x2
 
 struct stacksnap_runtime_frame {
 	size_t sz;
@@ -562,6 +570,11 @@ struct stacksnap_goroutine {
 	size_t nframes;
 	const char *end;	/* why its stack ends early; NULL: it reached
 				   the goroutine's start */
+	/* Its profiler labels (pprof.Do, pprof.SetGoroutineLabels):
+	 * labels[2i] a key, labels[2i + 1] its value, sorted by key. Read
+	 * live and from cores; snapshot files keep none. */
+	const char *const *labels;
+	size_t nlabels;
 	size_t :0;
 };
 
@@ -586,6 +599,16 @@ stacksnap_goroutines__count(const struct stacksnap_goroutines *g);
 STACKSNAP_API const struct stacksnap_goroutine *
 stacksnap_goroutines__get(const struct stacksnap_goroutines *g, size_t i);
 STACKSNAP_API void stacksnap_goroutines__free(struct stacksnap_goroutines *g);
+/* The id of the goroutine a thread of the live process ran when its
+ * registers regs (DWARF order) were taken, e.g. at a trace event: Go's
+ * register ABI (Go 1.17+) keeps the current g in r14 in Go code; that g is
+ * read now and taken when rsp lies within its stack. -1 when not known:
+ * the thread ran C code, the scheduler on its system stack (g0), or the
+ * goroutine's g has gone. A g reused since for a new goroutine gives the
+ * new one's id: read soon after the event. */
+STACKSNAP_API int64_t
+stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
+			      const uint64_t *regs);
 
 /* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
  * them; 0 for files without, events files and cores). Goroutine i's
@@ -1694,6 +1717,11 @@ enum stacksnap_frame_kind {
 	STACKSNAP_KIND_KERNEL,		/* kernel code */
 	STACKSNAP_KIND_UNKNOWN,		/* no module or no symbol known */
 	STACKSNAP_KIND_ROOT,		/* a process or thread name (comm) */
+	/* A label of the sample, not code: name is its key, file its
+	 * value. pprof writes it as a Sample.label; the other formats show
+	 * it as a frame "KEY=VALUE" where it stands in the stack (give it
+	 * outside the root). */
+	STACKSNAP_KIND_LABEL,
 };
 
 /* One frame of a stack handed to stacksnap_stacks__add. Every string and

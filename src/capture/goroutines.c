@@ -36,6 +36,7 @@ struct stacksnap_goroutines {
 	struct stacksnap_runtime_frame *frames;
 	pid_t pid;
 	const struct log_sink *log;
+	struct stacksnap_mem *live;	/* goid_at's reads, made on first use */
 };
 
 /* The executable's load bias: 0 unless it is position-independent. */
@@ -181,16 +182,21 @@ static void clear(struct stacksnap_goroutines *g)
 }
 
 /* Reads the list and walks every goroutine (the caller holds the
- * threads stopped); thr: the registers of threads running goroutines. */
+ * threads stopped; with running, some ran meanwhile: a non-stop capture);
+ * thr: the registers of threads running goroutines. */
 static int read_list(struct stacksnap_goroutines *g,
-		     const struct go_thread_regs *thr, size_t nthr)
+		     const struct go_thread_regs *thr, size_t nthr,
+		     bool running)
 {
 	struct stacksnap_mem *mem = stacksnap_mem__new_pid(g->pid);
+	uint64_t len0 = 0;
 	int err;
 
 	clear(g);
 	if (!mem)
 		return -ENOMEM;
+	if (running)
+		len0 = go_goroutines__list_len(&g->rt, mem, g->bias);
 	err = go_goroutines__read(&g->rt, mem, g->bias, GO_MAX_GOROUTINES,
 				  &g->gs, &g->n, g->log);
 	if (err < 0) {
@@ -207,6 +213,23 @@ static int read_list(struct stacksnap_goroutines *g,
 						    g->bias, &g->gs[i], thr, nthr)
 			: go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
 					       thr, nthr);
+	if (!err && running) {
+		/* What changed under the read is said, never shown wrong. */
+		size_t changed = go_goroutines__recheck(&g->rt, mem, g->gs,
+							g->n);
+		uint64_t len1 = go_goroutines__list_len(&g->rt, mem, g->bias);
+
+		if (changed)
+			log_warn(g->log, "pid %d: %zu of %zu goroutines changed "
+				 "while the list was read without stopping "
+				 "every thread (--nonstop): their stacks are "
+				 "not shown", (int)g->pid, changed, g->n);
+		if (len1 > len0 && len0)
+			log_warn(g->log, "pid %d: %llu goroutines started while "
+				 "the list was read without stopping every "
+				 "thread (--nonstop): not listed", (int)g->pid,
+				 (unsigned long long)(len1 - len0));
+	}
 	stacksnap_mem__free(mem);
 	if (!err)
 		err = publish(g);
@@ -217,13 +240,14 @@ static int read_list(struct stacksnap_goroutines *g,
 
 int stacksnap_goroutines__read(struct stacksnap_goroutines *g)
 {
-	return g ? read_list(g, NULL, 0) : fail(-EINVAL);
+	return g ? read_list(g, NULL, 0, false) : fail(-EINVAL);
 }
 
 void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 {
 	struct go_thread_regs *thr = calloc(s->n ? s->n : 1, sizeof(*thr));
 	size_t nthr = 0;
+	bool running = false;	/* a thread read without stopping it */
 
 	(void)log;
 	if (!thr)
@@ -231,6 +255,7 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct cap_thread *t = &s->threads[i];
 
+		running |= t->pub.nonstop;
 		if (!t->have_regs)
 			continue;
 		thr[nthr].tid = t->pub.tid;
@@ -239,14 +264,26 @@ void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log)
 		thr[nthr].rbp = t->pub.regs.regs[STACKSNAP_REG_RBP];
 		nthr++;
 	}
-	read_list(s->go, thr, nthr);
+	read_list(s->go, thr, nthr, running);
 	free(thr);
+}
+
+int64_t stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
+				      const uint64_t *regs)
+{
+	if (!g || !regs)
+		return -1;
+	if (!g->live && !(g->live = stacksnap_mem__new_pid(g->pid)))
+		return -1;
+	return go_goroutine__goid_at(&g->rt, g->live, regs[STACKSNAP_REG_R14],
+				     regs[STACKSNAP_REG_RSP]);
 }
 
 void stacksnap_goroutines__free(struct stacksnap_goroutines *g)
 {
 	if (!g)
 		return;
+	stacksnap_mem__free(g->live);
 	clear(g);
 	stacksnap_unwinder__free(g->uw);
 	stacksnap_addrspace__free(g->as);

@@ -287,13 +287,14 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	err = read_before_freeze(s, &o);
 	if (err)
 		goto fail_detach;
-	if (o.goroutines && !o.ntids && !o.nonstop)
+	if (o.goroutines && !o.ntids)
 		capture__go_prepare(s, ctx);
 	else if (o.goroutines)
-		log_info(log, "pid %d: goroutines are listed only when every "
-			 "thread is stopped (not with a thread list or "
-			 "non-stop)", pid);
-	if (s->go) /* a Go program: its list is read with every thread stopped */
+		log_info(log, "pid %d: goroutines are listed only with every "
+			 "thread (not with a thread list)", pid);
+	/* A Go program: its list is read with every thread stopped, unless
+	 * non-stop was asked for (what changes under the read is marked). */
+	if (s->go && !o.nonstop)
 		o.freeze_all = true;
 	capture__runtime_detect(s, &o, log);
 	choose_path(s, &o, log);
@@ -301,7 +302,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	if (err)
 		goto fail_detach;
 	if (s->go)
-		capture__go_read(s, log); /* every thread is stopped */
+		capture__go_read(s, log); /* every thread stopped, or non-stop */
 	finish(s, &o, t0);
 	if (!all_gone(s))
 		return s;

@@ -255,6 +255,7 @@ struct pp_samples {
 	int64_t *values;
 	uint32_t *depth;	/* of each call-tree node */
 	size_t n, nvals, li;
+	size_t lj;		/* labels used (<= the sum of the depths) */
 };
 
 /* The tables of p and ps, sized for st. Returns 0 or -ENOMEM (what was
@@ -278,8 +279,6 @@ static int pp_alloc(struct pp *p, struct pp_samples *ps, const struct stacksnap_
 	p->linep = calloc(nf, sizeof(*p->linep));
 	ps->samples = calloc(st->distinct + 1, sizeof(*ps->samples));
 	ps->sampp = calloc(st->distinct + 1, sizeof(*ps->sampp));
-	ps->labels = calloc(st->distinct + 1, sizeof(*ps->labels));
-	ps->labelp = calloc(st->distinct + 1, sizeof(*ps->labelp));
 	ps->values = calloc((st->distinct + 1) * ps->nvals, sizeof(*ps->values));
 	/* Location ids of every sample: at most the sum of the depths. */
 	ps->depth = calloc(st->nnodes, sizeof(*ps->depth));
@@ -290,6 +289,9 @@ static int pp_alloc(struct pp *p, struct pp_samples *ps, const struct stacksnap_
 				nloc_total += ps->depth[i];
 		}
 	ps->locids = calloc(nloc_total + 1, sizeof(*ps->locids));
+	/* Labels (root and LABEL frames): at most one a frame too. */
+	ps->labels = calloc(nloc_total + 1, sizeof(*ps->labels));
+	ps->labelp = calloc(nloc_total + 1, sizeof(*ps->labelp));
 	if (!p->strs || !p->funcs || !p->funcp || !p->func_frame || !p->maps ||
 	    !p->mapp || !p->map_frame || !p->loc_of_frame || !p->locs || !p->locp ||
 	    !p->lines || !p->linep || !ps->samples || !ps->sampp || !ps->labels ||
@@ -346,7 +348,8 @@ static void put_main_mapping(struct pp *p, const struct stacksnap_stacks *st)
 }
 
 /* One sample per node with self samples: its locations from the node to
- * the root, the thread's name as a label, its count (and time). */
+ * the root, the thread's name and the LABEL frames as labels, its count
+ * (and time). */
 static void put_samples(struct pp *p, struct pp_samples *ps,
 			const struct stacksnap_stacks *st, int64_t thread_key)
 {
@@ -361,16 +364,24 @@ static void put_samples(struct pp *p, struct pp_samples *ps,
 		for (uint32_t k = (uint32_t)i; k; k = st->nodes[k].parent) {
 			uint32_t fi = st->nodes[k].frame;
 
-			/* A process or thread name is a label, not a frame. */
-			if (st->frames[fi].kind == STACKSNAP_KIND_ROOT) {
-				Label *l = &ps->labels[ps->n];
+			/* A process or thread name is a label, not a frame;
+			 * so is a LABEL frame (its key and value). */
+			if (st->frames[fi].kind == STACKSNAP_KIND_ROOT ||
+			    st->frames[fi].kind == STACKSNAP_KIND_LABEL) {
+				const struct sframe *lf = &st->frames[fi];
+				Label *l = &ps->labels[ps->lj];
 
 				perftools__profiles__label__init(l);
-				l->key = thread_key;
-				l->str = str_index(p, st->frames[fi].disp);
-				ps->labelp[ps->n] = l;
-				s->n_label = 1;
-				s->label = &ps->labelp[ps->n];
+				if (lf->kind == STACKSNAP_KIND_LABEL) {
+					l->key = str_index(p, lf->name);
+					l->str = str_index(p, lf->file);
+				} else {
+					l->key = thread_key;
+					l->str = str_index(p, lf->disp);
+				}
+				ps->labelp[ps->lj++] = l;
+				if (!s->n_label++)
+					s->label = &ps->labelp[ps->lj - 1];
 				continue;
 			}
 			ps->locids[ps->li++] = location_id(p, fi);

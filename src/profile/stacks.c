@@ -173,6 +173,17 @@ static const char *display_name(struct stacksnap_stacks *st,
 	char tmp[256];
 	size_t n;
 
+	if (f->kind == STACKSNAP_KIND_LABEL) {
+		int len = snprintf(tmp, sizeof(tmp), "%s=%s", name ? name : "",
+				   f->file ? f->file : "");
+
+		for (char *p = tmp; *p; p++)
+			if (*p == ';')
+				*p = ':';
+		return stacks_intern(st, tmp, len < 0 ? 0
+					      : (size_t)len < sizeof(tmp)
+					      ? (size_t)len : sizeof(tmp) - 1);
+	}
 	if (!name) {
 		const char *b = f->module ? strrchr(f->module, '/') : NULL;
 

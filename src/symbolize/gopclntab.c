@@ -298,82 +298,25 @@ static uint64_t table_off(const struct gopclntab *t, uint32_t tab)
 	return t->version == GOPCLN_12 ? tab : t->pctab_off + tab;
 }
 
-void gopcln_iter__init(struct gopcln_iter *it, const struct gopclntab *t,
+void gopcln_iter__init(struct go_pcvalue_iter *it, const struct gopclntab *t,
 		       const struct go_func *f, uint32_t tab)
 {
 	uint64_t off = table_off(t, tab);
+	bool none = tab == 0 || off >= t->size;
 
-	memset(it, 0, sizeof(*it));
-	it->pc = it->next_pc = f->entry;
-	it->func_end = f->end;
-	it->value = -1;
-	it->first = true;
-	it->quantum = t->quantum;
-	if (tab == 0 || off >= t->size) {
-		it->p = it->end = NULL;
-		it->bad = tab != 0;
-		return;
-	}
-	it->p = t->data + off;
-	it->end = t->data + t->size;
-}
-
-static bool uvarint(const uint8_t **pp, const uint8_t *end, uint32_t *v)
-{
-	const uint8_t *p = *pp;
-	uint32_t r = 0;
-
-	for (unsigned shift = 0; shift < 35; shift += 7) {
-		if (p >= end)
-			return false;
-		r |= (uint32_t)(*p & 0x7f) << shift;
-		if (!(*p++ & 0x80)) {
-			*v = r;
-			*pp = p;
-			return true;
-		}
-	}
-	return false;
-}
-
-bool gopcln_iter__next(struct gopcln_iter *it)
-{
-	uint32_t uvdelta, pcdelta;
-
-	if (!it->p || it->p >= it->end || it->next_pc >= it->func_end) {
-		it->p = NULL;
-		return false;
-	}
-	/* A zero value delta ends the table, except as the first entry. */
-	if (*it->p == 0 && !it->first) {
-		it->p = NULL;
-		return false;
-	}
-	if (!uvarint(&it->p, it->end, &uvdelta) ||
-	    !uvarint(&it->p, it->end, &pcdelta) || pcdelta == 0) {
-		it->bad = true;
-		it->p = NULL;
-		return false;
-	}
-	it->first = false;
-	/* Wraps as Go's runtime does (int32 arithmetic), without the
-	   undefined signed overflow. */
-	it->value = (int32_t)((uint32_t)it->value + (-(uvdelta & 1) ^ (uvdelta >> 1)));
-	it->pc = it->next_pc;
-	it->next_pc = it->pc + (uint64_t)pcdelta * it->quantum;
-	if (it->next_pc > it->func_end)
-		it->next_pc = it->func_end;
-	return true;
+	go_pcvalue_iter__init(it, none ? NULL : t->data + off,
+			      t->data + t->size, f->entry, f->end, t->quantum);
+	it->bad = none && tab != 0;
 }
 
 int gopclntab__pcvalue(const struct gopclntab *t, const struct go_func *f,
 		       uint32_t tab, uint64_t pc, int32_t *value)
 {
-	struct gopcln_iter it;
+	struct go_pcvalue_iter it;
 
 	*value = -1;
 	gopcln_iter__init(&it, t, f, tab);
-	while (gopcln_iter__next(&it)) {
+	while (go_pcvalue_iter__next(&it)) {
 		if (pc >= it.pc && pc < it.next_pc) {
 			*value = it.value;
 			return 0;
@@ -496,6 +439,7 @@ static uint64_t funcdata_addr(const struct gopclntab *t,
 struct inl_call {
 	int32_t nameoff;
 	int32_t parent_pc;
+	uint8_t funcid;
 };
 
 static bool inl_call_at(const struct gopclntab *t, uint64_t tree, int32_t ix,
@@ -511,10 +455,12 @@ static bool inl_call_at(const struct gopclntab *t, uint64_t tree, int32_t ix,
 		return false;
 	if (t->version == GOPCLN_120) {
 		/* funcID, pad[3], nameOff, parentPc, startLine */
+		c->funcid = p[0];
 		c->nameoff = (int32_t)rd32(p + 4);
 		c->parent_pc = (int32_t)rd32(p + 8);
 	} else {
 		/* parent, funcID, pad, file, line, func_, parentPc */
+		c->funcid = p[2];
 		c->nameoff = (int32_t)rd32(p + 12);
 		c->parent_pc = (int32_t)rd32(p + 16);
 	}
@@ -560,6 +506,7 @@ int gopclntab__frames(const struct gopclntab *t, uint64_t pc,
 			gopclntab__file_line(t, &f, pc, &fr->file, &fr->line);
 			fr->inlined = true;
 			fr->entry = f.entry;
+			fr->funcid = c.funcid;
 			n++;
 		}
 		if (c.parent_pc < 0 || f.entry + (uint64_t)c.parent_pc >= f.end)
@@ -573,6 +520,7 @@ int gopclntab__frames(const struct gopclntab *t, uint64_t pc,
 		gopclntab__file_line(t, &f, pc, &out[n].file, &out[n].line);
 		out[n].inlined = false;
 		out[n].entry = f.entry;
+		out[n].funcid = f.funcid;
 		n++;
 	}
 	return (int)n;

@@ -108,22 +108,11 @@ const char *gopclntab__func_name(const struct gopclntab *t,
 /* A name by offset (as in the inline tree). */
 const char *gopclntab__name_at(const struct gopclntab *t, int32_t nameoff);
 
-/* Walks a pc-value table: each step gives the value over [pc, next_pc).
- * Bounded by the table bytes and by the function's end. */
-struct gopcln_iter {
-	const uint8_t *p, *end;
-	uint64_t pc, next_pc, func_end;
-	int32_t value;
-	uint8_t quantum;
-	bool first;
-	bool bad;	/* stopped on a malformed table */
-};
-/* Starts a walk of the table at offset tab (0: no table, the walk is
- * empty); entry is the function's entry. */
-void gopcln_iter__init(struct gopcln_iter *it, const struct gopclntab *t,
+/* Starts a walk of f's pc-value table at offset tab (0: no table, the
+ * walk is empty) with the table compiler's iterator (table/go_pcsp.h,
+ * go_pcvalue_iter__next gives each range). */
+void gopcln_iter__init(struct go_pcvalue_iter *it, const struct gopclntab *t,
 		       const struct go_func *f, uint32_t tab);
-/* Next range; false at the end (it->bad says whether the end was bad). */
-bool gopcln_iter__next(struct gopcln_iter *it);
 
 /* The value of table tab at pc (-1 and -ENOENT when pc is outside it). */
 int gopclntab__pcvalue(const struct gopclntab *t, const struct go_func *f,
@@ -151,6 +140,8 @@ struct go_frame {
 	int32_t line;		/* 0 when unknown */
 	bool inlined;		/* inlined into the next frame */
 	uint64_t entry;		/* the physical function's entry */
+	uint8_t funcid;		/* the function's funcID (the inline tree's
+				   for an inlined call) */
 };
 
 /* The frames at pc, innermost first: the inlined calls (from the

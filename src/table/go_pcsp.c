@@ -89,6 +89,51 @@ static bool uvarint(const uint8_t **pp, const uint8_t *end, uint32_t *v)
 	return false;
 }
 
+void go_pcvalue_iter__init(struct go_pcvalue_iter *it, const uint8_t *p,
+			   const uint8_t *end, uint64_t entry,
+			   uint64_t func_end, unsigned quantum)
+{
+	memset(it, 0, sizeof(*it));
+	it->pc = it->next_pc = entry;
+	it->func_end = func_end;
+	it->value = -1;
+	it->first = true;
+	it->quantum = (uint8_t)quantum;
+	it->p = p && p < end ? p : NULL;
+	it->end = it->p ? end : NULL;
+}
+
+bool go_pcvalue_iter__next(struct go_pcvalue_iter *it)
+{
+	uint32_t uvdelta, pcdelta;
+
+	if (!it->p || it->p >= it->end || it->next_pc >= it->func_end) {
+		it->p = NULL;
+		return false;
+	}
+	/* A zero value delta ends the table, except as the first entry. */
+	if (*it->p == 0 && !it->first) {
+		it->p = NULL;
+		return false;
+	}
+	if (!uvarint(&it->p, it->end, &uvdelta) ||
+	    !uvarint(&it->p, it->end, &pcdelta) || pcdelta == 0) {
+		it->bad = true;
+		it->p = NULL;
+		return false;
+	}
+	it->first = false;
+	/* Wraps as Go's runtime does (int32 arithmetic), without the
+	   undefined signed overflow. */
+	it->value = (int32_t)((uint32_t)it->value +
+			      (-(uvdelta & 1) ^ (uvdelta >> 1)));
+	it->pc = it->next_pc;
+	it->next_pc = it->pc + (uint64_t)pcdelta * it->quantum;
+	if (it->next_pc > it->func_end)
+		it->next_pc = it->func_end;
+	return true;
+}
+
 /* Length of the instruction at p that saves BP for a frame of delta
  * bytes (MOVQ BP, delta-8(SP), or PUSHQ BP when delta is 8), else 0. */
 static size_t bp_save_len(const uint8_t *p, size_t avail, int32_t delta)
@@ -114,35 +159,23 @@ static size_t bp_save_len(const uint8_t *p, size_t avail, int32_t delta)
 static int compile_func(struct builder *b, const struct go_pcsp_func *f,
 			unsigned quantum, const struct log_sink *log)
 {
-	const uint8_t *p = f->pcsp, *end = f->pcsp ? f->pcsp + f->pcsp_max : NULL;
+	struct go_pcvalue_iter it;
 	uint64_t pc = f->entry, bp_from = UINT64_MAX;
-	int32_t value = -1;
-	bool first = true, seen_frame = false;
+	bool seen_frame = false;
 	struct go_pcsp_rows *r = b->r;
 
-	for (uint32_t k = 0; p && p < end && pc < f->end; k++) {
-		uint32_t uv, pcd;
-		uint64_t next;
+	go_pcvalue_iter__init(&it, f->pcsp, f->pcsp ? f->pcsp + f->pcsp_max
+						    : NULL,
+			      f->entry, f->end, quantum);
+	for (uint32_t k = 0; k < GO_PCSP_MAX_ENTRIES &&
+	     go_pcvalue_iter__next(&it); k++) {
+		int32_t value = it.value;
+		uint64_t next = it.next_pc;
 		struct unwind_row row = { 0 };
 		int64_t cfa;
 		int err;
 
-		if ((*p == 0 && !first) || k >= GO_PCSP_MAX_ENTRIES)
-			break;
-		if (!uvarint(&p, end, &uv) || !uvarint(&p, end, &pcd) ||
-		    pcd == 0) {
-			r->bad_tables++;
-			log_debug(log, "go pcsp: malformed table of the "
-				  "function at %#llx",
-				  (unsigned long long)f->entry);
-			break;
-		}
-		first = false;
-		/* Wraps as Go's int32 arithmetic does (no signed overflow). */
-		value = (int32_t)((uint32_t)value + (-(uv & 1) ^ (uv >> 1)));
-		next = pc + (uint64_t)pcd * quantum;
-		if (next > f->end)
-			next = f->end;
+		pc = it.pc;
 		cfa = (int64_t)value + 8;
 		if (value < 0 || cfa > INT16_MAX) {
 			/* No row: an unwinder stops here rather than guess. */
@@ -189,6 +222,11 @@ static int compile_func(struct builder *b, const struct go_pcsp_func *f,
 		if (err < 0)
 			return err;
 		pc = next;
+	}
+	if (it.bad) {
+		r->bad_tables++;
+		log_debug(log, "go pcsp: malformed table of the function at "
+			  "%#llx", (unsigned long long)f->entry);
 	}
 	if (pc < f->end) {
 		/* Bytes the table does not reach (padding, a bad table). */

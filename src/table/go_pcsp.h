@@ -7,6 +7,7 @@
 #ifndef SS_TABLE_GO_PCSP_H
 #define SS_TABLE_GO_PCSP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,26 @@ struct go_pcsp_rows {
 	size_t bad_tables;	/* functions whose pcsp table was malformed
 				   (rows up to the bad entry kept) */
 };
+
+/* Walks one function's pc-value table (pcsp here; the pclntab reader
+ * walks pcfile, pcln and pcdata with it too): each step gives the value
+ * over [pc, next_pc). Bounded by the table's bytes and the function's
+ * end; values wrap as Go's int32 arithmetic does. */
+struct go_pcvalue_iter {
+	const uint8_t *p, *end;	/* NULL p: the walk is over */
+	uint64_t pc, next_pc, func_end;
+	int32_t value;
+	uint8_t quantum;
+	bool first;
+	bool bad;	/* stopped on a malformed table */
+};
+/* Starts a walk of the table at p (up to end; p NULL: an empty walk) of
+ * the function [entry, func_end). */
+void go_pcvalue_iter__init(struct go_pcvalue_iter *it, const uint8_t *p,
+			   const uint8_t *end, uint64_t entry,
+			   uint64_t func_end, unsigned quantum);
+/* Next range; false at the end (it->bad says whether the end was bad). */
+bool go_pcvalue_iter__next(struct go_pcvalue_iter *it);
 
 /* Compiles funcs (sorted by entry, not overlapping; quantum: the
  * instruction size quantum of the table). Returns 0 or -errno

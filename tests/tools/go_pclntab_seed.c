@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < count; k++) {
 		struct go_func *g = &fs[k];
 		const uint8_t *end = t.data + t.size;
-		struct gopcln_iter it;
+		struct go_pcvalue_iter it;
 		int32_t maxfile = -1, maxix = -1;
 		uint32_t tabs[3], *outs[3] = { &pcsp[k], &pcfile[k], &pcln[k] };
 		uint32_t inltab = 0;
@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 		}
 		/* Its files: a CU of its own in the new cutab. */
 		gopcln_iter__init(&it, &t, g, g->pcfile);
-		while (gopcln_iter__next(&it))
+		while (go_pcvalue_iter__next(&it))
 			if (it.value > maxfile)
 				maxfile = it.value;
 		cuoff[k] = (uint32_t)(cutab.n / 4);
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 			memcpy(&fd, t.data + g->off + t.func_fixed +
 			       4 * g->npcdata + 4 * GO_FUNCDATA_INLTREE, 4);
 			gopcln_iter__init(&it, &t, g, inltab);
-			while (gopcln_iter__next(&it))
+			while (go_pcvalue_iter__next(&it))
 				if (it.value > maxix)
 					maxix = it.value;
 			tree = fd != UINT32_MAX ?

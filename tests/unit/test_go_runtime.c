@@ -50,7 +50,8 @@ static void test_layout_table_vs_dwarf(void)
 	F(g_size); F(m_size); F(g_stack_lo); F(g_stack_hi); F(g_m);
 	F(g_sched_sp); F(g_sched_pc); F(g_sched_bp); F(g_syscallsp);
 	F(g_syscallpc); F(g_atomicstatus); F(g_goid); F(g_waitsince);
-	F(g_waitreason); F(g_lockedm); F(g_gopc); F(g_startpc); F(m_procid);
+	F(g_waitreason); F(g_lockedm); F(g_gopc); F(g_startpc); F(g_labels);
+	F(m_procid);
 	F(m_curg);
 #undef F
 	CHECK(go_layout__for_version("go1.18", &t) == -ENOTSUP);
@@ -254,12 +255,103 @@ static void test_bad_lists(void)
 		gs[0].nframes = 0;
 		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
 		CHECK(gs[0].nframes == 0 && gs[0].end != NULL);
+		/* Read again after a non-stop read: unchanged, then parked
+		 * elsewhere (its frames dropped, its end says why); the list
+		 * grew by one meanwhile. */
+		CHECK(go_goroutine__unwind(&rt, mem, 0, &gs[0], NULL, 0) == 0);
+		gs[0].status = GO_GWAITING;
+		CHECK(go_goroutines__list_len(&rt, mem, 0) == 4);
+		CHECK(go_goroutines__recheck(&rt, mem, gs, n) == 0);
+		set_u64(f->g[3], l->g_sched_pc, pc + 1);
+		f->slice[1] = 5;
+		CHECK(go_goroutines__recheck(&rt, mem, gs, n) == 1);
+		CHECK(gs[0].nframes == 0 && gs[0].end &&
+		      strcmp(gs[0].end, GO_END_CHANGED) == 0);
+		CHECK(go_goroutines__list_len(&rt, mem, 0) == 5);
 	}
 	go_goroutines__free(gs, n);
 	stacksnap_mem__free(mem);
 	free(f);
 	go_runtime__close(&rt);
 	elf_image__free(img);
+}
+
+/* Profiler labels (pprof.Do) from a map laid out as Go 1.19's
+ * map[string]string: two buckets chained, cells out of order, one
+ * evacuated; then maps that make no sense give none, boundedly. */
+#define LBASE 0x100000u
+static void put_str(uint8_t *m, uint32_t hdr, uint32_t text, const char *s)
+{
+	memcpy(m + text, s, strlen(s));
+	set_u64(m, hdr, LBASE + text);
+	set_u64(m, hdr + 8, strlen(s));
+}
+
+static void test_labels(void)
+{
+	static uint8_t m[0x1000];
+	struct go_runtime rt;
+	struct goroutine g;
+	struct stacksnap_mem *mem;
+
+	memset(&rt, 0, sizeof(rt));
+	snprintf(rt.version, sizeof(rt.version), "go1.19.8");
+	set_u64(m, 0, LBASE + 0x100);		/* *labelMap -> hmap */
+	set_u64(m, 0x100, 3);			/* count */
+	m[0x109] = 0;				/* B */
+	set_u64(m, 0x110, LBASE + 0x200);	/* buckets */
+	m[0x200] = 9, m[0x201] = 0, m[0x202] = 7, m[0x203] = 2;
+	put_str(m, 0x200 + 8, 0x800, "worker");
+	put_str(m, 0x200 + 136, 0x810, "w1");
+	put_str(m, 0x200 + 8 + 2 * 16, 0x820, "app");
+	put_str(m, 0x200 + 136 + 2 * 16, 0x830, "api");
+	put_str(m, 0x200 + 8 + 3 * 16, 0x840, "moved");	/* evacuated */
+	set_u64(m, 0x200 + 264, LBASE + 0x400);	/* overflow */
+	m[0x400 + 5] = 200;
+	put_str(m, 0x400 + 8 + 5 * 16, 0x850, "zone");
+	put_str(m, 0x400 + 136 + 5 * 16, 0x860, "");
+	mem = stacksnap_mem__new_copy(m, sizeof(m), LBASE);
+	memset(&g, 0, sizeof(g));
+	g.labels_ptr = LBASE;
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) == 0);
+	CHECKF(g.nlabels == 3, "%zu", g.nlabels);
+	if (g.nlabels == 3) {
+		CHECK(strcmp(g.labels[0], "app") == 0 && strcmp(g.labels[1], "api") == 0);
+		CHECK(strcmp(g.labels[2], "worker") == 0 && strcmp(g.labels[3], "w1") == 0);
+		CHECK(strcmp(g.labels[4], "zone") == 0 && g.labels[5][0] == 0);
+	}
+	go_goroutine__free_labels(&g);
+	/* Go 1.24's maps are not read; a nil map is no labels. */
+	snprintf(rt.version, sizeof(rt.version), "go1.24.1");
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) == 0 && g.nlabels == 0);
+	snprintf(rt.version, sizeof(rt.version), "go1.19");
+	stacksnap_mem__free(mem);
+	/* A chain that loops: bounded by the count. */
+	set_u64(m, 0x200 + 264, LBASE + 0x200);
+	set_u64(m, 0x100, 1000);
+	m[0x109] = 6;
+	mem = stacksnap_mem__new_copy(m, sizeof(m), LBASE);
+	g.labels_ptr = LBASE;
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) != -ENOMEM);
+	CHECK(g.nlabels <= GO_MAX_LABELS);
+	go_goroutine__free_labels(&g);
+	stacksnap_mem__free(mem);
+	/* Too many buckets; a string too long; the map unreadable. */
+	set_u64(m, 0x100, 3);
+	m[0x109] = 40;
+	mem = stacksnap_mem__new_copy(m, sizeof(m), LBASE);
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) == -EINVAL && !g.nlabels);
+	stacksnap_mem__free(mem);
+	m[0x109] = 0;
+	set_u64(m, 0x200 + 264, 0);
+	set_u64(m, 0x200 + 8 + 8, GO_MAX_LABEL_LEN + 1);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), LBASE);
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) == -EINVAL && !g.labels);
+	stacksnap_mem__free(mem);
+	set_u64(m, 0, LBASE + 0x5000);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), LBASE);
+	CHECK(go_goroutine__read_labels(&rt, mem, &g) == -EFAULT && !g.labels);
+	stacksnap_mem__free(mem);
 }
 
 /* The library's capture lists the goroutines of a live Go program (the
@@ -372,5 +464,5 @@ static void test_zz_cleanup(void)
 
 TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
 	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
-	  TEST(test_no_section_headers), TEST(test_bad_lists),
+	  TEST(test_no_section_headers), TEST(test_bad_lists), TEST(test_labels),
 	  TEST(test_capture_goroutines), TEST(test_zz_cleanup))

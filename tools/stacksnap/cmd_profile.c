@@ -27,6 +27,7 @@
 #include "child_cmd.h"
 #include "help.h"
 #include "options.h"
+#include "profile_go.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "profile_python.h"
@@ -51,6 +52,7 @@ struct prof_options {
 	unsigned max_stack;
 	bool no_demangle, stats, verbose;
 	bool off_cpu;		/* --off-cpu: profile_offcpu.c */
+	bool goroutines;	/* --goroutines: profile_go.c */
 	int runtime;		/* --runtime: enum runtime_mode */
 	bool runtime_set;	/* --runtime was given */
 };
@@ -448,6 +450,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "stats", no_argument, NULL, 'S' },
 		{ "off-cpu", no_argument, NULL, 'O' },
+		{ "goroutines", no_argument, NULL, 'G' },
 		{ "runtime", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -523,6 +526,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 'D': o->no_demangle = true; break;
 		case 'S': o->stats = true; break;
 		case 'O': o->off_cpu = true; break;
+		case 'G': o->goroutines = true; break;
 		case 'R':
 			if ((o->runtime = options_parse_runtime(optarg)) < 0) {
 				fprintf(stderr, "stacksnap profile: --runtime: '%s' is not merged, only or off\n", optarg);
@@ -545,6 +549,12 @@ static int parse(struct prof_options *o, int argc, char **argv)
 	if (o->off_cpu && o->all_cpus) {
 		fprintf(stderr, "stacksnap profile: --off-cpu follows one process: "
 			"give -p PID or -- CMD, not -a\n");
+		return EXIT_USAGE;
+	}
+	if (o->goroutines && (o->all_cpus || o->cmd || o->off_cpu)) {
+		fprintf(stderr, "stacksnap profile: --goroutines counts the "
+			"goroutines of one running Go program: give -p PID "
+			"(not -a, -- CMD or --off-cpu)\n");
 		return EXIT_USAGE;
 	}
 	targets = (o->pid > 0) + o->all_cpus + (o->cmd != NULL);
@@ -596,6 +606,20 @@ static int profile_off_cpu(struct profiler *p)
 		.no_demangle = p->o.no_demangle, .stats = p->o.stats, .out = &p->o.out,
 	};
 	return profile_offcpu_run(&oa);
+}
+
+/* --goroutines: the whole profile is profile_go.c's. */
+static int profile_goroutines(struct profiler *p)
+{
+	struct goroutine_profile_args ga = {
+		.ctx = p->ctx, .pid = p->o.pid, .freq = p->o.freq,
+		.duration = p->o.duration, .stats = p->o.stats, .out = &p->o.out,
+	};
+	int rc = profile_goroutines_run(&ga);
+
+	if (rc == EXIT_OK && stop_signal && stop_signal != SIGINT)
+		rc = EXIT_SIGNAL_BASE + stop_signal;
+	return rc;
 }
 
 /* Whether the samples go through the trace's eBPF program, which walks
@@ -798,6 +822,8 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, rc);
 	if (p.o.off_cpu)
 		return profile_free(&p, profile_off_cpu(&p));
+	if (p.o.goroutines)
+		return profile_free(&p, profile_goroutines(&p));
 	if (profile_python_wanted(&p.o))
 		return profile_free(&p, profile_python(&p));
 	if (!(p.out = profile_out_open(&p.o.out, "stacksnap profile")))

@@ -18,6 +18,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "trace_go.h"
 #include "trace_print.h"
 #include "profile_out.h"
 #include "child_cmd.h"
@@ -71,6 +72,7 @@ struct tracer {
 	bool child_done;	/* reaped by the event loop */
 	bool held;		/* the command is held at its exits
 				   (trace_hold.c): waited for through it */
+	struct trace_go go_procs; /* each Go program's goroutine reader */
 };
 
 
@@ -314,6 +316,9 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 		.kernel_nframes = ev->kernel_nframes,
 		.rframes = ev->rframes, .nrframes = ev->nrframes,
 		.runtime_end = ev->runtime_end,
+		/* Not for counts: stacks are counted without it. */
+		.goid = t->p.counts ? 0 : trace_go_goid(&t->go_procs, ev->pid,
+							ev->capture->regs),
 	};
 
 	/* --unwind both: say where the two walks part (the summary counts). */
@@ -762,6 +767,7 @@ static int trace_free(struct tracer *t, int rc)
 	free(t->lost);
 	stacksnap_stacks__free(t->p.counts);
 	trace_printer_free(&t->p);
+	trace_go_free(&t->go_procs);
 	rc = cli_close_output(t->p.out, t->p.out == stdout ? NULL : t->o->out.output, rc);
 	stacksnap_ctx__free(t->ctx);
 	return rc;

@@ -367,9 +367,9 @@ static int check_output_options(struct options *o)
 		fprintf(stderr, "%s: give --goroutines or --threads, not both\n", cli_name);
 		return EXIT_USAGE;
 	}
-	if (o->goroutines_only && o->nonstop) {
-		fprintf(stderr, "%s: goroutines are read with every thread "
-			"stopped: --goroutines does not go with --nonstop\n", cli_name);
+	if (o->goroutines_only && o->ntids) {
+		fprintf(stderr, "%s: --goroutines lists every goroutine, read "
+			"with every thread: it does not go with -t\n", cli_name);
 		return EXIT_USAGE;
 	}
 	if (o->out.ctf && !o->out.output) {

@@ -291,6 +291,8 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		fprintf(t->out, ",\"pid\":%d,\"tid\":%d,\"cpu\":%u,\"event\":",
 			(int)ev->pid, (int)ev->tid, ev->cpu);
 		json_str(t->out, ev->name);
+		if (ev->goid > 0)
+			fprintf(t->out, ",\"goid\":%lld", (long long)ev->goid);
 		json_fields(t, ev);
 		fprintf(t->out, ",\"stack_bytes\":%u,\"complete\":%s,\"end\":",
 			ev->stack_bytes, ev->end == STACKSNAP_END_COMPLETE ? "true" : "false");
@@ -308,6 +310,8 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 		fprintf(t->out, "%" PRIu64 ".%06" PRIu64 " %s %d/%d %s:",
 			ev->time_ns / 1000000000u, ev->time_ns % 1000000000u / 1000u,
 			ev->comm, (int)ev->pid, (int)ev->tid, ev->name);
+		if (ev->goid > 0)
+			fprintf(t->out, " goroutine=%lld", (long long)ev->goid);
 		print_fields(t, ev);
 		fputc('\n', t->out);
 		print_text_frames(t->out, t->print, &r);

@@ -48,6 +48,7 @@ struct trace_line {
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 	const char *runtime_end;
+	int64_t goid;	/* the Go goroutine the thread ran, 0: none known */
 };
 
 /* Symbolizes and prints (or counts) one event. Returns 0 or -ENOMEM. */

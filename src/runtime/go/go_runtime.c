@@ -19,7 +19,7 @@ static const struct go_layout layout_go119 = {
 	.g_sched_sp = 56, .g_sched_pc = 64, .g_sched_bp = 104,
 	.g_syscallsp = 112, .g_syscallpc = 120, .g_atomicstatus = 144,
 	.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176,
-	.g_lockedm = 232, .g_gopc = 296, .g_startpc = 312,
+	.g_lockedm = 232, .g_gopc = 296, .g_startpc = 312, .g_labels = 360,
 	.m_procid = 72, .m_curg = 192,
 	.source = "go1.19 table",
 };
@@ -111,13 +111,13 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 {
 	static const char *const g_m[] = { "stack", "m", "sched", "syscallsp",
 		"syscallpc", "atomicstatus", "goid", "waitsince", "waitreason",
-		"lockedm", "gopc", "startpc" };
+		"lockedm", "gopc", "startpc", "labels" };
 	static const char *const m_m[] = { "procid", "curg" };
 	static const char *const buf_m[] = { "sp", "pc", "bp" };
 	static const char *const stack_m[] = { "lo", "hi" };
-	int64_t go[12], mo[2], bo[3], so[2];
+	int64_t go[13], mo[2], bo[3], so[2];
 	struct dw_struct want[] = {
-		{ "runtime.g", -1, g_m, go, 12, false },
+		{ "runtime.g", -1, g_m, go, 13, false },
 		{ "runtime.m", -1, m_m, mo, 2, false },
 		{ "runtime.gobuf", -1, buf_m, bo, 3, false },
 		{ "runtime.stack", -1, stack_m, so, 2, false },
@@ -192,6 +192,7 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 	l->g_lockedm = (uint32_t)go[9];
 	l->g_gopc = (uint32_t)go[10];
 	l->g_startpc = (uint32_t)go[11];
+	l->g_labels = (uint32_t)go[12];
 	l->m_procid = (uint32_t)mo[0];
 	l->m_curg = (uint32_t)mo[1];
 	l->source = "DWARF";
@@ -201,7 +202,7 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 			l->g_sched_sp, l->g_sched_pc, l->g_sched_bp,
 			l->g_syscallsp, l->g_syscallpc, l->g_atomicstatus,
 			l->g_goid, l->g_waitsince, l->g_waitreason,
-			l->g_lockedm, l->g_gopc, l->g_startpc };
+			l->g_lockedm, l->g_gopc, l->g_startpc, l->g_labels };
 
 		for (size_t i = 0; i < sizeof(gf) / sizeof(gf[0]); i++)
 			if (gf[i] + 8 > l->g_size)
@@ -300,6 +301,17 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 	free(funcs);
 	if (err < 0)
 		return err;
+	for (uint64_t i = 0; i < rt->pcln.nfunc; i++) {
+		struct go_func f;
+
+		if (gopclntab__func_at(&rt->pcln, i, &f) == 0 &&
+		    f.funcid > rt->funcid_wrapper)
+			rt->funcid_wrapper = f.funcid;
+	}
+	/* Every version has more than 15 special functions before it: a
+	 * smaller largest id means no wrapper was seen. */
+	if (rt->funcid_wrapper < 16)
+		rt->funcid_wrapper = 0;
 	if (go_layout__from_dwarf(img, &rt->layout, log) == 0 ||
 	    go_layout__for_version(rt->version, &rt->layout) == 0)
 		rt->have_layout = true;

@@ -23,7 +23,8 @@ struct go_layout {
 	uint32_t g_size, m_size;
 	uint32_t g_stack_lo, g_stack_hi, g_m, g_sched_sp, g_sched_pc,
 		g_sched_bp, g_syscallsp, g_syscallpc, g_atomicstatus, g_goid,
-		g_waitsince, g_waitreason, g_lockedm, g_gopc, g_startpc;
+		g_waitsince, g_waitreason, g_lockedm, g_gopc, g_startpc,
+		g_labels;
 	uint32_t m_procid, m_curg;
 	const char *source;	/* "DWARF" or "go1.19 table" */
 };
@@ -46,6 +47,10 @@ struct go_runtime {
 	bool have_layout;
 	uint64_t allgs;
 	const char *allgs_source;	/* "symtab" or "runtime.forEachG" */
+	/* funcID_wrapper, the last funcID of every Go version (its value
+	 * moves as special functions come and go): the largest funcID of
+	 * the table; 0 unknown (no wrapper is then marked). */
+	uint8_t funcid_wrapper;
 	char version[32];		/* "go1.19.8", or "" */
 };
 
@@ -83,6 +88,7 @@ struct go_gframe {
 	int32_t line;
 	bool inlined;
 	uint64_t entry;
+	uint8_t funcid;		/* the pclntab's (gopclntab.h go_frame) */
 };
 
 /* One goroutine as read during the freeze. */
@@ -99,6 +105,10 @@ struct goroutine {
 	uint64_t m;		/* the M running it, 0 */
 	int32_t tid;		/* that M's thread (m.procid), 0 */
 	bool locked;		/* locked to its thread (g.lockedm) */
+	uint64_t labels_ptr;	/* g.labels: its profiler labels, 0 none */
+	char **labels;		/* key, value, ... (2 * nlabels strings,
+				   sorted by key): go_goroutine__read_labels */
+	size_t nlabels;
 	struct go_gframe *frames;
 	size_t nframes;
 	const char *end;	/* why its stack ends early, NULL when it
@@ -112,6 +122,8 @@ struct goroutine {
 /* Caps on what a corrupt or racing list can make us read. */
 #define GO_MAX_GOROUTINES (1u << 20)
 #define GO_MAX_FRAMES 1024
+#define GO_MAX_LABELS 64
+#define GO_MAX_LABEL_LEN 256
 
 /* Reads the goroutine list from mem (a stopped process: bias is what to
  * add to link-time addresses), skipping dead ones, up to max. *out is
@@ -121,6 +133,37 @@ struct goroutine {
 int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
 			uint64_t bias, size_t max, struct goroutine **out,
 			size_t *n, const struct log_sink *log);
+
+/* Reads g's profiler labels (pprof.Do: g.labels, a map[string]string)
+ * into g->labels, at most GO_MAX_LABELS of at most GO_MAX_LABEL_LEN
+ * bytes each; none when the binary's maps are not the classic hash map
+ * (Go 1.24's Swiss tables). 0, -EFAULT (a read failed), -EINVAL (a map
+ * that makes no sense) or -ENOMEM; on error g has no labels. */
+int go_goroutine__read_labels(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, struct goroutine *g);
+void go_goroutine__free_labels(struct goroutine *g);
+
+/* After a read made while some threads ran (a non-stop capture): reads
+ * each goroutine of gs[0..n) again (mem invalidated first) and drops the
+ * frames of those whose id, status, saved context or system-call state
+ * changed since, their end saying so (GO_END_CHANGED). Bounded: one read
+ * of each g. Returns how many changed. */
+#define GO_END_CHANGED "changed during the non-stop read (its stack is not shown)"
+size_t go_goroutines__recheck(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem,
+			      struct goroutine *gs, size_t n);
+/* The length of runtime.allgs now (it only grows: dead goroutines stay
+ * for reuse), or 0 when unreadable: read before and after a non-stop
+ * read, how many goroutines started meanwhile (not listed). */
+uint64_t go_goroutines__list_len(const struct go_runtime *rt,
+				 struct stacksnap_mem *mem, uint64_t bias);
+
+/* The goid of the g at address r14 (Go's register ABI: the current g in
+ * Go code) when rsp lies within its stack and it is alive, else -1. One
+ * bounded read of the g. */
+int64_t go_goroutine__goid_at(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, uint64_t r14,
+			      uint64_t rsp);
 
 /* A thread's registers, for goroutines running on it. */
 struct go_thread_regs {

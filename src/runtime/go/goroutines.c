@@ -52,6 +52,7 @@ static int read_g(const struct go_runtime *rt, struct stacksnap_mem *mem,
 	g->startpc = u64_at(buf, l->g_startpc);
 	g->m = u64_at(buf, l->g_m);
 	g->locked = u64_at(buf, l->g_lockedm) != 0;
+	g->labels_ptr = u64_at(buf, l->g_labels);
 	if (g->m) {
 		uint64_t procid;
 
@@ -107,12 +108,72 @@ int go_goroutines__read(const struct go_runtime *rt, struct stacksnap_mem *mem,
 				continue;
 			if ((g->status & ~(uint32_t)GO_GSCAN) == GO_GDEAD)
 				continue;
+			/* No labels is all a bad map costs. */
+			go_goroutine__read_labels(rt, mem, g);
 			k++;
 		}
 	}
 	*out = v;
 	*n = k;
 	return 0;
+}
+
+int64_t go_goroutine__goid_at(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, uint64_t r14,
+			      uint64_t rsp)
+{
+	struct goroutine g;
+	uint32_t st;
+
+	if (!rt->have_layout || !r14 || (r14 & 7))
+		return -1;
+	mem_invalidate(mem);
+	if (read_g(rt, mem, r14, &g) < 0)
+		return -1;
+	st = g.status & ~(uint32_t)GO_GSCAN;
+	if (g.goid <= 0 || st == GO_GDEAD || st == GO_GIDLE ||
+	    g.stack_lo >= g.stack_hi || rsp < g.stack_lo || rsp >= g.stack_hi)
+		return -1;
+	return g.goid;
+}
+
+uint64_t go_goroutines__list_len(const struct go_runtime *rt,
+				 struct stacksnap_mem *mem, uint64_t bias)
+{
+	uint64_t slice[3];
+
+	if (!rt->allgs)
+		return 0;
+	mem_invalidate(mem);
+	if (mem_read(mem, rt->allgs + bias, slice, sizeof(slice)) < 0 ||
+	    slice[1] > GO_MAX_GOROUTINES)
+		return 0;
+	return slice[1];
+}
+
+size_t go_goroutines__recheck(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem,
+			      struct goroutine *gs, size_t n)
+{
+	size_t changed = 0;
+
+	mem_invalidate(mem);
+	for (size_t i = 0; i < n; i++) {
+		struct goroutine *g = &gs[i], now;
+
+		if (read_g(rt, mem, g->g, &now) == 0 && now.goid == g->goid &&
+		    now.status == g->status && now.sched_pc == g->sched_pc &&
+		    now.sched_sp == g->sched_sp &&
+		    now.syscallpc == g->syscallpc &&
+		    now.syscallsp == g->syscallsp)
+			continue;
+		free(g->frames);
+		g->frames = NULL;
+		g->nframes = 0;
+		g->end = GO_END_CHANGED;
+		changed++;
+	}
+	return changed;
 }
 
 /* Functions at which a goroutine's stack starts (nothing calls them). */
@@ -165,6 +226,7 @@ static int push_frames(const struct go_runtime *rt, struct goroutine *g,
 		o->line = fr[i].line;
 		o->inlined = fr[i].inlined;
 		o->entry = fr[i].entry + bias;
+		o->funcid = fr[i].funcid;
 	}
 	*func_name = fr[n - 1].function;
 	return 0;
@@ -363,9 +425,26 @@ bool go_goroutine__created_by(const struct go_runtime *rt,
 
 void go_goroutines__free(struct goroutine *g, size_t n)
 {
-	for (size_t i = 0; g && i < n; i++)
+	for (size_t i = 0; g && i < n; i++) {
 		free(g[i].frames);
+		go_goroutine__free_labels(&g[i]);
+	}
 	free(g);
+}
+
+/* Whether frame j of g is a wrapper Go's profiles leave out: as the
+ * runtime's traceback, funcID_wrapper unless its callee (the frame
+ * inside it) is a panic (elideWrapperCalling). */
+static bool is_wrapper(const struct go_runtime *rt, const struct goroutine *g,
+		       size_t j)
+{
+	const char *callee = j ? g->frames[j - 1].function : NULL;
+
+	if (!rt->funcid_wrapper || g->frames[j].funcid != rt->funcid_wrapper)
+		return false;
+	return !callee || (strcmp(callee, "runtime.gopanic") != 0 &&
+			   strcmp(callee, "runtime.sigpanic") != 0 &&
+			   strcmp(callee, "runtime.panicwrap") != 0);
 }
 
 int go_goroutines__publish(const struct go_runtime *rt,
@@ -375,16 +454,43 @@ int go_goroutines__publish(const struct go_runtime *rt,
 {
 	struct stacksnap_goroutine *pub;
 	struct stacksnap_runtime_frame *frames;
-	size_t total = 0, k = 0;
+	size_t total = 0, k = 0, nlabels = 0, label_bytes = 0;
+	const char **label_ptrs;
+	char *label_text;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		total += gs[i].nframes;
+		nlabels += 2 * gs[i].nlabels;
+		for (size_t j = 0; j < 2 * gs[i].nlabels; j++)
+			label_bytes += strlen(gs[i].labels[j]) + 1;
+	}
 	pub = calloc(n ? n : 1, sizeof(*pub));
-	frames = calloc(total ? total : 1, sizeof(*frames));
+	/* The labels' pointers and text after the frames, in the one block
+	 * (*framesp) the caller frees: they outlive gs (a core's). */
+	frames = calloc(1, (total ? total : 1) * sizeof(*frames) +
+			   nlabels * sizeof(char *) + label_bytes);
 	if (!pub || !frames) {
 		free(pub);
 		free(frames);
 		return fail(-ENOMEM);
+	}
+	label_ptrs = (const char **)(frames + (total ? total : 1));
+	label_text = (char *)(label_ptrs + nlabels);
+	for (size_t i = 0; i < n; i++) {
+		const struct goroutine *gr = &gs[i];
+		struct stacksnap_goroutine *p = &pub[i];
+
+		if (gr->nlabels) {
+			p->labels = label_ptrs;
+			p->nlabels = gr->nlabels;
+		}
+		for (size_t j = 0; j < 2 * gr->nlabels; j++) {
+			size_t len = strlen(gr->labels[j]) + 1;
+
+			memcpy(label_text, gr->labels[j], len);
+			*label_ptrs++ = label_text;
+			label_text += len;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct goroutine *gr = &gs[i];
@@ -418,6 +524,8 @@ int go_goroutines__publish(const struct go_runtime *rt,
 			o->runtime = STACKSNAP_RUNTIME_GO;
 			o->native_index = physical;
 			o->flags = f->inlined ? STACKSNAP_RFRAME_INLINED : 0;
+			if (is_wrapper(rt, gr, j))
+				o->flags |= STACKSNAP_RFRAME_WRAPPER;
 			o->function = f->function;
 			o->file = f->file;
 			o->line = f->line > 0 ? (unsigned)f->line : 0;
