@@ -27,6 +27,7 @@
 #include "child_cmd.h"
 #include "help.h"
 #include "options.h"
+#include "profile_empty.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "profile_python.h"
@@ -130,6 +131,7 @@ struct profiler {
 	FILE *out;		/* the profile's output; NULL once closed */
 	struct pollfd *pfds;	/* one per ring */
 	struct timespec cpu0;	/* our CPU time at the start, for --stats */
+	struct cpu_use target_cpu; /* -p's CPU time at the start: why no samples */
 };
 
 
@@ -640,6 +642,7 @@ static int profile_loop(struct profiler *p)
 	    (rc = child_cmd_release("stacksnap profile", p->o.cmd, &p->go_fd, p->err_fd)))
 		return rc;
 	t0 = monotonic_ns() / 1e9;
+	cpu_use_begin(&p->target_cpu, p->o.pid);
 	for (;;) {
 		bool ended = stop_signal ||
 			     (p->o.duration > 0 && monotonic_ns() / 1e9 - t0 >= p->o.duration);
@@ -685,6 +688,8 @@ static int profile_report(struct profiler *p, int rc)
 		rc = profile_out_write(&p->o.out, "stacksnap profile", p->out, p->stacks,
 				       p->o.cmd ? p->o.cmd[0] : "stacksnap profile");
 		p->out = NULL; /* closed */
+		if (!p->samples)
+			profile_say_no_samples(&p->target_cpu, p->o.cmd, p->o.freq);
 	}
 	if (p->o.stats) {
 		struct timespec c1;
