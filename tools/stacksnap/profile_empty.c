@@ -86,6 +86,19 @@ static bool gone(const struct cpu_use *u, char *state)
 	return *state == 'Z' || *state == 'X';
 }
 
+/* The state letter of /proc/PID/stat in words. */
+static const char *state_words(char state)
+{
+	switch (state) {
+	case 'S': return "asleep";
+	case 'D': return "in an uninterruptible wait";
+	case 'T': return "stopped";
+	case 't': return "stopped by its tracer";
+	case 'R': return "runnable";
+	}
+	return "state unknown";
+}
+
 void profile_say_no_samples(const struct cpu_use *u, char *const *cmd, unsigned freq)
 {
 	double period_ms = 1000.0 / (freq ? freq : 1);
@@ -110,9 +123,9 @@ void profile_say_no_samples(const struct cpu_use *u, char *const *cmd, unsigned 
 	}
 	if (u->known && read_cpu_ns(u->pid, &ns) && ns <= u->cpu_ns) {
 		fprintf(stderr, "stacksnap profile: no samples: pid %d (%s) did not "
-			"run on a CPU during the profile (state %c: profile samples "
+			"run on a CPU during the profile (%s: profile samples "
 			"running threads only; `stacksnap watch %d` samples where it "
-			"waits)\n", (int)u->pid, u->comm, state, (int)u->pid);
+			"waits)\n", (int)u->pid, u->comm, state_words(state), (int)u->pid);
 		return;
 	}
 	if (u->known && ns > u->cpu_ns)
