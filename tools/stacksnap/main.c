@@ -530,6 +530,8 @@ static int dump_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = d.o.verbose;
+	if ((rc = cli_json_to_file(&d.o)))
+		return rc;
 	if (d.o.core_path)
 		return core_main(&d.o);
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
