@@ -629,11 +629,13 @@ static int profile_open_target(struct profiler *p)
 
 /* Lets the command run, then reads the rings until a stop signal,
  * --duration, or the end of the command or the process; a terminal sees
- * the progress once a second. Returns EXIT_OK, EXIT_CANNOT_RUN (the
- * command's exec failed) or EXIT_ERROR. */
+ * the progress once a second, unless a command runs: it writes to the
+ * same terminal (a full-screen one, less or vim, owns it), and the
+ * progress line would be drawn over its output. Returns EXIT_OK,
+ * EXIT_CANNOT_RUN (the command's exec failed) or EXIT_ERROR. */
 static int profile_loop(struct profiler *p)
 {
-	bool tty = isatty(STDERR_FILENO);
+	bool tty = isatty(STDERR_FILENO) && !p->o.cmd;
 	double t0, last_progress = 0;
 	int rc = EXIT_OK, err = 0;
 
