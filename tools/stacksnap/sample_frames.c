@@ -198,9 +198,10 @@ static size_t add_callchain_user(struct sample_frames *sf,
 			fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
 						      .name = sl->name, .off = sl->off,
 						      .dso = sl->dso, .slot = sl };
+		/* Printed as recorded; pc stays the call's, as the unwound
+		 * frames' (a profile's location is the call's line). */
 		for (; k < n && !exact; k++) {
 			fr[k].addr++;
-			fr[k].pc++;
 			fr[k].off += fr[k].name != NULL;
 		}
 	}
