@@ -451,9 +451,17 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 's': {
 			size_t sz;
 
-			if (parse_size(optarg, &sz) || sz < 64 || sz > 65536) {
+			if (parse_size(optarg, &sz)) {
 				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is not "
-					SIZE_HELP " in 64..64k\n", optarg);
+					SIZE_HELP "\n", optarg);
+				return EXIT_USAGE;
+			}
+			/* A size that parses but does not fit is said as such
+			 * ("'1m' is not a size such as ..., 1m" misled). */
+			if (sz < 64 || sz > 65536) {
+				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is out of "
+					"range: 64..64k (the kernel copies at most 65528 bytes "
+					"a sample)\n", optarg);
 				return EXIT_USAGE;
 			}
 			/* 64k as trace takes it: the kernel copies at most
