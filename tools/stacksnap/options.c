@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +138,16 @@ int cli_json_to_file(const struct options *o)
 	return 0;
 }
 
+/* Whether f is a pipe whose reader has gone (the kernel's POLLERR on a
+ * write end without readers): the errno of the write that found it may be
+ * long overwritten (a later fflush of nothing says EIO). */
+static bool reader_gone(FILE *f)
+{
+	struct pollfd p = { .fd = fileno(f) };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 int cli_close_output(FILE *f, const char *path, int rc)
 {
 	int failed, err;
@@ -146,6 +158,12 @@ int cli_close_output(FILE *f, const char *path, int rc)
 	err = errno ? errno : EIO;
 	if (!failed)
 		return rc;
+	/* The reader of a pipe went away (head, a pager quit): its choice,
+	 * not an error to report. Where SIGPIPE is ignored (the dump, so
+	 * that it cannot end the process mid-capture), end as a process
+	 * SIGPIPE ended would, as the subcommands that keep it do. */
+	if (f == stdout && !path && (err == EPIPE || reader_gone(f)))
+		return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_SIGNAL_BASE + SIGPIPE : rc;
 	if (!path && f == stdout)
 		path = cli_stdout_path;
 	fprintf(stderr, "%s: writing %s: %s\n", cli_name,
