@@ -27,6 +27,7 @@
 #include "child_cmd.h"
 #include "help.h"
 #include "options.h"
+#include "profile_empty.h"
 #include "profile_go.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
@@ -139,6 +140,7 @@ struct profiler {
 	FILE *out;		/* the profile's output; NULL once closed */
 	struct pollfd *pfds;	/* one per ring */
 	struct timespec cpu0;	/* our CPU time at the start, for --stats */
+	struct cpu_use target_cpu; /* -p's CPU time at the start: why no samples */
 };
 
 
@@ -505,9 +507,17 @@ static int parse(struct prof_options *o, int argc, char **argv)
 		case 's': {
 			size_t sz;
 
-			if (parse_size(optarg, &sz) || sz < 64 || sz > 65536) {
+			if (parse_size(optarg, &sz)) {
 				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is not "
-					SIZE_HELP " in 64..64k\n", optarg);
+					SIZE_HELP "\n", optarg);
+				return EXIT_USAGE;
+			}
+			/* A size that parses but does not fit is said as such
+			 * ("'1m' is not a size such as ..., 1m" misled). */
+			if (sz < 64 || sz > 65536) {
+				fprintf(stderr, "stacksnap profile: --stack-size: '%s' is out of "
+					"range: 64..64k (the kernel copies at most 65528 bytes "
+					"a sample)\n", optarg);
 				return EXIT_USAGE;
 			}
 			/* 64k as trace takes it: the kernel copies at most
@@ -708,11 +718,13 @@ static int profile_open_target(struct profiler *p)
 
 /* Lets the command run, then reads the rings until a stop signal,
  * --duration, or the end of the command or the process; a terminal sees
- * the progress once a second. Returns EXIT_OK, EXIT_CANNOT_RUN (the
- * command's exec failed) or EXIT_ERROR. */
+ * the progress once a second, unless a command runs: it writes to the
+ * same terminal (a full-screen one, less or vim, owns it), and the
+ * progress line would be drawn over its output. Returns EXIT_OK,
+ * EXIT_CANNOT_RUN (the command's exec failed) or EXIT_ERROR. */
 static int profile_loop(struct profiler *p)
 {
-	bool tty = isatty(STDERR_FILENO);
+	bool tty = isatty(STDERR_FILENO) && !p->o.cmd;
 	double t0, last_progress = 0;
 	int rc = EXIT_OK, err = 0;
 
@@ -721,6 +733,7 @@ static int profile_loop(struct profiler *p)
 	    (rc = child_cmd_release("stacksnap profile", p->o.cmd, &p->go_fd, p->err_fd)))
 		return rc;
 	t0 = monotonic_ns() / 1e9;
+	cpu_use_begin(&p->target_cpu, p->o.pid);
 	for (;;) {
 		bool ended = stop_signal ||
 			     (p->o.duration > 0 && monotonic_ns() / 1e9 - t0 >= p->o.duration);
@@ -765,6 +778,8 @@ static int profile_report(struct profiler *p, int rc)
 		rc = profile_out_write(&p->o.out, "stacksnap profile", p->out, p->stacks,
 				       p->o.cmd ? p->o.cmd[0] : "stacksnap profile");
 		p->out = NULL; /* closed */
+		if (!p->samples)
+			profile_say_no_samples(&p->target_cpu, p->o.cmd, p->o.freq);
 	}
 	if (p->o.stats) {
 		struct timespec c1;

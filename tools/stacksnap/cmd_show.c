@@ -446,6 +446,8 @@ int show_main(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
+	if ((rc = cli_json_to_file(&o)))
+		return rc;
 	return run_saved(&o, file, false);
 }
 

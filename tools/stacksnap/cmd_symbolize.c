@@ -179,6 +179,10 @@ int symbolize_main(int argc, char **argv)
 	rc = parse_args(&o, argc, argv, &first);
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
+	/* A zombie's or kernel thread's maps are empty: every address would
+	 * print as ?? with exit 0. Said and refused as in every subcommand. */
+	if (o.pid && (rc = cli_check_target(o.pid, false)))
+		return rc;
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
 		       .cache_dir = default_cache_dir());
 	ctx = stacksnap_ctx__new(&copts);

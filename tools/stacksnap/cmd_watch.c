@@ -153,7 +153,8 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		o->format = FORMAT_PROFILE; /* -o alone: folded stacks */
 		formats++;
 	}
-	if (formats > 1 || (o->out.output && o->format != FORMAT_PROFILE)) {
+	/* --top or --json with -o: that output, into FILE. */
+	if (formats > 1 || (o->out.output && o->out.format_set && o->format != FORMAT_PROFILE)) {
 		fprintf(stderr, "stacksnap watch: choose one of --top, --folded, "
 				"--format and --json\n");
 		return EXIT_USAGE;
@@ -461,6 +462,15 @@ int watch_main(int argc, char **argv)
 	if (w.o.format == FORMAT_PROFILE && !(out = profile_out_open(&w.o.out, "stacksnap watch"))) {
 		rc = EXIT_ERROR;
 		goto out;
+	}
+	if (w.o.format != FORMAT_PROFILE && w.o.out.output) {
+		if (!freopen(w.o.out.output, "w", stdout)) {
+			fprintf(stderr, "stacksnap watch: cannot write %s: %s\n",
+				w.o.out.output, strerror(errno));
+			rc = EXIT_ERROR;
+			goto out;
+		}
+		cli_stdout_path = w.o.out.output; /* cli_close_output names it */
 	}
 	/* The library has said what is wrong with the target. */
 	w.t = stacksnap_walker__attach(walker, w.o.pid);

@@ -143,6 +143,16 @@ int main(int argc, char **argv)
 	argv[0] = (char *)"stacksnap";
 	if (argc > 1 && !strcmp(argv[1], "help"))
 		return help_main(argc - 1, argv + 1);
+	/* A word first is a subcommand mistyped or imagined ("stacksnap
+	 * record -p 1" said "one PID only"): the dump's operand is a PID. */
+	if (argc > 1 && ((argv[1][0] >= 'a' && argv[1][0] <= 'z') ||
+			 (argv[1][0] >= 'A' && argv[1][0] <= 'Z'))) {
+		fprintf(stderr, "stacksnap: no subcommand '%s' (they are:", argv[1]);
+		for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+			fprintf(stderr, " %s", subcommands[i].name);
+		fprintf(stderr, "; the dump takes a PID: stacksnap PID)\n");
+		return cli_usage_error();
+	}
 	return dump_main(argc, argv);
 }
 
@@ -531,6 +541,8 @@ static int dump_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = d.o.verbose;
+	if ((rc = cli_json_to_file(&d.o)))
+		return rc;
 	if (d.o.core_path)
 		return core_main(&d.o);
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches

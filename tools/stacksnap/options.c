@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,31 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }
 
+const char *cli_stdout_path;
+
+int cli_json_to_file(const struct options *o)
+{
+	if (!o->json || !o->out.output)
+		return 0;
+	if (!freopen(o->out.output, "w", stdout)) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", cli_name, o->out.output,
+			strerror(errno));
+		return EXIT_ERROR;
+	}
+	cli_stdout_path = o->out.output;
+	return 0;
+}
+
+/* Whether f is a pipe whose reader has gone (the kernel's POLLERR on a
+ * write end without readers): the errno of the write that found it may be
+ * long overwritten (a later fflush of nothing says EIO). */
+static bool reader_gone(FILE *f)
+{
+	struct pollfd p = { .fd = fileno(f) };
+
+	return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 int cli_close_output(FILE *f, const char *path, int rc)
 {
 	int failed, err;
@@ -131,6 +158,14 @@ int cli_close_output(FILE *f, const char *path, int rc)
 	err = errno ? errno : EIO;
 	if (!failed)
 		return rc;
+	/* The reader of a pipe went away (head, a pager quit): its choice,
+	 * not an error to report. Where SIGPIPE is ignored (the dump, so
+	 * that it cannot end the process mid-capture), end as a process
+	 * SIGPIPE ended would, as the subcommands that keep it do. */
+	if (f == stdout && !path && (err == EPIPE || reader_gone(f)))
+		return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_SIGNAL_BASE + SIGPIPE : rc;
+	if (!path && f == stdout)
+		path = cli_stdout_path;
 	fprintf(stderr, "%s: writing %s: %s\n", cli_name,
 		path ? path : "standard output", strerror(err));
 	return rc == EXIT_OK || rc == EXIT_PARTIAL ? EXIT_ERROR : rc;
@@ -376,15 +411,17 @@ static int check_output_options(struct options *o)
 		fprintf(stderr, "%s: --format ctf writes a directory: give -o DIR\n", cli_name);
 		return EXIT_USAGE;
 	}
-	if (o->out.output && !o->out.ctf)
-		o->out.format_set = true; /* -o alone: folded stacks */
+	/* -o alone: folded stacks; with --json (and no --format), the JSON
+	 * object into FILE (cli_json_to_file). */
+	if (o->out.output && !o->out.ctf && !(o->json && !o->out.format_set))
+		o->out.format_set = true;
 	if (o->out.ctf && (o->json || o->count || o->folded || o->out.format_set)) {
 		fprintf(stderr, "%s: give --format ctf alone, without --json, "
 			"--count or --folded\n", cli_name);
 		return EXIT_USAGE;
 	}
 	if (o->out.format_set && o->json) {
-		fprintf(stderr, "%s: give --json or -o/--format, not both\n", cli_name);
+		fprintf(stderr, "%s: give --json or --format, not both\n", cli_name);
 		return EXIT_USAGE;
 	}
 	return 0;

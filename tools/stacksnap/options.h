@@ -99,6 +99,12 @@ extern char cli_last_error[256];
  * was EXIT_OK or EXIT_PARTIAL: output not written is the run's failure.
  * Returns rc. */
 int cli_close_output(FILE *f, const char *path, int rc);
+/* --json -o FILE (the dump, show): standard output reopened on FILE, now,
+ * before the work, so a wrong path is said at once; cli_close_output then
+ * names FILE. Returns 0 (also without them) or EXIT_ERROR (said). */
+int cli_json_to_file(const struct options *o);
+/* FILE when standard output is -o's (cli_json_to_file), else NULL. */
+extern const char *cli_stdout_path;
 
 /* The debug-file cache directory: $STACKSNAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stacksnap, else $HOME/.cache/stacksnap; NULL when none

@@ -18,6 +18,7 @@
 #include "child_cmd.h"
 #include "options.h"
 #include "print.h"
+#include "profile_empty.h"
 #include "profile_offcpu.h"
 #include "profile_out.h"
 #include "monotonic.h"
@@ -192,6 +193,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	pid_t child = -1, pgrp = -1, target = a->pid;
 	int rc = EXIT_ERROR, r, child_status = 0, go_fd = -1, err_fd = -1;
 	uint64_t t0, end_ns;
+	struct cpu_use cpu = { 0 };	/* -p's at the start: why no waits */
 
 	oc.print.no_demangle = a->no_demangle;
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .sample_type = "off_cpu",
@@ -236,6 +238,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	    (rc = child_cmd_release("stacksnap profile", a->cmd, &go_fd, err_fd)))
 		goto out;
 	t0 = monotonic_ns();
+	cpu_use_begin(&cpu, a->pid);
 	rc = EXIT_OK;
 	while (!stop_signal && !oc.error) {
 		r = stacksnap_trace__poll(tr, 100, on_event, &oc);
@@ -271,6 +274,8 @@ int profile_offcpu_run(const struct offcpu_args *a)
 
 		rc = profile_out_write(a->out, "stacksnap profile", out, oc.stacks, title);
 		out = NULL; /* closed */
+		if (!stacksnap_stacks__distinct(oc.stacks))
+			profile_say_no_waits(&cpu, a->cmd);
 	}
 	stacksnap_trace__stats(tr, &st);
 	if (a->stats)

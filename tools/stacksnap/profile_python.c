@@ -19,6 +19,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "profile_empty.h"
 #include "profile_out.h"
 #include "profile_python.h"
 #include "child_cmd.h"
@@ -83,6 +84,7 @@ int profile_python_run(const struct sampled_args *a)
 	int go_fd = -1, err_fd = -1;
 	int rc = EXIT_ERROR, r, child_status = 0;
 	uint64_t t0;
+	struct cpu_use cpu = { 0 };	/* -p's CPU time at the start: why no samples */
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
 	s.print.no_demangle = a->no_demangle;
@@ -127,6 +129,7 @@ int profile_python_run(const struct sampled_args *a)
 	    (rc = child_cmd_release("stacksnap profile", a->cmd, &go_fd, err_fd)))
 		goto out;
 	t0 = monotonic_ns();
+	cpu_use_begin(&cpu, a->pid);
 	rc = EXIT_OK;
 	while (!stop_signal && !s.error) {
 		r = stacksnap_trace__poll(tr, 100, on_sample, &s);
@@ -155,6 +158,8 @@ int profile_python_run(const struct sampled_args *a)
 		rc = profile_out_write(a->out, "stacksnap profile", out, s.stacks,
 				       a->cmd ? a->cmd[0] : "stacksnap profile");
 		out = NULL; /* closed */
+		if (!s.samples)
+			profile_say_no_samples(&cpu, a->cmd, a->freq);
 	}
 	stacksnap_trace__stats(tr, &st);
 	if (a->stats) {

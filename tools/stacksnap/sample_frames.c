@@ -15,6 +15,7 @@
 
 #define PERF_CONTEXT_MAX ((uint64_t)-4095)
 #define PERF_CONTEXT_KERNEL ((uint64_t)-128)
+#define PERF_CONTEXT_USER ((uint64_t)-512)
 #define SYM_CACHE (1u << 16)
 
 int sample_frames_init(struct sample_frames *sf, struct stacksnap_procs *procs,
@@ -191,6 +192,56 @@ const char *sample_comm(struct sample_frames *sf, pid_t tid, char buf[24])
 	return buf;
 }
 
+/* A recording without user registers and stack (`perf record -g`, frame
+ * pointers): its user frames are those of the callchain, after
+ * PERF_CONTEXT_USER, as perf script prints them: the address recorded
+ * (the first exact, the others return addresses), named by the call
+ * before a return address (pc - 1: a call that ends a function, e.g. to
+ * a noreturn one, returns past its end), with the offset of the address
+ * printed. Returns the new count. */
+static size_t add_callchain_user(struct sample_frames *sf,
+				 const struct stacksnap_perf_event *ev,
+				 struct out_frame *fr, size_t n, size_t maxfr)
+{
+	struct stacksnap_addrspace *as = stacksnap_procs__addrspace(sf->procs, ev->pid);
+	bool in_user = false, first = true;
+	unsigned taken = 0;
+
+	if (!as)
+		return n;
+	for (uint64_t i = 0; i < ev->callchain_nr && n < maxfr && taken < sf->max_stack; i++) {
+		uint64_t ip = ev->callchain[i];
+
+		if (ip >= PERF_CONTEXT_MAX) {
+			in_user = ip == PERF_CONTEXT_USER;
+			continue;
+		}
+		if (!in_user)
+			continue;
+		bool exact = first;
+		uint64_t addr = ip - !exact;
+		struct sym_slot *sl = (struct sym_slot *)symbolize(sf, as, addr);
+		size_t k = n;
+
+		first = false;
+		taken++;
+		if (sf->inline_frames)
+			n = add_frame_inline(sf, as, sl, addr, fr, n, maxfr);
+		else
+			fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
+						      .name = sl->name, .off = sl->off,
+						      .dso = sl->dso, .slot = sl };
+		/* Printed as recorded; pc stays the call's, as the unwound
+		 * frames' (a profile's location is the call's line). */
+		for (; k < n && !exact; k++) {
+			fr[k].addr++;
+			fr[k].off += fr[k].name != NULL;
+		}
+	}
+	sf->frames_total += taken;
+	return n;
+}
+
 size_t sample_frames_resolve(struct sample_frames *sf,
 			     const struct stacksnap_perf_event *ev,
 			     struct out_frame *fr, size_t maxfr)
@@ -289,6 +340,8 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 							      .name = sl->name, .off = sl->off,
 							      .dso = sl->dso, .slot = sl };
 		}
+	} else {
+		n = add_callchain_user(sf, ev, fr, n, maxfr);
 	}
 	if (add_marker)
 		fr[n++] = (struct out_frame){ .addr = UINT64_MAX, .pc = UINT64_MAX };
