@@ -23,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 O = os.environ.get('O', 'build')
 BUILD = O if os.path.isabs(O) else os.path.join(ROOT, O)
 SRC = os.path.join(ROOT, 'tests', 'targets')
+# `perf record` taken again when perf itself aborts (tests/perf/perf-record).
+PERF_RECORD = os.path.join(ROOT, 'tests', 'perf', 'perf-record')
 OUT = os.path.join(BUILD, 'targets', 'cli')
 BUILT_STACKSNAP = os.path.join(BUILD, 'stacksnap')
 
