@@ -1166,6 +1166,10 @@ struct stacksnap_walked_thread {
 	 * (native_index); NULL when none. Valid during the callback. */
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
+	/* A JVM's name of the thread (its java.lang.Thread's, as the dump
+	 * says it), or NULL (not a Java thread, or not read). Valid during
+	 * the callback. */
+	const char *rname;
 };
 
 typedef int (*stacksnap_walk_fn)(void *user,

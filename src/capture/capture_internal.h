@@ -190,7 +190,9 @@ void capture__java_free(struct snap_java *j);
 void capture__java_take(struct snap_java *j);
 const char *capture__java_description(const struct snap_java *j);
 /* Thread tid's Java name (its java.lang.Thread's), or NULL; all read at
- * the first call, after the thaw. Lives as long as j. */
+ * the first call, after the thaw, and again (once per capture after a
+ * capture__java_forget) when a thread the last read did not see is asked
+ * for. Lives as long as j, or until such a read. */
 const char *capture__java_thread_name(struct snap_java *j, pid_t tid);
 /* Registers with uw the stepper of compiled Java frames (by their
  * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or

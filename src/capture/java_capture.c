@@ -67,11 +67,20 @@ struct snap_java {
 	struct { uint64_t sp, pc; } *deopts;
 	size_t ndeopts, deopts_cap;
 	/* The threads' Java names, read at the first one asked for (after
-	   the thaw: a name is the object's, not the stack's). */
+	   the thaw: a name is the object's, not the stack's). A JVM walked
+	   again and again (watch) reads them again when a thread neither
+	   named nor in unnamed (tids the last read did not name: GC and
+	   other non-Java threads) is asked for, once per capture
+	   (names_fresh, cleared by forget). unnamed is emptied every
+	   JAVA_UNNAMED_CAPTURES captures: a thread asked for while starting
+	   (no java.lang.Thread yet) is named then, and renames are seen. */
 	struct hotspot_threads ht;
-	bool ht_ok, names_read;
+	bool ht_ok, names_read, names_fresh, names_warned;
+	unsigned captures;
 	struct hotspot_thread_name *tnames;
 	size_t ntnames;
+	pid_t *unnamed;
+	size_t nunnamed, unnamed_cap;
 	/* The stepper steps while set: an unwinder shared with walks of
 	   other processes (profile, trace) turns it off for them, as their
 	   pcs mean nothing in this JVM's code cache. */
@@ -79,6 +88,7 @@ struct snap_java {
 };
 
 #define JAVA_MAX_STEPS (1u << 20)
+#define JAVA_UNNAMED_CAPTURES 64
 
 /* libjvm.so's first mapping: in the address space the caller read, else
  * in /proc/PID/maps. */
@@ -215,6 +225,9 @@ void capture__java_forget(struct snap_java *j)
 	j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
 	j->gc_captured = false;
 	j->gc_warned = false;
+	j->names_fresh = false;
+	if (++j->captures % JAVA_UNNAMED_CAPTURES == 0)
+		j->nunnamed = 0;
 }
 
 void capture__java_free(struct snap_java *j)
@@ -223,6 +236,7 @@ void capture__java_free(struct snap_java *j)
 		return;
 	drop_frames(j);
 	free(j->tnames);
+	free(j->unnamed);
 	free(j->deopts);
 	free(j->fps);
 	free(j->steps);
@@ -270,19 +284,66 @@ static void check_unloading(struct snap_java *j)
 	}
 }
 
-const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
+/* Reads every Java thread's name now (the old ones kept if this read
+ * fails), past the source's page cache (names change as threads start). */
+static void read_thread_names(struct snap_java *j)
 {
-	if (!j->names_read && j->ht_ok) {
-		int err = hotspot_threads__names(&j->ht, &j->tnames, &j->ntnames);
+	struct hotspot_thread_name *names;
+	size_t n;
+	int err;
 
-		if (err)
+	j->names_read = j->names_fresh = true;
+	if (!j->ht_ok)
+		return;
+	mem_invalidate(j->mem);
+	err = hotspot_threads__names(&j->ht, &names, &n);
+	if (err) {
+		if (!j->names_warned)
 			log_info(j->log, "pid %d: Java thread names did not read (%s)",
 				 (int)j->pid, strerror(-err));
+		j->names_warned = true;
+		return;
 	}
-	j->names_read = true;
+	free(j->tnames);
+	j->tnames = names;
+	j->ntnames = n;
+	j->nunnamed = 0;
+}
+
+static const char *find_thread_name(const struct snap_java *j, pid_t tid)
+{
 	for (size_t k = 0; k < j->ntnames; k++)
 		if (j->tnames[k].tid == tid)
 			return j->tnames[k].name;
+	return NULL;
+}
+
+const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
+{
+	const char *name;
+
+	if (!j->names_read)
+		read_thread_names(j);
+	if ((name = find_thread_name(j, tid)) || !j->ht_ok)
+		return name;
+	for (size_t k = 0; k < j->nunnamed; k++)
+		if (j->unnamed[k] == tid)
+			return NULL;
+	if (!j->names_fresh) { /* a thread started since the last read */
+		read_thread_names(j);
+		if ((name = find_thread_name(j, tid)))
+			return name;
+	}
+	if (j->nunnamed == j->unnamed_cap) {
+		size_t cap = j->unnamed_cap ? 2 * j->unnamed_cap : 32;
+		pid_t *v = cap <= 65536 ? realloc(j->unnamed, cap * sizeof(*v)) : NULL;
+
+		if (!v)
+			return NULL; /* asked again, read again: slower, not wrong */
+		j->unnamed = v;
+		j->unnamed_cap = cap;
+	}
+	j->unnamed[j->nunnamed++] = tid;
 	return NULL;
 }
 

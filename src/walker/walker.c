@@ -633,6 +633,8 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 				? java_frames(t, i, t->ncaps, (size_t)n)
 				: python_frames(t, &res, c->tid, (size_t)n);
 			wt.rframes = wt.nrframes ? t->rframes : NULL;
+			wt.rname = t->java ? capture__java_thread_name(t->java, c->tid)
+					   : NULL;
 		}
 		handed++;
 		if (cb(user, &wt))
