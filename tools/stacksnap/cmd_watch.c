@@ -26,6 +26,10 @@
 
 enum watch_format { FORMAT_TOP, FORMAT_PROFILE, FORMAT_JSON };
 
+/* Between a root's OS thread name and its Java name's index (a byte
+ * neither a comm nor the folded text's tidying gives). */
+#define LABEL_SEP '\x1f'
+
 struct watch_options {
 	pid_t pid;
 	uint64_t interval_ns, duration_ns; /* duration 0: until Ctrl-C or exit */
@@ -48,8 +52,15 @@ struct watch {
 	uint64_t *stopped_ns;
 	size_t nsamples, capsamples;
 	uint64_t thread_samples, truncated;
-	struct { pid_t tid; char name[16]; } *names;
+	struct { pid_t tid; char name[16]; size_t label; } *names;
 	size_t nnames, capnames;
+	/* The Java thread names met (--top, --json): a Java thread's stacks
+	   are counted under the root "COMM" LABEL_SEP "K", rnames[K] its
+	   name, so that threads of one OS name and different Java names
+	   stay apart and the output says both, as the dump does. names[].label
+	   is the thread's last K + 1 (0: none yet). */
+	char **rnames;
+	size_t nrnames, caprnames;
 	bool exited;
 	int exit_status;
 };
@@ -209,9 +220,49 @@ static const char *thread_name(struct watch *w, pid_t tid)
 	}
 	buf[strcspn(buf, "\n")] = 0;
 	w->names[w->nnames].tid = tid;
+	w->names[w->nnames].label = 0;
 	snprintf(w->names[w->nnames].name, sizeof(w->names[0].name), "%s",
 		 buf[0] ? buf : "?");
 	return w->names[w->nnames++].name;
+}
+
+/* The root thread tid's stacks are counted under: its OS name, with its
+ * Java name's index (--top, --json) when it has one. NULL: no memory. */
+static const char *thread_root(struct watch *w, pid_t tid, const char *rname,
+			       char *buf, size_t len)
+{
+	const char *comm = thread_name(w, tid);
+	size_t i, k;
+
+	if (!rname || w->o.format == FORMAT_PROFILE)
+		return comm;
+	for (i = 0; i < w->nnames && w->names[i].tid != tid; i++)
+		;
+	if (i < w->nnames && w->names[i].label &&
+	    !strcmp(w->rnames[w->names[i].label - 1], rname)) {
+		k = w->names[i].label - 1;
+	} else {
+		for (k = 0; k < w->nrnames && strcmp(w->rnames[k], rname); k++)
+			;
+		if (k == w->nrnames) {
+			if (w->nrnames == w->caprnames) {
+				size_t cap = w->caprnames ? 2 * w->caprnames : 32;
+				char **v = realloc(w->rnames, cap * sizeof(*v));
+
+				if (!v)
+					return NULL;
+				w->rnames = v;
+				w->caprnames = cap;
+			}
+			if (!(w->rnames[k] = strdup(rname)))
+				return NULL;
+			w->nrnames++;
+		}
+		if (i < w->nnames)
+			w->names[i].label = k + 1;
+	}
+	snprintf(buf, len, "%s%c%zu", comm, LABEL_SEP, k);
+	return buf;
 }
 
 /* One sampled thread: its stack counted once (a sample of the wall
@@ -224,6 +275,8 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 				   .nframes = (int)th->nframes, .end = th->end,
 				   .rframes = (struct stacksnap_runtime_frame *)th->rframes,
 				   .nrframes = th->nrframes };
+	char rootbuf[48];
+	const char *root;
 	int err;
 
 	if (th->error)
@@ -232,8 +285,11 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 	if (th->end != STACKSNAP_END_COMPLETE)
 		w->truncated++;
 	err = symbolize_thread(&w->print, as, &r);
-	if (!err)
-		err = profile_out_add_thread(w->stacks, as, thread_name(w, th->tid), &r, 1);
+	if (!err) {
+		root = thread_root(w, th->tid, th->rname, rootbuf, sizeof(rootbuf));
+		err = root ? profile_out_add_thread(w->stacks, as, root, &r, 1)
+			   : -ENOMEM;
+	}
 	free(r.out);
 	return err;
 }
@@ -329,6 +385,29 @@ static void print_innermost_first(FILE *f, const char *key, bool json)
 	}
 }
 
+/* A folded key's root: its OS thread name (*comm, *commlen) and its Java
+ * name (NULL: none). */
+static const char *split_root(const struct watch *w, const char *key,
+			      const char **comm, int *commlen)
+{
+	const char *semi = strchr(key, ';');
+	size_t len = semi ? (size_t)(semi - key) : strlen(key);
+	const char *sep = memrchr(key, LABEL_SEP, len);
+
+	*comm = key;
+	*commlen = (int)len;
+	if (sep) {
+		char *end;
+		unsigned long k = strtoul(sep + 1, &end, 10);
+
+		if (end == key + len && k < w->nrnames) {
+			*commlen = (int)(sep - key);
+			return w->rnames[k];
+		}
+	}
+	return NULL;
+}
+
 static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 		      uint64_t elapsed_ns)
 {
@@ -339,12 +418,16 @@ static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%", "thread",
 		"stack (innermost first)");
 	for (size_t i = 0; i < e->n && i < w->o.limit; i++) {
-		const char *semi = strchr(e->v[i].text, ';');
-		int namelen = semi ? (int)(semi - e->v[i].text) : (int)strlen(e->v[i].text);
+		const char *comm, *rname;
+		int commlen;
 
-		fprintf(f, "%8llu %5.1f%%  %-16.*s ", (unsigned long long)e->v[i].count,
-			100.0 * (double)e->v[i].count / (double)w->thread_samples,
-			namelen, e->v[i].text);
+		rname = split_root(w, e->v[i].text, &comm, &commlen);
+		fprintf(f, "%8llu %5.1f%%  ", (unsigned long long)e->v[i].count,
+			100.0 * (double)e->v[i].count / (double)w->thread_samples);
+		if (rname)	/* as the dump says it */
+			fprintf(f, "%.*s, Java thread \"%s\" ", commlen, comm, rname);
+		else
+			fprintf(f, "%-16.*s ", commlen, comm);
 		print_innermost_first(f, e->v[i].text, false);
 		fputc('\n', f);
 	}
@@ -366,14 +449,18 @@ static void print_json_profile(FILE *f, struct watch *w, const struct profile_to
 		(unsigned long long)c->median, (unsigned long long)c->max,
 		(unsigned long long)c->total, w->exited ? "true" : "false");
 	for (size_t i = 0; i < e->n; i++) {
-		const char *semi = strchr(e->v[i].text, ';');
-		char *name = strndup(e->v[i].text, semi ? (size_t)(semi - e->v[i].text)
-							: strlen(e->v[i].text));
+		const char *comm, *rname;
+		int commlen;
+		char *name;
 
+		rname = split_root(w, e->v[i].text, &comm, &commlen);
+		name = strndup(comm, (size_t)commlen);
 		fprintf(f, "%s\n  {\"count\": %llu, \"thread\": ", i ? "," : "",
 			(unsigned long long)e->v[i].count);
 		json_str(f, name);
 		free(name);
+		fputs(", \"runtime_name\": ", f); /* the dump's key */
+		json_str(f, rname);
 		fputs(", \"frames\": [", f);
 		print_innermost_first(f, e->v[i].text, true);
 		fputs("]}", f);
@@ -393,9 +480,14 @@ static void warm_up(const struct watch *w, struct stacksnap_unwinder *uw)
 		return;
 	warm.names = NULL;
 	warm.nnames = warm.capnames = 0;
+	warm.rnames = NULL;
+	warm.nrnames = warm.caprnames = 0;
 	stacksnap_target__walk(w->t, NULL, 0, uw, on_thread, &warm, NULL);
 	stacksnap_stacks__free(warm.stacks);
 	free(warm.names);
+	for (size_t i = 0; i < warm.nrnames; i++)
+		free(warm.rnames[i]);
+	free(warm.rnames);
 }
 
 /* On stderr: what the samples cost the target, --stats, and how the
@@ -563,6 +655,9 @@ out:
 	profile_out_top_free(&e);
 	free(w.stopped_ns);
 	free(w.names);
+	for (size_t i = 0; i < w.nrnames; i++)
+		free(w.rnames[i]);
+	free(w.rnames);
 	stacksnap_ctx__free(ctx);
 	return rc;
 }
