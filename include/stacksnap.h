@@ -674,6 +674,14 @@ STACKSNAP_API int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *
 						     struct stacksnap_runtime_frame *out,
 						     size_t max, const char **end);
 
+/* One step of a runtime's stepper: the frame at (pc, sp) has its caller
+ * at (caller_pc, caller_sp) with rbp caller_fp. Keyed by (pc, sp): sps of
+ * different threads' stacks never coincide. */
+struct stacksnap_runtime_step {
+	uint64_t pc, sp;
+	uint64_t caller_pc, caller_sp, caller_fp;
+};
+
 /* A HotSpot JVM followed over samples (profile, trace): its compiled
  * Java frames stepped and every Java frame named from the JVM's own
  * tables (docs/jit.md), sample by sample, while the process lives. */
@@ -702,6 +710,11 @@ STACKSNAP_API int stacksnap_jvm__frames(struct stacksnap_jvm *jvm,
 					const struct stacksnap_frame *native,
 					size_t nnative,
 					struct stacksnap_runtime_frame *out, size_t max);
+/* The steps its stepper took in the walks since the last
+ * stacksnap_jvm__frames() (which forgets them), in the order taken; the
+ * array lives until then. Returns how many. */
+STACKSNAP_API size_t stacksnap_jvm__steps(const struct stacksnap_jvm *jvm,
+					  const struct stacksnap_runtime_step **steps);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of
@@ -1436,9 +1449,10 @@ STACKSNAP_API int stacksnap_saved__runtime_frames(const struct stacksnap_saved *
 						  size_t max, const char **end);
 /* Registers with uw the steppers a snapshot file's runtime needs for
  * walking its saved stacks as the capture walked them (a JVM's compiled
- * Java frames: the capture's steps, kept by --save). uw must not be used
- * after s is freed. Returns how many were registered (0: none), or
- * -errno. */
+ * Java frames: the capture's steps, kept by --save). For an events file
+ * (trace --save), the stepper replays the steps of the event last read
+ * by stacksnap_saved__event(). uw must not be used after s is freed.
+ * Returns how many were registered (0: none), or -errno. */
 STACKSNAP_API int stacksnap_saved__runtime_steppers(const struct stacksnap_saved *s,
 						    struct stacksnap_unwinder *uw);
 /* eBPF captures: records made by a BPF program (stacksnap.bpf.h: the
@@ -1626,6 +1640,12 @@ struct stacksnap_trace_event {
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 	const char *runtime_end;
+	/* The steps a runtime's stepper took in the user-space walk (a
+	 * JVM's compiled and interpreter frames): an events file keeps
+	 * them, and `show` replays them to walk the stack as the trace did
+	 * without the JVM's code cache. NULL/0 when none. */
+	const struct stacksnap_runtime_step *rsteps;
+	size_t nrsteps;
 };
 
 #define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -789,6 +790,21 @@ void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on)
 {
 	if (jvm)
 		jvm->j->step_off = !on;
+}
+
+/* The public step is the stepper's own, field for field. */
+_Static_assert(sizeof(struct stacksnap_runtime_step) == sizeof(struct hotspot_step) &&
+	       offsetof(struct stacksnap_runtime_step, caller_fp) ==
+	       offsetof(struct hotspot_step, caller_fp),
+	       "struct stacksnap_runtime_step is struct hotspot_step");
+
+size_t stacksnap_jvm__steps(const struct stacksnap_jvm *jvm,
+			    const struct stacksnap_runtime_step **steps)
+{
+	if (!jvm || !steps)
+		return 0;
+	*steps = (const struct stacksnap_runtime_step *)jvm->j->steps;
+	return jvm->j->nsteps;
 }
 
 int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_frame *native,

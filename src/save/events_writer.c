@@ -68,6 +68,8 @@ struct stacksnap_trace_writer {
 	struct stack_words words; /* which words of a stack are kept */
 	uint8_t *expanded;	/* a stack compacted in the kernel, expanded */
 	size_t expanded_cap;
+	struct stacksnap_runtime_step *steps; /* an event's, sorted */
+	size_t steps_cap;
 };
 
 static void put_str(struct byte_buf *b, const char *s)
@@ -376,6 +378,48 @@ static void put_rframes(struct byte_buf *b, const struct stacksnap_trace_event *
 	}
 }
 
+static int step_cmp(const void *a, const void *b)
+{
+	const struct stacksnap_runtime_step *x = a, *y = b;
+
+	if (x->sp != y->sp)
+		return x->sp < y->sp ? -1 : 1;
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* An event's runtime steps, sorted by (sp, pc) and unique (the reader
+ * searches them; a walk repeated meets a frame twice). */
+static void put_rsteps(struct stacksnap_trace_writer *tw,
+		       const struct stacksnap_trace_event *ev)
+{
+	struct byte_buf *b = &tw->w.buf;
+	size_t n = ev->nrsteps < EVENTS_MAX_RSTEPS ? ev->nrsteps : EVENTS_MAX_RSTEPS, u = 0;
+
+	if (n > tw->steps_cap) {
+		void *p = realloc(tw->steps, n * sizeof(*tw->steps));
+
+		if (!p) {
+			b->failed = true;
+			return;
+		}
+		tw->steps = p;
+		tw->steps_cap = n;
+	}
+	memcpy(tw->steps, ev->rsteps, n * sizeof(*tw->steps));
+	qsort(tw->steps, n, sizeof(*tw->steps), step_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!u || step_cmp(&tw->steps[u - 1], &tw->steps[i]))
+			tw->steps[u++] = tw->steps[i];
+	byte_buf__u16(b, (uint16_t)u);
+	for (size_t i = 0; i < u; i++) {
+		byte_buf__u64(b, tw->steps[i].pc);
+		byte_buf__u64(b, tw->steps[i].sp);
+		byte_buf__u64(b, tw->steps[i].caller_pc);
+		byte_buf__u64(b, tw->steps[i].caller_sp);
+		byte_buf__u64(b, tw->steps[i].caller_fp);
+	}
+}
+
 int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 				const struct stacksnap_trace_event *ev,
 				const struct stacksnap_trace_field *fields,
@@ -438,6 +482,9 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 	comm_len = ev->comm ? strnlen(ev->comm, 255) : 0;
 	if (ev->nrframes && ev->rframes)
 		flags |= EVENTS_HAS_RFRAMES;
+	/* Only with the stack they walk. */
+	if (ev->nrsteps && ev->rsteps && (flags & EVENTS_HAS_STACK))
+		flags |= EVENTS_HAS_RSTEPS;
 
 	snapfile_writer__begin_section(&tw->w, SNAPFILE_SEC_EVENT, 1, SNAPFILE_SEC_CRC);
 	byte_buf__u64(b, ev->time_ns);
@@ -488,6 +535,8 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 	put_fields(b, fields, nfields);
 	if (flags & EVENTS_HAS_RFRAMES)
 		put_rframes(b, ev);
+	if (flags & EVENTS_HAS_RSTEPS)
+		put_rsteps(tw, ev);
 	snapfile_writer__end_section_crc(&tw->w);
 	if (b->failed)
 		return stacksnap_trace_writer__flush(tw); /* sets and returns -ENOMEM */
@@ -523,6 +572,7 @@ int stacksnap_trace_writer__close(struct stacksnap_trace_writer *tw)
 	byte_buf__free(&tw->w.buf);
 	stack_words__free(&tw->words);
 	free(tw->expanded);
+	free(tw->steps);
 	free(tw->pids);
 	free(tw->kinds);
 	free(tw->images);

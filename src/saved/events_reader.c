@@ -59,6 +59,12 @@ struct saved_events {
 	struct stacksnap_runtime_frame rframes[EVENTS_MAX_RFRAMES];
 	char *rstrs;		/* the runtime frames' names, NUL-terminated */
 	size_t rstrs_cap;
+	/* The runtime steps of the event last decoded (sorted by (sp, pc),
+	   unique), replayed by the stepper events_reader__steppers adds;
+	   any: some event has steps. */
+	struct stacksnap_runtime_step rsteps[EVENTS_MAX_RSTEPS];
+	size_t nrsteps;
+	bool any_rsteps;
 	char comm[256];
 };
 
@@ -279,7 +285,8 @@ static int decode_fields(struct stacksnap_saved *s, struct saved_events *e,
 /* Decodes an event's runtime frames, at at in its record, into
  * e->rframes (*n of them). Two passes, as decode_fields. */
 static int decode_rframes(struct stacksnap_saved *s, struct saved_events *e,
-			  const struct saved_event_at *a, size_t at, size_t *n)
+			  const struct saved_event_at *a, size_t at, size_t *n,
+			  size_t *end_at)
 {
 	struct cursor c;
 	uint16_t nr = 0;
@@ -337,6 +344,45 @@ static int decode_rframes(struct stacksnap_saved *s, struct saved_events *e,
 		}
 	}
 	*n = nr;
+	*end_at = cursor_offset(&c);
+	return 0;
+}
+
+/* Decodes an event's runtime steps, at at in its record, into
+ * e->rsteps. */
+static int decode_rsteps(struct stacksnap_saved *s, struct saved_events *e,
+			 const struct saved_event_at *a, size_t at)
+{
+	struct cursor c;
+	uint16_t n;
+
+	cursor_init(&c, a->p, a->len);
+	cursor_skip(&c, at);
+	n = cursor_u16(&c);
+	if (c.bad || n > EVENTS_MAX_RSTEPS || (size_t)n * 40 > cursor_left(&c)) {
+		BAD(s, a->off + at, "event %zu: runtime steps %s", e->n,
+		    c.bad || n <= EVENTS_MAX_RSTEPS ? "truncated"
+						    : "more than a writer writes");
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct stacksnap_runtime_step *st = &e->rsteps[i];
+
+		st->pc = cursor_u64(&c);
+		st->sp = cursor_u64(&c);
+		st->caller_pc = cursor_u64(&c);
+		st->caller_sp = cursor_u64(&c);
+		st->caller_fp = cursor_u64(&c);
+		/* The search needs them sorted and unique. */
+		if (i && (st[-1].sp > st->sp ||
+			  (st[-1].sp == st->sp && st[-1].pc >= st->pc))) {
+			e->nrsteps = 0;
+			BAD(s, a->off + at, "event %zu: runtime steps not sorted",
+			    e->n);
+			return -EINVAL;
+		}
+	}
+	e->nrsteps = n;
 	return 0;
 }
 
@@ -443,10 +489,19 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 		return err;
 	ev.fields = e->fields;
 	ev.nfields = nfields;
+	size_t rframes_end = fields_end;
 	if (flags & EVENTS_HAS_RFRAMES) {
-		if ((err = decode_rframes(s, e, a, fields_end, &ev.nrframes)))
+		if ((err = decode_rframes(s, e, a, fields_end, &ev.nrframes,
+					  &rframes_end)))
 			return err;
 		ev.rframes = e->rframes;
+	}
+	/* The steps of the event decoded last (an older file: none). */
+	e->nrsteps = 0;
+	if (flags & EVENTS_HAS_RSTEPS) {
+		if ((err = decode_rsteps(s, e, a, rframes_end)))
+			return err;
+		e->any_rsteps = true;
 	}
 	/* Fields a newer writer appends to the record are skipped. */
 	if (out && opts_out(out, &ev, sizeof(ev), offsetof(struct stacksnap_saved_event, as)))
@@ -548,4 +603,58 @@ unsigned stacksnap_saved__trace_max_frames(const struct stacksnap_saved *s)
 unsigned stacksnap_saved__trace_unwind(const struct stacksnap_saved *s)
 {
 	return events_in(s) ? s->trace_unwind : 0;
+}
+
+/* The decoded event's step of the frame at (rip, rsp), replayed. */
+static int replay_step(void *user, const struct stacksnap_regs *regs,
+		       bool exact_pc, struct stacksnap_mem *mem,
+		       struct stacksnap_regs *caller)
+{
+	const struct saved_events *e = user;
+	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
+	uint64_t pc, sp;
+	size_t lo = 0, hi = e->nrsteps;
+
+	(void)mem;
+	(void)exact_pc; /* the trace's stepper logged the steps it took */
+	if ((regs->valid & need) != need)
+		return STACKSNAP_STEPPER_NOT_MINE;
+	pc = regs->regs[STACKSNAP_REG_RIP];
+	sp = regs->regs[STACKSNAP_REG_RSP];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct stacksnap_runtime_step *st = &e->rsteps[mid];
+
+		if (st->sp == sp && st->pc == pc) {
+			memset(caller, 0, sizeof(*caller));
+			caller->regs[STACKSNAP_REG_RIP] = st->caller_pc;
+			caller->regs[STACKSNAP_REG_RSP] = st->caller_sp;
+			caller->regs[STACKSNAP_REG_RBP] = st->caller_fp;
+			caller->valid = need | 1u << STACKSNAP_REG_RBP;
+			return STACKSNAP_STEPPER_CALLER;
+		}
+		if (st->sp < sp || (st->sp == sp && st->pc < pc))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return STACKSNAP_STEPPER_NOT_MINE;
+}
+
+int events_reader__steppers(const struct stacksnap_saved *s,
+			    struct stacksnap_unwinder *uw)
+{
+	const struct saved_events *e = events_in(s);
+	/* As the trace's hotspot stepper: after CFI, before the analysis
+	   and frame-pointer steppers. */
+	STACKSNAP_OPTS(stacksnap_stepper_opts, o, .name = "hotspot",
+		       .step = replay_step, .user = (void *)e,
+		       .priority = STACKSNAP_PRIO_ANALYSIS + 30,
+		       .trust = STACKSNAP_TRUST_CFI);
+	int id;
+
+	if (!e || !e->any_rsteps)
+		return 0;
+	id = stacksnap_unwinder__add_stepper(uw, &o);
+	return id < 0 ? id : 1;
 }

@@ -28,6 +28,12 @@ int snapshot_reader__read_mappings(struct stacksnap_saved *s, struct cursor *c,
 int events_reader__read_section(struct stacksnap_saved *s, uint32_t kind,
 				struct cursor *c, size_t base,
 				const uint8_t *sections, size_t sections_len);
+/* Registers with uw a stepper replaying the runtime steps of the event
+ * last decoded (stacksnap_saved__event): an events file's JVM frames
+ * walked as the trace walked them. Returns 1, 0 (no event has steps: an
+ * older file, no JVM) or -errno. */
+int events_reader__steppers(const struct stacksnap_saved *s,
+			    struct stacksnap_unwinder *uw);
 
 /* A Go program's goroutines from its core dump (core_go.c): the list and
  * every goroutine's stack read from the dumped memory, the program found

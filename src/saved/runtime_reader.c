@@ -227,6 +227,8 @@ int stacksnap_saved__runtime_steppers(const struct stacksnap_saved *s,
 {
 	if (!s || !uw)
 		return fail(-EINVAL);
+	if (s->ops == &events_reader_ops)
+		return events_reader__steppers(s, uw);
 	return s->java ? java_reader__steppers(s->java, uw) : 0;
 }
 

@@ -13,6 +13,7 @@
 #define EVENTS_HAS_FRAMES 0x4	/* the printed frames are stored (no copy) */
 #define EVENTS_HAS_RFRAMES 0x8	/* named runtime (Python) frames follow the
 				   fields */
+#define EVENTS_HAS_RSTEPS 0x10	/* a runtime stepper's steps follow them */
 
 /* Field flags. */
 #define EVENTS_FIELD_SIGNED 0x1
@@ -22,6 +23,7 @@
 #define EVENTS_MAX_FIELDS 64
 #define EVENTS_MAX_KFRAMES 4096
 #define EVENTS_MAX_RFRAMES 1024
+#define EVENTS_MAX_RSTEPS 4096	/* steps of one event (a walk's frames) */
 #define EVENTS_NO_FILE 0xffff	/* a runtime frame's file length: none */
 
 #endif

@@ -5,6 +5,7 @@
  * docs/jit.md). A command's JVM maps libjvm.so and fills its tables
  * after the exec: it is looked for again at its events for a while. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/clock.h"
 #include "trace/trace_internal.h"
@@ -17,6 +18,8 @@ struct trace_java {
 	uint64_t last_ns;
 	struct stacksnap_runtime_frame *rframes; /* cap of them */
 	size_t cap;
+	struct stacksnap_runtime_step *steps; /* the last event's, capsteps */
+	size_t capsteps;
 };
 
 /* Looks at most every 20 ms, 250 times (5 s of a command's start). */
@@ -76,6 +79,22 @@ void trace__java_event(struct stacksnap_trace *tr, struct stacksnap_trace_event 
 		tj->rframes = grown;
 		tj->cap = want;
 	}
+	/* The walk's steps, for --save, before naming forgets them. */
+	const struct stacksnap_runtime_step *steps;
+	size_t nsteps = stacksnap_jvm__steps(tj->jvm, &steps);
+	if (nsteps > tj->capsteps) {
+		void *grown = realloc(tj->steps, nsteps * sizeof(*tj->steps));
+
+		if (grown) {
+			tj->steps = grown;
+			tj->capsteps = nsteps;
+		}
+	}
+	if (nsteps && nsteps <= tj->capsteps) {
+		memcpy(tj->steps, steps, nsteps * sizeof(*steps));
+		ev->rsteps = tj->steps;
+		ev->nrsteps = nsteps;
+	}
 	n = stacksnap_jvm__frames(tj->jvm, ev->frames, (size_t)ev->nframes,
 				  tj->rframes, tj->cap);
 	if (n <= 0)
@@ -90,6 +109,7 @@ void trace__java_free(struct stacksnap_trace *tr)
 		return;
 	stacksnap_jvm__free(tr->java->jvm);
 	free(tr->java->rframes);
+	free(tr->java->steps);
 	free(tr->java);
 	tr->java = NULL;
 }

@@ -291,6 +291,12 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 		rc = EXIT_ERROR;
 		goto out;
 	}
+	/* A JVM's compiled frames walked as the trace walked them. */
+	if (stacksnap_saved__runtime_steppers(s, uw) < 0) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		rc = EXIT_ERROR;
+		goto out;
+	}
 	if (o->out.ctf && !(ctf = open_ctf(o, ctx, s))) {
 		rc = EXIT_ERROR; /* the log named the directory */
 		goto out;
