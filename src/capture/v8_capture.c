@@ -31,7 +31,12 @@ struct snap_v8 {
 	char path[4096];	/* the image with the metadata, as the
 				   target names it */
 	char description[160];
-	struct stacksnap_mem *mem;
+	struct stacksnap_mem *mem;	/* the live process */
+	/* What names a walk's frames: the walk's stack copy (stack, when
+	   given) first, then the live process: frame slots of a thread
+	   that ran on since (a sample, a watch round) are the copy's. */
+	struct stacksnap_mem *layered;
+	struct stacksnap_mem *stack;	/* the current walk's, or NULL */
 	struct v8_layout layout;
 	uint64_t native[V8_MAX_NATIVE_RANGES][2];
 	size_t nnative_ranges;
@@ -97,7 +102,19 @@ static int scan_maps(struct snap_v8 *v, pid_t pid, const struct log_sink *log)
 	return found ? 0 : -ENOENT;
 }
 
-struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
+static int read_layered(void *user, uint64_t addr, void *buf, size_t len)
+{
+	struct snap_v8 *v = user;
+
+	if (v->stack && stacksnap_mem__read(v->stack, addr, buf, len) == 0)
+		return 0;
+	return stacksnap_mem__read(v->mem, addr, buf, len);
+}
+
+static void v8_free(void *rt);
+
+static void *v8_detect(pid_t pid, const struct stacksnap_addrspace *as,
+		       const struct log_sink *log)
 {
 	struct snap_v8 *v = calloc(1, sizeof(*v));
 	const char *missing = NULL;
@@ -121,8 +138,10 @@ struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
 		free(v);
 		return NULL;
 	}
-	if (!(v->mem = stacksnap_mem__new_pid(pid))) {
-		free(v);
+	(void)as; /* V8's image is known by name: the maps are read once */
+	if (!(v->mem = stacksnap_mem__new_pid(pid)) ||
+	    !(v->layered = stacksnap_mem__new_callback(read_layered, v))) {
+		v8_free(v);
 		return NULL;
 	}
 	snprintf(v->description, sizeof(v->description),
@@ -131,10 +150,10 @@ struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
 	return v;
 }
 
-void capture__v8_free(struct snap_v8 *v)
+/* The frames named so far, dropped (the arrays sized for the thread
+ * count of their capture). */
+static void drop_frames(struct snap_v8 *v)
 {
-	if (!v)
-		return;
 	for (size_t i = 0; i < v->nthreads; i++) {
 		if (v->frames)
 			free(v->frames[i]);
@@ -146,13 +165,41 @@ void capture__v8_free(struct snap_v8 *v)
 	free(v->nframes);
 	free(v->nnative);
 	free(v->resolved);
+	v->frames = NULL;
+	v->names = NULL;
+	v->nframes = NULL;
+	v->nnative = NULL;
+	v->resolved = NULL;
+	v->nthreads = 0;
+}
+
+static void v8_free(void *rt)
+{
+	struct snap_v8 *v = rt;
+
+	if (!v)
+		return;
+	drop_frames(v);
+	stacksnap_mem__free(v->layered);
 	stacksnap_mem__free(v->mem);
 	free(v);
 }
 
-const char *capture__v8_description(const struct snap_v8 *v)
+/* Frames named again: the heap moves objects at every collection, so
+ * the live source's cached pages go with them. */
+static void v8_forget(void *rt, unsigned what)
 {
-	return v->description;
+	struct snap_v8 *v = rt;
+
+	if (what & NAMED_FORGET_FRAMES) {
+		drop_frames(v);
+		mem_invalidate(v->mem);
+	}
+}
+
+static const char *v8_description(const void *rt)
+{
+	return ((const struct snap_v8 *)rt)->description;
 }
 
 static bool in_native(const struct snap_v8 *v, uint64_t pc)
@@ -205,7 +252,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 			continue;
 		fp = native[k].cfa ? native[k].cfa - 16 : native[k + 1].sp - 16;
 		/* A return address is past its call: look up the call. */
-		got = v8_frame__name(&v->layout, v->mem, fp,
+		got = v8_frame__name(&v->layout, v->layered, fp,
 				     k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
 				     native[k].pc : native[k].pc - 1,
 				     v->scratch, V8_MAX_INLINED + 1);
@@ -258,11 +305,17 @@ nomem:
 	return -ENOMEM;
 }
 
-int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
-		       const struct stacksnap_frame *native, size_t nnative,
-		       struct stacksnap_runtime_frame *out, size_t max)
+static int v8_frames(void *rt, size_t nthreads, size_t i,
+		     struct stacksnap_mem *stack,
+		     const struct stacksnap_frame *native, size_t nnative,
+		     struct stacksnap_runtime_frame *out, size_t max)
 {
-	int err = resolve(v, nthreads, i, native, nnative);
+	struct snap_v8 *v = rt;
+	int err;
+
+	v->stack = stack;
+	err = resolve(v, nthreads, i, native, nnative);
+	v->stack = NULL;
 
 	if (err)
 		return err;
@@ -270,3 +323,14 @@ int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
 		out[k] = v->frames[i][k];
 	return (int)v->nframes[i];
 }
+
+/* V8's frames keep rbp: no stepper, no steps, and no thread names (a
+ * worker's name is not in the heap as a thread's). */
+const struct named_runtime_ops capture__v8_ops = {
+	.kind = STACKSNAP_RUNTIME_JS,
+	.detect = v8_detect,
+	.free = v8_free,
+	.description = v8_description,
+	.frames = v8_frames,
+	.forget = v8_forget,
+};

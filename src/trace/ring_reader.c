@@ -47,7 +47,7 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
 		trace__kernel_event(tr, r, raw_off, &ev);
 	if (trace__unwind_mode(tr) & KU_MODE_COPY) {
-		trace__java_before(tr, ev.pid);
+		trace__named_before(tr, ev.pid);
 		n = trace__unwind_copy(tr, r, raw_off, &ev);
 		ev.frames = tr->frames;
 	} else {
@@ -61,9 +61,9 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 		trace__python_event(tr, r, (const uint8_t *)r + py_off, &ev);
 	else if (tr->npypend)
 		trace__python_pending(tr);
-	/* The user-space walk's (the hotspot stepper walked it). */
+	/* The user-space walk's (a JVM's stepper walked it). */
 	if (!ev.nrframes && (trace__unwind_mode(tr) & KU_MODE_COPY))
-		trace__java_event(tr, &ev);
+		trace__named_event(tr, &ev);
 	tr->st.received++;
 	tr->st.unwound += n > 0;
 	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;
