@@ -148,7 +148,7 @@ int named_writer__put(struct snapfile_writer *w, const struct stacksnap_snapshot
 	if ((err = stacksnap_snapshot__runtime_steppers(s, uw)) < 0)
 		goto out;
 	err = 0;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_NAMED, SNAPFILE_NAMED_VERSION, 0);
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_NAMED, 1, 0);
 	put_str(&w->buf, desc);
 	byte_buf__u32(&w->buf, (uint32_t)kind);
 	byte_buf__u32(&w->buf, (uint32_t)n);

@@ -1,6 +1,6 @@
 /* named_reader.c - the NAMED section of a snapshot file
  * (docs/snapshot-format.md): a runtime's frames (a JVM's Java frames,
- * V8's JavaScript frames; version 1 of the section: Java only) as named
+ * V8's JavaScript frames; older files' JAVA section: Java only) as named
  * when the file was written, each found again at the native frame it
  * replaced (by that frame's pc and sp), and the steps the capture's walk
  * took through compiled Java frames, replayed by a stepper so that `show`
@@ -141,7 +141,7 @@ static int read_steps(struct saved_named *j, struct cursor *c)
 }
 
 int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
-			       size_t base, uint16_t version)
+			       size_t base, bool has_kind)
 {
 	struct saved_named *j;
 	bool nomem = false;
@@ -156,8 +156,8 @@ int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 		return -ENOMEM;
 	s->named = j;
 	j->description = readers__take_str(c, '?', &nomem);
-	j->kind = version >= 2 ? (enum stacksnap_runtime)cursor_u32(c)
-			       : STACKSNAP_RUNTIME_JAVA;
+	j->kind = has_kind ? (enum stacksnap_runtime)cursor_u32(c)
+			   : STACKSNAP_RUNTIME_JAVA;
 	n = cursor_u32(c);
 	if (nomem)
 		return -ENOMEM;

@@ -4,8 +4,8 @@
 #ifndef SS_SAVED_NAMED_READER_H
 #define SS_SAVED_NAMED_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/cursor.h"
@@ -13,11 +13,11 @@
 
 struct saved_named;
 
-/* Reads the section (payload in c, at file offset base, of the given
- * version) into s->named.
+/* Reads the section (payload in c, at file offset base; has_kind: a
+ * NAMED section, else an older file's JAVA section) into s->named.
  * Returns 0, -EINVAL (logged with the offset) or -ENOMEM. */
 int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
-			       size_t base, uint16_t version);
+			       size_t base, bool has_kind);
 void named_reader__free(struct saved_named *j);
 /* Its description; *kind: the runtime (JAVA or JS). */
 const char *named_reader__description(const struct saved_named *j,

@@ -509,8 +509,10 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 	case SNAPFILE_SEC_RUNTIME:
 		err = runtime_reader__read_section(s, pc, base);
 		break;
+	case SNAPFILE_SEC_JAVA:
 	case SNAPFILE_SEC_NAMED:
-		err = named_reader__read_section(s, pc, base, ver);
+		err = named_reader__read_section(s, pc, base,
+						 kind == SNAPFILE_SEC_NAMED);
 		break;
 	case SNAPFILE_SEC_JIT_SYMBOLS:
 		err = read_jit_symbols(s, pc, base);
