@@ -197,9 +197,10 @@ static void target_free(struct stacksnap_target *t)
 	free(t);
 }
 
-/* Looks once for a Python interpreter; a first walk of its frame chains,
- * outside any stop, tells the captures where the thread states are. */
-static void find_python(struct stacksnap_target *t)
+/* Looks once for a runtime: V8, a Python interpreter (a first walk of
+ * its frame chains, outside any stop, tells the captures where the
+ * thread states are), else a JVM. */
+static void find_runtime(struct stacksnap_target *t)
 {
 	struct py_runtime *py;
 
@@ -592,7 +593,7 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	pthread_mutex_lock(&t->w->api);
 	sync_addrspace(t);
 	if (!t->py_tried)
-		find_python(t);
+		find_runtime(t);
 	/* Once per unwinder: a JVM's compiled frames keep no frame pointer. */
 	if (t->named.ops && t->named_uw != uw) {
 		capture__named_steppers(&t->named, uw);
