@@ -68,6 +68,14 @@ struct v8_layout {
 	   SourcePosition, the inlined function's literal index, padding). */
 	int64_t off_function_code, off_code_instruction_start, off_code_flags,
 		off_code_instruction_size, inlining_position_size;
+	/* Baseline (Sparkplug) code: Code's bytecode offset table (its pcs
+	   per bytecode) and each bytecode's size at each operand scale
+	   (V8's Bytecodes::kBytecodeSizes, read from .symtab: not in the
+	   metadata). nbytecodes 0 (no such symbol): baseline frames keep
+	   no line. */
+	int64_t off_code_bytecode_offsets;
+	unsigned nbytecodes;
+	uint8_t bytecode_sizes[3][256];
 	/* ScopeFlags bits: has_saved_class_variable (10), function_variable
 	   (12, 2 bits), has_inferred_function_name (14); inlined local names
 	   below 75. */
