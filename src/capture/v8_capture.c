@@ -47,6 +47,10 @@ struct snap_v8 {
 	size_t *nnative;	/* the native frames frames[i] came from */
 	bool *resolved;
 	struct v8_frame scratch[V8_MAX_INLINED + 1]; /* one native frame's */
+	pid_t pid;
+	const struct log_sink *log; /* the caller's, outlives v */
+	bool sizes_tried;	/* the bytecode sizes looked for (at the first
+				   compiled frame left without a line) */
 };
 
 /* Whether the image at path (in the target's root) carries the metadata;
@@ -144,6 +148,8 @@ static void *v8_detect(pid_t pid, const struct stacksnap_addrspace *as,
 		v8_free(v);
 		return NULL;
 	}
+	v->pid = pid;
+	v->log = log;
 	snprintf(v->description, sizeof(v->description),
 		 "V8, %zu v8dbg constants", v->layout.nsymbols);
 	log_info(log, "pid %d: %s (%s)", (int)pid, v->description, v->path);
@@ -210,6 +216,32 @@ static bool in_native(const struct snap_v8 *v, uint64_t pc)
 	return false;
 }
 
+/* Whether a compiled frame (not interpreted) has no line: a baseline
+ * frame's needs the bytecode sizes. */
+static bool lineless_compiled(const struct v8_frame *names, size_t n)
+{
+	for (size_t m = 0; m < n; m++)
+		if (!names[m].line && !names[m].interpreted)
+			return true;
+	return false;
+}
+
+/* The bytecode sizes from V8's image, once: its symbol table is read only
+ * for processes with such a frame. */
+static int read_sizes(struct snap_v8 *v)
+{
+	char full[4096 + 32];
+	int err;
+
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)v->pid, v->path);
+	err = v8_layout__read_bytecode_sizes(full, v->log, &v->layout);
+	if (err)
+		log_info(v->log, "pid %d: no Bytecodes::kBytecodeSizes in %s (%s): "
+			 "baseline JavaScript frames keep no line", (int)v->pid,
+			 v->path, strerror(-err));
+	return err;
+}
+
 /* Thread i's JavaScript frames, named once per walk: per native frame
  * (in V8's image or in anonymous code) whose frame pointer's slots name a
  * function, the functions an optimized frame inlined at its pc
@@ -244,6 +276,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 	v->frames[i] = NULL;
 	v->names[i] = NULL;
 	v->resolved[i] = false;
+again:
 	for (size_t k = 0; k + 1 < nnative; k++) {
 		uint64_t fp;
 		int got;
@@ -276,6 +309,13 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 		for (int m = 0; m < got; m++) {
 			names[n] = v->scratch[m];
 			native_of[n++] = (uint32_t)k;
+		}
+	}
+	if (!v->sizes_tried && lineless_compiled(names, n)) {
+		v->sizes_tried = true;
+		if (read_sizes(v) == 0) {
+			n = 0;
+			goto again;	/* a baseline frame's line, perhaps */
 		}
 	}
 	rf = calloc(n ? n : 1, sizeof(*rf));

@@ -246,19 +246,21 @@ static void read_bytecode_sizes(struct elf_image *img, struct v8_layout *l)
 
 	while ((scn = elf_nextscn(img->elf, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *d;
 
+		/* The entries read in place (node's 109,000: ~0.3 ms, where
+		   converting each costs ~3 ms a dump). */
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		    sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_offset > img->size ||
+		    sh.sh_size > img->size - sh.sh_offset)
 			continue;
 		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
+			Elf64_Sym sym;
 			const char *name;
 			uint8_t bytes[3 * 256];
 			size_t n;
 
-			if (!gelf_getsym(d, (int)i, &sym) || !sym.st_value ||
-			    sym.st_size % 3 || sym.st_size > sizeof(bytes) ||
+			memcpy(&sym, img->bytes + sh.sh_offset + i * sizeof(sym), sizeof(sym));
+			if (!sym.st_value || sym.st_size % 3 || sym.st_size > sizeof(bytes) ||
 			    sym.st_size < 3 * 4 ||
 			    !(name = elf_strptr(img->elf, sh.sh_link, sym.st_name)) ||
 			    strcmp(name, BYTECODE_SIZES_SYM) ||
@@ -337,8 +339,19 @@ int v8_layout__read_elf(const char *path, const struct log_sink *log,
 			seen++;
 		}
 	}
-	if (seen)
-		read_bytecode_sizes(img, l);
 	elf_image__free(img);
 	return seen ? 0 : -ENOENT;
+}
+
+int v8_layout__read_bytecode_sizes(const char *path, const struct log_sink *log,
+				   struct v8_layout *l)
+{
+	struct elf_image *img;
+	int err = elf_image__open(path, log, &img);
+
+	if (err)
+		return err;
+	read_bytecode_sizes(img, l);
+	elf_image__free(img);
+	return l->nbytecodes ? 0 : -ENOENT;
 }

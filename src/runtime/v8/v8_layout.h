@@ -70,9 +70,9 @@ struct v8_layout {
 		off_code_instruction_size, inlining_position_size;
 	/* Baseline (Sparkplug) code: Code's bytecode offset table (its pcs
 	   per bytecode) and each bytecode's size at each operand scale
-	   (V8's Bytecodes::kBytecodeSizes, read from .symtab: not in the
-	   metadata). nbytecodes 0 (no such symbol): baseline frames keep
-	   no line. */
+	   (V8's Bytecodes::kBytecodeSizes, read from .symtab when needed:
+	   not in the metadata). nbytecodes 0 (not read, or no such symbol):
+	   baseline frames keep no line. */
 	int64_t off_code_bytecode_offsets;
 	unsigned nbytecodes;
 	uint8_t bytecode_sizes[3][256];
@@ -101,6 +101,12 @@ int v8_layout__check(struct v8_layout *l, const char **missing);
  * symbols), or -errno. */
 int v8_layout__read_elf(const char *path, const struct log_sink *log,
 			struct v8_layout *l);
+/* Bytecodes::kBytecodeSizes from the image's .symtab into l (nbytecodes
+ * set): what baseline frames' lines need, read only when one is met (the
+ * symbol table's pages cost a dump ~2-3 ms). Returns 0, -ENOENT (no such
+ * symbol: a stripped binary) or -errno. */
+int v8_layout__read_bytecode_sizes(const char *path, const struct log_sink *log,
+				   struct v8_layout *l);
 
 /* Parses "name value" lines (the format of tests and the fuzz target):
  * at most len bytes, lines of at most 256 bytes. */
