@@ -19,7 +19,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "capture/runtime_capture.h"
-#include "save/java_writer.h"
+#include "save/named_writer.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
 #include "snapfile/snapshot_file.h"
@@ -387,7 +387,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 		err = put_runtime(&w, snap);
 	}
 	if (!err)
-		err = java_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,
+		err = named_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,
 				       o.stack_scan);
 	if (err) {
 		byte_buf__free(&w.buf);

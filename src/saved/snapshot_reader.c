@@ -3,7 +3,7 @@
  * PROCESS, MAPPINGS, IMAGE and THREADS sections, and the event sections of
  * an events file handed to its sibling reader (events_reader.c). */
 #define _GNU_SOURCE
-#include "saved/java_reader.h"
+#include "saved/named_reader.h"
 #include "saved/readers.h"
 
 #include <endian.h>
@@ -510,7 +510,9 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 		err = runtime_reader__read_section(s, pc, base);
 		break;
 	case SNAPFILE_SEC_JAVA:
-		err = java_reader__read_section(s, pc, base);
+	case SNAPFILE_SEC_NAMED:
+		err = named_reader__read_section(s, pc, base,
+						 kind == SNAPFILE_SEC_NAMED);
 		break;
 	case SNAPFILE_SEC_JIT_SYMBOLS:
 		err = read_jit_symbols(s, pc, base);

@@ -53,7 +53,7 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 			(const uint8_t *)r + stack_off + ((r->cap.data_len + 7u) & ~7u),
 			r->more_len, r->more_start };
 
-		trace__java_before(tr, ev.pid);
+		trace__named_before(tr, ev.pid);
 		if (r->more_len)
 			procs_set_more(tr->procs, &more, 1);
 		n = trace__unwind_copy(tr, r, raw_off, &ev);
@@ -71,9 +71,9 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 		trace__python_event(tr, r, (const uint8_t *)r + py_off, &ev);
 	else if (tr->npypend)
 		trace__python_pending(tr);
-	/* The user-space walk's (the hotspot stepper walked it). */
+	/* The user-space walk's (a JVM's stepper walked it). */
 	if (!ev.nrframes && (trace__unwind_mode(tr) & KU_MODE_COPY))
-		trace__java_event(tr, &ev);
+		trace__named_event(tr, &ev);
 	tr->st.received++;
 	tr->st.unwound += n > 0;
 	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;

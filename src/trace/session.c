@@ -279,7 +279,7 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 	}
 	trace__kernel_maps(tr, tgid);
 	trace__python_detect(tr, tgid);
-	trace__java_follow(tr, tgid);
+	trace__named_follow(tr, tgid);
 	return 0;
 }
 
@@ -307,7 +307,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->kframes);
 	free(tr->hframes);
 	trace__python_free(tr);
-	trace__java_free(tr);
+	trace__named_free(tr);
 	trace_sideband__free(tr->sb);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);
