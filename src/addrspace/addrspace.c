@@ -367,8 +367,15 @@ static int read_maps(struct stacksnap_addrspace *as)
 	f = fopen(fname, "re");
 	if (!f) {
 		err = -errno;
-		log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
-			(int)as->pid, fname, strerror(errno));
+		/* A process gone (profile -a, trace: short processes exit
+		 * before their first sample is read) is no error here: the
+		 * caller gets -ENOENT and says what it means to it. */
+		if (err == -ENOENT || err == -ESRCH)
+			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
+				  (int)as->pid, fname, strerror(errno));
+		else
+			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
+				(int)as->pid, fname, strerror(errno));
 		return err;
 	}
 	/* procfs fills each read() by finding its place in the mappings
