@@ -178,6 +178,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	/* Before the events: every mapping made from their first one on is
 	 * recorded. */
 	tr->sb = trace_sideband__open(tr);
+	procs_set_from_records(tr->procs, tr->sb != NULL);
 	if ((err = attach_events(tr, ncpu))) {
 		stacksnap_trace__stop(tr);
 		return fail(err);
