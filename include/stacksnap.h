@@ -1518,6 +1518,10 @@ struct stacksnap_trace_opts {
 	/* Do not look for a Python interpreter in the traced processes nor
 	 * walk their Python frames (see stacksnap_trace_event.rframes). */
 	bool no_runtime;
+	/* Trace every process of the system but the caller's (-a): none
+	 * need be followed; each is known from its first record or event on
+	 * (its mappings read then, kept by the kernel's records after). */
+	bool all_processes;
 	size_t :0;
 };
 

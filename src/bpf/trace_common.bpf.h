@@ -19,6 +19,9 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 stack_size = 16384;	/* <= TRACE_STACK_MAX */
 const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
 const volatile bool inherit = true;		/* follow new processes */
+const volatile bool all_processes = false;	/* -a: every process but the
+						   tracer's own (self_tgid) */
+const volatile __u32 self_tgid = 0;
 const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 						    in-kernel walk, or both */
 const volatile bool compact = false;		/* compact stacks in the kernel */
@@ -116,6 +119,8 @@ static __always_inline bool current_traced(void)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 key = filter_tid ? (__u32)id : (__u32)(id >> 32);
 
+	if (all_processes) /* (not the idle task, not the tracer) */
+		return (__u32)(id >> 32) && (__u32)(id >> 32) != self_tgid;
 	return bpf_map_lookup_elem(&traced, &key) != NULL;
 }
 

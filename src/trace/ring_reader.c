@@ -45,6 +45,9 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 		ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
 		return tr->fn ? tr->fn(&ev, tr->fn_user) : 0;
 	}
+	/* -a: a process met first by an event (it ran before the trace). */
+	if (tr->o.all_processes && !procs_alive(tr->procs, ev.pid))
+		stacksnap_procs__attach_pid(tr->procs, ev.pid);
 	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
 		trace__kernel_event(tr, r, raw_off, &ev);
 	if (trace__unwind_mode(tr) & KU_MODE_COPY) {

@@ -165,6 +165,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		.stack_size = (uint32_t)tr->o.stack_size,
 		.filter_tid = tr->o.by_tid,
 		.inherit = !tr->o.no_inherit,
+		.all_processes = tr->o.all_processes,
 		.unwind_mode = trace__unwind_mode(tr),
 		.compact = tr->o.compact,
 		.python = !tr->o.no_runtime,
