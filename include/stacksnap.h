@@ -1557,6 +1557,10 @@ struct stacksnap_trace_opts {
 	/* Do not look for a Python interpreter in the traced processes nor
 	 * walk their Python frames (see stacksnap_trace_event.rframes). */
 	bool no_runtime;
+	/* Trace every process of the system but the caller's (-a): none
+	 * need be followed; each is known from its first record or event on
+	 * (its mappings read then, kept by the kernel's records after). */
+	bool all_processes;
 	size_t :0;
 };
 
@@ -1630,6 +1634,11 @@ struct stacksnap_trace_event {
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 	const char *runtime_end;
+	/* A thread in a signal handler on its alternate stack: the copy of
+	 * its normal stack from the interrupted sp, which the walk crossed
+	 * to (stacksnap_mem__set_more); NULL/0 when none. */
+	const struct stacksnap_stack_range *more_stacks;
+	size_t nmore_stacks;
 };
 
 #define STACKSNAP_TRACE_AGREE_SAME 0	   /* identical frames */
@@ -1916,6 +1925,11 @@ struct stacksnap_saved_event {
 	 * the frame of the unwound copy each replaces); NULL/0: none. */
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
+	/* The thread's other stacks the copy's walk reads (its normal stack
+	 * below a handler on an alternate signal stack): give them to
+	 * stacksnap_mem__set_more with the copy. */
+	struct stacksnap_stack_range more_stacks[STACKSNAP_MORE_STACKS];
+	unsigned nmore_stacks;
 	size_t :0;
 };
 

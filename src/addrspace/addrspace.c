@@ -367,8 +367,15 @@ static int read_maps(struct stacksnap_addrspace *as)
 	f = fopen(fname, "re");
 	if (!f) {
 		err = -errno;
-		log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
-			(int)as->pid, fname, strerror(errno));
+		/* A process gone (profile -a, trace: short processes exit
+		 * before their first sample is read) is no error here: the
+		 * caller gets -ENOENT and says what it means to it. */
+		if (err == -ENOENT || err == -ESRCH)
+			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
+				  (int)as->pid, fname, strerror(errno));
+		else
+			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
+				(int)as->pid, fname, strerror(errno));
 		return err;
 	}
 	/* procfs fills each read() by finding its place in the mappings
@@ -517,6 +524,34 @@ nomem:
 	stacksnap_addrspace__free(as);
 	errno = ENOMEM;
 	return NULL;
+}
+
+int addrspace__merge_new(struct stacksnap_addrspace *dst, struct stacksnap_addrspace *src)
+{
+	size_t added = 0;
+
+	for (size_t i = 0; i < src->n; i++) {
+		struct as_map *m = &src->maps[i];
+		bool overlaps = false;
+
+		for (size_t k = 0; k < dst->n && !overlaps; k++)
+			overlaps = dst->maps[k].start < m->end && m->start < dst->maps[k].end;
+		if (overlaps)
+			continue;
+		/* Opened as src's (its pid names the files), then moved. */
+		if (m->pending)
+			map_resolve(src, m);
+		if (!VEC_PUSH(dst->maps, dst->n, dst->cap))
+			return -ENOMEM;
+		/* Moved: src no longer holds its module or path. */
+		dst->maps[dst->n - 1] = *m;
+		m->mod = NULL;
+		m->path = NULL;
+		added++;
+	}
+	if (added)
+		maps_sort(dst);
+	return (int)added;
 }
 
 void stacksnap_addrspace__free(struct stacksnap_addrspace *as)

@@ -58,6 +58,12 @@ struct jit_symbols *addrspace__jit(struct stacksnap_addrspace *as);
 /* Gives as the names of a saved snapshot's JIT code (takes js). */
 void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js);
 
+/* Moves src's mappings that overlap none of dst's into dst (a re-read of
+ * the maps filling the gaps of the mappings the kernel's records gave:
+ * those stay as of the events being unwound). Returns how many, or
+ * -ENOMEM. */
+int addrspace__merge_new(struct stacksnap_addrspace *dst, struct stacksnap_addrspace *src);
+
 /* The writable mappings read with the maps; 0 for caller-supplied ones. */
 size_t addrspace__writable(const struct stacksnap_addrspace *as,
 			   const struct as_rw_range **out);
@@ -101,6 +107,11 @@ uint64_t procs_rereads(const struct stacksnap_procs *p);
 /* Whether procs follows process pid and has not seen its exit (a
  * recorder of the kernel's mmap records keeps only those). */
 bool procs_alive(const struct stacksnap_procs *p, pid_t pid);
+/* Whether p's processes are kept by the kernel's mmap records (as of
+ * the events being unwound): a re-read of the maps on a miss (JIT code)
+ * then adds the mappings the records lack instead of replacing the
+ * process's mappings with the later ones. */
+void procs_set_from_records(struct stacksnap_procs *p, bool on);
 /* More copied ranges for the next unwinds of captures (a thread's normal
  * stack below its alternate signal stack's copy); n = 0 removes them.
  * The bytes must outlive those unwinds. */

@@ -165,6 +165,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		.stack_size = (uint32_t)tr->o.stack_size,
 		.filter_tid = tr->o.by_tid,
 		.inherit = !tr->o.no_inherit,
+		.all_processes = tr->o.all_processes,
 		.unwind_mode = trace__unwind_mode(tr),
 		.compact = tr->o.compact,
 		.python = !tr->o.no_runtime,
@@ -178,6 +179,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	/* Before the events: every mapping made from their first one on is
 	 * recorded. */
 	tr->sb = trace_sideband__open(tr);
+	procs_set_from_records(tr->procs, tr->sb != NULL);
 	if ((err = attach_events(tr, ncpu))) {
 		stacksnap_trace__stop(tr);
 		return fail(err);
