@@ -49,7 +49,20 @@ struct stacksnap_addrspace {
 	/* The process's perf map and jitdump: names of its anonymous code
 	 * (NULL until a pc there is symbolized; live processes only). */
 	struct jit_symbols *jit;
+	/* A descriptor of /proc/PID/root, opened with the first module of a
+	 * live target without a sysroot: its files are opened relative to
+	 * it, in the target's mount namespace, without a walk through the
+	 * magic link each. -1 when not open (root_tried: not available, then
+	 * files are opened by their /proc/PID/root paths); counted in the
+	 * context's root_fds while open. */
+	int root_fd;
+	bool root_tried;
 };
+
+/* How many root descriptors one context's address spaces hold at most: a
+ * recorder following thousands of processes keeps that many spaces, and
+ * the others open their files by path. */
+#define AS_MAX_ROOT_FDS 32
 
 /* The JIT symbol source of as: a live process's perf map and jitdump
  * (made at the first call), or what addrspace__set_jit gave a saved
