@@ -572,7 +572,8 @@ struct stacksnap_goroutine {
 				   the goroutine's start */
 	/* Its profiler labels (pprof.Do, pprof.SetGoroutineLabels):
 	 * labels[2i] a key, labels[2i + 1] its value, sorted by key. Read
-	 * live and from cores; snapshot files keep none. */
+	 * live and from cores; snapshot files keep them (older files have
+	 * none). */
 	const char *const *labels;
 	size_t nlabels;
 	size_t :0;

@@ -242,6 +242,7 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	free(s->goroutines);
 	free(s->gframes);
 	free(s->gstrings);
+	free(s->glabels);
 	free(s->cmdline);
 	free(s->kernel);
 	free(s->version);

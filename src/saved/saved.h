@@ -52,6 +52,8 @@ struct stacksnap_saved {
 	size_t ngoroutines;
 	struct stacksnap_runtime_frame *gframes;
 	char *gstrings;
+	/* Their labels (key, value, ...): goroutines[i].labels points in. */
+	const char **glabels;
 	/* A snapshot file's language-runtime frames (runtime_reader.c), or
 	 * NULL. */
 	struct saved_runtime *runtime;

@@ -74,5 +74,11 @@ enum snapfile_map_kind {
 #define SNAPFILE_MAX_STACKS (256u << 20)      /* all threads together */
 #define SNAPFILE_MAX_GOROUTINES (1u << 20)
 #define SNAPFILE_MAX_GFRAMES 4096	      /* per goroutine */
+#define SNAPFILE_MAX_GLABELS 64		      /* key-value pairs per goroutine */
+
+/* The GOROUTINES section's version that appends each goroutine's
+ * profiler labels after all the goroutines (docs/go.md); version 1 has
+ * none. */
+#define SNAPFILE_GOROUTINES_LABELS 2
 
 #endif
