@@ -79,6 +79,7 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 		if (!ev.stack || !ev.as)
 			continue;
 		stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
+		stacksnap_mem__set_more(mem, ev.more_stacks, ev.nmore_stacks);
 		stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, 64, &end);
 	}
 	/* A Go program's goroutines: every string and frame read through. */

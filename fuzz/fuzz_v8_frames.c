@@ -4,7 +4,8 @@
  * (v8_layout.c): the input is that heap (a copy source at a fixed base,
  * every other read fails), read with node 20's layout, from a frame
  * pointer its first two bytes pick and at a pc its third byte picks
- * (base + 16 * byte); the naming must end, bounded,
+ * (base + 16 * byte; a baseline Code's pcs are walked beside its
+ * bytecodes); the naming must end, bounded,
  * without reading past the bytes or looping. The same bytes are also
  * parsed as "name value" lines into a layout of their own. */
 #include <stdint.h>
@@ -59,7 +60,8 @@ static const char node20[] =
 	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
 	"class_Code__deoptimization_data__FixedArray 16\n"
 	"DeoptimizationDataInliningPositionsIndex 7\n"
-	"DeoptimizationDataLiteralArrayIndex 2\n";
+	"DeoptimizationDataLiteralArrayIndex 2\n"
+	"class_Code__bytecode_offset_table__ByteArray 24\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -79,6 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		v8_layout__parse_text(&l, node20, sizeof(node20) - 1);
 		if (v8_layout__check(&l, &missing))
 			abort();
+		/* Baseline frames' bytecode sizes (node's come from its
+		   .symtab): 198 bytecodes, 1 to 5 bytes, wider scaled. */
+		l.nbytecodes = 198;
+		for (unsigned k = 0; k < 3; k++)
+			for (unsigned b = 0; b < 198; b++)
+				l.bytecode_sizes[k][b] = (uint8_t)(b < 4 ? 1 : 1 + (b % 5) * (k + 1));
 		ready = 1;
 	}
 	v8_layout__init(&scratch);

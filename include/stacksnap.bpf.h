@@ -227,6 +227,8 @@ struct stacksnap__compact_ctx {
 	__u8 *out;		/* the encoding */
 	const struct stacksnap_exec_ranges *ranges;
 	__u64 lo, hi;		/* the copy's addresses */
+	__u64 also_lo, also_hi;	/* another stack whose pointers are kept
+				   (0, 0: none) */
 	__u64 mask;		/* of the block being built */
 	__u32 words;		/* in the copy */
 	__u32 out_len;
@@ -254,7 +256,8 @@ static long stacksnap__compact_word(__u32 i, void *data)
 	__stacksnap_opaque(o);
 	o &= (STACKSNAP_COMPACT_MAX - 1) & ~7ull;
 	w = *(const __u64 *)(c->in + o);
-	if ((w >= c->lo && w < c->hi) || stacksnap__in_exec(c->ranges, w)) {
+	if ((w >= c->lo && w < c->hi) || (w >= c->also_lo && w < c->also_hi) ||
+	    stacksnap__in_exec(c->ranges, w)) {
 		at = c->out_len;
 		__stacksnap_opaque(at);
 		at &= STACKSNAP__OUT_MASK;

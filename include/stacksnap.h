@@ -572,7 +572,8 @@ struct stacksnap_goroutine {
 				   the goroutine's start */
 	/* Its profiler labels (pprof.Do, pprof.SetGoroutineLabels):
 	 * labels[2i] a key, labels[2i + 1] its value, sorted by key. Read
-	 * live and from cores; snapshot files keep none. */
+	 * live and from cores; snapshot files keep them (older files have
+	 * none). */
 	const char *const *labels;
 	size_t nlabels;
 	size_t :0;
@@ -682,39 +683,48 @@ struct stacksnap_runtime_step {
 	uint64_t caller_pc, caller_sp, caller_fp;
 };
 
-/* A HotSpot JVM followed over samples (profile, trace): its compiled
- * Java frames stepped and every Java frame named from the JVM's own
- * tables (docs/jit.md), sample by sample, while the process lives. */
-struct stacksnap_jvm;
-/* The JVM of process pid (as: its address space, or NULL to read
- * /proc/PID/maps), or NULL with errno ENOENT (no libjvm.so, or tables
- * that do not read: logged through ctx). */
-STACKSNAP_API struct stacksnap_jvm *stacksnap_jvm__open(struct stacksnap_ctx *ctx,
-							pid_t pid,
-							const struct stacksnap_addrspace *as);
-STACKSNAP_API void stacksnap_jvm__free(struct stacksnap_jvm *jvm);
-/* Registers with uw the stepper of its compiled frames (uw must not be
- * used after jvm is freed). Returns 1, 0 (none) or -errno. */
-STACKSNAP_API int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm,
-					  struct stacksnap_unwinder *uw);
-/* Whether its stepper steps (on at open): an unwinder that also walks
- * other processes' samples turns it off for them (their pcs mean nothing
- * in this JVM's code cache). */
-STACKSNAP_API void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on);
-/* The Java frames of one walk (native, unwound with uw above), each
- * replacing the native frame native_index names; named now, once per
- * walk: give room for them (a native frame may give several: methods
- * inlined at its call). Strings live until the next call. Returns how
- * many were written, or -errno. */
-STACKSNAP_API int stacksnap_jvm__frames(struct stacksnap_jvm *jvm,
-					const struct stacksnap_frame *native,
-					size_t nnative,
-					struct stacksnap_runtime_frame *out, size_t max);
-/* The steps its stepper took in the walks since the last
- * stacksnap_jvm__frames() (which forgets them), in the order taken; the
- * array lives until then. Returns how many. */
-STACKSNAP_API size_t stacksnap_jvm__steps(const struct stacksnap_jvm *jvm,
-					  const struct stacksnap_runtime_step **steps);
+/* A runtime that names native frames (a HotSpot JVM, V8 in node)
+ * followed over samples (profile, trace): its frames stepped where they
+ * keep no frame pointer (compiled Java frames) and named from the
+ * runtime's own tables (docs/jit.md), sample by sample, while the
+ * process lives. */
+struct stacksnap_vm;
+/* The runtime of process pid (as: its address space, or NULL to read
+ * /proc/PID/maps): V8 (node, libnode with v8dbg_* metadata), else a JVM
+ * (libjvm.so); NULL with errno ENOENT (none, or tables that do not read:
+ * logged through ctx). */
+STACKSNAP_API struct stacksnap_vm *stacksnap_vm__open(struct stacksnap_ctx *ctx,
+						      pid_t pid,
+						      const struct stacksnap_addrspace *as);
+STACKSNAP_API void stacksnap_vm__free(struct stacksnap_vm *vm);
+/* STACKSNAP_RUNTIME_JAVA or STACKSNAP_RUNTIME_JS. */
+STACKSNAP_API enum stacksnap_runtime stacksnap_vm__runtime(const struct stacksnap_vm *vm);
+/* Registers with uw the steppers its frames need (uw must not be used
+ * after vm is freed). Returns how many (0: none) or -errno. */
+STACKSNAP_API int stacksnap_vm__steppers(struct stacksnap_vm *vm,
+					 struct stacksnap_unwinder *uw);
+/* Whether its steppers step (on at open): an unwinder that also walks
+ * other processes' samples turns them off for those (their pcs mean
+ * nothing in this runtime's code). */
+STACKSNAP_API void stacksnap_vm__enable(struct stacksnap_vm *vm, bool on);
+/* The runtime frames of one walk (native, unwound with uw above from
+ * the stack copy stack[0..stack_len) at stack_base, which may be empty:
+ * frame slots are then read from the live process), each replacing the
+ * native frame native_index names; named now, once per walk: give room
+ * for them (a native frame may give several: functions inlined at its
+ * call). Strings live until the next call. Returns how many were
+ * written, or -errno. */
+STACKSNAP_API int stacksnap_vm__frames(struct stacksnap_vm *vm, const void *stack,
+				       size_t stack_len, uint64_t stack_base,
+				       const struct stacksnap_frame *native,
+				       size_t nnative,
+				       struct stacksnap_runtime_frame *out, size_t max);
+/* The steps its steppers took in the walks since the last
+ * stacksnap_vm__frames() (which forgets them), in the order taken; the
+ * array lives until then. Returns how many (0: none, or a runtime whose
+ * frames need no stepper). */
+STACKSNAP_API size_t stacksnap_vm__steps(const struct stacksnap_vm *vm,
+					 const struct stacksnap_runtime_step **steps);
 
 /* ------------------------------------------------------------------ */
 /* Samples: processes followed over time from events, and unwinding of
@@ -1567,6 +1577,10 @@ struct stacksnap_trace_opts {
 	/* Do not look for a Python interpreter in the traced processes nor
 	 * walk their Python frames (see stacksnap_trace_event.rframes). */
 	bool no_runtime;
+	/* Trace every process of the system but the caller's (-a): none
+	 * need be followed; each is known from its first record or event on
+	 * (its mappings read then, kept by the kernel's records after). */
+	bool all_processes;
 	size_t :0;
 };
 
@@ -1640,6 +1654,11 @@ struct stacksnap_trace_event {
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
 	const char *runtime_end;
+	/* A thread in a signal handler on its alternate stack: the copy of
+	 * its normal stack from the interrupted sp, which the walk crossed
+	 * to (stacksnap_mem__set_more); NULL/0 when none. */
+	const struct stacksnap_stack_range *more_stacks;
+	size_t nmore_stacks;
 	/* The steps a runtime's stepper took in the user-space walk (a
 	 * JVM's compiled and interpreter frames): an events file keeps
 	 * them, and `show` replays them to walk the stack as the trace did
@@ -1932,6 +1951,11 @@ struct stacksnap_saved_event {
 	 * the frame of the unwound copy each replaces); NULL/0: none. */
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
+	/* The thread's other stacks the copy's walk reads (its normal stack
+	 * below a handler on an alternate signal stack): give them to
+	 * stacksnap_mem__set_more with the copy. */
+	struct stacksnap_stack_range more_stacks[STACKSNAP_MORE_STACKS];
+	unsigned nmore_stacks;
 	size_t :0;
 };
 

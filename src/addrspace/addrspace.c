@@ -196,6 +196,7 @@ static struct stacksnap_addrspace *as_new(struct stacksnap_ctx *ctx, pid_t pid)
 	}
 	as->ctx = ctx;
 	as->pid = pid;
+	as->root_fd = -1;
 	return as;
 }
 
@@ -267,51 +268,95 @@ static int add_vdso(struct stacksnap_addrspace *as,
 	return add_one(as, mp, mod, false);
 }
 
+/* Releases the descriptor of the target's root, if held. */
+static void root_close(struct stacksnap_addrspace *as)
+{
+	if (as->root_fd >= 0) {
+		close(as->root_fd);
+		as->ctx->root_fds--;
+	}
+	as->root_fd = -1;
+	as->root_tried = false;
+}
+
+/* The descriptor of the target's root, opened at the first call; -1 when
+ * it cannot be had (the target gone, no permission, too many held): files
+ * are then opened by their /proc/PID/root paths, as before. */
+static int root_fd(struct stacksnap_addrspace *as)
+{
+	char proc[32];
+
+	if (as->root_tried)
+		return as->root_fd;
+	as->root_tried = true;
+	if (as->ctx->root_fds >= AS_MAX_ROOT_FDS)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/%d/root", (int)as->pid);
+	as->root_fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (as->root_fd >= 0)
+		as->ctx->root_fds++;
+	return as->root_fd;
+}
+
 /* Where to read the file behind a mapping of the target: under the
  * target's root; for a file deleted since it was mapped, the bytes actually
  * mapped through /proc/PID/map_files, or (ignore_deleted, tbstack's
  * --ignore-deleted) whatever file now has its path. NULL: nothing to read,
- * the mapping's frames are unknown. */
+ * the mapping's frames are unknown. The name is written to buf; *dirfd and
+ * *rel say how to open it (under the target's root: relative to a
+ * descriptor of the root, when there is one). */
 static const char *file_to_open(struct stacksnap_addrspace *as,
 				const char *path, unsigned long long start,
-				unsigned long long end, char *buf, size_t size)
+				unsigned long long end, char *buf, size_t size,
+				int *dirfd, const char **rel)
 {
 	static const char del[] = " (deleted)";
 	const size_t l = strlen(path), dl = sizeof(del) - 1;
 	const char *root = as->ctx->sysroot;
 	const int pid = (int)as->pid;
+	int len = (int)l, prefix;
 
-	if (l <= dl || strcmp(path + l - dl, del)) {
-		if (root)
-			snprintf(buf, size, "%s%s", root, path);
-		else
-			snprintf(buf, size, "/proc/%d/root%s", pid, path);
+	*dirfd = AT_FDCWD;
+	*rel = buf;
+	if (l > dl && !strcmp(path + l - dl, del)) {
+		snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", pid, start,
+			 end);
+		if (access(buf, R_OK) == 0)
+			return buf;
+		log_info(&as->ctx->log,
+			 "pid %d: %s: not readable through map_files (%s): %s",
+			 pid, path, strerror(errno),
+			 as->ctx->ignore_deleted
+				 ? "opening the file now at its path"
+				 : "its frames are unknown (--ignore-deleted "
+				   "opens the file now at its path)");
+		if (!as->ctx->ignore_deleted)
+			return NULL;
+		len = (int)(l - dl);
+	}
+	if (root) {
+		snprintf(buf, size, "%s%.*s", root, len, path);
 		return buf;
 	}
-	snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", pid, start, end);
-	if (access(buf, R_OK) == 0)
-		return buf;
-	log_info(&as->ctx->log,
-		 "pid %d: %s: not readable through map_files (%s): %s", pid,
-		 path, strerror(errno),
-		 as->ctx->ignore_deleted
-			 ? "opening the file now at its path"
-			 : "its frames are unknown (--ignore-deleted opens the "
-			   "file now at its path)");
-	if (!as->ctx->ignore_deleted)
-		return NULL;
-	if (root)
-		snprintf(buf, size, "%s%.*s", root, (int)(l - dl), path);
-	else
-		snprintf(buf, size, "/proc/%d/root%.*s", pid, (int)(l - dl), path);
+	prefix = snprintf(buf, size, "/proc/%d/root", pid);
+	snprintf(buf + prefix, size - (size_t)prefix, "%.*s", len, path);
+	/* The walk from a descriptor of the root is the walk after the magic
+	 * link (the target's mount namespace, its symbolic links), without
+	 * the link: path is absolute (a pending mapping's). */
+	if (path[0] == '/' && path[1] != '/' && root_fd(as) >= 0) {
+		*dirfd = as->root_fd;
+		*rel = buf + prefix + 1;
+	}
 	return buf;
 }
 
 /* The file of a mapping whose process exited between reading its maps
  * and a pc landing in the mapping (files are opened lazily, and a capture
- * outlives its target): /proc/PID/root is gone, so the path is opened as
- * this process sees it, when it is still the file mapped (same inode as
- * the maps line; the module's build-id checks the rest). */
+ * outlives its target) before the space held a descriptor of its root
+ * (one held still opens the target's files): /proc/PID/root is gone, so
+ * the path is opened as this process sees it, when it is still the file
+ * mapped (same inode as the maps line; the module's build-id checks the
+ * rest). */
 static struct module *gone_file(struct stacksnap_addrspace *as,
 				const struct as_map *m)
 {
@@ -334,13 +379,16 @@ static struct module *gone_file(struct stacksnap_addrspace *as,
 static void map_resolve(struct stacksnap_addrspace *as, struct as_map *m)
 {
 	char buf[4096 + 64];
-	const char *op;
+	const char *op, *rel;
 	struct module *mod = NULL;
 	uint64_t t0 = clock_monotonic_ns();
+	int dirfd;
 
 	m->pending = false;
-	op = file_to_open(as, m->path, m->start, m->end, buf, sizeof(buf));
-	if (op && module__get_file(as->ctx, m->path, op, NULL, 0, &mod) == 0)
+	op = file_to_open(as, m->path, m->start, m->end, buf, sizeof(buf),
+			  &dirfd, &rel);
+	if (op && module__get_file_at(as->ctx, m->path, dirfd, rel, op, NULL, 0,
+				      &mod) == 0)
 		m->mod = module_biased(as, mod, m->start, m->end, m->offset,
 				       &m->bias);
 	else if (op && !as->ctx->sysroot && (mod = gone_file(as, m)))
@@ -367,8 +415,15 @@ static int read_maps(struct stacksnap_addrspace *as)
 	f = fopen(fname, "re");
 	if (!f) {
 		err = -errno;
-		log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
-			(int)as->pid, fname, strerror(errno));
+		/* A process gone (profile -a, trace: short processes exit
+		 * before their first sample is read) is no error here: the
+		 * caller gets -ENOENT and says what it means to it. */
+		if (err == -ENOENT || err == -ESRCH)
+			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
+				  (int)as->pid, fname, strerror(errno));
+		else
+			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
+				(int)as->pid, fname, strerror(errno));
 		return err;
 	}
 	/* procfs fills each read() by finding its place in the mappings
@@ -474,6 +529,7 @@ int stacksnap_addrspace__refresh(struct stacksnap_addrspace *as)
 	nold = as->n;
 	as->maps = NULL;
 	as->n = as->cap = 0;
+	root_close(as); /* the root now, should the target have changed it */
 	err = read_maps(as);
 	for (size_t i = 0; i < nold; i++)
 		map_release(&old[i]);
@@ -519,11 +575,40 @@ nomem:
 	return NULL;
 }
 
+int addrspace__merge_new(struct stacksnap_addrspace *dst, struct stacksnap_addrspace *src)
+{
+	size_t added = 0;
+
+	for (size_t i = 0; i < src->n; i++) {
+		struct as_map *m = &src->maps[i];
+		bool overlaps = false;
+
+		for (size_t k = 0; k < dst->n && !overlaps; k++)
+			overlaps = dst->maps[k].start < m->end && m->start < dst->maps[k].end;
+		if (overlaps)
+			continue;
+		/* Opened as src's (its pid names the files), then moved. */
+		if (m->pending)
+			map_resolve(src, m);
+		if (!VEC_PUSH(dst->maps, dst->n, dst->cap))
+			return -ENOMEM;
+		/* Moved: src no longer holds its module or path. */
+		dst->maps[dst->n - 1] = *m;
+		m->mod = NULL;
+		m->path = NULL;
+		added++;
+	}
+	if (added)
+		maps_sort(dst);
+	return (int)added;
+}
+
 void stacksnap_addrspace__free(struct stacksnap_addrspace *as)
 {
 	if (!as)
 		return;
 	maps_clear(as);
+	root_close(as);
 	free(as->maps);
 	free(as->rw);
 	jit_symbols__free(as->jit);

@@ -49,7 +49,20 @@ struct stacksnap_addrspace {
 	/* The process's perf map and jitdump: names of its anonymous code
 	 * (NULL until a pc there is symbolized; live processes only). */
 	struct jit_symbols *jit;
+	/* A descriptor of /proc/PID/root, opened with the first module of a
+	 * live target without a sysroot: its files are opened relative to
+	 * it, in the target's mount namespace, without a walk through the
+	 * magic link each. -1 when not open (root_tried: not available, then
+	 * files are opened by their /proc/PID/root paths); counted in the
+	 * context's root_fds while open. */
+	int root_fd;
+	bool root_tried;
 };
+
+/* How many root descriptors one context's address spaces hold at most: a
+ * recorder following thousands of processes keeps that many spaces, and
+ * the others open their files by path. */
+#define AS_MAX_ROOT_FDS 32
 
 /* The JIT symbol source of as: a live process's perf map and jitdump
  * (made at the first call), or what addrspace__set_jit gave a saved
@@ -57,6 +70,12 @@ struct stacksnap_addrspace {
 struct jit_symbols *addrspace__jit(struct stacksnap_addrspace *as);
 /* Gives as the names of a saved snapshot's JIT code (takes js). */
 void addrspace__set_jit(struct stacksnap_addrspace *as, struct jit_symbols *js);
+
+/* Moves src's mappings that overlap none of dst's into dst (a re-read of
+ * the maps filling the gaps of the mappings the kernel's records gave:
+ * those stay as of the events being unwound). Returns how many, or
+ * -ENOMEM. */
+int addrspace__merge_new(struct stacksnap_addrspace *dst, struct stacksnap_addrspace *src);
 
 /* The writable mappings read with the maps; 0 for caller-supplied ones. */
 size_t addrspace__writable(const struct stacksnap_addrspace *as,
@@ -101,6 +120,11 @@ uint64_t procs_rereads(const struct stacksnap_procs *p);
 /* Whether procs follows process pid and has not seen its exit (a
  * recorder of the kernel's mmap records keeps only those). */
 bool procs_alive(const struct stacksnap_procs *p, pid_t pid);
+/* Whether p's processes are kept by the kernel's mmap records (as of
+ * the events being unwound): a re-read of the maps on a miss (JIT code)
+ * then adds the mappings the records lack instead of replacing the
+ * process's mappings with the later ones. */
+void procs_set_from_records(struct stacksnap_procs *p, bool on);
 /* More copied ranges for the next unwinds of captures (a thread's normal
  * stack below its alternate signal stack's copy); n = 0 removes them.
  * The bytes must outlive those unwinds. */

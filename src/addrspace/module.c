@@ -4,6 +4,7 @@
 #include "module.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,15 @@ int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		     const char *open_path, const uint8_t *build_id,
 		     size_t build_id_len, struct module **out)
 {
+	return module__get_file_at(ctx, path, AT_FDCWD, open_path, open_path,
+				   build_id, build_id_len, out);
+}
+
+int module__get_file_at(struct stacksnap_ctx *ctx, const char *path,
+			int dirfd, const char *rel, const char *open_path,
+			const uint8_t *build_id, size_t build_id_len,
+			struct module **out)
+{
 	struct elf_image *img;
 	struct module *m;
 	struct stat st;
@@ -86,7 +96,7 @@ int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		goto found;
 	/* Opened, then known by its identity: one lookup of the path (under
 	 * /proc/PID/root, the costly part of a module's opening), not two. */
-	err = elf_file__open(open_path, &ctx->log, &fd, &st);
+	err = elf_file__openat(dirfd, rel, open_path, &ctx->log, &fd, &st);
 	if (err)
 		return err;
 	if ((m = find_by_file(ctx, &st))) {

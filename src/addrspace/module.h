@@ -96,6 +96,8 @@ struct stacksnap_ctx {
 	bool defer_cache_writes; /* note debug-file copies, make them later */
 	size_t lazy_min_cfi;	/* .eh_frame bytes from which tables are lazy;
 				   tests set 0 (all) or SIZE_MAX (none) */
+	unsigned root_fds;	/* descriptors of targets' roots held by
+				   address spaces: at most AS_MAX_ROOT_FDS */
 };
 
 /* Finds or opens the module for the file at path (opened at open_path,
@@ -104,6 +106,14 @@ struct stacksnap_ctx {
 int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		     const char *open_path, const uint8_t *build_id,
 		     size_t build_id_len, struct module **out);
+/* module__get_file opening rel relative to the directory dirfd (a
+ * descriptor of the target's root: no walk through /proc/PID/root for
+ * each file); open_path still names the file (messages, the image's path,
+ * its debug link's directory). */
+int module__get_file_at(struct stacksnap_ctx *ctx, const char *path,
+			int dirfd, const char *rel, const char *open_path,
+			const uint8_t *build_id, size_t build_id_len,
+			struct module **out);
 /* Is a module with this build-id in the cache (module__get_file with the
  * build-id then opens no file)? */
 bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len);

@@ -53,6 +53,7 @@ struct stacksnap_procs {
 	uint64_t rereads;		/* maps re-read by unwind_capture */
 	uint8_t *expanded;		/* a compacted capture, expanded */
 	size_t expanded_cap;
+	bool from_records;		/* procs_set_from_records */
 };
 
 static size_t id_hash(pid_t id, size_t cap)
@@ -486,6 +487,30 @@ int stacksnap_procs__apply_perf_event(struct stacksnap_procs *p,
 	}
 }
 
+/* The miss re-read under the kernel's records: the maps as they are now
+ * fill the gaps of e's mappings, which stay as the records made them (a
+ * library dlclose()d since, still in the events queued before). */
+static int reread_merge(struct stacksnap_procs *p, struct proc *e)
+{
+	struct stacksnap_addrspace *now = stacksnap_addrspace__from_pid(p->ctx, e->pid);
+	int added;
+
+	if (!now)
+		return -errno;
+	added = addrspace__merge_new(e->as, now);
+	stacksnap_addrspace__free(now);
+	if (added < 0)
+		return added;
+	if (added)
+		p->generation++;
+	return 0;
+}
+
+void procs_set_from_records(struct stacksnap_procs *p, bool on)
+{
+	p->from_records = on;
+}
+
 int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 				    struct stacksnap_unwinder *uw, pid_t pid,
 				    const struct stacksnap_capture *cap,
@@ -531,7 +556,7 @@ int stacksnap_procs__unwind_capture(struct stacksnap_procs *p,
 		uint64_t where = n ? frames[n - 1].pc : regs.regs[STACKSNAP_REG_RIP];
 
 		if (e && !e->dead && (where != e->miss_pc || now - e->reread_ns > 10000000u) &&
-		    stacksnap_procs__attach_pid(p, pid) == 0) {
+		    (p->from_records ? reread_merge(p, e) : stacksnap_procs__attach_pid(p, pid)) == 0) {
 			e = proc_find(p, pid);
 			e->reread_ns = now;
 			p->rereads++;

@@ -9,8 +9,11 @@
 #include "base/maps_line.h"
 
 /* Reads an unsigned number in base 16 or 10 at *p, at most 16 (hex) or 20
- * (decimal) digits, and moves *p past it. False when there is none. */
-static bool number(const char **p, unsigned base, uint64_t *out)
+ * (decimal) digits, and moves *p past it. False when there is none.
+ * Inlined: each call's constant base turns the overflow test's division
+ * into a multiplication (a division a digit was most of the parse). */
+static inline __attribute__((always_inline)) bool
+number(const char **p, unsigned base, uint64_t *out)
 {
 	const char *s = *p;
 	uint64_t v = 0;

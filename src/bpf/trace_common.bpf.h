@@ -19,6 +19,9 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 stack_size = 16384;	/* <= TRACE_STACK_MAX */
 const volatile bool filter_tid = false;		/* traced holds tids, not tgids */
 const volatile bool inherit = true;		/* follow new processes */
+const volatile bool all_processes = false;	/* -a: every process but the
+						   tracer's own (self_tgid) */
+const volatile __u32 self_tgid = 0;
 const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 						    in-kernel walk, or both */
 const volatile bool compact = false;		/* compact stacks in the kernel */
@@ -116,6 +119,8 @@ static __always_inline bool current_traced(void)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 key = filter_tid ? (__u32)id : (__u32)(id >> 32);
 
+	if (all_processes) /* (not the idle task, not the tracer) */
+		return (__u32)(id >> 32) && (__u32)(id >> 32) != self_tgid;
 	return bpf_map_lookup_elem(&traced, &key) != NULL;
 }
 
@@ -302,13 +307,15 @@ __attribute__((noinline)) int trace_find_ucontext(struct stacksnap_compact_area 
 	return -1;
 }
 
-__attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s, __u32 n)
+/* The interrupted sp on the normal stack (into rec.more_start) of a
+ * thread whose copy (n bytes from sp) lies on its alternate signal stack;
+ * returns 1, or 0 when there is none. */
+__attribute__((noinline)) int trace_find_interrupted_sp(struct ss_scratch *s, __u32 n)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 alt = BPF_CORE_READ(task, sas_ss_sp), size = BPF_CORE_READ(task, sas_ss_size);
-	__u64 sp, rsp, want, at;
+	__u64 sp, rsp;
 	int o;
-	__u32 got;
 
 	if (!s)
 		return 0;
@@ -320,8 +327,21 @@ __attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s,
 		return 0;
 	o &= TRACE_STACK_MAX - 1;
 	rsp = *(__u64 *)(s->area.in + o + UC_RSP);
-	if (rsp - alt < size)
+	if (!rsp || rsp - alt < size)
 		return 0; /* interrupted on the alternate stack itself */
+	s->rec.more_start = rsp;
+	return 1;
+}
+
+/* Copies the normal stack from rec.more_start after the first copy's n
+ * bytes (rounded to words), within TRACE_STACK_MAX. */
+__attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s, __u32 n)
+{
+	__u64 want, at;
+	__u32 got;
+
+	if (!s || !s->rec.more_start)
+		return 0;
 	at = (n + 7) & ~7u;
 	if (at >= TRACE_STACK_MAX - 8)
 		return 0;
@@ -330,13 +350,54 @@ __attribute__((noinline)) int trace_copy_interrupted_stack(struct ss_scratch *s,
 		want = stack_size;
 	__stacksnap_opaque(at);
 	at &= TRACE_STACK_MAX - 1;
-	s->more.stack_start = rsp;
+	s->more.stack_start = s->rec.more_start;
 	s->more.flags = 0;
 	got = stacksnap_capture_stack(&s->more, s->area.in + at, (__u32)want,
 				      TRACE_STACK_MAX);
-	s->rec.more_start = rsp;
 	s->rec.more_len = got;
 	return got;
+}
+
+/* stacksnap_compact_area, keeping also the words that point into the
+ * stack_size bytes from also (0: none): under --compact, the signal
+ * frame's interrupted rsp (and rbp) into the normal stack copied after
+ * it, without which the walk could not cross to that copy. */
+__attribute__((noinline)) int trace_compact_area(struct stacksnap_compact_area *a,
+						 const struct stacksnap_exec_ranges *r,
+						 __u64 lo, __u32 len, __u64 also)
+{
+	struct stacksnap__compact_ctx c = {
+		.lo = lo, .hi = lo + len, .words = len / 8,
+		.also_lo = also, .also_hi = also ? also + stack_size : 0,
+	};
+
+	if (!a || !r)
+		return 0;
+	c.in = a->in;
+	c.out = a->out;
+	c.ranges = r;
+	bpf_loop(c.words, stacksnap__compact_word, &c, 0);
+	return (int)c.out_len;
+}
+
+/* stacksnap_compact through trace_compact_area. */
+static __always_inline __u32 trace_compact(struct stacksnap_capture *cap,
+					   struct stacksnap_compact_area *area,
+					   const struct stacksnap_exec_ranges *ranges,
+					   __u64 also)
+{
+	__u32 words = cap->stack_len / 8;
+	int n;
+
+	if (!words)
+		return 0;
+	n = trace_compact_area(area, ranges, cap->stack_start, words * 8, also);
+	if (n <= 0 || (__u32)n >= cap->stack_len)
+		return 0;
+	cap->flags |= STACKSNAP_CAPTURE_COMPACT;
+	cap->stack_len = words * 8;
+	cap->data_len = (__u32)n;
+	return (__u32)n;
 }
 
 /* Copies the stack (cap's registers already set), then raw_len bytes of
@@ -370,19 +431,13 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	}
 	s->rec.more_start = 0;
 	s->rec.more_len = 0;
-	/* (Not with a compacted copy: one range is compacted.) */
-	if ((unwind_mode & KU_MODE_COPY) && !compact && n) {
-		__u32 m = (__u32)trace_copy_interrupted_stack(s, n);
-
-		if (m && m <= TRACE_STACK_MAX - 8 - ((n + 7) & ~7u))
-			n = ((n + 7) & ~7u) + m;
-		else
-			s->rec.more_len = 0;
-	}
+	/* Found in the copy before it is compacted; copied after it. */
+	if ((unwind_mode & KU_MODE_COPY) && n)
+		trace_find_interrupted_sp(s, n);
 	if (compact && n) {
 		__u32 tgid = s->rec.pid;
 		const struct stacksnap_exec_ranges *r = bpf_map_lookup_elem(&exec_ranges, &tgid);
-		__u32 c = r ? stacksnap_compact(&s->rec.cap, &s->area, r) : 0;
+		__u32 c = r ? trace_compact(&s->rec.cap, &s->area, r, s->rec.more_start) : 0;
 		__u64 cl = c;
 
 		__stacksnap_opaque(cl);
@@ -395,6 +450,14 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 			s->rec.cap.flags &= ~STACKSNAP_CAPTURE_COMPACT;
 			s->rec.cap.data_len = s->rec.cap.stack_len;
 		}
+	}
+	if (s->rec.more_start) {
+		__u32 m = (__u32)trace_copy_interrupted_stack(s, n);
+
+		if (m && m <= TRACE_STACK_MAX - 8 - ((n + 7) & ~7u))
+			n = ((n + 7) & ~7u) + m;
+		else
+			s->rec.more_len = 0;
 	}
 	n = (n + 7) & ~7u;
 	if (raw && raw_len) {

@@ -27,6 +27,11 @@ int BPF_PROG(trace_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ctgid = child->tgid, cpid = child->pid;
 	__u32 one = 1;
 
+	if (all_processes) {
+		if (ptgid != self_tgid)
+			proc_rec(TRACE_REC_FORK, ctgid, cpid, ptgid, ppid);
+		return 0;
+	}
 	if (filter_tid || !bpf_map_lookup_elem(&traced, &ptgid))
 		return 0;
 	if (ctgid != ptgid) {
@@ -56,7 +61,7 @@ int BPF_PROG(trace_exit, struct task_struct *p)
 		return 0;
 	proc_rec(TRACE_REC_EXIT, tgid, p->pid, 0, 0);
 	/* The last thread: a later process with this pid is not ours. */
-	if (!filter_tid && BPF_CORE_READ(p, signal, live.counter) == 0)
+	if (!filter_tid && !all_processes && BPF_CORE_READ(p, signal, live.counter) == 0)
 		bpf_map_delete_elem(&traced, &tgid);
 	return 0;
 }

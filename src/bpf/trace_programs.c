@@ -45,6 +45,8 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 		(skel)->rodata->stack_size = (c)->stack_size;                  \
 		(skel)->rodata->filter_tid = (c)->filter_tid;                  \
 		(skel)->rodata->inherit = (c)->inherit;                        \
+		(skel)->rodata->all_processes = (c)->all_processes;            \
+		(skel)->rodata->self_tgid = (uint32_t)getpid();                \
 		(skel)->rodata->unwind_mode = (c)->unwind_mode;                \
 		(skel)->rodata->compact = (c)->compact;                        \
 		(skel)->rodata->python = (c)->python;                          \

@@ -25,6 +25,7 @@ struct trace_program_config {
 	uint32_t stack_size;	/* bytes copied per event */
 	bool filter_tid;	/* the filter holds tids, not tgids */
 	bool inherit;		/* follow new processes */
+	bool all_processes;	/* every process but ours (-a) */
 	uint32_t unwind_mode;	/* KU_MODE_* */
 	bool compact;		/* compact stacks in the kernel */
 	bool python;		/* walk Python frames (processes in py_procs) */

@@ -176,57 +176,75 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 void capture__runtime_take(struct stacksnap_snapshot *s);
 void capture__runtime_free(struct stacksnap_snapshot *s);
 
-/* java_capture.c: a HotSpot JVM's frames, named after the thaw from its
- * vmStructs tables. NULL from detect: no JVM, or one whose tables did not
- * read (logged once). */
-struct snap_java;
+/* A runtime whose frames are named from native frames after the walk (a
+ * HotSpot JVM, V8): one table of operations per runtime, so that the
+ * dump, --save, watch (walker), profile and trace (stacksnap_vm__*)
+ * drive any of them alike (named_runtime.c). rt is the runtime's own
+ * state, from detect. */
 struct stacksnap_addrspace;
-struct snap_java *capture__java_detect(pid_t pid,
-				       const struct stacksnap_addrspace *as,
-				       const struct log_sink *log);
-void capture__java_free(struct snap_java *j);
-/* In the freeze: what later says whether classes may have been unloaded
- * before the frames were named (one read). */
-void capture__java_take(struct snap_java *j);
-const char *capture__java_description(const struct snap_java *j);
-/* Thread tid's Java name (its java.lang.Thread's), or NULL; all read at
- * the first call, after the thaw, and again (once per capture after a
- * capture__java_forget) when a thread the last read did not see is asked
- * for. Lives as long as j, or until such a read. */
-const char *capture__java_thread_name(struct snap_java *j, pid_t tid);
-/* Registers with uw the stepper of compiled Java frames (by their
- * nmethod's frame size). Returns 1, 0 (no frame sizes in the tables) or
- * -errno. */
-int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw);
-/* The Java frames of snapshot thread i (of nthreads), one per native frame
- * in the code cache, each replacing it; at most max into out. Returns
- * their count or -ENOMEM. */
-int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
-			 const struct stacksnap_frame *native, size_t nnative,
-			 struct stacksnap_runtime_frame *out, size_t max);
-/* For a JVM walked again and again (the walker's rounds): forgets the
- * frames named, the frames stepped and the code heaps' ranges, so that
- * the next capture's threads are walked and named afresh. */
-void capture__java_forget(struct snap_java *j);
-/* The steps the stepper took in the walks so far (for --save), in the
- * order taken, duplicates possible; *steps lives as long as j. */
 struct hotspot_step;
-size_t capture__java_steps(const struct snap_java *j,
-			   const struct hotspot_step **steps);
+#define NAMED_FORGET_FRAMES 0x1	/* the frames named (before naming anew) */
+#define NAMED_FORGET_WALKS 0x2	/* what the steppers remembered of walks */
+#define NAMED_FORGET_CODE 0x4	/* cached code ranges (the JIT adds code) */
+#define NAMED_FORGET_ALL 0x7
+struct named_runtime_ops {
+	enum stacksnap_runtime kind;
+	/* NULL: no such runtime in pid, or one that cannot be read (logged
+	   once). as may be NULL (then /proc/PID/maps is read). */
+	void *(*detect)(pid_t pid, const struct stacksnap_addrspace *as,
+			const struct log_sink *log);
+	void (*free)(void *rt);
+	const char *(*description)(const void *rt);
+	/* In the freeze (NULL: nothing to read there). */
+	void (*take)(void *rt);
+	/* Registers its steppers with uw: 1, 0 (none) or -errno; NULL:
+	   the runtime's frames need none (they keep frame pointers). */
+	int (*steppers)(void *rt, struct stacksnap_unwinder *uw);
+	/* The runtime frames of thread i (of nthreads) of one walk, each
+	   replacing the native frame native_index names; stack (may be
+	   NULL) reads the walk's stack copy, for frame slots that live
+	   memory may have changed since. Named once per (i, nnative) until
+	   forgotten; at most max into out; returns their count or -errno. */
+	int (*frames)(void *rt, size_t nthreads, size_t i, struct stacksnap_mem *stack,
+		      const struct stacksnap_frame *native, size_t nnative,
+		      struct stacksnap_runtime_frame *out, size_t max);
+	/* NAMED_FORGET_* bits. */
+	void (*forget)(void *rt, unsigned what);
+	/* Thread tid's runtime name, or NULL (NULL op: none). A JVM's are
+	   all read at the first call, after the thaw, and again (once per
+	   capture after a forget) when a thread the last read did not see
+	   is asked for; each lives as long as rt, or until such a read. */
+	const char *(*thread_name)(void *rt, pid_t tid);
+	/* The steps its steppers took since they were last forgotten (for
+	   --save, and stacksnap_vm__steps), in the order taken, duplicates
+	   possible; NULL op: none. */
+	size_t (*steps)(const void *rt, const struct hotspot_step **steps);
+	/* Whether its steppers step (on at detect): an unwinder shared with
+	   walks of other processes turns them off for those, as their pcs
+	   mean nothing in this runtime's code; NULL op: no steppers. */
+	void (*enable)(void *rt, bool on);
+};
 
-/* v8_capture.c: a V8 (node) process's JavaScript frames, named after the
- * thaw through the v8dbg_* metadata its binary exports. NULL from detect:
- * no V8 image with the metadata, or metadata this does not read (logged
- * once). */
-struct snap_v8;
-struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log);
-void capture__v8_free(struct snap_v8 *v);
-const char *capture__v8_description(const struct snap_v8 *v);
-/* The JavaScript frames of snapshot thread i (of nthreads), one per
- * native frame whose slots name a function, each replacing it; at most
- * max into out. Returns their count or -ENOMEM. */
-int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
-		       const struct stacksnap_frame *native, size_t nnative,
-		       struct stacksnap_runtime_frame *out, size_t max);
+/* Invariant: ops and rt both set (found) or both NULL. */
+struct named_runtime {
+	const struct named_runtime_ops *ops;
+	void *rt;
+};
+
+extern const struct named_runtime_ops capture__java_ops, capture__v8_ops;
+
+/* Looks for ops' runtime in pid: true (nr set) or false (nr cleared). */
+bool capture__named_detect(struct named_runtime *nr,
+			   const struct named_runtime_ops *ops, pid_t pid,
+			   const struct stacksnap_addrspace *as,
+			   const struct log_sink *log);
+void capture__named_free(struct named_runtime *nr);
+/* Every op of the table through nr, for runtimes found or not (0, NULL). */
+int capture__named_steppers(struct named_runtime *nr, struct stacksnap_unwinder *uw);
+int capture__named_frames(struct named_runtime *nr, size_t nthreads, size_t i,
+			  struct stacksnap_mem *stack,
+			  const struct stacksnap_frame *native, size_t nnative,
+			  struct stacksnap_runtime_frame *out, size_t max);
+void capture__named_forget(struct named_runtime *nr, unsigned what);
 
 #endif

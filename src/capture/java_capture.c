@@ -132,9 +132,8 @@ static int find_libjvm(pid_t pid, const struct stacksnap_addrspace *as,
 	return found;
 }
 
-struct snap_java *capture__java_detect(pid_t pid,
-				       const struct stacksnap_addrspace *as,
-				       const struct log_sink *log)
+static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
+			 const struct log_sink *log)
 {
 	struct snap_java *j;
 	char full[4096 + 32];
@@ -216,23 +215,33 @@ static void drop_frames(struct snap_java *j)
 	j->nthreads = 0;
 }
 
-void capture__java_forget(struct snap_java *j)
+static void java_forget(void *rt, unsigned what)
 {
-	drop_frames(j);
-	j->nfps = 0;
-	j->fp_sorted = false;
-	j->nsteps = 0;
-	j->ndeopts = 0;
-	j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
-	j->gc_captured = false;
-	j->gc_warned = false;
-	j->names_fresh = false;
-	if (++j->captures % JAVA_UNNAMED_CAPTURES == 0)
-		j->nunnamed = 0;
+	struct snap_java *j = rt;
+
+	if (what & NAMED_FORGET_FRAMES) {
+		drop_frames(j);
+		/* A new capture: its threads' names may be read again. */
+		j->names_fresh = false;
+		if (++j->captures % JAVA_UNNAMED_CAPTURES == 0)
+			j->nunnamed = 0;
+	}
+	if (what & NAMED_FORGET_WALKS) {
+		j->nfps = 0;
+		j->fp_sorted = false;
+		j->nsteps = 0;
+		j->ndeopts = 0;
+		j->gc_captured = false;
+		j->gc_warned = false;
+	}
+	if (what & NAMED_FORGET_CODE)
+		j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
 }
 
-void capture__java_free(struct snap_java *j)
+static void java_free(void *rt)
 {
+	struct snap_java *j = rt;
+
 	if (!j)
 		return;
 	drop_frames(j);
@@ -256,8 +265,10 @@ static int read_gc_count(struct snap_java *j, uint32_t *count)
 	return mem_read_many(j->mem, &iov, 1) ? -EFAULT : 0;
 }
 
-void capture__java_take(struct snap_java *j)
+static void java_take(void *rt)
 {
+	struct snap_java *j = rt;
+
 	j->gc_captured = j->gc_count_addr &&
 		read_gc_count(j, &j->gc_at_capture) == 0;
 }
@@ -319,8 +330,9 @@ static const char *find_thread_name(const struct snap_java *j, pid_t tid)
 	return NULL;
 }
 
-const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
+static const char *java_thread_name(void *rt, pid_t tid)
 {
+	struct snap_java *j = rt;
 	const char *name;
 
 	if (!j->names_read)
@@ -348,9 +360,9 @@ const char *capture__java_thread_name(struct snap_java *j, pid_t tid)
 	return NULL;
 }
 
-const char *capture__java_description(const struct snap_java *j)
+static const char *java_description(const void *rt)
 {
-	return j->description;
+	return ((const struct snap_java *)rt)->description;
 }
 
 /* The frame pointer (rbp) of native frame k: its CFA - 16 (the saved rbp
@@ -555,12 +567,18 @@ nomem:
 	return -ENOMEM;
 }
 
-int capture__java_frames(struct snap_java *j, size_t nthreads, size_t i,
-			 const struct stacksnap_frame *native, size_t nnative,
-			 struct stacksnap_runtime_frame *out, size_t max)
+/* Compiled frames' slots are not read (their names come from the code
+ * cache, interpreter frames' from the Method* the stepper's rbp finds):
+ * stack is not needed. */
+static int java_frames(void *rt, size_t nthreads, size_t i,
+		       struct stacksnap_mem *stack,
+		       const struct stacksnap_frame *native, size_t nnative,
+		       struct stacksnap_runtime_frame *out, size_t max)
 {
+	struct snap_java *j = rt;
 	int err;
 
+	(void)stack;
 	check_unloading(j);
 	if ((err = resolve(j, nthreads, i, native, nnative)))
 		return err;
@@ -615,9 +633,10 @@ static void log_step(struct snap_java *j, const struct stacksnap_regs *regs,
 	};
 }
 
-size_t capture__java_steps(const struct snap_java *j,
-			   const struct hotspot_step **steps)
+static size_t java_steps(const void *rt, const struct hotspot_step **steps)
 {
+	const struct snap_java *j = rt;
+
 	*steps = j->steps;
 	return j->nsteps;
 }
@@ -727,8 +746,9 @@ static int java_step(void *user, const struct stacksnap_regs *regs,
 	return STACKSNAP_STEPPER_CALLER;
 }
 
-int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
+static int java_steppers(void *rt, struct stacksnap_unwinder *uw)
 {
+	struct snap_java *j = rt;
 	STACKSNAP_OPTS(stacksnap_stepper_opts, o, .name = "hotspot",
 		       .step = java_step, .user = j,
 		       /* After CFI (JIT code has none), before the analysis
@@ -743,88 +763,28 @@ int capture__java_steppers(struct snap_java *j, struct stacksnap_unwinder *uw)
 	return id < 0 ? id : 1;
 }
 
-/* ------------------------------------------------------------------ */
-/* A JVM followed over samples (profile, trace): one snap_java whose
- * frames are named per walk. */
+static void java_enable(void *rt, bool on)
+{
+	((struct snap_java *)rt)->step_off = !on;
+}
 
-struct stacksnap_jvm {
-	struct snap_java *j;
-	unsigned walks;		/* named so far: the heaps re-read now and then */
+const struct named_runtime_ops capture__java_ops = {
+	.kind = STACKSNAP_RUNTIME_JAVA,
+	.detect = java_detect,
+	.free = java_free,
+	.description = java_description,
+	.take = java_take,
+	.steppers = java_steppers,
+	.frames = java_frames,
+	.forget = java_forget,
+	.thread_name = java_thread_name,
+	.steps = java_steps,
+	.enable = java_enable,
 };
 
-struct stacksnap_jvm *stacksnap_jvm__open(struct stacksnap_ctx *ctx, pid_t pid,
-					  const struct stacksnap_addrspace *as)
-{
-	struct stacksnap_jvm *jvm;
-
-	if (!ctx || pid <= 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (!(jvm = calloc(1, sizeof(*jvm))))
-		return NULL;
-	if (!(jvm->j = capture__java_detect(pid, as, &ctx->log))) {
-		free(jvm);
-		errno = ENOENT;
-		return NULL;
-	}
-	return jvm;
-}
-
-void stacksnap_jvm__free(struct stacksnap_jvm *jvm)
-{
-	if (!jvm)
-		return;
-	capture__java_free(jvm->j);
-	free(jvm);
-}
-
-int stacksnap_jvm__steppers(struct stacksnap_jvm *jvm, struct stacksnap_unwinder *uw)
-{
-	if (!jvm || !uw)
-		return fail(-EINVAL);
-	return capture__java_steppers(jvm->j, uw);
-}
-
-void stacksnap_jvm__enable(struct stacksnap_jvm *jvm, bool on)
-{
-	if (jvm)
-		jvm->j->step_off = !on;
-}
-
-/* The public step is the stepper's own, field for field. */
+/* stacksnap_vm__steps hands out the stepper's steps as the public step,
+ * field for field. */
 _Static_assert(sizeof(struct stacksnap_runtime_step) == sizeof(struct hotspot_step) &&
 	       offsetof(struct stacksnap_runtime_step, caller_fp) ==
 	       offsetof(struct hotspot_step, caller_fp),
 	       "struct stacksnap_runtime_step is struct hotspot_step");
-
-size_t stacksnap_jvm__steps(const struct stacksnap_jvm *jvm,
-			    const struct stacksnap_runtime_step **steps)
-{
-	if (!jvm || !steps)
-		return 0;
-	*steps = (const struct stacksnap_runtime_step *)jvm->j->steps;
-	return jvm->j->nsteps;
-}
-
-int stacksnap_jvm__frames(struct stacksnap_jvm *jvm, const struct stacksnap_frame *native,
-			  size_t nnative, struct stacksnap_runtime_frame *out, size_t max)
-{
-	struct snap_java *j;
-	int n;
-
-	if (!jvm || (nnative && !native) || (max && !out))
-		return fail(-EINVAL);
-	j = jvm->j;
-	drop_frames(j);
-	/* The code heaps commit more as the JIT compiles. */
-	if (++jvm->walks % 256 == 0)
-		j->nheaps = -1;
-	n = capture__java_frames(j, 1, 0, native, nnative, out, max);
-	/* The interpreter frames stepped were this walk's. */
-	j->nfps = 0;
-	j->fp_sorted = false;
-	j->nsteps = 0;
-	j->ndeopts = 0;
-	return n < 0 ? fail(n) : (n > (int)max ? (int)max : n);
-}

@@ -20,7 +20,7 @@
 #include "capture/runtime_capture.h"
 #include "runtime/python/python.h"
 
-/* Invariant: py.found, or java or v8 set (and py zeroed: every Python path
+/* Invariant: py.found, or named found (and stack set) (and py zeroed: every Python path
  * sees an interpreter with no layout and nothing captured); mem reads the live process (the capture's reads
  * are in the freeze; the resolver's after it, of immutable objects).
  * resolved[i] (for capture thread i) is set once its frames are named. */
@@ -37,8 +37,10 @@ struct snap_runtime {
 	size_t *nframes;
 	const char **ends;
 	bool *resolved;
-	struct snap_java *java;	/* a JVM's frames instead */
-	struct snap_v8 *v8;	/* V8's (node's) frames instead */
+	/* A runtime whose frames are named from the native frames instead
+	   (a JVM, V8); stack reads the capture's stack copies for it. */
+	struct named_runtime named;
+	struct stacksnap_mem *stack;
 };
 
 /* The interpreter among the modules of the address space the caller read
@@ -75,6 +77,35 @@ static int detect_in(pid_t pid, const struct stacksnap_addrspace *as,
 	return 0;
 }
 
+/* The stack copies of this round: 3.11 keeps each eval loop's _PyCFrame
+ * on the C stack. */
+static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
+{
+	const struct stacksnap_snapshot *s = user;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct stacksnap_thread *t = &s->threads[i].pub;
+
+		if (t->stack && addr >= t->stack_base &&
+		    addr - t->stack_base <= t->stack_len &&
+		    len <= t->stack_len - (addr - t->stack_base))
+			return t->stack + (addr - t->stack_base);
+	}
+	return NULL;
+}
+
+/* The capture's stack copies as a memory source, for the frame slots a
+ * named runtime reads (a running thread's have changed since). */
+static int read_stacks(void *user, uint64_t addr, void *buf, size_t len)
+{
+	const uint8_t *p = stack_bytes_at(user, addr, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
 void capture__runtime_detect(struct stacksnap_snapshot *s,
 			     const struct stacksnap_snapshot_opts *o,
 			     const struct log_sink *log)
@@ -89,20 +120,17 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	/* V8 first: its image is known by name (node, libnode), and looking
 	   for CPython's symbols in node's large symbol table costs a
 	   dump ~200 ms. */
-	rt->v8 = capture__v8_detect(s->pid, log);
-	if (rt->v8) {
-		s->runtime = rt;
-		return;
-	}
+	if (capture__named_detect(&rt->named, &capture__v8_ops, s->pid,
+				  o->addrspace, log))
+		goto named;
 	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
 			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
 	    !rt->py.found) {
 		memset(&rt->py, 0, sizeof(rt->py));
-		rt->java = capture__java_detect(s->pid, o->addrspace, log);
-		if (rt->java)
-			s->runtime = rt;
-		else
-			free(rt);
+		if (capture__named_detect(&rt->named, &capture__java_ops, s->pid,
+					  o->addrspace, log))
+			goto named;
+		free(rt);
 		return;
 	}
 	rt->mem = stacksnap_mem__new_pid(s->pid);
@@ -125,23 +153,15 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 				    2 * rt->cap.nframes + 256, chunks);
 	}
 	s->runtime = rt;
-}
-
-/* The stack copies of this round: 3.11 keeps each eval loop's _PyCFrame
- * on the C stack. */
-static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
-{
-	const struct stacksnap_snapshot *s = user;
-
-	for (size_t i = 0; i < s->n; i++) {
-		const struct stacksnap_thread *t = &s->threads[i].pub;
-
-		if (t->stack && addr >= t->stack_base &&
-		    addr - t->stack_base <= t->stack_len &&
-		    len <= t->stack_len - (addr - t->stack_base))
-			return t->stack + (addr - t->stack_base);
+	return;
+named:
+	rt->stack = stacksnap_mem__new_callback(read_stacks, s);
+	if (!rt->stack) {
+		capture__named_free(&rt->named);
+		free(rt);
+		return;
 	}
-	return NULL;
+	s->runtime = rt;
 }
 
 void capture__runtime_take(struct stacksnap_snapshot *s)
@@ -149,12 +169,11 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 	struct snap_runtime *rt = s->runtime;
 	uint64_t t0;
 
-	if (rt && rt->java) {
-		capture__java_take(rt->java);
+	if (rt && rt->named.ops) {
+		if (rt->named.ops->take)
+			rt->named.ops->take(rt->named.rt);
 		return;
 	}
-	if (rt && rt->v8)
-		return;
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
@@ -182,8 +201,8 @@ void capture__runtime_free(struct stacksnap_snapshot *s)
 		py_resolver__free(&rt->res);
 	py_capture__free(&rt->cap);
 	stacksnap_mem__free(rt->mem);
-	capture__java_free(rt->java);
-	capture__v8_free(rt->v8);
+	capture__named_free(&rt->named);
+	stacksnap_mem__free(rt->stack);
 	free(rt);
 	s->runtime = NULL;
 }
@@ -197,13 +216,9 @@ int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
 	if (!s || !out)
 		return fail(-EINVAL);
 	rt = s->runtime;
-	if (rt && rt->java) {
-		info.runtime = STACKSNAP_RUNTIME_JAVA;
-		info.description = capture__java_description(rt->java);
-		info.frames = true;
-	} else if (rt && rt->v8) {
-		info.runtime = STACKSNAP_RUNTIME_JS;
-		info.description = capture__v8_description(rt->v8);
+	if (rt && rt->named.ops) {
+		info.runtime = rt->named.ops->kind;
+		info.description = rt->named.ops->description(rt->named.rt);
 		info.frames = true;
 	} else if (rt) {
 		info.runtime = STACKSNAP_RUNTIME_PYTHON;
@@ -262,9 +277,9 @@ int stacksnap_snapshot__runtime_steppers(struct stacksnap_snapshot *s,
 {
 	if (!s || !uw)
 		return fail(-EINVAL);
-	if (!s->runtime || !s->runtime->java)
+	if (!s->runtime)
 		return 0;
-	return capture__java_steppers(s->runtime->java, uw);
+	return capture__named_steppers(&s->runtime->named, uw);
 }
 
 int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
@@ -283,14 +298,9 @@ int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 	if (!s || i >= s->n || (max && !out) || (nnative && !native))
 		return fail(-EINVAL);
 	rt = s->runtime;
-	if (rt && rt->java) {
-		err = capture__java_frames(rt->java, s->n, i, native, nnative,
-					   out, max);
-		return err < 0 ? fail(err) : err;
-	}
-	if (rt && rt->v8) {
-		err = capture__v8_frames(rt->v8, s->n, i, native, nnative,
-					 out, max);
+	if (rt && rt->named.ops) {
+		err = capture__named_frames(&rt->named, s->n, i, rt->stack, native,
+					    nnative, out, max);
 		return err < 0 ? fail(err) : err;
 	}
 	if (!rt || !rt->captured)
@@ -316,8 +326,10 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 
 	if (!s || i >= s->n || !(rt = s->runtime))
 		return NULL;
-	if (rt->java)
-		return capture__java_thread_name(rt->java, s->threads[i].pub.tid);
+	if (rt->named.ops)
+		return rt->named.ops->thread_name
+			? rt->named.ops->thread_name(rt->named.rt, s->threads[i].pub.tid)
+			: NULL;
 	if (!rt->captured)
 		return NULL;
 	t = py_capture__thread(&rt->cap, (uint64_t)s->threads[i].pub.tid);
@@ -336,19 +348,26 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 	return NULL;
 }
 
-const char *capture__runtime_java(const struct stacksnap_snapshot *s)
+const char *capture__runtime_named(const struct stacksnap_snapshot *s,
+				   enum stacksnap_runtime *kind)
 {
-	return s && s->runtime && s->runtime->java
-		? capture__java_description(s->runtime->java) : NULL;
+	const struct named_runtime *nr = s && s->runtime ? &s->runtime->named : NULL;
+
+	if (!nr || !nr->ops)
+		return NULL;
+	*kind = nr->ops->kind;
+	return nr->ops->description(nr->rt);
 }
 
-size_t capture__runtime_java_steps(const struct stacksnap_snapshot *s,
-				   const struct hotspot_step **steps)
+size_t capture__runtime_named_steps(const struct stacksnap_snapshot *s,
+				    const struct hotspot_step **steps)
 {
+	const struct named_runtime *nr = s && s->runtime ? &s->runtime->named : NULL;
+
 	*steps = NULL;
-	if (!s || !s->runtime || !s->runtime->java)
+	if (!nr || !nr->ops || !nr->ops->steps)
 		return 0;
-	return capture__java_steps(s->runtime->java, steps);
+	return nr->ops->steps(nr->rt, steps);
 }
 
 const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)

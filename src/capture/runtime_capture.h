@@ -22,11 +22,13 @@ int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 			    const struct py_frame **frames, size_t *n,
 			    const char **end, bool *holds_gil);
 
-/* The JVM the capture found: its description, or NULL (none). */
-const char *capture__runtime_java(const struct stacksnap_snapshot *s);
-/* The steps its Java-frame stepper took in the walks of s so far, in
- * the order taken (duplicates possible); 0 without a JVM. */
-size_t capture__runtime_java_steps(const struct stacksnap_snapshot *s,
-				   const struct hotspot_step **steps);
+/* The runtime the capture found whose frames are named from the native
+ * frames (a JVM, V8): its description and *kind, or NULL (none). */
+const char *capture__runtime_named(const struct stacksnap_snapshot *s,
+				   enum stacksnap_runtime *kind);
+/* The steps its steppers took in the walks of s so far, in the order
+ * taken (duplicates possible); 0 without one or without steppers. */
+size_t capture__runtime_named_steps(const struct stacksnap_snapshot *s,
+				    const struct hotspot_step **steps);
 
 #endif

@@ -31,7 +31,12 @@ struct snap_v8 {
 	char path[4096];	/* the image with the metadata, as the
 				   target names it */
 	char description[160];
-	struct stacksnap_mem *mem;
+	struct stacksnap_mem *mem;	/* the live process */
+	/* What names a walk's frames: the walk's stack copy (stack, when
+	   given) first, then the live process: frame slots of a thread
+	   that ran on since (a sample, a watch round) are the copy's. */
+	struct stacksnap_mem *layered;
+	struct stacksnap_mem *stack;	/* the current walk's, or NULL */
 	struct v8_layout layout;
 	uint64_t native[V8_MAX_NATIVE_RANGES][2];
 	size_t nnative_ranges;
@@ -42,6 +47,10 @@ struct snap_v8 {
 	size_t *nnative;	/* the native frames frames[i] came from */
 	bool *resolved;
 	struct v8_frame scratch[V8_MAX_INLINED + 1]; /* one native frame's */
+	pid_t pid;
+	const struct log_sink *log; /* the caller's, outlives v */
+	bool sizes_tried;	/* the bytecode sizes looked for (at the first
+				   compiled frame left without a line) */
 };
 
 /* Whether the image at path (in the target's root) carries the metadata;
@@ -97,7 +106,19 @@ static int scan_maps(struct snap_v8 *v, pid_t pid, const struct log_sink *log)
 	return found ? 0 : -ENOENT;
 }
 
-struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
+static int read_layered(void *user, uint64_t addr, void *buf, size_t len)
+{
+	struct snap_v8 *v = user;
+
+	if (v->stack && stacksnap_mem__read(v->stack, addr, buf, len) == 0)
+		return 0;
+	return stacksnap_mem__read(v->mem, addr, buf, len);
+}
+
+static void v8_free(void *rt);
+
+static void *v8_detect(pid_t pid, const struct stacksnap_addrspace *as,
+		       const struct log_sink *log)
 {
 	struct snap_v8 *v = calloc(1, sizeof(*v));
 	const char *missing = NULL;
@@ -121,20 +142,24 @@ struct snap_v8 *capture__v8_detect(pid_t pid, const struct log_sink *log)
 		free(v);
 		return NULL;
 	}
-	if (!(v->mem = stacksnap_mem__new_pid(pid))) {
-		free(v);
+	(void)as; /* V8's image is known by name: the maps are read once */
+	if (!(v->mem = stacksnap_mem__new_pid(pid)) ||
+	    !(v->layered = stacksnap_mem__new_callback(read_layered, v))) {
+		v8_free(v);
 		return NULL;
 	}
+	v->pid = pid;
+	v->log = log;
 	snprintf(v->description, sizeof(v->description),
 		 "V8, %zu v8dbg constants", v->layout.nsymbols);
 	log_info(log, "pid %d: %s (%s)", (int)pid, v->description, v->path);
 	return v;
 }
 
-void capture__v8_free(struct snap_v8 *v)
+/* The frames named so far, dropped (the arrays sized for the thread
+ * count of their capture). */
+static void drop_frames(struct snap_v8 *v)
 {
-	if (!v)
-		return;
 	for (size_t i = 0; i < v->nthreads; i++) {
 		if (v->frames)
 			free(v->frames[i]);
@@ -146,13 +171,41 @@ void capture__v8_free(struct snap_v8 *v)
 	free(v->nframes);
 	free(v->nnative);
 	free(v->resolved);
+	v->frames = NULL;
+	v->names = NULL;
+	v->nframes = NULL;
+	v->nnative = NULL;
+	v->resolved = NULL;
+	v->nthreads = 0;
+}
+
+static void v8_free(void *rt)
+{
+	struct snap_v8 *v = rt;
+
+	if (!v)
+		return;
+	drop_frames(v);
+	stacksnap_mem__free(v->layered);
 	stacksnap_mem__free(v->mem);
 	free(v);
 }
 
-const char *capture__v8_description(const struct snap_v8 *v)
+/* Frames named again: the heap moves objects at every collection, so
+ * the live source's cached pages go with them. */
+static void v8_forget(void *rt, unsigned what)
 {
-	return v->description;
+	struct snap_v8 *v = rt;
+
+	if (what & NAMED_FORGET_FRAMES) {
+		drop_frames(v);
+		mem_invalidate(v->mem);
+	}
+}
+
+static const char *v8_description(const void *rt)
+{
+	return ((const struct snap_v8 *)rt)->description;
 }
 
 static bool in_native(const struct snap_v8 *v, uint64_t pc)
@@ -161,6 +214,32 @@ static bool in_native(const struct snap_v8 *v, uint64_t pc)
 		if (pc >= v->native[i][0] && pc < v->native[i][1])
 			return true;
 	return false;
+}
+
+/* Whether a compiled frame (not interpreted) has no line: a baseline
+ * frame's needs the bytecode sizes. */
+static bool lineless_compiled(const struct v8_frame *names, size_t n)
+{
+	for (size_t m = 0; m < n; m++)
+		if (!names[m].line && !names[m].interpreted)
+			return true;
+	return false;
+}
+
+/* The bytecode sizes from V8's image, once: its symbol table is read only
+ * for processes with such a frame. */
+static int read_sizes(struct snap_v8 *v)
+{
+	char full[4096 + 32];
+	int err;
+
+	snprintf(full, sizeof(full), "/proc/%d/root%s", (int)v->pid, v->path);
+	err = v8_layout__read_bytecode_sizes(full, v->log, &v->layout);
+	if (err)
+		log_info(v->log, "pid %d: no Bytecodes::kBytecodeSizes in %s (%s): "
+			 "baseline JavaScript frames keep no line", (int)v->pid,
+			 v->path, strerror(-err));
+	return err;
 }
 
 /* Thread i's JavaScript frames, named once per walk: per native frame
@@ -197,6 +276,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 	v->frames[i] = NULL;
 	v->names[i] = NULL;
 	v->resolved[i] = false;
+again:
 	for (size_t k = 0; k + 1 < nnative; k++) {
 		uint64_t fp;
 		int got;
@@ -205,7 +285,7 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 			continue;
 		fp = native[k].cfa ? native[k].cfa - 16 : native[k + 1].sp - 16;
 		/* A return address is past its call: look up the call. */
-		got = v8_frame__name(&v->layout, v->mem, fp,
+		got = v8_frame__name(&v->layout, v->layered, fp,
 				     k == 0 || (native[k].flags & STACKSNAP_FRAME_SIGNAL) ?
 				     native[k].pc : native[k].pc - 1,
 				     v->scratch, V8_MAX_INLINED + 1);
@@ -229,6 +309,13 @@ static int resolve(struct snap_v8 *v, size_t nthreads, size_t i,
 		for (int m = 0; m < got; m++) {
 			names[n] = v->scratch[m];
 			native_of[n++] = (uint32_t)k;
+		}
+	}
+	if (!v->sizes_tried && lineless_compiled(names, n)) {
+		v->sizes_tried = true;
+		if (read_sizes(v) == 0) {
+			n = 0;
+			goto again;	/* a baseline frame's line, perhaps */
 		}
 	}
 	rf = calloc(n ? n : 1, sizeof(*rf));
@@ -258,11 +345,17 @@ nomem:
 	return -ENOMEM;
 }
 
-int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
-		       const struct stacksnap_frame *native, size_t nnative,
-		       struct stacksnap_runtime_frame *out, size_t max)
+static int v8_frames(void *rt, size_t nthreads, size_t i,
+		     struct stacksnap_mem *stack,
+		     const struct stacksnap_frame *native, size_t nnative,
+		     struct stacksnap_runtime_frame *out, size_t max)
 {
-	int err = resolve(v, nthreads, i, native, nnative);
+	struct snap_v8 *v = rt;
+	int err;
+
+	v->stack = stack;
+	err = resolve(v, nthreads, i, native, nnative);
+	v->stack = NULL;
 
 	if (err)
 		return err;
@@ -270,3 +363,14 @@ int capture__v8_frames(struct snap_v8 *v, size_t nthreads, size_t i,
 		out[k] = v->frames[i][k];
 	return (int)v->nframes[i];
 }
+
+/* V8's frames keep rbp: no stepper, no steps, and no thread names (a
+ * worker's name is not in the heap as a thread's). */
+const struct named_runtime_ops capture__v8_ops = {
+	.kind = STACKSNAP_RUNTIME_JS,
+	.detect = v8_detect,
+	.free = v8_free,
+	.description = v8_description,
+	.frames = v8_frames,
+	.forget = v8_forget,
+};

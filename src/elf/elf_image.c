@@ -292,15 +292,15 @@ int elf_image__open_mem(const void *bytes, size_t len, const char *name,
 	return elf_image__open_owned(copy, len, false, name, log, out);
 }
 
-int elf_file__open(const char *path, const struct log_sink *log, int *fd,
-		   struct stat *st)
+int elf_file__openat(int dirfd, const char *path, const char *name,
+		     const struct log_sink *log, int *fd, struct stat *st)
 {
 	int err;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
 		err = -errno;
-		log_debug(log, "%s: cannot open: %s", path, strerror(-err));
+		log_debug(log, "%s: cannot open: %s", name, strerror(-err));
 		return fail(err);
 	}
 	if (fstat(*fd, st) < 0) {
@@ -312,10 +312,16 @@ int elf_file__open(const char *path, const struct log_sink *log, int *fd,
 	if (!S_ISREG(st->st_mode) || st->st_size < (off_t)EI_NIDENT) {
 		close(*fd);
 		*fd = -1;
-		log_warn(log, "%s: not a regular ELF file", path);
+		log_warn(log, "%s: not a regular ELF file", name);
 		return fail(S_ISDIR(st->st_mode) ? -EISDIR : -ENOEXEC);
 	}
 	return 0;
+}
+
+int elf_file__open(const char *path, const struct log_sink *log, int *fd,
+		   struct stat *st)
+{
+	return elf_file__openat(AT_FDCWD, path, path, log, fd, st);
 }
 
 /* The whole of a small file, read: mapping it (mmap, a fault on each part

@@ -78,6 +78,10 @@ int elf_image__open(const char *path, const struct log_sink *log,
 struct stat;
 int elf_file__open(const char *path, const struct log_sink *log, int *fd,
 		   struct stat *st);
+/* elf_file__open of path relative to the directory dirfd (or AT_FDCWD),
+ * name naming the file in messages. */
+int elf_file__openat(int dirfd, const char *path, const char *name,
+		     const struct log_sink *log, int *fd, struct stat *st);
 int elf_image__open_fd(int fd, const struct stat *st, const char *path,
 		       const struct log_sink *log, struct elf_image **out);
 /* An image from bytes in memory (copied). name labels it in messages. */

@@ -420,6 +420,40 @@ static void put_rsteps(struct stacksnap_trace_writer *tw,
 	}
 }
 
+/* The thread's other stacks (flag EVENTS_HAS_MORE), after the runtime
+ * frames: each kept by the pointers policy under a compact encoding, as
+ * the snapshot writer keeps a thread's (exact's walk of the first copy
+ * does not reach them). */
+static int put_more_stacks(struct stacksnap_trace_writer *tw,
+			   struct stacksnap_addrspace *as, const struct stacksnap_thread *th)
+{
+	struct stack_words pw = { .enc = tw->o.encoding == STACKSNAP_ENCODING_FULL
+						 ? STACKSNAP_ENCODING_FULL
+						 : STACKSNAP_ENCODING_POINTERS };
+	struct byte_buf *b = &tw->w.buf;
+
+	byte_buf__u8(b, (uint8_t)th->nmore_stacks);
+	for (unsigned k = 0; k < th->nmore_stacks; k++) {
+		const struct stacksnap_stack_range *m = &th->more_stacks[k];
+		struct stacksnap_thread part = { .stack = m->bytes, .stack_len = m->len,
+						 .stack_base = m->base };
+		uint64_t *keep;
+		size_t enc_at;
+		int err;
+
+		byte_buf__u64(b, m->base);
+		byte_buf__u64(b, m->len);
+		enc_at = b->n;
+		byte_buf__u64(b, 0); /* stream length */
+		if ((err = stack_words__choose(&pw, as, &part, &keep)))
+			return err;
+		snapfile__put_stack(b, &part, keep);
+		free(keep);
+		byte_buf__patch_u64(b, enc_at, b->n - enc_at - 8);
+	}
+	return 0;
+}
+
 int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 				const struct stacksnap_trace_event *ev,
 				const struct stacksnap_trace_field *fields,
@@ -469,6 +503,12 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 			th.stack = ev->stack;
 			th.stack_len = cap->data_len;
 		}
+		/* The words of the first copy pointing into these are kept
+		 * (the signal frame's interrupted rsp). */
+		for (size_t k = 0; k < ev->nmore_stacks && k < STACKSNAP_MORE_STACKS; k++)
+			th.more_stacks[th.nmore_stacks++] = ev->more_stacks[k];
+		if (th.nmore_stacks)
+			flags |= EVENTS_HAS_MORE;
 	} else {
 		flags |= EVENTS_HAS_FRAMES;
 	}
@@ -535,6 +575,8 @@ int stacksnap_trace_writer__add(struct stacksnap_trace_writer *tw,
 	put_fields(b, fields, nfields);
 	if (flags & EVENTS_HAS_RFRAMES)
 		put_rframes(b, ev);
+	if ((flags & EVENTS_HAS_MORE) && (err = put_more_stacks(tw, ev->as, &th)))
+		return fail(err);
 	if (flags & EVENTS_HAS_RSTEPS)
 		put_rsteps(tw, ev);
 	snapfile_writer__end_section_crc(&tw->w);

@@ -19,7 +19,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "capture/runtime_capture.h"
-#include "save/java_writer.h"
+#include "save/named_writer.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
 #include "snapfile/snapshot_file.h"
@@ -271,7 +271,9 @@ static void put_opt_str(struct byte_buf *b, const char *s)
 }
 
 /* A Go program's goroutines as the capture read them: an optional
- * section (older readers skip it). */
+ * section (older readers skip it). Version 2 (SNAPFILE_GOROUTINES_LABELS)
+ * appends, after every goroutine's record, each one's profiler labels:
+ * version 1 readers stop reading before them. */
 static void put_goroutines(struct snapfile_writer *w,
 			   const struct stacksnap_snapshot *snap)
 {
@@ -279,7 +281,8 @@ static void put_goroutines(struct snapfile_writer *w,
 
 	if (!n)
 		return;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_GOROUTINES, 1, 0);
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_GOROUTINES,
+				      SNAPFILE_GOROUTINES_LABELS, 0);
 	byte_buf__u32(&w->buf, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
 		const struct stacksnap_goroutine *g =
@@ -305,6 +308,16 @@ static void put_goroutines(struct snapfile_writer *w,
 			put_opt_str(&w->buf, f->file);
 			byte_buf__u32(&w->buf, f->line);
 		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_goroutine *g =
+			stacksnap_snapshot__goroutine(snap, i);
+		size_t nl = g->nlabels < SNAPFILE_MAX_GLABELS
+			? g->nlabels : SNAPFILE_MAX_GLABELS;
+
+		byte_buf__u32(&w->buf, (uint32_t)nl);
+		for (size_t k = 0; k < 2 * nl; k++)
+			put_opt_str(&w->buf, g->labels[k]);
 	}
 	snapfile_writer__end_section(w);
 }
@@ -387,7 +400,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 		err = put_runtime(&w, snap);
 	}
 	if (!err)
-		err = java_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,
+		err = named_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,
 				       o.stack_scan);
 	if (err) {
 		byte_buf__free(&w.buf);

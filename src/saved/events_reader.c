@@ -51,6 +51,8 @@ struct saved_events {
 	size_t nlost, cap_lost;
 	uint8_t *stack;
 	size_t stack_cap;
+	uint8_t *more[STACKSNAP_MORE_STACKS]; /* the other stacks' bytes */
+	size_t more_cap[STACKSNAP_MORE_STACKS];
 	struct stacksnap_trace_field fields[EVENTS_MAX_FIELDS];
 	char *strs;		/* field names and strings, NUL-terminated */
 	size_t strs_cap;
@@ -85,6 +87,8 @@ static void events_free(void *source)
 	free(e->ev);
 	free(e->lost);
 	free(e->stack);
+	for (int k = 0; k < STACKSNAP_MORE_STACKS; k++)
+		free(e->more[k]);
 	free(e->strs);
 	free(e->rstrs);
 	free(e);
@@ -386,6 +390,59 @@ static int decode_rsteps(struct stacksnap_saved *s, struct saved_events *e,
 	return 0;
 }
 
+/* Decodes an event's other stacks (flag EVENTS_HAS_MORE), at at in its
+ * record, into e->more and out's more_stacks; *end: where they end. */
+static int decode_more(struct stacksnap_saved *s, struct saved_events *e,
+		       const struct saved_event_at *a, size_t at, uint8_t enc,
+		       struct stacksnap_saved_event *out, size_t *end)
+{
+	struct cursor c;
+	uint8_t n;
+
+	cursor_init(&c, a->p, a->len);
+	cursor_skip(&c, at);
+	n = cursor_u8(&c);
+	if (c.bad || n > STACKSNAP_MORE_STACKS) {
+		BAD(s, a->off + at, "event %zu: %s", e->n,
+		    c.bad ? "other stacks truncated" : "more other stacks than a writer writes");
+		return -EINVAL;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		uint64_t base = cursor_u64(&c), len = cursor_u64(&c), elen = cursor_u64(&c);
+		size_t stream_at = cursor_offset(&c), bad_off;
+		const uint8_t *p = elen <= cursor_left(&c) ? cursor_take(&c, elen) : NULL;
+		struct cursor sc;
+
+		if (c.bad || !p || len > SNAPFILE_MAX_EVENT_STACK) {
+			BAD(s, a->off + stream_at, "event %zu: other stack %u: %s", e->n, k,
+			    len > SNAPFILE_MAX_EVENT_STACK ? "longer than the reader's limit (1 MiB)"
+							    : "truncated");
+			return -EINVAL;
+		}
+		if (len > e->more_cap[k]) {
+			uint8_t *b = realloc(e->more[k], len);
+
+			if (!b)
+				return -ENOMEM;
+			e->more[k] = b;
+			e->more_cap[k] = len;
+		}
+		if (len)
+			memset(e->more[k], 0, len);
+		cursor_init(&sc, p, elen);
+		if (compact_stack__decode(&sc, e->more[k], len, base,
+					  enc != STACKSNAP_ENCODING_FULL, &bad_off)) {
+			BAD(s, a->off + stream_at + bad_off,
+			    "event %zu: other stack %u: corrupt stack encoding", e->n, k);
+			return -EINVAL;
+		}
+		out->more_stacks[k] = (struct stacksnap_stack_range){ e->more[k], len, base };
+	}
+	out->nmore_stacks = n;
+	*end = cursor_offset(&c);
+	return 0;
+}
+
 /* Decodes the event at a into out (NULL: only check it). Returns 0,
  * -EINVAL (logged with the offset), -ENOMEM. */
 static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
@@ -489,17 +546,22 @@ static int decode_event(struct stacksnap_saved *s, struct saved_events *e,
 		return err;
 	ev.fields = e->fields;
 	ev.nfields = nfields;
-	size_t rframes_end = fields_end;
+	size_t more_at = fields_end, rsteps_at;
 	if (flags & EVENTS_HAS_RFRAMES) {
-		if ((err = decode_rframes(s, e, a, fields_end, &ev.nrframes,
-					  &rframes_end)))
+		if ((err = decode_rframes(s, e, a, fields_end, &ev.nrframes, &more_at)))
 			return err;
 		ev.rframes = e->rframes;
 	}
-	/* The steps of the event decoded last (an older file: none). */
+	rsteps_at = more_at;
+	/* Only with the copy it goes with. */
+	if ((flags & EVENTS_HAS_MORE) && ev.stack &&
+	    (err = decode_more(s, e, a, more_at, enc, &ev, &rsteps_at)))
+		return err;
+	/* The steps of the event decoded last (an older file: none); as
+	   the other stacks, only with the copy they walk. */
 	e->nrsteps = 0;
-	if (flags & EVENTS_HAS_RSTEPS) {
-		if ((err = decode_rsteps(s, e, a, rframes_end)))
+	if ((flags & EVENTS_HAS_RSTEPS) && ev.stack) {
+		if ((err = decode_rsteps(s, e, a, rsteps_at)))
 			return err;
 		e->any_rsteps = true;
 	}

@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "base/opts.h"
 #include "runtime/python/python.h"
-#include "saved/java_reader.h"
+#include "saved/named_reader.h"
 #include "snapfile/snapshot_file.h"
 
 /* One saved thread's frames. Invariant: frames[0, n) have non-NULL
@@ -164,9 +164,8 @@ int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 
 	if (!s || !out)
 		return fail(-EINVAL);
-	if (s->java) {
-		info.runtime = STACKSNAP_RUNTIME_JAVA;
-		info.description = java_reader__description(s->java);
+	if (s->named) {
+		info.description = named_reader__description(s->named, &info.runtime);
 		info.frames = true;
 	} else if (s->runtime) {
 		info.runtime = s->runtime->kind;
@@ -183,8 +182,8 @@ int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 const char *stacksnap_saved__runtime_thread_name(const struct stacksnap_saved *s,
 						size_t i)
 {
-	if (s && i < s->n && s->java)
-		return java_reader__thread_name(s->java, s->threads[i].tid);
+	if (s && i < s->n && s->named)
+		return named_reader__thread_name(s->named, s->threads[i].tid);
 	if (!s || i >= s->n || !s->runtime)
 		return NULL;
 	for (size_t k = 0; k < s->runtime->n; k++)
@@ -205,8 +204,8 @@ int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
 		*end = NULL;
 	if (!s || i >= s->n || (max && !out) || (nnative && !native))
 		return fail(-EINVAL);
-	if (s->java)
-		return java_reader__frames(s->java, s->threads[i].tid, native,
+	if (s->named)
+		return named_reader__frames(s->named, s->threads[i].tid, native,
 					   nnative, out, max);
 	rt = s->runtime;
 	for (size_t k = 0; rt && k < rt->n; k++) {
@@ -229,7 +228,7 @@ int stacksnap_saved__runtime_steppers(const struct stacksnap_saved *s,
 		return fail(-EINVAL);
 	if (s->ops == &events_reader_ops)
 		return events_reader__steppers(s, uw);
-	return s->java ? java_reader__steppers(s->java, uw) : 0;
+	return s->named ? named_reader__steppers(s->named, uw) : 0;
 }
 
 /* Reads the Python frames of a core dump from its memory: the capture

@@ -3,7 +3,7 @@
  * recorded mappings, finding each module's file by path or build-id. */
 #define _GNU_SOURCE
 #include "saved/saved.h"
-#include "saved/java_reader.h"
+#include "saved/named_reader.h"
 #include "saved/readers.h"
 
 #include <errno.h>
@@ -236,12 +236,13 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	stacksnap_mem__free(s->mem);
 	stacksnap_addrspace__free(s->as);
 	runtime_reader__free(s->runtime);
-	java_reader__free(s->java);
+	named_reader__free(s->named);
 	free(s->threads);
 	free(s->stacks);
 	free(s->goroutines);
 	free(s->gframes);
 	free(s->gstrings);
+	free(s->glabels);
 	free(s->cmdline);
 	free(s->kernel);
 	free(s->version);

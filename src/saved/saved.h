@@ -52,11 +52,14 @@ struct stacksnap_saved {
 	size_t ngoroutines;
 	struct stacksnap_runtime_frame *gframes;
 	char *gstrings;
+	/* Their labels (key, value, ...): goroutines[i].labels points in. */
+	const char **glabels;
 	/* A snapshot file's language-runtime frames (runtime_reader.c), or
 	 * NULL. */
 	struct saved_runtime *runtime;
-	/* A snapshot file's Java frames (java_reader.c), or NULL. */
-	struct saved_java *java;
+	/* A snapshot file's frames of a runtime named at capture (a
+	 * JVM's, V8's: named_reader.c), or NULL. */
+	struct saved_named *named;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

@@ -3,7 +3,7 @@
  * PROCESS, MAPPINGS, IMAGE and THREADS sections, and the event sections of
  * an events file handed to its sibling reader (events_reader.c). */
 #define _GNU_SOURCE
-#include "saved/java_reader.h"
+#include "saved/named_reader.h"
 #include "saved/readers.h"
 
 #include <endian.h>
@@ -49,13 +49,17 @@ static const char *gstr(struct cursor *c, char *arena, size_t *at)
 }
 
 /* The goroutines section (docs/go.md): counts bounded by the section's
- * size before anything is allocated; a bad section is an error. */
+ * size before anything is allocated; a bad section is an error. From
+ * version SNAPFILE_GOROUTINES_LABELS each goroutine's labels follow all
+ * the goroutines. */
 static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
-			   size_t base)
+			   size_t base, unsigned version)
 {
 	uint32_t n = cursor_u32(c);
 	struct cursor scan = *c;
 	size_t nframes = 0, arena_len = cursor_left(c) + 1, at = 0, k = 0;
+	size_t nlabels = 0;
+	bool has_labels = version >= SNAPFILE_GOROUTINES_LABELS;
 
 	/* A goroutine takes at least 8+4+4+8+4+4+4+4+4+4 bytes, a frame
 	 * 8+4+4+4+4+4. */
@@ -90,6 +94,19 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 		}
 		nframes += nf;
 	}
+	for (uint32_t i = 0; has_labels && i < n && !scan.bad; i++) {
+		uint32_t nl = cursor_u32(&scan);
+
+		/* A pair takes at least two string lengths. */
+		if (nl > SNAPFILE_MAX_GLABELS || nl > cursor_left(&scan) / 8) {
+			BAD(s, base + cursor_offset(&scan),
+			    "goroutine %u: label count does not fit", i);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < 2 * nl; j++)
+			cursor_skip(&scan, cursor_u32(&scan));
+		nlabels += 2 * (size_t)nl;
+	}
 	if (scan.bad) {
 		BAD(s, base + cursor_offset(&scan), "goroutines section truncated");
 		return -EINVAL;
@@ -97,7 +114,8 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 	s->goroutines = calloc(n ? n : 1, sizeof(*s->goroutines));
 	s->gframes = calloc(nframes ? nframes : 1, sizeof(*s->gframes));
 	s->gstrings = malloc(arena_len * 2);
-	if (!s->goroutines || !s->gframes || !s->gstrings)
+	s->glabels = calloc(nlabels ? nlabels : 1, sizeof(*s->glabels));
+	if (!s->goroutines || !s->gframes || !s->gstrings || !s->glabels)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct stacksnap_goroutine *g = &s->goroutines[i];
@@ -131,6 +149,19 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 			o->line = cursor_u32(c);
 			if (!o->function)
 				o->function = "??";
+		}
+	}
+	k = 0;
+	for (uint32_t i = 0; has_labels && i < n; i++) {
+		struct stacksnap_goroutine *g = &s->goroutines[i];
+		uint32_t nl = cursor_u32(c);
+
+		g->labels = nl ? &s->glabels[k] : NULL;
+		g->nlabels = nl;
+		for (uint32_t j = 0; j < 2 * nl; j++, k++) {
+			const char *v = gstr(c, s->gstrings, &at);
+
+			s->glabels[k] = v ? v : ""; /* a value may be empty */
 		}
 	}
 	s->ngoroutines = n;
@@ -504,13 +535,15 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 		err = read_threads(s, pc, base, ver);
 		break;
 	case SNAPFILE_SEC_GOROUTINES:
-		err = read_goroutines(s, pc, base);
+		err = read_goroutines(s, pc, base, ver);
 		break;
 	case SNAPFILE_SEC_RUNTIME:
 		err = runtime_reader__read_section(s, pc, base);
 		break;
 	case SNAPFILE_SEC_JAVA:
-		err = java_reader__read_section(s, pc, base);
+	case SNAPFILE_SEC_NAMED:
+		err = named_reader__read_section(s, pc, base,
+						 kind == SNAPFILE_SEC_NAMED);
 		break;
 	case SNAPFILE_SEC_JIT_SYMBOLS:
 		err = read_jit_symbols(s, pc, base);

@@ -13,7 +13,10 @@
 #define EVENTS_HAS_FRAMES 0x4	/* the printed frames are stored (no copy) */
 #define EVENTS_HAS_RFRAMES 0x8	/* named runtime (Python) frames follow the
 				   fields */
-#define EVENTS_HAS_RSTEPS 0x10	/* a runtime stepper's steps follow them */
+#define EVENTS_HAS_MORE 0x10	/* the thread's other stacks follow (those
+				   of flag 8 or the fields) */
+#define EVENTS_HAS_RSTEPS 0x20	/* a runtime stepper's steps follow (those
+				   of flag 16, 8 or the fields) */
 
 /* Field flags. */
 #define EVENTS_FIELD_SIGNED 0x1

@@ -35,8 +35,11 @@ enum snapfile_section {
 	SNAPFILE_SEC_RUNTIME = 9,  /* language-runtime frames, named */
 	SNAPFILE_SEC_GOROUTINES = 10, /* a Go program's goroutines (optional) */
 	SNAPFILE_SEC_JIT_SYMBOLS = 11, /* names of JIT code on the stacks */
-	SNAPFILE_SEC_JAVA = 12,	   /* a JVM's Java frames, named, and the
-				      steps that walked its compiled frames */
+	SNAPFILE_SEC_JAVA = 12,	   /* older files' NAMED: Java frames only,
+				      no runtime kind (read, not written) */
+	SNAPFILE_SEC_NAMED = 13,   /* a runtime's frames named at capture (a
+				      JVM's, V8's), its kind, and the steps
+				      that walked its frames */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -52,9 +55,9 @@ enum snapfile_section {
 #define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
 #define SNAPFILE_MAX_RFRAMES 65536 /* per thread */
 
-/* JAVA section: frame flags and limits. */
-#define SNAPFILE_JFRAME_INLINED 0x1 /* inlined into the frame after it */
-#define SNAPFILE_MAX_JAVA_STEPS (1u << 20)
+/* NAMED (and JAVA) section: frame flags and limits. */
+#define SNAPFILE_NFRAME_INLINED 0x1 /* inlined into the frame after it */
+#define SNAPFILE_MAX_NAMED_STEPS (1u << 20)
 
 /* Mapping record kinds. */
 enum snapfile_map_kind {
@@ -71,5 +74,11 @@ enum snapfile_map_kind {
 #define SNAPFILE_MAX_STACKS (256u << 20)      /* all threads together */
 #define SNAPFILE_MAX_GOROUTINES (1u << 20)
 #define SNAPFILE_MAX_GFRAMES 4096	      /* per goroutine */
+#define SNAPFILE_MAX_GLABELS 64		      /* key-value pairs per goroutine */
+
+/* The GOROUTINES section's version that appends each goroutine's
+ * profiler labels after all the goroutines (docs/go.md); version 1 has
+ * none. */
+#define SNAPFILE_GOROUTINES_LABELS 2
 
 #endif

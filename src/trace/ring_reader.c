@@ -13,6 +13,7 @@
 static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_t len)
 {
 	struct stacksnap_trace_event ev;
+	struct stacksnap_stack_range more; /* (ev.more_stacks: until fn returns) */
 	size_t stack_off = sizeof(*r), raw_off;
 	int n;
 
@@ -44,18 +45,23 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 		ev.as = stacksnap_procs__addrspace(tr->procs, ev.pid);
 		return tr->fn ? tr->fn(&ev, tr->fn_user) : 0;
 	}
+	/* -a: a process met first by an event (it ran before the trace). */
+	if (tr->o.all_processes && !procs_alive(tr->procs, ev.pid))
+		stacksnap_procs__attach_pid(tr->procs, ev.pid);
 	if (r->kframes || (trace__unwind_mode(tr) & KU_MODE_KERNEL))
 		trace__kernel_event(tr, r, raw_off, &ev);
 	if (trace__unwind_mode(tr) & KU_MODE_COPY) {
 		/* A handler on an alternate signal stack: its thread's normal
 		 * stack, copied after the first. */
-		struct stacksnap_stack_range more = {
+		more = (struct stacksnap_stack_range){
 			(const uint8_t *)r + stack_off + ((r->cap.data_len + 7u) & ~7u),
 			r->more_len, r->more_start };
-
-		trace__java_before(tr, ev.pid);
-		if (r->more_len)
+		trace__named_before(tr, ev.pid);
+		if (r->more_len) {
 			procs_set_more(tr->procs, &more, 1);
+			ev.more_stacks = &more;
+			ev.nmore_stacks = 1;
+		}
 		n = trace__unwind_copy(tr, r, raw_off, &ev);
 		if (r->more_len)
 			procs_set_more(tr->procs, NULL, 0);
@@ -71,9 +77,9 @@ static int on_event(struct stacksnap_trace *tr, const struct trace_rec *r, size_
 		trace__python_event(tr, r, (const uint8_t *)r + py_off, &ev);
 	else if (tr->npypend)
 		trace__python_pending(tr);
-	/* The user-space walk's (the hotspot stepper walked it). */
+	/* The user-space walk's (a JVM's stepper walked it). */
 	if (!ev.nrframes && (trace__unwind_mode(tr) & KU_MODE_COPY))
-		trace__java_event(tr, &ev);
+		trace__named_event(tr, &ev);
 	tr->st.received++;
 	tr->st.unwound += n > 0;
 	tr->st.complete += ev.end == STACKSNAP_END_COMPLETE;

@@ -165,6 +165,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 		.stack_size = (uint32_t)tr->o.stack_size,
 		.filter_tid = tr->o.by_tid,
 		.inherit = !tr->o.no_inherit,
+		.all_processes = tr->o.all_processes,
 		.unwind_mode = trace__unwind_mode(tr),
 		.compact = tr->o.compact,
 		.python = !tr->o.no_runtime,
@@ -178,6 +179,7 @@ int stacksnap_trace__start(struct stacksnap_trace *tr)
 	/* Before the events: every mapping made from their first one on is
 	 * recorded. */
 	tr->sb = trace_sideband__open(tr);
+	procs_set_from_records(tr->procs, tr->sb != NULL);
 	if ((err = attach_events(tr, ncpu))) {
 		stacksnap_trace__stop(tr);
 		return fail(err);
@@ -279,7 +281,7 @@ int stacksnap_trace__follow(struct stacksnap_trace *tr, pid_t pid)
 	}
 	trace__kernel_maps(tr, tgid);
 	trace__python_detect(tr, tgid);
-	trace__java_follow(tr, tgid);
+	trace__named_follow(tr, tgid);
 	return 0;
 }
 
@@ -307,7 +309,7 @@ void stacksnap_trace__free(struct stacksnap_trace *tr)
 	free(tr->kframes);
 	free(tr->hframes);
 	trace__python_free(tr);
-	trace__java_free(tr);
+	trace__named_free(tr);
 	trace_sideband__free(tr->sb);
 	ktable__free(tr->kt);
 	stacksnap_unwinder__free(tr->uw);

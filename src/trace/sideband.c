@@ -196,6 +196,17 @@ static bool followed(struct stacksnap_trace *tr, const struct stacksnap_perf_eve
 {
 	if (ev->pid <= 0)
 		return false;
+	if (tr->o.all_processes) {
+		/* Every process: one met first here is read from its maps
+		 * (the parent, for a fork: the child's life is in the
+		 * records); a process gone is left out. */
+		pid_t known = ev->type == STACKSNAP_PERF_FORK ? ev->ppid : ev->pid;
+
+		if (known == getpid())
+			return false;
+		return procs_alive(tr->procs, known) ||
+		       stacksnap_procs__attach_pid(tr->procs, known) == 0;
+	}
 	if (ev->type == STACKSNAP_PERF_FORK)
 		return procs_alive(tr->procs, ev->ppid);
 	return procs_alive(tr->procs, ev->pid);

@@ -105,8 +105,8 @@ struct stacksnap_trace {
 	 * 20 ms, until found or 5 s after the exec. */
 	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
 	size_t npypend;
-	/* A followed JVM (trace_java.c), or NULL. */
-	struct trace_java *java;
+	/* A followed JVM or V8 (trace_named.c), or NULL. */
+	struct trace_named *named;
 	/* The kernel's mmap/comm/fork/exit records (sideband.c); NULL where
 	 * perf events cannot be opened: then mappings come from /proc. */
 	struct trace_sideband *sb;
@@ -165,16 +165,17 @@ void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 			 const uint8_t *pyf, struct stacksnap_trace_event *ev);
 void trace__python_free(struct stacksnap_trace *tr);
 
-/* trace_java.c: Java frames of one followed process's JVM. */
-struct trace_java;
-/* The first followed process is the one whose JVM is looked for (now,
- * and at its events for a while: trace__java_before). */
-void trace__java_follow(struct stacksnap_trace *tr, pid_t tgid);
-/* Before an event of pid is unwound: the JVM looked for, if not found. */
-void trace__java_before(struct stacksnap_trace *tr, pid_t pid);
-/* Names the Java frames of ev's user-space walk: ev->rframes. */
-void trace__java_event(struct stacksnap_trace *tr, struct stacksnap_trace_event *ev);
-void trace__java_free(struct stacksnap_trace *tr);
+/* trace_named.c: Java or JavaScript frames of one followed process's
+ * JVM or V8. */
+struct trace_named;
+/* The first followed process is the one whose runtime is looked for (now,
+ * and at its events for a while: trace__named_before). */
+void trace__named_follow(struct stacksnap_trace *tr, pid_t tgid);
+/* Before an event of pid is unwound: the runtime looked for, if not found. */
+void trace__named_before(struct stacksnap_trace *tr, pid_t pid);
+/* Names the runtime frames of ev's user-space walk: ev->rframes. */
+void trace__named_event(struct stacksnap_trace *tr, struct stacksnap_trace_event *ev);
+void trace__named_free(struct stacksnap_trace *tr);
 /* sideband.c: the kernel's records of the followed processes' code
  * mappings, execs, forks and exits, in time order. */
 struct trace_sideband;

@@ -191,25 +191,32 @@ static void target_free(struct stacksnap_target *t)
 	free(t->py);
 	stacksnap_mem__free(t->py_mem);
 	py_capture__free(&t->py_cap);
-	capture__java_free(t->java);
+	capture__named_free(&t->named);
 	free(t->rframes);
 	stacksnap_addrspace__free(t->as);
 	free(t);
 }
 
-/* Looks once for a Python interpreter; a first walk of its frame chains,
- * outside any stop, tells the captures where the thread states are. */
-static void find_python(struct stacksnap_target *t)
+/* Looks once for a runtime: V8, a Python interpreter (a first walk of
+ * its frame chains, outside any stop, tells the captures where the
+ * thread states are), else a JVM. */
+static void find_runtime(struct stacksnap_target *t)
 {
 	struct py_runtime *py;
 
 	t->py_tried = true;
+	/* V8 first, by its image's name: CPython's symbols are not looked
+	   for in node's large symbol table. */
+	if (capture__named_detect(&t->named, &capture__v8_ops, t->pid, t->as,
+				  t->w->log))
+		return;
 	py = calloc(1, sizeof(*py));
 	if (!py || py_runtime__detect_pid(t->pid, t->w->log, py) || !py->found ||
 	    !(t->py_mem = stacksnap_mem__new_pid(t->pid))) {
 		free(py);
 		/* A process runs Python or a JVM. */
-		t->java = capture__java_detect(t->pid, t->as, t->w->log);
+		capture__named_detect(&t->named, &capture__java_ops, t->pid, t->as,
+				      t->w->log);
 		return;
 	}
 	py_runtime__read_layout(py, t->py_mem);
@@ -254,16 +261,17 @@ static size_t python_frames(struct stacksnap_target *t, struct py_resolver *res,
 	return nr < t->cap_rframes ? nr : t->cap_rframes;
 }
 
-/* Thread i's (of n captured) Java frames, one per native frame in the
- * code cache: into t->rframes. */
-static size_t java_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
-			  size_t n)
+/* Thread i's (of n captured) frames of a JVM or V8, each replacing its
+ * native frame, named from the walk's stack copy (mem) and the live
+ * process: into t->rframes. */
+static size_t named_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
+			   struct stacksnap_mem *mem, size_t n)
 {
 	int k;
 
-	if (!t->java || !n)
+	if (!t->named.ops || !n)
 		return 0;
-	k = capture__java_frames(t->java, ncaps, i, t->frames, n, NULL, 0);
+	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n, NULL, 0);
 	if (k <= 0)
 		return 0;
 	if ((size_t)k > t->cap_rframes) {
@@ -274,8 +282,8 @@ static size_t java_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
 		t->rframes = p;
 		t->cap_rframes = (size_t)k;
 	}
-	k = capture__java_frames(t->java, ncaps, i, t->frames, n, t->rframes,
-				 t->cap_rframes);
+	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n,
+				  t->rframes, t->cap_rframes);
 	return k > 0 ? (size_t)k : 0;
 }
 
@@ -585,14 +593,13 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	pthread_mutex_lock(&t->w->api);
 	sync_addrspace(t);
 	if (!t->py_tried)
-		find_python(t);
+		find_runtime(t);
 	/* Once per unwinder: a JVM's compiled frames keep no frame pointer. */
-	if (t->java && t->java_uw != uw) {
-		capture__java_steppers(t->java, uw);
-		t->java_uw = uw;
+	if (t->named.ops && t->named_uw != uw) {
+		capture__named_steppers(&t->named, uw);
+		t->named_uw = uw;
 	}
-	if (t->java)
-		capture__java_forget(t->java);
+	capture__named_forget(&t->named, NAMED_FORGET_ALL);
 	/* Outside the freeze: the stacks' mappings, to clamp each copy, and
 	 * a copy buffer faulted in (page faults inside it would be paid by
 	 * the target). */
@@ -629,12 +636,12 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 			}
 			wt.frames = t->frames;
 			wt.nframes = (size_t)n;
-			wt.nrframes = t->java
-				? java_frames(t, i, t->ncaps, (size_t)n)
+			wt.nrframes = t->named.ops
+				? named_frames(t, i, t->ncaps, mem, (size_t)n)
 				: python_frames(t, &res, c->tid, (size_t)n);
 			wt.rframes = wt.nrframes ? t->rframes : NULL;
-			wt.rname = t->java ? capture__java_thread_name(t->java, c->tid)
-					   : NULL;
+			wt.rname = t->named.ops && t->named.ops->thread_name
+				? t->named.ops->thread_name(t->named.rt, c->tid) : NULL;
 		}
 		handed++;
 		if (cb(user, &wt))

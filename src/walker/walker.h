@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "base/log.h"
+#include "capture/capture_internal.h"
 #include "runtime/python/python.h"
 #include "stacksnap.h"
 
@@ -91,12 +92,12 @@ struct stacksnap_target {
 	bool py_ok;
 	struct stacksnap_runtime_frame *rframes;
 	size_t cap_rframes;
-	/* A HotSpot JVM instead (looked for with Python; NULL: none): its
-	 * compiled frames stepped by the stepper registered on java_uw (the
-	 * caller's unwinder of the last walk), its frames named per walk
-	 * after the threads run again (code and methods are metadata). */
-	struct snap_java *java;
-	struct stacksnap_unwinder *java_uw;
+	/* A JVM or V8 instead (looked for with Python; ops NULL: none):
+	 * its steppers registered on named_uw (the caller's unwinder of the
+	 * last walk), its frames named per walk after the threads run
+	 * again (from the walk's copy and the live process). */
+	struct named_runtime named;
+	struct stacksnap_unwinder *named_uw;
 };
 
 enum request_kind {

@@ -9,10 +9,12 @@
 // line, and the leaves record and block on one line. With
 // V8_CHAIN_NO_STACK=1 in the environment the leaves record `null`: the
 // Error is made but its stack never formatted, so V8 never computes the
-// scripts' line ends (lines then come from the sources).
+// scripts' line ends (lines then come from the sources). With
+// V8_CHAIN_BUSY=1 a second worker records its stack in busy_spin and
+// then spins there for ever (a thread that profile and trace sample).
 'use strict';
 const fs = require('fs');
-const { Worker, isMainThread } = require('worker_threads');
+const { Worker, isMainThread, workerData } = require('worker_threads');
 
 Error.stackTraceLimit = 100;
 // Where a leaf's record goes: fd 1 for the blocking call, /dev/null while
@@ -73,12 +75,31 @@ function worker_alpha(sab) {
 	new Box().wait_in(sab);
 }
 
+// A loop without calls: V8 compiles it on stack (OSR) and it stays in
+// that one frame.
+function busy_spin() {
+	record('busy', new Error(), 0);
+	let x = 1;
+	for (;;)
+		x = (x * 1103515245 + 12345) | 0;
+}
+function busy_beta() {
+	busy_spin();
+}
+function busy_alpha() {
+	busy_beta();
+}
+
 if (isMainThread) {
 	const sab = new SharedArrayBuffer(4);
 
 	warm(sab);
 	new Worker(__filename);
+	if (process.env.V8_CHAIN_BUSY === '1')
+		new Worker(__filename, { workerData: 'busy' });
 	main_alpha(sab);
+} else if (workerData === 'busy') {
+	busy_alpha();
 } else {
 	worker_alpha(new SharedArrayBuffer(4));
 }

@@ -3,7 +3,9 @@
  * and a thread whose stack was mapped after that read is still copied
  * (the capture reads the maps afresh). The oracle is the same capture
  * without the address space. And the search of an alternate signal
- * stack's copy for the signal frame that switched stacks. */
+ * stack's copy for the signal frame that switched stacks. And a process
+ * gone before its maps are read: no error logged; a re-read of a
+ * process's maps under the kernel's records merges, not replaces. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -13,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "addrspace/addrspace.h"
 #include "base/ucontext_regs.h"
 #include "harness.h"
 #include "stacksnap.h"
@@ -205,6 +209,88 @@ static void altstack_sigframe(void)
 	CHECK(ucontext__altstack_interrupted_sp(buf, 64, base, sp) == 0);
 }
 
+static void count_errors(enum stacksnap_log_level level, const char *msg, void *user)
+{
+	(void)msg;
+	if (level <= STACKSNAP_LOG_WARN)
+		++*(int *)user;
+}
+
+/* A process gone before its maps are read (profile -a and trace meet
+ * them all the time: the kernel's records say they exited) is no error
+ * to log: the caller gets -ENOENT and decides. */
+static void gone_process_quiet(void)
+{
+	int errors = 0;
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = count_errors, .log_user = &errors,
+		       .log_level = STACKSNAP_LOG_DEBUG);
+	struct stacksnap_ctx *c = stacksnap_ctx__new(&copts);
+	struct stacksnap_procs *procs = c ? stacksnap_procs__new(c, NULL) : NULL;
+	pid_t pid = fork();
+
+	CHECK(c && procs && pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	CHECK(!stacksnap_addrspace__from_pid(c, pid));
+	CHECK(errno == ENOENT || errno == ESRCH);
+	CHECK(procs && stacksnap_procs__attach_pid(procs, pid) < 0);
+	CHECKF(errors == 0, "%d errors logged for a process gone", errors);
+	stacksnap_procs__free(procs);
+	stacksnap_ctx__free(c);
+}
+
+/* Under the kernel's records, a miss's re-read of the maps (JIT code)
+ * adds what the records lack and keeps what they gave (a library
+ * dlclose()d since, still in the events queued before): the mapping
+ * recorded here, at an address the child never mapped, survives it. */
+static void reread_merges(void)
+{
+	struct stacksnap_procs *procs = stacksnap_procs__new(ctx, NULL);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	const uint64_t at = 0x7e0000000000ull;
+	struct stacksnap_capture cap = { .flags = STACKSNAP_CAPTURE_REGS };
+	struct stacksnap_frame frames[8];
+	enum stacksnap_end end;
+	uint8_t stack[64] = { 0 };
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		alarm(30);
+		for (;;)
+			pause();
+	}
+	CHECK(procs && uw && pid > 0);
+	if (!procs || !uw || pid <= 0)
+		goto out;
+	CHECK(stacksnap_procs__attach_pid(procs, pid) == 0);
+	STACKSNAP_OPTS(stacksnap_mapping, m, .start = at, .end = at + 0x1000,
+		       .path = "/bin/true", .prot = PROT_READ | PROT_EXEC);
+	CHECK(stacksnap_procs__mmap(procs, pid, &m) == 0);
+	procs_set_from_records(procs, true);
+	/* A pc in no mapping: the walk misses, the maps are read again. */
+	cap.regs[STACKSNAP_REG_RIP] = 0x1000;
+	cap.regs[STACKSNAP_REG_RSP] = cap.stack_start = 0x7f0000000000ull;
+	cap.data_len = cap.stack_len = sizeof(stack);
+	uint64_t before = procs_rereads(procs);
+	stacksnap_procs__unwind_capture(procs, uw, pid, &cap, stack, frames, 8, &end);
+	CHECK(procs_rereads(procs) == before + 1);
+	STACKSNAP_OPTS(stacksnap_mapping, found);
+	struct stacksnap_addrspace *as = stacksnap_procs__addrspace(procs, pid);
+	CHECKF(as && stacksnap_addrspace__find_mapping(as, at + 8, &found) == 0,
+	       "the recorded mapping was dropped by the re-read");
+	/* And the re-read's own mappings are there (the child's libc). */
+	CHECK(as && stacksnap_addrspace__find_mapping(
+			    as, (uint64_t)(uintptr_t)&getpid, &found) == 0);
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	stacksnap_unwinder__free(uw);
+	stacksnap_procs__free(procs);
+}
+
 static void setup(void)
 {
 	ctx = stacksnap_ctx__new(NULL);
@@ -217,4 +303,4 @@ static void cleanup(void)
 }
 
 TEST_MAIN("snapshot", TEST(setup), TEST(borrowed_maps), TEST(altstack_sigframe),
-	  TEST(cleanup))
+	  TEST(gone_process_quiet), TEST(reread_merges), TEST(cleanup))

@@ -126,10 +126,40 @@ struct opts {
 	bool line_ends, external_source, typed;
 	int compiled;	/* 1: optimized code, pc's position the frame's own;
 			   2: inside a function inlined at the call on line
-			   4; 3: an inlining chain that loops */
+			   4; 3: an inlining chain that loops; 4: baseline
+			   code (baseline_frame()) */
 };
 
 #define CODE_START 0x7f0000001000ull
+
+/* Baseline code over ba: bytecodes 5 (2 bytes) at 0, Wide 6 (4 bytes:
+ * prefix, then 6 at double scale) at 2, 7 at 6 and 7; the code's
+ * lengths: prologue 0x10, then 0x10, 0x20, 0x10, 0x10 (ends 0x10, 0x20,
+ * 0x40, 0x50, 0x60); the bytecodes' positions: offset 0 at script
+ * offset 3 (line 2), 6 at 33 (line 4). */
+static void baseline_frame(uint64_t code, uint64_t ba)
+{
+	const uint8_t bc[8] = { 5, 0x99, 0, 6, 0x99, 0x99, 7, 7 };
+	const uint8_t lens[5] = { 0x10, 0x10, 0x20, 0x10, 0x10 };
+	uint8_t table[8], *p = table;
+	uint64_t tab = alloc(16 + sizeof(lens)), spt;
+
+	q(tab, map_of(190));
+	q(tab + 8, smi(sizeof(lens)));
+	memcpy(img + (tab + 16 - BASE), lens, sizeof(lens));
+	q(code + 32, tag(tab));
+	memcpy(img + (ba + 54 - BASE), bc, sizeof(bc));
+	/* Expression entries: code deltas d as -d - 1. */
+	zz(&p, -(0 - -1) - 1);	/* offset 0 (from -1) */
+	zz(&p, (3 + 1) << 1);
+	zz(&p, -(6 - 0) - 1);	/* offset 6 */
+	zz(&p, ((33 + 1) << 1) - ((3 + 1) << 1));
+	spt = alloc(16 + (size_t)(p - table));
+	q(spt, map_of(190));
+	q(spt + 8, smi(p - table));
+	memcpy(img + (spt + 16 - BASE), table, (size_t)(p - table));
+	q(ba + 32, tag(spt));
+}
 
 static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 {
@@ -228,9 +258,11 @@ static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 		q(code + 16, tag(deopt));
 		q(code + 24, tag(cspt));
 		q(code + 40, CODE_START);
-		i32(code + 48, 13);	/* TURBOFAN */
+		i32(code + 48, o->compiled == 4 ? 11 : 13); /* BASELINE, TURBOFAN */
 		i32(code + 56, 0x100);
 		q(fn + 48, tag(code));
+		if (o->compiled == 4)
+			baseline_frame(code, ba);
 	}
 	*fp = BASE + 0x100;
 	q(*fp - 8, o->typed ? smi(0) + (13 << 1) : tag(ctx));
@@ -473,5 +505,52 @@ static void optimized(void)
 	}
 }
 
-TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(optimized),
+/* A baseline frame: its pc's bytecode offset from the Code's table
+ * walked beside the bytecodes (a Wide prefix scaling the one after it),
+ * its line that offset's; the prologue, pcs past the table, and a binary
+ * without the bytecode sizes give none. */
+static void baseline(void)
+{
+	static const uint8_t sizes[3][8] = {
+		{ 1, 1, 1, 1, 1, 2, 2, 1 }, { 1, 1, 1, 1, 1, 3, 3, 1 },
+		{ 1, 1, 1, 1, 1, 5, 5, 1 },
+	};
+	struct v8_layout l;
+	struct stacksnap_mem *mem;
+	struct v8_frame out[2];
+	struct opts o = { .line_ends = true, .compiled = 4 };
+	uint64_t fp;
+	const struct { uint64_t pc; unsigned line; } at[] = {
+		{ 0x18, 2 },	/* offset 0 */
+		{ 0x30, 2 },	/* 2, Wide: before 6's position */
+		{ 0x48, 4 },	/* 6: misread prefix would give 3 (line 2) */
+		{ 0x5f, 4 },	/* 7 */
+		{ 0x08, 0 },	/* the prologue (function entry) */
+		{ 0x60, 0 },	/* past the table */
+	};
+
+	layout(&l);
+	v8_layout__set(&l, "class_Code__bytecode_offset_table__ByteArray", 32);
+	l.nbytecodes = 8;
+	for (int k = 0; k < 3; k++)
+		memcpy(l.bytecode_sizes[k], sizes[k], 8);
+	reset();
+	o.name_or_scope = str("warm");
+	o.file = str("/b.js");
+	mem = frame(&o, &fp);
+	for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+		int n = v8_frame__name(&l, mem, fp, CODE_START + at[k].pc, out, 2);
+
+		CHECKF(n == 1 && !strcmp(out[0].function, "warm") &&
+		       out[0].line == at[k].line && !out[0].interpreted,
+		       "pc +%#llx: n %d line %u", (unsigned long long)at[k].pc, n,
+		       n == 1 ? out[0].line : 0);
+	}
+	l.nbytecodes = 0;
+	CHECK(v8_frame__name(&l, mem, fp, CODE_START + 0x48, out, 2) == 1 &&
+	      out[0].line == 0);
+	stacksnap_mem__free(mem);
+}
+
+TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(optimized), TEST(baseline),
 	  TEST(not_js_and_corrupt), TEST(constants))

@@ -321,6 +321,8 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 		};
 		if (ev.stack && ev.as) {
 			stacksnap_mem__set_copy(mem, ev.stack, ev.stack_len, ev.stack_base);
+			/* The normal stack below a handler on an alternate one. */
+			stacksnap_mem__set_more(mem, ev.more_stacks, ev.nmore_stacks);
 			nf = stacksnap_unwind(uw, ev.as, &ev.regs, mem, frames, max_frames,
 					      &line.end);
 			if (nf < 0) { /* as the live trace says it */

@@ -38,6 +38,7 @@ struct trace_options {
 	pid_t pid, tid;			/* -p, -t */
 	char **cmd;			/* after -- */
 	bool list, json, count, folded, no_inherit, compact;
+	bool all;			/* -a: every process */
 	bool no_hold;			/* --no-hold: -- CMD not held at exits */
 	const char *save;		/* --save FILE: an events file */
 	bool quiet;			/* -q: print no events (with --save) */
@@ -120,6 +121,7 @@ static int parse_option(struct trace_options *o, int c, char *arg)
 		o->hz = (unsigned)v;
 		break;
 	case 'l': o->list = true; break;
+	case 'a': o->all = true; break;
 	case 'p':
 	case 't':
 		if (parse_uint(arg, INT32_MAX, &v) || !v) {
@@ -207,10 +209,10 @@ static int parse_operands(struct trace_options *o, int argc, char **argv)
 			"(`stacksnap trace -l` lists tracepoints)\n");
 		return EXIT_USAGE;
 	}
-	if (!!o->pid + !!o->tid + !!o->cmd != 1) {
-		fprintf(stderr, "stacksnap trace: %s\n", !o->pid && !o->tid && !o->cmd
-			? "whom to trace? give -p PID, -t TID, or -- CMD [ARGS...]"
-			: "give only one of -p PID, -t TID and -- CMD");
+	if (!!o->pid + !!o->tid + !!o->cmd + o->all != 1) {
+		fprintf(stderr, "stacksnap trace: %s\n", !o->pid && !o->tid && !o->cmd && !o->all
+			? "whom to trace? give -p PID, -t TID, -a, or -- CMD [ARGS...]"
+			: "give only one of -p PID, -t TID, -a and -- CMD");
 		return EXIT_USAGE;
 	}
 	/* -o out.svg or out.pb.gz alone: that profile (a name that says
@@ -256,6 +258,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 		{ "list", no_argument, NULL, 'l' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
+		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "count", no_argument, NULL, O_COUNT },
 		{ "folded", no_argument, NULL, O_FOLDED },
@@ -282,7 +285,7 @@ static int parse(struct trace_options *o, int argc, char **argv)
 	o->out.ctf_allowed = true;
 	optind = 1;
 	/* '+': options stop at the command after "--". */
-	while ((c = getopt_long(argc, argv, "+e:F:d:i:lp:t:o:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:F:d:i:lap:t:o:qvh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap trace", c, optarg);
 
 		if (r != 1) {
@@ -513,7 +516,7 @@ static int trace_setup(struct tracer *t)
 	int r;
 
 	STACKSNAP_OPTS(stacksnap_trace_opts, topts, .stack_size = o->stack_size,
-		       .ring_size = o->ring_size, .no_inherit = o->no_inherit,
+		       .ring_size = o->ring_size, .no_inherit = o->no_inherit, .all_processes = o->all,
 		       .by_tid = o->tid > 0, .max_frames = o->print.max_frames,
 		       .pid_hint = o->pid ? o->pid : o->tid, .unwind = o->unwind,
 		       .compact = o->compact,
@@ -577,8 +580,8 @@ static int trace_start(struct tracer *t)
 	stop_signal_catch();
 	if ((r = stacksnap_trace__start(t->tr)))
 		return exit_for(r == -EINVAL ? -ENOTSUP : r);
-	if ((r = stacksnap_trace__follow(t->tr, t->child > 0 ? t->child
-					 : o->pid ? o->pid : o->tid)))
+	if (!o->all && (r = stacksnap_trace__follow(t->tr, t->child > 0 ? t->child
+						    : o->pid ? o->pid : o->tid)))
 		return exit_for(r);
 	if (t->child > 0) {
 		/* Held at its exits (each process it starts too) before it

@@ -18,6 +18,7 @@
 #include "options.h"
 #include "help.h"
 #include "print.h"
+#include "profile_go.h"
 #include "profile_out.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -295,13 +296,14 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 }
 
 /* --goroutines: every thread stopped while the goroutine list is read
- * and each goroutine walked, then a sample per goroutine. Returns the
- * goroutines counted, or -errno. */
+ * and each goroutine walked, then a sample per goroutine as Go's
+ * goroutine profile counts them (profile_go_add). Returns the goroutines
+ * counted, or -errno. */
 static int sample_goroutines(struct watch *w, struct stacksnap_walk_stats *st)
 {
 	uint64_t t0 = monotonic_ns();
 	int err = stacksnap_target__pause(w->t, 0);
-	size_t n;
+	size_t n, counted;
 
 	if (err)
 		return err;
@@ -313,11 +315,12 @@ static int sample_goroutines(struct watch *w, struct stacksnap_walk_stats *st)
 	n = stacksnap_goroutines__count(w->gr);
 	for (size_t i = 0; i < n; i++)
 		w->truncated += stacksnap_goroutines__get(w->gr, i)->end != NULL;
-	w->thread_samples += n;
-	err = profile_out_add_goroutines(w->stacks,
-					 n ? stacksnap_goroutines__get(w->gr, 0)
-					   : NULL, n);
-	return err ? err : (int)n;
+	err = profile_go_add(w->stacks,
+			     n ? stacksnap_goroutines__get(w->gr, 0) : NULL, n,
+			     &counted);
+	/* The table's shares are of the goroutines counted. */
+	w->thread_samples += counted;
+	return err ? err : (int)counted;
 }
 
 static int on_event(void *user, const struct stacksnap_event *ev)
@@ -542,8 +545,11 @@ int watch_main(int argc, char **argv)
 	walker = ctx ? stacksnap_walker__new(ctx, NULL) : NULL;
 	uw = stacksnap_unwinder__new(NULL);
 	w.print.no_demangle = w.o.no_demangle;
+	/* --goroutines: Go's sample type, as profile --goroutines. */
 	STACKSNAP_OPTS(stacksnap_stacks_opts, sopts, .period_ns = w.o.interval_ns,
 		       .period_type = "wall",
+		       .sample_type = w.o.goroutines ? "goroutine" : NULL,
+		       .sample_unit = w.o.goroutines ? "count" : NULL,
 		       .time_ns = (uint64_t)time(NULL) * 1000000000ull);
 	w.stacks = stacksnap_stacks__new(&sopts);
 	if (!ctx || !walker || !uw || !w.stacks) {

@@ -83,6 +83,16 @@ void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 		} else {
 			fputs("null", f);
 		}
+		/* The program's profiler labels (pprof.Do), sorted by key. */
+		fputs(",\"labels\":{", f);
+		for (size_t k = 0; k < g->nlabels; k++) {
+			if (k)
+				fputc(',', f);
+			json_str(f, g->labels[2 * k]);
+			fputc(':', f);
+			json_str(f, g->labels[2 * k + 1]);
+		}
+		fputc('}', f);
 		fputs(",\"end\":", f);
 		json_str(f, g->end);
 		fputs(",\"frames\":[", f);

@@ -32,7 +32,9 @@ int profile_goroutines_run(const struct goroutine_profile_args *a);
  * labels, the program's own (pprof.Do), "wait_reason" (when waiting) and
  * "status" (the runtime's state name: waiting, runnable, running,
  * syscall...); a "[truncated]" frame above a walk that ended early.
- * *added: the goroutines counted. Returns 0 or -errno. */
+ * *added: the goroutines counted. Returns 0 or -errno. The one count of
+ * goroutines: profile, watch --goroutines and the dump's and show's
+ * profile outputs (profile_out_threads) all use it. */
 int profile_go_add(struct stacksnap_stacks *st,
 		   const struct stacksnap_goroutine *gs, size_t n,
 		   size_t *added);

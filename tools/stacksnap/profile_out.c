@@ -9,6 +9,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "profile_go.h"
 #include "profile_out.h"
 
 /* The format a file name says: -o out.svg, out.pb.gz (or .pb, .pprof),
@@ -185,52 +186,19 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 	return err;
 }
 
-/* One sample per goroutine: its frames (names, file:line, inlined calls
- * from the pclntab) under the root "goroutine [STATUS]". */
-int profile_out_add_goroutines(struct stacksnap_stacks *st,
-			       const struct stacksnap_goroutine *gs, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_goroutine *g = &gs[i];
-		struct stacksnap_stack_frame *fr =
-			calloc(g->nframes + 2, sizeof(*fr));
-		char root[96];
-		size_t k = 0;
-		int err;
-
-		if (!fr)
-			return -ENOMEM;
-		for (; k < g->nframes; k++)
-			fr[k] = (struct stacksnap_stack_frame){
-				.name = g->frames[k].function,
-				.file = g->frames[k].file,
-				.line = (int)g->frames[k].line,
-				.addr = g->frames[k].pc,
-				.inlined = g->frames[k].flags &
-					   STACKSNAP_RFRAME_INLINED,
-				.kind = STACKSNAP_KIND_USER };
-		if (g->end)
-			fr[k++] = (struct stacksnap_stack_frame){
-				.name = "[truncated]",
-				.kind = STACKSNAP_KIND_UNKNOWN };
-		snprintf(root, sizeof(root), "goroutine [%s]", g->status);
-		fr[k++] = (struct stacksnap_stack_frame){
-			.name = root, .kind = STACKSNAP_KIND_ROOT };
-		err = stacksnap_stacks__add(st, fr, k, 1);
-		free(fr);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
 int profile_out_threads(const struct profile_out *po, const char *prefix,
 			const struct stacksnap_goroutine *goroutines,
 			size_t ngoroutines,
 			struct stacksnap_addrspace *as,
 			const struct thread_result *res, size_t n, const char *title)
 {
-	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+	/* Goroutines alone: the sample type of Go's goroutine profile
+	 * (profile --goroutines writes the same). */
+	STACKSNAP_OPTS(stacksnap_stacks_opts, gopts, .sample_type = "goroutine",
+		       .sample_unit = "count");
+	struct stacksnap_stacks *st =
+		stacksnap_stacks__new(ngoroutines && !n ? &gopts : NULL);
+	size_t counted;
 	int rc = EXIT_OK;
 
 	for (size_t i = 0; st && i < n; i++) {
@@ -248,7 +216,7 @@ int profile_out_threads(const struct profile_out *po, const char *prefix,
 			st = NULL;
 		}
 	}
-	if (st && profile_out_add_goroutines(st, goroutines, ngoroutines)) {
+	if (st && profile_go_add(st, goroutines, ngoroutines, &counted)) {
 		stacksnap_stacks__free(st);
 		st = NULL;
 	}

@@ -67,17 +67,11 @@ int profile_out_add_thread_id(struct stacksnap_stacks *st,
 			      const struct thread_result *r, uint64_t count,
 			      uint64_t *id);
 
-/* A Go program's goroutines gs[0..n): a sample each (as Go's goroutine
- * profile counts them), frames with inlined calls, root "goroutine
- * [STATUS]". Returns 0 or -errno. */
-int profile_out_add_goroutines(struct stacksnap_stacks *st,
-			       const struct stacksnap_goroutine *gs, size_t n);
-
 /* A snapshot (live dump, saved file, core) as a profile: one sample per
  * thread of res[0..n) (symbolized), its name as the root, and, when
- * ngoroutines, one per goroutine of goroutines[] (as Go's
- * goroutine profile counts them) with root "goroutine [STATUS]"; written
- * as po says. Returns EXIT_OK or EXIT_ERROR after saying why. */
+ * ngoroutines, one per goroutine of goroutines[] as profile_go_add
+ * (profile_go.h) counts them (goroutines alone: Go's sample type
+ * goroutine/count); written as po says. Returns EXIT_OK or EXIT_ERROR after saying why. */
 int profile_out_threads(const struct profile_out *po, const char *prefix,
 			const struct stacksnap_goroutine *goroutines,
 			size_t ngoroutines,

@@ -41,7 +41,7 @@ void sample_frames_fini(struct sample_frames *sf)
 	free(sf->cache);
 	free(sf->agg);
 	kallsyms_free(sf->ksyms);
-	stacksnap_jvm__free(sf->jvm);
+	stacksnap_vm__free(sf->jvm);
 	free(sf->rframes);
 	memset(sf, 0, sizeof(*sf));
 }
@@ -151,9 +151,9 @@ static size_t add_frame_inline(struct sample_frames *sf, struct stacksnap_addrsp
 	return n;
 }
 
-/* The JVM of sf->jvm_pid, looked for at its samples (every 64th, at
- * most 64 times: a command's JVM loads and initializes its tables after
- * the first samples); its stepper joins the unwinder once found. */
+/* The JVM or V8 of sf->jvm_pid, looked for at its samples (every 64th,
+ * at most 64 times: a command's runtime loads and initializes its tables
+ * after the first samples); its stepper joins the unwinder once found. */
 static void find_jvm(struct sample_frames *sf, struct stacksnap_addrspace *as)
 {
 	if (sf->jvm || !sf->jvm_ctx || sf->jvm_tries >= 64 * 64 ||
@@ -162,12 +162,23 @@ static void find_jvm(struct sample_frames *sf, struct stacksnap_addrspace *as)
 	if (!sf->rframes &&
 	    !(sf->rframes = calloc(4 * (size_t)sf->max_stack, sizeof(*sf->rframes))))
 		return;
-	sf->jvm = stacksnap_jvm__open(sf->jvm_ctx, sf->jvm_pid, as);
+	sf->jvm = stacksnap_vm__open(sf->jvm_ctx, sf->jvm_pid, as);
 	if (sf->jvm)
-		stacksnap_jvm__steppers(sf->jvm, sf->uw);
+		stacksnap_vm__steppers(sf->jvm, sf->uw);
 }
 
-/* Native frame i's Java frames (from *k on, in native_index order). */
+/* The sample's user sp (where its stack copy starts), or 0: perf's
+ * registers are packed in mask order, sp is perf's x86 register 7. */
+static uint64_t sample_sp(const struct stacksnap_perf_event *ev)
+{
+	const uint64_t sp_bit = 1ull << 7;
+
+	if (!ev->regs || !(ev->regs_mask & sp_bit))
+		return 0;
+	return ev->regs[__builtin_popcountll(ev->regs_mask & (sp_bit - 1))];
+}
+
+/* Native frame i's Java or JavaScript frames (from *k on, in native_index order). */
 static size_t add_java_frames(struct sample_frames *sf, int nr, int *k, int i,
 			      uint64_t pc, struct out_frame *fr, size_t n,
 			      size_t maxfr)
@@ -176,7 +187,8 @@ static size_t add_java_frames(struct sample_frames *sf, int nr, int *k, int i,
 	     (*k)++)
 		fr[n++] = (struct out_frame){ .addr = pc, .pc = pc,
 					      .name = sf->rframes[*k].function,
-					      .dso = "[java]",
+					      .dso = sf->rframes[*k].runtime ==
+						     STACKSNAP_RUNTIME_JS ? "[js]" : "[java]",
 					      .inlined = sf->rframes[*k].flags &
 							 STACKSNAP_RFRAME_INLINED };
 	return n;
@@ -284,16 +296,19 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 		if (java && as)
 			find_jvm(sf, as);
 		java = java && sf->jvm;
-		/* The JVM's stepper is for its own process's walks. */
-		stacksnap_jvm__enable(sf->jvm, java);
+		/* The runtime's stepper is for its own process's walks. */
+		stacksnap_vm__enable(sf->jvm, java);
 		nf = stacksnap_procs__unwind_sample(sf->procs, sf->uw, &s, sf->frames,
 						    sf->max_stack, &end);
 
 		if (nf < 0 || !as)
 			nf = 0;
 		if (java && nf)
-			nr = stacksnap_jvm__frames(sf->jvm, sf->frames, (size_t)nf,
-						   sf->rframes, 4 * (size_t)sf->max_stack);
+			nr = stacksnap_vm__frames(sf->jvm, ev->stack,
+						  sample_sp(ev) ? ev->stack_len : 0,
+						  sample_sp(ev), sf->frames,
+						  (size_t)nf, sf->rframes,
+						  4 * (size_t)sf->max_stack);
 		/* perf ends a walk that ran out of copied stack with a
 		 * frame at -1, [unknown]; print it the same (a consumer
 		 * of perf script's output sees a truncated stack as it

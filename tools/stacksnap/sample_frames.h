@@ -57,12 +57,13 @@ struct sample_frames {
 	struct stacksnap_stack_frame *agg; /* for sample_frames_add */
 	size_t aggcap;
 	uint64_t samples, frames_total, truncated, lookups, misses;
-	/* Java frames (profile -p PID / -- CMD): set jvm_ctx and jvm_pid
-	 * after init; the JVM is looked for at that process's samples
-	 * (a command loads libjvm.so after it starts) until found. */
+	/* Java or JavaScript frames (profile -p PID / -- CMD): set jvm_ctx
+	 * and jvm_pid after init; the JVM or V8 is looked for at that
+	 * process's samples (a command loads its runtime after it starts)
+	 * until found. */
 	struct stacksnap_ctx *jvm_ctx;
 	pid_t jvm_pid;
-	struct stacksnap_jvm *jvm;
+	struct stacksnap_vm *jvm;	/* a JVM or V8 */
 	unsigned jvm_tries;
 	struct stacksnap_runtime_frame *rframes; /* 4 * max_stack */
 };

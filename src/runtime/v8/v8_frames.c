@@ -474,6 +474,23 @@ static unsigned line_of(const struct v8_layout *l, struct stacksnap_mem *mem,
 	return lo < n ? (unsigned)lo + 1 : 0;
 }
 
+/* The line of bytecode offset off in BytecodeArray ba, through its
+ * source position table. */
+static unsigned bytecode_line(const struct v8_layout *l, struct stacksnap_mem *mem,
+			      uint64_t ba, int64_t off, uint64_t script)
+{
+	uint64_t spt;
+	int64_t n, pos;
+	uint8_t *bytes;
+
+	if (field(l, mem, ba, l->off_bytecode_source_positions, &spt) ||
+	    !(bytes = byte_array(l, mem, spt, V8_MAX_POSITIONS, &n)))
+		return 0;
+	pos = source_position(bytes, (size_t)n, off);
+	free(bytes);
+	return script && pos >= 0 ? line_of(l, mem, script, position_offset(pos)) : 0;
+}
+
 /* An interpreted frame's line: its bytecode array and offset slots hold
  * the BytecodeArray and a Smi inside it (a baseline frame holds its
  * feedback vector in the offset's slot; an optimized frame neither). */
@@ -481,9 +498,8 @@ static unsigned interpreted_line(const struct v8_layout *l,
 				 struct stacksnap_mem *mem, uint64_t fp,
 				 uint64_t shared, uint64_t script)
 {
-	uint64_t ba, raw, len_raw, spt, data;
-	int64_t off, len, n, pos;
-	uint8_t *bytes;
+	uint64_t ba, raw, len_raw, data;
+	int64_t off, len;
 
 	if (rd(mem, fp + (uint64_t)l->fp_bytecode_array, &ba) ||
 	    rd(mem, fp + (uint64_t)l->fp_bytecode_offset, &raw) ||
@@ -499,13 +515,130 @@ static unsigned interpreted_line(const struct v8_layout *l,
 	/* The slot holds the offset from the tagged array pointer. */
 	off = smi_value(l, raw) - (l->off_bytecode_array_data - l->heap_object_tag);
 	len = smi_value(l, len_raw);
-	if (off < 0 || off >= len ||
-	    field(l, mem, ba, l->off_bytecode_source_positions, &spt) ||
-	    !(bytes = byte_array(l, mem, spt, V8_MAX_POSITIONS, &n)))
+	if (off < 0 || off >= len)
 		return 0;
-	pos = source_position(bytes, (size_t)n, off);
-	free(bytes);
-	return script && pos >= 0 ? line_of(l, mem, script, position_offset(pos)) : 0;
+	return bytecode_line(l, mem, ba, off, script);
+}
+
+/* Reads an unsigned VLQ integer (base::VLQDecodeUnsigned). */
+static bool vlq_unsigned(const uint8_t *b, size_t n, size_t *i, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t c;
+
+	do {
+		if (*i >= n || shift > 63)
+			return false;
+		c = b[(*i)++];
+		v |= (uint64_t)(c & 0x7f) << shift;
+		shift += 7;
+	} while (c & 0x80);
+	*out = v;
+	return true;
+}
+
+/* The bytecode offset of baseline code offset pc_off (the pc looked up:
+ * inside the call for a return address), as V8's BytecodeOffsetIterator
+ * finds it: the table holds the code's length per step, the prologue's
+ * (the function entry, -1) then one per bytecode in order, walked beside
+ * the bytecodes (Wide and ExtraWide prefixes, and their DebugBreak
+ * forms, 0-3, scale the one after them). -2 when pc_off is past the
+ * table or a bytecode is not known. */
+static int64_t baseline_offset(const struct v8_layout *l, const uint8_t *bc,
+			       int64_t nbc, const uint8_t *tab, size_t ntab,
+			       uint64_t pc_off)
+{
+	uint64_t end, d;
+	size_t i = 0;
+	int64_t at = 0;
+
+	if (!vlq_unsigned(tab, ntab, &i, &end))
+		return -2;
+	if (pc_off < end)
+		return -1;
+	while (at < nbc) {
+		unsigned scale = 0, pre = 0;
+		uint8_t b = bc[at];
+
+		if (b < 4) {
+			scale = b == 0 || b == 2 ? 1 : 2;
+			pre = 1;
+			if (at + 1 >= nbc)
+				return -2;
+			b = bc[at + 1];
+		}
+		if (b >= l->nbytecodes || !l->bytecode_sizes[scale][b] ||
+		    !vlq_unsigned(tab, ntab, &i, &d))
+			return -2;
+		end += d;
+		if (pc_off < end)
+			return at;
+		at += pre + l->bytecode_sizes[scale][b];
+	}
+	return -2;
+}
+
+/* The Code a function runs now: its start, size and kind. */
+static int function_code(const struct v8_layout *l, struct stacksnap_mem *mem,
+			 uint64_t function, uint64_t *code, uint64_t *start,
+			 int32_t *size, int64_t *kind)
+{
+	uint32_t flags;
+
+	if (l->type_code < 0 || l->code_kind_mask < 0 || l->code_kind_shift < 0 ||
+	    l->code_kind_baseline < 0 ||
+	    field(l, mem, function, l->off_function_code, code) ||
+	    instance_type(l, mem, *code) != l->type_code ||
+	    field(l, mem, *code, l->off_code_instruction_start, start) ||
+	    mem_read(mem, *code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_flags, &flags, sizeof(flags)) ||
+	    mem_read(mem, *code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_instruction_size, size, sizeof(*size)))
+		return -EFAULT;
+	*kind = (int64_t)(flags >> (l->code_kind_shift & 31)) & l->code_kind_mask;
+	return 0;
+}
+
+/* A baseline (Sparkplug) frame's line: when the function's current code
+ * is the baseline Code holding pc, pc's bytecode offset from the Code's
+ * bytecode offset table and the BytecodeArray its frame keeps in the
+ * interpreter's slot (Sparkplug lays its frames out so), then that
+ * offset's line as for an interpreted frame. */
+static unsigned baseline_line(const struct v8_layout *l, struct stacksnap_mem *mem,
+			      uint64_t fp, uint64_t function, uint64_t script,
+			      uint64_t pc)
+{
+	uint64_t code, start, table, ba, len_raw;
+	uint8_t *tab, *bc;
+	int64_t kind, ntab, nbc, off;
+	int32_t size;
+
+	if (!pc || !l->nbytecodes || l->off_code_bytecode_offsets < 0 ||
+	    function_code(l, mem, function, &code, &start, &size, &kind) ||
+	    kind != l->code_kind_baseline || size <= 0 || pc < start ||
+	    pc - start >= (uint64_t)size ||
+	    rd(mem, fp + (uint64_t)l->fp_bytecode_array, &ba) ||
+	    instance_type(l, mem, ba) != l->type_bytecode_array ||
+	    field(l, mem, ba, l->off_fixed_array_length, &len_raw) ||
+	    !is_smi(l, len_raw))
+		return 0;
+	nbc = smi_value(l, len_raw);
+	if (nbc <= 0 || nbc > V8_MAX_POSITIONS ||
+	    field(l, mem, code, l->off_code_bytecode_offsets, &table) ||
+	    !(tab = byte_array(l, mem, table, V8_MAX_POSITIONS, &ntab)))
+		return 0;
+	if (!(bc = malloc((size_t)nbc)) ||
+	    mem_read(mem, ba - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_bytecode_array_data, bc, (size_t)nbc)) {
+		free(bc);
+		free(tab);
+		return 0;
+	}
+	off = baseline_offset(l, bc, nbc, tab, (size_t)ntab, pc - start);
+	free(bc);
+	free(tab);
+	return off >= 0 ? bytecode_line(l, mem, ba, off, script) : 0;
 }
 
 static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
@@ -676,6 +809,8 @@ int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
 	name_shared(l, mem, shared, &own, &script);
 	own.line = interpreted_line(l, mem, fp, shared, script);
 	own.interpreted = own.line != 0;
+	if (!own.line)
+		own.line = baseline_line(l, mem, fp, function, script, pc);
 	n = 0;
 	if (!own.line)
 		n = compiled_positions(l, mem, function, script, pc, out, max - 1,

@@ -89,6 +89,8 @@ static const struct {
 	W("class_Code__source_position_table__ByteArray",
 	  off_code_source_positions),
 	W("class_Code__deoptimization_data__FixedArray", off_code_deopt_data),
+	W("class_Code__bytecode_offset_table__ByteArray",
+	  off_code_bytecode_offsets),
 	W("DeoptimizationDataInliningPositionsIndex",
 	  deopt_inlining_positions_index),
 	W("DeoptimizationDataLiteralArrayIndex", deopt_literal_array_index),
@@ -212,6 +214,67 @@ void v8_layout__parse_text(struct v8_layout *l, const char *text, size_t len)
 	}
 }
 
+/* The size bytes of a symbol at link address addr, from the file (none
+ * for .bss). */
+static int symbol_bytes(const struct elf_image *img, uint64_t addr,
+			uint64_t size, uint8_t *out)
+{
+	for (size_t s = 0; s < img->nsegs; s++) {
+		const struct elf_segment *seg = &img->segs[s];
+		uint64_t at;
+
+		if (addr < seg->vaddr || addr - seg->vaddr >= seg->memsz ||
+		    seg->memsz - (addr - seg->vaddr) < size)
+			continue;
+		at = addr - seg->vaddr;
+		if (at + size > seg->filesz || seg->offset + at + size > img->size)
+			return -EPROTO;
+		memcpy(out, img->bytes + seg->offset + at, size);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* V8's Bytecodes::kBytecodeSizes (uint8_t [3][count]), where the binary
+ * keeps its symbol table: the sizes baseline frames' pcs are mapped to
+ * bytecode offsets with. */
+#define BYTECODE_SIZES_SYM "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE"
+
+static void read_bytecode_sizes(struct elf_image *img, struct v8_layout *l)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(img->elf, scn))) {
+		GElf_Shdr sh;
+
+		/* The entries read in place (node's 109,000: ~0.3 ms, where
+		   converting each costs ~3 ms a dump). */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    sh.sh_entsize != sizeof(Elf64_Sym) || sh.sh_offset > img->size ||
+		    sh.sh_size > img->size - sh.sh_offset)
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			Elf64_Sym sym;
+			const char *name;
+			uint8_t bytes[3 * 256];
+			size_t n;
+
+			memcpy(&sym, img->bytes + sh.sh_offset + i * sizeof(sym), sizeof(sym));
+			if (!sym.st_value || sym.st_size % 3 || sym.st_size > sizeof(bytes) ||
+			    sym.st_size < 3 * 4 ||
+			    !(name = elf_strptr(img->elf, sh.sh_link, sym.st_name)) ||
+			    strcmp(name, BYTECODE_SIZES_SYM) ||
+			    symbol_bytes(img, sym.st_value, sym.st_size, bytes))
+				continue;
+			n = sym.st_size / 3;
+			for (size_t k = 0; k < 3; k++)
+				memcpy(l->bytecode_sizes[k], bytes + k * n, n);
+			l->nbytecodes = (unsigned)n;
+			return;
+		}
+	}
+}
+
 /* The value of a 4- or 8-byte symbol at link address addr: its bytes in
  * the file, or 0 where the segment has no file bytes (.bss). */
 static int symbol_value(const struct elf_image *img, uint64_t addr,
@@ -278,4 +341,17 @@ int v8_layout__read_elf(const char *path, const struct log_sink *log,
 	}
 	elf_image__free(img);
 	return seen ? 0 : -ENOENT;
+}
+
+int v8_layout__read_bytecode_sizes(const char *path, const struct log_sink *log,
+				   struct v8_layout *l)
+{
+	struct elf_image *img;
+	int err = elf_image__open(path, log, &img);
+
+	if (err)
+		return err;
+	read_bytecode_sizes(img, l);
+	elf_image__free(img);
+	return l->nbytecodes ? 0 : -ENOENT;
 }

@@ -68,6 +68,14 @@ struct v8_layout {
 	   SourcePosition, the inlined function's literal index, padding). */
 	int64_t off_function_code, off_code_instruction_start, off_code_flags,
 		off_code_instruction_size, inlining_position_size;
+	/* Baseline (Sparkplug) code: Code's bytecode offset table (its pcs
+	   per bytecode) and each bytecode's size at each operand scale
+	   (V8's Bytecodes::kBytecodeSizes, read from .symtab when needed:
+	   not in the metadata). nbytecodes 0 (not read, or no such symbol):
+	   baseline frames keep no line. */
+	int64_t off_code_bytecode_offsets;
+	unsigned nbytecodes;
+	uint8_t bytecode_sizes[3][256];
 	/* ScopeFlags bits: has_saved_class_variable (10), function_variable
 	   (12, 2 bits), has_inferred_function_name (14); inlined local names
 	   below 75. */
@@ -93,6 +101,12 @@ int v8_layout__check(struct v8_layout *l, const char **missing);
  * symbols), or -errno. */
 int v8_layout__read_elf(const char *path, const struct log_sink *log,
 			struct v8_layout *l);
+/* Bytecodes::kBytecodeSizes from the image's .symtab into l (nbytecodes
+ * set): what baseline frames' lines need, read only when one is met (the
+ * symbol table's pages cost a dump ~2-3 ms). Returns 0, -ENOENT (no such
+ * symbol: a stripped binary) or -errno. */
+int v8_layout__read_bytecode_sizes(const char *path, const struct log_sink *log,
+				   struct v8_layout *l);
 
 /* Parses "name value" lines (the format of tests and the fuzz target):
  * at most len bytes, lines of at most 256 bytes. */

@@ -1,10 +1,12 @@
-/* java_writer.c - the JAVA section of a snapshot file
- * (docs/snapshot-format.md): a JVM's Java frames named at capture time
- * (the code cache and the methods change and vanish with the process),
- * each keyed by the native frame it replaces, and the steps the hotspot
- * stepper took through compiled frames, which `show` replays to walk the
- * saved stacks as the capture did. */
-#include "save/java_writer.h"
+/* named_writer.c - the NAMED section of a snapshot file
+ * (docs/snapshot-format.md): the frames of a runtime named from native
+ * frames (a JVM's Java frames, V8's JavaScript frames), named at capture
+ * time (code, methods and functions change and vanish with the process),
+ * each keyed by the native frame it replaces, and the steps the
+ * runtime's stepper took (the hotspot stepper, through compiled Java
+ * frames), which `show` replays to walk the saved stacks as the capture
+ * did. */
+#include "save/named_writer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static void put_str(struct byte_buf *b, const char *s)
 }
 
 /* One thread: walked from its copy with the runtime's steppers (the
- * walk `show` will repeat), its native frames named as Java frames. */
+ * walk `show` will repeat), its native frames named as the runtime's. */
 static int put_thread(struct byte_buf *b, struct stacksnap_snapshot *snap,
 		      struct stacksnap_addrspace *as, size_t i,
 		      struct stacksnap_unwinder *uw, struct stacksnap_mem *mem,
@@ -64,7 +66,7 @@ static int put_thread(struct byte_buf *b, struct stacksnap_snapshot *snap,
 
 		byte_buf__u32(b, 0);
 		byte_buf__u8(b, rf[m].flags & STACKSNAP_RFRAME_INLINED
-				? SNAPFILE_JFRAME_INLINED : 0);
+				? SNAPFILE_NFRAME_INLINED : 0);
 		byte_buf__u32(b, rf[m].line);
 		/* The key `show` finds the native frame by. */
 		byte_buf__u64(b, nf->pc);
@@ -92,11 +94,11 @@ static int step_cmp(const void *a, const void *b)
 static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 {
 	const struct hotspot_step *log;
-	size_t n = capture__runtime_java_steps(snap, &log), u = 0;
+	size_t n = capture__runtime_named_steps(snap, &log), u = 0;
 	struct hotspot_step *st;
 
-	if (n > SNAPFILE_MAX_JAVA_STEPS)
-		n = SNAPFILE_MAX_JAVA_STEPS;
+	if (n > SNAPFILE_MAX_NAMED_STEPS)
+		n = SNAPFILE_MAX_NAMED_STEPS;
 	st = malloc((n ? n : 1) * sizeof(*st));
 	if (!st)
 		return -ENOMEM;
@@ -118,13 +120,14 @@ static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 	return 0;
 }
 
-int java_writer__put(struct snapfile_writer *w, const struct stacksnap_snapshot *snap,
+int named_writer__put(struct snapfile_writer *w, const struct stacksnap_snapshot *snap,
 		     struct stacksnap_addrspace *as, unsigned max_frames,
 		     bool stack_scan)
 {
 	/* Naming fills the capture's caches: logically const. */
 	struct stacksnap_snapshot *s = (struct stacksnap_snapshot *)snap;
-	const char *desc = capture__runtime_java(snap);
+	enum stacksnap_runtime kind = STACKSNAP_RUNTIME_NATIVE;
+	const char *desc = capture__runtime_named(snap, &kind);
 	size_t n = stacksnap_snapshot__thread_count(snap);
 	struct stacksnap_unwinder *uw;
 	struct stacksnap_mem *mem;
@@ -145,8 +148,9 @@ int java_writer__put(struct snapfile_writer *w, const struct stacksnap_snapshot 
 	if ((err = stacksnap_snapshot__runtime_steppers(s, uw)) < 0)
 		goto out;
 	err = 0;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_JAVA, 1, 0);
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_NAMED, 1, 0);
 	put_str(&w->buf, desc);
+	byte_buf__u32(&w->buf, (uint32_t)kind);
 	byte_buf__u32(&w->buf, (uint32_t)n);
 	for (size_t i = 0; i < n && !err; i++)
 		err = put_thread(&w->buf, s, as, i, uw, mem, frames, max_frames);

@@ -1,10 +1,11 @@
-/* java_reader.c - the JAVA section of a snapshot file
- * (docs/snapshot-format.md): a JVM's Java frames as named when the file
- * was written, each found again at the native frame it replaced (by that
- * frame's pc and sp), and the steps the capture's walk took through
- * compiled Java frames, replayed by a stepper so that `show` walks the
- * saved stacks as the capture did. */
-#include "saved/java_reader.h"
+/* named_reader.c - the NAMED section of a snapshot file
+ * (docs/snapshot-format.md): a runtime's frames (a JVM's Java frames,
+ * V8's JavaScript frames; older files' JAVA section: Java only) as named
+ * when the file was written, each found again at the native frame it
+ * replaced (by that frame's pc and sp), and the steps the capture's walk
+ * took through compiled Java frames, replayed by a stepper so that `show`
+ * walks the saved stacks as the capture did. */
+#include "saved/named_reader.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,16 +34,18 @@ struct saved_jthread {
 	size_t n;
 };
 
-/* Invariant: steps sorted by (sp, pc), unique. */
-struct saved_java {
+/* Invariant: steps sorted by (sp, pc), unique; kind a runtime that
+ * names native frames (JAVA or JS). */
+struct saved_named {
 	char *description;
+	enum stacksnap_runtime kind;
 	struct saved_jthread *threads;
 	size_t n;
 	struct hotspot_step *steps;
 	size_t nsteps;
 };
 
-void java_reader__free(struct saved_java *j)
+void named_reader__free(struct saved_named *j)
 {
 	if (!j)
 		return;
@@ -111,11 +114,11 @@ static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 	return 0;
 }
 
-static int read_steps(struct saved_java *j, struct cursor *c)
+static int read_steps(struct saved_named *j, struct cursor *c)
 {
 	uint32_t n = cursor_u32(c);
 
-	if (c->bad || n > SNAPFILE_MAX_JAVA_STEPS || (size_t)n * 40 > cursor_left(c))
+	if (c->bad || n > SNAPFILE_MAX_NAMED_STEPS || (size_t)n * 40 > cursor_left(c))
 		return -EINVAL;
 	j->steps = calloc(n ? n : 1, sizeof(*j->steps));
 	if (!j->steps)
@@ -137,27 +140,30 @@ static int read_steps(struct saved_java *j, struct cursor *c)
 	return c->bad ? -EINVAL : 0;
 }
 
-int java_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
-			      size_t base)
+int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+			       size_t base, bool has_kind)
 {
-	struct saved_java *j;
+	struct saved_named *j;
 	bool nomem = false;
 	uint32_t n;
 	int err = 0;
 
-	if (s->java) {
-		SAVED_BAD(s, base, "a second Java section");
+	if (s->named) {
+		SAVED_BAD(s, base, "a second named-frames section");
 		return -EINVAL;
 	}
 	if (!(j = calloc(1, sizeof(*j))))
 		return -ENOMEM;
-	s->java = j;
+	s->named = j;
 	j->description = readers__take_str(c, '?', &nomem);
+	j->kind = has_kind ? (enum stacksnap_runtime)cursor_u32(c)
+			   : STACKSNAP_RUNTIME_JAVA;
 	n = cursor_u32(c);
 	if (nomem)
 		return -ENOMEM;
-	if (c->bad || !j->description || (size_t)n * 4 > cursor_left(c)) {
-		SAVED_BAD(s, base + cursor_offset(c), "Java section: %s",
+	if (c->bad || !j->description || (size_t)n * 4 > cursor_left(c) ||
+	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS)) {
+		SAVED_BAD(s, base + cursor_offset(c), "named-frames section: %s",
 			  c->bad ? "truncated" : "bad header");
 		return -EINVAL;
 	}
@@ -170,26 +176,28 @@ int java_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 		struct cursor tc;
 
 		if (!p) {
-			SAVED_BAD(s, base + at, "Java section: thread %u truncated", i);
+			SAVED_BAD(s, base + at, "named-frames section: thread %u truncated", i);
 			return -EINVAL;
 		}
 		cursor_init(&tc, p, len);
 		err = read_thread(&j->threads[j->n++], &tc, &nomem);
 		if (err == -EINVAL)
-			SAVED_BAD(s, base + at, "Java section: thread %u: "
+			SAVED_BAD(s, base + at, "named-frames section: thread %u: "
 				  "corrupt frame record", i);
 	}
 	if (!err && (err = read_steps(j, c)) == -EINVAL)
-		SAVED_BAD(s, base + cursor_offset(c), "Java section: corrupt steps");
+		SAVED_BAD(s, base + cursor_offset(c), "named-frames section: corrupt steps");
 	return err;
 }
 
-const char *java_reader__description(const struct saved_java *j)
+const char *named_reader__description(const struct saved_named *j,
+				      enum stacksnap_runtime *kind)
 {
+	*kind = j->kind;
 	return j->description;
 }
 
-const char *java_reader__thread_name(const struct saved_java *j, pid_t tid)
+const char *named_reader__thread_name(const struct saved_named *j, pid_t tid)
 {
 	for (size_t k = 0; k < j->n; k++)
 		if (j->threads[k].tid == tid)
@@ -201,7 +209,7 @@ const char *java_reader__thread_name(const struct saved_java *j, pid_t tid)
  * the saved frames of it (consecutive: the methods inlined there, then
  * the method); native frames the saved walk had and this one has not
  * leave their Java frames out. */
-int java_reader__frames(const struct saved_java *j, pid_t tid,
+int named_reader__frames(const struct saved_named *j, pid_t tid,
 			const struct stacksnap_frame *native, size_t nnative,
 			struct stacksnap_runtime_frame *out, size_t max)
 {
@@ -232,9 +240,9 @@ int java_reader__frames(const struct saved_java *j, pid_t tid,
 				continue;
 			out[n] = (struct stacksnap_runtime_frame){
 				.sz = sizeof(out[n]),
-				.runtime = STACKSNAP_RUNTIME_JAVA,
+				.runtime = j->kind,
 				.native_index = (uint32_t)k,
-				.flags = f->flags & SNAPFILE_JFRAME_INLINED
+				.flags = f->flags & SNAPFILE_NFRAME_INLINED
 					? STACKSNAP_RFRAME_INLINED : 0,
 				.function = f->function,
 				.file = f->file,
@@ -251,7 +259,7 @@ static int replay_step(void *user, const struct stacksnap_regs *regs,
 		       bool exact_pc, struct stacksnap_mem *mem,
 		       struct stacksnap_regs *caller)
 {
-	const struct saved_java *j = user;
+	const struct saved_named *j = user;
 	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
 	uint64_t pc, sp;
 	size_t lo = 0, hi = j->nsteps;
@@ -281,7 +289,7 @@ static int replay_step(void *user, const struct stacksnap_regs *regs,
 	return STACKSNAP_STEPPER_NOT_MINE;
 }
 
-int java_reader__steppers(const struct saved_java *j, struct stacksnap_unwinder *uw)
+int named_reader__steppers(const struct saved_named *j, struct stacksnap_unwinder *uw)
 {
 	/* As the capture's hotspot stepper: after CFI, before the analysis
 	   and frame-pointer steppers. */
