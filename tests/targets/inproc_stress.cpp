@@ -120,6 +120,7 @@ static bool ends_with_ref(void **ips, int n)
  * same from its entry down). */
 static void *g_ref[MAXF];
 static std::atomic<int> g_ref_n;
+static std::atomic<int> g_ref_claimed; /* one thread writes g_ref */
 /* ThreadSanitizer runs handlers later, at points of its choosing, with
  * the ucontext of the original delivery: the interrupted stack has
  * moved on, so walks of that context are not checked (they must still
@@ -373,7 +374,7 @@ static NOINLINE void worker_body(long iterations, bool altstack)
 	unsigned seed = (unsigned)(uintptr_t)&g;
 
 	ref_n = stacksnap_backtrace(ref, MAXF);
-	if (!g_ref_n) {
+	if (!g_ref_claimed.exchange(1)) {
 		memcpy(g_ref, ref, sizeof(void *) * (size_t)ref_n);
 		g_ref_n = ref_n;
 	}

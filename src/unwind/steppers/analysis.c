@@ -166,7 +166,7 @@ static unsigned transfer(const struct capstone_dl *C, csh cs,
 			s->rbp_save = s->h;
 		}
 		s->fp = s->h;
-		s->h += (int32_t)op[0].imm;
+		set_height(s, s->h, op[0].imm, false);
 		break;
 	case X86_INS_SUB:
 	case X86_INS_ADD:
@@ -205,10 +205,13 @@ static unsigned transfer(const struct capstone_dl *C, csh cs,
 				/* lea off(%rsp),%rbp: a frame pointer not at
 				 * the saved rbp (clang's and gcc's -O0 do not,
 				 * hand-written code does) */
+				int64_t fp = (int64_t)base_h - op[1].mem.disp;
+
 				if (s->rbp == RBP_SAME)
 					s->rbp = RBP_LOST;
-				s->fp = base_h - (int32_t)op[1].mem.disp;
-				if (!s->fp)
+				if (fp > -(1 << 24) && fp < (1 << 24) && fp)
+					s->fp = (int32_t)fp;
+				else
 					clobber_rbp(s);
 				break;
 			}
