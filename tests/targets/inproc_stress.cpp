@@ -170,14 +170,34 @@ static bool without_cfi(void *last)
  * epilogue) has a stack that no CFI describes: libgcc's own unwinder
  * reads the same wrong caller there (and glibc's backtrace() crashes).
  * A walk through it may end anywhere after it. */
-static uintptr_t libgcc_lo, libgcc_hi;
+static uintptr_t libgcc_lo[2], libgcc_hi[2];
 
 static bool through_libgcc(void **ips, int n)
 {
 	for (int i = 0; i < n; i++)
-		if ((uintptr_t)ips[i] - libgcc_lo < libgcc_hi - libgcc_lo)
-			return true;
+		for (int k = 0; k < 2; k++)
+			if ((uintptr_t)ips[i] - libgcc_lo[k] < libgcc_hi[k] - libgcc_lo[k])
+				return true;
 	return false;
+}
+
+/* The unwinder's mappings: libgcc_s's, and where the name
+ * _Unwind_RaiseException binds from here if elsewhere (gcc's libasan
+ * carries a copy of its own and comes first in the search order). */
+static void find_libgcc(void)
+{
+	void *h = dlopen("libgcc_s.so.1", RTLD_NOW);
+	void *in_libgcc = h ? dlsym(h, "_Unwind_RaiseException") : NULL;
+	void *fns[2] = { in_libgcc, (void *)_Unwind_RaiseException };
+
+	for (int k = 0; k < 2; k++) {
+		struct dl_find_object dlfo;
+
+		if (fns[k] && !_dl_find_object(fns[k], &dlfo)) {
+			libgcc_lo[k] = (uintptr_t)dlfo.dlfo_map_start;
+			libgcc_hi[k] = (uintptr_t)dlfo.dlfo_map_end;
+		}
+	}
 }
 
 /* from: the first frame glibc's trace also has (0 for a context's walk;
@@ -466,14 +486,7 @@ int main(int argc, char **argv)
 		"GLIBC_2.2.5");
 	if (!glibc_backtrace)
 		glibc_backtrace = backtrace;
-	{
-		struct dl_find_object dlfo;
-
-		if (!_dl_find_object((void *)_Unwind_RaiseException, &dlfo)) {
-			libgcc_lo = (uintptr_t)dlfo.dlfo_map_start;
-			libgcc_hi = (uintptr_t)dlfo.dlfo_map_end;
-		}
-	}
+	find_libgcc();
 	{
 		void *w[4];
 
@@ -516,10 +529,17 @@ int main(int argc, char **argv)
 		pthread_join(longw[i], NULL);
 
 	for (long k = 0; k < ncandidates && k < MAX_CANDIDATES; k++) {
+		Dl_info di;
+
 		if (without_cfi(candidate_pc[k])) {
 			early_ends++;
 			continue;
 		}
+		/* where each such walk ended, so a failure says it */
+		if (mismatches < 8)
+			fprintf(stderr, "walk ended early at %p %s %s\n", candidate_pc[k],
+				dladdr(candidate_pc[k], &di) && di.dli_sname ? di.dli_sname : "?",
+				dladdr(candidate_pc[k], &di) ? di.dli_fname : "(no module)");
 		mismatches++;
 		if (k < KEPT_TRACES)
 			keep_bad(kept[k], kept_n[k]);
