@@ -13,7 +13,7 @@
 
 #include "addrspace/module.h" /* struct stacksnap_ctx: its log */
 #include "base/log.h"
-#include "runtime/java/hotspot_frames.h"
+#include "runtime/runtime_steps.h"
 #include "saved/readers.h"
 #include "snapfile/snapshot_file.h"
 
@@ -41,7 +41,7 @@ struct saved_named {
 	enum stacksnap_runtime kind;
 	struct saved_jthread *threads;
 	size_t n;
-	struct hotspot_step *steps;
+	struct stacksnap_runtime_step *steps;
 	size_t nsteps;
 };
 
@@ -124,7 +124,7 @@ static int read_steps(struct saved_named *j, struct cursor *c)
 	if (!j->steps)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		struct hotspot_step *st = &j->steps[i];
+		struct stacksnap_runtime_step *st = &j->steps[i];
 
 		st->pc = cursor_u64(c);
 		st->sp = cursor_u64(c);
@@ -132,8 +132,7 @@ static int read_steps(struct saved_named *j, struct cursor *c)
 		st->caller_sp = cursor_u64(c);
 		st->caller_fp = cursor_u64(c);
 		/* The search needs them sorted and unique. */
-		if (i && (st[-1].sp > st->sp ||
-			  (st[-1].sp == st->sp && st[-1].pc >= st->pc)))
+		if (i && runtime_step__cmp(&st[-1], st) >= 0)
 			return -EINVAL;
 	}
 	j->nsteps = n;
@@ -254,39 +253,16 @@ int named_reader__frames(const struct saved_named *j, pid_t tid,
 	return (int)n;
 }
 
-/* The capture's step of the frame at (rip, rsp), replayed. */
+/* The capture's step of the frame at (rip, rsp), replayed; never a
+ * frame 0's (exact pc), which the other steppers walk as they would. */
 static int replay_step(void *user, const struct stacksnap_regs *regs,
 		       bool exact_pc, struct stacksnap_mem *mem,
 		       struct stacksnap_regs *caller)
 {
 	const struct saved_named *j = user;
-	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
-	uint64_t pc, sp;
-	size_t lo = 0, hi = j->nsteps;
 
 	(void)mem;
-	if (exact_pc || (regs->valid & need) != need)
-		return STACKSNAP_STEPPER_NOT_MINE;
-	pc = regs->regs[STACKSNAP_REG_RIP];
-	sp = regs->regs[STACKSNAP_REG_RSP];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct hotspot_step *st = &j->steps[mid];
-
-		if (st->sp == sp && st->pc == pc) {
-			memset(caller, 0, sizeof(*caller));
-			caller->regs[STACKSNAP_REG_RIP] = st->caller_pc;
-			caller->regs[STACKSNAP_REG_RSP] = st->caller_sp;
-			caller->regs[STACKSNAP_REG_RBP] = st->caller_fp;
-			caller->valid = need | 1u << STACKSNAP_REG_RBP;
-			return STACKSNAP_STEPPER_CALLER;
-		}
-		if (st->sp < sp || (st->sp == sp && st->pc < pc))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return STACKSNAP_STEPPER_NOT_MINE;
+	return runtime_steps__replay(j->steps, j->nsteps, regs, exact_pc, true, caller);
 }
 
 int named_reader__steppers(const struct saved_named *j, struct stacksnap_unwinder *uw)
