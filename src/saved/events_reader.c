@@ -364,27 +364,16 @@ static int decode_rsteps(struct stacksnap_saved *s, struct saved_events *e,
 	cursor_init(&c, a->p, a->len);
 	cursor_skip(&c, at);
 	n = cursor_u16(&c);
-	if (c.bad || n > EVENTS_MAX_RSTEPS || (size_t)n * 40 > cursor_left(&c)) {
+	if (!cursor_count_fits(&c, n, EVENTS_MAX_RSTEPS, 40)) {
 		BAD(s, a->off + at, "event %zu: runtime steps %s", e->n,
 		    c.bad || n <= EVENTS_MAX_RSTEPS ? "truncated"
 						    : "more than a writer writes");
 		return -EINVAL;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct stacksnap_runtime_step *st = &e->rsteps[i];
-
-		st->pc = cursor_u64(&c);
-		st->sp = cursor_u64(&c);
-		st->caller_pc = cursor_u64(&c);
-		st->caller_sp = cursor_u64(&c);
-		st->caller_fp = cursor_u64(&c);
-		/* The search needs them sorted and unique. */
-		if (i && runtime_step__cmp(&st[-1], st) >= 0) {
-			e->nrsteps = 0;
-			BAD(s, a->off + at, "event %zu: runtime steps not sorted",
-			    e->n);
-			return -EINVAL;
-		}
+	if (!readers__take_steps(&c, e->rsteps, n)) {
+		e->nrsteps = 0;
+		BAD(s, a->off + at, "event %zu: runtime steps not sorted", e->n);
+		return -EINVAL;
 	}
 	e->nrsteps = n;
 	return 0;

@@ -78,26 +78,24 @@ static char *take_opt(struct cursor *c, bool *nomem)
 static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 {
 	uint32_t nf;
+	int err = 0;
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->name = take_opt(c, nomem);
 	nf = cursor_u32(c);
-	/* A frame takes at least 4 + 1 + 4 + 24 + 4 + 4 bytes. */
-	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
-	    (size_t)nf * 41 > cursor_left(c))
-		return *nomem ? -ENOMEM : -EINVAL;
-	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
-	if (!t->frames)
+	if (*nomem)
 		return -ENOMEM;
+	/* A frame takes at least 4 + 1 + 4 + 24 + 4 + 4 bytes. */
+	t->frames = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 41, sizeof(*t->frames),
+				      &err);
+	if (!t->frames)
+		return err;
 	for (uint32_t k = 0; k < nf; k++) {
-		uint32_t len = cursor_u32(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct saved_jframe *f = &t->frames[t->n];
 		struct cursor fc;
 
-		if (!p)
+		if (!cursor_record(c, &fc, NULL))
 			return -EINVAL;
-		cursor_init(&fc, p, len);
 		f->flags = cursor_u8(&fc);
 		f->line = cursor_u32(&fc);
 		f->native_pc = cursor_u64(&fc);
@@ -117,26 +115,16 @@ static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 static int read_steps(struct saved_named *j, struct cursor *c)
 {
 	uint32_t n = cursor_u32(c);
+	int err = 0;
 
-	if (c->bad || n > SNAPFILE_MAX_NAMED_STEPS || (size_t)n * 40 > cursor_left(c))
-		return -EINVAL;
-	j->steps = calloc(n ? n : 1, sizeof(*j->steps));
+	j->steps = cursor_list_alloc(c, n, SNAPFILE_MAX_NAMED_STEPS, 40, sizeof(*j->steps),
+				     &err);
 	if (!j->steps)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		struct stacksnap_runtime_step *st = &j->steps[i];
-
-		st->pc = cursor_u64(c);
-		st->sp = cursor_u64(c);
-		st->caller_pc = cursor_u64(c);
-		st->caller_sp = cursor_u64(c);
-		st->caller_fp = cursor_u64(c);
-		/* The search needs them sorted and unique. */
-		if (i && runtime_step__cmp(&st[-1], st) >= 0)
-			return -EINVAL;
-	}
+		return err;
+	if (!readers__take_steps(c, j->steps, n))
+		return -EINVAL;
 	j->nsteps = n;
-	return c->bad ? -EINVAL : 0;
+	return 0;
 }
 
 int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
@@ -160,25 +148,25 @@ int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 	n = cursor_u32(c);
 	if (nomem)
 		return -ENOMEM;
-	if (c->bad || !j->description || (size_t)n * 4 > cursor_left(c) ||
-	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS)) {
+	/* A thread takes at least its record's length. */
+	if (c->bad || !j->description ||
+	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS) ||
+	    !(j->threads = cursor_list_alloc(c, n, UINT32_MAX, 4, sizeof(*j->threads),
+					     &err))) {
+		if (err == -ENOMEM)
+			return err;
 		SAVED_BAD(s, base + cursor_offset(c), "named-frames section: %s",
 			  c->bad ? "truncated" : "bad header");
 		return -EINVAL;
 	}
-	if (!(j->threads = calloc(n ? n : 1, sizeof(*j->threads))))
-		return -ENOMEM;
 	for (uint32_t i = 0; i < n && !err; i++) {
-		uint32_t len = cursor_u32(c);
-		size_t at = cursor_offset(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct cursor tc;
+		size_t at;
 
-		if (!p) {
+		if (!cursor_record(c, &tc, &at)) {
 			SAVED_BAD(s, base + at, "named-frames section: thread %u truncated", i);
 			return -EINVAL;
 		}
-		cursor_init(&tc, p, len);
 		err = read_thread(&j->threads[j->n++], &tc, &nomem);
 		if (err == -EINVAL)
 			SAVED_BAD(s, base + at, "named-frames section: thread %u: "
