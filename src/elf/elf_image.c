@@ -450,6 +450,28 @@ int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
 	return -ENOENT;
 }
 
+int elf_image__vaddr_bytes(const struct elf_image *img, uint64_t addr, uint64_t size,
+			   const uint8_t **bytes)
+{
+	for (size_t s = 0; s < img->nsegs; s++) {
+		const struct elf_segment *seg = &img->segs[s];
+		uint64_t at;
+
+		if (addr < seg->vaddr || addr - seg->vaddr >= seg->memsz ||
+		    seg->memsz - (addr - seg->vaddr) < size)
+			continue;
+		at = addr - seg->vaddr;
+		*bytes = NULL;
+		if (at + size > seg->filesz)
+			return 0;
+		if (seg->offset + at + size > img->size)
+			return -EPROTO;
+		*bytes = img->bytes + seg->offset + at;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 void elf_symbols__init(struct elf_symbols *it, const struct elf_image *img,
 		       uint32_t sh_type)
 {

@@ -146,6 +146,14 @@ int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
  * the next store). Returns 0. */
 int elf_debug_cache__open(const struct elf_image *img, const char *cache_dir,
 			  const struct log_sink *log, struct elf_image **out);
+/* The file bytes of [addr, addr + size) at link-time address addr (a
+ * symbol's value): *bytes points into img->bytes, or is NULL where the
+ * PT_LOAD covering it holds no file bytes there (.bss: zeros at run time).
+ * Returns 0, -ENOENT (no PT_LOAD covers it whole) or -EPROTO (the file is
+ * shorter than the segment says). */
+int elf_image__vaddr_bytes(const struct elf_image *img, uint64_t addr, uint64_t size,
+			   const uint8_t **bytes);
+
 /* One entry of a symbol table, as elf_symbols__next reads it. */
 struct elf_symbol {
 	uint64_t value;		/* st_value: a link-time address */

@@ -239,6 +239,17 @@ static void symbol_tables(void)
 	snprintf(cmd, sizeof(cmd), "readelf --dyn-syms -W %s | awk '$1 ~ /^[0-9]+:$/{n++} END{print n}'",
 		 libc);
 	CHECK_EQ_U64(n, sh_number(cmd, 10));
+	/* A symbol's file bytes: malloc's code; none for __environ (.bss);
+	   an address no segment covers. */
+	{
+		const uint8_t *p = NULL;
+		uint64_t env = find_symbol(img, SHT_DYNSYM, "__environ", &n);
+
+		CHECK(elf_image__vaddr_bytes(img, v, 16, &p) == 0 && p &&
+		      p > img->bytes && p + 16 <= img->bytes + img->size);
+		CHECK(env && elf_image__vaddr_bytes(img, env, 8, &p) == 0 && !p);
+		CHECK(elf_image__vaddr_bytes(img, ~0ull - 64, 8, &p) == -ENOENT);
+	}
 	elf_image__free(img);
 }
 

@@ -219,20 +219,15 @@ void v8_layout__parse_text(struct v8_layout *l, const char *text, size_t len)
 static int symbol_bytes(const struct elf_image *img, uint64_t addr,
 			uint64_t size, uint8_t *out)
 {
-	for (size_t s = 0; s < img->nsegs; s++) {
-		const struct elf_segment *seg = &img->segs[s];
-		uint64_t at;
+	const uint8_t *p;
+	int err = elf_image__vaddr_bytes(img, addr, size, &p);
 
-		if (addr < seg->vaddr || addr - seg->vaddr >= seg->memsz ||
-		    seg->memsz - (addr - seg->vaddr) < size)
-			continue;
-		at = addr - seg->vaddr;
-		if (at + size > seg->filesz || seg->offset + at + size > img->size)
-			return -EPROTO;
-		memcpy(out, img->bytes + seg->offset + at, size);
-		return 0;
-	}
-	return -ENOENT;
+	if (err)
+		return err;
+	if (!p)
+		return -EPROTO;
+	memcpy(out, p, size);
+	return 0;
 }
 
 /* V8's Bytecodes::kBytecodeSizes (uint8_t [3][count]), where the binary
@@ -269,31 +264,22 @@ static void read_bytecode_sizes(struct elf_image *img, struct v8_layout *l)
 static int symbol_value(const struct elf_image *img, uint64_t addr,
 			uint64_t size, int64_t *v)
 {
-	for (size_t s = 0; s < img->nsegs; s++) {
-		const struct elf_segment *seg = &img->segs[s];
-		uint64_t at;
+	const uint8_t *p;
+	int err = elf_image__vaddr_bytes(img, addr, size, &p);
 
-		if (addr < seg->vaddr || addr - seg->vaddr >= seg->memsz ||
-		    seg->memsz - (addr - seg->vaddr) < size)
-			continue;
-		at = addr - seg->vaddr;
-		if (at + size > seg->filesz) {
-			*v = 0;
-			return 0;
-		}
-		if (seg->offset + at + size > img->size)
-			return -EPROTO;
-		if (size == 4) {
-			int32_t x;
+	if (err)
+		return err;
+	if (!p) {
+		*v = 0;
+	} else if (size == 4) {
+		int32_t x;
 
-			memcpy(&x, img->bytes + seg->offset + at, 4);
-			*v = x;
-		} else {
-			memcpy(v, img->bytes + seg->offset + at, 8);
-		}
-		return 0;
+		memcpy(&x, p, 4);
+		*v = x;
+	} else {
+		memcpy(v, p, 8);
 	}
-	return -ENOENT;
+	return 0;
 }
 
 int v8_layout__read_elf(const char *path, const struct log_sink *log,
