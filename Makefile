@@ -220,6 +220,10 @@ $(O)/fuzzobj/%.o: %.c $(DEPS_STAMP)
 $(O)/fuzz/%: fuzz/%.c $(FUZZ_LIB_OBJS)
 	@mkdir -p $(@D)
 	$(CLANG) $(BASE_CFLAGS) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(FUZZ_LIB_OBJS) $(LIBS)
+# Fuzz targets that lay out a runtime's memory as the unit tests do share
+# their layouts (tests/unit/*.h, included by path).
+$(O)/fuzz/fuzz_v8_frames: tests/unit/v8_node20.h
+$(O)/fuzz/fuzz_hotspot: tests/unit/hotspot_jdk17.h
 .PHONY: fuzz-bins
 fuzz-bins: $(FUZZ_BINS)
 # `make fuzz FUZZ_SECONDS=600` for a longer run of every target.

@@ -13,6 +13,8 @@
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/java/hotspot_threads.h"
 #include "stacksnap.h"
+/* JDK 17's layout, as the unit test has it */
+#include "../tests/unit/hotspot_jdk17.h"
 
 #define BASE 0x10000ull
 
@@ -33,38 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* JDK 17's offsets (as a live JVM's tables give them), statics at
 	 * the start of the bytes. */
-	memset(&hc, 0, sizeof(hc));
-	hc.mem = mem;
-	hc.heaps = BASE + 8 * (data[0] & 3);
-	hc.ga_len = 0;
-	hc.ga_data = 8;
-	hc.heap_memory = 8;
-	hc.heap_segmap = 0x78;
-	hc.heap_log2_segment = 0x100;
-	hc.vs_low = 0x10;
-	hc.vs_high = 0x18;
-	hc.block_size = 16;
-	hc.block_used = 8;
-	hc.blob_name = 0x60;
-	hc.blob_size = 0xc;
-	hc.cm_method = 0x70;
-	hc.method_const = 8;
-	hc.cm_constants = 8;
-	hc.cm_name_index = 0x22;
-	hc.cm_signature_index = 0x24;
-	hc.cp_size = 72;
-	hc.cp_holder = 0x18;
-	hc.cp_length = 0x3c;
-	hc.klass_name = 0x18;
-	hc.sym_length = 4;
-	hc.sym_body = 6;
-	hc.interp_method_slot = -3;
-	hc.interp_bcp_slot = -8;
-	hc.cm_size = 48;
-	hc.cm_code_size = 0x20;
-	hc.cm_flags = 0x1c;
-	hc.cm_has_lines = 1;
-	hc.cp_source_file = 0x36;
+	hotspot_jdk17_code(&hc, mem, BASE + 8 * (data[0] & 3));
 	hc.blob_frame_size = 0x1c;
 	/* Scope descriptors: offsets inside the same bytes. */
 	hc.scopes_ok = true;
@@ -138,19 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * bytes; flags, the thread list, the objects wherever the bytes
 	 * point. */
 	{
-		struct hotspot_threads ht = {
-			.hc = &hc, .mem = mem,
-			.thread_list = BASE + 0x08, .tl_length = 4, .tl_threads = 0x10,
-			.jt_osthread = 0x230, .jt_thread_obj = 0x288, .handle_obj = 0,
-			.os_thread_id = 0xd0,
-			.thread_klass = BASE + 0x10, .string_klass = BASE + 0x18,
-			.ik_fields = 0x1c8, .ik_java_fields = 0x136, .ik_constants = 0xe8,
-			.u2_data = 4, .oop_base = BASE + 0x20, .oop_shift = BASE + 0x28,
-			.flags_addr = BASE + 0x30, .nflags_addr = BASE + 0x38,
-			.flag_addr = 0, .flag_name = 8, .flag_size = 24,
-			.fi_slots = 6, .fi_name = 1, .fi_sig = 2, .fi_low = 4,
-			.fi_high = 5, .tag_size = 2, .tag_offset = 1,
-		};
+		struct hotspot_threads ht = hotspot_jdk17_threads(&hc, BASE);
 		struct hotspot_thread_name *names;
 		size_t n;
 

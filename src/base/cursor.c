@@ -1,5 +1,8 @@
-/* cursor.c - LEB128 and string reads for the bounds-checked cursor. */
+/* cursor.c - LEB128, string and list reads for the bounds-checked cursor. */
 #include "cursor.h"
+
+#include <errno.h>
+#include <stdlib.h>
 
 uint64_t cursor_uleb_slow(struct cursor *c)
 {
@@ -61,4 +64,30 @@ const char *cursor_cstr(struct cursor *c)
 	const char *s = (const char *)c->p;
 	c->p = nul + 1;
 	return s;
+}
+
+void *cursor_list_alloc(const struct cursor *c, size_t n, size_t max, size_t item_min,
+			size_t elem_size, int *err)
+{
+	void *a;
+
+	if (!cursor_count_fits(c, n, max, item_min)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	a = calloc(n ? n : 1, elem_size);
+	if (!a)
+		*err = -ENOMEM;
+	return a;
+}
+
+bool cursor_record(struct cursor *c, struct cursor *rec, size_t *at)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+
+	if (at)
+		*at = p ? (size_t)(p - c->start) : cursor_offset(c);
+	cursor_init(rec, p ? p : c->p, p ? len : 0);
+	return p != NULL;
 }

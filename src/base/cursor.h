@@ -1,6 +1,7 @@
 /* cursor.h - bounds-checked reading of untrusted bytes: fixed-size
- * little-endian integers and LEB128. A read past the end sets `bad` and
- * yields 0; callers check `bad` once after a group of reads. */
+ * little-endian integers, LEB128, and counted lists of length-prefixed
+ * records. A read past the end sets `bad` and yields 0; callers check
+ * `bad` once after a group of reads. */
 #ifndef SS_BASE_CURSOR_H
 #define SS_BASE_CURSOR_H
 
@@ -87,5 +88,27 @@ static inline uint64_t cursor_uleb(struct cursor *c)
 int64_t cursor_sleb(struct cursor *c);
 /* A NUL-terminated string inside the range, or NULL (and bad). */
 const char *cursor_cstr(struct cursor *c);
+
+/* Whether a list of n items, each taking at least item_min (> 0) bytes,
+ * can follow in what c has left, n being at most max: the check that
+ * comes before an array is sized from a count read from the bytes. */
+static inline bool cursor_count_fits(const struct cursor *c, size_t n, size_t max,
+				     size_t item_min)
+{
+	return !c->bad && n <= max && n <= cursor_left(c) / item_min;
+}
+
+/* The array for such a list: n zeroed elements of elem_size bytes (room
+ * for one when n is 0, so that NULL means only failure), or NULL with
+ * *err -EINVAL (the count does not fit, as cursor_count_fits says) or
+ * -ENOMEM. */
+void *cursor_list_alloc(const struct cursor *c, size_t n, size_t max, size_t item_min,
+			size_t elem_size, int *err);
+
+/* A record of a list: a u32 length, then that many bytes, which rec then
+ * reads (by itself: a record's reads never reach past it). *at (at may
+ * be NULL) is set to the offset in c of the record's bytes, or of where
+ * it was found cut. Returns false when cut (c is then bad, rec empty). */
+bool cursor_record(struct cursor *c, struct cursor *rec, size_t *at);
 
 #endif

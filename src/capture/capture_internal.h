@@ -182,7 +182,7 @@ void capture__runtime_free(struct stacksnap_snapshot *s);
  * drive any of them alike (named_runtime.c). rt is the runtime's own
  * state, from detect. */
 struct stacksnap_addrspace;
-struct hotspot_step;
+struct stacksnap_runtime_step;
 #define NAMED_FORGET_FRAMES 0x1	/* the frames named (before naming anew) */
 #define NAMED_FORGET_WALKS 0x2	/* what the steppers remembered of walks */
 #define NAMED_FORGET_CODE 0x4	/* cached code ranges (the JIT adds code) */
@@ -218,7 +218,7 @@ struct named_runtime_ops {
 	/* The steps its steppers took since they were last forgotten (for
 	   --save, and stacksnap_vm__steps), in the order taken, duplicates
 	   possible; NULL op: none. */
-	size_t (*steps)(const void *rt, const struct hotspot_step **steps);
+	size_t (*steps)(const void *rt, const struct stacksnap_runtime_step **steps);
 	/* Whether its steppers step (on at detect): an unwinder shared with
 	   walks of other processes turns them off for those, as their pcs
 	   mean nothing in this runtime's code; NULL op: no steppers. */

@@ -60,7 +60,7 @@ struct snap_java {
 	/* Every step the stepper took (walks of this capture: the dump's,
 	   the writer's), for --save: `show` replays them. At most
 	   JAVA_MAX_STEPS; duplicates possible (the writer sorts them). */
-	struct hotspot_step *steps;
+	struct stacksnap_runtime_step *steps;
 	size_t nsteps, steps_cap;
 	/* Deoptimized compiled frames the stepper met (their return
 	   address patched to the deopt handler): the original pc each
@@ -624,7 +624,7 @@ static void log_step(struct snap_java *j, const struct stacksnap_regs *regs,
 		j->steps = ns;
 		j->steps_cap = c;
 	}
-	j->steps[j->nsteps++] = (struct hotspot_step){
+	j->steps[j->nsteps++] = (struct stacksnap_runtime_step){
 		.pc = regs->regs[STACKSNAP_REG_RIP],
 		.sp = regs->regs[STACKSNAP_REG_RSP],
 		.caller_pc = caller->regs[STACKSNAP_REG_RIP],
@@ -633,7 +633,7 @@ static void log_step(struct snap_java *j, const struct stacksnap_regs *regs,
 	};
 }
 
-static size_t java_steps(const void *rt, const struct hotspot_step **steps)
+static size_t java_steps(const void *rt, const struct stacksnap_runtime_step **steps)
 {
 	const struct snap_java *j = rt;
 
@@ -781,10 +781,3 @@ const struct named_runtime_ops capture__java_ops = {
 	.steps = java_steps,
 	.enable = java_enable,
 };
-
-/* stacksnap_vm__steps hands out the stepper's steps as the public step,
- * field for field. */
-_Static_assert(sizeof(struct stacksnap_runtime_step) == sizeof(struct hotspot_step) &&
-	       offsetof(struct stacksnap_runtime_step, caller_fp) ==
-	       offsetof(struct hotspot_step, caller_fp),
-	       "struct stacksnap_runtime_step is struct hotspot_step");

@@ -135,13 +135,7 @@ int stacksnap_vm__frames(struct stacksnap_vm *vm, const void *stack, size_t stac
 size_t stacksnap_vm__steps(const struct stacksnap_vm *vm,
 			   const struct stacksnap_runtime_step **steps)
 {
-	const struct hotspot_step *st;
-	size_t n;
-
 	if (!vm || !steps || !vm->nr.ops->steps)
 		return 0;
-	n = vm->nr.ops->steps(vm->nr.rt, &st);
-	/* The same fields (java_capture.c asserts it). */
-	*steps = (const struct stacksnap_runtime_step *)st;
-	return n;
+	return vm->nr.ops->steps(vm->nr.rt, steps);
 }

@@ -360,7 +360,7 @@ const char *capture__runtime_named(const struct stacksnap_snapshot *s,
 }
 
 size_t capture__runtime_named_steps(const struct stacksnap_snapshot *s,
-				    const struct hotspot_step **steps)
+				    const struct stacksnap_runtime_step **steps)
 {
 	const struct named_runtime *nr = s && s->runtime ? &s->runtime->named : NULL;
 

@@ -29,6 +29,6 @@ const char *capture__runtime_named(const struct stacksnap_snapshot *s,
 /* The steps its steppers took in the walks of s so far, in the order
  * taken (duplicates possible); 0 without one or without steppers. */
 size_t capture__runtime_named_steps(const struct stacksnap_snapshot *s,
-				    const struct hotspot_step **steps);
+				    const struct stacksnap_runtime_step **steps);
 
 #endif

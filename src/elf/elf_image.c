@@ -1,5 +1,6 @@
 /* elf_image.c - opens one x86_64 ELF image through libelf and collects what
- * unwinding and symbolization need: load segments, build-id, sections. */
+ * unwinding and symbolization need: load segments, build-id, sections; and
+ * walks its symbol tables. */
 #include "elf/elf_image.h"
 
 #include <errno.h>
@@ -447,4 +448,66 @@ int elf_image__load_bias(const struct elf_image *img, uint64_t map_start,
 	if (pf_flags)
 		return elf_image__load_bias(img, map_start, map_offset, 0, bias);
 	return -ENOENT;
+}
+
+int elf_image__vaddr_bytes(const struct elf_image *img, uint64_t addr, uint64_t size,
+			   const uint8_t **bytes)
+{
+	for (size_t s = 0; s < img->nsegs; s++) {
+		const struct elf_segment *seg = &img->segs[s];
+		uint64_t at;
+
+		if (addr < seg->vaddr || addr - seg->vaddr >= seg->memsz ||
+		    seg->memsz - (addr - seg->vaddr) < size)
+			continue;
+		at = addr - seg->vaddr;
+		*bytes = NULL;
+		if (at + size > seg->filesz)
+			return 0;
+		if (seg->offset + at + size > img->size)
+			return -EPROTO;
+		*bytes = img->bytes + seg->offset + at;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void elf_symbols__init(struct elf_symbols *it, const struct elf_image *img,
+		       uint32_t sh_type)
+{
+	memset(it, 0, sizeof(*it));
+	it->img = img;
+	it->sh_type = sh_type;
+}
+
+bool elf_symbols__next(struct elf_symbols *it, struct elf_symbol *sym)
+{
+	Elf64_Sym e;
+
+	while (it->at == it->end) {
+		GElf_Shdr sh;
+
+		if (!(it->scn = elf_nextscn(it->img->elf, it->scn)))
+			return false;
+		if (!gelf_getshdr(it->scn, &sh) || sh.sh_type != it->sh_type ||
+		    sh.sh_entsize != sizeof(Elf64_Sym) ||
+		    !in_bounds(it->img, sh.sh_offset, sh.sh_size))
+			continue;
+		it->strtab = sh.sh_link;
+		it->at = it->img->bytes + sh.sh_offset;
+		it->end = it->at + sh.sh_size / sizeof(Elf64_Sym) * sizeof(Elf64_Sym);
+	}
+	memcpy(&e, it->at, sizeof(e));
+	it->at += sizeof(e);
+	*sym = (struct elf_symbol){
+		.value = e.st_value, .size = e.st_size, .name = e.st_name,
+		.info = e.st_info, .shndx = e.st_shndx,
+	};
+	return true;
+}
+
+const char *elf_symbols__name(const struct elf_symbols *it,
+			      const struct elf_symbol *sym)
+{
+	return elf_strptr(it->img->elf, it->strtab, sym->name);
 }

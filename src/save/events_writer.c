@@ -24,6 +24,7 @@
 #include "base/opts.h"
 #include "elf/elf_image.h"
 #include "mem/compact_stack.h"
+#include "runtime/runtime_steps.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
 #include "snapfile/events_file.h"
@@ -378,15 +379,6 @@ static void put_rframes(struct byte_buf *b, const struct stacksnap_trace_event *
 	}
 }
 
-static int step_cmp(const void *a, const void *b)
-{
-	const struct stacksnap_runtime_step *x = a, *y = b;
-
-	if (x->sp != y->sp)
-		return x->sp < y->sp ? -1 : 1;
-	return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
-
 /* An event's runtime steps, sorted by (sp, pc) and unique (the reader
  * searches them; a walk repeated meets a frame twice). */
 static void put_rsteps(struct stacksnap_trace_writer *tw,
@@ -406,9 +398,9 @@ static void put_rsteps(struct stacksnap_trace_writer *tw,
 		tw->steps_cap = n;
 	}
 	memcpy(tw->steps, ev->rsteps, n * sizeof(*tw->steps));
-	qsort(tw->steps, n, sizeof(*tw->steps), step_cmp);
+	qsort(tw->steps, n, sizeof(*tw->steps), runtime_step__cmp);
 	for (size_t i = 0; i < n; i++)
-		if (!u || step_cmp(&tw->steps[u - 1], &tw->steps[i]))
+		if (!u || runtime_step__cmp(&tw->steps[u - 1], &tw->steps[i]))
 			tw->steps[u++] = tw->steps[i];
 	byte_buf__u16(b, (uint16_t)u);
 	for (size_t i = 0; i < u; i++) {

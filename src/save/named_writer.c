@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "capture/runtime_capture.h"
+#include "runtime/runtime_steps.h"
 #include "snapfile/snapshot_file.h"
 
 static void put_str(struct byte_buf *b, const char *s)
@@ -81,21 +82,12 @@ static int put_thread(struct byte_buf *b, struct stacksnap_snapshot *snap,
 	return 0;
 }
 
-static int step_cmp(const void *a, const void *b)
-{
-	const struct hotspot_step *x = a, *y = b;
-
-	if (x->sp != y->sp)
-		return x->sp < y->sp ? -1 : 1;
-	return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
-
 /* The steps, sorted by (sp, pc) and unique (the reader searches them). */
 static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 {
-	const struct hotspot_step *log;
+	const struct stacksnap_runtime_step *log;
 	size_t n = capture__runtime_named_steps(snap, &log), u = 0;
-	struct hotspot_step *st;
+	struct stacksnap_runtime_step *st;
 
 	if (n > SNAPFILE_MAX_NAMED_STEPS)
 		n = SNAPFILE_MAX_NAMED_STEPS;
@@ -104,9 +96,9 @@ static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 		return -ENOMEM;
 	if (n)
 		memcpy(st, log, n * sizeof(*st));
-	qsort(st, n, sizeof(*st), step_cmp);
+	qsort(st, n, sizeof(*st), runtime_step__cmp);
 	for (size_t i = 0; i < n; i++)
-		if (!u || step_cmp(&st[u - 1], &st[i]))
+		if (!u || runtime_step__cmp(&st[u - 1], &st[i]))
 			st[u++] = st[i];
 	byte_buf__u32(b, (uint32_t)u);
 	for (size_t i = 0; i < u; i++) {

@@ -18,6 +18,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "mem/compact_stack.h"
+#include "runtime/runtime_steps.h"
 #include "saved/saved.h"
 #include "snapfile/compact_stack.h"
 #include "snapfile/events_file.h"
@@ -363,28 +364,16 @@ static int decode_rsteps(struct stacksnap_saved *s, struct saved_events *e,
 	cursor_init(&c, a->p, a->len);
 	cursor_skip(&c, at);
 	n = cursor_u16(&c);
-	if (c.bad || n > EVENTS_MAX_RSTEPS || (size_t)n * 40 > cursor_left(&c)) {
+	if (!cursor_count_fits(&c, n, EVENTS_MAX_RSTEPS, 40)) {
 		BAD(s, a->off + at, "event %zu: runtime steps %s", e->n,
 		    c.bad || n <= EVENTS_MAX_RSTEPS ? "truncated"
 						    : "more than a writer writes");
 		return -EINVAL;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		struct stacksnap_runtime_step *st = &e->rsteps[i];
-
-		st->pc = cursor_u64(&c);
-		st->sp = cursor_u64(&c);
-		st->caller_pc = cursor_u64(&c);
-		st->caller_sp = cursor_u64(&c);
-		st->caller_fp = cursor_u64(&c);
-		/* The search needs them sorted and unique. */
-		if (i && (st[-1].sp > st->sp ||
-			  (st[-1].sp == st->sp && st[-1].pc >= st->pc))) {
-			e->nrsteps = 0;
-			BAD(s, a->off + at, "event %zu: runtime steps not sorted",
-			    e->n);
-			return -EINVAL;
-		}
+	if (!readers__take_steps(&c, e->rsteps, n)) {
+		e->nrsteps = 0;
+		BAD(s, a->off + at, "event %zu: runtime steps not sorted", e->n);
+		return -EINVAL;
 	}
 	e->nrsteps = n;
 	return 0;
@@ -667,40 +656,16 @@ unsigned stacksnap_saved__trace_unwind(const struct stacksnap_saved *s)
 	return events_in(s) ? s->trace_unwind : 0;
 }
 
-/* The decoded event's step of the frame at (rip, rsp), replayed. */
+/* The decoded event's step of the frame at (rip, rsp), replayed; a
+ * frame 0's too: the trace's stepper logged every step it took. */
 static int replay_step(void *user, const struct stacksnap_regs *regs,
 		       bool exact_pc, struct stacksnap_mem *mem,
 		       struct stacksnap_regs *caller)
 {
 	const struct saved_events *e = user;
-	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
-	uint64_t pc, sp;
-	size_t lo = 0, hi = e->nrsteps;
 
 	(void)mem;
-	(void)exact_pc; /* the trace's stepper logged the steps it took */
-	if ((regs->valid & need) != need)
-		return STACKSNAP_STEPPER_NOT_MINE;
-	pc = regs->regs[STACKSNAP_REG_RIP];
-	sp = regs->regs[STACKSNAP_REG_RSP];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct stacksnap_runtime_step *st = &e->rsteps[mid];
-
-		if (st->sp == sp && st->pc == pc) {
-			memset(caller, 0, sizeof(*caller));
-			caller->regs[STACKSNAP_REG_RIP] = st->caller_pc;
-			caller->regs[STACKSNAP_REG_RSP] = st->caller_sp;
-			caller->regs[STACKSNAP_REG_RBP] = st->caller_fp;
-			caller->valid = need | 1u << STACKSNAP_REG_RBP;
-			return STACKSNAP_STEPPER_CALLER;
-		}
-		if (st->sp < sp || (st->sp == sp && st->pc < pc))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return STACKSNAP_STEPPER_NOT_MINE;
+	return runtime_steps__replay(e->rsteps, e->nrsteps, regs, exact_pc, false, caller);
 }
 
 int events_reader__steppers(const struct stacksnap_saved *s,

@@ -13,7 +13,7 @@
 
 #include "addrspace/module.h" /* struct stacksnap_ctx: its log */
 #include "base/log.h"
-#include "runtime/java/hotspot_frames.h"
+#include "runtime/runtime_steps.h"
 #include "saved/readers.h"
 #include "snapfile/snapshot_file.h"
 
@@ -41,7 +41,7 @@ struct saved_named {
 	enum stacksnap_runtime kind;
 	struct saved_jthread *threads;
 	size_t n;
-	struct hotspot_step *steps;
+	struct stacksnap_runtime_step *steps;
 	size_t nsteps;
 };
 
@@ -78,26 +78,24 @@ static char *take_opt(struct cursor *c, bool *nomem)
 static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 {
 	uint32_t nf;
+	int err = 0;
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->name = take_opt(c, nomem);
 	nf = cursor_u32(c);
-	/* A frame takes at least 4 + 1 + 4 + 24 + 4 + 4 bytes. */
-	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
-	    (size_t)nf * 41 > cursor_left(c))
-		return *nomem ? -ENOMEM : -EINVAL;
-	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
-	if (!t->frames)
+	if (*nomem)
 		return -ENOMEM;
+	/* A frame takes at least 4 + 1 + 4 + 24 + 4 + 4 bytes. */
+	t->frames = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 41, sizeof(*t->frames),
+				      &err);
+	if (!t->frames)
+		return err;
 	for (uint32_t k = 0; k < nf; k++) {
-		uint32_t len = cursor_u32(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct saved_jframe *f = &t->frames[t->n];
 		struct cursor fc;
 
-		if (!p)
+		if (!cursor_record(c, &fc, NULL))
 			return -EINVAL;
-		cursor_init(&fc, p, len);
 		f->flags = cursor_u8(&fc);
 		f->line = cursor_u32(&fc);
 		f->native_pc = cursor_u64(&fc);
@@ -117,27 +115,16 @@ static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 static int read_steps(struct saved_named *j, struct cursor *c)
 {
 	uint32_t n = cursor_u32(c);
+	int err = 0;
 
-	if (c->bad || n > SNAPFILE_MAX_NAMED_STEPS || (size_t)n * 40 > cursor_left(c))
-		return -EINVAL;
-	j->steps = calloc(n ? n : 1, sizeof(*j->steps));
+	j->steps = cursor_list_alloc(c, n, SNAPFILE_MAX_NAMED_STEPS, 40, sizeof(*j->steps),
+				     &err);
 	if (!j->steps)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		struct hotspot_step *st = &j->steps[i];
-
-		st->pc = cursor_u64(c);
-		st->sp = cursor_u64(c);
-		st->caller_pc = cursor_u64(c);
-		st->caller_sp = cursor_u64(c);
-		st->caller_fp = cursor_u64(c);
-		/* The search needs them sorted and unique. */
-		if (i && (st[-1].sp > st->sp ||
-			  (st[-1].sp == st->sp && st[-1].pc >= st->pc)))
-			return -EINVAL;
-	}
+		return err;
+	if (!readers__take_steps(c, j->steps, n))
+		return -EINVAL;
 	j->nsteps = n;
-	return c->bad ? -EINVAL : 0;
+	return 0;
 }
 
 int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
@@ -161,25 +148,25 @@ int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 	n = cursor_u32(c);
 	if (nomem)
 		return -ENOMEM;
-	if (c->bad || !j->description || (size_t)n * 4 > cursor_left(c) ||
-	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS)) {
+	/* A thread takes at least its record's length. */
+	if (c->bad || !j->description ||
+	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS) ||
+	    !(j->threads = cursor_list_alloc(c, n, UINT32_MAX, 4, sizeof(*j->threads),
+					     &err))) {
+		if (err == -ENOMEM)
+			return err;
 		SAVED_BAD(s, base + cursor_offset(c), "named-frames section: %s",
 			  c->bad ? "truncated" : "bad header");
 		return -EINVAL;
 	}
-	if (!(j->threads = calloc(n ? n : 1, sizeof(*j->threads))))
-		return -ENOMEM;
 	for (uint32_t i = 0; i < n && !err; i++) {
-		uint32_t len = cursor_u32(c);
-		size_t at = cursor_offset(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct cursor tc;
+		size_t at;
 
-		if (!p) {
+		if (!cursor_record(c, &tc, &at)) {
 			SAVED_BAD(s, base + at, "named-frames section: thread %u truncated", i);
 			return -EINVAL;
 		}
-		cursor_init(&tc, p, len);
 		err = read_thread(&j->threads[j->n++], &tc, &nomem);
 		if (err == -EINVAL)
 			SAVED_BAD(s, base + at, "named-frames section: thread %u: "
@@ -254,39 +241,16 @@ int named_reader__frames(const struct saved_named *j, pid_t tid,
 	return (int)n;
 }
 
-/* The capture's step of the frame at (rip, rsp), replayed. */
+/* The capture's step of the frame at (rip, rsp), replayed; never a
+ * frame 0's (exact pc), which the other steppers walk as they would. */
 static int replay_step(void *user, const struct stacksnap_regs *regs,
 		       bool exact_pc, struct stacksnap_mem *mem,
 		       struct stacksnap_regs *caller)
 {
 	const struct saved_named *j = user;
-	const uint32_t need = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP;
-	uint64_t pc, sp;
-	size_t lo = 0, hi = j->nsteps;
 
 	(void)mem;
-	if (exact_pc || (regs->valid & need) != need)
-		return STACKSNAP_STEPPER_NOT_MINE;
-	pc = regs->regs[STACKSNAP_REG_RIP];
-	sp = regs->regs[STACKSNAP_REG_RSP];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct hotspot_step *st = &j->steps[mid];
-
-		if (st->sp == sp && st->pc == pc) {
-			memset(caller, 0, sizeof(*caller));
-			caller->regs[STACKSNAP_REG_RIP] = st->caller_pc;
-			caller->regs[STACKSNAP_REG_RSP] = st->caller_sp;
-			caller->regs[STACKSNAP_REG_RBP] = st->caller_fp;
-			caller->valid = need | 1u << STACKSNAP_REG_RBP;
-			return STACKSNAP_STEPPER_CALLER;
-		}
-		if (st->sp < sp || (st->sp == sp && st->pc < pc))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return STACKSNAP_STEPPER_NOT_MINE;
+	return runtime_steps__replay(j->steps, j->nsteps, regs, exact_pc, true, caller);
 }
 
 int named_reader__steppers(const struct saved_named *j, struct stacksnap_unwinder *uw)

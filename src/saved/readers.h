@@ -60,5 +60,10 @@ struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
  * replaced by nul_as; NULL when cut (c->bad set) or out of memory
  * (*nomem set). */
 char *readers__take_str(struct cursor *c, char nul_as, bool *nomem);
+/* n runtime steps (each five u64s: pc, sp, caller_pc, caller_sp,
+ * caller_fp) into steps, as both the NAMED section and an event keep them
+ * for runtime_steps__replay. False when cut, or not sorted by
+ * runtime_step__cmp and unique. */
+bool readers__take_steps(struct cursor *c, struct stacksnap_runtime_step *steps, size_t n);
 
 #endif

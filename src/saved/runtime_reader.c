@@ -57,6 +57,7 @@ void runtime_reader__free(struct saved_runtime *rt)
 static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 {
 	uint32_t nf;
+	int err = 0;
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->holds_gil = cursor_u8(c) != 0;
@@ -66,21 +67,18 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 		t->end = NULL;
 	}
 	nf = cursor_u32(c);
-	if (c->bad || *nomem || nf > SNAPFILE_MAX_RFRAMES ||
-	    (size_t)nf * 14 > cursor_left(c))
-		return *nomem ? -ENOMEM : -EINVAL;
-	t->frames = calloc(nf ? nf : 1, sizeof(*t->frames));
-	if (!t->frames)
+	if (*nomem)
 		return -ENOMEM;
+	t->frames = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 14, sizeof(*t->frames),
+				      &err);
+	if (!t->frames)
+		return err;
 	for (uint32_t k = 0; k < nf; k++) {
-		uint32_t len = cursor_u32(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct py_frame *f = &t->frames[t->n];
 		struct cursor fc;
 
-		if (!p)
+		if (!cursor_record(c, &fc, NULL))
 			return -EINVAL;
-		cursor_init(&fc, p, len);
 		f->entry = cursor_u8(&fc) & SNAPFILE_RFRAME_ENTRY;
 		f->line = cursor_u32(&fc);
 		f->function = readers__take_str(&fc, '?', nomem);
@@ -126,27 +124,25 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 	n = cursor_u32(c);
 	if (nomem)
 		return -ENOMEM;
+	/* A thread takes at least its record's length. */
 	if (c->bad || rt->kind != STACKSNAP_RUNTIME_PYTHON || !rt->description ||
-	    (size_t)n * 4 > cursor_left(c)) {
+	    !(rt->threads = cursor_list_alloc(c, n, UINT32_MAX, 4, sizeof(*rt->threads),
+					      &err))) {
+		if (err == -ENOMEM)
+			return err;
 		SAVED_BAD(s, base + cursor_offset(c), "runtime section: %s",
 			  c->bad ? "truncated" : "bad header");
 		return -EINVAL;
 	}
-	rt->threads = calloc(n ? n : 1, sizeof(*rt->threads));
-	if (!rt->threads)
-		return -ENOMEM;
 	rt->frames = true;
 	for (uint32_t i = 0; i < n && !err; i++) {
-		uint32_t len = cursor_u32(c);
-		size_t at = cursor_offset(c);
-		const uint8_t *p = cursor_take(c, len);
 		struct cursor tc;
+		size_t at;
 
-		if (!p) {
+		if (!cursor_record(c, &tc, &at)) {
 			SAVED_BAD(s, base + at, "runtime section: thread %u truncated", i);
 			return -EINVAL;
 		}
-		cursor_init(&tc, p, len);
 		err = read_thread(&rt->threads[rt->n++], &tc, &nomem);
 		if (err == -EINVAL)
 			SAVED_BAD(s, base + at, "runtime section: thread %u: "

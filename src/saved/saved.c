@@ -20,6 +20,7 @@
 #include "addrspace/module.h"
 #include "base/log.h"
 #include "base/opts.h"
+#include "runtime/runtime_steps.h"
 
 struct stacksnap_saved *saved__new(struct stacksnap_ctx *ctx, const char *path)
 {
@@ -275,4 +276,21 @@ char *readers__take_str(struct cursor *c, char nul_as, bool *nomem)
 		if (!s[i])
 			s[i] = nul_as;
 	return s;
+}
+
+bool readers__take_steps(struct cursor *c, struct stacksnap_runtime_step *steps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct stacksnap_runtime_step *st = &steps[i];
+
+		st->pc = cursor_u64(c);
+		st->sp = cursor_u64(c);
+		st->caller_pc = cursor_u64(c);
+		st->caller_sp = cursor_u64(c);
+		st->caller_fp = cursor_u64(c);
+		/* The replay's search needs them sorted and unique. */
+		if (i && runtime_step__cmp(&st[-1], st) >= 0)
+			return false;
+	}
+	return !c->bad;
 }

@@ -75,6 +75,40 @@ static void fixed_and_strings(void)
 	CHECK(cursor_cstr(&c) == NULL && c.bad);
 }
 
+/* A counted list of length-prefixed records: the count checked against
+ * what is left, each record read by itself, a cut one found where it is. */
+static void lists_and_records(void)
+{
+	/* Two records ("ab", "") and a third cut: its length says 9. */
+	static const uint8_t b[] = { 2, 0, 0, 0, 'a', 'b', 0, 0, 0, 0, 9, 0, 0, 0, 'x' };
+	struct cursor c, rec;
+	uint32_t *a;
+	size_t at;
+	int err = 0;
+
+	cursor_init(&c, b, sizeof(b));
+	a = cursor_list_alloc(&c, 3, 3, 4, sizeof(*a), &err);
+	CHECK(a && !a[0] && !a[2]);
+	free(a);
+	CHECK(!cursor_list_alloc(&c, 4, 4, 4, sizeof(*a), &err) && err == -EINVAL);
+	err = 0;
+	CHECK(!cursor_list_alloc(&c, 3, 2, 4, sizeof(*a), &err) && err == -EINVAL);
+	a = cursor_list_alloc(&c, 0, 0, 4, sizeof(*a), &err); /* none: not NULL */
+	CHECK(a != NULL);
+	free(a);
+	CHECK(cursor_count_fits(&c, 15, 99, 1) && !cursor_count_fits(&c, 16, 99, 1));
+
+	CHECK(cursor_record(&c, &rec, &at) && at == 4);
+	CHECK_EQ_U64(cursor_left(&rec), 2);
+	CHECK_EQ_U64(cursor_u16(&rec), 'a' | 'b' << 8);
+	CHECK_EQ_U64(cursor_u8(&rec), 0);
+	CHECK(rec.bad && !c.bad); /* a record's reads stop at its end */
+	CHECK(cursor_record(&c, &rec, NULL) && cursor_left(&rec) == 0);
+	CHECK(!cursor_record(&c, &rec, &at) && c.bad && cursor_left(&rec) == 0);
+	CHECK_EQ_U64(at, 14);
+	CHECK_EQ_U64(at, cursor_offset(&c));
+}
+
 static void vec_push_grows(void)
 {
 	int *v = NULL;
@@ -238,7 +272,7 @@ static void radix_sort_stable(void)
 }
 
 TEST_MAIN("base", TEST(uleb_values), TEST(sleb_values),
-	  TEST(leb_overflow_and_truncation), TEST(fixed_and_strings),
+	  TEST(leb_overflow_and_truncation), TEST(fixed_and_strings), TEST(lists_and_records),
 	  TEST(vec_push_grows), TEST(log_levels_and_fail),
 	  TEST(opts_versions), TEST(opts_out_respects_caller_size),
 	  TEST(maps_lines), TEST(radix_sort_stable))

@@ -175,6 +175,84 @@ static void layouts(void)
 }
 
 /* A shared library dlopen'ed by nothing: the test's own libc mapping. */
+/* A shell command's output as a number (0: none). */
+static unsigned long long sh_number(const char *cmd, int base)
+{
+	char line[512];
+	unsigned long long v = 0;
+	FILE *p = popen(cmd, "r");
+
+	if (p && fgets(line, sizeof(line), p))
+		v = strtoull(line, NULL, base);
+	if (p)
+		pclose(p);
+	return v;
+}
+
+/* The symbol named name among img's tables of type sh_type: its value
+ * (0: none); *n counts the tables' entries. */
+static uint64_t find_symbol(const struct elf_image *img, uint32_t sh_type,
+			    const char *name, size_t *n)
+{
+	struct elf_symbols it;
+	struct elf_symbol sym;
+	uint64_t v = 0;
+	const char *s;
+
+	*n = 0;
+	elf_symbols__init(&it, img, sh_type);
+	while (elf_symbols__next(&it, &sym)) {
+		++*n;
+		if ((s = elf_symbols__name(&it, &sym)) && !strcmp(s, name))
+			v = sym.value;
+	}
+	return v;
+}
+
+/* elf_symbols walks .symtab and .dynsym as nm and readelf read them. */
+static void symbol_tables(void)
+{
+	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	char *bin = fixture("pie"), cmd[1024];
+	struct elf_image *img = NULL;
+	size_t n;
+	uint64_t v;
+
+	CHECK(elf_image__open(bin, NULL, &img) == 0);
+	if (img) {
+		v = find_symbol(img, SHT_SYMTAB, "fixture_func", &n);
+		CHECK(v && v == nm_addr(bin, "fixture_func"));
+		snprintf(cmd, sizeof(cmd), "readelf -sW %s | awk '/^Symbol table .\\.symtab/{t=1;next} "
+			 "/^Symbol table/{t=0} t && $1 ~ /^[0-9]+:$/{n++} END{print n}'", bin);
+		CHECK_EQ_U64(n, sh_number(cmd, 10));
+		CHECK(!find_symbol(img, SHT_DYNSYM, "fixture_func", &n) && n > 1);
+	}
+	elf_image__free(img);
+	img = NULL;
+	CHECK(elf_image__open(libc, NULL, &img) == 0);
+	if (!img)
+		return;
+	v = find_symbol(img, SHT_DYNSYM, "malloc", &n);
+	snprintf(cmd, sizeof(cmd), "nm -D %s | awk '$3==\"malloc\" || $3 ~ /^malloc@@/{print $1}'",
+		 libc);
+	CHECK(v && v == sh_number(cmd, 16));
+	snprintf(cmd, sizeof(cmd), "readelf --dyn-syms -W %s | awk '$1 ~ /^[0-9]+:$/{n++} END{print n}'",
+		 libc);
+	CHECK_EQ_U64(n, sh_number(cmd, 10));
+	/* A symbol's file bytes: malloc's code; none for __environ (.bss);
+	   an address no segment covers. */
+	{
+		const uint8_t *p = NULL;
+		uint64_t env = find_symbol(img, SHT_DYNSYM, "__environ", &n);
+
+		CHECK(elf_image__vaddr_bytes(img, v, 16, &p) == 0 && p &&
+		      p > img->bytes && p + 16 <= img->bytes + img->size);
+		CHECK(env && elf_image__vaddr_bytes(img, env, 8, &p) == 0 && !p);
+		CHECK(elf_image__vaddr_bytes(img, ~0ull - 64, 8, &p) == -ENOENT);
+	}
+	elf_image__free(img);
+}
+
 static void bias_of_libc_in_self(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -453,7 +531,7 @@ static void cleanup(void)
 	harness_sh("rm -rf %s", tmpdir);
 }
 
-TEST_MAIN("elf", TEST(setup), TEST(not_elf_or_wrong_arch), TEST(layouts),
+TEST_MAIN("elf", TEST(setup), TEST(not_elf_or_wrong_arch), TEST(layouts), TEST(symbol_tables),
 	  TEST(bias_of_libc_in_self), TEST(libc_debug_by_build_id),
 	  TEST(debuglink_crc), TEST(debug_frame_only), TEST(minidebuginfo),
 	  TEST(truncated_and_flipped), TEST(cleanup))

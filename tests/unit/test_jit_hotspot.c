@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "hotspot_jdk17.h"
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/java/hotspot_threads.h"
@@ -90,37 +91,7 @@ static void build(void)
 
 static void layout(struct hotspot_code *hc, struct stacksnap_mem *mem)
 {
-	memset(hc, 0, sizeof(*hc));
-	hc->mem = mem;
-	hc->heaps = BASE + 24;
-	hc->ga_data = 8;
-	hc->heap_memory = 8;
-	hc->heap_segmap = 0x78;
-	hc->heap_log2_segment = 0x100;
-	hc->vs_low = 0x10;
-	hc->vs_high = 0x18;
-	hc->block_size = 16;
-	hc->block_used = 8;
-	hc->blob_name = 0x60;
-	hc->blob_size = 0xc;
-	hc->cm_method = 0x70;
-	hc->method_const = 8;
-	hc->cm_constants = 8;
-	hc->cm_name_index = 0x22;
-	hc->cm_signature_index = 0x24;
-	hc->cp_size = 72;
-	hc->cp_holder = 0x18;
-	hc->cp_length = 0x3c;
-	hc->klass_name = 0x18;
-	hc->sym_length = 4;
-	hc->sym_body = 6;
-	hc->interp_method_slot = -3;
-	hc->interp_bcp_slot = -8;
-	hc->cm_size = 48;
-	hc->cm_code_size = 0x20;
-	hc->cm_flags = 0x1c;
-	hc->cm_has_lines = 1;
-	hc->cp_source_file = 0x36;
+	hotspot_jdk17_code(hc, mem, BASE + 24);
 }
 
 static void names(void)
@@ -371,19 +342,7 @@ static void thread_names(void)
 	}
 	mem = stacksnap_mem__new_copy(img, sizeof(img), BASE);
 	layout(&hc, mem);
-	struct hotspot_threads ht = {
-		.hc = &hc, .mem = mem,
-		.thread_list = BASE + 0x08, .tl_length = 4, .tl_threads = 0x10,
-		.jt_osthread = 0x230, .jt_thread_obj = 0x288, .handle_obj = 0,
-		.os_thread_id = 0xd0,
-		.thread_klass = BASE + 0x10, .string_klass = BASE + 0x18,
-		.ik_fields = 0x1c8, .ik_java_fields = 0x136, .ik_constants = 0xe8,
-		.u2_data = 4, .oop_base = BASE + 0x20, .oop_shift = BASE + 0x28,
-		.flags_addr = BASE + 0x30, .nflags_addr = BASE + 0x38,
-		.flag_addr = 0, .flag_name = 8, .flag_size = 24,
-		.fi_slots = 6, .fi_name = 1, .fi_sig = 2, .fi_low = 4,
-		.fi_high = 5, .tag_size = 2, .tag_offset = 1,
-	};
+	struct hotspot_threads ht = hotspot_jdk17_threads(&hc, BASE);
 	CHECK(hotspot_threads__names(&ht, &tn, &n) == 0);
 	CHECKF(n == 2 && tn[0].tid == 1234 && !strcmp(tn[0].name, "main") &&
 	       tn[1].tid == 1235 && !strcmp(tn[1].name, "na\xc3\xafve \xe2\x82\xac"),

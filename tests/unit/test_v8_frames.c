@@ -18,6 +18,7 @@
 #include "runtime/v8/v8_frames.h"
 #include "runtime/v8/v8_layout.h"
 #include "stacksnap.h"
+#include "v8_node20.h"
 
 #define BASE 0x10000ull
 #define SIZE 0x2000
@@ -292,51 +293,11 @@ static uint64_t scope_info(uint64_t fvar_name, uint64_t inferred)
 	return tag(a);
 }
 
-static const char node20[] =
-	"HeapObjectTag 1\nHeapObjectTagMask 3\nSmiTagMask 1\nSmiShiftSize 31\n"
-	"TaggedSize 8\nSystemPointerSize 8\noff_fp_context -8\n"
-	"off_fp_function -16\noff_fp_bytecode_array -32\n"
-	"off_fp_bytecode_offset -40\nclass_HeapObject__map__Map 0\n"
-	"class_Map__instance_type__uint16_t 12\n"
-	"class_JSFunction__shared__SharedFunctionInfo 24\n"
-	"class_SharedFunctionInfo__name_or_scope_info__Object 16\n"
-	"class_SharedFunctionInfo__script_or_debug_info__HeapObject 32\n"
-	"class_SharedFunctionInfo__function_data__Object 8\n"
-	"class_Script__name__Object 16\nclass_Script__line_ends__Object 56\n"
-	"class_Script__source__Object 8\n"
-	"class_ExternalString__resource__Object 16\nExternalStringTag 2\n"
-	"class_String__length__int32_t 12\n"
-	"class_SeqOneByteString__chars__char 16\n"
-	"class_SeqTwoByteString__chars__char 16\n"
-	"class_ConsString__first__String 16\nclass_ConsString__second__String 24\n"
-	"class_SlicedString__parent__String 16\nclass_SlicedString__offset__SMI 24\n"
-	"class_ThinString__actual__String 16\n"
-	"class_FixedArrayBase__length__SMI 8\nclass_FixedArray__data__uintptr_t 16\n"
-	"class_BytecodeArray__data__uintptr_t 54\n"
-	"FirstNonstringType 128\nStringRepresentationMask 7\n"
-	"StringEncodingMask 8\nOneByteStringTag 8\nSeqStringTag 0\n"
-	"ConsStringTag 1\nSlicedStringTag 3\nThinStringTag 5\n"
-	"v8dbg_type_JSFunction__JS_FUNCTION_TYPE 2066\n"
-	"type_SharedFunctionInfo__SHARED_FUNCTION_INFO_TYPE 262\n"
-	"type_ScopeInfo__SCOPE_INFO_TYPE 261\ntype_Script__SCRIPT_TYPE 167\n"
-	"type_FixedArray__FIXED_ARRAY_TYPE 175\n"
-	"type_ByteArray__BYTE_ARRAY_TYPE 190\n"
-	"type_BytecodeArray__BYTECODE_ARRAY_TYPE 191\n"
-	"FirstContextType 205\nLastContextType 214\n"
-	"scopeinfo_idx_ncontextlocals 2\nscopeinfo_idx_first_vars 3\n"
-	"type_Code__CODE_TYPE 245\nCodeKindFieldMask 15\nCodeKindFieldShift 0\n"
-	"CodeKindBaseline 11\nclass_Code__source_position_table__ByteArray 24\n"
-	"class_Code__deoptimization_data__FixedArray 16\n"
-	"DeoptimizationDataInliningPositionsIndex 7\n"
-	"DeoptimizationDataLiteralArrayIndex 2\n";
-
 static void layout(struct v8_layout *l)
 {
-	const char *missing;
+	const char *missing = NULL;
 
-	v8_layout__init(l);
-	v8_layout__parse_text(l, node20, sizeof(node20) - 1);
-	CHECKF(v8_layout__check(l, &missing) == 0, "%s", missing ? missing : "");
+	CHECKF(v8_node20_layout(l, &missing) == 0, "%s", missing ? missing : "");
 }
 
 static void names_and_lines(void)
@@ -439,14 +400,14 @@ static void constants(void)
 	const char *missing;
 
 	v8_layout__init(&l);
-	v8_layout__parse_text(&l, node20, sizeof(node20) - 1);
+	v8_layout__parse_text(&l, v8_node20, sizeof(v8_node20) - 1);
 	v8_layout__set(&l, "TaggedSize", 4);
 	CHECK(v8_layout__check(&l, &missing) == -ENOTSUP);
 	v8_layout__init(&l);
-	v8_layout__parse_text(&l, node20, 200);
+	v8_layout__parse_text(&l, v8_node20, 200);
 	CHECK(v8_layout__check(&l, &missing) == -ENOENT && missing);
 	v8_layout__init(&l);
-	v8_layout__parse_text(&l, node20, sizeof(node20) - 1);
+	v8_layout__parse_text(&l, v8_node20, sizeof(v8_node20) - 1);
 	v8_layout__set(&l, "off_fp_function", 1 << 20);
 	CHECK(v8_layout__check(&l, &missing) == -EPROTO &&
 	      !strcmp(missing, "off_fp_function"));

@@ -32,16 +32,6 @@ struct hotspot_frame {
 	uint64_t blob;		/* the code blob (its header) */
 };
 
-/* One step the hotspot stepper took in a walk: the frame at (pc, sp)
- * (pc a return address) has its caller at (caller_pc, caller_sp) with
- * rbp caller_fp. Saved with a snapshot, so that `show` walks the saved
- * stacks as the capture did without the JVM's code cache (sps of
- * different threads' stacks never coincide: (pc, sp) is a key). */
-struct hotspot_step {
-	uint64_t pc, sp;
-	uint64_t caller_pc, caller_sp, caller_fp;
-};
-
 /* Names the frame whose lookup pc is pc (a return address minus one for
  * a caller frame) and whose frame pointer (rbp, pointing at the saved
  * rbp) is fp (0: unknown; an interpreter frame then names no method).

@@ -4,7 +4,7 @@
 #include "runtime/java/hotspot_structs.h"
 
 #include <errno.h>
-#include <gelf.h>
+#include <elf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,28 +59,20 @@ static const struct {
 static void find_dynsyms(const struct elf_image *img, uint64_t addr[NWANTED],
 			 bool found[NWANTED])
 {
-	Elf_Scn *scn = NULL;
+	struct elf_symbols it;
+	struct elf_symbol sym;
 
-	while ((scn = elf_nextscn(img->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
+	elf_symbols__init(&it, img, SHT_DYNSYM);
+	while (elf_symbols__next(&it, &sym)) {
+		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
-		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+		if (!sym.value || !(name = elf_symbols__name(&it, &sym)) ||
+		    strncmp(name, "gHotSpotVM", 10))
 			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(d, (int)i, &sym) || !sym.st_value ||
-			    !(name = elf_strptr(img->elf, sh.sh_link, sym.st_name)) ||
-			    strncmp(name, "gHotSpotVM", 10))
-				continue;
-			for (size_t k = 0; k < NWANTED; k++) {
-				if (!strcmp(name, wanted[k].name)) {
-					addr[k] = sym.st_value;
-					found[k] = true;
-				}
+		for (size_t k = 0; k < NWANTED; k++) {
+			if (!strcmp(name, wanted[k].name)) {
+				addr[k] = sym.value;
+				found[k] = true;
 			}
 		}
 	}

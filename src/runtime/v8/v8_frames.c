@@ -290,8 +290,8 @@ static int function_name(const struct v8_layout *l, struct stacksnap_mem *mem,
 	return 0;
 }
 
-/* Reads a ZigZag VLQ integer of the source position table. */
-static bool vlq(const uint8_t *b, size_t n, size_t *i, int64_t *out)
+/* Reads an unsigned VLQ integer (base::VLQDecodeUnsigned). */
+static bool vlq_unsigned(const uint8_t *b, size_t n, size_t *i, uint64_t *out)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -304,6 +304,18 @@ static bool vlq(const uint8_t *b, size_t n, size_t *i, int64_t *out)
 		v |= (uint64_t)(c & 0x7f) << shift;
 		shift += 7;
 	} while (c & 0x80);
+	*out = v;
+	return true;
+}
+
+/* Reads a ZigZag VLQ integer of the source position table
+ * (base::VLQDecode): the unsigned one, its bit 0 the sign. */
+static bool vlq(const uint8_t *b, size_t n, size_t *i, int64_t *out)
+{
+	uint64_t v;
+
+	if (!vlq_unsigned(b, n, i, &v))
+		return false;
 	*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 	return true;
 }
@@ -518,24 +530,6 @@ static unsigned interpreted_line(const struct v8_layout *l,
 	if (off < 0 || off >= len)
 		return 0;
 	return bytecode_line(l, mem, ba, off, script);
-}
-
-/* Reads an unsigned VLQ integer (base::VLQDecodeUnsigned). */
-static bool vlq_unsigned(const uint8_t *b, size_t n, size_t *i, uint64_t *out)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t c;
-
-	do {
-		if (*i >= n || shift > 63)
-			return false;
-		c = b[(*i)++];
-		v |= (uint64_t)(c & 0x7f) << shift;
-		shift += 7;
-	} while (c & 0x80);
-	*out = v;
-	return true;
 }
 
 /* The bytecode offset of baseline code offset pc_off (the pc looked up:
