@@ -4,9 +4,7 @@
 // ReentrantLock held by another thread, BlockingQueue.take, and a
 // synchronized block another thread holds. The recursion is warmed first
 // so that (without -Xint) the JIT compiles it. Prints "ready" once every
-// thread is at its blocking point as the JVM itself sees it (its state
-// and its innermost frame, awaitBlocked); the test then waits for them to
-// block in futex.
+// thread is where it blocks as the JVM itself sees it (awaitBlocked).
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.locks.LockSupport;
