@@ -39,6 +39,9 @@ static inline void ucontext_regs__set(const uint64_t *gregs, struct stacksnap_re
 	r->valid = (1u << STACKSNAP_REG_COUNT) - 1;
 }
 
+/* The kernel's MINSIGSTKSZ (x86): sigaltstack() refuses smaller. */
+#define UCONTEXT_MINSIGSTKSZ 2048
+
 #ifndef SS_AUTODISARM
 #define SS_AUTODISARM (1u << 31) /* linux/signal.h, not in glibc's headers */
 #endif
@@ -50,13 +53,23 @@ static inline void ucontext_regs__set(const uint64_t *gregs, struct stacksnap_re
  * ucontext, whose uc_stack is the thread's sigaltstack setting at
  * delivery: a frame on that stack whose interrupted rsp lies outside it
  * is the one that switched stacks (nested handlers' frames interrupt the
- * alternate stack itself). The outermost such frame is taken. */
+ * alternate stack itself). The outermost such frame is taken. An
+ * alternate stack may share its mapping with other data (the kernel
+ * merges adjacent anonymous mappings: an mmap()ed alternate stack in a
+ * JVM, seen), which the search also crosses: zeros and a pointer there
+ * read as "no flags, no link, an alternate stack at 0 of a pointer's
+ * size" (the walk then went on from a wrong "interrupted rsp"). A frame
+ * must also hold what only the kernel writes
+ * there: an alternate stack sigaltstack() accepted (not at 0, at least
+ * MINSIGSTKSZ), and mcontext's fpregs pointing at the FPU state the kernel
+ * put above the frame, on that stack (16-byte aligned: fxsave's
+ * alignment, xsave's is 64). */
 static inline uint64_t ucontext__altstack_interrupted_sp(const uint8_t *bytes,
 							 size_t len, uint64_t base,
 							 uint64_t sp)
 {
 	const size_t uc_off = 8,
-		     need = uc_off + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) + 8;
+		     need = uc_off + offsetof(ucontext_t, uc_mcontext.fpregs) + 8;
 	size_t off;
 
 	if (len < need + 16 || base + len < base)
@@ -66,7 +79,8 @@ static inline uint64_t ucontext__altstack_interrupted_sp(const uint8_t *bytes,
 		off -= 16;
 	for (;; off -= 16) {
 		const uint8_t *f = bytes + off + uc_off;
-		uint64_t p = base + off, uc_flags, uc_link, ss_sp, ss_size, rsp, rip;
+		uint64_t p = base + off, uc_flags, uc_link, ss_sp, ss_size, rsp, rip,
+			 fpregs;
 		int32_t ss_flags;
 
 		memcpy(&uc_flags, f + offsetof(ucontext_t, uc_flags), 8);
@@ -74,6 +88,7 @@ static inline uint64_t ucontext__altstack_interrupted_sp(const uint8_t *bytes,
 		memcpy(&ss_sp, f + offsetof(ucontext_t, uc_stack.ss_sp), 8);
 		memcpy(&ss_flags, f + offsetof(ucontext_t, uc_stack.ss_flags), 4);
 		memcpy(&ss_size, f + offsetof(ucontext_t, uc_stack.ss_size), 8);
+		memcpy(&fpregs, f + offsetof(ucontext_t, uc_mcontext.fpregs), 8);
 		/* The kernel's words: uc_flags of UC_FP_XSTATE,
 		 * UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS; no uc_link; the
 		 * sigaltstack flags (SS_AUTODISARM at most); the alternate
@@ -82,7 +97,9 @@ static inline uint64_t ucontext__altstack_interrupted_sp(const uint8_t *bytes,
 		if (!(uc_flags & ~(uint64_t)7) && !uc_link &&
 		    !((uint32_t)ss_flags & ~(uint32_t)SS_AUTODISARM) &&
 		    ss_sp <= p && p - ss_sp < ss_size && sp >= ss_sp &&
-		    sp - ss_sp < ss_size && ss_size <= base + len - ss_sp) {
+		    sp - ss_sp < ss_size && ss_size <= base + len - ss_sp &&
+		    ss_sp && ss_size >= UCONTEXT_MINSIGSTKSZ && fpregs > p &&
+		    fpregs - ss_sp < ss_size && !(fpregs & 15)) {
 			memcpy(&rsp, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), 8);
 			memcpy(&rip, f + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), 8);
 			if (rip && rsp && (rsp < ss_sp || rsp - ss_sp >= ss_size))

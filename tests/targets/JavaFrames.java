@@ -4,7 +4,7 @@
 // ReentrantLock held by another thread, BlockingQueue.take, and a
 // synchronized block another thread holds. The recursion is warmed first
 // so that (without -Xint) the JIT compiles it. Prints "ready" once every
-// thread has been started; the test waits for them to block.
+// thread is where it blocks as the JVM itself sees it (awaitBlocked).
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.locks.LockSupport;
@@ -94,22 +94,61 @@ public class JavaFrames {
 		return t;
 	}
 
+	/* Waits until t is in state, its innermost frame cls.method: there
+	 * it stays, its Java frames fixed until it is woken (none is). A
+	 * thread found in a futex is not enough: under -Xcomp compiles are
+	 * not in the background, and a thread on its way to its blocking
+	 * point waits in a futex for each compile its path starts (the
+	 * taker, initialising ForkJoinPool in managedBlock, for seconds on
+	 * a loaded machine), its Java frames then not the final ones. Also
+	 * a thread waiting for another to initialise a class is WAITING, in
+	 * no blocking method of its own. */
+	static void awaitBlocked(Thread t, Thread.State state, String cls,
+				 String method) throws InterruptedException {
+		long deadline = System.nanoTime() + 60_000_000_000L;
+		String seen = "";
+		while (System.nanoTime() < deadline) {
+			if (t.getState() == state) {
+				StackTraceElement[] st = t.getStackTrace();
+				if (st.length > 0 && st[0].getClassName().equals(cls) &&
+				    st[0].getMethodName().equals(method))
+					return;
+				seen = st.length > 0 ? st[0].toString() : "no frame";
+			}
+			Thread.sleep(10);
+		}
+		System.out.println("not blocked: " + t.getName() + " " +
+				   t.getState() + " at " + seen);
+		System.out.flush();
+		System.exit(1);
+	}
+
 	public static void main(String[] args) throws Exception {
 		for (int i = 0; i < 3000; i++)
 			sink += recurse(10);
 		sleepMs = Long.MAX_VALUE;
-		start("holder", JavaFrames::holdForever);
+		Thread holder = start("holder", JavaFrames::holdForever);
 		while (!lock.isLocked())
 			Thread.sleep(1);
-		start("deep", () -> recurse(DEPTH));
-		start("waiter", JavaFrames::waitOn);
-		start("parker", JavaFrames::park);
-		start("locker", JavaFrames::lockIt);
-		start("taker", JavaFrames::take);
-		start("entrant", JavaFrames::enter);
+		Thread deep = start("deep", () -> recurse(DEPTH));
+		Thread waiter = start("waiter", JavaFrames::waitOn);
+		Thread parker = start("parker", JavaFrames::park);
+		Thread locker = start("locker", JavaFrames::lockIt);
+		Thread taker = start("taker", JavaFrames::take);
+		Thread entrant = start("entrant", JavaFrames::enter);
 		/* "hot": one thread more, running (profile, trace). */
 		if (args.length > 0 && args[0].equals("hot"))
 			start("hot", JavaFrames::spin);
+		String unsafe = "jdk.internal.misc.Unsafe";
+		awaitBlocked(holder, Thread.State.TIMED_WAITING, "java.lang.Thread",
+			     "sleep");
+		awaitBlocked(deep, Thread.State.TIMED_WAITING, "java.lang.Thread",
+			     "sleep");
+		awaitBlocked(waiter, Thread.State.WAITING, "java.lang.Object", "wait");
+		awaitBlocked(parker, Thread.State.WAITING, unsafe, "park");
+		awaitBlocked(locker, Thread.State.WAITING, unsafe, "park");
+		awaitBlocked(taker, Thread.State.WAITING, unsafe, "park");
+		awaitBlocked(entrant, Thread.State.BLOCKED, "JavaFrames", "enter");
 		System.out.println("ready " + DEPTH);
 		System.out.flush();
 		Thread.sleep(Long.MAX_VALUE);

@@ -158,7 +158,8 @@ static void borrowed_maps(void)
 
 /* A kernel rt_sigframe written at frame (8 past a 16-byte boundary) of
  * buf (at address base): the alternate stack [ss_sp, ss_sp + ss_size),
- * the interrupted rsp. */
+ * the interrupted rsp, fpregs (the FPU state the kernel puts above the
+ * frame) 0x1f8 bytes above it. */
 static void put_sigframe(uint8_t *buf, uint64_t base, uint64_t frame,
 			 uint64_t ss_sp, uint64_t ss_size, uint64_t rsp)
 {
@@ -170,8 +171,9 @@ static void put_sigframe(uint8_t *buf, uint64_t base, uint64_t frame,
 	uc.uc_stack.ss_size = ss_size;
 	uc.uc_mcontext.gregs[REG_RSP] = (greg_t)rsp;
 	uc.uc_mcontext.gregs[REG_RIP] = 0x401000;
+	uc.uc_mcontext.fpregs = (fpregset_t)(uintptr_t)(frame + 0x1f8);
 	memcpy(buf + (frame - base) + 8, &uc,
-	       offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) + 8);
+	       offsetof(ucontext_t, uc_mcontext.fpregs) + 8);
 }
 
 /* The signal frame that moved a thread onto its alternate stack is found
@@ -207,6 +209,43 @@ static void altstack_sigframe(void)
 	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
 	/* Too short a copy for any frame. */
 	CHECK(ucontext__altstack_interrupted_sp(buf, 64, base, sp) == 0);
+
+	/* The real outer frame again, and above it (the alternate stack's
+	 * mapping merged with other anonymous memory, as in a JVM) zeros
+	 * and a pointer: "an alternate stack at 0" of a pointer's size,
+	 * which holds every address below it. Not a frame: no fpregs. */
+	memset(buf, 0, sizeof(buf));
+	put_sigframe(buf, base, base + 0x2008, alt, 0x4000, 0x7ffd00001000);
+	{
+		ucontext_t uc;
+
+		memset(&uc, 0, sizeof(uc));
+		uc.uc_stack.ss_size = base + 0x3400;
+		uc.uc_mcontext.gregs[REG_RSP] = (greg_t)(base + 0x3800);
+		uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(base + 0x3880);
+		memcpy(buf + 0x3008 + 8, &uc,
+		       offsetof(ucontext_t, uc_mcontext.fpregs) + 8);
+	}
+	CHECK_EQ_U64(ucontext__altstack_interrupted_sp(buf, LEN, base, sp),
+		     0x7ffd00001000);
+	/* The kernel's words but for fpregs: none, below the frame, off the
+	 * alternate stack, misaligned. */
+	{
+		const uint64_t bad[] = { 0, base + 0x2000, alt + 0x4000,
+					 base + 0x2208 };
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			memcpy(buf + 0x2008 + 8 + offsetof(ucontext_t, uc_mcontext.fpregs),
+			       &bad[i], 8);
+			CHECKF(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0,
+			       "fpregs %#llx taken", (unsigned long long)bad[i]);
+		}
+	}
+	/* An alternate stack at 0, or smaller than sigaltstack() takes. */
+	put_sigframe(buf, base, base + 0x2008, 0, base + 0x3000, 0x7ffd00001000);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, sp) == 0);
+	put_sigframe(buf, base, base + 0x2008, base + 0x2000, 0x400, 0x7ffd00001000);
+	CHECK(ucontext__altstack_interrupted_sp(buf, LEN, base, base + 0x2004) == 0);
 }
 
 static void count_errors(enum stacksnap_log_level level, const char *msg, void *user)
