@@ -143,7 +143,7 @@ int trace_on_record(void *ctx, void *data, size_t len)
 int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 			  stacksnap_trace_fn fn, void *user)
 {
-	uint64_t before;
+	uint64_t before, drain_ns;
 	int r;
 
 	if (!tr || !tr->rb)
@@ -154,11 +154,13 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	tr->fn = fn;
 	tr->fn_user = user;
 	tr->fn_rc = 0;
+	drain_ns = clock_monotonic_ns();
 	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
 	tr->fn = NULL;
-	/* (Not when the callback stopped the drain: older events wait.) */
-	if (!tr->fn_rc)
-		trace_sideband__settle(tr);
+	/* Not when the callback stopped the drain (older events wait), nor
+	 * when the poll failed (interrupted: the ring was not read). */
+	if (!tr->fn_rc && r >= 0)
+		trace_sideband__settle(tr, drain_ns);
 	if (tr->fn_rc)
 		return tr->fn_rc;
 	if (r < 0)

@@ -22,8 +22,9 @@
 /* Records a ring can hold before they are applied: bursts of execs (a
  * build, a shell pipeline) write ~10 mmap records each. */
 #define SB_RING_PAGES 128
-/* A record is applied once it is this old even when no event asks for
- * it: an event raised before it is in the BPF ring buffer by then. */
+/* A record is applied once it is this old at the start of a drain of the
+ * BPF ring buffer even when no event asks for it: an event raised before
+ * it is in the ring by then, and read by that drain. */
 #define SB_SLACK_NS 50000000ull
 #define SB_REC_WORDS 1024
 
@@ -245,10 +246,12 @@ void trace_sideband__apply(struct stacksnap_trace *tr, uint64_t until_ns)
 	}
 }
 
-void trace_sideband__settle(struct stacksnap_trace *tr)
+void trace_sideband__settle(struct stacksnap_trace *tr, uint64_t drained_from_ns)
 {
-	uint64_t now = clock_monotonic_ns();
-
-	if (tr->sb && now > SB_SLACK_NS)
-		trace_sideband__apply(tr, now - SB_SLACK_NS);
+	/* Not up to now: events raised after the drain began may be in the
+	 * ring unread (the reader slowed by load, stopped, or its poll
+	 * interrupted), and a record after them (their process's exit)
+	 * applied first would leave them without mappings. */
+	if (tr->sb && drained_from_ns > SB_SLACK_NS)
+		trace_sideband__apply(tr, drained_from_ns - SB_SLACK_NS);
 }

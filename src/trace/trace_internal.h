@@ -186,9 +186,11 @@ struct trace_sideband *trace_sideband__open(struct stacksnap_trace *tr);
  * the processes it follows, in time order; the others are dropped. */
 void trace_sideband__apply(struct stacksnap_trace *tr, uint64_t until_ns);
 /* Applies the records old enough that no event still unread can be
- * older (at the end of a poll: the rings do not fill while no event
- * comes). */
-void trace_sideband__settle(struct stacksnap_trace *tr);
+ * older (at the end of a poll that drained the ring buffer: the rings do
+ * not fill while no event comes). drained_from_ns: when that drain began;
+ * every event raised some slack before it was in the ring by then and has
+ * been read, while one raised since may still be unread. */
+void trace_sideband__settle(struct stacksnap_trace *tr, uint64_t drained_from_ns);
 void trace_sideband__free(struct trace_sideband *sb);
 
 /* event_unwind.c: an event's stack. */
