@@ -73,6 +73,8 @@ struct tracer {
 	bool child_done;	/* reaped by the event loop */
 	bool held;		/* the command is held at its exits
 				   (trace_hold.c): waited for through it */
+	bool exec_failed;	/* the command's exec failed: its events are
+				   the tool's own child's, not the command's */
 	struct trace_go go_procs; /* each Go program's goroutine reader */
 };
 
@@ -307,7 +309,13 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 {
 	struct tracer *t = user;
 	struct stacksnap_trace_field f[32];
-	int nf = stacksnap_trace__fields(t->tr, ev, f, 32);
+	int nf;
+
+	/* Between its release and its failed exec the held child is still
+	 * stacksnap (its write of the exec's errno): nothing of CMD's. */
+	if (t->exec_failed)
+		return 0;
+	nf = stacksnap_trace__fields(t->tr, ev, f, 32);
 	struct trace_line line = {
 		.name = ev->name, .time_ns = ev->time_ns, .comm = ev->comm,
 		.pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu,
@@ -587,7 +595,9 @@ static int trace_start(struct tracer *t)
 		/* Held at its exits (each process it starts too) before it
 		   runs, so that its events unwind while its mappings exist. */
 		t->held = !o->no_hold && trace_hold__attach(t->child) == 0;
-		return child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
+		r = child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
+		t->exec_failed = r != 0;
+		return r;
 	}
 	return 0;
 }
@@ -766,6 +776,9 @@ static int trace_free(struct tracer *t, int rc)
 		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
+	/* No events file of a command that never ran. */
+	if (t->exec_failed && t->o->save)
+		unlink(t->o->save);
 	stacksnap_ctf_writer__close(t->ctf);
 	free(t->lost);
 	stacksnap_stacks__free(t->p.counts);
