@@ -487,6 +487,21 @@ struct stacksnap_snapshot_stats {
  * -EBUSY traced by another debugger (errno set too; the log says which). */
 STACKSNAP_API int stacksnap_snapshot__check(struct stacksnap_ctx *ctx,
 					    pid_t pid);
+/* What the kernel refused: a ptrace of a process (or a read of its
+ * memory or maps), loading a BPF program or map, opening a perf event. */
+enum stacksnap_refused {
+	STACKSNAP_REFUSED_PTRACE,
+	STACKSNAP_REFUSED_BPF,
+	STACKSNAP_REFUSED_PERF,
+};
+/* Why this process got EPERM or EACCES for what (pid: the target of a
+ * ptrace, else 0), from /proc and /sys alone: one phrase with its fix, in
+ * buf (size bytes) and returned. "run as root ..." only when not root;
+ * as root the cause: another tracer (TracerPid), Yama's ptrace_scope, a
+ * capability dropped from the bounding set, a user namespace, a seccomp
+ * filter, a security module. */
+STACKSNAP_API const char *stacksnap_why_not_permitted(enum stacksnap_refused what, pid_t pid,
+						      char *buf, size_t size);
 /* Freezes pid, captures every thread (or opts->tids) and lets it run again.
  * The target is never left stopped: threads are seized (PTRACE_SEIZE), so
  * the kernel detaches them if the caller dies, and a signal that arrives

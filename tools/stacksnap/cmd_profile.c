@@ -699,13 +699,15 @@ static int profile_open_target(struct profiler *p)
 	}
 	if (err) {
 		const char *what = p->o.all_cpus ? "every CPU" : NULL;
-		char who[32];
+		char who[32], why[320];
+		bool refused = err == -EACCES || err == -EPERM;
 
 		snprintf(who, sizeof(who), "pid %d", (int)(p->o.pid ? p->o.pid : p->child));
-		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s\n",
-			what ? what : who, strerror(-err),
-			err == -EACCES || err == -EPERM
-				? " (run as root, or lower kernel.perf_event_paranoid)" : "");
+		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s%s%s\n",
+			what ? what : who, strerror(-err), refused ? " (" : "",
+			refused ? stacksnap_why_not_permitted(STACKSNAP_REFUSED_PERF, 0, why,
+							      sizeof(why)) : "",
+			refused ? ")" : "");
 		return exit_for(err);
 	}
 	p->pfds = calloc(p->nrings, sizeof(*p->pfds));

@@ -213,10 +213,11 @@ static int dump_open(struct dump *d)
 	if (d->as)
 		return DUMP_GO_ON;
 	if (errno == EACCES || errno == EPERM) {
-		fprintf(stderr, "stacksnap: pid %d: not permitted to read "
-				"its memory (run as root or as the process "
-				"owner, or set kernel.yama.ptrace_scope=0)\n",
-			(int)o->pid);
+		char why[320];
+
+		fprintf(stderr, "stacksnap: pid %d: not permitted to read its memory (%s)\n",
+			(int)o->pid, stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, o->pid,
+								 why, sizeof(why)));
 		return EXIT_NOT_PERMITTED;
 	}
 	/* It existed a moment ago. */
