@@ -1905,6 +1905,9 @@ struct stacksnap_trace_writer_opts {
 	 * times: a CTF trace written from the file); pass the one a CTF trace
 	 * written live uses. 0: measured now. */
 	int64_t clock_offset_ns;
+	/* The command line kept when pid is 0: a command the trace starts
+	 * (its arguments joined by spaces), which does not run yet. */
+	const char *command;
 	size_t :0;
 };
 

@@ -553,10 +553,18 @@ static int trace_setup(struct tracer *t)
 	    !(t->p.counts = stacksnap_stacks__new(&sopts)))
 		return EXIT_ERROR;
 	if (o->save) {
+		/* `-- CMD` does not run yet: its words are its command line. */
+		char command[4096] = "";
+		size_t len = 0;
+
+		for (char **a = o->cmd; a && *a && len < sizeof(command); a++)
+			len += (size_t)snprintf(command + len, sizeof(command) - len, "%s%s",
+						a == o->cmd ? "" : " ", *a);
 		STACKSNAP_OPTS(stacksnap_trace_writer_opts, wopts,
 			       .encoding = (enum stacksnap_stack_encoding)o->encoding,
 			       .max_frames = o->print.max_frames, .unwind = o->unwind,
-			       .pid = o->pid ? o->pid : o->tid, .clock_offset_ns = clock_offset);
+			       .pid = o->pid ? o->pid : o->tid, .clock_offset_ns = clock_offset,
+			       .command = command);
 		t->save = stacksnap_trace_writer__new(t->ctx, o->save, &wopts);
 		if (!t->save)
 			return EXIT_ERROR; /* the log named the file */
