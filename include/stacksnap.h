@@ -1876,8 +1876,9 @@ struct stacksnap_stacks_write_opts {
 /* Parses "folded", "pprof", "speedscope" or "svg". Returns 0 or -EINVAL. */
 STACKSNAP_API int stacksnap_stacks_format__parse(const char *name,
 						 enum stacksnap_stacks_format *fmt);
-/* Writes the stacks to f in format fmt. Returns 0 or -errno (EIO when f
- * could not be written). */
+/* Writes the stacks to f in format fmt. Returns 0 or -errno: when f could
+ * not be written, the write's own cause (-ENOSPC, -EFBIG, -EPIPE...; -EIO
+ * only when the stream gave none). */
 STACKSNAP_API int stacksnap_stacks__write(const struct stacksnap_stacks *st,
 					  FILE *f, enum stacksnap_stacks_format fmt,
 					  const struct stacksnap_stacks_write_opts *opts);

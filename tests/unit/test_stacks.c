@@ -192,5 +192,33 @@ static void visit_folded_lines(void)
 	stacksnap_stacks__free(st);
 }
 
+/* A write that fails returns its own cause, ENOSPC on /dev/full, in every
+ * format (it was EIO: the CLI could not say "No space left on device"). */
+static void write_error_cause(void)
+{
+	static const enum stacksnap_stacks_format fmts[] = {
+		STACKSNAP_FORMAT_FOLDED, STACKSNAP_FORMAT_PPROF,
+		STACKSNAP_FORMAT_SPEEDSCOPE, STACKSNAP_FORMAT_SVG,
+	};
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+
+	for (int i = 0; i < 300; i++) {
+		char leaf[16];
+
+		snprintf(leaf, sizeof(leaf), "leaf_%d", i);
+		add3(st, leaf, 1);
+	}
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		FILE *f = fopen("/dev/full", "we");
+
+		if (!f)
+			continue; /* no /dev/full here */
+		CHECK_EQ_U64(stacksnap_stacks__write(st, f, fmts[i], NULL), -ENOSPC);
+		fclose(f);
+	}
+	stacksnap_stacks__free(st);
+}
+
 TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
-	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines))
+	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines),
+	  TEST(write_error_cause))

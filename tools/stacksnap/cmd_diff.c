@@ -106,9 +106,13 @@ int diff_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .base = base, .title = title);
 	if (!stacksnap_stacks__write(cur, out, STACKSNAP_FORMAT_SVG, &wo))
 		rc = EXIT_OK;
-	else if (!ferror(out)) /* a write error is said when out is closed */
+	else {
+		/* The write's own cause (ENOSPC); said once: closing out would
+		 * say the stream's error again, as EIO. */
 		fprintf(stderr, "stacksnap diff: writing %s: %s\n",
 			output ? output : "standard output", strerror(errno));
+		clearerr(out);
+	}
 out:
 	rc = cli_close_output(out, out == stdout ? NULL : output, rc);
 	stacksnap_stacks__free(base);

@@ -393,10 +393,8 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 		if (o->out.format_set)
 			rc = profile_out_write(&o->out, "stacksnap show", NULL, p.counts,
 					       "stacksnap show");
-		else if (trace_print_counts(&p, o->folded)) {
-			fprintf(stderr, "stacksnap: out of memory\n");
-			rc = EXIT_ERROR;
-		}
+		else
+			rc = trace_print_counts_said(&p, o->folded, "stacksnap show", NULL);
 	}
 out:
 	stacksnap_ctf_writer__close(ctf);

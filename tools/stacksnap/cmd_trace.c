@@ -711,10 +711,9 @@ static int trace_finish(struct tracer *t, int rc)
 			rc = profile_out_write(&o->out, "stacksnap trace", t->p.out, t->p.counts,
 					       o->cmd ? o->cmd[0] : "stacksnap trace");
 			t->p.out = stdout; /* closed */
-		} else if (trace_print_counts(&t->p, o->folded)) {
-			fprintf(stderr, "stacksnap trace: out of memory\n");
+		} else if (trace_print_counts_said(&t->p, o->folded, "stacksnap trace",
+						   t->p.out == stdout ? NULL : o->out.output))
 			rc = EXIT_ERROR;
-		}
 	}
 	if (t->save) {
 		int r = stacksnap_trace_writer__close(t->save);
