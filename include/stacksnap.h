@@ -1873,6 +1873,14 @@ struct stacksnap_stacks_write_opts {
 	size_t :0;
 };
 
+/* Writes s to f as a JSON string ("null" when s is NULL): '"', '\\' and
+ * control characters escaped, UTF-8 kept as is, and each byte that is not
+ * part of valid UTF-8 (a thread name the kernel cut to 15 bytes in the
+ * middle of a character) written as \ufffd, so that the output is
+ * always valid JSON. The one JSON string writer of the library's and the
+ * CLI's outputs. */
+STACKSNAP_API void stacksnap_json_string(FILE *f, const char *s);
+
 /* Parses "folded", "pprof", "speedscope" or "svg". Returns 0 or -EINVAL. */
 STACKSNAP_API int stacksnap_stacks_format__parse(const char *name,
 						 enum stacksnap_stacks_format *fmt);

@@ -219,6 +219,35 @@ static void write_error_cause(void)
 	stacksnap_stacks__free(st);
 }
 
+/* The one JSON string writer: escapes, null, UTF-8 kept, and each byte
+ * of a broken sequence (a name cut to 15 bytes mid-character) as \ufffd. */
+static void json_string_escapes(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "a\"b\\c\n\x01", "\"a\\\"b\\\\c\\u000a\\u0001\"" },
+		{ "\xd0\xb2\xd0\xbe", "\"\xd0\xb2\xd0\xbe\"" },		/* "во" */
+		{ "abc\xd0\xb2\xd0", "\"abc\xd0\xb2\\ufffd\"" },	/* cut */
+		{ "\xff\x80x", "\"\\ufffd\\ufffdx\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },	/* a surrogate */
+		{ "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" },	/* U+1F600 */
+		{ NULL, "null" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(f != NULL);
+		if (!f)
+			continue;
+		stacksnap_json_string(f, cases[i].in);
+		fclose(f);
+		CHECK(buf && !strcmp(buf, cases[i].out));
+		free(buf);
+	}
+}
+
 TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
 	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines),
-	  TEST(write_error_cause))
+	  TEST(write_error_cause), TEST(json_string_escapes))
