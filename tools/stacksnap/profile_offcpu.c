@@ -211,7 +211,7 @@ static uint64_t switches_of(pid_t pid, pid_t tid)
 	return found == 2 ? n : UINT64_MAX;
 }
 
-/* Before the process is followed: its threads asleep (S, D) and their
+/* Before the process is followed: its threads asleep (S, D, or T: stopped) and their
  * switch counts. A thread whose count is the same once its stack is read
  * (asleep, not run meanwhile) has been in that one wait since before the
  * profile began: no switch event of it will come. Returns 0 or -ENOMEM. */
@@ -237,7 +237,7 @@ static int note_asleep(struct offcpu *oc, pid_t pid)
 			continue;
 		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 		fclose(f);
-		if (!p || (p[2] != 'S' && p[2] != 'D'))
+		if (!p || (p[2] != 'S' && p[2] != 'D' && p[2] != 'T'))
 			continue;
 		if (oc->n_asleep == cap) {
 			size_t ncap = cap ? cap * 2 : 16;
