@@ -659,14 +659,18 @@ static int trace_loop(struct tracer *t)
 static void end_held_group(struct tracer *t)
 {
 	uint64_t t0 = monotonic_ns();
-	bool killed = false;
+	bool killed = false, group = true;
+	struct child_strays strays = { 0 };
 
 	kill(-t->child, stop_signal ? stop_signal : SIGTERM);
-	while (!t->child_done || kill(-t->child, 0) == 0) {
+	/* The group, then what left it (setsid: a daemon), reparented to
+	 * the tool and held too: their stops answered as they die. */
+	while (group || child_cmd_signal_strays(&strays, stop_signal)) {
 		uint64_t ns = monotonic_ns() - t0;
 
 		if (trace_hold__poll(t->child, false, &t->child_status, drain_events, t))
 			t->child_done = true;
+		group = !t->child_done || kill(-t->child, 0) == 0;
 		if (!killed && ns >= 2000000000ull) {
 			kill(-t->child, SIGKILL);
 			killed = true;
