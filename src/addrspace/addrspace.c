@@ -421,7 +421,14 @@ static int read_maps(struct stacksnap_addrspace *as)
 		if (err == -ENOENT || err == -ESRCH)
 			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
 				  (int)as->pid, fname, strerror(errno));
-		else
+		else if (err == -EACCES || err == -EPERM) {
+			char why[320];
+
+			log_err(&as->ctx->log, "pid %d: not permitted to read %s (%s)",
+				(int)as->pid, fname,
+				stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, as->pid,
+							    why, sizeof(why)));
+		} else
 			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
 				(int)as->pid, fname, strerror(errno));
 		return err;

@@ -212,14 +212,8 @@ static int dump_open(struct dump *d)
 	d->tot.addrspace_ns = monotonic_ns() - t_as;
 	if (d->as)
 		return DUMP_GO_ON;
-	if (errno == EACCES || errno == EPERM) {
-		char why[320];
-
-		fprintf(stderr, "stacksnap: pid %d: not permitted to read its memory (%s)\n",
-			(int)o->pid, stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, o->pid,
-								 why, sizeof(why)));
-		return EXIT_NOT_PERMITTED;
-	}
+	if (errno == EACCES || errno == EPERM)
+		return EXIT_NOT_PERMITTED; /* the log said why, once */
 	/* It existed a moment ago. */
 	int rc = kill(o->pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED : EXIT_ERROR;
 	if (rc == EXIT_EXITED)
