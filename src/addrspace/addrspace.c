@@ -357,15 +357,31 @@ static const char *file_to_open(struct stacksnap_addrspace *as,
  * the path is opened as this process sees it, when it is still the file
  * mapped (same inode as the maps line; the module's build-id checks the
  * rest). */
+/* pid has exited: gone from /proc, or a zombie its parent has not reaped
+ * yet (its /proc/PID/root is gone already). */
+static bool pid_exited(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static struct module *gone_file(struct stacksnap_addrspace *as,
 				const struct as_map *m)
 {
-	char proc[32];
 	struct module *mod = NULL;
 	struct stat st;
 
-	snprintf(proc, sizeof(proc), "/proc/%d", (int)as->pid);
-	if (!as->pid || !m->inode || access(proc, F_OK) == 0 ||
+	if (!as->pid || !m->inode || !pid_exited(as->pid) ||
 	    stat(m->path, &st) || (uint64_t)st.st_ino != m->inode ||
 	    module__get_file(as->ctx, m->path, m->path, NULL, 0, &mod))
 		return NULL;
