@@ -648,10 +648,10 @@ static bool profile_python_wanted(const struct prof_options *o)
 /* The Python path: the whole profile is profile_python.c's. */
 static int profile_python(struct profiler *p)
 {
-	if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH) {
-		fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
-		return EXIT_NO_PROCESS;
-	}
+	int rc = p->o.pid ? cli_check_target(p->o.pid, false) : 0;
+
+	if (rc)
+		return rc;
 	struct sampled_args sa = {
 		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .freq = p->o.freq, .duration = p->o.duration,
 		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,

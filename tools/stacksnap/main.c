@@ -206,6 +206,9 @@ static int dump_open(struct dump *d)
 	uint64_t t_check = monotonic_ns();
 	if (stacksnap_snapshot__check(d->ctx, o->pid) != 0)
 		return exit_code_for_errno(errno);
+	int rc_thread = cli_check_not_thread(o->pid);
+	if (rc_thread)
+		return rc_thread;
 	d->tot.check_ns = monotonic_ns() - t_check;
 	uint64_t t_as = monotonic_ns();
 	d->as = stacksnap_addrspace__from_pid(d->ctx, o->pid);
