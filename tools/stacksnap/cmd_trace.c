@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -787,8 +788,11 @@ static int trace_free(struct tracer *t, int rc)
 		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
-	/* No events file of a command that never ran. */
-	if (t->exec_failed && t->o->save)
+	/* No events file of a command that never ran: a regular file goes,
+	 * a device (/dev/null, /dev/full) or a pipe stays. */
+	struct stat st;
+
+	if (t->exec_failed && t->o->save && !lstat(t->o->save, &st) && S_ISREG(st.st_mode))
 		unlink(t->o->save);
 	stacksnap_ctf_writer__close(t->ctf);
 	free(t->lost);
