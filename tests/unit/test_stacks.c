@@ -203,7 +203,7 @@ static void write_error_cause(void)
 	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
 
 	for (int i = 0; i < 300; i++) {
-		char leaf[16];
+		char leaf[24];
 
 		snprintf(leaf, sizeof(leaf), "leaf_%d", i);
 		add3(st, leaf, 1);
