@@ -718,7 +718,12 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	memset(out, 0, sizeof(*out));
 	out->module = m->path;
 	if (!(mod = m->mod)) {
-		out->module_offset = pc - m->start;
+		/* A file not opened (gone, not permitted): its file offset,
+		 * which is the link address in the usual ELF layout (what
+		 * addr2line takes), not the offset in the mapping; anonymous
+		 * code: from the mapping's start. */
+		out->module_offset = pc - m->start +
+				     (m->path && m->path[0] == '/' ? m->offset : 0);
 		if (is_anon_code(m))
 			symbolize_jit(as, pc, lookup, flags, out);
 		return 1;
