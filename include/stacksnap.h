@@ -487,6 +487,21 @@ struct stacksnap_snapshot_stats {
  * -EBUSY traced by another debugger (errno set too; the log says which). */
 STACKSNAP_API int stacksnap_snapshot__check(struct stacksnap_ctx *ctx,
 					    pid_t pid);
+/* What the kernel refused: a ptrace of a process (or a read of its
+ * memory or maps), loading a BPF program or map, opening a perf event. */
+enum stacksnap_refused {
+	STACKSNAP_REFUSED_PTRACE,
+	STACKSNAP_REFUSED_BPF,
+	STACKSNAP_REFUSED_PERF,
+};
+/* Why this process got EPERM or EACCES for what (pid: the target of a
+ * ptrace, else 0), from /proc and /sys alone: one phrase with its fix, in
+ * buf (size bytes) and returned. "run as root ..." only when not root;
+ * as root the cause: another tracer (TracerPid), Yama's ptrace_scope, a
+ * capability dropped from the bounding set, a user namespace, a seccomp
+ * filter, a security module. */
+STACKSNAP_API const char *stacksnap_why_not_permitted(enum stacksnap_refused what, pid_t pid,
+						      char *buf, size_t size);
 /* Freezes pid, captures every thread (or opts->tids) and lets it run again.
  * The target is never left stopped: threads are seized (PTRACE_SEIZE), so
  * the kernel detaches them if the caller dies, and a signal that arrives
@@ -1858,11 +1873,20 @@ struct stacksnap_stacks_write_opts {
 	size_t :0;
 };
 
+/* Writes s to f as a JSON string ("null" when s is NULL): '"', '\\' and
+ * control characters escaped, UTF-8 kept as is, and each byte that is not
+ * part of valid UTF-8 (a thread name the kernel cut to 15 bytes in the
+ * middle of a character) written as \ufffd, so that the output is
+ * always valid JSON. The one JSON string writer of the library's and the
+ * CLI's outputs. */
+STACKSNAP_API void stacksnap_json_string(FILE *f, const char *s);
+
 /* Parses "folded", "pprof", "speedscope" or "svg". Returns 0 or -EINVAL. */
 STACKSNAP_API int stacksnap_stacks_format__parse(const char *name,
 						 enum stacksnap_stacks_format *fmt);
-/* Writes the stacks to f in format fmt. Returns 0 or -errno (EIO when f
- * could not be written). */
+/* Writes the stacks to f in format fmt. Returns 0 or -errno: when f could
+ * not be written, the write's own cause (-ENOSPC, -EFBIG, -EPIPE...; -EIO
+ * only when the stream gave none). */
 STACKSNAP_API int stacksnap_stacks__write(const struct stacksnap_stacks *st,
 					  FILE *f, enum stacksnap_stacks_format fmt,
 					  const struct stacksnap_stacks_write_opts *opts);
@@ -1890,6 +1914,9 @@ struct stacksnap_trace_writer_opts {
 	 * times: a CTF trace written from the file); pass the one a CTF trace
 	 * written live uses. 0: measured now. */
 	int64_t clock_offset_ns;
+	/* The command line kept when pid is 0: a command the trace starts
+	 * (its arguments joined by spaces), which does not run yet. */
+	const char *command;
 	size_t :0;
 };
 

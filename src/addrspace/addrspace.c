@@ -357,15 +357,31 @@ static const char *file_to_open(struct stacksnap_addrspace *as,
  * the path is opened as this process sees it, when it is still the file
  * mapped (same inode as the maps line; the module's build-id checks the
  * rest). */
+/* pid has exited: gone from /proc, or a zombie its parent has not reaped
+ * yet (its /proc/PID/root is gone already). */
+static bool pid_exited(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static struct module *gone_file(struct stacksnap_addrspace *as,
 				const struct as_map *m)
 {
-	char proc[32];
 	struct module *mod = NULL;
 	struct stat st;
 
-	snprintf(proc, sizeof(proc), "/proc/%d", (int)as->pid);
-	if (!as->pid || !m->inode || access(proc, F_OK) == 0 ||
+	if (!as->pid || !m->inode || !pid_exited(as->pid) ||
 	    stat(m->path, &st) || (uint64_t)st.st_ino != m->inode ||
 	    module__get_file(as->ctx, m->path, m->path, NULL, 0, &mod))
 		return NULL;
@@ -421,7 +437,14 @@ static int read_maps(struct stacksnap_addrspace *as)
 		if (err == -ENOENT || err == -ESRCH)
 			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
 				  (int)as->pid, fname, strerror(errno));
-		else
+		else if (err == -EACCES || err == -EPERM) {
+			char why[320];
+
+			log_err(&as->ctx->log, "pid %d: not permitted to read %s (%s)",
+				(int)as->pid, fname,
+				stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, as->pid,
+							    why, sizeof(why)));
+		} else
 			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
 				(int)as->pid, fname, strerror(errno));
 		return err;
@@ -695,7 +718,12 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	memset(out, 0, sizeof(*out));
 	out->module = m->path;
 	if (!(mod = m->mod)) {
-		out->module_offset = pc - m->start;
+		/* A file not opened (gone, not permitted): its file offset,
+		 * which is the link address in the usual ELF layout (what
+		 * addr2line takes), not the offset in the mapping; anonymous
+		 * code: from the mapping's start. */
+		out->module_offset = pc - m->start +
+				     (m->path && m->path[0] == '/' ? m->offset : 0);
 		if (is_anon_code(m))
 			symbolize_jit(as, pc, lookup, flags, out);
 		return 1;

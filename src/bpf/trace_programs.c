@@ -76,8 +76,13 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 
 static int load_error(const struct log_sink *log, const char *what, int err)
 {
-	log_err(log, "cannot load the %s BPF program: %s%s", what, strerror(-err),
-		err == -EPERM ? " (run as root, or grant CAP_BPF and CAP_PERFMON)"
+	char why[320];
+
+	log_err(log, "cannot load the %s BPF program: %s%s%s%s", what, strerror(-err),
+		err == -EPERM ? " (" : "",
+		err == -EPERM ? stacksnap_why_not_permitted(STACKSNAP_REFUSED_BPF, 0, why,
+							    sizeof(why)) : "",
+		err == -EPERM ? ")"
 		: err == -EINVAL || err == -ENOTSUP || err == -ESRCH
 		? " (this kernel lacks a feature it needs: BTF-enabled tracepoints, "
 		  "bpf_task_pt_regs and attach cookies, Linux 5.15 or later; "

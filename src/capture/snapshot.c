@@ -246,10 +246,12 @@ static bool all_gone(const struct stacksnap_snapshot *s)
 
 static void log_failure(const struct log_sink *log, pid_t pid, int err)
 {
+	char why[320];
+
 	if (err == -EPERM)
-		log_err(log, "pid %d: ptrace not permitted (run as root or as "
-			     "the process owner, or set "
-			     "kernel.yama.ptrace_scope=0)", pid);
+		log_err(log, "pid %d: ptrace not permitted (%s)", pid,
+			stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, pid, why,
+						    sizeof(why)));
 	else if (err == -ESRCH)
 		log_err(log, "pid %d: the process exited during the capture",
 			pid);

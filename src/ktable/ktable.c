@@ -86,11 +86,14 @@ static int create_map(struct ktable *kt, const char *name, enum bpf_map_type typ
 	fd = bpf_map_create(type, name, key_size, value_size, max, &o);
 	if (fd < 0) {
 		int err = -errno;
+		char why[320];
 
 		log_err(&kt->ctx->log,
-			"cannot create BPF map %s: %s%s", name, strerror(-err),
-			err == -EPERM ? " (run as root, or grant CAP_BPF and CAP_PERFMON)"
-				      : "");
+			"cannot create BPF map %s: %s%s%s%s", name, strerror(-err),
+			err == -EPERM ? " (" : "",
+			err == -EPERM ? stacksnap_why_not_permitted(STACKSNAP_REFUSED_BPF, 0, why,
+								    sizeof(why)) : "",
+			err == -EPERM ? ")" : "");
 		return err;
 	}
 	return fd;

@@ -235,7 +235,7 @@ static int gzip_write(FILE *f, const uint8_t *buf, size_t len)
 		}
 		if (fwrite(out, 1, sizeof(out) - z.avail_out, f) !=
 		    sizeof(out) - z.avail_out) {
-			err = -EIO;
+			err = errno ? -errno : -EIO; /* ENOSPC: said as such */
 			break;
 		}
 	} while (zr != Z_STREAM_END);

@@ -30,6 +30,7 @@ int stacksnap_stacks__write(const struct stacksnap_stacks *st, FILE *f,
 
 	if (!st || !f || opts_in(&o, sizeof(o), opts, 0))
 		return fail(-EINVAL);
+	errno = 0;
 	switch (fmt) {
 	case STACKSNAP_FORMAT_FOLDED: err = folded_write(st, f); break;
 	case STACKSNAP_FORMAT_PPROF: err = pprof_write(st, f, &o); break;
@@ -37,7 +38,10 @@ int stacksnap_stacks__write(const struct stacksnap_stacks *st, FILE *f,
 	case STACKSNAP_FORMAT_SVG: err = flamegraph_svg_write(st, f, &o); break;
 	default: return fail(-EINVAL);
 	}
+	/* A write that failed left its cause in errno (ENOSPC on a full disk
+	 * or /dev/full, EFBIG, EPIPE): the caller names it, EIO only when the
+	 * stream did not say. */
 	if (!err && (fflush(f) || ferror(f)))
-		err = -EIO;
+		err = errno ? -errno : -EIO;
 	return err ? fail(err) : 0;
 }

@@ -17,7 +17,7 @@ int flamegraph_svg_write(const struct stacksnap_stacks *st, FILE *f,
 			 const struct stacksnap_stacks_write_opts *o);
 
 /* JSON and XML string escaping onto f (UTF-8 passes through). */
-void json_string(FILE *f, const char *s);
+void json_string(FILE *f, const char *s); /* stacksnap_json_string, "" for NULL */
 void xml_text(FILE *f, const char *s);
 
 #endif

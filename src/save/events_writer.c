@@ -172,6 +172,8 @@ stacksnap_trace_writer__new(struct stacksnap_ctx *ctx, const char *path,
 	cmd[0] = 0;
 	if (tw->o.pid > 0)
 		snapfile__read_cmdline(tw->o.pid, cmd, sizeof(cmd));
+	else if (tw->o.command)
+		snprintf(cmd, sizeof(cmd), "%s", tw->o.command);
 	snapfile_writer__begin_section(&tw->w, SNAPFILE_SEC_PROCESS, 1, SNAPFILE_SEC_CRC);
 	byte_buf__u32(&tw->w.buf, (uint32_t)tw->o.pid);
 	byte_buf__u64(&tw->w.buf, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);

@@ -412,10 +412,12 @@ struct stacksnap_target *stacksnap_walker__attach(struct stacksnap_walker *w,
 
 		submit(w, &d);
 		pthread_mutex_unlock(&w->api);
+		char why[320];
+
 		if (err == -EPERM)
-			log_err(w->log, "pid %d: ptrace not permitted (run as root or "
-					"as the process owner, or set "
-					"kernel.yama.ptrace_scope=0)", pid);
+			log_err(w->log, "pid %d: ptrace not permitted (%s)", pid,
+				stacksnap_why_not_permitted(STACKSNAP_REFUSED_PTRACE, pid,
+							    why, sizeof(why)));
 		else
 			log_err(w->log, "pid %d: cannot attach: %s", pid,
 				strerror(-err));

@@ -222,6 +222,17 @@ def left_stopped(pid, timeout=2.0):
     return stopped_threads(pid)
 
 
+def strip_show_header(text):
+    """`show EVENTS_FILE`'s output without what comes before the events
+    (as the live trace prints them): the text's two lines and a blank one
+    ("Events of ..."), or --json's first line {"snapshot": {...}}."""
+    if text.startswith('Events of ') and '\n\n' in text:
+        return text.split('\n\n', 1)[1]
+    if text.startswith('{"snapshot":'):
+        return text.split('\n', 1)[1] if '\n' in text else ''
+    return text
+
+
 def stacksnap(args, timeout=60):
     return run_tool([STACKSNAP] + [str(a) for a in args], timeout)
 

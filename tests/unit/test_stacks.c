@@ -192,5 +192,62 @@ static void visit_folded_lines(void)
 	stacksnap_stacks__free(st);
 }
 
+/* A write that fails returns its own cause, ENOSPC on /dev/full, in every
+ * format (it was EIO: the CLI could not say "No space left on device"). */
+static void write_error_cause(void)
+{
+	static const enum stacksnap_stacks_format fmts[] = {
+		STACKSNAP_FORMAT_FOLDED, STACKSNAP_FORMAT_PPROF,
+		STACKSNAP_FORMAT_SPEEDSCOPE, STACKSNAP_FORMAT_SVG,
+	};
+	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+
+	for (int i = 0; i < 300; i++) {
+		char leaf[24];
+
+		snprintf(leaf, sizeof(leaf), "leaf_%d", i);
+		add3(st, leaf, 1);
+	}
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		FILE *f = fopen("/dev/full", "we");
+
+		if (!f)
+			continue; /* no /dev/full here */
+		CHECK_EQ_U64(stacksnap_stacks__write(st, f, fmts[i], NULL), -ENOSPC);
+		fclose(f);
+	}
+	stacksnap_stacks__free(st);
+}
+
+/* The one JSON string writer: escapes, null, UTF-8 kept, and each byte
+ * of a broken sequence (a name cut to 15 bytes mid-character) as \ufffd. */
+static void json_string_escapes(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "a\"b\\c\n\x01", "\"a\\\"b\\\\c\\u000a\\u0001\"" },
+		{ "\xd0\xb2\xd0\xbe", "\"\xd0\xb2\xd0\xbe\"" },		/* "во" */
+		{ "abc\xd0\xb2\xd0", "\"abc\xd0\xb2\\ufffd\"" },	/* cut */
+		{ "\xff\x80x", "\"\\ufffd\\ufffdx\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },	/* a surrogate */
+		{ "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" },	/* U+1F600 */
+		{ NULL, "null" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		CHECK(f != NULL);
+		if (!f)
+			continue;
+		stacksnap_json_string(f, cases[i].in);
+		fclose(f);
+		CHECK(buf && !strcmp(buf, cases[i].out));
+		free(buf);
+	}
+}
+
 TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
-	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines))
+	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines),
+	  TEST(write_error_cause), TEST(json_string_escapes))

@@ -3,10 +3,12 @@
 #define _GNU_SOURCE
 #include "child_cmd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -102,13 +104,77 @@ int child_cmd_release(const char *who, char **cmd, int *go_fd, int err_fd)
 	return EXIT_CANNOT_RUN;
 }
 
-void child_cmd_end(pid_t leader, bool reaped, int sig, int *status)
+size_t child_cmd_strays(pid_t *out, size_t max)
+{
+	char path[300];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		FILE *f;
+		int pid;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (n < max && fscanf(f, "%d", &pid) == 1)
+			out[n++] = (pid_t)pid;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+size_t child_cmd_signal_strays(struct child_strays *s, int sig)
+{
+	pid_t kids[CHILD_STRAYS_MAX];
+	size_t n = child_cmd_strays(kids, CHILD_STRAYS_MAX);
+
+	if (!s->t0)
+		s->t0 = monotonic_ns();
+	if (!s->killed && monotonic_ns() - s->t0 >= 2000000000ull)
+		s->killed = true;
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < s->n && s->pid[k] != kids[i]; k++)
+			;
+		if (k < s->n && !s->killed)
+			continue; /* signalled once is enough until SIGKILL */
+		kill(kids[i], s->killed ? SIGKILL : sig ? sig : SIGTERM);
+		if (k == s->n && s->n < CHILD_STRAYS_MAX)
+			s->pid[s->n++] = kids[i];
+	}
+	return n;
+}
+
+/* The strays (child_cmd_strays) ended and reaped; not waited for longer
+ * than 10 s (a process in D state). */
+static void end_strays(int sig)
+{
+	struct child_strays s = { 0 };
+	int st;
+
+	for (;;) {
+		while (waitpid(-1, &st, WNOHANG) > 0)
+			;
+		if (!child_cmd_signal_strays(&s, sig) ||
+		    monotonic_ns() - s.t0 >= 10000000000ull)
+			return;
+		usleep(5000);
+	}
+}
+
+static void end_group(pid_t leader, bool reaped, int sig, int *status)
 {
 	uint64_t t0 = monotonic_ns();
 	bool killed = false;
 
-	if (leader <= 0)
-		return;
 	if (fg_tty >= 0) {
 		set_foreground(fg_tty, getpgrp());
 		fg_tty = -1;
@@ -140,4 +206,14 @@ void child_cmd_end(pid_t leader, bool reaped, int sig, int *status)
 			return; /* unkillable (D state): not waited for longer */
 		usleep(5000);
 	}
+}
+
+void child_cmd_end(pid_t leader, bool reaped, int sig, int *status)
+{
+	if (leader <= 0)
+		return;
+	end_group(leader, reaped, sig, status);
+	/* What left the group (setsid: a daemon) and was reparented to the
+	 * tool, its subreaper, once its parent ended. */
+	end_strays(sig);
 }

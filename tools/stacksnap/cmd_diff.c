@@ -44,14 +44,27 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* The folded reader's error, kept to be said once with the file's name. */
+static char folded_error[256];
+
+static void diff_log(enum stacksnap_log_level level, const char *msg, void *user)
+{
+	if (level <= STACKSNAP_LOG_ERROR)
+		snprintf(folded_error, sizeof(folded_error), "%s", msg);
+	else
+		cli_log(level, msg, user);
+}
+
 static struct stacksnap_stacks *load(struct stacksnap_ctx *ctx, const char *path)
 {
 	size_t len;
 	char *text = slurp(path, &len);
 	struct stacksnap_stacks *st = text ? stacksnap_stacks__new(NULL) : NULL;
 
+	folded_error[0] = 0;
 	if (st && stacksnap_stacks__add_folded(st, ctx, text, len) < 0) {
-		fprintf(stderr, "stacksnap diff: %s is not folded stacks (see above)\n", path);
+		fprintf(stderr, "stacksnap diff: %s: %s\n", path,
+			folded_error[0] ? folded_error : "not folded stacks");
 		stacksnap_stacks__free(st);
 		st = NULL;
 	}
@@ -94,7 +107,7 @@ int diff_main(int argc, char **argv)
 		fprintf(stderr, "stacksnap diff: expected two folded-stack files: BASE NEW\n");
 		return cli_usage_error();
 	}
-	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log);
+	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = diff_log);
 	ctx = stacksnap_ctx__new(&copts);
 	if (!ctx || !(base = load(ctx, argv[optind])) || !(cur = load(ctx, argv[optind + 1])))
 		goto out;
@@ -106,9 +119,13 @@ int diff_main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .base = base, .title = title);
 	if (!stacksnap_stacks__write(cur, out, STACKSNAP_FORMAT_SVG, &wo))
 		rc = EXIT_OK;
-	else if (!ferror(out)) /* a write error is said when out is closed */
+	else {
+		/* The write's own cause (ENOSPC); said once: closing out would
+		 * say the stream's error again, as EIO. */
 		fprintf(stderr, "stacksnap diff: writing %s: %s\n",
 			output ? output : "standard output", strerror(errno));
+		clearerr(out);
+	}
 out:
 	rc = cli_close_output(out, out == stdout ? NULL : output, rc);
 	stacksnap_stacks__free(base);

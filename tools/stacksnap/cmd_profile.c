@@ -648,10 +648,10 @@ static bool profile_python_wanted(const struct prof_options *o)
 /* The Python path: the whole profile is profile_python.c's. */
 static int profile_python(struct profiler *p)
 {
-	if (p->o.pid && kill(p->o.pid, 0) && errno == ESRCH) {
-		fprintf(stderr, "stacksnap profile: pid %d: no such process\n", (int)p->o.pid);
-		return EXIT_NO_PROCESS;
-	}
+	int rc = p->o.pid ? cli_check_target(p->o.pid, false) : 0;
+
+	if (rc)
+		return rc;
 	struct sampled_args sa = {
 		.ctx = p->ctx, .pid = p->o.pid, .cmd = p->o.cmd, .freq = p->o.freq, .duration = p->o.duration,
 		.stack_size = p->o.stack_size, .max_stack = p->o.max_stack,
@@ -699,13 +699,15 @@ static int profile_open_target(struct profiler *p)
 	}
 	if (err) {
 		const char *what = p->o.all_cpus ? "every CPU" : NULL;
-		char who[32];
+		char who[32], why[320];
+		bool refused = err == -EACCES || err == -EPERM;
 
 		snprintf(who, sizeof(who), "pid %d", (int)(p->o.pid ? p->o.pid : p->child));
-		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s\n",
-			what ? what : who, strerror(-err),
-			err == -EACCES || err == -EPERM
-				? " (run as root, or lower kernel.perf_event_paranoid)" : "");
+		fprintf(stderr, "stacksnap profile: cannot sample %s: %s%s%s%s\n",
+			what ? what : who, strerror(-err), refused ? " (" : "",
+			refused ? stacksnap_why_not_permitted(STACKSNAP_REFUSED_PERF, 0, why,
+							      sizeof(why)) : "",
+			refused ? ")" : "");
 		return exit_for(err);
 	}
 	p->pfds = calloc(p->nrings, sizeof(*p->pfds));

@@ -42,6 +42,7 @@ struct saved_about {
 	const struct stacksnap_saved_info *info;
 	const char *file;
 	bool core;
+	bool events;	/* an events file (trace --save) */
 };
 
 /* A string the file recorded, or NULL: an older writer's file (or a
@@ -61,8 +62,10 @@ static bool capture_time(uint64_t ns, const char *fmt, char *buf, size_t len)
 	return ns && gmtime_r(&t, &tm) && strftime(buf, len, fmt, &tm) > 0;
 }
 
-/* Two lines and a blank one before the threads: which process, where and
- * when, by which stacksnap; what the file does not say is "unknown". */
+/* Two lines and a blank one before the threads (the events): which
+ * process, where and when, by which stacksnap; what the file does not say
+ * is "unknown". An events file of `trace -- CMD` names CMD (it had no pid
+ * yet); one of `trace -a` (or of an older `trace -- CMD`) has neither. */
 static void print_saved_header(FILE *f, const struct saved_about *a)
 {
 	const struct stacksnap_saved_info *i = a->info;
@@ -72,10 +75,15 @@ static void print_saved_header(FILE *f, const struct saved_about *a)
 
 	if (!capture_time(i->time_ns, "%Y-%m-%d %H:%M:%S UTC", when, sizeof(when)))
 		strcpy(when, "unknown");
-	fprintf(f, "%s of pid %d: %s\n", a->core ? "Core dump" : "Snapshot",
-		(int)i->pid, cmd ? cmd : "command line unknown");
-	fprintf(f, "  taken %s, host %s, kernel %s", when, host ? host : "unknown",
-		kernel ? kernel : "unknown");
+	if (a->events && i->pid <= 0)
+		fprintf(f, "Events of %s%s\n", cmd ? "command: " : "every process (trace -a) "
+			"or of a command, command line unknown", cmd ? cmd : "");
+	else
+		fprintf(f, "%s of pid %d: %s\n",
+			a->core ? "Core dump" : a->events ? "Events" : "Snapshot",
+			(int)i->pid, cmd ? cmd : "command line unknown");
+	fprintf(f, "  %s %s, host %s, kernel %s", a->events ? "traced from" : "taken", when,
+		host ? host : "unknown", kernel ? kernel : "unknown");
 	if (!a->core)
 		fprintf(f, ", written by stacksnap %s", ver ? ver : "unknown");
 	fputs("\n\n", f);
@@ -91,8 +99,13 @@ static void print_saved_json(FILE *f, const void *user)
 
 	fputs("{\"file\":", f);
 	json_str(f, a->file);
-	fprintf(f, ",\"kind\":\"%s\",\"pid\":%d,\"command\":",
-		a->core ? "core" : "snapshot", (int)i->pid);
+	fprintf(f, ",\"kind\":\"%s\",\"pid\":",
+		a->core ? "core" : a->events ? "events" : "snapshot");
+	if (a->events && i->pid <= 0)
+		fputs("null", f); /* trace -- CMD, trace -a */
+	else
+		fprintf(f, "%d", (int)i->pid);
+	fputs(",\"command\":", f);
 	json_str(f, recorded(i->cmdline));
 	fputs(",\"time\":", f);
 	json_str(f, capture_time(i->time_ns, "%Y-%m-%dT%H:%M:%SZ", when, sizeof(when))
@@ -268,7 +281,7 @@ static int ctf_lost(struct stacksnap_ctf_writer *ctf, const struct stacksnap_sav
  * of the event's generation, as the trace unwound it (its max_frames),
  * and printed as the live trace printed it. */
 static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
-			struct stacksnap_saved *s)
+			struct stacksnap_saved *s, const char *file)
 {
 	unsigned max_frames = o->max_frames ? o->max_frames
 			      : stacksnap_saved__trace_max_frames(s);
@@ -300,6 +313,21 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 	if (o->out.ctf && !(ctf = open_ctf(o, ctx, s))) {
 		rc = EXIT_ERROR; /* the log named the directory */
 		goto out;
+	}
+	/* What the events are, as a snapshot's show says it: the text's two
+	 * lines, or in --json a first line {"snapshot": {...}}, before the
+	 * events (not before counts, folded stacks or a profile). */
+	if (!ctf && !p.counts) {
+		STACKSNAP_OPTS(stacksnap_saved_info, info);
+		const struct saved_about about = { .info = &info, .file = file, .events = true };
+
+		stacksnap_saved__info(s, &info);
+		if (o->json) {
+			fputs("{\"snapshot\":", stdout);
+			print_saved_json(stdout, &about);
+			fputs("}\n", stdout);
+		} else
+			print_saved_header(stdout, &about);
 	}
 	for (size_t i = 0; i < n; i++) {
 		STACKSNAP_OPTS(stacksnap_saved_event, ev);
@@ -365,10 +393,8 @@ static int print_events(const struct options *o, struct stacksnap_ctx *ctx,
 		if (o->out.format_set)
 			rc = profile_out_write(&o->out, "stacksnap show", NULL, p.counts,
 					       "stacksnap show");
-		else if (trace_print_counts(&p, o->folded)) {
-			fprintf(stderr, "stacksnap: out of memory\n");
-			rc = EXIT_ERROR;
-		}
+		else
+			rc = trace_print_counts_said(&p, o->folded, "stacksnap show", NULL);
 	}
 out:
 	stacksnap_ctf_writer__close(ctf);
@@ -430,7 +456,7 @@ static int run_saved(struct options *o, const char *file, bool core)
 	o->pid = info.pid;
 	if (stacksnap_saved__event_count(s) ||
 	    (!core && info.format_version % 100 >= 1 && !stacksnap_saved__thread_count(s)))
-		rc = print_events(o, ctx, s);
+		rc = print_events(o, ctx, s, file);
 	else if (o->out.ctf) {
 		fprintf(stderr, "stacksnap show: %s: --format ctf is for events files "
 			"(stacksnap trace --save)\n", file);

@@ -195,7 +195,7 @@ int symbolize_main(int argc, char **argv)
 	if (!as) {
 		int e = errno;
 
-		if (o.pid)
+		if (o.pid && e != EACCES && e != EPERM) /* those: the log said why */
 			fprintf(stderr, "stacksnap symbolize: pid %d: %s\n", (int)o.pid,
 				strerror(e));
 		stacksnap_ctx__free(ctx);

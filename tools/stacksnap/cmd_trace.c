@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -73,6 +74,8 @@ struct tracer {
 	bool child_done;	/* reaped by the event loop */
 	bool held;		/* the command is held at its exits
 				   (trace_hold.c): waited for through it */
+	bool exec_failed;	/* the command's exec failed: its events are
+				   the tool's own child's, not the command's */
 	struct trace_go go_procs; /* each Go program's goroutine reader */
 };
 
@@ -307,7 +310,13 @@ static int on_event(const struct stacksnap_trace_event *ev, void *user)
 {
 	struct tracer *t = user;
 	struct stacksnap_trace_field f[32];
-	int nf = stacksnap_trace__fields(t->tr, ev, f, 32);
+	int nf;
+
+	/* Between its release and its failed exec the held child is still
+	 * stacksnap (its write of the exec's errno): nothing of CMD's. */
+	if (t->exec_failed)
+		return 0;
+	nf = stacksnap_trace__fields(t->tr, ev, f, 32);
 	struct trace_line line = {
 		.name = ev->name, .time_ns = ev->time_ns, .comm = ev->comm,
 		.pid = ev->pid, .tid = ev->tid, .cpu = ev->cpu,
@@ -545,10 +554,18 @@ static int trace_setup(struct tracer *t)
 	    !(t->p.counts = stacksnap_stacks__new(&sopts)))
 		return EXIT_ERROR;
 	if (o->save) {
+		/* `-- CMD` does not run yet: its words are its command line. */
+		char command[4096] = "";
+		size_t len = 0;
+
+		for (char **a = o->cmd; a && *a && len < sizeof(command); a++)
+			len += (size_t)snprintf(command + len, sizeof(command) - len, "%s%s",
+						a == o->cmd ? "" : " ", *a);
 		STACKSNAP_OPTS(stacksnap_trace_writer_opts, wopts,
 			       .encoding = (enum stacksnap_stack_encoding)o->encoding,
 			       .max_frames = o->print.max_frames, .unwind = o->unwind,
-			       .pid = o->pid ? o->pid : o->tid, .clock_offset_ns = clock_offset);
+			       .pid = o->pid ? o->pid : o->tid, .clock_offset_ns = clock_offset,
+			       .command = command);
 		t->save = stacksnap_trace_writer__new(t->ctx, o->save, &wopts);
 		if (!t->save)
 			return EXIT_ERROR; /* the log named the file */
@@ -587,7 +604,9 @@ static int trace_start(struct tracer *t)
 		/* Held at its exits (each process it starts too) before it
 		   runs, so that its events unwind while its mappings exist. */
 		t->held = !o->no_hold && trace_hold__attach(t->child) == 0;
-		return child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
+		r = child_cmd_release("stacksnap trace", o->cmd, &t->go, t->cerr);
+		t->exec_failed = r != 0;
+		return r;
 	}
 	return 0;
 }
@@ -641,14 +660,18 @@ static int trace_loop(struct tracer *t)
 static void end_held_group(struct tracer *t)
 {
 	uint64_t t0 = monotonic_ns();
-	bool killed = false;
+	bool killed = false, group = true;
+	struct child_strays strays = { 0 };
 
 	kill(-t->child, stop_signal ? stop_signal : SIGTERM);
-	while (!t->child_done || kill(-t->child, 0) == 0) {
+	/* The group, then what left it (setsid: a daemon), reparented to
+	 * the tool and held too: their stops answered as they die. */
+	while (group || child_cmd_signal_strays(&strays, stop_signal)) {
 		uint64_t ns = monotonic_ns() - t0;
 
 		if (trace_hold__poll(t->child, false, &t->child_status, drain_events, t))
 			t->child_done = true;
+		group = !t->child_done || kill(-t->child, 0) == 0;
 		if (!killed && ns >= 2000000000ull) {
 			kill(-t->child, SIGKILL);
 			killed = true;
@@ -693,10 +716,9 @@ static int trace_finish(struct tracer *t, int rc)
 			rc = profile_out_write(&o->out, "stacksnap trace", t->p.out, t->p.counts,
 					       o->cmd ? o->cmd[0] : "stacksnap trace");
 			t->p.out = stdout; /* closed */
-		} else if (trace_print_counts(&t->p, o->folded)) {
-			fprintf(stderr, "stacksnap trace: out of memory\n");
+		} else if (trace_print_counts_said(&t->p, o->folded, "stacksnap trace",
+						   t->p.out == stdout ? NULL : o->out.output))
 			rc = EXIT_ERROR;
-		}
 	}
 	if (t->save) {
 		int r = stacksnap_trace_writer__close(t->save);
@@ -766,6 +788,12 @@ static int trace_free(struct tracer *t, int rc)
 		child_cmd_end(t->child, t->child_done, stop_signal, &t->child_status);
 	stacksnap_trace__free(t->tr);
 	stacksnap_trace_writer__close(t->save);
+	/* No events file of a command that never ran: a regular file goes,
+	 * a device (/dev/null, /dev/full) or a pipe stays. */
+	struct stat st;
+
+	if (t->exec_failed && t->o->save && !lstat(t->o->save, &st) && S_ISREG(st.st_mode))
+		unlink(t->o->save);
 	stacksnap_ctf_writer__close(t->ctf);
 	free(t->lost);
 	stacksnap_stacks__free(t->p.counts);

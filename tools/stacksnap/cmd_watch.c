@@ -570,6 +570,8 @@ int watch_main(int argc, char **argv)
 		}
 		cli_stdout_path = w.o.out.output; /* cli_close_output names it */
 	}
+	if ((rc = cli_check_not_thread(w.o.pid)))
+		goto out;
 	/* The library has said what is wrong with the target. */
 	w.t = stacksnap_walker__attach(walker, w.o.pid);
 	if (!w.t) {

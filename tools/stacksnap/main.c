@@ -206,19 +206,17 @@ static int dump_open(struct dump *d)
 	uint64_t t_check = monotonic_ns();
 	if (stacksnap_snapshot__check(d->ctx, o->pid) != 0)
 		return exit_code_for_errno(errno);
+	int rc_thread = cli_check_not_thread(o->pid);
+	if (rc_thread)
+		return rc_thread;
 	d->tot.check_ns = monotonic_ns() - t_check;
 	uint64_t t_as = monotonic_ns();
 	d->as = stacksnap_addrspace__from_pid(d->ctx, o->pid);
 	d->tot.addrspace_ns = monotonic_ns() - t_as;
 	if (d->as)
 		return DUMP_GO_ON;
-	if (errno == EACCES || errno == EPERM) {
-		fprintf(stderr, "stacksnap: pid %d: not permitted to read "
-				"its memory (run as root or as the process "
-				"owner, or set kernel.yama.ptrace_scope=0)\n",
-			(int)o->pid);
-		return EXIT_NOT_PERMITTED;
-	}
+	if (errno == EACCES || errno == EPERM)
+		return EXIT_NOT_PERMITTED; /* the log said why, once */
 	/* It existed a moment ago. */
 	int rc = kill(o->pid, 0) != 0 && errno == ESRCH ? EXIT_EXITED : EXIT_ERROR;
 	if (rc == EXIT_EXITED)

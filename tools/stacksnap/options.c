@@ -520,6 +520,29 @@ int options_parse(struct options *o, int argc, char **argv)
 	return parse_operands(o, argc, argv);
 }
 
+int cli_check_not_thread(pid_t pid)
+{
+	char path[64], line[128];
+	long tgid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return 0; /* the caller says what is wrong */
+	while (fgets(line, sizeof(line), f) && sscanf(line, "Tgid: %ld", &tgid) != 1)
+		;
+	fclose(f);
+	if (tgid <= 0 || tgid == pid)
+		return 0;
+	/* The dump and trace take -t TID: named where it exists. */
+	bool has_t = !strcmp(cli_name, "stacksnap") || !strcmp(cli_name, "stacksnap trace");
+
+	fprintf(stderr, "%s: pid %d: no such process (%d is a thread of pid %ld: give "
+		"%ld%s%.0d%s)\n", cli_name, (int)pid, (int)pid, tgid, tgid,
+		has_t ? "; -t " : "", has_t ? (int)pid : 0, has_t ? " for that thread alone" : "");
+	return EXIT_NO_PROCESS;
+}
+
 int cli_check_target(pid_t pid, bool is_tid)
 {
 	char path[64], buf[1024], state = 0;
@@ -554,7 +577,7 @@ int cli_check_target(pid_t pid, bool is_tid)
 			return EXIT_KERNEL_THREAD;
 		}
 	}
-	return 0;
+	return is_tid ? 0 : cli_check_not_thread(pid);
 }
 
 int exit_code_for_errno(int err)

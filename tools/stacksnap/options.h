@@ -134,6 +134,13 @@ int exit_code_for_errno(int err);
  * find). The same words as the dump's check. */
 int cli_check_target(pid_t pid, bool is_tid);
 
+/* pid is a thread of another process (its /proc/PID/status Tgid is not
+ * pid; /proc shows threads as processes): said as "SUB: pid N: no such
+ * process (N is a thread of pid M: give M; ...)" and EXIT_NO_PROCESS
+ * returned; 0 otherwise. Before: the process was captured and reported
+ * under the thread's id, and trace and profile followed nothing. */
+int cli_check_not_thread(pid_t pid);
+
 /* How stacks are printed: the options the dump, show and trace share,
  * with one meaning and one parser (getopt's codes; --rsp is the old
  * spelling of --show-rsp, kept for trace's scripts). */

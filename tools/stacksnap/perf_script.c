@@ -40,6 +40,7 @@ struct ps_options {
 struct outbuf {
 	FILE *f;
 	size_t len;
+	int err;	/* errno of the first write that failed (ENOSPC), 0 */
 	char buf[1 << 16];
 };
 
@@ -55,10 +56,12 @@ struct perf_script {
 };
 
 
+/* A failed write's errno is kept: stdio drops the buffer it could not
+ * write, and closing the stream no longer says why. */
 static void out_flush(struct outbuf *o)
 {
-	if (o->len)
-		fwrite(o->buf, 1, o->len, o->f);
+	if (o->len && fwrite(o->buf, 1, o->len, o->f) != o->len && !o->err)
+		o->err = errno ? errno : EIO;
 	o->len = 0;
 }
 
@@ -67,7 +70,8 @@ static void out_mem(struct outbuf *o, const char *s, size_t n)
 	if (n >= sizeof(o->buf) - o->len) {
 		out_flush(o);
 		if (n >= sizeof(o->buf)) {
-			fwrite(s, 1, n, o->f);
+			if (fwrite(s, 1, n, o->f) != n && !o->err)
+				o->err = errno ? errno : EIO;
 			return;
 		}
 	}
@@ -366,6 +370,7 @@ int perf_script_main(int argc, char **argv)
 			sprintf(ps.sf.kernel_build_id + 2 * i, "%02x", kid[i]);
 	ps.out->f = out;
 	ps.out->len = 0;
+	ps.out->err = 0;
 	rc = EXIT_OK;
 	bool tty = isatty(STDERR_FILENO) && !isatty(fileno(out));
 	uint64_t last_progress = 0;
@@ -388,12 +393,25 @@ int perf_script_main(int argc, char **argv)
 			rc = EXIT_ERROR;
 			break;
 		}
+		if (ps.out->err)
+			break; /* the output cannot be written: said below */
 	}
 	if (tty && last_progress)
 		fputs("\r\033[K", stderr);
 	if (r < 0 && rc == EXIT_OK)
 		rc = EXIT_ERROR; /* corrupt file: the log named the offset */
 	out_flush(ps.out);
+	if (!ps.out->err && fflush(out))
+		ps.out->err = errno ? errno : EIO;
+	if (ps.out->err) {
+		fprintf(stderr, "stacksnap perf-script: writing %s: %s\n",
+			out == stdout ? "standard output" : ps.o.out.output, strerror(ps.out->err));
+		/* Said once: what stdio still holds is dropped by a flush
+		 * that fails, and closing out says nothing more. */
+		(void)fflush(out);
+		clearerr(out);
+		rc = EXIT_ERROR;
+	}
 	if (ps.stacks) {
 		if (profile_out_write(&ps.o.out, "stacksnap perf-script", out,
 				      ps.stacks, ps.o.file))

@@ -340,26 +340,6 @@ void print_text(FILE *f, const struct options *o,
 	}
 }
 
-void json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 /* A runtime frame as JSON: the keys of a native frame, "runtime" set,
  * sp null, pc null but for compiled code. */
 static void print_json_rframe(FILE *f, bool comma,

@@ -80,8 +80,12 @@ void print_text_frames(FILE *f, const struct options *o,
 void print_json_frames(FILE *f, const struct thread_result *r);
 /* The same with --runtime's mode (enum runtime_mode). */
 void print_json_frames_mode(FILE *f, const struct thread_result *r, int mode);
-/* s as a JSON string (null for NULL). */
-void json_str(FILE *f, const char *s);
+/* s as a JSON string (null for NULL): the library's writer, the one of
+ * every JSON output. */
+static inline void json_str(FILE *f, const char *s)
+{
+	stacksnap_json_string(f, s);
+}
 void print_json(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n,
 		const struct dump_totals *tot);

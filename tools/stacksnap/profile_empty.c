@@ -156,8 +156,8 @@ void profile_say_no_waits(const struct cpu_use *u, char *const *cmd)
 		return;
 	}
 	fprintf(stderr, "stacksnap profile: no off-CPU time: no thread of pid %d "
-		"(%s) left a CPU to wait during the profile (a wait that began "
-		"before it is not counted: `stacksnap watch %d` samples where "
-		"threads wait)\n", u ? (int)u->pid : 0, u ? u->comm : "?",
+		"(%s) waited during the profile (it ran or was runnable all the "
+		"time: a preemption is not a wait; `stacksnap profile -p %d` "
+		"samples where it runs)\n", u ? (int)u->pid : 0, u ? u->comm : "?",
 		u ? (int)u->pid : 0);
 }

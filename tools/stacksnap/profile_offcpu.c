@@ -3,10 +3,13 @@
  * leaves a CPU to wait (sched_switch) and a mark when it is woken
  * (sched_wakeup); the stack, unwound by the trace (stacksnap_procs), is
  * weighted by the nanoseconds between the two (the time blocked), and
- * aggregated like every profile. */
+ * aggregated like every profile. With -p PID, the threads already blocked
+ * when the profile starts (no switch to come) are read once, without
+ * stopping them, and their waits counted from the start. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,16 @@ struct offcpu {
 	unsigned off_event;		/* index of "off-cpu" ("wakeup" + 1) */
 	uint64_t switches, waits, wait_ns;
 	uint64_t unended;	/* waits whose wakeup never came (lost record) */
+	uint64_t blocked_at_start; /* -p: waits counted from the start */
+	/* -p: the threads asleep before the profile started, with their
+	 * context switches then (n_asleep entries); the address space their
+	 * stacks were read in and the capture, kept until the end (waiter.as,
+	 * and the strings of its runtime frames). */
+	pid_t *asleep;
+	uint64_t *asleep_switches;
+	size_t n_asleep;
+	struct stacksnap_addrspace *start_as;
+	struct stacksnap_snapshot *start_snap;
 	int error;
 };
 
@@ -173,6 +186,159 @@ nomem:
 }
 
 
+/* Context switches of tid so far (voluntary and not), from
+ * /proc/PID/task/TID/status; UINT64_MAX when unreadable (gone). */
+static uint64_t switches_of(pid_t pid, pid_t tid)
+{
+	char path[64], line[256];
+	uint64_t n = 0;
+	unsigned found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	if (!(f = fopen(path, "re")))
+		return UINT64_MAX;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v;
+
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1) {
+			n += v;
+			found++;
+		}
+	}
+	fclose(f);
+	return found == 2 ? n : UINT64_MAX;
+}
+
+/* Before the process is followed: its threads asleep (S, D, or T: stopped) and their
+ * switch counts. A thread whose count is the same once its stack is read
+ * (asleep, not run meanwhile) has been in that one wait since before the
+ * profile began: no switch event of it will come. Returns 0 or -ENOMEM. */
+static int note_asleep(struct offcpu *oc, pid_t pid)
+{
+	char path[64], buf[512], *p;
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return 0; /* gone: said when followed */
+	while (!err && (de = readdir(d))) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		FILE *f;
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+		if (!(f = fopen(path, "re")))
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (!p || (p[2] != 'S' && p[2] != 'D' && p[2] != 'T'))
+			continue;
+		if (oc->n_asleep == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			pid_t *t = realloc(oc->asleep, ncap * sizeof(*t));
+			uint64_t *c = t ? realloc(oc->asleep_switches, ncap * sizeof(*c)) : NULL;
+
+			if (t)
+				oc->asleep = t;
+			if (!c) {
+				err = -ENOMEM;
+				break;
+			}
+			oc->asleep_switches = c;
+			cap = ncap;
+		}
+		oc->asleep[oc->n_asleep] = tid;
+		oc->asleep_switches[oc->n_asleep++] = switches_of(pid, tid);
+	}
+	closedir(d);
+	return err;
+}
+
+/* Once followed: the stacks of the threads note_asleep found, read
+ * without stopping them (the non-stop capture: a thread that runs is not
+ * read so), each a wait in progress since start_ns when the thread did
+ * not switch since it was noted. A capture that fails loses only those
+ * waits (said with -v). Returns 0 or -ENOMEM. */
+static int add_asleep(struct offcpu *oc, pid_t pid, uint64_t start_ns)
+{
+	const struct offcpu_args *a = oc->a;
+	struct stacksnap_snapshot *snap;
+	struct stacksnap_unwinder *uw;
+	struct stacksnap_mem *mem;
+	int err = 0;
+
+	if (!oc->n_asleep)
+		return 0;
+	oc->start_as = stacksnap_addrspace__from_pid(a->ctx, pid);
+	if (!oc->start_as)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	STACKSNAP_OPTS(stacksnap_snapshot_opts, so, .tids = oc->asleep, .ntids = oc->n_asleep,
+		       .nonstop = true, .addrspace = oc->start_as);
+	snap = oc->start_snap = stacksnap_snapshot__capture(a->ctx, pid, &so);
+	if (!snap)
+		return errno == ENOMEM ? -ENOMEM : 0;
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = a->max_stack);
+	uw = stacksnap_unwinder__new(&uo);
+	mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	if (!uw || !mem)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < stacksnap_snapshot__thread_count(snap); i++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
+		struct thread_result r = { .thread = th };
+		struct waiter *w;
+		size_t k;
+
+		for (k = 0; k < oc->n_asleep && oc->asleep[k] != th->tid; k++)
+			;
+		if (th->error || !th->nonstop || k == oc->n_asleep ||
+		    oc->asleep_switches[k] == UINT64_MAX ||
+		    switches_of(pid, th->tid) != oc->asleep_switches[k])
+			continue; /* it ran since: its waits are seen switch by switch */
+		stacksnap_mem__set_copy(mem, th->stack, th->stack ? th->stack_len : 0,
+					th->stack_base);
+		stacksnap_mem__set_more(mem, th->more_stacks, th->nmore_stacks);
+		if ((err = unwind_thread(&r, uw, oc->start_as, mem,
+					 a->max_stack ? a->max_stack : 127)))
+			break;
+		/* Its Python frames, merged as the trace merges an event's. */
+		int nr = r.nframes > 0 ? stacksnap_snapshot__runtime_frames(
+				snap, i, r.frames, (size_t)r.nframes, NULL, 0, NULL) : 0;
+
+		if (!(w = waiter_of(oc, th->tid, true))) {
+			err = -ENOMEM;
+		} else if (r.nframes > 0) {
+			free(w->frames);
+			w->frames = r.frames;
+			r.frames = NULL;
+			w->nframes = w->capframes = (size_t)r.nframes;
+			w->nrframes = 0;
+			if (nr > 0 && (w->rframes = calloc((size_t)nr, sizeof(*w->rframes)))) {
+				w->caprframes = (size_t)nr;
+				nr = stacksnap_snapshot__runtime_frames(snap, i, w->frames,
+									w->nframes, w->rframes,
+									(size_t)nr, NULL);
+				w->nrframes = nr > 0 ? (size_t)nr : 0;
+			}
+			w->end = r.end;
+			w->as = oc->start_as;
+			w->off_ns = start_ns;
+			w->waiting = true;
+			snprintf(w->comm, sizeof(w->comm), "%s", th->name);
+			oc->blocked_at_start++;
+		}
+		free(r.frames);
+	}
+	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(uw);
+	return err;
+}
+
 static int exit_for(int err)
 {
 	switch (err) {
@@ -192,7 +358,7 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	 * ended at the end whatever happened (child_cmd.h). */
 	pid_t child = -1, pgrp = -1, target = a->pid;
 	int rc = EXIT_ERROR, r, child_status = 0, go_fd = -1, err_fd = -1;
-	uint64_t t0, end_ns;
+	uint64_t t0, end_ns, start_ns;
 	struct cpu_use cpu = { 0 };	/* -p's at the start: why no waits */
 
 	oc.print.no_demangle = a->no_demangle;
@@ -229,8 +395,21 @@ int profile_offcpu_run(const struct offcpu_args *a)
 		target = child;
 	}
 	stop_signal_catch();
-	if ((r = stacksnap_trace__start(tr)) || (r = stacksnap_trace__follow(tr, target))) {
+	if (a->pid && note_asleep(&oc, a->pid)) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		goto out;
+	}
+	if ((r = stacksnap_trace__start(tr))) {
 		rc = exit_for(r); /* the log said why */
+		goto out;
+	}
+	start_ns = monotonic_ns(); /* -p's waits begun before count from here */
+	if ((r = stacksnap_trace__follow(tr, target))) {
+		rc = exit_for(r); /* the log said why */
+		goto out;
+	}
+	if (a->pid && add_asleep(&oc, a->pid, start_ns)) {
+		fprintf(stderr, "stacksnap: out of memory\n");
 		goto out;
 	}
 	/* let CMD exec, followed from its first instruction */
@@ -280,9 +459,10 @@ int profile_offcpu_run(const struct offcpu_args *a)
 	stacksnap_trace__stats(tr, &st);
 	if (a->stats)
 		fprintf(stderr, "profile --off-cpu: %" PRIu64 " switches, %" PRIu64
-			" waits, %.3f s waited, %zu distinct stacks, %" PRIu64
-			" events lost, %" PRIu64 " waits without their wakeup\n", oc.switches,
-			oc.waits, (double)oc.wait_ns / 1e9, stacksnap_stacks__distinct(oc.stacks),
+			" waits (%" PRIu64 " begun before the start), %.3f s waited, %zu "
+			"distinct stacks, %" PRIu64 " events lost, %" PRIu64 " waits without "
+			"their wakeup\n", oc.switches, oc.waits, oc.blocked_at_start,
+			(double)oc.wait_ns / 1e9, stacksnap_stacks__distinct(oc.stacks),
 			st.lost, oc.unended);
 	if (st.lost)
 		fprintf(stderr, "stacksnap profile: %" PRIu64 " switches lost (ring "
@@ -304,6 +484,10 @@ out:
 		free(oc.slots[i].rframes);
 	}
 	free(oc.slots);
+	free(oc.asleep);
+	free(oc.asleep_switches);
+	stacksnap_snapshot__free(oc.start_snap);
+	stacksnap_addrspace__free(oc.start_as);
 	stacksnap_stacks__free(oc.stacks);
 	return rc;
 }

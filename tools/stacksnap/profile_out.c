@@ -95,18 +95,15 @@ int profile_out_write(const struct profile_out *po, const char *prefix, FILE *f,
 		return EXIT_ERROR;
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo, .colors = po->colors,
 		       .title = title);
-	errno = 0;
+	/* The writer's error is the write's cause (ENOSPC), named below. */
 	err = stacksnap_stacks__write(st, f, po->format, &wo);
-	/* The stream's errno says why (ENOSPC), where the writer says EIO. */
-	if ((fflush(f) || ferror(f)) && errno)
-		err = -errno;
-	else if (ferror(f) && !err)
-		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;
 	if (err) {
 		fprintf(stderr, "%s: writing %s: %s\n", prefix,
 			po->output ? po->output : "standard output", strerror(-err));
+		if (f == stdout)
+			clearerr(f); /* said: not again, as EIO, when it is closed */
 		return EXIT_ERROR;
 	}
 	return EXIT_OK;

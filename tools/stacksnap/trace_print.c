@@ -321,6 +321,24 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev)
 	return err;
 }
 
+int trace_print_counts_said(struct trace_printer *t, bool folded, const char *who,
+			    const char *path)
+{
+	int r = trace_print_counts(t, folded);
+
+	if (!r)
+		return EXIT_OK;
+	if (r == -ENOMEM)
+		fprintf(stderr, "%s: out of memory\n", who);
+	else {
+		fprintf(stderr, "%s: writing %s: %s\n", who,
+			path ? path : cli_stdout_path ? cli_stdout_path : "standard output",
+			strerror(-r));
+		clearerr(t->out);
+	}
+	return EXIT_ERROR;
+}
+
 int trace_print_counts(struct trace_printer *t, bool folded)
 {
 	STACKSNAP_OPTS(stacksnap_stacks_write_opts, wo);

@@ -57,6 +57,12 @@ int trace_print_event(struct trace_printer *t, const struct trace_line *ev);
  * first, "COUNT FIRST" then the other frames, innermost first, indented.
  * Returns 0 or -ENOMEM. */
 int trace_print_counts(struct trace_printer *t, bool folded);
+/* The same, its failure said: "WHO: out of memory", or "WHO: writing PATH:
+ * why" with the write's own cause (ENOSPC; PATH NULL: standard output),
+ * the stream's error then cleared so that closing it does not say it
+ * again as EIO. Returns 0 or EXIT_ERROR. */
+int trace_print_counts_said(struct trace_printer *t, bool folded, const char *who,
+			    const char *path);
 /* Frees what the printer keeps besides counts (its owner frees those). */
 void trace_printer_free(struct trace_printer *t);
 
