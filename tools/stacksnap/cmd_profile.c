@@ -811,8 +811,7 @@ static int profile_free(struct profiler *p, int rc)
 	child_cmd_end(p->cmd_pgrp, p->child <= 0, 0, &p->child_status);
 	close_rings(p);
 	free(p->pfds);
-	if (p->out && p->out != stdout)
-		fclose(p->out);
+	profile_out_abandon(&p->o.out, p->out); /* not written: a failed run */
 	free(p->fr);
 	free(p->known.v);
 	sample_frames_fini(&p->sf);

@@ -657,8 +657,7 @@ out:
 		stacksnap_target__detach(w.t);
 	stacksnap_walker__free(walker);
 	stacksnap_unwinder__free(uw);
-	if (out && out != stdout)
-		fclose(out);
+	profile_out_abandon(&w.o.out, out); /* not written: a failed run */
 	stacksnap_stacks__free(w.stacks);
 	profile_out_top_free(&e);
 	free(w.stopped_ns);

@@ -196,8 +196,8 @@ int profile_goroutines_run(const struct goroutine_profile_args *a)
 	}
 	if (rc == EXIT_OK)
 		rc = profile_out_write(a->out, prefix, out, st, "goroutine");
-	else if (out != stdout)
-		fclose(out);
+	else
+		profile_out_abandon(a->out, out);
 	if (a->stats)
 		fprintf(stderr, "profile: %" PRIu64 " counts, %zu goroutines "
 			"counted, %zu distinct stacks, %.3f ms frozen\n",

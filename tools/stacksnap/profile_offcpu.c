@@ -476,8 +476,7 @@ out:
 		close(err_fd);
 	/* The profile is over: whatever is left of CMD's group is ended. */
 	child_cmd_end(pgrp, child <= 0, stop_signal, &child_status);
-	if (out && out != stdout)
-		fclose(out);
+	profile_out_abandon(a->out, out); /* not written: a failed run */
 	stacksnap_trace__free(tr);
 	for (size_t i = 0; i < oc.cap; i++) {
 		free(oc.slots[i].frames);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "print.h"
@@ -84,6 +86,17 @@ FILE *profile_out_open(const struct profile_out *po, const char *prefix)
 		fprintf(stderr, "%s: cannot write %s: %s\n", prefix, po->output,
 			strerror(errno));
 	return f;
+}
+
+void profile_out_abandon(const struct profile_out *po, FILE *f)
+{
+	struct stat st;
+
+	if (!f || f == stdout)
+		return;
+	if (po->output && !fstat(fileno(f), &st) && S_ISREG(st.st_mode) && !st.st_size)
+		unlink(po->output);
+	fclose(f);
 }
 
 int profile_out_write(const struct profile_out *po, const char *prefix, FILE *f,

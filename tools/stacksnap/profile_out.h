@@ -47,6 +47,11 @@ int profile_out_option(struct profile_out *po, const char *prefix, int c,
 /* Opens po's file (standard output without -o), before the work, so a
  * wrong path is said at once. NULL after saying why. */
 FILE *profile_out_open(const struct profile_out *po, const char *prefix);
+/* Closes f, opened by profile_out_open, when the run ends without writing
+ * to it (the command could not run, the target was gone): a regular file
+ * still empty is removed, so that a failed run leaves no empty profile
+ * behind. */
+void profile_out_abandon(const struct profile_out *po, FILE *f);
 /* Writes st to f (NULL: opens it now) in po's format, and closes f
  * unless it is standard output. Returns EXIT_OK, or EXIT_ERROR after
  * saying why. */

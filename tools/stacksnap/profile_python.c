@@ -183,8 +183,7 @@ out:
 		close(go_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	if (out && out != stdout)
-		fclose(out);
+	profile_out_abandon(a->out, out); /* not written: a failed run */
 	stacksnap_trace__free(tr);
 	stacksnap_stacks__free(s.stacks);
 	return rc;
