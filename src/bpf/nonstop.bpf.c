@@ -18,9 +18,9 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 stack_size = 256 << 10; /* per thread, from rsp up */
 __u32 witness_only;	/* 1: no registers, no copy */
-__u32 retry_gen;	/* non-zero: copy only the threads that `retry` maps
-			   to this value, witnesses of the others; the copies
-			   go on from next_page */
+__u32 settle_run;	/* 1: each thread as the `settle` map says (none:
+			   its witness only); the copies go on from
+			   next_page */
 __u32 next_page;	/* first free page; the iterator runs in one read(),
 			   one task at a time, so no atomics are needed */
 __u32 npages_total;	/* pages of stack_pages */
@@ -37,13 +37,16 @@ struct {
 	__uint(max_entries, 1); /* set by the loader */
 } stack_pages SEC(".maps");
 
-/* tid -> the retry_gen of the run that is to read it again. */
+/* tid -> what a settle run does with it: read it (READ), or compare its
+ * witness with that of its last read and read it again at once if it
+ * moved (CHECK), so that one run both finds a thread that ran and reads
+ * it anew (docs/nonstop-capture.md, "Settle runs"). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct nonstop_settle);
 	__uint(max_entries, 1); /* set by the loader */
-} retry SEC(".maps");
+} settle SEC(".maps");
 
 struct vma_bounds {
 	__u64 start, end;
@@ -156,11 +159,20 @@ int capture(struct bpf_iter__task *ctx)
 	if ((t->flags & PF_EXITING_) || !BPF_CORE_READ(t, mm))
 		r.flags |= NONSTOP_EXITING;
 	witness(t, &r.w1, &r.flags);
-	if (retry_gen) {
-		__u32 *g = bpf_map_lookup_elem(&retry, &r.tid);
+	if (settle_run) {
+		struct nonstop_settle *v = bpf_map_lookup_elem(&settle, &r.tid);
 
-		if (!g || *g != retry_gen)
+		if (!v)
 			goto out;
+		if (v->what == NONSTOP_SETTLE_CHECK) {
+			if (!(r.flags & NONSTOP_ON_CPU) &&
+			    v->w.nvcsw == r.w1.nvcsw && v->w.nivcsw == r.w1.nivcsw &&
+			    v->w.runtime_ns == r.w1.runtime_ns) {
+				r.flags |= NONSTOP_UNCHANGED;
+				goto out;
+			}
+			r.flags |= NONSTOP_MOVED;
+		}
 	}
 	/* A traced thread's tracer may change its registers and memory while
 	 * it does not run: it goes the ptrace way (which says it is traced). */
