@@ -20,6 +20,9 @@
 #define SETTLE_ROUNDS 12    /* iterator runs, before any thread is stopped,
 			       that read again the threads that ran ... */
 #define SETTLE_NS 3000000u  /* ... for at most this long */
+#define RESETTLE_ROUNDS 4   /* the same, once the freeze stopped the threads
+			       not read (they wait during these runs) ... */
+#define RESETTLE_NS 1000000u /* ... for at most this long */
 /* When settle() ends without a clean run, the default capture estimates
  * how many of the threads still read non-stop each check round would find
  * to have run (give_up_unsettled()). From NONSTOP_GIVE_UP on, a round ends
@@ -323,7 +326,7 @@ static void settle_entry(const struct cap_thread *t, __u32 *tid,
  * read). */
 static void settle(struct stacksnap_snapshot *s,
 		   const struct stacksnap_snapshot_opts *o,
-		   uint64_t budget_ns, const struct log_sink *log)
+		   unsigned rounds, uint64_t budget_ns, const struct log_sink *log)
 {
 	size_t cap = s->n ? s->n : 1;
 	__u32 *tids = malloc(cap * sizeof(*tids));
@@ -340,7 +343,7 @@ static void settle(struct stacksnap_snapshot *s,
 		if (!t->pub.error && !t->seized && capture__wanted(o, t->pub.tid))
 			settle_entry(t, &tids[nset], &vals[nset]), nset++;
 	}
-	for (unsigned k = 0; tids && vals && k < SETTLE_ROUNDS &&
+	for (unsigned k = 0; tids && vals && k < rounds &&
 			     clock_monotonic_ns() < end; k++) {
 		const struct nonstop_rec *r;
 		size_t n = 0;
@@ -461,7 +464,7 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 	if (!err)
 		err = take_nonstop(s, o, r, n);
 	if (!err)
-		settle(s, o, SETTLE_NS, log);
+		settle(s, o, SETTLE_ROUNDS, SETTLE_NS, log);
 	s->ns_stats.iter_ns = clock_monotonic_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
@@ -485,6 +488,33 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 	}
 	extend_deep(s);
 	copy_more_nonstop(s, o);
+}
+
+/* After the first freeze round, with every thread not read non-stop
+ * stopped: settle runs again (the stopped threads are not in them). A
+ * clean one proves the snapshot at its start: every stopped thread
+ * stopped before it and stays stopped until the detach, every thread read
+ * non-stop was last read before it and found unchanged by it (threads
+ * read again by these runs included). So the threads found to have run
+ * since their read are read again without a stop, instead of being
+ * interrupted round after round while more of them wake (the stall
+ * target's 64 sleepers after a settle that ran out of time under load:
+ * rounds that ended with all 65 stopped). Returns true when settled:
+ * no check is needed. */
+bool capture__resettle(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o,
+		       const struct log_sink *log)
+{
+	uint64_t t0 = clock_monotonic_ns();
+
+	settle(s, o, RESETTLE_ROUNDS, RESETTLE_NS, log);
+	if (s->settled) {
+		/* Bytes read after the clean run need a check after them. */
+		extend_deep(s);
+		copy_more_nonstop(s, o);
+	}
+	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
+	return s->settled;
 }
 
 int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,

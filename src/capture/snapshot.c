@@ -198,6 +198,17 @@ static int freeze_and_check(struct stacksnap_snapshot *s,
 			return 0;
 		if (!round && s->settled && !interrupted)
 			return 0; /* proven by settle()'s clean run */
+		/* The threads that ran since their read, read again with the
+		 * rest stopped: a clean run proves them all. */
+		if (!round) {
+			if (capture__resettle(s, o, log))
+				return 0;
+			/* Not clean: the threads it found running are to be
+			 * interrupted, and the next round's check proves the
+			 * rest (it is not moves that call for that round:
+			 * the threads demoted here no longer count as read). */
+			continue;
+		}
 		if (round + 1 == NONSTOP_MAX_ROUNDS) {
 			/* Still moving: stop the rest as well; no check is
 			 * needed once every thread is stopped. */
