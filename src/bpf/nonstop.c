@@ -50,8 +50,9 @@ struct nonstop {
 	struct nonstop_bpf__bss *bss;	/* the program's globals, mapped */
 	int stack_pages_fd, settle_fd;	/* owned by the skeleton */
 	int link_fd;			/* ours, -1 before the attach */
-	const __u8 *pages;
-	size_t npages;
+	const __u8 *pages;	/* npages reserved; the first nmapped map the
+				   buffer, the rest PROT_NONE */
+	size_t npages, nmapped;
 	struct nonstop_rec *recs;
 	size_t nrecs, cap;
 	const struct log_sink *log;
@@ -205,8 +206,12 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 			 "pid %d: %s", (int)pid, strerror(-err));
 		goto fail;
 	}
-	m = mmap(NULL, ns->npages * NONSTOP_PAGE, PROT_READ, MAP_SHARED,
-		 ns->stack_pages_fd, 0);
+	/* Address space for the whole buffer; its pages are mapped as the
+	 * runs fill them (nonstop__pages()): mapping a BPF array inserts
+	 * every page at once, and at 65 threads the buffer has ~1,200
+	 * pages for ~150 used, each also unmapped at the close. */
+	m = mmap(NULL, ns->npages * NONSTOP_PAGE, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		err = -errno;
 		snprintf(reason, reason_len, "cannot map the stack buffer: %s",
@@ -309,7 +314,24 @@ int nonstop__warm(struct nonstop *ns)
 	return run_once(ns, &r, &n);
 }
 
-const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first)
+const __u8 *nonstop__pages(struct nonstop *ns, __u32 first)
 {
-	return first < ns->npages ? ns->pages + (size_t)first * NONSTOP_PAGE : NULL;
+	size_t used = ns->bss->next_page;
+
+	if (used > ns->npages)
+		used = ns->npages;
+	if (first >= used)
+		return NULL;
+	/* Every page the runs wrote so far, mapped in place (the pointers
+	 * handed out before stay valid). */
+	if (used > ns->nmapped) {
+		size_t off = ns->nmapped * NONSTOP_PAGE;
+
+		if (mmap((void *)(ns->pages + off), (used - ns->nmapped) * NONSTOP_PAGE,
+			 PROT_READ, MAP_SHARED | MAP_FIXED, ns->stack_pages_fd,
+			 (off_t)off) == MAP_FAILED)
+			return NULL;
+		ns->nmapped = used;
+	}
+	return ns->pages + (size_t)first * NONSTOP_PAGE;
 }

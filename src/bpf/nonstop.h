@@ -109,8 +109,10 @@ int nonstop__warm(struct nonstop *ns);
  * nonstop__open, twice over, in all. Returns 0 or -errno. */
 int nonstop__settle(struct nonstop *ns, const __u32 *tids,
 		    const struct nonstop_settle *vals, size_t n);
-/* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous). */
-const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first);
+/* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous), of
+ * the pages the runs wrote so far (mapped on the first call that needs
+ * them; pointers stay valid until nonstop__close), or NULL. */
+const __u8 *nonstop__pages(struct nonstop *ns, __u32 first);
 void nonstop__close(struct nonstop *ns);
 #endif
 

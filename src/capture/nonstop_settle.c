@@ -74,10 +74,15 @@ void capture__demote_all(struct stacksnap_snapshot *s)
 }
 
 /* Takes the iterator's copy of thread t (record r: COPIED): t is read
- * non-stop. */
-static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
+ * non-stop. False when its pages cannot be mapped: it stays to be
+ * interrupted. */
+static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 		     const struct nonstop_rec *r)
 {
+	const __u8 *stack = nonstop__pages(s->ns, r->first_page);
+
+	if (!stack)
+		return false;
 	t->pub.nonstop = true;
 	t->w = r->w1;
 	for (int k = 0; k < NONSTOP_NREGS; k++)
@@ -88,11 +93,12 @@ static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 	t->copy_len = r->copy_len;
 	t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
 	t->stack_top = r->map_end;
-	t->pub.stack = nonstop__pages(s->ns, r->first_page);
+	t->pub.stack = stack;
 	t->pub.stack_len = r->copy_len;
 	t->pub.stack_base = r->copy_start;
 	s->stats.bytes_copied += r->copy_len;
 	s->ns_stats.read_nonstop++;
+	return true;
 }
 
 /* Takes the first iterator run: every thread it copied (asleep, off CPU,
@@ -118,7 +124,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 			t->moves += !!(r->flags & NONSTOP_ON_CPU) || !r->state;
 			continue;
 		}
-		take_one(s, t, r);
+		take_one(s, t, r); /* or it is interrupted */
 	}
 	return 0;
 }
@@ -388,11 +394,9 @@ static void settle(struct stacksnap_snapshot *s,
 				t->moves++; /* asked for, not read */
 				continue;
 			}
-			if (r[j].flags & NONSTOP_COPIED) {
-				take_one(s, t, &r[j]);
+			if ((r[j].flags & NONSTOP_COPIED) && take_one(s, t, &r[j]))
 				s->ns_stats.reread++;
-				clean = false; /* read after the run began */
-			}
+			clean = false; /* read after the run began, or not read */
 			if (nset < cap && capture__wanted(o, t->pub.tid))
 				settle_entry(t, &tids[nset], &vals[nset]), nset++;
 		}
