@@ -512,10 +512,19 @@ bool capture__resettle(struct stacksnap_snapshot *s,
 	uint64_t t0 = clock_monotonic_ns();
 
 	settle(s, o, RESETTLE_ROUNDS, RESETTLE_NS, log);
-	if (s->settled) {
-		/* Bytes read after the clean run need a check after them. */
-		extend_deep(s);
-		copy_more_nonstop(s, o);
+	/* Deep stacks and other stacks of the threads read again, as after
+	 * the first settle; bytes read after a clean run make it unsettled
+	 * (the check of the next round proves them). */
+	extend_deep(s);
+	copy_more_nonstop(s, o);
+	/* A thread dropped by them (its other stack unreadable) is neither
+	 * read nor stopped yet: the next round interrupts it. */
+	for (size_t i = 0; i < s->n; i++) {
+		const struct cap_thread *t = &s->threads[i];
+
+		if (!t->pub.nonstop && !t->seized && !t->pub.error &&
+		    capture__wanted(o, t->pub.tid))
+			s->settled = false;
 	}
 	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
 	return s->settled;
