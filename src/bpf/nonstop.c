@@ -42,8 +42,9 @@ _Static_assert(sizeof(struct nonstop_bpf__bss) == sizeof(struct nonstop_lbpf__bs
  * or STACKSNAP_BPF_LOADER=libbpf asks for it, libbpf's (skel: parses the
  * kernel's BTF in this process). Invariant: exactly one of skel and lskel
  * is set once open succeeded; the fds and bss are that skeleton's; pages
- * maps npages * NONSTOP_PAGE bytes of the stack_pages map; recs holds nrecs
- * records of the last run. */
+ * reserves npages * NONSTOP_PAGE bytes, of which the first nmapped pages
+ * map the stack_pages map's (nmapped <= npages); recs holds nrecs records
+ * of the last run. */
 struct nonstop {
 	struct nonstop_bpf *skel;
 	struct nonstop_lbpf *lskel;
