@@ -30,7 +30,7 @@
 #define SAME_BSS_FIELD(f)                                                      \
 	_Static_assert(offsetof(struct nonstop_bpf__bss, f) ==                 \
 		       offsetof(struct nonstop_lbpf__bss, f), "bss layout")
-SAME_BSS_FIELD(retry_gen);
+SAME_BSS_FIELD(settle_run);
 SAME_BSS_FIELD(witness_only);
 SAME_BSS_FIELD(next_page);
 SAME_BSS_FIELD(npages_total);
@@ -42,22 +42,22 @@ _Static_assert(sizeof(struct nonstop_bpf__bss) == sizeof(struct nonstop_lbpf__bs
  * or STACKSNAP_BPF_LOADER=libbpf asks for it, libbpf's (skel: parses the
  * kernel's BTF in this process). Invariant: exactly one of skel and lskel
  * is set once open succeeded; the fds and bss are that skeleton's; pages
- * maps npages * NONSTOP_PAGE bytes of the stack_pages map; recs holds nrecs
- * records of the last run. */
+ * reserves npages * NONSTOP_PAGE bytes, of which the first nmapped pages
+ * map the stack_pages map's (nmapped <= npages); recs holds nrecs records
+ * of the last run. */
 struct nonstop {
 	struct nonstop_bpf *skel;
 	struct nonstop_lbpf *lskel;
 	struct nonstop_bpf__bss *bss;	/* the program's globals, mapped */
-	int stack_pages_fd, retry_fd;	/* owned by the skeleton */
+	int stack_pages_fd, settle_fd;	/* owned by the skeleton */
 	int link_fd;			/* ours, -1 before the attach */
-	const __u8 *pages;
-	size_t npages;
+	const __u8 *pages;	/* npages reserved; the first nmapped map the
+				   buffer, the rest PROT_NONE */
+	size_t npages, nmapped;
 	struct nonstop_rec *recs;
 	size_t nrecs, cap;
 	const struct log_sink *log;
-	__u32 gen;		/* retry_gen of the next retry run */
-	size_t nretry;		/* entries of the retry map */
-	__u32 *vals;		/* nretry copies of gen, for batch updates */
+	size_t nsettle;		/* entries of the settle map */
 };
 
 void nonstop__close(struct nonstop *ns)
@@ -71,7 +71,6 @@ void nonstop__close(struct nonstop *ns)
 	nonstop_bpf__destroy(ns->skel);
 	nonstop_lbpf__destroy(ns->lskel);
 	free(ns->recs);
-	free(ns->vals);
 	free(ns);
 }
 
@@ -99,11 +98,11 @@ static int load_light(struct nonstop *ns, size_t stack_size, bool fail_test,
 		return -ENOMEM;
 	ns->lskel->rodata->stack_size = stack_size;
 	ns->lskel->maps.stack_pages.max_entries = (__u32)ns->npages;
-	ns->lskel->maps.retry.max_entries = (__u32)ns->nretry;
+	ns->lskel->maps.settle.max_entries = (__u32)ns->nsettle;
 	/* A map the kernel refuses: the loader program fails inside the
 	 * kernel, as it would where in-kernel CO-RE is missing. */
 	if (fail_test)
-		ns->lskel->maps.retry.max_entries = UINT32_MAX;
+		ns->lskel->maps.settle.max_entries = UINT32_MAX;
 	err = nonstop_lbpf__load(ns->lskel);
 	if (err) {
 		*what = "the kernel's loader program failed";
@@ -112,7 +111,7 @@ static int load_light(struct nonstop *ns, size_t stack_size, bool fail_test,
 	}
 	ns->bss = (struct nonstop_bpf__bss *)ns->lskel->bss;
 	ns->stack_pages_fd = ns->lskel->maps.stack_pages.map_fd;
-	ns->retry_fd = ns->lskel->maps.retry.map_fd;
+	ns->settle_fd = ns->lskel->maps.settle.map_fd;
 	return 0;
 }
 
@@ -129,7 +128,7 @@ static int load_libbpf(struct nonstop *ns, size_t stack_size, const char **what)
 		return -errno;
 	ns->skel->rodata->stack_size = stack_size;
 	bpf_map__set_max_entries(ns->skel->maps.stack_pages, (__u32)ns->npages);
-	bpf_map__set_max_entries(ns->skel->maps.retry, (__u32)ns->nretry);
+	bpf_map__set_max_entries(ns->skel->maps.settle, (__u32)ns->nsettle);
 	err = nonstop_bpf__load(ns->skel);
 	if (err) {
 		*what = "the kernel refused the task iterator";
@@ -137,7 +136,7 @@ static int load_libbpf(struct nonstop *ns, size_t stack_size, const char **what)
 	}
 	ns->bss = ns->skel->bss;
 	ns->stack_pages_fd = bpf_map__fd(ns->skel->maps.stack_pages);
-	ns->retry_fd = bpf_map__fd(ns->skel->maps.retry);
+	ns->settle_fd = bpf_map__fd(ns->skel->maps.settle);
 	return 0;
 }
 
@@ -171,7 +170,7 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 	ns->log = log;
 	ns->link_fd = -1;
 	ns->npages = pages ? pages : 1;
-	ns->nretry = 2 * threads + 64;
+	ns->nsettle = 2 * threads + 64;
 	t0 = now_ms();
 	if (light) {
 		err = load_light(ns, stack_size, fail_test, &what);
@@ -208,8 +207,12 @@ int nonstop__open(struct nonstop **out, pid_t pid, size_t threads,
 			 "pid %d: %s", (int)pid, strerror(-err));
 		goto fail;
 	}
-	m = mmap(NULL, ns->npages * NONSTOP_PAGE, PROT_READ, MAP_SHARED,
-		 ns->stack_pages_fd, 0);
+	/* Address space for the whole buffer; its pages are mapped as the
+	 * runs fill them (nonstop__pages()): mapping a BPF array inserts
+	 * every page at once, and at 65 threads the buffer has ~1,200
+	 * pages for ~150 used, each also unmapped at the close. */
+	m = mmap(NULL, ns->npages * NONSTOP_PAGE, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED) {
 		err = -errno;
 		snprintf(reason, reason_len, "cannot map the stack buffer: %s",
@@ -225,21 +228,15 @@ fail:
 	return err;
 }
 
-int nonstop__retry(struct nonstop *ns, const __u32 *tids, size_t n)
+int nonstop__settle(struct nonstop *ns, const __u32 *tids,
+		    const struct nonstop_settle *vals, size_t n)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, bopts);
 	__u32 count = (__u32)n;
 
-	if (n > ns->nretry)
+	if (n > ns->nsettle)
 		return -E2BIG;
-	if (!ns->vals && !(ns->vals = calloc(ns->nretry, sizeof(*ns->vals))))
-		return -ENOMEM;
-	/* A new generation: entries of earlier rounds need no delete. */
-	ns->gen++;
-	for (size_t i = 0; i < n; i++)
-		ns->vals[i] = ns->gen;
-	if (n && bpf_map_update_batch(ns->retry_fd, tids,
-				      ns->vals, &count, &bopts))
+	if (n && bpf_map_update_batch(ns->settle_fd, tids, vals, &count, &bopts))
 		return -errno;
 	return 0;
 }
@@ -295,7 +292,7 @@ int nonstop__run(struct nonstop *ns, enum nonstop_run what,
 		 const struct nonstop_rec **recs, size_t *n)
 {
 	ns->bss->witness_only = what == NONSTOP_RUN_WITNESS;
-	ns->bss->retry_gen = what == NONSTOP_RUN_RETRY ? ns->gen : 0;
+	ns->bss->settle_run = what == NONSTOP_RUN_SETTLE;
 	if (what == NONSTOP_RUN_COPY)
 		ns->bss->next_page = 0;
 	return run_once(ns, recs, n);
@@ -313,12 +310,29 @@ int nonstop__warm(struct nonstop *ns)
 		return err;
 	/* The pages after them, where reads again go. */
 	ns->bss->witness_only = 0;
-	ns->bss->retry_gen = 0;
+	ns->bss->settle_run = 0;
 	ns->bss->next_page = used;
 	return run_once(ns, &r, &n);
 }
 
-const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first)
+const __u8 *nonstop__pages(struct nonstop *ns, __u32 first)
 {
-	return first < ns->npages ? ns->pages + (size_t)first * NONSTOP_PAGE : NULL;
+	size_t used = ns->bss->next_page;
+
+	if (used > ns->npages)
+		used = ns->npages;
+	if (first >= used)
+		return NULL;
+	/* Every page the runs wrote so far, mapped in place (the pointers
+	 * handed out before stay valid). */
+	if (used > ns->nmapped) {
+		size_t off = ns->nmapped * NONSTOP_PAGE;
+
+		if (mmap((void *)(ns->pages + off), (used - ns->nmapped) * NONSTOP_PAGE,
+			 PROT_READ, MAP_SHARED | MAP_FIXED, ns->stack_pages_fd,
+			 (off_t)off) == MAP_FAILED)
+			return NULL;
+		ns->nmapped = used;
+	}
+	return ns->pages + (size_t)first * NONSTOP_PAGE;
 }

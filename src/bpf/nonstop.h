@@ -32,6 +32,10 @@
 #define NONSTOP_TRUNCATED 0x80	/* the range was longer than
 				   NONSTOP_MAX_PAGES: copy_len says how much
 				   was copied, want_len how much is wanted */
+#define NONSTOP_UNCHANGED 0x100	/* settle run, CHECK: the witness of its
+				   last read, off CPU; nothing read */
+#define NONSTOP_MOVED 0x200	/* settle run, CHECK: it ran since its last
+				   read (read again if COPIED) */
 
 /* "Has it run?": a thread that was switched in and out again moved one of
  * the switch counters, and one switched in and not out is on a CPU. So two
@@ -39,6 +43,18 @@
 struct nonstop_witness {
 	__u64 nvcsw, nivcsw;	/* voluntary / involuntary context switches */
 	__u64 runtime_ns;	/* se.sum_exec_runtime (a second opinion) */
+};
+
+/* What a settle run does with a thread (struct nonstop_settle.what). */
+#define NONSTOP_SETTLE_READ 1	/* not read yet: read it */
+#define NONSTOP_SETTLE_CHECK 2	/* read, witness w: read it again if moved */
+
+/* An entry of the settle map (key: tid); a thread without one gets only
+ * its witness. */
+struct nonstop_settle {
+	struct nonstop_witness w; /* CHECK: the witness of its last read */
+	__u32 what;		   /* NONSTOP_SETTLE_* */
+	__u32 pad;
 };
 
 /* One thread, as one run of the iterator saw it. In a witness-only run
@@ -73,10 +89,10 @@ enum nonstop_run {
 	NONSTOP_RUN_WITNESS,	/* witnesses only */
 	NONSTOP_RUN_COPY,	/* every candidate's registers and stack, into
 				   the buffer from its first page */
-	NONSTOP_RUN_RETRY,	/* those of the threads named by the last
-				   nonstop__retry(), into the buffer after
-				   the copies of earlier runs; witnesses of
-				   the others */
+	NONSTOP_RUN_SETTLE,	/* as nonstop__settle() named them: threads
+				   to read and threads to read again if they
+				   moved, into the buffer after the copies of
+				   earlier runs; witnesses of the others */
 };
 
 /* Runs the iterator once. *recs (owned by ns, valid until the next run)
@@ -88,11 +104,15 @@ int nonstop__run(struct nonstop *ns, enum nonstop_run what,
  * the kernel ~6 us a page on the machines measured (a fresh mapping), and
  * would stretch the first real run ~4x. Returns 0 or -errno. */
 int nonstop__warm(struct nonstop *ns);
-/* Names the threads the next NONSTOP_RUN_RETRY run reads (at most the
- * `threads` given to nonstop__open, twice over). Returns 0 or -errno. */
-int nonstop__retry(struct nonstop *ns, const __u32 *tids, size_t n);
-/* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous). */
-const __u8 *nonstop__pages(const struct nonstop *ns, __u32 first);
+/* Sets what NONSTOP_RUN_SETTLE runs do with threads tids[0..n) (vals[i]
+ * for tids[i]; entries set before stay): at most the `threads` given to
+ * nonstop__open, twice over, in all. Returns 0 or -errno. */
+int nonstop__settle(struct nonstop *ns, const __u32 *tids,
+		    const struct nonstop_settle *vals, size_t n);
+/* The buffer's page `first` (NONSTOP_PAGE bytes each, contiguous), of
+ * the pages the runs wrote so far (mapped on the first call that needs
+ * them; pointers stay valid until nonstop__close), or NULL. */
+const __u8 *nonstop__pages(struct nonstop *ns, __u32 first);
 void nonstop__close(struct nonstop *ns);
 #endif
 

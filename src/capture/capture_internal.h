@@ -162,6 +162,9 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 			    const struct log_sink *log);
 int capture__check_witnesses(struct stacksnap_snapshot *s,
 			     const struct stacksnap_snapshot_opts *o);
+bool capture__resettle(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o,
+		       const struct log_sink *log);
 void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t,
 		     bool ran);
 void capture__demote_all(struct stacksnap_snapshot *s);

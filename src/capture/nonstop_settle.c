@@ -20,6 +20,9 @@
 #define SETTLE_ROUNDS 12    /* iterator runs, before any thread is stopped,
 			       that read again the threads that ran ... */
 #define SETTLE_NS 3000000u  /* ... for at most this long */
+#define RESETTLE_ROUNDS 4   /* the same, once the freeze stopped the threads
+			       not read (they wait during these runs) ... */
+#define RESETTLE_NS 1000000u /* ... for at most this long */
 /* When settle() ends without a clean run, the default capture estimates
  * how many of the threads still read non-stop each check round would find
  * to have run (give_up_unsettled()). From NONSTOP_GIVE_UP on, a round ends
@@ -71,10 +74,15 @@ void capture__demote_all(struct stacksnap_snapshot *s)
 }
 
 /* Takes the iterator's copy of thread t (record r: COPIED): t is read
- * non-stop. */
-static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
+ * non-stop. False when its pages cannot be mapped: it stays to be
+ * interrupted. */
+static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 		     const struct nonstop_rec *r)
 {
+	const __u8 *stack = nonstop__pages(s->ns, r->first_page);
+
+	if (!stack)
+		return false;
 	t->pub.nonstop = true;
 	t->w = r->w1;
 	for (int k = 0; k < NONSTOP_NREGS; k++)
@@ -85,11 +93,12 @@ static void take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 	t->copy_len = r->copy_len;
 	t->want_len = r->flags & NONSTOP_TRUNCATED ? r->want_len : 0;
 	t->stack_top = r->map_end;
-	t->pub.stack = nonstop__pages(s->ns, r->first_page);
+	t->pub.stack = stack;
 	t->pub.stack_len = r->copy_len;
 	t->pub.stack_base = r->copy_start;
 	s->stats.bytes_copied += r->copy_len;
 	s->ns_stats.read_nonstop++;
+	return true;
 }
 
 /* Takes the first iterator run: every thread it copied (asleep, off CPU,
@@ -115,7 +124,7 @@ static int take_nonstop(struct stacksnap_snapshot *s,
 			t->moves += !!(r->flags & NONSTOP_ON_CPU) || !r->state;
 			continue;
 		}
-		take_one(s, t, r);
+		take_one(s, t, r); /* or it is interrupted */
 	}
 	return 0;
 }
@@ -290,43 +299,66 @@ static void give_up_unsettled(struct stacksnap_snapshot *s,
 	s->ns_stats.nonstop = false;
 }
 
+/* A settle map entry for thread t: read it again if it moved (it is read
+ * non-stop), or read it (it is not). */
+static void settle_entry(const struct cap_thread *t, __u32 *tid,
+			 struct nonstop_settle *v)
+{
+	*tid = (__u32)t->pub.tid;
+	memset(v, 0, sizeof(*v));
+	if (t->pub.nonstop) {
+		v->w = t->w;
+		v->what = NONSTOP_SETTLE_CHECK;
+	} else {
+		v->what = NONSTOP_SETTLE_READ;
+	}
+}
+
 /* Before anything is stopped: threads the first run could not read (on a
  * CPU) and threads read that ran since (their witness moved) are read
  * again, non-stop, by runs that copy only them and check the witnesses of
- * the others. Each run reads fewer threads, so it is shorter and fewer
- * wake up during it. It ends with a *clean* run (it read nothing, found
- * every thread read unchanged and no thread we do not know): that run is a
- * witness check of every thread, so the snapshot is consistent at its
- * start with nothing stopped at all (s->settled); or after SETTLE_ROUNDS
- * runs or SETTLE_NS, and what is left is interrupted by the freeze, whose
- * witness check proves every read (a thread read again counts as read
- * when it was last read). */
+ * the others. A thread found to have run is read again by the run that
+ * finds it (the settle map holds the witness of its last read), so a run
+ * after it can be clean: on a target where some thread wakes every 50 us
+ * and a run comes every ~30 us, needing a run to read what the run before
+ * found and a further one to find nothing (60 us without a wake-up) never
+ * settled (the stall target's 64 sleepers: 0 of 65 read in most captures).
+ * It ends with a *clean* run (it read nothing, found every thread read
+ * unchanged and no thread we do not know): that run is a witness check of
+ * every thread, so the snapshot is consistent at its start with nothing
+ * stopped at all (s->settled); or after SETTLE_ROUNDS runs or SETTLE_NS,
+ * and what is left is interrupted by the freeze, whose witness check
+ * proves every read (a thread read again counts as read when it was last
+ * read). */
 static void settle(struct stacksnap_snapshot *s,
 		   const struct stacksnap_snapshot_opts *o,
-		   uint64_t budget_ns, const struct log_sink *log)
+		   unsigned rounds, uint64_t budget_ns, const struct log_sink *log)
 {
-	__u32 *tids = malloc((s->n ? s->n : 1) * sizeof(*tids));
+	size_t cap = s->n ? s->n : 1;
+	__u32 *tids = malloc(cap * sizeof(*tids));
+	struct nonstop_settle *vals = malloc(cap * sizeof(*vals));
 	uint64_t end = clock_monotonic_ns() + budget_ns;
+	size_t nset = 0;
 
 	s->settled = false;
-	for (unsigned k = 0; tids && k < SETTLE_ROUNDS && clock_monotonic_ns() < end; k++) {
+	/* Every thread ours to read: read it, or check it. */
+	for (size_t i = 0; tids && vals && i < s->n; i++) {
+		struct cap_thread *t = &s->threads[i];
+
+		/* Seized threads are stopped: read under ptrace. */
+		if (!t->pub.error && !t->seized && capture__wanted(o, t->pub.tid))
+			settle_entry(t, &tids[nset], &vals[nset]), nset++;
+	}
+	for (unsigned k = 0; tids && vals && k < rounds &&
+			     clock_monotonic_ns() < end; k++) {
 		const struct nonstop_rec *r;
-		size_t n = 0, want = 0;
+		size_t n = 0;
 		int err;
-
-		for (size_t i = 0; i < s->n; i++) {
-			struct cap_thread *t = &s->threads[i];
-
-			/* Seized threads are stopped: read under ptrace. */
-			if (!t->pub.nonstop && !t->pub.error && !t->seized &&
-			    capture__wanted(o, t->pub.tid))
-				tids[want++] = (__u32)t->pub.tid;
-		}
 		uint64_t t_run = clock_monotonic_ns();
 
-		err = nonstop__retry(s->ns, tids, want);
+		err = nonstop__settle(s->ns, tids, vals, nset);
 		if (!err)
-			err = nonstop__run(s->ns, NONSTOP_RUN_RETRY, &r, &n);
+			err = nonstop__run(s->ns, NONSTOP_RUN_SETTLE, &r, &n);
 		t_run = clock_monotonic_ns() - t_run;
 		if (!s->run_ns_min || t_run < s->run_ns_min)
 			s->run_ns_min = t_run;
@@ -336,8 +368,9 @@ static void settle(struct stacksnap_snapshot *s,
 			break;
 		}
 		s->ns_stats.rounds++;
-		bool clean = !want;
+		bool clean = true;
 		size_t unchanged = 0, read = 0;
+		nset = 0; /* the entries to change before the next run */
 		capture__index_threads(s);
 		for (size_t j = 0; j < n; j++) {
 			struct cap_thread *t = capture__find_thread(s, (pid_t)r[j].tid);
@@ -346,20 +379,26 @@ static void settle(struct stacksnap_snapshot *s,
 				clean = false; /* new: the freeze's rescan takes it */
 			if (!t || t->pub.error || t->seized)
 				continue;
-			if (t->pub.nonstop) {
-				if ((r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) ||
-				    !same_witness(&r[j].w1, &t->w)) {
-					capture__demote(s, t, true);
-					clean = false;
-				} else {
-					unchanged++;
-				}
-			} else if (r[j].flags & NONSTOP_COPIED) {
-				take_one(s, t, &r[j]);
-				s->ns_stats.reread++;
-			} else {
-				t->moves++; /* asked for, not read */
+			if (t->pub.nonstop && (r[j].flags & NONSTOP_UNCHANGED) &&
+			    !(r[j].flags & (NONSTOP_ON_CPU | NONSTOP_EXITING)) &&
+			    same_witness(&r[j].w1, &t->w)) {
+				unchanged++;
+				continue;
 			}
+			if (t->pub.nonstop) {
+				/* It ran since its read (or the program
+				 * did not check it): the read is dropped. */
+				capture__demote(s, t, true);
+				clean = false;
+			} else if (!(r[j].flags & NONSTOP_COPIED)) {
+				t->moves++; /* asked for, not read */
+				continue;
+			}
+			if ((r[j].flags & NONSTOP_COPIED) && take_one(s, t, &r[j]))
+				s->ns_stats.reread++;
+			clean = false; /* read after the run began, or not read */
+			if (nset < cap && capture__wanted(o, t->pub.tid))
+				settle_entry(t, &tids[nset], &vals[nset]), nset++;
 		}
 		/* Every thread known must have been in the run: one missing
 		 * exited (the freeze finds it gone) or is not ours to read. */
@@ -388,6 +427,7 @@ static void settle(struct stacksnap_snapshot *s,
 			capture__demote(s, t, false);
 	}
 	free(tids);
+	free(vals);
 }
 
 /* Loads the iterator and takes its first run. Failing that, every thread
@@ -428,7 +468,7 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 	if (!err)
 		err = take_nonstop(s, o, r, n);
 	if (!err)
-		settle(s, o, SETTLE_NS, log);
+		settle(s, o, SETTLE_ROUNDS, SETTLE_NS, log);
 	s->ns_stats.iter_ns = clock_monotonic_ns() - t0;
 	if (err) {
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
@@ -452,6 +492,42 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 	}
 	extend_deep(s);
 	copy_more_nonstop(s, o);
+}
+
+/* After the first freeze round, with every thread not read non-stop
+ * stopped: settle runs again (the stopped threads are not in them). A
+ * clean one proves the snapshot at its start: every stopped thread
+ * stopped before it and stays stopped until the detach, every thread read
+ * non-stop was last read before it and found unchanged by it (threads
+ * read again by these runs included). So the threads found to have run
+ * since their read are read again without a stop, instead of being
+ * interrupted round after round while more of them wake (the stall
+ * target's 64 sleepers after a settle that ran out of time under load:
+ * rounds that ended with all 65 stopped). Returns true when settled:
+ * no check is needed. */
+bool capture__resettle(struct stacksnap_snapshot *s,
+		       const struct stacksnap_snapshot_opts *o,
+		       const struct log_sink *log)
+{
+	uint64_t t0 = clock_monotonic_ns();
+
+	settle(s, o, RESETTLE_ROUNDS, RESETTLE_NS, log);
+	/* Deep stacks and other stacks of the threads read again, as after
+	 * the first settle; bytes read after a clean run make it unsettled
+	 * (the check of the next round proves them). */
+	extend_deep(s);
+	copy_more_nonstop(s, o);
+	/* A thread dropped by them (its other stack unreadable) is neither
+	 * read nor stopped yet: the next round interrupts it. */
+	for (size_t i = 0; i < s->n; i++) {
+		const struct cap_thread *t = &s->threads[i];
+
+		if (!t->pub.nonstop && !t->seized && !t->pub.error &&
+		    capture__wanted(o, t->pub.tid))
+			s->settled = false;
+	}
+	s->ns_stats.check_ns += clock_monotonic_ns() - t0;
+	return s->settled;
 }
 
 int stacksnap_snapshot__extend(struct stacksnap_snapshot *s, size_t i,
