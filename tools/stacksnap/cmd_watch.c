@@ -411,22 +411,96 @@ static const char *split_root(const struct watch *w, const char *key,
 	return NULL;
 }
 
+/* --goroutines: a key's leading KEY=VALUE fields are its goroutine's
+ * labels, as profile_go_add puts them above the stack (status first, then
+ * the wait reason and the program's own pprof labels); Go's function
+ * names hold no '='. Returns how many; *last: where the last one starts
+ * (print_innermost_first takes it for the thread name and skips it). */
+static size_t label_fields(const char *key, const char **last)
+{
+	const char *p = key;
+	size_t n = 0;
+
+	*last = key;
+	for (;;) {
+		const char *semi = strchr(p, ';');
+		size_t len = semi ? (size_t)(semi - p) : strlen(p);
+
+		if (!memchr(p, '=', len))
+			return n;
+		n++;
+		*last = p;
+		if (!semi)
+			return n;
+		p = semi + 1;
+	}
+}
+
+/* Label field i of key (KEY=VALUE, i < label_fields()): its key and value
+ * spans. */
+static void label_at(const char *key, size_t i, const char **k, int *klen,
+		     const char **v, int *vlen)
+{
+	const char *p = key, *semi, *eq;
+
+	while (i--)
+		p = strchr(p, ';') + 1;
+	semi = strchr(p, ';');
+	eq = memchr(p, '=', semi ? (size_t)(semi - p) : strlen(p));
+	*k = p;
+	*klen = (int)(eq - p);
+	*v = eq + 1;
+	*vlen = semi ? (int)(semi - eq - 1) : (int)strlen(eq + 1);
+}
+
+/* A goroutine's row of the table: its status, the stack, its other
+ * labels in brackets. */
+static void print_goroutine_row(FILE *f, const char *key)
+{
+	const char *last, *k, *v;
+	int klen, vlen;
+	size_t n = label_fields(key, &last);
+
+	if (!n) {
+		fprintf(f, "%-16s ", "?");
+		print_innermost_first(f, key, false);
+		return;
+	}
+	label_at(key, 0, &k, &klen, &v, &vlen);
+	fprintf(f, "%-16.*s ", vlen, v);
+	print_innermost_first(f, last, false);
+	for (size_t i = 1; i < n; i++) {
+		label_at(key, i, &k, &klen, &v, &vlen);
+		fprintf(f, "%s%.*s=%.*s", i == 1 ? "  [" : ", ", klen, k, vlen, v);
+	}
+	if (n > 1)
+		fputc(']', f);
+}
+
 static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 		      uint64_t elapsed_ns)
 {
-	fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s, %llu thread "
+	fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s, %llu %s "
 		   "stacks (wall clock: waiting included)\n",
 		(int)w->o.pid, w->nsamples, (double)w->o.interval_ns / 1e6,
-		(double)elapsed_ns / 1e9, (unsigned long long)w->thread_samples);
-	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%", "thread",
-		"stack (innermost first)");
+		(double)elapsed_ns / 1e9, (unsigned long long)w->thread_samples,
+		w->o.goroutines ? "goroutine" : "thread");
+	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%",
+		w->o.goroutines ? "status" : "thread",
+		w->o.goroutines ? "stack (innermost first)  [labels]"
+				: "stack (innermost first)");
 	for (size_t i = 0; i < e->n && i < w->o.limit; i++) {
 		const char *comm, *rname;
 		int commlen;
 
-		rname = split_root(w, e->v[i].text, &comm, &commlen);
 		fprintf(f, "%8llu %5.1f%%  ", (unsigned long long)e->v[i].count,
 			100.0 * (double)e->v[i].count / (double)w->thread_samples);
+		if (w->o.goroutines) {
+			print_goroutine_row(f, e->v[i].text);
+			fputc('\n', f);
+			continue;
+		}
+		rname = split_root(w, e->v[i].text, &comm, &commlen);
 		if (rname)	/* as the dump says it */
 			fprintf(f, "%.*s, Java thread \"%s\" ", commlen, comm, rname);
 		else
@@ -437,6 +511,45 @@ static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 	if (e->n > w->o.limit)
 		fprintf(f, "(%zu more distinct stacks; --limit N shows more)\n",
 			e->n - w->o.limit);
+}
+
+/* --goroutines --json: a goroutine's stack, its status and its other
+ * labels by name. */
+static void print_json_goroutine(FILE *f, const char *key, uint64_t count, size_t i)
+{
+	const char *last, *k, *v;
+	int klen, vlen;
+	size_t n = label_fields(key, &last);
+
+	fprintf(f, "%s\n  {\"count\": %llu, \"status\": ", i ? "," : "",
+		(unsigned long long)count);
+	if (n) {
+		char *s;
+
+		label_at(key, 0, &k, &klen, &v, &vlen);
+		s = strndup(v, (size_t)vlen);
+		json_str(f, s);
+		free(s);
+	} else {
+		fputs("null", f);
+	}
+	fputs(", \"labels\": {", f);
+	for (size_t j = 1; j < n; j++) {
+		char *ks, *vs;
+
+		label_at(key, j, &k, &klen, &v, &vlen);
+		ks = strndup(k, (size_t)klen);
+		vs = strndup(v, (size_t)vlen);
+		fputs(j > 1 ? ", " : "", f);
+		json_str(f, ks);
+		fputs(": ", f);
+		json_str(f, vs);
+		free(ks);
+		free(vs);
+	}
+	fputs("}, \"frames\": [", f);
+	print_innermost_first(f, n ? last : key, true);
+	fputs("]}", f);
 }
 
 static void print_json_profile(FILE *f, struct watch *w, const struct profile_top *e,
@@ -456,6 +569,10 @@ static void print_json_profile(FILE *f, struct watch *w, const struct profile_to
 		int commlen;
 		char *name;
 
+		if (w->o.goroutines) {
+			print_json_goroutine(f, e->v[i].text, e->v[i].count, i);
+			continue;
+		}
 		rname = split_root(w, e->v[i].text, &comm, &commlen);
 		name = strndup(comm, (size_t)commlen);
 		fprintf(f, "%s\n  {\"count\": %llu, \"thread\": ", i ? "," : "",
