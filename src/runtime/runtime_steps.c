@@ -2,6 +2,7 @@
  * (sp, pc) and replayed by a binary search (runtime_steps.h). */
 #include "runtime/runtime_steps.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int runtime_step__cmp(const void *a, const void *b)
@@ -11,6 +12,17 @@ int runtime_step__cmp(const void *a, const void *b)
 	if (x->sp != y->sp)
 		return x->sp < y->sp ? -1 : 1;
 	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+size_t runtime_steps__sort_unique(struct stacksnap_runtime_step *steps, size_t n)
+{
+	size_t u = 0;
+
+	qsort(steps, n, sizeof(*steps), runtime_step__cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!u || runtime_step__cmp(&steps[u - 1], &steps[i]))
+			steps[u++] = steps[i];
+	return u;
 }
 
 int runtime_steps__replay(const struct stacksnap_runtime_step *steps, size_t n,

@@ -15,6 +15,10 @@
  * key. Steps kept for a replay are sorted by it and unique. */
 int runtime_step__cmp(const void *a, const void *b);
 
+/* Sorts steps[0..n) by runtime_step__cmp and drops repeated keys (the
+ * first kept): the order a replay searches. Returns how many are left. */
+size_t runtime_steps__sort_unique(struct stacksnap_runtime_step *steps, size_t n);
+
 /* The step of the frame at regs' (rip, rsp) among steps[0..n) (sorted by
  * runtime_step__cmp, unique), replayed: STACKSNAP_STEPPER_CALLER with
  * caller's rip, rsp and rbp set (nothing else known), or

@@ -387,7 +387,7 @@ static void put_rsteps(struct stacksnap_trace_writer *tw,
 		       const struct stacksnap_trace_event *ev)
 {
 	struct byte_buf *b = &tw->w.buf;
-	size_t n = ev->nrsteps < EVENTS_MAX_RSTEPS ? ev->nrsteps : EVENTS_MAX_RSTEPS, u = 0;
+	size_t n = ev->nrsteps < EVENTS_MAX_RSTEPS ? ev->nrsteps : EVENTS_MAX_RSTEPS, u;
 
 	if (n > tw->steps_cap) {
 		void *p = realloc(tw->steps, n * sizeof(*tw->steps));
@@ -400,10 +400,7 @@ static void put_rsteps(struct stacksnap_trace_writer *tw,
 		tw->steps_cap = n;
 	}
 	memcpy(tw->steps, ev->rsteps, n * sizeof(*tw->steps));
-	qsort(tw->steps, n, sizeof(*tw->steps), runtime_step__cmp);
-	for (size_t i = 0; i < n; i++)
-		if (!u || runtime_step__cmp(&tw->steps[u - 1], &tw->steps[i]))
-			tw->steps[u++] = tw->steps[i];
+	u = runtime_steps__sort_unique(tw->steps, n);
 	byte_buf__u16(b, (uint16_t)u);
 	for (size_t i = 0; i < u; i++) {
 		byte_buf__u64(b, tw->steps[i].pc);

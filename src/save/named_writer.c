@@ -86,7 +86,7 @@ static int put_thread(struct byte_buf *b, struct stacksnap_snapshot *snap,
 static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 {
 	const struct stacksnap_runtime_step *log;
-	size_t n = capture__runtime_named_steps(snap, &log), u = 0;
+	size_t n = capture__runtime_named_steps(snap, &log), u;
 	struct stacksnap_runtime_step *st;
 
 	if (n > SNAPFILE_MAX_NAMED_STEPS)
@@ -96,10 +96,7 @@ static int put_steps(struct byte_buf *b, const struct stacksnap_snapshot *snap)
 		return -ENOMEM;
 	if (n)
 		memcpy(st, log, n * sizeof(*st));
-	qsort(st, n, sizeof(*st), runtime_step__cmp);
-	for (size_t i = 0; i < n; i++)
-		if (!u || runtime_step__cmp(&st[u - 1], &st[i]))
-			st[u++] = st[i];
+	u = runtime_steps__sort_unique(st, n);
 	byte_buf__u32(b, (uint32_t)u);
 	for (size_t i = 0; i < u; i++) {
 		byte_buf__u64(b, st[i].pc);
