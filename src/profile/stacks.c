@@ -445,14 +445,18 @@ int stacksnap_stacks__add_folded(struct stacksnap_stacks *st,
 			continue;
 		/* "stack COUNT": the count after the last space. */
 		const char *sp = memrchr(line, ' ', ll);
-		char *end;
-		uint64_t count;
+		uint64_t count = 0;
+		bool bad = !sp || sp == line || sp + 1 == line + ll;
 
-		errno = 0;
-		if (sp)
-			count = strtoull(sp + 1, &end, 10);
-		if (!sp || sp == line || sp + 1 == line + ll || errno ||
-		    end != line + ll || sp[1] == '-' || sp[1] == '+') {
+		/* Decimal digits to the line's end, read within it (the text
+		 * need not end in a NUL: strtoull could read past it). */
+		for (const char *d = sp ? sp + 1 : line; !bad && d < line + ll; d++) {
+			if (*d < '0' || *d > '9' || count > (UINT64_MAX - (uint64_t)(*d - '0')) / 10)
+				bad = true;
+			else
+				count = count * 10 + (uint64_t)(*d - '0');
+		}
+		if (bad) {
 			log_err(log, "folded stacks: line %zu: expected \"frame;frame;... COUNT\"",
 				lineno);
 			err = -EINVAL;
