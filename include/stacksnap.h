@@ -335,6 +335,16 @@ STACKSNAP_API int stacksnap_unwind(struct stacksnap_unwinder *uw,
 				   struct stacksnap_frame *frames, size_t max,
 				   enum stacksnap_end *end);
 
+/* Whether frame's pc is a return address, to be looked up at pc - 1 (the
+ * call): the is_return argument of stacksnap_addrspace__symbolize and
+ * stacksnap_addrspace__jit_file for this frame. false for frame 0 (the
+ * registers given: STACKSNAP_STEP_START), for a frame a signal
+ * interrupted (STACKSNAP_FRAME_SIGNAL: its pc is exact) and for the signal
+ * trampoline (STACKSNAP_FRAME_SIGRETURN: the handler "returned" to the
+ * trampoline's first instruction, which no call precedes); true for every
+ * other frame. */
+STACKSNAP_API bool stacksnap_frame__is_return(const struct stacksnap_frame *frame);
+
 /* ------------------------------------------------------------------ */
 /* Symbolization */
 

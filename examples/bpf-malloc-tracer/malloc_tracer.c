@@ -57,7 +57,9 @@ static int on_alloc(void *ctx, void *data, size_t len)
 		struct stacksnap_sym sym;
 		struct stacksnap_addrspace *as = stacksnap_procs__addrspace(t->procs, (pid_t)r->pid);
 
-		if (stacksnap_addrspace__symbolize(as, frames[i].pc, i > 0, 0, &sym, 1) > 0 &&
+		if (stacksnap_addrspace__symbolize(as, frames[i].pc,
+						   stacksnap_frame__is_return(&frames[i]),
+						   0, &sym, 1) > 0 &&
 		    sym.function)
 			printf("#%d %s\n", i, sym.function);
 		else

@@ -384,6 +384,12 @@ int stacksnap_unwind(struct stacksnap_unwinder *uw,
 
 /* ---- names ---- */
 
+bool stacksnap_frame__is_return(const struct stacksnap_frame *frame)
+{
+	return frame && frame->stepper != STACKSNAP_STEP_START &&
+	       !(frame->flags & (STACKSNAP_FRAME_SIGNAL | STACKSNAP_FRAME_SIGRETURN));
+}
+
 const char *stacksnap_end__str(enum stacksnap_end end)
 {
 	static const char *const s[] = {

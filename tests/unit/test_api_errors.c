@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,6 +206,82 @@ static void test_symbolize_unknown_flags(void)
 	stacksnap_ctx__free(ctx);
 }
 
+/* The frames of a walk taken inside a SIGUSR1 handler. */
+static struct stacksnap_frame sig_frames[64];
+static int sig_n;
+
+static __attribute__((noinline)) void walk_in_handler(int sig)
+{
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(NULL);
+	struct stacksnap_addrspace *as = stacksnap_addrspace__from_pid(ctx, getpid());
+	struct stacksnap_mem *mem = stacksnap_mem__new_self();
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	struct stacksnap_regs regs = { 0 };
+	enum stacksnap_end end;
+	uint64_t ip, sp, bp;
+
+	(void)sig;
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(ip), "=r"(sp), "=r"(bp));
+	regs.regs[STACKSNAP_REG_RIP] = ip;
+	regs.regs[STACKSNAP_REG_RSP] = sp;
+	regs.regs[STACKSNAP_REG_RBP] = bp;
+	regs.valid = 1u << STACKSNAP_REG_RIP | 1u << STACKSNAP_REG_RSP |
+		     1u << STACKSNAP_REG_RBP;
+	sig_n = stacksnap_unwind(uw, as, &regs, mem, sig_frames, 64, &end);
+	stacksnap_unwinder__free(uw);
+	stacksnap_mem__free(mem);
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(ctx);
+}
+
+/* How to look a frame's pc up: frame 0 and an interrupted frame exact, the
+ * signal trampoline exact too (the rule "i > 0 && !SIGNAL" named it after
+ * the function before it), every other frame a return address. The
+ * oracle: the kernel's sa_restorer for SIGUSR1, where the trampoline's
+ * frame must be, at offset 0 of its function. */
+static void test_frame_is_return(void)
+{
+	struct stacksnap_ctx *ctx = new_ctx();
+	struct stacksnap_addrspace *as;
+	struct { uint64_t handler, flags, restorer, mask; } kact = { 0 };
+	struct sigaction sa = { .sa_handler = walk_in_handler };
+	int tramp = -1;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	CHECK(syscall(SYS_rt_sigaction, SIGUSR1, NULL, &kact, 8) == 0);
+	raise(SIGUSR1);
+	as = stacksnap_addrspace__from_pid(ctx, getpid());
+	CHECK(sig_n > 3);
+	CHECK(!stacksnap_frame__is_return(&sig_frames[0]));
+	for (int i = 0; i < sig_n; i++) {
+		struct stacksnap_sym sym = { 0 };
+		bool ret = stacksnap_frame__is_return(&sig_frames[i]);
+
+		if (sig_frames[i].flags & STACKSNAP_FRAME_SIGRETURN) {
+			tramp = i;
+			CHECK_EQ_U64(sig_frames[i].pc, kact.restorer);
+			CHECK(!ret);
+			CHECK(stacksnap_addrspace__symbolize(as, sig_frames[i].pc, ret,
+							     STACKSNAP_SYM_SYMTAB, &sym, 1) == 1);
+			CHECKF(sym.function && sym.offset == 0, "%s+%#llx",
+			       sym.function ? sym.function : "?",
+			       (unsigned long long)sym.offset);
+		} else if (sig_frames[i].flags & STACKSNAP_FRAME_SIGNAL) {
+			CHECK(!ret);
+		} else if (i > 0) {
+			CHECK(ret);
+		}
+	}
+	CHECK(tramp > 0 && tramp + 1 < sig_n &&
+	      (sig_frames[tramp + 1].flags & STACKSNAP_FRAME_SIGNAL));
+	CHECK(!stacksnap_frame__is_return(NULL));
+	signal(SIGUSR1, SIG_DFL);
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(ctx);
+}
+
 TEST_MAIN("api_errors", TEST(test_self_refused), TEST(test_missing_pid_esrch),
 	  TEST(test_mem_and_mapping_errno), TEST(test_set_copy_self),
-	  TEST(test_unwinder_no_module), TEST(test_symbolize_unknown_flags))
+	  TEST(test_unwinder_no_module), TEST(test_symbolize_unknown_flags),
+	  TEST(test_frame_is_return))
