@@ -9,6 +9,12 @@
  *  - functions return 0 (or a count) on success and a negative errno on
  *    failure, with errno set too; constructors return NULL and set errno;
  *  - the library never prints: messages go to the log callback of the context.
+ *
+ * Threads: a context and every object made from it are used by one thread
+ * at a time (one context per thread for parallel work); a walker's calls
+ * may come from several threads. Async-signal-safe: the in-process
+ * backtrace (stacksnap_backtrace*) and the pure helpers. docs/library.md
+ * says it object by object, with the minimum alternate signal stack.
  */
 #ifndef STACKSNAP_H
 #define STACKSNAP_H
