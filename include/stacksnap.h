@@ -1059,7 +1059,9 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *    16 KiB row cache (one mmap, once per module: a single system call
  *    with no user-space lock, which Linux makes safe in a handler although
  *    POSIX does not list it); errno is preserved;
- *  - no system call on the warm path. The first walk on each stack of a
+ *  - no system call on the warm path (but two rt_sigprocmask around a
+ *    walk in a handler on a small alternate stack: see stack use below).
+ *    The first walk on each stack of a
  *    thread (its stack, a sigaltstack) reads /proc/self/maps once
  *    (open/read/close, async-signal-safe) to learn the stack's bounds,
  *    kept in initial-exec TLS (the only TLS used);
