@@ -229,7 +229,8 @@ static struct py_code *load_code(struct py_resolver *r, uint64_t addr)
 	c->firsttraceable = -1;
 	if (l->code_firsttraceable != PY_OFF_NONE)
 		memcpy(&c->firsttraceable, co + l->code_firsttraceable, 4);
-	c->qualname = read_str(r, u64_at(co, l->code_qualname));
+	if (l->code_qualname != PY_OFF_NONE)
+		c->qualname = read_str(r, u64_at(co, l->code_qualname));
 	c->name = read_str(r, u64_at(co, l->code_name));
 	c->file = read_str(r, u64_at(co, l->code_filename));
 	if (!c->qualname && c->name)
@@ -334,9 +335,18 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 			break;
 		}
 		/* _PyInterpreterFrame_LASTI: code units from the first
-		   instruction; prev_instr starts one unit before it. */
-		uint64_t first = rf->code + (uint64_t)l->code_adaptive;
-		lasti = ((int64_t)(rf->instr - first)) / 2;
+		   instruction; prev_instr starts one unit before it. Before
+		   3.11 f_lasti itself, in bytes or (3.10) code units, -1
+		   before the first instruction. */
+		if (l->frame_lasti != PY_OFF_NONE) {
+			int64_t li = (int64_t)rf->instr;
+
+			lasti = li < 0 ? -1 : li * l->lasti_unit / 2;
+		} else {
+			uint64_t first = rf->code + (uint64_t)l->code_adaptive;
+
+			lasti = ((int64_t)(rf->instr - first)) / 2;
+		}
 		if (lasti < -1 || lasti > (1 << 28))
 			lasti = -1;
 		/* _PyFrame_IsIncomplete: a frame still running its prologue
@@ -354,10 +364,11 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 		f->code = rf->code;
 		f->lasti = lasti < 0 ? -2 : (int)(lasti * 2);
 		f->entry = rf->is_entry;
-		if (py_linetable__line(c->linetable, c->linetable_len,
-				       c->firstlineno,
-				       lasti < 0 ? -1 : (int)(lasti * 2),
-				       &line) == 0 && line > 0)
+		if (py_linetable__line_of((enum py_lines)l->linetable_kind,
+					  c->linetable, c->linetable_len,
+					  c->firstlineno,
+					  lasti < 0 ? -1 : (int)(lasti * 2),
+					  &line) == 0 && line > 0)
 			f->line = (unsigned)line;
 	}
 	/* The outermost frame of a thread ends its outermost C call. */
