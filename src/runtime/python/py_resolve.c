@@ -494,6 +494,69 @@ static uint64_t managed_attr(struct py_resolver *r, uint64_t obj, const char *at
 	return found;
 }
 
+/* The value of the attribute called attr of obj, an instance whose
+ * attributes live in its __dict__ at tp_dictoffset (before 3.11): a dict
+ * whose keys object holds dk_nentries 24-byte entries (hash, key, value)
+ * after dk_size indexes of 1, 2, 4 or 8 bytes; a split dict (instances of
+ * one class share the keys) keeps the values in ma_values instead. 0 when
+ * not found. */
+static uint64_t dict_attr(struct py_resolver *r, uint64_t obj, const char *attr)
+{
+	const struct py_layout *l = r->rt->layout;
+	uint64_t type, dict, keys, vals, found = 0;
+	int64_t dictoff, dk_size, nentries;
+	uint8_t *entries;
+	size_t ix;
+
+	if (!obj || (obj & 7) || rd(r, obj + (uint64_t)l->ob_type, &type, 8) ||
+	    !type || rd(r, type + (uint64_t)l->type_dictoffset, &dictoff, 8) ||
+	    dictoff <= 0 || dictoff > 4096 ||
+	    rd(r, obj + (uint64_t)dictoff, &dict, 8) || !dict || (dict & 7) ||
+	    rd(r, dict + (uint64_t)l->dict_keys, &keys, 8) ||
+	    rd(r, dict + (uint64_t)l->dict_values, &vals, 8) || !keys ||
+	    rd(r, keys + (uint64_t)l->dictkeys_size, &dk_size, 8) ||
+	    rd(r, keys + (uint64_t)l->dictkeys_nentries, &nentries, 8))
+		return 0;
+	if (dk_size <= 0 || dk_size > (1 << 20) || (dk_size & (dk_size - 1)) ||
+	    nentries <= 0 || nentries > PY_MAX_ATTRS || nentries > dk_size)
+		return 0;
+	ix = dk_size <= 0xff ? 1 : dk_size <= 0xffff ? 2 : 4;
+	entries = malloc((size_t)nentries * 24);
+	if (!entries)
+		return 0;
+	if (rd(r, keys + (uint64_t)l->dictkeys_indices + (uint64_t)dk_size * ix,
+	       entries, (size_t)nentries * 24)) {
+		free(entries);
+		return 0;
+	}
+	for (int64_t i = 0; i < nentries && !found; i++) {
+		uint64_t key = u64_at(entries, (int)(i * 24 + 8));
+		char *name = key ? read_str(r, key) : NULL;
+
+		if (name && !strcmp(name, attr)) {
+			if (vals)
+				rd(r, vals + 8 * (uint64_t)i, &found, 8);
+			else
+				found = u64_at(entries, (int)(i * 24 + 16));
+		}
+		free(name);
+	}
+	free(entries);
+	return found;
+}
+
+/* Whether code object c is threading.Thread._bootstrap (before 3.11, with
+ * no qualified name: _bootstrap of a threading.py). */
+static bool is_bootstrap(const struct py_code *c)
+{
+	size_t n = strlen(c->file);
+
+	if (!strcmp(c->qualname, "Thread._bootstrap"))
+		return true;
+	return !strcmp(c->qualname, "_bootstrap") && n >= 12 &&
+	       !strcmp(c->file + n - 12, "threading.py");
+}
+
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t)
@@ -515,9 +578,11 @@ const char *py_resolve__thread_name(struct py_resolver *r,
 		f--;
 	}
 	c = code_at(r, f->code);
-	if (!c || !c->ok || strcmp(c->qualname, "Thread._bootstrap") != 0)
+	if (!c || !c->ok || !is_bootstrap(c))
 		return NULL;
-	name_obj = managed_attr(r, f->local0, "_name");
+	name_obj = l->type_dictoffset != PY_OFF_NONE
+			   ? dict_attr(r, f->local0, "_name")
+			   : managed_attr(r, f->local0, "_name");
 	if (!name_obj || !(name = read_str(r, name_obj)))
 		return NULL;
 	if (r->nnames == r->cap_names) {

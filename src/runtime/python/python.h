@@ -241,7 +241,7 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 /* The threading name of thread t: its outermost frame is
  * threading.Thread._bootstrap, whose self is the Thread object, and its
  * _name attribute a str. NULL when that is not so, or the layout cannot
- * say (3.11's and 3.12's can). The string lives as long as the resolver. */
+ * say (3.7-3.12's can). The string lives as long as the resolver. */
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t);
