@@ -185,8 +185,8 @@ static const struct py_layout py312 = {
  *       -ex 'print &((PyTypeObject *)0)->tp_dictoffset' \
  *       -ex 'print &((PyDictKeysObject *)0)->dk_indices' ... libpython3.9.so.1.0
  *
- * (the full list: tests/integration/python_versions prints it again from
- * each installed build and compares). Before 3.11 every Python call is a
+ * (the full list: tests/integration/python_layouts asks gdb again on each
+ * installed build and compares every field). Before 3.11 every Python call is a
  * heap PyFrameObject run by its own C call of _PyEval_EvalFrameDefault:
  * tstate->frame, f_back, f_code, and f_lasti, the last instruction's
  * offset in bytes (3.7-3.9) or in 2-byte code units (3.10). The thread
