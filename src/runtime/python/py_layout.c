@@ -239,6 +239,31 @@ static const struct py_layout py312 = {
 	.dictkeys_nentries = 0x20, \
 	.dictkeys_indices = 0x28
 
+/* _PyRuntime and the interpreter state: the same in 3.9 and 3.10. */
+#define PY_RT_39_310 \
+	.rt_initialized = 0xc, \
+	.rt_finalizing = 0x10, /* _finalizing */ \
+	.rt_interpreters_head = 0x20, \
+	.rt_gil_locked = 0x170, \
+	.rt_gil_holder = 0x168, \
+	.interp_id = 0x18, \
+	.interp_size = 0x20
+
+/* PyCodeObject: the same offsets in 3.8 to 3.10 (3.7's differ). */
+#define PY_CODE_38_310 \
+	.code_filename = 0x68, \
+	.code_name = 0x70, \
+	.code_firstlineno = 0x28, \
+	.code_linetable = 0x78, /* co_lnotab, 3.10: co_linetable */ \
+	.code_size = 0x80
+
+/* PyFrameObject: the same in 3.7 to 3.9 (f_lasti in bytes). */
+#define PY_FRAME_37_39 \
+	.frame_lasti = 0x68, \
+	.lasti_unit = 1, \
+	.frame_localsplus = 0x168, \
+	.frame_size = 0x170
+
 static const struct py_layout py37 = {
 	.name = "3.7",
 	.major = 3, .minor = 7,
@@ -251,10 +276,7 @@ static const struct py_layout py37 = {
 	.interp_id = 0x10,
 	.interp_size = 0x18,
 	.ts_size = 280,
-	.frame_lasti = 0x68,
-	.lasti_unit = 1,
-	.frame_localsplus = 0x168,
-	.frame_size = 0x170,
+	PY_FRAME_37_39,
 	.code_filename = 0x60,
 	.code_name = 0x68,
 	.code_firstlineno = 0x24,
@@ -275,64 +297,34 @@ static const struct py_layout py38 = {
 	.interp_id = 0x10,
 	.interp_size = 0x18,
 	.ts_size = 264,
-	.frame_lasti = 0x68,
-	.lasti_unit = 1,
-	.frame_localsplus = 0x168,
-	.frame_size = 0x170,
-	.code_filename = 0x68,
-	.code_name = 0x70,
-	.code_firstlineno = 0x28,
-	.code_linetable = 0x78,		/* co_lnotab */
+	PY_FRAME_37_39,
+	PY_CODE_38_310,		/* the line table: co_lnotab */
 	.linetable_kind = PY_LINES_LNOTAB,
-	.code_size = 0x80,
 };
 
 static const struct py_layout py39 = {
 	.name = "3.9",
 	.major = 3, .minor = 9,
 	PY_OLD_COMMON,
-	.rt_initialized = 0xc,
-	.rt_finalizing = 0x10,		/* _finalizing */
-	.rt_interpreters_head = 0x20,
-	.rt_gil_locked = 0x170,
-	.rt_gil_holder = 0x168,
-	.interp_id = 0x18,
-	.interp_size = 0x20,
+	PY_RT_39_310,
 	.ts_size = 264,
-	.frame_lasti = 0x68,
-	.lasti_unit = 1,
-	.frame_localsplus = 0x168,
-	.frame_size = 0x170,
-	.code_filename = 0x68,
-	.code_name = 0x70,
-	.code_firstlineno = 0x28,
-	.code_linetable = 0x78,		/* co_lnotab */
+	PY_FRAME_37_39,
+	PY_CODE_38_310,		/* the line table: co_lnotab */
 	.linetable_kind = PY_LINES_LNOTAB,
-	.code_size = 0x80,
 };
 
 static const struct py_layout py310 = {
 	.name = "3.10",
 	.major = 3, .minor = 10,
 	PY_OLD_COMMON,
-	.rt_initialized = 0xc,
-	.rt_finalizing = 0x10,		/* _finalizing */
-	.rt_interpreters_head = 0x20,
-	.rt_gil_locked = 0x170,
-	.rt_gil_holder = 0x168,
-	.interp_id = 0x18,
-	.interp_size = 0x20,
+	PY_RT_39_310,
 	.ts_size = 280,
 	.frame_lasti = 0x60,
 	.lasti_unit = 2,
 	.frame_localsplus = 0x160,
 	.frame_size = 0x168,
-	.code_filename = 0x68,
-	.code_name = 0x70,
-	.code_firstlineno = 0x28,
-	.code_linetable = 0x78,		/* co_linetable */
+	PY_CODE_38_310,		/* the line table: co_linetable */
 	.linetable_kind = PY_LINES_310,
-	.code_size = 0x80,
 };
 
 static struct py_layout py311_debug;
