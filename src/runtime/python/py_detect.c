@@ -194,6 +194,21 @@ static const char *version_str(const struct py_runtime *rt, char *buf,
 	return buf;
 }
 
+/* What the note adds when the micro version is not the one the layout
+ * was measured and tested on. */
+static const char *untested(const struct py_runtime *rt, char *buf,
+			    size_t len)
+{
+	const struct py_layout *l = rt->layout;
+
+	if (!l || !l->tested_micro || (rt->micro_known &&
+				       rt->micro == l->tested_micro))
+		return "";
+	snprintf(buf, len, "; untested: measured on %u.%u.%u",
+		 l->major, l->minor, l->tested_micro);
+	return buf;
+}
+
 /* glibc x86_64 keeps the kernel tid in struct pthread at 0x2d0 (after the
  * 0x2c0-byte tcbhead_t and the 16-byte list link): its own
  * _thread_db_pthread_tid descriptor says {32 bits, 1, 720} in glibc 2.36
@@ -254,7 +269,7 @@ int py_runtime__detect_elf(const struct elf_image *img, const char *path,
 				     rt->trace_refs);
 	if (rt->layout && rt->layout->ts_native_thread_id == PY_OFF_NONE)
 		rt->pthread_tid = GLIBC_PTHREAD_TID;
-	char v[48];
+	char v[48], u[48];
 	version_str(rt, v, sizeof(v));
 	if (!rt->layout && !(rt->major == 3 && rt->minor >= 13))
 		snprintf(rt->note, sizeof(rt->note),
@@ -262,9 +277,10 @@ int py_runtime__detect_elf(const struct elf_image *img, const char *path,
 			 rt->debug ? " debug build" : "");
 	else if (rt->layout && rt->version_from_path)
 		snprintf(rt->note, sizeof(rt->note),
-			 "%s: layout %s (version from the file name%s)", v,
+			 "%s: layout %s (version from the file name%s)%s", v,
 			 rt->layout->name,
-			 rt->micro_known ? " and its PY_VERSION string" : "");
+			 rt->micro_known ? " and its PY_VERSION string" : "",
+			 untested(rt, u, sizeof(u)));
 	else if (!rt->layout)
 		snprintf(rt->note, sizeof(rt->note),
 			 "Python %u.%u: layout to be read from _Py_DebugOffsets",

@@ -267,6 +267,7 @@ static const struct py_layout py312 = {
 static const struct py_layout py37 = {
 	.name = "3.7",
 	.major = 3, .minor = 7,
+	.tested_micro = 16,
 	PY_OLD_COMMON,
 	.rt_initialized = 0x0,
 	.rt_finalizing = 0x8,		/* finalizing */
@@ -288,6 +289,7 @@ static const struct py_layout py37 = {
 static const struct py_layout py38 = {
 	.name = "3.8",
 	.major = 3, .minor = 8,
+	.tested_micro = 18,
 	PY_OLD_COMMON,
 	.rt_initialized = 0xc,
 	.rt_finalizing = 0x10,		/* finalizing */
@@ -305,6 +307,7 @@ static const struct py_layout py38 = {
 static const struct py_layout py39 = {
 	.name = "3.9",
 	.major = 3, .minor = 9,
+	.tested_micro = 18,
 	PY_OLD_COMMON,
 	PY_RT_39_310,
 	.ts_size = 264,
@@ -316,6 +319,7 @@ static const struct py_layout py39 = {
 static const struct py_layout py310 = {
 	.name = "3.10",
 	.major = 3, .minor = 10,
+	.tested_micro = 13,
 	PY_OLD_COMMON,
 	PY_RT_39_310,
 	.ts_size = 280,

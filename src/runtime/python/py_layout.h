@@ -23,6 +23,10 @@
 struct py_layout {
 	const char *name;		/* "3.11", "3.11 debug", ... */
 	unsigned major, minor;
+	unsigned tested_micro;		/* the micro version its offsets were
+					   measured and tested on (0: not
+					   recorded); another one is said to
+					   be untested when met */
 
 	/* _PyRuntimeState (_PyRuntime) */
 	int rt_initialized;		/* int, or PY_OFF_NONE */
