@@ -1,6 +1,7 @@
 /* fuzz_python_frames.c - libFuzzer target for the Python frame-chain
  * reader over corrupt memory: the input is the target's memory from
- * _PyRuntime on (first byte: which layout), read through a copy source;
+ * _PyRuntime on (first byte: which layout: 3.11 and its flavours, 3.12,
+ * 3.7-3.10's PyFrameObject chains), read through a copy source;
  * capture and resolve must end every chain (loops, wild pointers, huge
  * lengths) within their bounds and never read outside the input. The
  * rest of the input also goes to the _Py_DebugOffsets reader. */
@@ -19,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct { unsigned minor; bool debug, trace_refs; } pick[] = {
 		{ 11, false, false }, { 11, true, false }, { 11, false, true },
-		{ 12, false, false },
+		{ 12, false, false }, { 7, false, false }, { 8, false, false },
+		{ 9, false, false }, { 10, false, false },
 	};
 	struct py_runtime rt = { 0 };
 	struct py_capture cap = { 0 };
@@ -39,6 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	rt.found = true;
 	rt.runtime_addr = BASE + 1;
+	/* Before 3.11: the tid from the struct pthread (glibc's offset). */
+	if (rt.layout && rt.layout->ts_native_thread_id == PY_OFF_NONE)
+		rt.pthread_tid = 0x2d0;
 	mem = stacksnap_mem__new_copy(data, size, BASE);
 	if (!mem || !rt.layout)
 		goto out;

@@ -161,20 +161,34 @@ static __always_inline __u64 read_u64(__u64 addr)
  * if its native thread id is still tid, else the first of the first
  * interpreter's list (newest first: in a sub-interpreter, the innermost)
  * whose native thread id is tid; 0 when none. */
+static __always_inline __u64 py_ts_tid(const struct trace_py_proc *c, __u64 ts)
+{
+	__u64 pt;
+	__s32 tid;
+
+	if (c->ts_native_thread_id >= 0)
+		return read_u64(ts + c->ts_native_thread_id);
+	/* Before 3.11: the kernel tid from the thread's struct pthread. */
+	pt = read_u64(ts + c->ts_thread_id);
+	if (!pt || bpf_probe_read_user(&tid, sizeof(tid),
+				       (const void *)(pt + c->pthread_tid)))
+		return 0;
+	return (__u64)(__u32)tid;
+}
+
 static __always_inline __u64 py_tstate(const struct trace_py_proc *c, __u32 tid)
 {
 	__u64 *cached = bpf_map_lookup_elem(&py_tstates, &tid);
 	__u64 interp, ts;
 
-	if (cached && *cached &&
-	    read_u64(*cached + c->ts_native_thread_id) == tid)
+	if (cached && *cached && py_ts_tid(c, *cached) == tid)
 		return *cached;
 	interp = read_u64(c->interp_head);
 	if (!interp)
 		return 0;
 	ts = read_u64(interp + c->interp_threads_head);
 	for (int i = 0; i < TRACE_PY_MAX_THREADS && ts; i++) {
-		if (read_u64(ts + c->ts_native_thread_id) == tid) {
+		if (py_ts_tid(c, ts) == tid) {
 			bpf_map_update_elem(&py_tstates, &tid, &ts, BPF_ANY);
 			return ts;
 		}
@@ -224,6 +238,8 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 	__u32 o_owner = c->frame_owner & (TRACE_PY_FRAME_SPAN - 1);
 	__u32 o_entry = c->frame_is_entry & (TRACE_PY_FRAME_SPAN - 1);
 	bool has_entry = c->frame_is_entry >= 0;
+	bool lasti = c->frame_lasti >= 0;
+	__u32 o_lasti = c->frame_lasti & (TRACE_PY_FRAME_SPAN - 4);
 
 	if (span > TRACE_PY_FRAME_SPAN)
 		span = TRACE_PY_FRAME_SPAN;
@@ -240,11 +256,17 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 			break;
 		}
 		code = *(__u64 *)(s->pyf + o_code);
-		instr = *(__u64 *)(s->pyf + o_instr);
 		prev = *(__u64 *)(s->pyf + o_prev);
-		owner = s->pyf[o_owner];
-		if (has_entry)
-			entry = s->pyf[o_entry];
+		if (lasti) {
+			/* PyFrameObject: each its own C call of the loop. */
+			instr = (__u64)(__s64)*(__s32 *)(s->pyf + o_lasti);
+			entry = 1;
+		} else {
+			instr = *(__u64 *)(s->pyf + o_instr);
+			owner = s->pyf[o_owner];
+			if (has_entry)
+				entry = s->pyf[o_entry];
+		}
 		s->py[i & (TRACE_PY_MAX_FRAMES - 1)] = (struct trace_py_frame){
 			.code = (code & ~7ull) | (entry ? TRACE_PY_ENTRY : 0) |
 				((__u64)(owner & 3) << 1),

@@ -62,13 +62,21 @@ struct trace_py_proc {
 	__s32 frame_is_entry, frame_owner;
 	__u32 frame_span;	/* bytes read per frame: past the last field
 				   used, at most TRACE_PY_FRAME_SPAN */
+	/* Before 3.11 (ts_native_thread_id -1): the thread state's
+	 * pthread_t at ts_thread_id, the kernel tid an int at pthread_tid in
+	 * that struct pthread; the frame's int f_lasti at frame_lasti (then
+	 * frame_instr is -1, and every frame is an entry frame). */
+	__s32 ts_thread_id, pthread_tid;
+	__s32 frame_lasti;
+	__u32 pad;
 };
 #define TRACE_PY_FRAME_SPAN 128
 
 /* One Python frame of a record: the code object's address with the
  * frame's entry flag in bit 0 and its owner (FRAME_OWNED_BY_*, 0-3) in
  * bits 1-2 (code objects are 8-aligned), and its instruction pointer
- * (prev_instr in 3.11, instr_ptr in 3.12+). */
+ * (prev_instr in 3.11, instr_ptr in 3.12+; before 3.11 f_lasti, sign
+ * extended). */
 struct trace_py_frame {
 	__u64 code;
 	__u64 instr;

@@ -104,11 +104,14 @@ static void py_config(const struct py_runtime *rt, struct trace_py_proc *c)
 	c->frame_instr = l->frame_instr;
 	c->frame_is_entry = l->frame_is_entry;
 	c->frame_owner = l->frame_owner;
+	c->ts_thread_id = l->ts_thread_id;
+	c->pthread_tid = (int32_t)rt->pthread_tid;
+	c->frame_lasti = l->frame_lasti;
 	c->frame_span = 0;
-	for (int i = 0; i < 5; i++) {
-		int f[5] = { l->frame_previous, l->frame_code, l->frame_instr,
-			     l->frame_is_entry, l->frame_owner };
-		int width = i < 3 ? 8 : 1;
+	for (int i = 0; i < 6; i++) {
+		int f[6] = { l->frame_previous, l->frame_code, l->frame_instr,
+			     l->frame_is_entry, l->frame_owner, l->frame_lasti };
+		int width = i < 3 ? 8 : i == 5 ? 4 : 1;
 
 		if (f[i] >= 0 && (uint32_t)(f[i] + width) > c->frame_span)
 			c->frame_span = (uint32_t)(f[i] + width);
@@ -119,10 +122,16 @@ static void py_config(const struct py_runtime *rt, struct trace_py_proc *c)
  * and every field inside the span one read covers. */
 static bool py_config_ok(const struct trace_py_proc *c)
 {
+	bool lasti = c->frame_lasti >= 0;	/* before 3.11 */
+
 	return c->frame_span <= TRACE_PY_FRAME_SPAN &&
 	       c->frame_previous % 8 == 0 && c->frame_code % 8 == 0 &&
-	       c->frame_instr % 8 == 0 && c->frame_previous >= 0 &&
-	       c->frame_code >= 0 && c->frame_instr >= 0 && c->frame_owner >= 0;
+	       c->frame_previous >= 0 && c->frame_code >= 0 &&
+	       (lasti ? c->frame_lasti % 4 == 0 &&
+			(c->ts_native_thread_id >= 0 ||
+			 (c->ts_thread_id >= 0 && c->pthread_tid > 0))
+		      : c->frame_instr % 8 == 0 && c->frame_instr >= 0 &&
+			c->frame_owner >= 0);
 }
 
 void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)

@@ -9,7 +9,8 @@ blocked.
 Each record is OUTDIR/<kind>.json: {"tid": native tid, "stack": [[co_name,
 co_qualname, file, line], ...]} outermost first, taken on the very line
 that blocks (so the line is the blocked frame's line too): file/line/name
-from traceback.extract_stack, co_qualname from the same frames. The queue
+from traceback.extract_stack, co_qualname from the same frames
+(co_name before 3.11, which has no co_qualname). The queue
 thread blocks inside Python (Queue.get -> Condition.wait), below its own
 record: OUTDIR/current.json holds every thread's stack as the main thread
 sees it through sys._current_frames() once all are blocked."""
@@ -27,6 +28,22 @@ OUT = sys.argv[1]
 BLOCK = 1e6
 
 
+def native_id():
+    """The kernel tid: threading.get_native_id() (3.8+), else gettid(2)."""
+    if hasattr(threading, 'get_native_id'):
+        return threading.get_native_id()
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True).syscall(186)  # x86_64 gettid
+
+
+NATIVE = {}  # threading.get_ident() -> tid, as each thread records
+
+
+def qualname(code):
+    """co_qualname (3.11+); before, co_name is all a code object says."""
+    return getattr(code, 'co_qualname', code.co_name)
+
+
 def frames_of(f):
     """[co_name, co_qualname, file, line] outermost first, from frame f."""
     summary = traceback.extract_stack(f)
@@ -36,13 +53,14 @@ def frames_of(f):
         f = f.f_back
     chain.reverse()
     assert len(chain) == len(summary)
-    return [[s.name, c.f_code.co_qualname, s.filename, s.lineno]
+    return [[s.name, qualname(c.f_code), s.filename, s.lineno]
             for s, c in zip(summary, chain)]
 
 
 def record(kind):
     """Writes the caller's stack, as of the line that calls record()."""
-    rec = {'tid': threading.get_native_id(),
+    NATIVE[threading.get_ident()] = native_id()
+    rec = {'tid': NATIVE[threading.get_ident()],
            'stack': frames_of(sys._getframe(1))}
     tmp = os.path.join(OUT, kind + '.json.tmp')
     with open(tmp, 'w') as f:
@@ -90,9 +108,10 @@ class Consumer:
 
 def stacks_now():
     frames = sys._current_frames()
-    return {str(t.native_id): frames_of(frames[t.ident])
+    return {str(NATIVE[t.ident]): frames_of(frames[t.ident])
             for t in threading.enumerate()
-            if t is not threading.main_thread() and t.ident in frames}
+            if t is not threading.main_thread() and t.ident in frames and
+            t.ident in NATIVE}
 
 
 def main():

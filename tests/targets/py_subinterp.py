@@ -1,8 +1,9 @@
 """py_subinterp.py OUTDIR - a thread that enters a sub-interpreter
-(_xxsubinterpreters, 3.11/3.12) and blocks there, for
+(_xxsubinterpreters, 3.8-3.12) and blocks there, for
 tests/integration/python_frames: the thread has one thread state per
 interpreter, and its Python stack is the sub-interpreter's frames inside
-the main one's. Records, outermost first ([qualname, file, line]):
+the main one's. Records, outermost first ([qualname, file, line]; co_name before
+3.11):
 OUTDIR/outer.json (the thread's frames in the main interpreter, on the
 line that enters the sub-interpreter), OUTDIR/inner.json (the frames in
 the sub-interpreter, on the line that blocks); OUTDIR/tid holds the
@@ -29,7 +30,8 @@ def save(st, path):
 def stack_of(f):
     st = []
     while f is not None:
-        st.append([f.f_code.co_qualname, f.f_code.co_filename, f.f_lineno])
+        st.append([getattr(f.f_code, 'co_qualname', f.f_code.co_name),
+                   f.f_code.co_filename, f.f_lineno])
         f = f.f_back
     return st[::-1]
 def block():
@@ -41,7 +43,8 @@ block()
 def outer():
     f, st = sys._getframe(1), []
     while f is not None:
-        st.append([f.f_code.co_qualname, f.f_code.co_filename, f.f_lineno])
+        st.append([getattr(f.f_code, 'co_qualname', f.f_code.co_name),
+                   f.f_code.co_filename, f.f_lineno])
         f = f.f_back
     return st[::-1]
 
@@ -53,7 +56,11 @@ def save(st, path):
 
 def in_sub():
     with open(os.path.join(OUT, 'tid'), 'w') as f:
-        f.write(str(threading.get_native_id()))
+        if hasattr(threading, 'get_native_id'):
+            f.write(str(threading.get_native_id()))
+        else:
+            import ctypes
+            f.write(str(ctypes.CDLL(None).syscall(186)))  # gettid
     sid = si.create()
     save(outer(), os.path.join(OUT, 'outer.json')); si.run_string(sid, SUB)
 

@@ -20,7 +20,7 @@ def own_stack():
     summary = traceback.extract_stack(sys._getframe(1))
     f, quals = sys._getframe(1), []
     while f:
-        quals.append(f.f_code.co_qualname)
+        quals.append(getattr(f.f_code, 'co_qualname', f.f_code.co_name))
         f = f.f_back
     quals.reverse()
     return [[q, s.filename, s.lineno] for q, s in zip(quals, summary)]

@@ -18,7 +18,8 @@
  * With --repeat N the capture runs N times (for timing; the last one is
  * printed; from the second on, the thread states the first found are read
  * in one batch). Exit status: 0, 1 on an error, 2 on bad usage, 3 when the
- * process holds no Python. */
+ * process holds no Python. --layout M.N prints the release layout of
+ * version M.N, "field value" a line, and exits. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -95,6 +96,35 @@ static void print_escaped(const char *s)
 	}
 }
 
+/* --layout M.N: the release layout's offsets, "field value" a line, for
+ * tests/integration/python_layouts to compare with the build's DWARF. */
+static int print_layout(const char *version)
+{
+	unsigned major, minor;
+	const struct py_layout *l;
+
+	if (sscanf(version, "%u.%u", &major, &minor) != 2 ||
+	    !(l = py_layout__find(major, minor, false, false))) {
+		fprintf(stderr, "ss_pystack: no layout for %s\n", version);
+		return 1;
+	}
+#define F(x) printf("%s %d\n", #x, l->x)
+	F(rt_initialized); F(rt_finalizing); F(rt_interpreters_head);
+	F(rt_gil_locked); F(rt_gil_holder); F(interp_next); F(interp_id);
+	F(interp_threads_head); F(ts_next); F(ts_thread_id);
+	F(ts_native_thread_id); F(ts_current_frame); F(ts_size);
+	F(frame_previous); F(frame_code); F(frame_lasti); F(lasti_unit);
+	F(frame_localsplus); F(frame_size); F(code_filename); F(code_name);
+	F(code_qualname); F(code_linetable); F(linetable_kind);
+	F(code_firstlineno); F(code_size); F(ob_type); F(type_name);
+	F(type_flags); F(type_dictoffset); F(unicode_length);
+	F(unicode_state); F(unicode_ascii_size); F(unicode_compact_size);
+	F(bytes_size); F(bytes_data); F(dict_keys); F(dict_values);
+	F(dictkeys_size); F(dictkeys_nentries); F(dictkeys_indices);
+#undef F
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct py_runtime rt;
@@ -112,11 +142,14 @@ int main(int argc, char **argv)
 			stop = false;
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
 			repeat = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--layout") && i + 1 == argc - 1)
+			return print_layout(argv[i + 1]);
 		else
 			break;
 	}
 	if (i + 1 != argc || repeat == 0) {
-		fprintf(stderr, "usage: ss_pystack [--no-stop] [--repeat N] PID\n");
+		fprintf(stderr, "usage: ss_pystack [--no-stop] [--repeat N] PID | "
+			"--layout M.N\n");
 		return 2;
 	}
 	pid = atoi(argv[i]);

@@ -291,6 +291,10 @@ static int dump_capture(struct dump *d)
 			fprintf(stderr, "stacksnap: %s\n", d->rinfo.description);
 		else if (d->rinfo.runtime && d->rinfo.state && !o->quiet)
 			fprintf(stderr, "stacksnap: Python is %s\n", d->rinfo.state);
+		/* A micro version its layout was not tested on says so. */
+		else if (d->rinfo.runtime && d->rinfo.description &&
+			 strstr(d->rinfo.description, "; untested") && !o->quiet)
+			fprintf(stderr, "stacksnap: %s\n", d->rinfo.description);
 	}
 	if (o->ntids && d->n < o->ntids) {
 		fprintf(stderr, "stacksnap: pid %d: %zu of the %zu threads asked for "

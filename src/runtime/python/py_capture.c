@@ -206,7 +206,7 @@ static int walk_frames(struct reader *r, const struct py_layout *l,
 		       struct py_raw_thread *t, uint64_t frame)
 {
 	struct py_capture *cap = r->cap;
-	uint8_t fb[256];
+	uint8_t fb[PY_MAX_FRAME_SIZE];
 	struct loop_check lc;
 
 	loop_init(&lc, frame);
@@ -233,10 +233,18 @@ static int walk_frames(struct reader *r, const struct py_layout *l,
 			return -ENOMEM;
 		f->addr = frame;
 		f->code = u64_at(fb, l->frame_code);
-		f->instr = u64_at(fb, l->frame_instr);
-		f->owner = fb[l->frame_owner];
-		f->is_entry = l->frame_is_entry != PY_OFF_NONE &&
-			      fb[l->frame_is_entry] != 0;
+		if (l->frame_lasti != PY_OFF_NONE) {
+			/* PyFrameObject: f_lasti, and each frame its own C
+			   call of the eval loop. */
+			f->instr = (uint64_t)(int64_t)i32_at(fb, l->frame_lasti);
+			f->owner = 0;
+			f->is_entry = 1;
+		} else {
+			f->instr = u64_at(fb, l->frame_instr);
+			f->owner = fb[l->frame_owner];
+			f->is_entry = l->frame_is_entry != PY_OFF_NONE &&
+				      fb[l->frame_is_entry] != 0;
+		}
 		f->local0 = l->frame_localsplus != PY_OFF_NONE
 				    ? u64_at(fb, l->frame_localsplus) : 0;
 		t->nframes++;
@@ -266,7 +274,8 @@ static struct py_raw_thread *thread_from(struct py_capture *cap,
 	t->tstate = tstate;
 	t->interp = interp;
 	t->interp_id = interp_id;
-	t->native_tid = u64_at(ts, l->ts_native_thread_id - ts_lo);
+	t->native_tid = l->ts_native_thread_id != PY_OFF_NONE
+		? u64_at(ts, l->ts_native_thread_id - ts_lo) : 0;
 	t->thread_id = u64_at(ts, l->ts_thread_id - ts_lo);
 	t->first = cap->nframes;
 	return t;
@@ -453,6 +462,45 @@ static int batched_threads(struct reader *r, const struct py_layout *l,
 	return 1;
 }
 
+/* Before 3.11 a thread state has no kernel tid, only thread_id, the
+ * thread's pthread_self(): glibc keeps the tid in that struct pthread, at
+ * the offset its _thread_db_pthread_tid descriptor gives (rt->pthread_tid,
+ * found with the interpreter). Read for every thread in one batch; a
+ * value that cannot be read or is not a tid leaves the thread without
+ * one (its frames then belong to no kernel thread). */
+static void read_tids(const struct py_runtime *rt, struct stacksnap_mem *mem,
+		      struct py_capture *cap)
+{
+	size_t n = 0;
+
+	if (py_capture__reserve(cap, cap->nthreads, 0, 0))
+		return;
+	for (size_t i = 0; i < cap->nthreads; i++) {
+		struct py_raw_thread *t = &cap->threads[i];
+
+		memset(&cap->batch[i].frame, 0, sizeof(cap->batch[i].frame));
+		if (!t->thread_id || !rt->pthread_tid)
+			continue;
+		cap->iov[n++] = (struct mem_iov){ t->thread_id + rt->pthread_tid,
+						  &cap->batch[i].frame, 4, 0 };
+	}
+	if (!n)
+		return;
+	cap->reads += (unsigned)((n + 63) / 64);
+	mem_read_many(mem, cap->iov, n);
+	n = 0;
+	for (size_t i = 0; i < cap->nthreads; i++) {
+		struct py_raw_thread *t = &cap->threads[i];
+		int32_t tid;
+
+		if (!t->thread_id || !rt->pthread_tid)
+			continue;
+		memcpy(&tid, &cap->batch[i].frame, 4);
+		if (!cap->iov[n++].err && tid > 0)
+			t->native_tid = (uint64_t)tid;
+	}
+}
+
 /* What this capture found, for the next one's batch. */
 static void keep_hints(struct py_capture *cap)
 {
@@ -470,7 +518,7 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 {
 	const struct py_layout *l = rt->layout;
 	struct reader r = { .mem = mem, .cap = cap };
-	uint8_t rs[1024], is[1024], ts_buf[1024];
+	uint8_t rs[2048], is[1024], ts_buf[1024];
 	int rs_lo, rs_hi, is_lo, is_hi, ts_lo, ts_hi;
 	uint64_t interp;
 	struct loop_check ilc;
@@ -492,7 +540,8 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 	span(is_offs, 3, &is_lo, &is_hi);
 	span(ts_offs, 7, &ts_lo, &ts_hi);
 	if (rs_hi - rs_lo > (int)sizeof(rs) || is_hi - is_lo > (int)sizeof(is) ||
-	    ts_hi - ts_lo > (int)sizeof(ts_buf) || l->frame_size > 256)
+	    ts_hi - ts_lo > (int)sizeof(ts_buf) ||
+	    l->frame_size > PY_MAX_FRAME_SIZE)
 		return -EINVAL;
 	mem_invalidate(mem);
 	cap->reads++;
@@ -581,6 +630,8 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 			break;
 		}
 	}
+	if (l->ts_native_thread_id == PY_OFF_NONE)
+		read_tids(rt, mem, cap);
 	if (cap->gil_locked)
 		for (size_t i = 0; i < cap->nthreads; i++)
 			cap->threads[i].holds_gil =

@@ -1,6 +1,7 @@
 /* py_detect.c - finds a CPython interpreter in a process: _PyRuntime in
  * the dynamic symbols of the executable or of libpython3.X.so, the version
  * from the image's own Py_Version, and the layout for it. */
+#define _GNU_SOURCE
 #include "runtime/python/python.h"
 
 #include <errno.h>
@@ -19,6 +20,8 @@
 struct py_syms {
 	GElf_Sym runtime, version, eval, code_type;
 	bool has_runtime, has_version, has_eval, has_code_type;
+	bool old_tstate;	/* _PyThreadState_Current: CPython <= 3.6 */
+	bool initialize;	/* Py_Initialize */
 	bool debug;		/* _Py_RefTotal or _Py_NegativeRefcount */
 	bool trace_refs;	/* _Py_PrintReferenceAddresses */
 };
@@ -53,6 +56,10 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 			s->debug = true;
 		} else if (!strcmp(name, "_Py_PrintReferenceAddresses")) {
 			s->trace_refs = true;
+		} else if (!strcmp(name, "_PyThreadState_Current")) {
+			s->old_tstate = true;
+		} else if (!strcmp(name, "Py_Initialize")) {
+			s->initialize = true;
 		}
 	}
 }
@@ -111,8 +118,103 @@ static bool version_from_name(const char *path, unsigned *major,
 	p = strstr(base, "python");
 	if (!p)
 		return false;
-	return sscanf(p, "python%u.%u", major, minor) == 2;
+	return sscanf(p, "python%u.%u", major, minor) == 2 && *major >= 2 &&
+	       *major <= 3 && *minor < 100;
 }
+
+/* The micro version from the PY_VERSION string "M.N.P" the image carries
+ * as read-only data (Py_GetVersion's; the linker may share it as the tail
+ * of a longer string, such as the build directory's ".../Python-3.9.18"):
+ * the first NUL-terminated "major.minor.P", not inside a longer number,
+ * in a read-only segment. Returns whether one was found. */
+static bool version_from_string(const struct elf_image *img, unsigned major,
+				unsigned minor, unsigned *micro)
+{
+	char want[16];
+	int wl = snprintf(want, sizeof(want), "%u.%u.", major, minor);
+
+	for (size_t i = 0; i < img->nsegs; i++) {
+		const struct elf_segment *sg = &img->segs[i];
+		const uint8_t *b, *end, *p;
+
+		if ((sg->flags & (PF_W | PF_X)) || sg->offset > img->size ||
+		    sg->filesz > img->size - sg->offset)
+			continue;
+		b = img->bytes + sg->offset;
+		end = b + sg->filesz;
+		for (p = b; (p = memmem(p, (size_t)(end - p), want, (size_t)wl));
+		     p++) {
+			const uint8_t *q = p + wl;
+			unsigned v = 0, nd = 0;
+
+			if (p > b && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.'))
+				continue;
+			while (q < end && *q >= '0' && *q <= '9' && nd < 3)
+				v = v * 10 + (unsigned)(*q++ - '0'), nd++;
+			if (!nd || nd > 2)
+				continue;
+			/* a release level (a1, b2, rc1) and a '+' may follow */
+			while (q < end && q - p < 24 && *q &&
+			       ((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') ||
+				*q == '+'))
+				q++;
+			if (q < end && *q == '\0') {
+				*micro = v;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The version of an interpreter without Py_Version (before 3.11): from the
+ * file name, the micro from its PY_VERSION string; the note says where it
+ * came from. */
+static void old_version(const struct elf_image *img, const char *path,
+			struct py_runtime *rt)
+{
+	if (version_from_name(path, &rt->major, &rt->minor)) {
+		rt->version_from_path = true;
+		rt->micro_known = version_from_string(img, rt->major, rt->minor,
+						      &rt->micro);
+	}
+}
+
+/* "Python 3.9.18" or "Python 3.9" (micro unknown), for the notes. */
+static const char *version_str(const struct py_runtime *rt, char *buf,
+			       size_t len)
+{
+	if (!rt->major)
+		snprintf(buf, len, "Python (version unknown)");
+	else if (rt->micro_known)
+		snprintf(buf, len, "Python %u.%u.%u", rt->major, rt->minor,
+			 rt->micro);
+	else
+		snprintf(buf, len, "Python %u.%u", rt->major, rt->minor);
+	return buf;
+}
+
+/* What the note adds when the micro version is not the one the layout
+ * was measured and tested on. */
+static const char *untested(const struct py_runtime *rt, char *buf,
+			    size_t len)
+{
+	const struct py_layout *l = rt->layout;
+
+	if (!l || !l->tested_micro || (rt->micro_known &&
+				       rt->micro == l->tested_micro))
+		return "";
+	snprintf(buf, len, "; untested: measured on %u.%u.%u",
+		 l->major, l->minor, l->tested_micro);
+	return buf;
+}
+
+/* glibc x86_64 keeps the kernel tid in struct pthread at 0x2d0 (after the
+ * 0x2c0-byte tcbhead_t and the 16-byte list link): its own
+ * _thread_db_pthread_tid descriptor says {32 bits, 1, 720} in glibc 2.36
+ * here, and the layout has not moved since the tcbhead_t grew to that
+ * size. */
+#define GLIBC_PTHREAD_TID 0x2d0
 
 int py_runtime__detect_elf(const struct elf_image *img, const char *path,
 			   uint64_t bias, struct py_runtime *rt)
@@ -121,6 +223,18 @@ int py_runtime__detect_elf(const struct elf_image *img, const char *path,
 
 	memset(rt, 0, sizeof(*rt));
 	find_syms(img, &s);
+	if (!s.has_runtime && s.old_tstate && s.initialize) {
+		/* CPython 3.6 and older: no _PyRuntime, no layout here. */
+		char v[48];
+
+		rt->found = true;
+		snprintf(rt->path, sizeof(rt->path), "%s", path);
+		old_version(img, path, rt);
+		snprintf(rt->note, sizeof(rt->note),
+			 "%s (before 3.7, no _PyRuntime): no layout, native "
+			 "frames only", version_str(rt, v, sizeof(v)));
+		return 0;
+	}
 	if (!s.has_runtime)
 		return -ENOENT;
 	rt->found = true;
@@ -146,16 +260,27 @@ int py_runtime__detect_elf(const struct elf_image *img, const char *path,
 		rt->major = hex >> 24;
 		rt->minor = (hex >> 16) & 0xff;
 		rt->micro = (hex >> 8) & 0xff;
-	} else if (version_from_name(path, &rt->major, &rt->minor)) {
-		rt->version_from_path = true;
+		rt->micro_known = true;
+	} else {
+		old_version(img, path, rt);
 	}
 
 	rt->layout = py_layout__find(rt->major, rt->minor, rt->debug,
 				     rt->trace_refs);
+	if (rt->layout && rt->layout->ts_native_thread_id == PY_OFF_NONE)
+		rt->pthread_tid = GLIBC_PTHREAD_TID;
+	char v[48], u[48];
+	version_str(rt, v, sizeof(v));
 	if (!rt->layout && !(rt->major == 3 && rt->minor >= 13))
 		snprintf(rt->note, sizeof(rt->note),
-			 "Python %u.%u: layout unknown, native frames only",
-			 rt->major, rt->minor);
+			 "%s%s: layout unknown, native frames only", v,
+			 rt->debug ? " debug build" : "");
+	else if (rt->layout && rt->version_from_path)
+		snprintf(rt->note, sizeof(rt->note),
+			 "%s: layout %s (version from the file name%s)%s", v,
+			 rt->layout->name,
+			 rt->micro_known ? " and its PY_VERSION string" : "",
+			 untested(rt, u, sizeof(u)));
 	else if (!rt->layout)
 		snprintf(rt->note, sizeof(rt->note),
 			 "Python %u.%u: layout to be read from _Py_DebugOffsets",

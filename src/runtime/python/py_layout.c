@@ -88,6 +88,11 @@ static const struct py_layout py311 = {
 	.managed_dict = -24,
 	.dict_keys = 32,
 	.dict_values = 40,
+	.frame_lasti = PY_OFF_NONE,
+	.type_dictoffset = PY_OFF_NONE,
+	.dictkeys_size = PY_OFF_NONE,
+	.dictkeys_nentries = PY_OFF_NONE,
+	.dictkeys_indices = PY_OFF_NONE,
 };
 
 /* CPython 3.12 (x86_64), derived the same way from the debug information
@@ -157,6 +162,173 @@ static const struct py_layout py312 = {
 	.managed_dict = -24,
 	.dict_keys = 32,
 	.dict_values = 40,
+	.frame_lasti = PY_OFF_NONE,
+	.type_dictoffset = PY_OFF_NONE,
+	.dictkeys_size = PY_OFF_NONE,
+	.dictkeys_nentries = PY_OFF_NONE,
+	.dictkeys_indices = PY_OFF_NONE,
+};
+
+/* CPython 3.7 to 3.10 (x86_64), release builds: derived from the debug
+ * information of pyenv's builds on this machine (3.7.16, 3.8.18, 3.9.18,
+ * 3.10.13: ~/.pyenv/versions/3.X.Y/lib/libpython3.X*.so.1.0, built with
+ * -g -O3), with gdb:
+ *
+ *   gdb -batch -ex 'print &((struct pyruntimestate *)0)->interpreters.head' \
+ *       -ex 'print &((struct pyruntimestate *)0)->ceval.gil.locked' \
+ *       -ex 'print &((struct pyruntimestate *)0)->ceval.gil.last_holder' \
+ *       -ex 'print &((struct pyruntimestate *)0)->_finalizing' \
+ *       -ex 'print &((struct _is *)0)->tstate_head' \
+ *       -ex 'print &((struct _ts *)0)->frame' \
+ *       -ex 'print &((struct _frame *)0)->f_lasti' \
+ *       -ex 'print &((PyCodeObject *)0)->co_lnotab' \
+ *       -ex 'print &((PyTypeObject *)0)->tp_dictoffset' \
+ *       -ex 'print &((PyDictKeysObject *)0)->dk_indices' ... libpython3.9.so.1.0
+ *
+ * (the full list: tests/integration/python_layouts asks gdb again on each
+ * installed build and compares every field). Before 3.11 every Python call is a
+ * heap PyFrameObject run by its own C call of _PyEval_EvalFrameDefault:
+ * tstate->frame, f_back, f_code, and f_lasti, the last instruction's
+ * offset in bytes (3.7-3.9) or in 2-byte code units (3.10). The thread
+ * state has no kernel tid (native_thread_id came in 3.11): the capture
+ * reads it from the thread's pthread (thread_id is pthread_self()). The
+ * GIL is the runtime's one (ceval.gil), its last_holder the holder while
+ * locked. Strings still carry wstr (PyASCIIObject 48 bytes). Instance
+ * attributes live in an ordinary dict at tp_dictoffset. Debug builds of
+ * these versions are not at hand (before 3.8 Py_DEBUG also implied
+ * Py_TRACE_REFS): they get "layout unknown". */
+#define PY_OLD_COMMON \
+	.interp_next = 0x0, \
+	.interp_threads_head = 0x8, \
+	.interp_gil_locked = PY_OFF_NONE, \
+	.interp_gil_holder = PY_OFF_NONE, \
+	.ts_next = 0x8, \
+	.ts_current_frame = 0x18, /* tstate->frame */ \
+	.ts_thread_id = 0xb0, \
+	.ts_native_thread_id = PY_OFF_NONE, \
+	.ts_cframe = PY_OFF_NONE, \
+	.cframe_current_frame = PY_OFF_NONE, \
+	.ts_datastack_chunk = PY_OFF_NONE, \
+	.ts_datastack_top = PY_OFF_NONE, \
+	.frame_previous = 0x18, /* f_back */ \
+	.frame_code = 0x20, \
+	.frame_instr = PY_OFF_NONE, \
+	.frame_is_entry = PY_OFF_NONE, \
+	.frame_owner = PY_OFF_NONE, \
+	.owner_generator = PY_OFF_NONE, \
+	.owner_cstack = PY_OFF_NONE, \
+	.code_qualname = PY_OFF_NONE, \
+	.code_firsttraceable = PY_OFF_NONE, \
+	.code_adaptive = 0, \
+	.ob_type = 8, \
+	.type_name = 0x18, \
+	.unicode_length = 0x10, \
+	.unicode_state = 0x20, \
+	.unicode_ascii_size = 48, \
+	.unicode_compact_size = 72, \
+	.bytes_size = 0x10, \
+	.bytes_data = 0x20, \
+	.type_flags = 0xa8, \
+	.type_cached_keys = PY_OFF_NONE, \
+	.managed_values = PY_OFF_NONE, \
+	.managed_dict = PY_OFF_NONE, \
+	.dict_keys = 0x20, \
+	.dict_values = 0x28, \
+	.type_dictoffset = 0x120, \
+	.dictkeys_size = 0x8, \
+	.dictkeys_nentries = 0x20, \
+	.dictkeys_indices = 0x28
+
+/* _PyRuntime and the interpreter state: the same in 3.9 and 3.10. */
+#define PY_RT_39_310 \
+	.rt_initialized = 0xc, \
+	.rt_finalizing = 0x10, /* _finalizing */ \
+	.rt_interpreters_head = 0x20, \
+	.rt_gil_locked = 0x170, \
+	.rt_gil_holder = 0x168, \
+	.interp_id = 0x18, \
+	.interp_size = 0x20
+
+/* PyCodeObject: the same offsets in 3.8 to 3.10 (3.7's differ). */
+#define PY_CODE_38_310 \
+	.code_filename = 0x68, \
+	.code_name = 0x70, \
+	.code_firstlineno = 0x28, \
+	.code_linetable = 0x78, /* co_lnotab, 3.10: co_linetable */ \
+	.code_size = 0x80
+
+/* PyFrameObject: the same in 3.7 to 3.9 (f_lasti in bytes). */
+#define PY_FRAME_37_39 \
+	.frame_lasti = 0x68, \
+	.lasti_unit = 1, \
+	.frame_localsplus = 0x168, \
+	.frame_size = 0x170
+
+static const struct py_layout py37 = {
+	.name = "3.7",
+	.major = 3, .minor = 7,
+	.tested_micro = 16,
+	PY_OLD_COMMON,
+	.rt_initialized = 0x0,
+	.rt_finalizing = 0x8,		/* finalizing */
+	.rt_interpreters_head = 0x18,
+	.rt_gil_locked = 0x500,
+	.rt_gil_holder = 0x4f8,
+	.interp_id = 0x10,
+	.interp_size = 0x18,
+	.ts_size = 280,
+	PY_FRAME_37_39,
+	.code_filename = 0x60,
+	.code_name = 0x68,
+	.code_firstlineno = 0x24,
+	.code_linetable = 0x70,		/* co_lnotab */
+	.linetable_kind = PY_LINES_LNOTAB,
+	.code_size = 0x78,
+};
+
+static const struct py_layout py38 = {
+	.name = "3.8",
+	.major = 3, .minor = 8,
+	.tested_micro = 18,
+	PY_OLD_COMMON,
+	.rt_initialized = 0xc,
+	.rt_finalizing = 0x10,		/* finalizing */
+	.rt_interpreters_head = 0x20,
+	.rt_gil_locked = 0x490,
+	.rt_gil_holder = 0x488,
+	.interp_id = 0x10,
+	.interp_size = 0x18,
+	.ts_size = 264,
+	PY_FRAME_37_39,
+	PY_CODE_38_310,		/* the line table: co_lnotab */
+	.linetable_kind = PY_LINES_LNOTAB,
+};
+
+static const struct py_layout py39 = {
+	.name = "3.9",
+	.major = 3, .minor = 9,
+	.tested_micro = 18,
+	PY_OLD_COMMON,
+	PY_RT_39_310,
+	.ts_size = 264,
+	PY_FRAME_37_39,
+	PY_CODE_38_310,		/* the line table: co_lnotab */
+	.linetable_kind = PY_LINES_LNOTAB,
+};
+
+static const struct py_layout py310 = {
+	.name = "3.10",
+	.major = 3, .minor = 10,
+	.tested_micro = 13,
+	PY_OLD_COMMON,
+	PY_RT_39_310,
+	.ts_size = 280,
+	.frame_lasti = 0x60,
+	.lasti_unit = 2,
+	.frame_localsplus = 0x160,
+	.frame_size = 0x168,
+	PY_CODE_38_310,		/* the line table: co_linetable */
+	.linetable_kind = PY_LINES_310,
 };
 
 static struct py_layout py311_debug;
@@ -187,8 +359,12 @@ static void widen_objects(struct py_layout *l)
 const struct py_layout *py_layout__find(unsigned major, unsigned minor,
 					bool debug, bool trace_refs)
 {
-	if (major == 3 && minor == 12 && !debug && !trace_refs)
-		return &py312;
+	static const struct py_layout *const release[] = {
+		&py37, &py38, &py39, &py310, NULL, &py312,
+	};
+
+	if (major == 3 && minor >= 7 && minor <= 12 && minor != 11)
+		return debug || trace_refs ? NULL : release[minor - 7];
 	if (major != 3 || minor != 11)
 		return NULL;
 	if (trace_refs) {
@@ -310,6 +486,10 @@ int py_layout__from_debug_offsets(const uint8_t *bytes, size_t len,
 	out->type_flags = out->type_cached_keys = PY_OFF_NONE;
 	out->managed_values = out->managed_dict = PY_OFF_NONE;
 	out->dict_keys = out->dict_values = PY_OFF_NONE;
+	out->frame_lasti = PY_OFF_NONE;
+	out->type_dictoffset = PY_OFF_NONE;
+	out->dictkeys_size = out->dictkeys_nentries = PY_OFF_NONE;
+	out->dictkeys_indices = PY_OFF_NONE;
 	/* 3.12+ PyCompactUnicodeObject: the ASCII header, utf8_length,
 	   utf8. */
 	out->unicode_compact_size = out->unicode_ascii_size + 16;

@@ -23,6 +23,10 @@
 struct py_layout {
 	const char *name;		/* "3.11", "3.11 debug", ... */
 	unsigned major, minor;
+	unsigned tested_micro;		/* the micro version its offsets were
+					   measured and tested on (0: not
+					   recorded); another one is said to
+					   be untested when met */
 
 	/* _PyRuntimeState (_PyRuntime) */
 	int rt_initialized;		/* int, or PY_OFF_NONE */
@@ -53,12 +57,19 @@ struct py_layout {
 	int ts_datastack_top;		/* PyObject **, or PY_OFF_NONE */
 	int ts_size;
 
-	/* _PyInterpreterFrame */
+	/* _PyInterpreterFrame (3.11+), or PyFrameObject (3.7-3.10: f_back,
+	 * f_code, f_lasti; every frame is run by its own C call of the
+	 * eval loop, so every frame is an entry frame) */
 	int frame_previous;
 	int frame_code;			/* f_code (3.11), f_executable */
-	int frame_instr;		/* prev_instr (3.11), instr_ptr */
+	int frame_instr;		/* prev_instr (3.11), instr_ptr, or
+					   PY_OFF_NONE (f_lasti instead) */
+	int frame_lasti;		/* int f_lasti (3.7-3.10), or
+					   PY_OFF_NONE */
+	int lasti_unit;			/* bytes per f_lasti unit: 1 (3.7-3.9),
+					   2 (3.10); 0 with frame_instr */
 	int frame_is_entry;		/* bool, or PY_OFF_NONE */
-	int frame_owner;		/* char */
+	int frame_owner;		/* char, or PY_OFF_NONE */
 	int frame_size;
 	int frame_localsplus;		/* localsplus[0] (a method's self), or
 					   PY_OFF_NONE: no thread names */
@@ -69,11 +80,14 @@ struct py_layout {
 	/* PyCodeObject */
 	int code_filename;
 	int code_name;
-	int code_qualname;
-	int code_linetable;
+	int code_qualname;		/* or PY_OFF_NONE (before 3.11:
+					   co_name stands for it) */
+	int code_linetable;		/* co_linetable, or co_lnotab */
+	int linetable_kind;		/* enum py_lines */
 	int code_firstlineno;		/* int */
 	int code_firsttraceable;	/* int, or PY_OFF_NONE */
-	int code_adaptive;		/* co_code_adaptive: the instructions */
+	int code_adaptive;		/* co_code_adaptive: the instructions
+					   (unused with frame_lasti) */
 	int code_size;
 
 	/* objects */
@@ -99,11 +113,29 @@ struct py_layout {
 					   odd) */
 	int dict_keys;			/* ma_keys */
 	int dict_values;		/* ma_values */
+
+	/* Instance attributes before 3.11: the instance dict at obj +
+	 * tp_dictoffset (type_dictoffset, or PY_OFF_NONE), a PyDictKeysObject
+	 * with dk_size, dk_nentries and dk_indices (then 24-byte entries:
+	 * hash, key, value). */
+	int type_dictoffset;
+	int dictkeys_size;
+	int dictkeys_nentries;
+	int dictkeys_indices;
+};
+
+/* How a code object maps instructions to lines. */
+enum py_lines {
+	PY_LINES_LOCATIONS = 0,	/* 3.11+ co_linetable (PEP 657) */
+	PY_LINES_LNOTAB,	/* 3.7-3.9 co_lnotab: (bytes, line) deltas */
+	PY_LINES_310,		/* 3.10 co_linetable: (bytes, line) deltas,
+				   -128 for no line */
 };
 
 /* The known layout for version major.minor of the given flavour (debug:
  * Py_DEBUG; trace_refs: Py_TRACE_REFS, which widens every object header),
- * or NULL. */
+ * or NULL. Layouts of versions before 3.11 exist for release builds only
+ * (the ones measured). */
 const struct py_layout *py_layout__find(unsigned major, unsigned minor,
 					bool debug, bool trace_refs);
 

@@ -1,6 +1,8 @@
-/* py_linetable.c - the decoder of CPython 3.11+'s location table
- * (co_linetable, PEP 626/657; Objects/locations.md): instruction offset to
- * line, as PyCode_Addr2Line computes it. */
+/* py_linetable.c - the decoders of CPython's line tables: 3.11+'s
+ * location table (co_linetable, PEP 626/657; Objects/locations.md), 3.10's
+ * co_linetable and 3.7-3.9's co_lnotab (Objects/lnotab_notes.txt of each
+ * version): instruction offset to line, as each PyCode_Addr2Line computes
+ * it. */
 #include "runtime/python/python.h"
 
 #include <errno.h>
@@ -90,4 +92,69 @@ int py_linetable__line(const uint8_t *table, size_t len, int firstlineno,
 	}
 	*line = -1;	/* past the table: CPython says -1 too */
 	return 0;
+}
+
+/* 3.7-3.9 co_lnotab: (bytecode increment, signed line increment) byte
+ * pairs from (0, co_firstlineno); the line of addrq is the one reached
+ * before the address passes it. */
+static int lnotab_line(const uint8_t *t, size_t len, int firstlineno,
+		       int addrq, int *line)
+{
+	long l = firstlineno, addr = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += t[i];
+		if (addr > addrq)
+			break;
+		l += (int8_t)t[i + 1];
+		if (l < -(1L << 30) || l > (1L << 30))
+			return -EINVAL;
+	}
+	*line = (int)l;
+	return 0;
+}
+
+/* 3.10 co_linetable: (bytecode length, signed line delta) byte pairs,
+ * each a range [start, start + length) of the line so far plus delta, or
+ * of no line when the delta is -128; empty ranges only move the line. */
+static int linetable310_line(const uint8_t *t, size_t len, int firstlineno,
+			     int addrq, int *line)
+{
+	long l = firstlineno, start, end = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		int8_t ld = (int8_t)t[i + 1];
+		bool none = ld == -128;
+
+		start = end;
+		end = start + t[i];
+		if (!none)
+			l += ld;
+		if (l < -(1L << 30) || l > (1L << 30))
+			return -EINVAL;
+		if (end > start && addrq >= start && addrq < end) {
+			*line = none ? -1 : (int)l;
+			return 0;
+		}
+	}
+	*line = -1;
+	return 0;
+}
+
+int py_linetable__line_of(enum py_lines kind, const uint8_t *table,
+			  size_t len, int firstlineno, int addrq, int *line)
+{
+	if (addrq < 0) {
+		*line = firstlineno;
+		return 0;
+	}
+	switch (kind) {
+	case PY_LINES_LNOTAB:
+		return lnotab_line(table, len, firstlineno, addrq, line);
+	case PY_LINES_310:
+		return linetable310_line(table, len, firstlineno, addrq, line);
+	case PY_LINES_LOCATIONS:
+		break;
+	}
+	return py_linetable__line(table, len, firstlineno, addrq, line);
 }

@@ -229,7 +229,8 @@ static struct py_code *load_code(struct py_resolver *r, uint64_t addr)
 	c->firsttraceable = -1;
 	if (l->code_firsttraceable != PY_OFF_NONE)
 		memcpy(&c->firsttraceable, co + l->code_firsttraceable, 4);
-	c->qualname = read_str(r, u64_at(co, l->code_qualname));
+	if (l->code_qualname != PY_OFF_NONE)
+		c->qualname = read_str(r, u64_at(co, l->code_qualname));
 	c->name = read_str(r, u64_at(co, l->code_name));
 	c->file = read_str(r, u64_at(co, l->code_filename));
 	if (!c->qualname && c->name)
@@ -334,9 +335,18 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 			break;
 		}
 		/* _PyInterpreterFrame_LASTI: code units from the first
-		   instruction; prev_instr starts one unit before it. */
-		uint64_t first = rf->code + (uint64_t)l->code_adaptive;
-		lasti = ((int64_t)(rf->instr - first)) / 2;
+		   instruction; prev_instr starts one unit before it. Before
+		   3.11 f_lasti itself, in bytes or (3.10) code units, -1
+		   before the first instruction. */
+		if (l->frame_lasti != PY_OFF_NONE) {
+			int64_t li = (int64_t)rf->instr;
+
+			lasti = li < 0 ? -1 : li * l->lasti_unit / 2;
+		} else {
+			uint64_t first = rf->code + (uint64_t)l->code_adaptive;
+
+			lasti = ((int64_t)(rf->instr - first)) / 2;
+		}
 		if (lasti < -1 || lasti > (1 << 28))
 			lasti = -1;
 		/* _PyFrame_IsIncomplete: a frame still running its prologue
@@ -354,10 +364,11 @@ int py_resolve__thread(struct py_resolver *r, const struct py_capture *cap,
 		f->code = rf->code;
 		f->lasti = lasti < 0 ? -2 : (int)(lasti * 2);
 		f->entry = rf->is_entry;
-		if (py_linetable__line(c->linetable, c->linetable_len,
-				       c->firstlineno,
-				       lasti < 0 ? -1 : (int)(lasti * 2),
-				       &line) == 0 && line > 0)
+		if (py_linetable__line_of((enum py_lines)l->linetable_kind,
+					  c->linetable, c->linetable_len,
+					  c->firstlineno,
+					  lasti < 0 ? -1 : (int)(lasti * 2),
+					  &line) == 0 && line > 0)
 			f->line = (unsigned)line;
 	}
 	/* The outermost frame of a thread ends its outermost C call. */
@@ -483,6 +494,69 @@ static uint64_t managed_attr(struct py_resolver *r, uint64_t obj, const char *at
 	return found;
 }
 
+/* The value of the attribute called attr of obj, an instance whose
+ * attributes live in its __dict__ at tp_dictoffset (before 3.11): a dict
+ * whose keys object holds dk_nentries 24-byte entries (hash, key, value)
+ * after dk_size indexes of 1, 2, 4 or 8 bytes; a split dict (instances of
+ * one class share the keys) keeps the values in ma_values instead. 0 when
+ * not found. */
+static uint64_t dict_attr(struct py_resolver *r, uint64_t obj, const char *attr)
+{
+	const struct py_layout *l = r->rt->layout;
+	uint64_t type, dict, keys, vals, found = 0;
+	int64_t dictoff, dk_size, nentries;
+	uint8_t *entries;
+	size_t ix;
+
+	if (!obj || (obj & 7) || rd(r, obj + (uint64_t)l->ob_type, &type, 8) ||
+	    !type || rd(r, type + (uint64_t)l->type_dictoffset, &dictoff, 8) ||
+	    dictoff <= 0 || dictoff > 4096 ||
+	    rd(r, obj + (uint64_t)dictoff, &dict, 8) || !dict || (dict & 7) ||
+	    rd(r, dict + (uint64_t)l->dict_keys, &keys, 8) ||
+	    rd(r, dict + (uint64_t)l->dict_values, &vals, 8) || !keys ||
+	    rd(r, keys + (uint64_t)l->dictkeys_size, &dk_size, 8) ||
+	    rd(r, keys + (uint64_t)l->dictkeys_nentries, &nentries, 8))
+		return 0;
+	if (dk_size <= 0 || dk_size > (1 << 20) || (dk_size & (dk_size - 1)) ||
+	    nentries <= 0 || nentries > PY_MAX_ATTRS || nentries > dk_size)
+		return 0;
+	ix = dk_size <= 0xff ? 1 : dk_size <= 0xffff ? 2 : 4;
+	entries = malloc((size_t)nentries * 24);
+	if (!entries)
+		return 0;
+	if (rd(r, keys + (uint64_t)l->dictkeys_indices + (uint64_t)dk_size * ix,
+	       entries, (size_t)nentries * 24)) {
+		free(entries);
+		return 0;
+	}
+	for (int64_t i = 0; i < nentries && !found; i++) {
+		uint64_t key = u64_at(entries, (int)(i * 24 + 8));
+		char *name = key ? read_str(r, key) : NULL;
+
+		if (name && !strcmp(name, attr)) {
+			if (vals)
+				rd(r, vals + 8 * (uint64_t)i, &found, 8);
+			else
+				found = u64_at(entries, (int)(i * 24 + 16));
+		}
+		free(name);
+	}
+	free(entries);
+	return found;
+}
+
+/* Whether code object c is threading.Thread._bootstrap (before 3.11, with
+ * no qualified name: _bootstrap of a threading.py). */
+static bool is_bootstrap(const struct py_code *c)
+{
+	size_t n = strlen(c->file);
+
+	if (!strcmp(c->qualname, "Thread._bootstrap"))
+		return true;
+	return !strcmp(c->qualname, "_bootstrap") && n >= 12 &&
+	       !strcmp(c->file + n - 12, "threading.py");
+}
+
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t)
@@ -504,9 +578,11 @@ const char *py_resolve__thread_name(struct py_resolver *r,
 		f--;
 	}
 	c = code_at(r, f->code);
-	if (!c || !c->ok || strcmp(c->qualname, "Thread._bootstrap") != 0)
+	if (!c || !c->ok || !is_bootstrap(c))
 		return NULL;
-	name_obj = managed_attr(r, f->local0, "_name");
+	name_obj = l->type_dictoffset != PY_OFF_NONE
+			   ? dict_attr(r, f->local0, "_name")
+			   : managed_attr(r, f->local0, "_name");
 	if (!name_obj || !(name = read_str(r, name_obj)))
 		return NULL;
 	if (r->nnames == r->cap_names) {

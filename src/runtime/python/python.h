@@ -25,14 +25,16 @@ struct py_batch;
 /* One interpreter found in a process. Invariant: found implies
  * runtime_addr is the run-time address of _PyRuntime and major/minor name
  * the version; layout == NULL means the version's layout is unknown
- * (note then holds the one line to show: "Python 3.X: layout unknown,
- * native frames only"). layout points at a static table entry or at own. */
+ * (note then holds the one line to show: "Python 3.X.Y: layout unknown,
+ * native frames only"; before 3.7, "...: no layout, native frames only",
+ * and runtime_addr is 0). layout points at a static table entry or at own. */
 struct py_runtime {
 	bool found;
 	const struct py_layout *layout;
 	struct py_layout own;		/* a layout read from the process */
 	uint64_t runtime_addr;
 	unsigned major, minor, micro;
+	bool micro_known;		/* micro read from the image */
 	bool debug;			/* Py_DEBUG build */
 	bool trace_refs;		/* Py_TRACE_REFS build */
 	bool version_from_path;		/* no Py_Version: guessed from the
@@ -42,8 +44,11 @@ struct py_runtime {
 	uint64_t eval_start, eval_end;	/* _PyEval_EvalFrameDefault's code,
 					   run-time [start, end), 0 if not
 					   known */
+	uint64_t pthread_tid;		/* before 3.11: where glibc's struct
+					   pthread keeps the kernel tid (its
+					   _thread_db_pthread_tid), 0 unknown */
 	char path[256];			/* the image holding _PyRuntime */
-	char note[96];			/* unknown layout, or how the layout
+	char note[160];			/* unknown layout, or how the layout
 					   was read */
 };
 
@@ -88,6 +93,8 @@ int py_runtime__read_layout(struct py_runtime *rt, struct stacksnap_mem *mem);
 #define PY_MAX_THREADS 4096
 #define PY_MAX_FRAMES 4096	/* per thread; recursionlimit is 1000 */
 #define PY_MAX_CHUNK (256 * 1024) /* largest data-stack chunk read whole */
+#define PY_MAX_FRAME_SIZE 512	/* bytes of one frame read (PyFrameObject
+				   up to f_localsplus[0]: 368) */
 
 /* One _PyInterpreterFrame as copied: what can change while the process
  * runs. */
@@ -234,7 +241,7 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 /* The threading name of thread t: its outermost frame is
  * threading.Thread._bootstrap, whose self is the Thread object, and its
  * _name attribute a str. NULL when that is not so, or the layout cannot
- * say (3.11's and 3.12's can). The string lives as long as the resolver. */
+ * say (3.7-3.12's can). The string lives as long as the resolver. */
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t);
@@ -262,5 +269,10 @@ size_t py_merge(const struct py_frame *pf, size_t npf,
  * -EINVAL when the table is corrupt. addrq < 0 gives firstlineno. */
 int py_linetable__line(const uint8_t *table, size_t len, int firstlineno,
 		       int addrq, int *line);
+
+/* As py_linetable__line, for a table of the given kind (3.7-3.9's
+ * co_lnotab, 3.10's co_linetable, 3.11+'s); addrq in bytes. */
+int py_linetable__line_of(enum py_lines kind, const uint8_t *table,
+			  size_t len, int firstlineno, int addrq, int *line);
 
 #endif
