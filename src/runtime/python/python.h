@@ -207,6 +207,14 @@ struct py_resolver {
 	 * the event: the object may have been freed since), instead of
 	 * ending the thread's frames. */
 	bool keep_unknown;
+	/* The resolver outlives the frames (a trace): a code object can be
+	 * freed and another made at its address, so a cached one is checked
+	 * against the object's header at each use and read again when it
+	 * changed; the old entry is kept in retired (frames handed out point
+	 * at its names) until the resolver is freed. */
+	bool recheck;
+	struct py_code **retired;
+	size_t nretired;
 };
 
 void py_resolver__init(struct py_resolver *r, const struct py_runtime *rt,
