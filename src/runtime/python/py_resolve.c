@@ -576,3 +576,12 @@ const char *py_resolve__thread_name(struct py_resolver *r,
 	r->names[r->nnames++] = name;
 	return name;
 }
+
+const char *py_resolve__tid_name(struct py_resolver *r,
+				 const struct py_capture *cap, uint64_t tid)
+{
+	for (size_t k = cap->nthreads; k-- > 0;)
+		if (cap->threads[k].native_tid == tid)
+			return py_resolve__thread_name(r, cap, &cap->threads[k]);
+	return NULL;
+}

@@ -246,6 +246,11 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t);
+/* The threading name of the thread whose native id is tid in cap: its
+ * outermost thread state's (a thread inside a sub-interpreter holds the
+ * innermost first). NULL as py_resolve__thread_name, or no such thread. */
+const char *py_resolve__tid_name(struct py_resolver *r,
+				 const struct py_capture *cap, uint64_t tid);
 
 /* ------------------------------------------------------------------ */
 /* Merge with the native frames. */
