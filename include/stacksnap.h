@@ -653,6 +653,10 @@ struct stacksnap_runtime_info {
 	uint64_t capture_ns;		/* what reading the runtime's frame
 					   chains added to the freeze */
 	unsigned capture_reads;		/* memory reads it made */
+	/* Not known (a saved capture: a core, or a snapshot file written
+	 * before they were kept): interpreters; capture_ns and
+	 * capture_reads. Zero then, not measured. */
+	bool interpreters_unknown, capture_unknown;
 	size_t :0;
 };
 

@@ -457,8 +457,17 @@ void print_json(FILE *f, const struct options *o,
 			fputs("null", f);
 		fputs(",\"state\":", f);
 		json_str(f, ri->state);
-		fprintf(f, ",\"interpreters\":%u,\"capture_us\":%.1f},",
-			ri->interpreters, ri->capture_ns / 1e3);
+		/* Unknown (a core, a file of before): null, not 0. */
+		fputs(",\"interpreters\":", f);
+		if (ri->interpreters_unknown)
+			fputs("null", f);
+		else
+			fprintf(f, "%u", ri->interpreters);
+		fputs(",\"capture_us\":", f);
+		if (ri->capture_unknown)
+			fputs("null},", f);
+		else
+			fprintf(f, "%.1f},", ri->capture_ns / 1e3);
 	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
 			  ri->runtime == STACKSNAP_RUNTIME_JS)) {
 		fprintf(f, "{\"kind\":\"%s\",\"description\":",
