@@ -61,6 +61,9 @@ struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
  * replaced by nul_as; NULL when cut (c->bad set) or out of memory
  * (*nomem set). */
 char *readers__take_str(struct cursor *c, char nul_as, bool *nomem);
+/* An optional string (written empty when absent): NULL for "", else as
+ * readers__take_str with NULs as '?'. */
+char *readers__take_opt_str(struct cursor *c, bool *nomem);
 /* n runtime steps (each five u64s: pc, sp, caller_pc, caller_sp,
  * caller_fp) into steps, as both the NAMED section and an event keep them
  * for runtime_steps__replay. False when cut, or not sorted by

@@ -70,11 +70,7 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->holds_gil = cursor_u8(c) != 0;
-	t->end = readers__take_str(c, '?', nomem);
-	if (t->end && !t->end[0]) {
-		free(t->end);
-		t->end = NULL;
-	}
+	t->end = readers__take_opt_str(c, nomem);
 	nf = cursor_u32(c);
 	if (*nomem)
 		return -ENOMEM;
@@ -99,27 +95,11 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 	}
 	/* Added fields: the thread name (files of before have none). */
 	if (cursor_left(c) >= 4) {
-		t->name = readers__take_str(c, '?', nomem);
+		t->name = readers__take_opt_str(c, nomem);
 		if (*nomem)
 			return -ENOMEM;
-		if (t->name && !t->name[0]) {
-			free(t->name);
-			t->name = NULL;
-		}
 	}
 	return 0;
-}
-
-/* A string of the file that may be empty: NULL then. */
-static char *take_opt_str(struct cursor *c, bool *nomem)
-{
-	char *v = readers__take_str(c, '?', nomem);
-
-	if (v && !v[0]) {
-		free(v);
-		v = NULL;
-	}
-	return v;
 }
 
 /* Version 2's tail, after the threads: what the capture said. */
@@ -132,8 +112,8 @@ static int read_counts(struct stacksnap_saved *s, struct saved_runtime *rt,
 	rt->interpreters = cursor_u32(c);
 	rt->capture_ns = cursor_u64(c);
 	rt->capture_reads = cursor_u32(c);
-	rt->state = take_opt_str(c, &nomem);
-	rt->end = take_opt_str(c, &nomem);
+	rt->state = readers__take_opt_str(c, &nomem);
+	rt->end = readers__take_opt_str(c, &nomem);
 	if (nomem)
 		return -ENOMEM;
 	if (c->bad) {
