@@ -685,6 +685,10 @@ struct stacksnap_runtime_info {
 	uint64_t capture_ns;		/* what reading the runtime's frame
 					   chains added to the freeze */
 	unsigned capture_reads;		/* memory reads it made */
+	/* Not known (a saved capture: a core, or a snapshot file written
+	 * before they were kept): interpreters; capture_ns and
+	 * capture_reads. Zero then, not measured. */
+	bool interpreters_unknown, capture_unknown;
 	size_t :0;
 };
 
@@ -1252,10 +1256,11 @@ struct stacksnap_walked_thread {
 	 * (native_index); NULL when none. Valid during the callback. */
 	const struct stacksnap_runtime_frame *rframes;
 	size_t nrframes;
-	/* A JVM's name of the thread (its java.lang.Thread's, as the dump
-	 * says it), or NULL (not a Java thread, or not read). Valid during
-	 * the callback. */
+	/* The runtime's name of the thread, as the dump says it: a JVM's
+	 * (its java.lang.Thread's) or Python's (its threading.Thread's); or
+	 * NULL (none, or not read). Valid during the callback. */
 	const char *rname;
+	enum stacksnap_runtime rname_runtime; /* whose name rname is */
 };
 
 typedef int (*stacksnap_walk_fn)(void *user,

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/sched_fifo.h"
 #include "base/log.h"
 #include "bpf/nonstop.h"
 #include "stacksnap.h"
@@ -92,15 +93,13 @@ struct stacksnap_snapshot {
 	struct stacksnap_nonstop_stats ns_stats;
 	char ns_reason[192];
 	/* The calling thread's scheduling before the freeze window, while it
-	 * runs SCHED_FIFO (realtime); restored when the window closes. */
-	bool realtime;
+	 * runs SCHED_FIFO (realtime.on); restored when the window closes. */
+	struct sched_fifo realtime;
 	/* settle() ended with a clean run: every thread was read non-stop
 	 * and none ran until that run; no freeze and no check are needed
 	 * unless the freeze's rescan finds a new thread. */
 	bool settled;
 	uint64_t run_ns_min;  /* the shortest settle run */
-	int saved_policy;
-	struct sched_param saved_param;
 	struct stacksnap_goroutines *go; /* a Go program's goroutines (goroutines.c) */
 	/* A language runtime found in the target (runtime_capture.c), or
 	 * NULL: its frame chains are copied in every freeze round. */

@@ -197,23 +197,7 @@ static struct cap_thread *next_status(struct stacksnap_snapshot *s,
  * the threads it waits for off its CPU). */
 void capture__realtime_enter(struct stacksnap_snapshot *s)
 {
-	struct sched_param p = { .sched_priority = 1 };
-
-	if (s->realtime)
-		return;
-	s->saved_policy = sched_getscheduler(0);
-	if (s->saved_policy < 0 || sched_getparam(0, &s->saved_param) ||
-	    (s->saved_policy & ~SCHED_RESET_ON_FORK) != SCHED_OTHER)
-		return; /* already realtime, or batch/idle by choice */
-	s->realtime = sched_setscheduler(0, SCHED_FIFO, &p) == 0;
-}
-
-static void realtime_leave(struct stacksnap_snapshot *s)
-{
-	if (!s->realtime)
-		return;
-	sched_setscheduler(0, s->saved_policy, &s->saved_param);
-	s->realtime = false;
+	sched_fifo_enter(&s->realtime);
 }
 
 static bool cancelled(const volatile sig_atomic_t *cancel)
@@ -285,7 +269,7 @@ static void wait_stops(struct stacksnap_snapshot *s,
 				idle = 0;
 				continue;
 			}
-			if (s->realtime) {
+			if (s->realtime.on) {
 				nanosleep(&rt_nap, NULL);
 			} else if (++idle < 1000) {
 				sched_yield();
@@ -373,7 +357,7 @@ void capture__thaw(struct stacksnap_snapshot *s)
 	wait_stops(s, NULL, clock_monotonic_ns() + timeout * 1000000u, false);
 	detach_all_stopped(s);
 	t_end = clock_monotonic_ns();
-	realtime_leave(s);
+	sched_fifo_leave(&s->realtime);
 	capture__detach_late(s);
 	s->stats.freeze_ns = s->freeze_start ? t_end - s->freeze_start : 0;
 	s->stats.detach_ns = s->t_copied ? t_end - s->t_copied : 0;

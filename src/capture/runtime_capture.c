@@ -339,13 +339,7 @@ const char *stacksnap_snapshot__runtime_thread_name(struct stacksnap_snapshot *s
 		py_resolver__init(&rt->res, &rt->py, rt->mem);
 		rt->res_ready = true;
 	}
-	/* A thread in a sub-interpreter: its first thread state is the
-	   innermost; the threading name is the outermost's. */
-	for (size_t k = rt->cap.nthreads; k-- > 0;)
-		if (rt->cap.threads[k].native_tid == t->native_tid)
-			return py_resolve__thread_name(&rt->res, &rt->cap,
-						       &rt->cap.threads[k]);
-	return NULL;
+	return py_resolve__tid_name(&rt->res, &rt->cap, t->native_tid);
 }
 
 const char *capture__runtime_named(const struct stacksnap_snapshot *s,

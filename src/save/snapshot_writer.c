@@ -336,7 +336,7 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 
 	if (!py)
 		return 0;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, 1, 0);
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
 	byte_buf__u8(&w->buf, STACKSNAP_RUNTIME_PYTHON);
 	put_str(&w->buf, py->note, strlen(py->note));
 	byte_buf__u64(&w->buf, py->eval_start);
@@ -373,6 +373,15 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 		put_str(&w->buf, name ? name : "", name ? strlen(name) : 0);
 		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	}
+	/* Version 2: what the capture said of the runtime. */
+	struct stacksnap_runtime_info ri = { .sz = sizeof(ri) };
+	stacksnap_snapshot__runtime(snap, &ri);
+	byte_buf__u8(&w->buf, ri.frames);
+	byte_buf__u32(&w->buf, ri.interpreters);
+	byte_buf__u64(&w->buf, ri.capture_ns);
+	byte_buf__u32(&w->buf, ri.capture_reads);
+	put_opt_str(&w->buf, ri.state);
+	put_opt_str(&w->buf, ri.end);
 	snapfile_writer__end_section(w);
 	return 0;
 }

@@ -9,12 +9,14 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/user.h>
+#include <unistd.h>
 
 #include "addrspace/module.h"
 #include "base/cursor.h"
@@ -410,10 +412,30 @@ static uint32_t prot_of(const struct core_seg *sg)
 	       (sg->flags & PF_X ? PROT_EXEC : 0);
 }
 
+/* Whether path (under the context's sysroot) is a file that does not
+ * open as an ELF file does: a data file the program mapped (a locale's
+ * LC_CTYPE, gconv-modules.cache), not code, and not worth a warning. A
+ * file that cannot be opened is not judged here. */
+static bool file_not_elf(const struct stacksnap_saved *s, const char *path)
+{
+	char full[4096 + 256];
+	unsigned char magic[SELFMAG];
+	ssize_t n;
+	int fd;
+
+	snprintf(full, sizeof(full), "%s%s", s->ctx->sysroot ? s->ctx->sysroot : "", path);
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = pread(fd, magic, sizeof(magic), 0);
+	close(fd);
+	return n >= 0 && (n < SELFMAG || memcmp(magic, ELFMAG, SELFMAG) != 0);
+}
+
 /* Executable mappings: NT_FILE entries whose segment is executable (with
  * the build-id of their file's first mapping) — or, where the core has no
  * segment for them (gcore leaves read-only file mappings out), whose
- * file's PT_LOAD at their offset is; the vDSO from the core's memory; and
+ * file's PT_LOAD at their offset is (a file that is not ELF is data); the vDSO from the core's memory; and
  * executable segments of no file (JIT) as anonymous code. */
 static int add_mappings(struct stacksnap_saved *s, struct core *c,
 			const struct core_notes *cn, const char *exe)
@@ -436,6 +458,10 @@ static int add_mappings(struct stacksnap_saved *s, struct core *c,
 		if (known && !(sg->flags & PF_X))
 			continue;
 		mp.path = exe && f->path == exe_path ? exe : f->path;
+		/* No segment to say (gcore): the file's PT_LOADs will, if it
+		   is an ELF file. */
+		if (!known && file_not_elf(s, mp.path))
+			continue;
 		/* The file's first mapping has its ELF headers. */
 		for (size_t k = 0; k < cn->nfiles; k++)
 			if (!strcmp(cn->files[k].path, f->path) && cn->files[k].offset == 0) {

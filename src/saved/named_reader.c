@@ -63,25 +63,13 @@ void named_reader__free(struct saved_named *j)
 	free(j);
 }
 
-/* An optional string: "" read back as NULL. */
-static char *take_opt(struct cursor *c, bool *nomem)
-{
-	char *s = readers__take_str(c, '?', nomem);
-
-	if (s && !s[0]) {
-		free(s);
-		s = NULL;
-	}
-	return s;
-}
-
 static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 {
 	uint32_t nf;
 	int err = 0;
 
 	t->tid = (pid_t)cursor_u32(c);
-	t->name = take_opt(c, nomem);
+	t->name = readers__take_opt_str(c, nomem);
 	nf = cursor_u32(c);
 	if (*nomem)
 		return -ENOMEM;
@@ -102,7 +90,7 @@ static int read_thread(struct saved_jthread *t, struct cursor *c, bool *nomem)
 		f->native_sp = cursor_u64(&fc);
 		f->pc = cursor_u64(&fc);
 		f->function = readers__take_str(&fc, '?', nomem);
-		f->file = take_opt(&fc, nomem);
+		f->file = readers__take_opt_str(&fc, nomem);
 		t->n++; /* counted before the checks: freed with the rest */
 		if (*nomem)
 			return -ENOMEM;

@@ -40,10 +40,11 @@ int events_reader__steppers(const struct stacksnap_saved *s,
  * as the mapping holding entry. Nothing for other programs; failures are
  * logged and leave s without goroutines. */
 void core_go__read(struct stacksnap_saved *s, uint64_t entry);
-/* runtime_reader.c: the RUNTIME section (payload in c, at file offset
- * base) into s->runtime. Returns 0, -EINVAL (logged) or -ENOMEM. */
+/* runtime_reader.c: the RUNTIME section of version ver (payload in c, at
+ * file offset base) into s->runtime. Returns 0, -EINVAL (logged) or -ENOMEM. */
 int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
-				 size_t base);
+				 size_t base,
+				 uint16_t ver);
 void runtime_reader__free(struct saved_runtime *rt);
 /* A core's Python frames, read from its memory (s->mem) when the image at
  * path (mapped at start from offset) holds an interpreter. Returns 0 or
@@ -60,6 +61,9 @@ struct stacksnap_saved *core_reader__open_mem(struct stacksnap_ctx *ctx,
  * replaced by nul_as; NULL when cut (c->bad set) or out of memory
  * (*nomem set). */
 char *readers__take_str(struct cursor *c, char nul_as, bool *nomem);
+/* An optional string (written empty when absent): NULL for "", else as
+ * readers__take_str with NULs as '?'. */
+char *readers__take_opt_str(struct cursor *c, bool *nomem);
 /* n runtime steps (each five u64s: pc, sp, caller_pc, caller_sp,
  * caller_fp) into steps, as both the NAMED section and an event keep them
  * for runtime_steps__replay. False when cut, or not sorted by

@@ -34,6 +34,13 @@ struct saved_runtime {
 	size_t n;
 	pid_t gil_holder;
 	bool frames;		/* frames were read (not: layout unknown) */
+	/* What the capture said (a RUNTIME section of version 2, or a core's
+	 * memory): the counts, each with whether it is known; state and end
+	 * owned here, NULL: none. */
+	bool interpreters_known, capture_known;
+	unsigned interpreters, capture_reads;
+	uint64_t capture_ns;
+	char *state, *end;
 };
 
 void runtime_reader__free(struct saved_runtime *rt)
@@ -51,6 +58,8 @@ void runtime_reader__free(struct saved_runtime *rt)
 	}
 	free(rt->threads);
 	free(rt->description);
+	free(rt->state);
+	free(rt->end);
 	free(rt);
 }
 
@@ -61,11 +70,7 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 
 	t->tid = (pid_t)cursor_u32(c);
 	t->holds_gil = cursor_u8(c) != 0;
-	t->end = readers__take_str(c, '?', nomem);
-	if (t->end && !t->end[0]) {
-		free(t->end);
-		t->end = NULL;
-	}
+	t->end = readers__take_opt_str(c, nomem);
 	nf = cursor_u32(c);
 	if (*nomem)
 		return -ENOMEM;
@@ -90,19 +95,37 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 	}
 	/* Added fields: the thread name (files of before have none). */
 	if (cursor_left(c) >= 4) {
-		t->name = readers__take_str(c, '?', nomem);
+		t->name = readers__take_opt_str(c, nomem);
 		if (*nomem)
 			return -ENOMEM;
-		if (t->name && !t->name[0]) {
-			free(t->name);
-			t->name = NULL;
-		}
 	}
 	return 0;
 }
 
+/* Version 2's tail, after the threads: what the capture said. */
+static int read_counts(struct stacksnap_saved *s, struct saved_runtime *rt,
+		       struct cursor *c, size_t base)
+{
+	bool nomem = false;
+
+	rt->frames = cursor_u8(c) != 0;
+	rt->interpreters = cursor_u32(c);
+	rt->capture_ns = cursor_u64(c);
+	rt->capture_reads = cursor_u32(c);
+	rt->state = readers__take_opt_str(c, &nomem);
+	rt->end = readers__take_opt_str(c, &nomem);
+	if (nomem)
+		return -ENOMEM;
+	if (c->bad) {
+		SAVED_BAD(s, base + cursor_offset(c), "runtime section: its counts truncated");
+		return -EINVAL;
+	}
+	rt->interpreters_known = rt->capture_known = true;
+	return 0;
+}
+
 int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
-				 size_t base)
+				 size_t base, uint16_t ver)
 {
 	struct saved_runtime *rt;
 	bool nomem = false;
@@ -150,6 +173,8 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 		if (!err && rt->threads[rt->n - 1].holds_gil)
 			rt->gil_holder = rt->threads[rt->n - 1].tid;
 	}
+	if (!err && ver >= SNAPFILE_RUNTIME_COUNTS)
+		err = read_counts(s, rt, c, base);
 	return err;
 }
 
@@ -168,6 +193,13 @@ int stacksnap_saved__runtime(const struct stacksnap_saved *s,
 		info.description = s->runtime->description;
 		info.frames = s->runtime->frames;
 		info.gil_holder = s->runtime->gil_holder;
+		info.interpreters = s->runtime->interpreters;
+		info.interpreters_unknown = !s->runtime->interpreters_known;
+		info.capture_ns = s->runtime->capture_ns;
+		info.capture_reads = s->runtime->capture_reads;
+		info.capture_unknown = !s->runtime->capture_known;
+		info.state = s->runtime->state;
+		info.end = s->runtime->end;
 	}
 	if (opts_out(out, &info, sizeof(info),
 		     offsetof(struct stacksnap_runtime_info, frames)))
@@ -272,6 +304,15 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 		goto out;
 	}
 	rt->frames = true;
+	/* What the core's memory says of the interpreters; the capture's
+	   time and reads are not a core's to say. */
+	rt->interpreters = cap.ninterps;
+	rt->interpreters_known = true;
+	if ((cap.state && !(rt->state = strdup(cap.state))) ||
+	    (cap.end && !(rt->end = strdup(cap.end)))) {
+		err = -ENOMEM;
+		goto out;
+	}
 	py_resolver__init(&res, py, s->mem);
 	for (size_t i = 0; i < cap.nthreads && !err; i++) {
 		const struct py_raw_thread *t = &cap.threads[i];
@@ -295,14 +336,8 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 		if (gil)
 			rt->gil_holder = st->tid;
 		st->end = end ? strdup(end) : NULL;
-		/* The threading name: the thread's outermost thread state's. */
-		for (size_t k = cap.nthreads; k-- > 0;)
-			if (cap.threads[k].native_tid == t->native_tid) {
-				const char *nm = py_resolve__thread_name(&res, &cap,
-									 &cap.threads[k]);
-				st->name = nm ? strdup(nm) : NULL;
-				break;
-			}
+		const char *nm = py_resolve__tid_name(&res, &cap, t->native_tid);
+		st->name = nm ? strdup(nm) : NULL;
 		st->frames = f;
 		/* The resolver's strings go with it: copies kept. */
 		for (size_t k = 0; k < n; k++) {

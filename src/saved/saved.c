@@ -278,6 +278,17 @@ char *readers__take_str(struct cursor *c, char nul_as, bool *nomem)
 	return s;
 }
 
+char *readers__take_opt_str(struct cursor *c, bool *nomem)
+{
+	char *s = readers__take_str(c, '?', nomem);
+
+	if (s && !s[0]) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
 bool readers__take_steps(struct cursor *c, struct stacksnap_runtime_step *steps, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -538,7 +538,7 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 		err = read_goroutines(s, pc, base, ver);
 		break;
 	case SNAPFILE_SEC_RUNTIME:
-		err = runtime_reader__read_section(s, pc, base);
+		err = runtime_reader__read_section(s, pc, base, ver);
 		break;
 	case SNAPFILE_SEC_JAVA:
 	case SNAPFILE_SEC_NAMED:

@@ -53,6 +53,10 @@ enum snapfile_section {
 /* RUNTIME section: runtime kinds (enum stacksnap_runtime), frame flags,
  * and limits a reader holds a file to. */
 #define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
+/* The RUNTIME section's version that appends, after all the threads, what
+ * the capture said of the runtime (frames read, interpreters, the time
+ * and reads of the capture, state, end); version 1 has none. */
+#define SNAPFILE_RUNTIME_COUNTS 2
 #define SNAPFILE_MAX_RFRAMES 65536 /* per thread */
 
 /* NAMED (and JAVA) section: frame flags and limits. */

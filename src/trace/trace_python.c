@@ -173,6 +173,7 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 	}
 	py_resolver__init(&p->res, &p->rt, p->mem);
 	p->res.keep_unknown = true;
+	p->res.recheck = true;
 	log_info(LOG(tr), "pid %d: Python %u.%u (%s), its frames walked at each event",
 		 (int)pid, p->rt.major, p->rt.minor, p->rt.layout->name);
 	slot = py_slot(tr, 0);

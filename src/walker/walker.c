@@ -642,8 +642,15 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 				? named_frames(t, i, t->ncaps, mem, (size_t)n)
 				: python_frames(t, &res, c->tid, (size_t)n);
 			wt.rframes = wt.nrframes ? t->rframes : NULL;
-			wt.rname = t->named.ops && t->named.ops->thread_name
-				? t->named.ops->thread_name(t->named.rt, c->tid) : NULL;
+			if (t->named.ops) {
+				wt.rname = t->named.ops->thread_name
+					? t->named.ops->thread_name(t->named.rt, c->tid) : NULL;
+				wt.rname_runtime = t->named.ops->kind;
+			} else if (t->py && t->py_ok) {
+				wt.rname = py_resolve__tid_name(&res, &t->py_cap,
+								(uint64_t)c->tid);
+				wt.rname_runtime = STACKSNAP_RUNTIME_PYTHON;
+			}
 		}
 		handed++;
 		if (cb(user, &wt))

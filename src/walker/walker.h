@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "base/log.h"
+#include "base/sched_fifo.h"
 #include "capture/capture_internal.h"
 #include "runtime/python/python.h"
 #include "stacksnap.h"
@@ -157,6 +158,10 @@ struct stacksnap_walker {
 	 * was reported. */
 	struct { pid_t tid; int status; bool known; } gone[64];
 	unsigned ngone;
+	/* The tracer thread runs SCHED_FIFO while a capture holds the
+	 * target stopped, where permitted (tracer.c): the policy to go
+	 * back to. */
+	struct sched_fifo realtime;
 };
 
 /* Queues an event and makes the fd readable (lock held). */

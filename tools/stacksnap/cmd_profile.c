@@ -56,6 +56,7 @@ struct prof_options {
 	bool goroutines;	/* --goroutines: profile_go.c */
 	int runtime;		/* --runtime: enum runtime_mode */
 	bool runtime_set;	/* --runtime was given */
+	bool python_said;	/* said why a Python target has no Python frames */
 };
 
 /* One opened event and its ring buffer (1 metadata page + 2^n pages).
@@ -131,6 +132,12 @@ struct profiler {
 	size_t nextra;
 	struct pidset known;
 	uint64_t samples, lost, records;
+	/* A command that did not look like Python (profile_python_wanted)
+	 * but runs it: looked for at its samples (every 64th, 64 times), so
+	 * that its missing Python frames are said, not silent. */
+	bool py_look;
+	unsigned py_tries;
+	pid_t py_pid;
 	/* `-- CMD`: the command, held until go_fd is written (-1 before it
 	 * starts and once it runs; err_fd then says whether its exec
 	 * failed); child is -1 once reaped. cmd_pgrp, its process group
@@ -311,6 +318,9 @@ static int handle(struct profiler *p, const struct stacksnap_perf_event *e)
 		learn_comm(p, ev.pid, ev.tid);
 		size_t n = sample_frames_resolve(&p->sf, &ev, p->fr, p->maxfr);
 
+		if (p->py_look && !p->py_pid && !(p->samples & 63) && p->py_tries++ < 64 &&
+		    stacksnap_trace__runtime_of(ev.pid) == STACKSNAP_RUNTIME_PYTHON)
+			p->py_pid = ev.pid;
 		p->samples++;
 		return sample_frames_add(&p->sf, p->stacks,
 					 sample_comm(&p->sf, ev.tid, comm_buf), p->fr, n);
@@ -633,16 +643,32 @@ static int profile_goroutines(struct profiler *p)
 }
 
 /* Whether the samples go through the trace's eBPF program, which walks
- * each one's Python frames: a -p process running a CPython the tool
- * knows (unless --runtime=off), or a command with --runtime=merged|only
- * (what it will run is not known before it runs). Else perf events. */
-static bool profile_python_wanted(const struct prof_options *o)
+ * each one's Python frames (--runtime merged, the default, or only): a
+ * -p process running a CPython the tool knows, a command that looks like
+ * Python (profile_python_command), or any command with --runtime typed.
+ * Else perf events; so too, with a note, where the default would take
+ * eBPF but BPF is not permitted. */
+static bool profile_python_wanted(struct prof_options *o)
 {
+	bool python;
+
 	if (o->all_cpus || o->off_cpu || o->runtime == RUNTIME_OFF)
 		return false;
 	if (o->runtime_set)
 		return true;
-	return o->pid > 0 && stacksnap_trace__runtime_of(o->pid) == STACKSNAP_RUNTIME_PYTHON;
+	python = o->cmd ? profile_python_command(o->cmd)
+			: o->pid > 0 && stacksnap_trace__runtime_of(o->pid) == STACKSNAP_RUNTIME_PYTHON;
+	if (!python)
+		return false;
+	if (profile_bpf_permitted())
+		return true;
+	char why[320];
+	fprintf(stderr, "stacksnap profile: %s runs Python; its Python frames need eBPF, "
+		"not permitted here (%s): sampling with perf events, native frames only\n",
+		o->cmd ? o->cmd[0] : "the process",
+		stacksnap_why_not_permitted(STACKSNAP_REFUSED_BPF, 0, why, sizeof(why)));
+	o->python_said = true;
+	return false;
 }
 
 /* The Python path: the whole profile is profile_python.c's. */
@@ -798,6 +824,10 @@ static int profile_report(struct profiler *p, int rc)
 	if (p->lost)
 		fprintf(stderr, "stacksnap profile: the kernel dropped %" PRIu64 " samples "
 			"(lower -F or --stack-size)\n", p->lost);
+	if (p->py_pid)
+		fprintf(stderr, "stacksnap profile: pid %d ran Python, sampled with perf events: "
+			"no Python frames (give --runtime merged to sample '%s' through eBPF, "
+			"which walks them)\n", (int)p->py_pid, p->o.cmd[0]);
 	return rc;
 }
 
@@ -846,6 +876,7 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, EXIT_ERROR);
 	if ((rc = profile_open_target(&p)))
 		return profile_free(&p, rc);
+	p.py_look = p.o.cmd && !p.o.runtime_set && !p.o.python_said;
 	rc = profile_report(&p, profile_loop(&p));
 	/* As every subcommand that runs until told: SIGINT is how it ends
 	 * (0), SIGTERM and SIGHUP give 128+N, once the profile is written. */

@@ -27,7 +27,7 @@
 
 enum watch_format { FORMAT_TOP, FORMAT_PROFILE, FORMAT_JSON };
 
-/* Between a root's OS thread name and its Java name's index (a byte
+/* Between a root's OS thread name and its runtime name's index (a byte
  * neither a comm nor the folded text's tidying gives). */
 #define LABEL_SEP '\x1f'
 
@@ -41,6 +41,31 @@ struct watch_options {
 	bool stats;		/* --stats: counts and the library's tables */
 	bool goroutines;	/* --goroutines: a Go program's goroutines,
 				   not its threads */
+	double max_stopped;	/* --max-stopped: the target's stopped share
+				   kept near this fraction (1: no bound) */
+};
+
+/* The default bound on the share of the run the target spends stopped:
+ * 1%, what a production service can give (issue 39: at 11.7% redis lost
+ * a third of its throughput); a small C program at 10 ms stays under it,
+ * a large or loaded one is sampled less often. */
+#define WATCH_MAX_STOPPED 0.01
+/* The credit a quiet stretch may save for a busier one, in seconds of
+ * run at the bound: a window of about this length is held to the
+ * bound, and a run starts with none (a short run stays under it). */
+#define WATCH_CREDIT_S 1.0
+
+/* Paces the samples: never closer than the interval asked, and no
+ * sooner than the target's stopped time allows (a leaky bucket: debt_ns
+ * grows by each sample's stopped time and drains at max_stopped of the
+ * wall clock, at least -credit). Counts why the interval was not kept. */
+struct pacer {
+	double bound;		/* max_stopped */
+	double debt_ns;		/* stopped time owed; negative: credit */
+	uint64_t last_ns;	/* when debt_ns was last drained */
+	uint64_t waited_ns;	/* time waited for the bound beyond the interval */
+	size_t slowed;		/* samples the bound delayed */
+	size_t late;		/* samples that came late: the walk itself took longer */
 };
 
 /* One run. Invariant: stopped_ns holds nsamples entries. */
@@ -55,15 +80,17 @@ struct watch {
 	uint64_t thread_samples, truncated;
 	struct { pid_t tid; char name[16]; size_t label; } *names;
 	size_t nnames, capnames;
-	/* The Java thread names met (--top, --json): a Java thread's stacks
+	/* The runtime (Java, Python) thread names met (--top, --json): such a thread's stacks
 	   are counted under the root "COMM" LABEL_SEP "K", rnames[K] its
-	   name, so that threads of one OS name and different Java names
+	   name, so that threads of one OS name and different runtime names
 	   stay apart and the output says both, as the dump does. names[].label
 	   is the thread's last K + 1 (0: none yet). */
 	char **rnames;
 	size_t nrnames, caprnames;
+	enum stacksnap_runtime rkind;	/* whose names rnames are */
 	bool exited;
 	int exit_status;
+	struct pacer pace;
 };
 
 
@@ -81,6 +108,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		{ "no-demangle", no_argument, NULL, 'D' },
 		{ "goroutines", no_argument, NULL, 'G' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "max-stopped", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -91,6 +119,7 @@ static int parse(struct watch_options *o, int argc, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->interval_ns = 10000000;
 	o->limit = 20;
+	o->max_stopped = WATCH_MAX_STOPPED;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:i:d:n:o:vh", longopts, NULL)) != -1) {
 		int r = profile_out_option(&o->out, "stacksnap watch", c, optarg);
@@ -153,6 +182,21 @@ static int parse(struct watch_options *o, int argc, char **argv)
 		case 'D': o->no_demangle = true; break;
 		case 'G': o->goroutines = true; break;
 		case 'S': o->stats = true; break;
+		case 'M': {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			if (end != optarg && *end == '%')
+				end++;
+			if (end == optarg || *end || !(v > 0) || v > 100) {
+				fprintf(stderr, "stacksnap watch: --max-stopped: '%s' is not a "
+						"percentage in (0, 100] (as 1 or 1%%; 100: no bound)\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->max_stopped = v / 100;
+			break;
+		}
 		case 'v': o->verbose = true; break;
 		case 'h': fputs(help_text("watch"), stdout); return -1;
 		default: return EXIT_USAGE; /* getopt said which */
@@ -228,7 +272,7 @@ static const char *thread_name(struct watch *w, pid_t tid)
 }
 
 /* The root thread tid's stacks are counted under: its OS name, with its
- * Java name's index (--top, --json) when it has one. NULL: no memory. */
+ * runtime name's index (--top, --json) when it has one. NULL: no memory. */
 static const char *thread_root(struct watch *w, pid_t tid, const char *rname,
 			       char *buf, size_t len)
 {
@@ -283,6 +327,8 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 	if (th->error)
 		return 0;
 	w->thread_samples++;
+	if (th->rname)
+		w->rkind = th->rname_runtime;
 	if (th->end != STACKSNAP_END_COMPLETE)
 		w->truncated++;
 	err = symbolize_thread(&w->print, as, &r);
@@ -334,6 +380,65 @@ static int on_event(void *user, const struct stacksnap_event *ev)
 	return 0;
 }
 
+static void pacer_init(struct pacer *p, double bound, uint64_t now)
+{
+	*p = (struct pacer){ .bound = bound, .last_ns = now };
+}
+
+/* The debt drained up to now, then a sample's stopped time added. */
+static void pacer_drain(struct pacer *p, uint64_t now)
+{
+	double credit = -p->bound * WATCH_CREDIT_S * 1e9;
+
+	p->debt_ns -= p->bound * (double)(now - p->last_ns);
+	if (p->debt_ns < credit)
+		p->debt_ns = credit;
+	p->last_ns = now;
+}
+
+/* When the next sample may be taken: at `next` (the interval's beat),
+ * or later, when the debt of the samples so far is paid. */
+static uint64_t pacer_next(struct pacer *p, uint64_t stopped_ns, uint64_t now,
+			   uint64_t next)
+{
+	uint64_t paid;
+
+	pacer_drain(p, now);
+	p->debt_ns += (double)stopped_ns;
+	if (p->bound >= 1 || p->debt_ns <= 0)
+		return next;
+	paid = now + (uint64_t)(p->debt_ns / p->bound);
+	if (paid <= next)
+		return next;
+	p->slowed++;
+	p->waited_ns += paid - (next > now ? next : now);
+	return paid;
+}
+
+/* Sleeps until `until` (monotonic ns) in slices of at most 100 ms, so
+ * that a stop signal or the target's exit ends a long wait (the bound
+ * may ask for seconds). */
+static void wait_until(struct watch *w, struct stacksnap_walker *walker,
+		       uint64_t until)
+{
+	for (;;) {
+		uint64_t now = monotonic_ns(), to = until;
+
+		if (stop_signal || now >= until)
+			return;
+		if (to - now > 100000000u)
+			to = now + 100000000u;
+		struct timespec ts = { (time_t)(to / 1000000000u),
+				       (long)(to % 1000000000u) };
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (to < until) {
+			stacksnap_walker__handle_events(walker, false, on_event, w);
+			if (w->exited || stacksnap_target__is_terminated(w->t))
+				return;
+		}
+	}
+}
+
 /* ---- output ---- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -359,6 +464,25 @@ static struct cost cost_of(struct watch *w)
 	c.median = w->stopped_ns[w->nsamples / 2];
 	c.max = w->stopped_ns[w->nsamples - 1];
 	return c;
+}
+
+/* Whether the run kept the interval asked: at least 90% of the samples
+ * it asks for over elapsed_ns (the first at the start). */
+static bool interval_kept(const struct watch *w, uint64_t elapsed_ns)
+{
+	double asked = (double)elapsed_ns / (double)w->o.interval_ns;
+
+	return (double)w->nsamples >= 0.9 * asked;
+}
+
+static double mean_interval_ms(const struct watch *w, uint64_t elapsed_ns)
+{
+	return w->nsamples ? (double)elapsed_ns / (double)w->nsamples / 1e6 : 0;
+}
+
+static double stopped_share(const struct cost *c, uint64_t elapsed_ns)
+{
+	return elapsed_ns ? (double)c->total / (double)elapsed_ns : 0;
 }
 
 /* Prints the frames of a folded key innermost first: "c <- b <- a". */
@@ -478,13 +602,22 @@ static void print_goroutine_row(FILE *f, const char *key)
 }
 
 static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
-		      uint64_t elapsed_ns)
+		      const struct cost *c, uint64_t elapsed_ns)
 {
-	fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s, %llu %s "
-		   "stacks (wall clock: waiting included)\n",
-		(int)w->o.pid, w->nsamples, (double)w->o.interval_ns / 1e6,
-		(double)elapsed_ns / 1e9, (unsigned long long)w->thread_samples,
-		w->o.goroutines ? "goroutine" : "thread");
+	if (interval_kept(w, elapsed_ns))
+		fprintf(f, "pid %d: %zu samples every %.3g ms over %.2f s",
+			(int)w->o.pid, w->nsamples, (double)w->o.interval_ns / 1e6,
+			(double)elapsed_ns / 1e9);
+	else
+		fprintf(f, "pid %d: %zu samples over %.2f s, every %.3g ms on average "
+			   "(%.3g ms asked)", (int)w->o.pid, w->nsamples,
+			(double)elapsed_ns / 1e9, mean_interval_ms(w, elapsed_ns),
+			(double)w->o.interval_ns / 1e6);
+	fprintf(f, ", %llu %s stacks (wall clock: waiting included); the target "
+		   "stopped %.2f%% of the time\n",
+		(unsigned long long)w->thread_samples,
+		w->o.goroutines ? "goroutine" : "thread",
+		100 * stopped_share(c, elapsed_ns));
 	fprintf(f, "%8s %6s  %-16s %s\n", "count", "%",
 		w->o.goroutines ? "status" : "thread",
 		w->o.goroutines ? "stack (innermost first)  [labels]"
@@ -502,7 +635,8 @@ static void print_top(FILE *f, struct watch *w, const struct profile_top *e,
 		}
 		rname = split_root(w, e->v[i].text, &comm, &commlen);
 		if (rname)	/* as the dump says it */
-			fprintf(f, "%.*s, Java thread \"%s\" ", commlen, comm, rname);
+			fprintf(f, "%.*s, %s thread \"%s\" ", commlen, comm,
+				w->rkind == STACKSNAP_RUNTIME_PYTHON ? "Python" : "Java", rname);
 		else
 			fprintf(f, "%-16.*s ", commlen, comm);
 		print_innermost_first(f, e->v[i].text, false);
@@ -558,12 +692,18 @@ static void print_json_profile(FILE *f, struct watch *w, const struct profile_to
 	fprintf(f, "{\"pid\": %d, \"interval_ns\": %llu, \"elapsed_ns\": %llu, "
 		   "\"samples\": %zu, \"thread_samples\": %llu, \"truncated\": %llu,\n"
 		   " \"stopped_ns\": {\"median\": %llu, \"max\": %llu, \"total\": %llu},\n"
+		   " \"stopped_share\": %.6f, \"max_stopped_share\": %.6f,\n"
+		   " \"interval_kept\": %s, \"mean_interval_ns\": %llu,"
+		   " \"slowed_samples\": %zu, \"late_samples\": %zu,\n"
 		   " \"exited\": %s,\n \"stacks\": [",
 		(int)w->o.pid, (unsigned long long)w->o.interval_ns,
 		(unsigned long long)elapsed_ns, w->nsamples,
 		(unsigned long long)w->thread_samples, (unsigned long long)w->truncated,
 		(unsigned long long)c->median, (unsigned long long)c->max,
-		(unsigned long long)c->total, w->exited ? "true" : "false");
+		(unsigned long long)c->total, stopped_share(c, elapsed_ns), w->o.max_stopped,
+		interval_kept(w, elapsed_ns) ? "true" : "false",
+		(unsigned long long)(mean_interval_ms(w, elapsed_ns) * 1e6),
+		w->pace.slowed, w->pace.late, w->exited ? "true" : "false");
 	for (size_t i = 0; i < e->n; i++) {
 		const char *comm, *rname;
 		int commlen;
@@ -616,11 +756,28 @@ static void print_cost(const struct watch *w, struct stacksnap_ctx *ctx,
 		       const struct cost *c, uint64_t elapsed)
 {
 	fprintf(stderr, "stacksnap watch: cost to the target: stopped %.1f us per "
-			"sample (median; max %.1f us), %.2f ms in all over %zu samples "
-			"(%.3f%% of %.2f s)\n",
+			"sample (median; max %.1f us), %.2f ms in all over %zu samples: "
+			"stopped %.3f%% of %.2f s (bound %.3g%%, --max-stopped)\n",
 		(double)c->median / 1e3, (double)c->max / 1e3, (double)c->total / 1e6,
-		w->nsamples, elapsed ? 100.0 * (double)c->total / (double)elapsed : 0.0,
-		(double)elapsed / 1e9);
+		w->nsamples, 100 * stopped_share(c, elapsed), (double)elapsed / 1e9,
+		100 * w->o.max_stopped);
+	if (!interval_kept(w, elapsed)) {
+		fprintf(stderr, "stacksnap watch: interval not kept: %zu samples in %.2f s, "
+				"every %.3g ms on average where %.3g ms was asked:",
+			w->nsamples, (double)elapsed / 1e9, mean_interval_ms(w, elapsed),
+			(double)w->o.interval_ns / 1e6);
+		if (w->pace.slowed)
+			fprintf(stderr, " %zu delayed (%.2f s in all) to keep the target "
+					"stopped under %.3g%% of the run (--max-stopped PCT "
+					"raises it)%s", w->pace.slowed,
+				(double)w->pace.waited_ns / 1e9, 100 * w->o.max_stopped,
+				w->pace.late ? ";" : "");
+		if (w->pace.late)
+			fprintf(stderr, " %zu late: a sample's walk took longer than the "
+					"interval (a loaded machine, or many threads)",
+				w->pace.late);
+		fputc('\n', stderr);
+	}
 	if (w->o.stats) {
 		struct stacksnap_ctx_stats cs = { .sz = sizeof(cs) };
 
@@ -704,6 +861,8 @@ int watch_main(int argc, char **argv)
 	}
 	warm_up(&w, uw);
 	uint64_t start = monotonic_ns(), next = start;
+	uint64_t end = w.o.duration_ns ? start + w.o.duration_ns : UINT64_MAX;
+	pacer_init(&w.pace, w.o.max_stopped, start);
 	while (!stop_signal) {
 		struct stacksnap_walk_stats st = { .sz = sizeof(st) };
 		uint64_t now;
@@ -730,15 +889,16 @@ int watch_main(int argc, char **argv)
 			w.stopped_ns[w.nsamples++] = st.stopped_ns;
 		next += w.o.interval_ns;
 		now = monotonic_ns();
-		if (w.o.duration_ns && now - start >= w.o.duration_ns)
-			break;
 		if (next <= now) { /* late (a loaded machine): no burst to catch up */
+			w.pace.late++;
 			next = now;
-			continue;
 		}
-		struct timespec ts = { (time_t)(next / 1000000000u),
-				       (long)(next % 1000000000u) };
-		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		next = pacer_next(&w.pace, n >= 0 ? st.stopped_ns : 0, now, next);
+		if (now >= end)
+			break;
+		wait_until(&w, walker, next < end ? next : end);
+		if (monotonic_ns() >= end)
+			break;
 	}
 	uint64_t elapsed = monotonic_ns() - start;
 	stacksnap_walker__handle_events(walker, false, on_event, &w);
@@ -762,7 +922,7 @@ int watch_main(int argc, char **argv)
 	} else if (w.o.format == FORMAT_JSON)
 		print_json_profile(stdout, &w, &e, &c, elapsed);
 	else
-		print_top(stdout, &w, &e, elapsed);
+		print_top(stdout, &w, &e, &c, elapsed);
 	print_cost(&w, ctx, &c, elapsed);
 	/* Ctrl-C is how a watch without --duration ends. */
 	rc = stop_signal && stop_signal != SIGINT ? EXIT_SIGNAL_BASE + stop_signal

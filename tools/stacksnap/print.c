@@ -326,8 +326,13 @@ void print_text(FILE *f, const struct options *o,
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
 
-		fprintf(f, "%sThread %d (%s) state %c", t ? "\n" : "",
-			(int)th->tid, th->name, th->state ? th->state : '?');
+		/* What is not known is not printed (a core's other threads
+		   have neither name nor state). */
+		fprintf(f, "%sThread %d", t ? "\n" : "", (int)th->tid);
+		if (th->name[0])
+			fprintf(f, " (%s)", th->name);
+		if (th->state)
+			fprintf(f, " state %c", th->state);
 		if (r[t].rname)
 			fprintf(f, ", %s thread \"%s\"",
 				r[t].rname_java ? "Java" : "Python", r[t].rname);
@@ -452,8 +457,17 @@ void print_json(FILE *f, const struct options *o,
 			fputs("null", f);
 		fputs(",\"state\":", f);
 		json_str(f, ri->state);
-		fprintf(f, ",\"interpreters\":%u,\"capture_us\":%.1f},",
-			ri->interpreters, ri->capture_ns / 1e3);
+		/* Unknown (a core, a file of before): null, not 0. */
+		fputs(",\"interpreters\":", f);
+		if (ri->interpreters_unknown)
+			fputs("null", f);
+		else
+			fprintf(f, "%u", ri->interpreters);
+		fputs(",\"capture_us\":", f);
+		if (ri->capture_unknown)
+			fputs("null},", f);
+		else
+			fprintf(f, "%.1f},", ri->capture_ns / 1e3);
 	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
 			  ri->runtime == STACKSNAP_RUNTIME_JS)) {
 		fprintf(f, "{\"kind\":\"%s\",\"description\":",
@@ -466,12 +480,12 @@ void print_json(FILE *f, const struct options *o,
 	fputs("\"threads\":[", f);
 	for (size_t t = 0; t < n; t++) {
 		const struct stacksnap_thread *th = r[t].thread;
-		char state[2] = { th->state ? th->state : '?', 0 };
+		char state[2] = { th->state, 0 };
 
 		fprintf(f, "%s{\"tid\":%d,\"name\":", t ? "," : "", (int)th->tid);
-		json_str(f, th->name);
+		json_str(f, th->name[0] ? th->name : NULL);
 		fputs(",\"state\":", f);
-		json_str(f, state);
+		json_str(f, th->state ? state : NULL);
 		fprintf(f, ",\"nonstop\":%s", th->nonstop ? "true" : "false");
 		fprintf(f, ",\"complete\":%s,\"end\":",
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,4 +189,114 @@ out:
 	stacksnap_trace__free(tr);
 	stacksnap_stacks__free(s.stacks);
 	return rc;
+}
+
+static bool named_python(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strncmp(base ? base + 1 : path, "python", 6);
+}
+
+static bool named_env(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strcmp(base ? base + 1 : path, "env");
+}
+
+/* The program env runs: its first word that is neither an option nor a
+ * NAME=VALUE (NULL: none). */
+static const char *env_program(char *const *words, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (words[i][0] != '-' && !strchr(words[i], '='))
+			return words[i];
+	return NULL;
+}
+
+/* name looked up as execvp does: a name with a slash is a path, else
+ * the first executable regular file of that name on PATH. */
+static bool find_program(const char *name, char *path, size_t size)
+{
+	const char *dirs = getenv("PATH");
+	struct stat st;
+
+	if (strchr(name, '/')) {
+		snprintf(path, size, "%s", name);
+		return true;
+	}
+	if (!dirs)
+		dirs = "/usr/local/bin:/bin:/usr/bin";
+	while (*dirs) {
+		size_t len = strcspn(dirs, ":");
+
+		snprintf(path, size, "%.*s%s%s", (int)len, dirs, len ? "/" : "", name);
+		if (!stat(path, &st) && S_ISREG(st.st_mode) && !access(path, X_OK))
+			return true;
+		dirs += len + (dirs[len] == ':');
+	}
+	return false;
+}
+
+bool profile_python_command(char *const *cmd)
+{
+	char path[4096], prog[256], real[PATH_MAX], line[256];
+	char *words[8];
+	const char *name = cmd[0];
+	size_t n = 0;
+
+	if (name && named_env(name)) {
+		while (cmd[n + 1])
+			n++;
+		name = env_program(cmd + 1, n);
+	}
+	for (int depth = 0; name && depth < 5; depth++) {
+		FILE *f;
+		size_t nw = 0;
+		char *save, *w;
+
+		if (named_python(name))
+			return true;
+		if (!find_program(name, path, sizeof(path)))
+			return false;
+		if (realpath(path, real) && named_python(real))
+			return true;
+		if (!(f = fopen(path, "re")))
+			return false;
+		if (!fgets(line, sizeof(line), f) || strncmp(line, "#!", 2)) {
+			fclose(f);
+			return false;
+		}
+		fclose(f);
+		for (w = strtok_r(line + 2, " \t\r\n", &save); w && nw < 8;
+		     w = strtok_r(NULL, " \t\r\n", &save))
+			words[nw++] = w;
+		if (!nw)
+			return false;
+		name = named_env(words[0]) ? env_program(words + 1, nw - 1) : words[0];
+		if (name) {
+			snprintf(prog, sizeof(prog), "%s", name);
+			name = prog;
+		}
+	}
+	return false;
+}
+
+bool profile_bpf_permitted(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f;
+
+	if (geteuid() == 0)
+		return true;
+	if (!(f = fopen("/proc/self/status", "re")))
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	/* CAP_SYS_ADMIN 21; CAP_PERFMON 38 and CAP_BPF 39 together. */
+	return (eff >> 21 & 1) || ((eff >> 38 & 1) && (eff >> 39 & 1));
 }

@@ -29,4 +29,16 @@ struct sampled_args {
  * a signal; writes the profile. Returns an exit status. */
 int profile_python_run(const struct sampled_args *a);
 
+/* Whether -- CMD looks like it runs CPython: its program (found on PATH
+ * as execvp finds it) or the interpreter of its "#!" line, followed
+ * through `env` and up to four scripts, is named python* (python3,
+ * python3.12, a pyenv shim, a venv's bin/python). What CMD runs is not
+ * known before it runs: a command that runs Python another way (sh -c,
+ * a launcher) is caught at its samples (profile_python_check). */
+bool profile_python_command(char *const *cmd);
+
+/* Whether this process may load BPF programs (root, CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN), from /proc/self/status alone. */
+bool profile_bpf_permitted(void);
+
 #endif

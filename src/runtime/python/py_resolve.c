@@ -19,6 +19,7 @@
  * bytes (possibly 0). */
 struct py_code {
 	uint64_t addr;
+	uint64_t qualname_obj, file_obj, linetable_obj; /* as read: recheck */
 	bool ok;
 	char *qualname, *name, *file;
 	int firstlineno;
@@ -51,6 +52,11 @@ void py_resolver__free(struct py_resolver *r)
 	for (size_t i = 0; i < r->nslots; i++)
 		code_free(r->slots[i]);
 	free(r->slots);
+	for (size_t i = 0; i < r->nretired; i++)
+		code_free(r->retired[i]);
+	free(r->retired);
+	r->retired = NULL;
+	r->nretired = 0;
 	for (size_t i = 0; i < r->nnames; i++)
 		free(r->names[i]);
 	free(r->names);
@@ -72,6 +78,12 @@ static uint64_t u64_at(const uint8_t *b, int off)
 
 	memcpy(&v, b + off, 8);
 	return v;
+}
+
+/* u64_at for a field some versions lack (PY_OFF_NONE): 0 there. */
+static uint64_t opt_u64_at(const uint8_t *b, int off)
+{
+	return off == PY_OFF_NONE ? 0 : u64_at(b, off);
 }
 
 /* Appends code point cp as UTF-8. */
@@ -229,8 +241,11 @@ static struct py_code *load_code(struct py_resolver *r, uint64_t addr)
 	c->firsttraceable = -1;
 	if (l->code_firsttraceable != PY_OFF_NONE)
 		memcpy(&c->firsttraceable, co + l->code_firsttraceable, 4);
+	c->qualname_obj = opt_u64_at(co, l->code_qualname);
+	c->file_obj = u64_at(co, l->code_filename);
+	c->linetable_obj = u64_at(co, l->code_linetable);
 	if (l->code_qualname != PY_OFF_NONE)
-		c->qualname = read_str(r, u64_at(co, l->code_qualname));
+		c->qualname = read_str(r, c->qualname_obj);
 	c->name = read_str(r, u64_at(co, l->code_name));
 	c->file = read_str(r, u64_at(co, l->code_filename));
 	if (!c->qualname && c->name)
@@ -249,6 +264,50 @@ static size_t slot_of(uint64_t addr, size_t nslots)
 {
 	return (size_t)((addr >> 3) * 0x9e3779b97f4a7c15ull >> 20) &
 	       (nslots - 1);
+}
+
+/* Whether the code object at c->addr is still the one c was read from:
+ * the same type, first line and name, file and line table objects. */
+static bool code_unchanged(struct py_resolver *r, const struct py_code *c)
+{
+	const struct py_layout *l = r->rt->layout;
+	uint8_t co[512];
+	int firstlineno;
+
+	if (!c->ok || (size_t)l->code_size > sizeof(co) ||
+	    rd(r, c->addr, co, (size_t)l->code_size) || !is_code(r, co))
+		return false;
+	memcpy(&firstlineno, co + l->code_firstlineno, 4);
+	return firstlineno == c->firstlineno &&
+	       opt_u64_at(co, l->code_qualname) == c->qualname_obj &&
+	       u64_at(co, l->code_filename) == c->file_obj &&
+	       u64_at(co, l->code_linetable) == c->linetable_obj;
+}
+
+/* r->slots[i], read again when it is no longer what is at its address
+ * (r->recheck); NULL on -ENOMEM. */
+static struct py_code *code_checked(struct py_resolver *r, size_t i)
+{
+	struct py_code *c = r->slots[i], *fresh, **grown;
+
+	if (!r->recheck || code_unchanged(r, c))
+		return c;
+	if (!c->ok) {
+		/* No frame points at an unread entry's names: replaced. */
+		if (!(fresh = load_code(r, c->addr)))
+			return NULL;
+		code_free(c);
+		return r->slots[i] = fresh;
+	}
+	grown = realloc(r->retired, (r->nretired + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	r->retired = grown;
+	if (!(fresh = load_code(r, c->addr)))
+		return NULL;
+	r->retired[r->nretired++] = c;
+	r->slots[i] = fresh;
+	return fresh;
 }
 
 /* The cached code object at addr, read on first use; NULL on -ENOMEM. */
@@ -278,7 +337,7 @@ static struct py_code *code_at(struct py_resolver *r, uint64_t addr)
 	for (i = slot_of(addr, r->nslots); r->slots[i];
 	     i = (i + 1) & (r->nslots - 1))
 		if (r->slots[i]->addr == addr)
-			return r->slots[i];
+			return code_checked(r, i);
 	r->slots[i] = load_code(r, addr);
 	if (r->slots[i])
 		r->nused++;
@@ -598,4 +657,13 @@ const char *py_resolve__thread_name(struct py_resolver *r,
 	}
 	r->names[r->nnames++] = name;
 	return name;
+}
+
+const char *py_resolve__tid_name(struct py_resolver *r,
+				 const struct py_capture *cap, uint64_t tid)
+{
+	for (size_t k = cap->nthreads; k-- > 0;)
+		if (cap->threads[k].native_tid == tid)
+			return py_resolve__thread_name(r, cap, &cap->threads[k]);
+	return NULL;
 }

@@ -214,6 +214,14 @@ struct py_resolver {
 	 * the event: the object may have been freed since), instead of
 	 * ending the thread's frames. */
 	bool keep_unknown;
+	/* The resolver outlives the frames (a trace): a code object can be
+	 * freed and another made at its address, so a cached one is checked
+	 * against the object's header at each use and read again when it
+	 * changed; the old entry is kept in retired (frames handed out point
+	 * at its names) until the resolver is freed. */
+	bool recheck;
+	struct py_code **retired;
+	size_t nretired;
 };
 
 void py_resolver__init(struct py_resolver *r, const struct py_runtime *rt,
@@ -245,6 +253,11 @@ int py_resolve__tid(struct py_resolver *r, const struct py_capture *cap,
 const char *py_resolve__thread_name(struct py_resolver *r,
 				    const struct py_capture *cap,
 				    const struct py_raw_thread *t);
+/* The threading name of the thread whose native id is tid in cap: its
+ * outermost thread state's (a thread inside a sub-interpreter holds the
+ * innermost first). NULL as py_resolve__thread_name, or no such thread. */
+const char *py_resolve__tid_name(struct py_resolver *r,
+				 const struct py_capture *cap, uint64_t tid);
 
 /* ------------------------------------------------------------------ */
 /* Merge with the native frames. */
