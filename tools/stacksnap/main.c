@@ -14,6 +14,7 @@
 #include "help.h"
 #include "options.h"
 #include "print.h"
+#include "print_waits.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -179,6 +180,7 @@ struct dump {
 	const struct stacksnap_goroutine *goroutines;
 	size_t ngoroutines;
 	struct stacksnap_runtime_info rinfo;
+	struct stacksnap_waits *waits;	/* who waits for whom (print_waits.c) */
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -475,14 +477,17 @@ static int dump_print(struct dump *d, uint64_t start_ns)
 					 d->res, o->goroutines_only ? 0 : d->n,
 					 title);
 	} else if (o->json) {
+		d->tot.waits = d->waits;
 		/* Only a Go program's output has the key. */
 		d->tot.goroutines = d->goroutines;
 		d->tot.ngoroutines = d->ngoroutines;
 		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
 			   &d->tot);
 	} else {
-		if (!o->goroutines_only)
+		if (!o->goroutines_only) {
 			print_text(stdout, o, d->res, d->n);
+			print_deadlocks_text(stdout, d->waits, d->res, d->n);
+		}
 		print_goroutines_text(stdout, d->goroutines, d->ngoroutines,
 				      o->goroutines_only || !d->n);
 	}
@@ -559,6 +564,8 @@ static int dump_main(int argc, char **argv)
 	report_thread_errors(&d.o, d.snap);
 	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
 		return dump_free(&d, rc);
+	/* After the thaw: the holders are read from the running process. */
+	d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
 	rc = dump_print(&d, start_ns);
 	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
 }

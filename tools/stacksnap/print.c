@@ -1,5 +1,6 @@
 /* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
 #include "print.h"
+#include "print_waits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -336,6 +337,7 @@ void print_text(FILE *f, const struct options *o,
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
 			continue;
 		}
+		print_wait_text(f, &r[t], r, n);
 		print_text_frames(f, o, &r[t]);
 	}
 }
@@ -482,6 +484,8 @@ void print_json(FILE *f, const struct options *o,
 		fprintf(f, ",\"holds_gil\":%s,\"runtime_end\":",
 			r[t].holds_gil ? "true" : "false");
 		json_str(f, r[t].rend);
+		if (tot->waits)
+			print_wait_json(f, &r[t]);
 		fputs(",\"frames\":[", f);
 		if (!th->error)
 			print_json_frames_mode(f, &r[t], o->runtime);
@@ -492,6 +496,8 @@ void print_json(FILE *f, const struct options *o,
 		fputc(',', f);
 		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);
 	}
+	if (tot->waits)
+		print_deadlocks_json(f, tot->waits);
 	fputs("}\n", f);
 }
 

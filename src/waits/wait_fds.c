@@ -1,0 +1,287 @@
+/* wait_fds.c - waits on file descriptors: a read or write on a pipe, FIFO
+ * or socket names the processes holding the other end (pipes and FIFOs by
+ * inode across /proc/PID/fd; Unix sockets by their peer's inode from
+ * sock_diag); a poll, select or epoll_wait names the fds it watches. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+
+#include "waits_internal.h"
+
+#define MAX_WATCHED 32
+
+static bool is_io(long nr)
+{
+	return nr == NR_READ || nr == NR_WRITE || nr == NR_READV || nr == NR_WRITEV ||
+	       nr == NR_PREAD64 || nr == NR_RECVFROM || nr == NR_RECVMSG ||
+	       nr == NR_RECVMMSG || nr == NR_SENDTO || nr == NR_SENDMSG ||
+	       nr == NR_ACCEPT || nr == NR_ACCEPT4 || nr == NR_CONNECT;
+}
+
+static bool is_poll(long nr)
+{
+	return nr == NR_POLL || nr == NR_PPOLL || nr == NR_SELECT ||
+	       nr == NR_PSELECT6 || nr == NR_EPOLL_WAIT || nr == NR_EPOLL_PWAIT ||
+	       nr == NR_EPOLL_PWAIT2;
+}
+
+/* What fd of pid is (readlink of /proc/PID/fd/FD) into buf; NULL gone. */
+static const char *fd_link(pid_t pid, int fd, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	r = readlink(path, buf, size - 1);
+	if (r < 0)
+		return NULL;
+	buf[r] = 0;
+	return buf;
+}
+
+/* The access mode (O_RDONLY, O_WRONLY, O_RDWR) of fd of pid, -1 unknown. */
+static int fd_mode(pid_t pid, const char *fd)
+{
+	char path[96], buf[256];
+	const char *p;
+	int f, mode = -1;
+	ssize_t r;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%s", (int)pid, fd);
+	if ((f = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	r = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (r > 0) {
+		buf[r] = 0;
+		if ((p = strstr(buf, "flags:")))
+			mode = (int)(strtol(p + 6, NULL, 8) & O_ACCMODE);
+	}
+	return mode;
+}
+
+static bool fds_classify(struct stacksnap_waits *w, struct wait_thread *t)
+{
+	if (is_poll(t->nr)) {
+		t->pub.kind = STACKSNAP_WAIT_POLL;
+		t->pub.no_owner = "a poll waits for any of its fds";
+		if (t->nr == NR_EPOLL_WAIT || t->nr == NR_EPOLL_PWAIT ||
+		    t->nr == NR_EPOLL_PWAIT2)
+			t->pub.fd = (int)t->args[0];
+		return true;
+	}
+	if (!is_io(t->nr))
+		return false;
+	t->pub.fd = (int)t->args[0];
+	t->pub.kind = STACKSNAP_WAIT_OTHER;
+	if (w->o.saved)
+		t->pub.no_owner = "a saved capture holds no file descriptors";
+	return true;
+}
+
+/* Every process but none holding an fd whose link is link (and, when
+ * mode >= 0, opened with that access mode or O_RDWR): added as holders. */
+static int holders(struct stacksnap_waits *w, struct wait_thread *t,
+		   const char *link, int mode)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *p;
+	int err = 0;
+
+	if (!proc)
+		return 0;
+	while (!err && (p = readdir(proc))) {
+		char dpath[64], buf[128];
+		DIR *fds;
+		struct dirent *f;
+		pid_t pid = (pid_t)atoi(p->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
+		if (!(fds = opendir(dpath)))
+			continue;
+		while ((f = readdir(fds))) {
+			int m;
+
+			if (f->d_name[0] == '.' ||
+			    !fd_link(pid, atoi(f->d_name), buf, sizeof(buf)) ||
+			    strcmp(buf, link))
+				continue;
+			if (mode >= 0 && (m = fd_mode(pid, f->d_name)) != mode && m != O_RDWR)
+				continue;
+			err = waits__add_owner(t, pid, 0);
+			break;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return err;
+}
+
+/* The inode of a Unix socket's peer (sock_diag, UNIX_DIAG_PEER); 0 none. */
+static unsigned unix_peer(unsigned ino)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct unix_diag_req req;
+	} msg;
+	char buf[8192];
+	unsigned peer = 0;
+	int s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	ssize_t r;
+
+	if (s < 0)
+		return 0;
+	memset(&msg, 0, sizeof(msg));
+	msg.nlh.nlmsg_len = sizeof(msg);
+	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+	msg.req.sdiag_family = AF_UNIX;
+	msg.req.udiag_states = ~0u;
+	msg.req.udiag_ino = ino;
+	msg.req.udiag_show = UDIAG_SHOW_PEER;
+	msg.req.udiag_cookie[0] = msg.req.udiag_cookie[1] = ~0u;
+	if (send(s, &msg, sizeof(msg), 0) != (ssize_t)sizeof(msg) ||
+	    (r = recv(s, buf, sizeof(buf), 0)) <= 0) {
+		close(s);
+		return 0;
+	}
+	close(s);
+	for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned)r);
+	     h = NLMSG_NEXT(h, r)) {
+		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+		    h->nlmsg_len < NLMSG_LENGTH(sizeof(struct unix_diag_msg)))
+			break;
+		struct unix_diag_msg *m = NLMSG_DATA(h);
+		struct rtattr *a = (struct rtattr *)(m + 1);
+		int left = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*m));
+
+		for (; RTA_OK(a, left); a = RTA_NEXT(a, left))
+			if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= 4)
+				memcpy(&peer, RTA_DATA(a), 4);
+		break;
+	}
+	return peer;
+}
+
+/* The fds a poll watches, as "3 (pipe:[12]), 4 (socket:[13])". */
+static int poll_fds(struct stacksnap_waits *w, struct wait_thread *t)
+{
+	int fds[MAX_WATCHED], n = 0;
+	char list[1024] = "", link[128];
+	size_t len = 0;
+
+	if (t->nr == NR_POLL || t->nr == NR_PPOLL) {
+		struct pollfd p[MAX_WATCHED];
+		size_t np = t->args[1] < MAX_WATCHED ? t->args[1] : MAX_WATCHED;
+
+		if (!np || waits__read(w, t->args[0], p, np * sizeof(p[0])))
+			return 0;
+		for (size_t i = 0; i < np; i++)
+			if (p[i].fd >= 0)
+				fds[n++] = p[i].fd;
+	} else if (t->nr == NR_SELECT || t->nr == NR_PSELECT6) {
+		uint64_t bits[4] = { 0 };
+		unsigned nfds = t->args[0] < 256 ? (unsigned)t->args[0] : 256;
+
+		if (t->args[1] && !waits__read(w, t->args[1], bits, (nfds + 63) / 64 * 8))
+			for (unsigned i = 0; i < nfds && n < MAX_WATCHED; i++)
+				if (bits[i / 64] >> (i % 64) & 1)
+					fds[n++] = (int)i;
+	} else {
+		char path[96], buf[4096], *p;
+		int f;
+		ssize_t r;
+
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)w->pid, t->pub.fd);
+		if ((f = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return 0;
+		r = read(f, buf, sizeof(buf) - 1);
+		close(f);
+		buf[r > 0 ? r : 0] = 0;
+		for (p = buf; n < MAX_WATCHED && (p = strstr(p, "tfd:")); p += 4)
+			fds[n++] = atoi(p + 4);
+	}
+	for (int i = 0; i < n && len < sizeof(list) - 1; i++) {
+		const char *what = fd_link(w->pid, fds[i], link, sizeof(link));
+
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d (%s)",
+					i ? ", " : "", fds[i], what ? what : "closed");
+	}
+	if (n)
+		t->pub.file = waits__strf(w, "%s", list);
+	return 0;
+}
+
+static int fds_owners(struct stacksnap_waits *w, struct wait_thread *t)
+{
+	char link[128], peer_link[64];
+	struct stat st;
+	char path[64];
+	unsigned ino;
+	int mode, want;
+
+	if (w->o.saved)
+		return 0;
+	if (t->pub.kind == STACKSNAP_WAIT_POLL)
+		return poll_fds(w, t);
+	if (!fd_link(w->pid, t->pub.fd, link, sizeof(link))) {
+		t->pub.no_owner = "the fd is closed since the capture";
+		t->pub.stale = true;
+		return 0;
+	}
+	t->pub.file = waits__strf(w, "%s", link);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)w->pid, t->pub.fd);
+	if (!strncmp(link, "pipe:", 5) || (!stat(path, &st) && S_ISFIFO(st.st_mode))) {
+		char fdname[16];
+
+		t->pub.kind = STACKSNAP_WAIT_PIPE;
+		snprintf(fdname, sizeof(fdname), "%d", t->pub.fd);
+		mode = fd_mode(w->pid, fdname);
+		/* A reader waits for the writers, a writer for the readers. */
+		want = mode == O_RDONLY ? O_WRONLY : mode == O_WRONLY ? O_RDONLY : -1;
+		int err = holders(w, t, link, want);
+
+		if (!err && !t->pub.nowners)
+			t->pub.no_owner = "no process holds the other end";
+		return err;
+	}
+	if (sscanf(link, "socket:[%u]", &ino) == 1) {
+		unsigned peer = unix_peer(ino);
+
+		t->pub.kind = STACKSNAP_WAIT_SOCKET;
+		if (!peer) {
+			t->pub.no_owner = "not a connected Unix socket: its peer is "
+					  "not looked for";
+			return 0;
+		}
+		snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
+		t->pub.detail = waits__strf(w, "Unix socket, peer %s", peer_link);
+		int err = holders(w, t, peer_link, -1);
+
+		if (!err && !t->pub.nowners)
+			t->pub.no_owner = "no process holds the peer";
+		return err;
+	}
+	t->pub.no_owner = "a file: no other end";
+	return 0;
+}
+
+const struct wait_source_ops wait_fds_ops = {
+	.name = "fds and peers",
+	.classify = fds_classify,
+	.owners = fds_owners,
+};
