@@ -333,6 +333,18 @@ static int futex_owners(struct stacksnap_waits *w, struct wait_thread *t)
 		return 0;
 	switch (t->pub.kind) {
 	case STACKSNAP_WAIT_MUTEX:
+		/* A mutex is never on the waiter's stack's futex word in use:
+		 * glibc, told EDEADLK or ESRCH by FUTEX_LOCK_PI, waits forever
+		 * on a local word (__pthread_mutex_lock_full). */
+		if (captured_word(w, t->pub.object, &v) && waits__frame_has(t, "lock_full")) {
+			t->pub.no_owner = "the kernel refused the lock (EDEADLK: a deadlock "
+					  "it found on a priority-inheritance mutex, or "
+					  "ESRCH): glibc waits here forever; which mutex "
+					  "is not known";
+			t->pub.object = 0;
+			t->pub.object_name = NULL;
+			return 0;
+		}
 		return mutex_owner(w, t, t->pub.object);
 	case STACKSNAP_WAIT_RWLOCK: {
 		int err = rwlock_owner(w, t);

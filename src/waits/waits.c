@@ -218,14 +218,22 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)w->pid,
 		 (int)t->th->tid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
-		return;
-	if (sscanf(buf, "%lld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
-		   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &sp, &pc) != 9)
-		return;
-	if (sp != r->regs[STACKSNAP_REG_RSP] || pc != r->regs[STACKSNAP_REG_RIP]) {
-		t->pub.detail = "left the system call it was captured in";
-		return;
+	/* A thread the freeze interrupted restarts its call after the
+	 * detach: until it ran, it is on its way back in ("running", or pc
+	 * at the syscall instruction, 2 bytes before the captured one). */
+	for (int tries = 0;; tries++) {
+		if (read_small(path, buf, sizeof(buf)) <= 0)
+			return;
+		if (sscanf(buf, "%lld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
+			   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &sp, &pc) == 9 &&
+		    sp == r->regs[STACKSNAP_REG_RSP] &&
+		    (pc == r->regs[STACKSNAP_REG_RIP] || pc + 2 == r->regs[STACKSNAP_REG_RIP]))
+			break;
+		if (tries == 10) {
+			t->pub.detail = "left the system call it was captured in";
+			return;
+		}
+		usleep(200);
 	}
 	t->nr = nr;
 }
