@@ -413,5 +413,6 @@ void stacksnap_waits__free(struct stacksnap_waits *w)
 	free(w->start);
 	if (w->own_mem)
 		stacksnap_mem__free(w->mem);
+	waits__data_symbol_free(w);
 	free(w);
 }

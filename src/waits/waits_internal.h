@@ -87,11 +87,17 @@ struct stacksnap_waits {
 	size_t nmembers, members_cap;
 	size_t *start;
 	size_t ncycles, start_cap;
-	/* Data symbols of a module, looked up once per lock (wait_futex.c). */
+	/* The file whose data symbols named the last lock (data_symbol.c):
+	 * the mapping range it was found in, its image and load bias, kept
+	 * for the next lock in the same range. */
+	uint64_t ds_lo, ds_hi, ds_bias;
+	struct elf_image *ds_img;
 	const char *libc_why;	/* why glibc's layouts are not used, or NULL */
 	int libc_checked;	/* 0 not yet, 1 glibc >= 2.25, -1 not */
 };
 
+/* Frees what data_symbol.c keeps. */
+void waits__data_symbol_free(struct stacksnap_waits *w);
 /* A string kept as long as w (NULL on -ENOMEM). */
 const char *waits__strf(struct stacksnap_waits *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
