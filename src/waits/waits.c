@@ -323,6 +323,29 @@ static int kernel_stack(struct stacksnap_waits *w, struct wait_thread *t)
 	return 0;
 }
 
+/* Whether the kernel's frames say more than the wait does: a thread in
+ * D state, a system call no source knows, a file or socket (a network
+ * file system, a driver). A lock's, a sleep's or a child's kernel stack is
+ * always the same few frames, and each read costs ~100 us. */
+static bool wants_kernel_stack(const struct wait_thread *t)
+{
+	switch (t->pub.kind) {
+	case STACKSNAP_WAIT_NONE:
+	case STACKSNAP_WAIT_MUTEX:
+	case STACKSNAP_WAIT_RWLOCK:
+	case STACKSNAP_WAIT_CONDVAR:
+	case STACKSNAP_WAIT_SEMAPHORE:
+	case STACKSNAP_WAIT_FUTEX:
+	case STACKSNAP_WAIT_JOIN:
+	case STACKSNAP_WAIT_SLEEP:
+	case STACKSNAP_WAIT_CHILD:
+	case STACKSNAP_WAIT_POLL:
+		return t->th->state == 'D';
+	default:
+		return true;
+	}
+}
+
 static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 {
 	const struct stacksnap_thread *th = t->th;
@@ -357,8 +380,8 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 			: t->nr >= 0 ? STACKSNAP_WAIT_OTHER : STACKSNAP_WAIT_NONE;
 	if (t->pub.kind == STACKSNAP_WAIT_OTHER && !t->pub.detail)
 		t->pub.detail = waits__strf(w, "in system call %ld", t->nr);
-	if (t->pub.kind != STACKSNAP_WAIT_NONE && !w->o.saved &&
-	    !w->o.no_kernel_stacks && (err = kernel_stack(w, t)) < 0)
+	if (wants_kernel_stack(t) && !w->o.saved && !w->o.no_kernel_stacks &&
+	    (err = kernel_stack(w, t)) < 0)
 		return err;
 	return 0;
 }
