@@ -6,7 +6,9 @@
  * adaptive, robust, pi), mutex3 (three threads in a cycle), rwlock (a
  * writer and a mutex holder deadlocked), sleeper (a thread waits for a
  * mutex whose holder sleeps), condvar, pipe (reads a pipe whose writer is
- * a child), waitpid, flock (an flock held by a child). */
+ * a child), waitpid, flock (an flock held by a child), churn (threads
+ * born and joined without end, and a fork+exec a millisecond, beside 4
+ * threads that sleep). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -117,6 +119,39 @@ static void *cond_waiter(void *arg)
 	return arg;
 }
 
+static void *short_lived(void *arg)
+{
+	return arg;
+}
+
+static void *sleep_forever(void *arg)
+{
+	for (;;)
+		sleep(1000);
+	return arg;
+}
+
+static void churn(void)
+{
+	for (unsigned i = 0;; i++) {
+		pthread_t t[4];
+
+		for (int k = 0; k < 4; k++)
+			pthread_create(&t[k], NULL, short_lived, NULL);
+		for (int k = 0; k < 4; k++)
+			pthread_join(t[k], NULL);
+		if (i % 16 == 0) {
+			pid_t c = fork();
+
+			if (c == 0) {
+				execl("/bin/true", "true", (char *)NULL);
+				_exit(127);
+			}
+			waitpid(c, NULL, 0);
+		}
+	}
+}
+
 static void spawn_threads(void *(*fn)(void *), int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -157,6 +192,10 @@ int main(int argc, char **argv)
 		pthread_barrier_init(&barrier, NULL, 2);
 		spawn_threads(sleeper, 1);
 		spawn_threads(waiter, 1);
+	} else if (!strcmp(mode, "churn")) {
+		spawn_threads(sleep_forever, 4);
+		ready();
+		churn();
 	} else if (!strcmp(mode, "condvar")) {
 		init_mutex(&lock_1, "normal");
 		spawn_threads(cond_waiter, 1);

@@ -74,6 +74,22 @@ static int proc_mem_read(void *user, uint64_t addr, void *buf, size_t len)
 	return r == (ssize_t)len ? 0 : -EFAULT;
 }
 
+/* Whether thread tid of pid has exited (its /proc entry is gone, or it
+ * is a zombie about to be): a thread the capture lost that still exists
+ * is a partial capture, said on stderr. */
+static bool thread_gone(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	if (!(f = fopen(path, "re")))
+		return true;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	return p && (p = strrchr(buf, ')')) && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Says on stderr which threads were not captured and why. */
 static void report_thread_errors(const struct options *o,
 				 struct stacksnap_snapshot *snap)
@@ -88,6 +104,11 @@ static void report_thread_errors(const struct options *o,
 				th->state ? th->state : '?',
 				th->state == 'D' ? ": uninterruptible sleep" : "",
 				o->stop_timeout_ms ? o->stop_timeout_ms : 1000);
+		else if (th->error == STACKSNAP_THREAD_GONE && !thread_gone(o->pid, th->tid))
+			fprintf(stderr, "stacksnap: pid %d: thread %d (%s) could not "
+					"be captured (the kernel said it was gone, "
+					"but it still exists); not captured\n",
+				(int)o->pid, (int)th->tid, th->name);
 		else if (th->error && th->error != STACKSNAP_THREAD_GONE)
 			fprintf(stderr, "stacksnap: pid %d: thread %d (%s): %s\n",
 				(int)o->pid, (int)th->tid, th->name,
@@ -315,9 +336,13 @@ static int dump_save(struct dump *d)
 	if (!o->quiet)
 		return DUMP_GO_ON;
 	report_thread_errors(o, d->snap);
-	for (size_t i = 0; i < d->n; i++)
-		if (stacksnap_snapshot__thread(d->snap, i)->error)
+	for (size_t i = 0; i < d->n; i++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(d->snap, i);
+
+		if (th->error && !(th->error == STACKSNAP_THREAD_GONE &&
+				   thread_gone(o->pid, th->tid)))
 			d->partial = 1;
+	}
 	return d->partial ? EXIT_PARTIAL : EXIT_OK;
 }
 
@@ -378,6 +403,22 @@ static int dump_runtime_frames(struct dump *d, size_t i, struct thread_result *r
 	return 0;
 }
 
+/* Leaves the threads that exited during the capture out of res. */
+static void drop_gone(struct dump *d)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct stacksnap_thread *th = d->res[i].thread;
+
+		if (th && th->error == STACKSNAP_THREAD_GONE && !d->res[i].frames &&
+		    thread_gone(d->o.pid, th->tid))
+			continue;
+		d->res[k++] = d->res[i];
+	}
+	d->n = k;
+}
+
 /* Unwinds every captured thread; a thread read non-stop whose copy ended
  * the unwind is extended and unwound again. With --ptrace the threads
  * are held until the last one is done, then released. */
@@ -396,6 +437,12 @@ static int dump_unwind(struct dump *d)
 			return interrupted_exit();
 		}
 		r->thread = th;
+		if (th->error == STACKSNAP_THREAD_GONE && thread_gone(o->pid, th->tid)) {
+			/* Exited while the capture ran: not a partial capture
+			 * (counted in --stats, left out of the output). */
+			d->tot.gone++;
+			continue;
+		}
 		if (th->error) {
 			d->partial = 1;
 			continue;
@@ -425,6 +472,8 @@ static int dump_unwind(struct dump *d)
 		}
 	}
 	d->tot.unwind_ns = monotonic_ns() - t0;
+	if (d->tot.gone)
+		drop_gone(d);
 	if (o->ptrace) {
 		stacksnap_snapshot__release(d->snap);
 		in_freeze = 0;

@@ -509,6 +509,9 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		   "capture %.1f us, unwind %.1f us (%u frames), symbolize %.1f us\n",
 		s->freeze_ns / 1e3, s->threads, s->bytes_copied, s->capture_ns / 1e3,
 		tot->unwind_ns / 1e3, tot->frames, tot->symbolize_ns / 1e3);
+	if (tot->gone)
+		fprintf(f, "stacksnap: %u thread%s exited during the capture "
+			   "(left out)\n", tot->gone, tot->gone == 1 ? "" : "s");
 	fprintf(f, "stacksnap: freeze phases: stop %.1f us, registers %.1f us, "
 		   "copy %.1f us, detach %.1f us; %u task-list rescans\n",
 		s->stop_ns / 1e3, s->regs_ns / 1e3, s->copy_ns / 1e3,

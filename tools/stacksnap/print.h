@@ -59,6 +59,8 @@ struct dump_totals {
 	 * "snapshot" member by saved_json (cmd_show.c); NULL: a live dump. */
 	void (*saved_json)(FILE *f, const void *user);
 	const void *saved_user;
+	/* Threads that exited during the capture, left out (--stats). */
+	unsigned gone;
 	/* Who waits for whom: the JSON's "deadlocks" (NULL: no such key). */
 	const struct stacksnap_waits *waits;
 };
