@@ -176,6 +176,12 @@ static bool futex_classify(struct stacksnap_waits *w, struct wait_thread *t)
 	t->pub.object = t->args[0];
 	at = lock_frame(t, &kind);
 	t->pub.kind = kind;
+	if (!(t->th->regs.valid & (1u << STACKSNAP_REG_RDI)) || !t->args[0]) {
+		t->pub.object = 0;
+		t->pub.no_owner = "the lock's address (rdi) was not saved: a snapshot "
+				  "file keeps the registers an unwind needs";
+		return true;
+	}
 	if (at < 0) {
 		t->pub.no_owner = t->nfn && t->fn[0]
 			? "a futex no known lock function waits on: its owner is not recorded"
@@ -196,6 +202,14 @@ static bool futex_classify(struct stacksnap_waits *w, struct wait_thread *t)
  * why none (an owner that no longer exists). */
 static int name_owner(struct stacksnap_waits *w, struct wait_thread *t, uint32_t tid)
 {
+	if (w->o.saved) {
+		if (waits__find(w, (pid_t)tid))
+			return waits__add_owner(t, w->pid, (pid_t)tid);
+		t->pub.no_owner = waits__strf(w, "its owner, thread %u, is not among the "
+					      "saved threads (it exited holding the "
+					      "lock, or the memory was reused)", tid);
+		return 0;
+	}
 	pid_t tgid = waits__tgid((pid_t)tid);
 
 	if (!tgid) {
@@ -205,6 +219,16 @@ static int name_owner(struct stacksnap_waits *w, struct wait_thread *t, uint32_t
 		return 0;
 	}
 	return waits__add_owner(t, tgid, (pid_t)tid);
+}
+
+/* Why a lock's words could not be read. */
+static const char *unreadable(struct stacksnap_waits *w, const char *what)
+{
+	if (!w->o.saved)
+		return waits__strf(w, "the %s could not be read", what);
+	return waits__strf(w, "the %s's memory is not in the saved capture (a "
+			   "snapshot file keeps the stacks only; a core dump keeps "
+			   "it)", what);
 }
 
 /* A lock word in a captured stack (a lock on a thread's stack) is also
@@ -241,7 +265,7 @@ static int mutex_owner(struct stacksnap_waits *w, struct wait_thread *t, uint64_
 	uint32_t lock, kind, tid, then;
 
 	if (waits__read(w, m, words, L->mutex_size)) {
-		t->pub.no_owner = "the mutex could not be read";
+		t->pub.no_owner = unreadable(w, "mutex");
 		return 0;
 	}
 	memcpy(&lock, (char *)words + L->mutex_lock, 4);
@@ -256,11 +280,12 @@ static int mutex_owner(struct stacksnap_waits *w, struct wait_thread *t, uint64_
 			t->pub.detail = waits__strf(w, "%s; its owner died holding it",
 						    t->pub.detail);
 	}
-	if (captured_word(w, m + L->mutex_lock, &then) && then != lock)
+	if (!w->o.saved && captured_word(w, m + L->mutex_lock, &then) && then != lock)
 		t->pub.stale = true;
 	if (!lock) {
-		t->pub.stale = true;
-		t->pub.no_owner = "unlocked since the capture (it changed hands)";
+		t->pub.stale = !w->o.saved;
+		t->pub.no_owner = w->o.saved ? "unlocked in the saved memory"
+					     : "unlocked since the capture (it changed hands)";
 		return 0;
 	}
 	if (tid == 0x7fffffff || tid == 0x7ffffffe) {
@@ -299,7 +324,7 @@ static uint64_t rwlock_base(struct stacksnap_waits *w, uint64_t addr)
 		memcpy(&shared, (char *)b + L->rw_shared, 4);
 		if ((shared != 0 && shared != 1) ||
 		    b[L->rw_flags / 4] > 2 || b[16 / 4] || b[20 / 4] ||
-		    (cur && waits__tgid(cur) <= 0))
+		    (cur && !waits__thread_exists(w, cur)))
 			continue;
 		found = addr - offs[i];
 		nfound++;
@@ -321,7 +346,7 @@ static int rwlock_owner(struct stacksnap_waits *w, struct wait_thread *t)
 	}
 	t->pub.object = base;
 	if (waits__read(w, base, b, L->rw_size)) {
-		t->pub.no_owner = "the rwlock could not be read";
+		t->pub.no_owner = unreadable(w, "rwlock");
 		return 0;
 	}
 	memcpy(&cur, (char *)b + L->rw_cur_writer, 4);

@@ -23,7 +23,8 @@ static int sleep_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	bool abs = false;
 
 	if (t->nr == NR_RESTART_SYSCALL || t->nr_guessed) {
-		t->pub.detail = "a timed wait the kernel restarted: its end is not known";
+		t->pub.detail = w->o.saved ? "the call's arguments were not saved"
+			: "a timed wait the kernel restarted: its end is not known";
 		return 0;
 	}
 	if (t->nr == NR_NANOSLEEP) {

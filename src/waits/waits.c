@@ -85,7 +85,12 @@ struct wait_thread *waits__find(struct stacksnap_waits *w, pid_t tid)
 
 int waits__read(struct stacksnap_waits *w, uint64_t addr, void *buf, size_t len)
 {
-	return stacksnap_mem__read(w->mem, addr, buf, len);
+	return w->mem ? stacksnap_mem__read(w->mem, addr, buf, len) : -EFAULT;
+}
+
+bool waits__thread_exists(struct stacksnap_waits *w, pid_t tid)
+{
+	return w->o.saved ? waits__find(w, tid) != NULL : waits__tgid(tid) > 0;
 }
 
 /* Reads a small /proc file into buf (NUL-terminated). Bytes read, or -1. */
@@ -155,11 +160,11 @@ struct stacksnap_waits *stacksnap_waits__new(struct stacksnap_ctx *ctx, pid_t pi
 		return NULL;
 	}
 	w->ctx = ctx;
-	w->log = &ctx->log;
+	w->log = ctx ? &ctx->log : NULL;
 	w->pid = pid;
 	w->as = as;
 	w->mem = w->o.mem;
-	if (!w->mem) {
+	if (!w->mem && !w->o.saved) {
 		w->mem = stacksnap_mem__new_pid(pid);
 		w->own_mem = true;
 		if (!w->mem) {
@@ -355,7 +360,9 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 				       STACKSNAP_REG_R8, STACKSNAP_REG_R9 };
 	int err;
 
-	if (th->error || (th->state != 'S' && th->state != 'D'))
+	/* A saved capture (a core) may not say the state: its frames will. */
+	if (th->error || (th->state != 'S' && th->state != 'D' &&
+			  !(w->o.saved && !th->state)))
 		return 0;
 	for (int i = 0; i < 6; i++)
 		t->args[i] = r->regs[argreg[i]];
@@ -377,7 +384,13 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	}
 	if (t->pub.kind == STACKSNAP_WAIT_NONE)
 		t->pub.kind = th->state == 'D' ? STACKSNAP_WAIT_DISK
-			: t->nr >= 0 ? STACKSNAP_WAIT_OTHER : STACKSNAP_WAIT_NONE;
+			: t->nr >= 0 || w->o.saved ? STACKSNAP_WAIT_OTHER
+			: STACKSNAP_WAIT_NONE;
+	if (t->pub.kind == STACKSNAP_WAIT_OTHER && w->o.saved && t->nr < 0) {
+		t->pub.detail = "not known";
+		t->pub.no_owner = "a saved capture keeps no system call number and no "
+				  "file descriptors: only locks are read from it";
+	}
 	if (t->pub.kind == STACKSNAP_WAIT_OTHER && !t->pub.detail)
 		t->pub.detail = waits__strf(w, "in system call %ld", t->nr);
 	if (wants_kernel_stack(t) && !w->o.saved && !w->o.no_kernel_stacks &&

@@ -107,6 +107,8 @@ int waits__add_owner(struct wait_thread *t, pid_t pid, pid_t tid);
 struct wait_thread *waits__find(struct stacksnap_waits *w, pid_t tid);
 /* Reads len bytes at addr of the target (after the thaw). 0 or -errno. */
 int waits__read(struct stacksnap_waits *w, uint64_t addr, void *buf, size_t len);
+/* Whether thread tid exists: in the saved capture, or now. */
+bool waits__thread_exists(struct stacksnap_waits *w, pid_t tid);
 /* The process a thread id belongs to (its Tgid), or 0 when there is none. */
 pid_t waits__tgid(pid_t tid);
 /* A process's name (comm) into buf, "?" when gone. */

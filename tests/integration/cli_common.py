@@ -275,8 +275,9 @@ def kill_quiet(p, sig=signal.SIGKILL):
 def without_waits(text):
     """A dump's text without what a live dump reads of who waits for whom
     (the "    waits for:" and "    [kernel]" lines under a thread's
-    header, the "Deadlock" blocks after the stacks): what a saved
-    snapshot's `show` prints, which does not carry them yet."""
+    header, the "Deadlock" blocks after the stacks): they differ between a
+    live dump (system calls, fds, kernel stacks) and `show` of its
+    snapshot file (locks only, and their memory was not saved)."""
     out, in_deadlock = [], False
     for line in text.split('\n'):
         if line.startswith('Deadlock '):
