@@ -2219,6 +2219,19 @@ STACKSNAP_API int stacksnap_waits__deadlock(const struct stacksnap_waits *w, siz
 					    const struct stacksnap_wait_owner **members,
 					    size_t *n);
 STACKSNAP_API void stacksnap_waits__free(struct stacksnap_waits *w);
+/* One edge of a wait-for graph: from waits for to. */
+struct stacksnap_wait_edge {
+	struct stacksnap_wait_owner from, to;
+};
+/* The cycles of the graph edges[0..n) (of several processes: a process
+ * as a whole, tid 0, is a node; give it an edge to each of its waiting
+ * threads for cycles through pipes or file locks): cycle i's threads are
+ * (*members)[(*starts)[i], (*starts)[i + 1]), in waiting order, process
+ * nodes left out. *members and *starts are the caller's to free(). 0 or
+ * -errno. */
+STACKSNAP_API int stacksnap_wait_cycles(const struct stacksnap_wait_edge *edges, size_t n,
+					struct stacksnap_wait_owner **members,
+					size_t **starts, size_t *ncycles);
 /* "mutex", "rwlock", ... (the JSON's "kind"). */
 STACKSNAP_API const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind);
 

@@ -84,9 +84,8 @@ struct stacksnap_waits {
 	size_t nstrs, strs_cap;
 	/* Deadlocks: cycle i is members[start[i], start[i + 1]). */
 	struct stacksnap_wait_owner *members;
-	size_t nmembers, members_cap;
 	size_t *start;
-	size_t ncycles, start_cap;
+	size_t ncycles;
 	/* The file whose data symbols named the last lock (data_symbol.c):
 	 * the mapping range it was found in, its image and load bias, kept
 	 * for the next lock in the same range. */
