@@ -8,6 +8,12 @@
 
 static bool sleep_classify(struct stacksnap_waits *w, struct wait_thread *t)
 {
+	if (t->nr == NR_PAUSE || t->nr == NR_RT_SIGSUSPEND || t->nr == NR_RT_SIGTIMEDWAIT) {
+		t->pub.kind = STACKSNAP_WAIT_SLEEP;
+		t->pub.detail = "until a signal";
+		t->pub.no_owner = "a signal wakes it";
+		return true;
+	}
 	if (t->nr != NR_NANOSLEEP && t->nr != NR_CLOCK_NANOSLEEP &&
 	    t->nr != NR_RESTART_SYSCALL)
 		return false;
@@ -22,6 +28,8 @@ static int sleep_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	uint64_t at;
 	bool abs = false;
 
+	if (t->pub.detail)
+		return 0;
 	if (t->nr == NR_RESTART_SYSCALL || t->nr_guessed) {
 		t->pub.detail = w->o.saved ? "the call's arguments were not saved"
 			: "a timed wait the kernel restarted: its end is not known";

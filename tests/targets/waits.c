@@ -6,7 +6,8 @@
  * adaptive, robust, pi), mutex3 (three threads in a cycle), rwlock (a
  * writer and a mutex holder deadlocked), sleeper (a thread waits for a
  * mutex whose holder sleeps), condvar, pipe (reads a pipe whose writer is
- * a child), waitpid, flock (an flock held by a child), churn (threads
+ * a child), waitpid, flock (an flock held by a child), flock2 (the
+ * main thread and a child deadlocked on two flocks), churn (threads
  * born and joined without end, and a fork+exec a millisecond, beside 4
  * threads that sleep). */
 #define _GNU_SOURCE
@@ -199,6 +200,38 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "condvar")) {
 		init_mutex(&lock_1, "normal");
 		spawn_threads(cond_waiter, 1);
+	} else if (!strcmp(mode, "flock2")) {
+		char a[] = "/tmp/waits-flock-a-XXXXXX", b[] = "/tmp/waits-flock-b-XXXXXX";
+		int fa = mkstemp(a), fb = mkstemp(b), go[2], got[2];
+		char x;
+
+		unlink(a);
+		unlink(b);
+		if (fa < 0 || fb < 0 || pipe(go) || pipe(got))
+			return 2;
+		pid_t c = fork();
+
+		if (c == 0) {
+			char self[64];
+			int ca, cb;
+
+			snprintf(self, sizeof(self), "/proc/%d/fd/%d", (int)getppid(), fa);
+			ca = open(self, O_RDWR);
+			snprintf(self, sizeof(self), "/proc/%d/fd/%d", (int)getppid(), fb);
+			cb = open(self, O_RDWR);
+			flock(cb, LOCK_EX);
+			(void)!write(got[1], "x", 1);
+			(void)!read(go[0], &x, 1);
+			flock(ca, LOCK_EX);
+			_exit(0);
+		}
+		role("child", c);
+		flock(fa, LOCK_EX);
+		(void)!read(got[0], &x, 1);
+		(void)!write(go[1], "x", 1);
+		ready();
+		flock(fb, LOCK_EX);
+		return 0;
 	} else if (!strcmp(mode, "pipe") || !strcmp(mode, "waitpid") ||
 		   !strcmp(mode, "flock")) {
 		int p[2], go[2];

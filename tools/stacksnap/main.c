@@ -597,6 +597,8 @@ static int dump_main(int argc, char **argv)
 		return rc;
 	if (d.o.core_path)
 		return core_main(&d.o);
+	if (d.o.follow)
+		return follow_main(&d.o, argc, argv);
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
 	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
 	 * output, not the process, mid-capture. */
@@ -615,6 +617,8 @@ static int dump_main(int argc, char **argv)
 		return dump_free(&d, rc);
 	/* After the thaw: the holders are read from the running process. */
 	d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
+	if (d.o.waits_fd)
+		waits_write_edges(d.o.waits_fd, d.o.pid, d.res, d.n);
 	rc = dump_print(&d, start_ns);
 	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
 }

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "print_waits.h"
 
@@ -225,4 +226,50 @@ void print_deadlocks_json(FILE *f, const struct stacksnap_waits *w)
 		fputc(']', f);
 	}
 	fputc(']', f);
+}
+
+/* s with tabs and newlines made spaces (one field of an edge line). */
+static void one_field(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\t' || *s == '\n')
+			*s = ' ';
+}
+
+void waits_write_edges(int fd, pid_t pid, const struct thread_result *res, size_t n)
+{
+	char *buf = NULL, *what = NULL;
+	size_t len = 0, wlen = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_wait *w = res[i].wait;
+		FILE *m;
+
+		if (!w || w->kind == STACKSNAP_WAIT_NONE || !(m = open_memstream(&what, &wlen)))
+			continue;
+		print_what(m, w);
+		print_holders(m, w, res, n);
+		fclose(m);
+		one_field(what);
+		fprintf(f, "W\t%d\t%d\t%s\t%s\t", (int)pid, (int)res[i].thread->tid,
+			res[i].thread->name, stacksnap_wait_kind__str(w->kind));
+		for (size_t k = 0; k < w->nowners; k++)
+			fprintf(f, "%s%d:%d", k ? "," : "", (int)w->owners[k].pid,
+				(int)w->owners[k].tid);
+		fprintf(f, "\t%s\n", what);
+		free(what);
+		what = NULL;
+	}
+	fclose(f);
+	for (size_t off = 0; off < len;) {
+		ssize_t r = write(fd, buf + off, len - off);
+
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	free(buf);
 }

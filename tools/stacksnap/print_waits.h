@@ -29,4 +29,14 @@ void print_deadlocks_text(FILE *f, const struct stacksnap_waits *w,
 /* ,"deadlocks":[[{"pid":P,"tid":T},...],...] at the JSON's top level. */
 void print_deadlocks_json(FILE *f, const struct stacksnap_waits *w);
 
+/* --follow's followed dump: one line a waiting thread into fd, read by
+ * dump_follow.c: "W\tPID\tTID\tNAME\tKIND\tOWNERS\tWHAT\n", OWNERS as
+ * "PID:TID,..." (TID 0: the process), WHAT the text the dump prints. */
+void waits_write_edges(int fd, pid_t pid, const struct thread_result *res, size_t n);
+
+/* stacksnap PID --follow (dump_follow.c): the process and the ones it
+ * waits on, dumped one after another by this program itself (argv
+ * without --follow), then the chains and the deadlocks across them. */
+int follow_main(const struct options *o, int argc, char **argv);
+
 #endif
