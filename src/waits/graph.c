@@ -22,7 +22,7 @@ struct search {
 	size_t nedges;
 	size_t *edge_start;
 	unsigned char *colour;
-	size_t *path;
+	size_t *path, *next;
 	/* Out: members of every cycle, and each cycle's start (n + 1). */
 	struct stacksnap_wait_owner *members;
 	size_t nmembers, members_cap;
@@ -90,27 +90,41 @@ static int add_cycle(struct search *s, size_t from, size_t depth)
 	return 0;
 }
 
-static int visit(struct search *s, size_t me, size_t depth)
+/* Depth first from root, without recursion (a convoy of 100,000 threads
+ * each waiting for the next is one path): path[0, depth) the nodes on
+ * it, next[k] the next edge of path[k] to follow. An edge to a node on
+ * the path (grey) closes a cycle. */
+static int visit(struct search *s, size_t root)
 {
+	size_t depth = 1;
 	int err;
 
-	s->colour[me] = GREY;
-	s->path[depth] = me;
-	for (size_t e = s->edge_start[me]; e < s->edge_start[me + 1]; e++) {
+	s->path[0] = root;
+	s->next[0] = s->edge_start[root];
+	s->colour[root] = GREY;
+	while (depth) {
+		size_t me = s->path[depth - 1], e = s->next[depth - 1]++;
+
+		if (e >= s->edge_start[me + 1]) {
+			s->colour[me] = BLACK;
+			depth--;
+			continue;
+		}
 		size_t k = node_of(s, &s->edges[e].to);
 
 		if (s->colour[k] == GREY) {
-			size_t from = depth;
+			size_t from = depth - 1;
 
 			while (s->path[from] != k)
 				from--;
-			if ((err = add_cycle(s, from, depth + 1)) < 0)
+			if ((err = add_cycle(s, from, depth)) < 0)
 				return err;
-		} else if (s->colour[k] == WHITE && (err = visit(s, k, depth + 1)) < 0) {
-			return err;
+		} else if (s->colour[k] == WHITE) {
+			s->colour[k] = GREY;
+			s->path[depth] = k;
+			s->next[depth++] = s->edge_start[k];
 		}
 	}
-	s->colour[me] = BLACK;
 	return 0;
 }
 
@@ -148,7 +162,8 @@ int stacksnap_wait_cycles(const struct stacksnap_wait_edge *edges, size_t n,
 	s.edge_start = calloc(s.nnodes + 1, sizeof(*s.edge_start));
 	s.colour = calloc(s.nnodes, 1);
 	s.path = calloc(s.nnodes, sizeof(*s.path));
-	if (!s.edge_start || !s.colour || !s.path)
+	s.next = calloc(s.nnodes, sizeof(*s.next));
+	if (!s.edge_start || !s.colour || !s.path || !s.next)
 		goto out;
 	for (size_t k = 0, e = 0; k <= s.nnodes; k++) {
 		while (k < s.nnodes && e < n && cmp_owner(&s.edges[e].from, &s.nodes[k]) < 0)
@@ -158,13 +173,14 @@ int stacksnap_wait_cycles(const struct stacksnap_wait_edge *edges, size_t n,
 	err = 0;
 	for (size_t k = 0; k < s.nnodes && !err; k++)
 		if (s.colour[k] == WHITE)
-			err = visit(&s, k, 0);
+			err = visit(&s, k);
 out:
 	free(s.nodes);
 	free(s.edges);
 	free(s.edge_start);
 	free(s.colour);
 	free(s.path);
+	free(s.next);
 	if (err) {
 		free(s.members);
 		free(s.starts);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "waits_internal.h"
+#include "proc_lines.h"
 
 #define F_SETLKW_ 7
 #define F_OFD_SETLKW_ 38
@@ -51,20 +52,16 @@ static int flock_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have
 	 * "->" after the number. */
 	while (!err && fgets(line, sizeof(line), f)) {
-		char type[16], mode[16], rw[16];
-		unsigned maj, min;
-		unsigned long long ino;
-		int pid;
+		struct lock_line l;
 
-		if (strstr(line, "->") ||
-		    sscanf(line, "%*d: %15s %15s %15s %d %x:%x:%llu", type, mode, rw,
-			   &pid, &maj, &min, &ino) != 7)
+		if (lock_line__parse(line, &l) || l.waiter)
 			continue;
-		if (ino != st.st_ino || maj != major(st.st_dev) || min != minor(st.st_dev))
+		if (l.inode != st.st_ino || l.major != major(st.st_dev) ||
+		    l.minor != minor(st.st_dev))
 			continue;
-		t->pub.detail = waits__strf(w, "%s %s lock", type, rw);
-		if (pid > 0)
-			err = waits__add_owner(t, pid, 0);
+		t->pub.detail = waits__strf(w, "%s %s lock", l.type, l.rw);
+		if (l.pid > 0)
+			err = waits__add_owner(t, l.pid, 0);
 	}
 	fclose(f);
 	if (!err && !t->pub.nowners)

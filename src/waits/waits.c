@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "waits_internal.h"
+#include "proc_lines.h"
 #include "addrspace/module.h"
 #include "base/opts.h"
 #include "base/vec.h"
@@ -217,8 +218,7 @@ static void name_frames(struct stacksnap_waits *w, struct wait_thread *t)
 static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 {
 	char path[96], buf[512];
-	long long nr;
-	unsigned long long a[6], sp, pc;
+	struct syscall_line sl;
 	const struct stacksnap_regs *r = &t->th->regs;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)w->pid,
@@ -229,10 +229,9 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 	for (int tries = 0;; tries++) {
 		if (read_small(path, buf, sizeof(buf)) <= 0)
 			return;
-		if (sscanf(buf, "%lld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
-			   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &sp, &pc) == 9 &&
-		    sp == r->regs[STACKSNAP_REG_RSP] &&
-		    (pc == r->regs[STACKSNAP_REG_RIP] || pc + 2 == r->regs[STACKSNAP_REG_RIP]))
+		if (!syscall_line__parse(buf, &sl) && sl.sp == r->regs[STACKSNAP_REG_RSP] &&
+		    (sl.pc == r->regs[STACKSNAP_REG_RIP] ||
+		     sl.pc + 2 == r->regs[STACKSNAP_REG_RIP]))
 			break;
 		if (tries == 10) {
 			t->pub.detail = "left the system call it was captured in";
@@ -240,7 +239,7 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 		}
 		usleep(200);
 	}
-	t->nr = nr;
+	t->nr = sl.nr;
 }
 
 /* The wait a saved capture (or a restarted call, whose number the kernel
