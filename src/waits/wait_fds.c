@@ -177,6 +177,65 @@ static unsigned unix_peer(unsigned ino)
 	return peer;
 }
 
+/* A TCP socket's endpoints from the target's /proc/PID/net/tcp{,6}:
+ * "sl local rem st ... inode", addresses as hex ADDR:PORT. */
+struct tcp_ends {
+	char local[40], remote[40];
+	int state;
+};
+
+static bool tcp_find(pid_t pid, unsigned ino, const char *local, const char *remote,
+		     struct tcp_ends *out, unsigned *peer)
+{
+	static const char *const files[] = { "tcp", "tcp6" };
+
+	for (int k = 0; k < 2; k++) {
+		char path[64], line[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[k]);
+		if (!(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			struct tcp_ends e;
+			unsigned long i;
+
+			if (sscanf(line, " %*u: %39s %39s %x %*s %*s %*s %*u %*u %lu",
+				   e.local, e.remote, (unsigned *)&e.state, &i) != 4)
+				continue;
+			if (ino ? i == ino
+				: !strcmp(e.local, local) && !strcmp(e.remote, remote)) {
+				*out = e;
+				if (peer)
+					*peer = (unsigned)i;
+				fclose(f);
+				return true;
+			}
+		}
+		fclose(f);
+	}
+	return false;
+}
+
+/* The inode of the socket at a TCP connection's other end on this machine
+ * (its endpoints swapped), 0 when none is; *listening when ino listens. */
+static unsigned tcp_peer(pid_t pid, unsigned ino, bool *listening)
+{
+	struct tcp_ends me, them;
+	unsigned peer = 0;
+
+	*listening = false;
+	if (!tcp_find(pid, ino, NULL, NULL, &me, NULL))
+		return 0;
+	if (me.state == 10 /* TCP_LISTEN */) {
+		*listening = true;
+		return 0;
+	}
+	if (!tcp_find(pid, 0, me.remote, me.local, &them, &peer))
+		return 0;
+	return peer;
+}
+
 /* The fds a poll watches, as "3 (pipe:[12]), 4 (socket:[13])". */
 static int poll_fds(struct stacksnap_waits *w, struct wait_thread *t)
 {
@@ -261,15 +320,22 @@ static int fds_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	}
 	if (sscanf(link, "socket:[%u]", &ino) == 1) {
 		unsigned peer = unix_peer(ino);
+		bool listening = false;
 
 		t->pub.kind = STACKSNAP_WAIT_SOCKET;
-		if (!peer) {
-			t->pub.no_owner = "not a connected Unix socket: its peer is "
-					  "not looked for";
+		if (peer) {
+			snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
+			t->pub.detail = waits__strf(w, "Unix socket, peer %s", peer_link);
+		} else if ((peer = tcp_peer(w->pid, ino, &listening))) {
+			snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
+			t->pub.detail = waits__strf(w, "TCP, local peer %s", peer_link);
+		} else {
+			t->pub.no_owner = listening
+				? "a listening socket: a connection wakes it"
+				: "no peer on this machine (not a connected Unix or "
+				  "local TCP socket)";
 			return 0;
 		}
-		snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
-		t->pub.detail = waits__strf(w, "Unix socket, peer %s", peer_link);
 		int err = holders(w, t, peer_link, -1);
 
 		if (!err && !t->pub.nowners)

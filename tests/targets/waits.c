@@ -7,7 +7,8 @@
  * writer and a mutex holder deadlocked), sleeper (a thread waits for a
  * mutex whose holder sleeps), condvar, pipe (reads a pipe whose writer is
  * a child), waitpid, flock (an flock held by a child), flock2 (the
- * main thread and a child deadlocked on two flocks), churn (threads
+ * main thread and a child deadlocked on two flocks), tcp (reads a local
+ * TCP connection whose other end is a child), churn (threads
  * born and joined without end, and a fork+exec a millisecond, beside 4
  * threads that sleep). */
 #define _GNU_SOURCE
@@ -16,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -200,6 +204,33 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "condvar")) {
 		init_mutex(&lock_1, "normal");
 		spawn_threads(cond_waiter, 1);
+	} else if (!strcmp(mode, "tcp")) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t len = sizeof(a);
+		int l = socket(AF_INET, SOCK_STREAM, 0), s;
+		char x;
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+		    getsockname(l, (struct sockaddr *)&a, &len))
+			return 2;
+		pid_t c = fork();
+
+		if (c == 0) {
+			int cs = socket(AF_INET, SOCK_STREAM, 0);
+
+			close(l);
+			if (connect(cs, (struct sockaddr *)&a, sizeof(a)))
+				_exit(2);
+			for (;;)
+				pause();
+		}
+		role("child", c);
+		s = accept(l, NULL, NULL);
+		close(l);
+		ready();
+		(void)!read(s, &x, 1);
+		return 0;
 	} else if (!strcmp(mode, "flock2")) {
 		char a[] = "/tmp/waits-flock-a-XXXXXX", b[] = "/tmp/waits-flock-b-XXXXXX";
 		int fa = mkstemp(a), fb = mkstemp(b), go[2], got[2];
