@@ -2,6 +2,7 @@
  * request the call was given (read from the target's memory). */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "waits_internal.h"
@@ -30,7 +31,12 @@ static int sleep_owners(struct stacksnap_waits *w, struct wait_thread *t)
 
 	if (t->pub.detail)
 		return 0;
-	if (t->nr == NR_RESTART_SYSCALL || t->nr_guessed) {
+	/* A call the freeze interrupted was restarted by the kernel under
+	 * another number, but the captured registers are the call's own:
+	 * glibc's clock_nanosleep (sleep, nanosleep, usleep call it) is read
+	 * with them. */
+	if (t->nr == NR_RESTART_SYSCALL ||
+	    (t->nr_guessed && !(t->fn[0] && strstr(t->fn[0], "clock_nanosleep")))) {
 		t->pub.detail = w->o.saved ? "the call's arguments were not saved"
 			: "a timed wait the kernel restarted: its end is not known";
 		return 0;
@@ -41,8 +47,11 @@ static int sleep_owners(struct stacksnap_waits *w, struct wait_thread *t)
 		abs = t->args[1] & 1; /* TIMER_ABSTIME */
 		at = t->args[2];
 	}
-	if (waits__read(w, at, &req, sizeof(req)))
+	if (waits__read(w, at, &req, sizeof(req)) || req.tv_nsec < 0 ||
+	    req.tv_nsec >= 1000000000L) {
+		t->pub.detail = w->o.saved ? "the call's arguments were not saved" : NULL;
 		return 0;
+	}
 	if (abs) {
 		struct timespec now;
 
