@@ -616,7 +616,8 @@ static int dump_main(int argc, char **argv)
 	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
 		return dump_free(&d, rc);
 	/* After the thaw: the holders are read from the running process. */
-	d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
+	if (!d.o.out.format_set) /* a profile has no place for them */
+		d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
 	if (d.o.waits_fd)
 		waits_write_edges(d.o.waits_fd, d.o.pid, d.res, d.n);
 	rc = dump_print(&d, start_ns);
