@@ -8,7 +8,8 @@
  * mutex whose holder sleeps), condvar, pipe (reads a pipe whose writer is
  * a child), waitpid, flock (an flock held by a child), flock2 (the
  * main thread and a child deadlocked on two flocks), tcp (reads a local
- * TCP connection whose other end is a child), churn (threads
+ * TCP connection whose other end is a child), orphan (a thread exits
+ * holding a mutex another then waits for), churn (threads
  * born and joined without end, and a fork+exec a millisecond, beside 4
  * threads that sleep). */
 #define _GNU_SOURCE
@@ -115,6 +116,20 @@ static void *waiter(void *arg)
 	return arg;
 }
 
+static void *exit_holding(void *arg)
+{
+	role("gone", gettid_());
+	pthread_mutex_lock(&lock_1);
+	return arg;
+}
+
+static void *waiter_nobarrier(void *arg)
+{
+	role("waiter", gettid_());
+	pthread_mutex_lock(&lock_1);
+	return arg;
+}
+
 static void *cond_waiter(void *arg)
 {
 	role("condwaiter", gettid_());
@@ -197,6 +212,13 @@ int main(int argc, char **argv)
 		pthread_barrier_init(&barrier, NULL, 2);
 		spawn_threads(sleeper, 1);
 		spawn_threads(waiter, 1);
+	} else if (!strcmp(mode, "orphan")) {
+		pthread_t t;
+
+		init_mutex(&lock_1, "normal");
+		pthread_create(&t, NULL, exit_holding, NULL);
+		pthread_join(t, NULL);
+		spawn_threads(waiter_nobarrier, 1);
 	} else if (!strcmp(mode, "churn")) {
 		spawn_threads(sleep_forever, 4);
 		ready();
