@@ -15,6 +15,7 @@
 #include "options.h"
 #include "print.h"
 #include "print_waits.h"
+#include "thread_gone.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -72,22 +73,6 @@ static int proc_mem_read(void *user, uint64_t addr, void *buf, size_t len)
 	ssize_t r = pread(*(int *)user, buf, len, (off_t)addr);
 
 	return r == (ssize_t)len ? 0 : -EFAULT;
-}
-
-/* Whether thread tid of pid has exited (its /proc entry is gone, or it
- * is a zombie about to be): a thread the capture lost that still exists
- * is a partial capture, said on stderr. */
-static bool thread_gone(pid_t pid, pid_t tid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	if (!(f = fopen(path, "re")))
-		return true;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	return p && (p = strrchr(buf, ')')) && (p[2] == 'Z' || p[2] == 'X');
 }
 
 /* Says on stderr which threads were not captured and why. */
@@ -403,22 +388,6 @@ static int dump_runtime_frames(struct dump *d, size_t i, struct thread_result *r
 	return 0;
 }
 
-/* Leaves the threads that exited during the capture out of res. */
-static void drop_gone(struct dump *d)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < d->n; i++) {
-		const struct stacksnap_thread *th = d->res[i].thread;
-
-		if (th && th->error == STACKSNAP_THREAD_GONE && !d->res[i].frames &&
-		    thread_gone(d->o.pid, th->tid))
-			continue;
-		d->res[k++] = d->res[i];
-	}
-	d->n = k;
-}
-
 /* Unwinds every captured thread; a thread read non-stop whose copy ended
  * the unwind is extended and unwound again. With --ptrace the threads
  * are held until the last one is done, then released. */
@@ -473,7 +442,7 @@ static int dump_unwind(struct dump *d)
 	}
 	d->tot.unwind_ns = monotonic_ns() - t0;
 	if (d->tot.gone)
-		drop_gone(d);
+		d->n = drop_gone_threads(d->o.pid, d->res, d->n);
 	if (o->ptrace) {
 		stacksnap_snapshot__release(d->snap);
 		in_freeze = 0;
