@@ -278,9 +278,10 @@ int follow_main(const struct options *o, int argc, char **argv)
 	size_t *starts = NULL, ncycles = 0, nedges = 0;
 	int rc;
 
-	if (o->save_path || o->out.format_set || o->ptrace) {
+	if (o->save_path || o->out.format_set || o->ptrace || o->ntids) {
 		fprintf(stderr, "stacksnap: --follow prints the stacks of several "
-			"processes: it does not go with --save, -o/--format or --ptrace\\n");
+			"processes: it does not go with --save, -o/--format, --ptrace "
+			"or -t\n");
 		return cli_usage_error();
 	}
 	memset(&f, 0, sizeof(f));
