@@ -120,9 +120,18 @@ static int dump_one(int argc, char **argv, pid_t pid, char **out, size_t *outlen
 		return EXIT_ERROR;
 	}
 	args[k++] = (char *)"stacksnap";
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--follow"))
-			args[k++] = argv[i];
+	/* The same options but --follow and -o FILE (the JSON of every
+	 * process goes to this process, which writes FILE). */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+			i++;
+			continue;
+		}
+		if (!strcmp(argv[i], "--follow") || !strncmp(argv[i], "--output=", 9) ||
+		    (!strncmp(argv[i], "-o", 2) && argv[i][2]))
+			continue;
+		args[k++] = argv[i];
+	}
 	snprintf(fdarg, sizeof(fdarg), "%d", 3);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
 	args[k++] = (char *)"--waits-fd";
