@@ -19,6 +19,7 @@
 #include <linux/unix_diag.h>
 
 #include "waits_internal.h"
+#include "base/vec.h"
 
 #define MAX_WATCHED 32
 
@@ -91,19 +92,97 @@ static bool fds_classify(struct stacksnap_waits *w, struct wait_thread *t)
 	return true;
 }
 
-/* Every process but none holding an fd whose link is link (and, when
- * mode >= 0, opened with that access mode or O_RDWR): added as holders. */
+/* One pipe or socket fd of some process. */
+struct fd_entry {
+	pid_t pid;
+	int fd;
+	char link[32];		/* "pipe:[123]", "socket:[456]" */
+};
+
+/* Every process's pipe and socket fds (/proc/PID/fd), read at the first
+ * wait on one, then shared by all. Invariant: entries[0, n). */
+struct fd_table {
+	struct fd_entry *entries;
+	size_t n, cap;
+};
+
+static struct fd_table *fd_table(struct stacksnap_waits *w)
+{
+	DIR *proc;
+	struct dirent *p;
+
+	if (w->fds)
+		return w->fds;
+	if (!(w->fds = calloc(1, sizeof(*w->fds))) || !(proc = opendir("/proc")))
+		return w->fds;
+	while ((p = readdir(proc))) {
+		char dpath[64], buf[64];
+		DIR *fds;
+		struct dirent *f;
+		pid_t pid = (pid_t)atoi(p->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
+		if (!(fds = opendir(dpath)))
+			continue;
+		while ((f = readdir(fds))) {
+			struct fd_entry *e;
+			int fd = atoi(f->d_name);
+
+			if (f->d_name[0] == '.' || !fd_link(pid, fd, buf, sizeof(buf)) ||
+			    (strncmp(buf, "pipe:", 5) && strncmp(buf, "socket:", 7)) ||
+			    !(e = VEC_PUSH(w->fds->entries, w->fds->n, w->fds->cap)))
+				continue;
+			e->pid = pid;
+			e->fd = fd;
+			snprintf(e->link, sizeof(e->link), "%.31s", buf);
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return w->fds;
+}
+
+static void fds_free(struct stacksnap_waits *w)
+{
+	if (w->fds)
+		free(w->fds->entries);
+	free(w->fds);
+	w->fds = NULL;
+}
+
+/* Every process holding an fd whose link is link (and, when mode >= 0,
+ * opened with that access mode or O_RDWR), added as holders: pipes and
+ * sockets from the table, a FIFO (a path) by a scan of its own. */
 static int holders(struct stacksnap_waits *w, struct wait_thread *t,
 		   const char *link, int mode)
 {
-	DIR *proc = opendir("/proc");
+	const struct fd_table *tab = NULL;
+	DIR *proc = NULL;
 	struct dirent *p;
 	int err = 0;
 
-	if (!proc)
+	if (!strncmp(link, "pipe:", 5) || !strncmp(link, "socket:", 7)) {
+		if (!(tab = fd_table(w)))
+			return -ENOMEM;
+	} else if (!(proc = opendir("/proc"))) {
 		return 0;
-	while (!err && (p = readdir(proc))) {
-		char dpath[64], buf[128];
+	}
+	for (size_t i = 0; tab && !err && i < tab->n; i++) {
+		const struct fd_entry *e = &tab->entries[i];
+		char fdname[16];
+		int m;
+
+		if (strcmp(e->link, link))
+			continue;
+		snprintf(fdname, sizeof(fdname), "%d", e->fd);
+		if (mode >= 0 && (m = fd_mode(e->pid, fdname)) != mode && m != O_RDWR)
+			continue;
+		err = waits__add_owner(t, e->pid, 0);
+	}
+	while (proc && !err && (p = readdir(proc))) {
+		char dpath[64], buf[4096];
 		DIR *fds;
 		struct dirent *f;
 		pid_t pid = (pid_t)atoi(p->d_name);
@@ -127,7 +206,8 @@ static int holders(struct stacksnap_waits *w, struct wait_thread *t,
 		}
 		closedir(fds);
 	}
-	closedir(proc);
+	if (proc)
+		closedir(proc);
 	return err;
 }
 
@@ -350,4 +430,5 @@ const struct wait_source_ops wait_fds_ops = {
 	.name = "fds and peers",
 	.classify = fds_classify,
 	.owners = fds_owners,
+	.free = fds_free,
 };

@@ -233,7 +233,10 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 		    (sl.pc == r->regs[STACKSNAP_REG_RIP] ||
 		     sl.pc + 2 == r->regs[STACKSNAP_REG_RIP]))
 			break;
-		if (tries == 10) {
+		/* Only "running" is a thread on its way back in; anything
+		 * else (another call, another place) is a thread that moved
+		 * on. */
+		if (tries == 10 || strncmp(buf, "running", 7)) {
 			t->pub.detail = "left the system call it was captured in";
 			return;
 		}
@@ -448,6 +451,9 @@ void stacksnap_waits__free(struct stacksnap_waits *w)
 	free(w->start);
 	if (w->own_mem)
 		stacksnap_mem__free(w->mem);
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (sources[i]->free)
+			sources[i]->free(w);
 	waits__data_symbol_free(w);
 	free(w);
 }

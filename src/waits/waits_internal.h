@@ -60,6 +60,8 @@ struct wait_source_ops {
 	const char *name;
 	bool (*classify)(struct stacksnap_waits *w, struct wait_thread *t);
 	int (*owners)(struct stacksnap_waits *w, struct wait_thread *t);
+	/* Frees what the source kept in w (may be NULL). */
+	void (*free)(struct stacksnap_waits *w);
 };
 
 extern const struct wait_source_ops wait_futex_ops;	/* wait_futex.c */
@@ -91,6 +93,9 @@ struct stacksnap_waits {
 	 * for the next lock in the same range. */
 	uint64_t ds_lo, ds_hi, ds_bias;
 	struct elf_image *ds_img;
+	/* Every process's pipe and socket fds, read once for all the waits
+	 * on them (wait_fds.c). */
+	struct fd_table *fds;
 	const char *libc_why;	/* why glibc's layouts are not used, or NULL */
 	int libc_checked;	/* 0 not yet, 1 glibc >= 2.25, -1 not */
 };
