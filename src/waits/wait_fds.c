@@ -99,11 +99,16 @@ struct fd_entry {
 	char link[32];		/* "pipe:[123]", "socket:[456]" */
 };
 
-/* Every process's pipe and socket fds (/proc/PID/fd), read at the first
- * wait on one, then shared by all. Invariant: entries[0, n). */
+/* Every process's pipe and socket fds (/proc/PID/fd) and the target's
+ * TCP sockets, each read at the first wait that needs them, then shared
+ * by all. Invariant: entries[0, n), tcp[0, ntcp). */
+struct tcp_sock;
 struct fd_table {
 	struct fd_entry *entries;
 	size_t n, cap;
+	bool entries_read, tcp_read;
+	struct tcp_sock *tcp;
+	size_t ntcp, tcp_cap;
 };
 
 static struct fd_table *fd_table(struct stacksnap_waits *w)
@@ -111,9 +116,12 @@ static struct fd_table *fd_table(struct stacksnap_waits *w)
 	DIR *proc;
 	struct dirent *p;
 
-	if (w->fds)
+	if (!w->fds && !(w->fds = calloc(1, sizeof(*w->fds))))
+		return NULL;
+	if (w->fds->entries_read)
 		return w->fds;
-	if (!(w->fds = calloc(1, sizeof(*w->fds))) || !(proc = opendir("/proc")))
+	w->fds->entries_read = true;
+	if (!(proc = opendir("/proc")))
 		return w->fds;
 	while ((p = readdir(proc))) {
 		char dpath[64], buf[64];
@@ -146,8 +154,10 @@ static struct fd_table *fd_table(struct stacksnap_waits *w)
 
 static void fds_free(struct stacksnap_waits *w)
 {
-	if (w->fds)
+	if (w->fds) {
 		free(w->fds->entries);
+		free(w->fds->tcp);
+	}
 	free(w->fds);
 	w->fds = NULL;
 }
@@ -257,18 +267,25 @@ static unsigned unix_peer(unsigned ino)
 	return peer;
 }
 
-/* A TCP socket's endpoints from the target's /proc/PID/net/tcp{,6}:
- * "sl local rem st ... inode", addresses as hex ADDR:PORT. */
-struct tcp_ends {
+/* One TCP socket of the target's network namespace (/proc/PID/net/tcp,
+ * tcp6: "sl local rem st ... inode", addresses as hex ADDR:PORT). */
+struct tcp_sock {
 	char local[40], remote[40];
-	int state;
+	unsigned state;
+	unsigned long inode;
 };
 
-static bool tcp_find(pid_t pid, unsigned ino, const char *local, const char *remote,
-		     struct tcp_ends *out, unsigned *peer)
+/* The target's TCP sockets, read once for all the waits on them (into
+ * w->fds, beside the fd table). */
+static const struct fd_table *tcp_table(struct stacksnap_waits *w, pid_t pid)
 {
 	static const char *const files[] = { "tcp", "tcp6" };
 
+	if (!w->fds && !(w->fds = calloc(1, sizeof(*w->fds))))
+		return NULL;
+	if (w->fds->tcp_read)
+		return w->fds;
+	w->fds->tcp_read = true;
 	for (int k = 0; k < 2; k++) {
 		char path[64], line[512];
 		FILE *f;
@@ -277,43 +294,41 @@ static bool tcp_find(pid_t pid, unsigned ino, const char *local, const char *rem
 		if (!(f = fopen(path, "re")))
 			continue;
 		while (fgets(line, sizeof(line), f)) {
-			struct tcp_ends e;
-			unsigned long i;
+			struct tcp_sock e, *slot;
 
 			if (sscanf(line, " %*u: %39s %39s %x %*s %*s %*s %*u %*u %lu",
-				   e.local, e.remote, (unsigned *)&e.state, &i) != 4)
+				   e.local, e.remote, &e.state, &e.inode) != 4 ||
+			    !(slot = VEC_PUSH(w->fds->tcp, w->fds->ntcp, w->fds->tcp_cap)))
 				continue;
-			if (ino ? i == ino
-				: !strcmp(e.local, local) && !strcmp(e.remote, remote)) {
-				*out = e;
-				if (peer)
-					*peer = (unsigned)i;
-				fclose(f);
-				return true;
-			}
+			*slot = e;
 		}
 		fclose(f);
 	}
-	return false;
+	return w->fds;
 }
 
 /* The inode of the socket at a TCP connection's other end on this machine
  * (its endpoints swapped), 0 when none is; *listening when ino listens. */
-static unsigned tcp_peer(pid_t pid, unsigned ino, bool *listening)
+static unsigned tcp_peer(struct stacksnap_waits *w, unsigned ino, bool *listening)
 {
-	struct tcp_ends me, them;
-	unsigned peer = 0;
+	const struct fd_table *tab = tcp_table(w, w->pid);
+	const struct tcp_sock *me = NULL;
 
 	*listening = false;
-	if (!tcp_find(pid, ino, NULL, NULL, &me, NULL))
+	for (size_t i = 0; tab && i < tab->ntcp && !me; i++)
+		if (tab->tcp[i].inode == ino)
+			me = &tab->tcp[i];
+	if (!me)
 		return 0;
-	if (me.state == 10 /* TCP_LISTEN */) {
+	if (me->state == 10 /* TCP_LISTEN */) {
 		*listening = true;
 		return 0;
 	}
-	if (!tcp_find(pid, 0, me.remote, me.local, &them, &peer))
-		return 0;
-	return peer;
+	for (size_t i = 0; i < tab->ntcp; i++)
+		if (!strcmp(tab->tcp[i].local, me->remote) &&
+		    !strcmp(tab->tcp[i].remote, me->local))
+			return (unsigned)tab->tcp[i].inode;
+	return 0;
 }
 
 /* The fds a poll watches, as "3 (pipe:[12]), 4 (socket:[13])". */
@@ -406,7 +421,7 @@ static int fds_owners(struct stacksnap_waits *w, struct wait_thread *t)
 		if (peer) {
 			snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
 			t->pub.detail = waits__strf(w, "Unix socket, peer %s", peer_link);
-		} else if ((peer = tcp_peer(w->pid, ino, &listening))) {
+		} else if ((peer = tcp_peer(w, ino, &listening))) {
 			snprintf(peer_link, sizeof(peer_link), "socket:[%u]", peer);
 			t->pub.detail = waits__strf(w, "TCP, local peer %s", peer_link);
 		} else {
