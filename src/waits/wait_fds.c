@@ -331,7 +331,14 @@ static unsigned tcp_peer(struct stacksnap_waits *w, unsigned ino, bool *listenin
 	return 0;
 }
 
-/* The fds a poll watches, as "3 (pipe:[12]), 4 (socket:[13])". */
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The fds a poll watches, in order, as "3 (pipe:[12]), 4 (socket:[13])". */
 static int poll_fds(struct stacksnap_waits *w, struct wait_thread *t)
 {
 	int fds[MAX_WATCHED], n = 0;
@@ -369,6 +376,7 @@ static int poll_fds(struct stacksnap_waits *w, struct wait_thread *t)
 		for (p = buf; n < MAX_WATCHED && (p = strstr(p, "tfd:")); p += 4)
 			fds[n++] = atoi(p + 4);
 	}
+	qsort(fds, (size_t)n, sizeof(fds[0]), cmp_int);
 	for (int i = 0; i < n && len < sizeof(list) - 1; i++) {
 		const char *what = fd_link(w->pid, fds[i], link, sizeof(link));
 

@@ -36,7 +36,7 @@ static int sleep_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	 * glibc's clock_nanosleep (sleep, nanosleep, usleep call it) is read
 	 * with them. */
 	if (t->nr == NR_RESTART_SYSCALL ||
-	    (t->nr_guessed && !(t->fn[0] && strstr(t->fn[0], "clock_nanosleep")))) {
+	    (t->nr_guessed && !(t->fn[0] && strstr(t->fn[0], "nanosleep")))) {
 		t->pub.detail = w->o.saved ? "the call's arguments were not saved"
 			: "a timed wait the kernel restarted: its end is not known";
 		return 0;

@@ -250,23 +250,25 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
  * the frames carry. */
 static void nr_from_frames(struct wait_thread *t)
 {
+	/* Innermost frame first: poll's wrapper before a caller's name. */
 	static const struct {
 		const char *fn;
 		long nr;
 	} by_frame[] = {
 		{ "futex", NR_FUTEX }, { "lll_lock_wait", NR_FUTEX },
-		{ "nanosleep", NR_CLOCK_NANOSLEEP },
+		{ "clock_nanosleep", NR_CLOCK_NANOSLEEP }, { "nanosleep", NR_NANOSLEEP },
+		{ "epoll_wait", NR_EPOLL_WAIT }, { "epoll_pwait", NR_EPOLL_PWAIT },
+		{ "ppoll", NR_PPOLL }, { "poll", NR_POLL },
+		{ "pselect", NR_PSELECT6 }, { "select", NR_SELECT },
 	};
 
-	if (!t->nfn || !t->fn[0])
-		return;
-	for (size_t i = 0; i < sizeof(by_frame) / sizeof(by_frame[0]); i++)
-		if (strstr(t->fn[0], by_frame[i].fn) ||
-		    (t->nfn > 1 && t->fn[1] && strstr(t->fn[1], by_frame[i].fn))) {
-			t->nr = by_frame[i].nr;
-			t->nr_guessed = true;
-			return;
-		}
+	for (size_t f = 0; f < 2 && f < t->nfn; f++)
+		for (size_t i = 0; t->fn[f] && i < sizeof(by_frame) / sizeof(by_frame[0]); i++)
+			if (strstr(t->fn[f], by_frame[i].fn)) {
+				t->nr = by_frame[i].nr;
+				t->nr_guessed = true;
+				return;
+			}
 }
 
 /* The frame that waits: the first outside the module of frame 0 (libc's

@@ -9,7 +9,9 @@
  * a child), waitpid, flock (an flock held by a child), flock2 (the
  * main thread and a child deadlocked on two flocks), tcp (reads a local
  * TCP connection whose other end is a child), orphan (a thread exits
- * holding a mutex another then waits for), churn (threads
+ * holding a mutex another then waits for), sem (a thread in sem_wait),
+ * join (the main thread joins a thread that sleeps), poll (a thread polls
+ * a pipe and an eventfd, another waits in epoll_wait on them), churn (threads
  * born and joined without end, and a fork+exec a millisecond, beside 4
  * threads that sleep). */
 #define _GNU_SOURCE
@@ -20,6 +22,10 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <semaphore.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -130,6 +136,41 @@ static void *waiter_nobarrier(void *arg)
 	return arg;
 }
 
+static sem_t work_sem;
+static int poll_fds[2];
+
+static void *sem_waiter(void *arg)
+{
+	role("semwaiter", gettid_());
+	sem_wait(&work_sem);
+	return arg;
+}
+
+static void *poller(void *arg)
+{
+	struct pollfd p[2] = { { poll_fds[0], POLLIN, 0 }, { poll_fds[1], POLLIN, 0 } };
+
+	role("poller", gettid_());
+	for (;;)
+		poll(p, 2, -1); /* EINTR: again, as programs do */
+	return arg;
+}
+
+static void *epoller(void *arg)
+{
+	int ep = epoll_create1(0);
+	struct epoll_event e = { .events = EPOLLIN }, out;
+
+	for (int i = 0; i < 2; i++) {
+		e.data.fd = poll_fds[i];
+		epoll_ctl(ep, EPOLL_CTL_ADD, poll_fds[i], &e);
+	}
+	role("epoller", gettid_());
+	for (;;)
+		epoll_wait(ep, &out, 1, -1); /* EINTR after a freeze: again */
+	return arg;
+}
+
 static void *cond_waiter(void *arg)
 {
 	role("condwaiter", gettid_());
@@ -146,6 +187,7 @@ static void *short_lived(void *arg)
 
 static void *sleep_forever(void *arg)
 {
+	role("sleeper", gettid_());
 	for (;;)
 		sleep(1000);
 	return arg;
@@ -212,6 +254,28 @@ int main(int argc, char **argv)
 		pthread_barrier_init(&barrier, NULL, 2);
 		spawn_threads(sleeper, 1);
 		spawn_threads(waiter, 1);
+	} else if (!strcmp(mode, "sem")) {
+		sem_init(&work_sem, 0, 0);
+		spawn_threads(sem_waiter, 1);
+	} else if (!strcmp(mode, "join")) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, sleep_forever, NULL);
+		nthreads++;
+		ready();
+		pthread_join(t, NULL);
+		return 0;
+	} else if (!strcmp(mode, "poll")) {
+		int p[2];
+
+		if (pipe(p))
+			return 2;
+		poll_fds[0] = p[0];
+		poll_fds[1] = eventfd(0, 0);
+		role("pipefd", poll_fds[0]);
+		role("eventfd", poll_fds[1]);
+		spawn_threads(poller, 1);
+		spawn_threads(epoller, 1);
 	} else if (!strcmp(mode, "orphan")) {
 		pthread_t t;
 
