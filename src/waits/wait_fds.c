@@ -111,20 +111,19 @@ struct fd_table {
 	size_t ntcp, tcp_cap;
 };
 
-static struct fd_table *fd_table(struct stacksnap_waits *w)
+/* Calls fn for every fd of every process (/proc/PID/fd), with what it
+ * is (its link); stops at the first nonzero return, which it returns. */
+static int each_fd(int (*fn)(void *user, pid_t pid, int fd, const char *link),
+		   void *user)
 {
-	DIR *proc;
+	DIR *proc = opendir("/proc");
 	struct dirent *p;
+	int r = 0;
 
-	if (!w->fds && !(w->fds = calloc(1, sizeof(*w->fds))))
-		return NULL;
-	if (w->fds->entries_read)
-		return w->fds;
-	w->fds->entries_read = true;
-	if (!(proc = opendir("/proc")))
-		return w->fds;
-	while ((p = readdir(proc))) {
-		char dpath[64], buf[64];
+	if (!proc)
+		return 0;
+	while (!r && (p = readdir(proc))) {
+		char dpath[64], buf[4096];
 		DIR *fds;
 		struct dirent *f;
 		pid_t pid = (pid_t)atoi(p->d_name);
@@ -134,21 +133,42 @@ static struct fd_table *fd_table(struct stacksnap_waits *w)
 		snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
 		if (!(fds = opendir(dpath)))
 			continue;
-		while ((f = readdir(fds))) {
-			struct fd_entry *e;
+		while (!r && (f = readdir(fds))) {
 			int fd = atoi(f->d_name);
 
-			if (f->d_name[0] == '.' || !fd_link(pid, fd, buf, sizeof(buf)) ||
-			    (strncmp(buf, "pipe:", 5) && strncmp(buf, "socket:", 7)) ||
-			    !(e = VEC_PUSH(w->fds->entries, w->fds->n, w->fds->cap)))
-				continue;
-			e->pid = pid;
-			e->fd = fd;
-			snprintf(e->link, sizeof(e->link), "%.31s", buf);
+			if (f->d_name[0] != '.' && fd_link(pid, fd, buf, sizeof(buf)))
+				r = fn(user, pid, fd, buf);
 		}
 		closedir(fds);
 	}
 	closedir(proc);
+	return r;
+}
+
+static int table_add(void *user, pid_t pid, int fd, const char *link)
+{
+	struct fd_table *tab = user;
+	struct fd_entry *e;
+
+	if (strncmp(link, "pipe:", 5) && strncmp(link, "socket:", 7))
+		return 0;
+	if (!(e = VEC_PUSH(tab->entries, tab->n, tab->cap)))
+		return -ENOMEM;
+	e->pid = pid;
+	e->fd = fd;
+	snprintf(e->link, sizeof(e->link), "%.31s", link);
+	return 0;
+}
+
+static struct fd_table *fd_table(struct stacksnap_waits *w)
+{
+	if (!w->fds && !(w->fds = calloc(1, sizeof(*w->fds))))
+		return NULL;
+	if (!w->fds->entries_read) {
+		w->fds->entries_read = true;
+		if (each_fd(table_add, w->fds))
+			return NULL;
+	}
 	return w->fds;
 }
 
@@ -162,62 +182,46 @@ static void fds_free(struct stacksnap_waits *w)
 	w->fds = NULL;
 }
 
-/* Every process holding an fd whose link is link (and, when mode >= 0,
- * opened with that access mode or O_RDWR), added as holders: pipes and
- * sockets from the table, a FIFO (a path) by a scan of its own. */
+/* What holders() looks for, and where it puts what it finds. */
+struct holder_search {
+	struct wait_thread *t;
+	const char *link;
+	int mode;
+};
+
+/* One fd of some process: a holder when it is the one searched for (and,
+ * when mode >= 0, opened with that access mode or O_RDWR). */
+static int holder_check(void *user, pid_t pid, int fd, const char *link)
+{
+	const struct holder_search *h = user;
+	char fdname[16];
+	int m;
+
+	if (strcmp(link, h->link))
+		return 0;
+	snprintf(fdname, sizeof(fdname), "%d", fd);
+	if (h->mode >= 0 && (m = fd_mode(pid, fdname)) != h->mode && m != O_RDWR)
+		return 0;
+	return waits__add_owner(h->t, pid, 0);
+}
+
+/* Every process holding an fd whose link is link, added as holders:
+ * pipes and sockets from the table, a FIFO (a path) by a scan of its
+ * own. */
 static int holders(struct stacksnap_waits *w, struct wait_thread *t,
 		   const char *link, int mode)
 {
-	const struct fd_table *tab = NULL;
-	DIR *proc = NULL;
-	struct dirent *p;
+	struct holder_search h = { t, link, mode };
+	const struct fd_table *tab;
 	int err = 0;
 
-	if (!strncmp(link, "pipe:", 5) || !strncmp(link, "socket:", 7)) {
-		if (!(tab = fd_table(w)))
-			return -ENOMEM;
-	} else if (!(proc = opendir("/proc"))) {
-		return 0;
-	}
-	for (size_t i = 0; tab && !err && i < tab->n; i++) {
-		const struct fd_entry *e = &tab->entries[i];
-		char fdname[16];
-		int m;
-
-		if (strcmp(e->link, link))
-			continue;
-		snprintf(fdname, sizeof(fdname), "%d", e->fd);
-		if (mode >= 0 && (m = fd_mode(e->pid, fdname)) != mode && m != O_RDWR)
-			continue;
-		err = waits__add_owner(t, e->pid, 0);
-	}
-	while (proc && !err && (p = readdir(proc))) {
-		char dpath[64], buf[4096];
-		DIR *fds;
-		struct dirent *f;
-		pid_t pid = (pid_t)atoi(p->d_name);
-
-		if (pid <= 0)
-			continue;
-		snprintf(dpath, sizeof(dpath), "/proc/%d/fd", (int)pid);
-		if (!(fds = opendir(dpath)))
-			continue;
-		while ((f = readdir(fds))) {
-			int m;
-
-			if (f->d_name[0] == '.' ||
-			    !fd_link(pid, atoi(f->d_name), buf, sizeof(buf)) ||
-			    strcmp(buf, link))
-				continue;
-			if (mode >= 0 && (m = fd_mode(pid, f->d_name)) != mode && m != O_RDWR)
-				continue;
-			err = waits__add_owner(t, pid, 0);
-			break;
-		}
-		closedir(fds);
-	}
-	if (proc)
-		closedir(proc);
+	if (strncmp(link, "pipe:", 5) && strncmp(link, "socket:", 7))
+		return each_fd(holder_check, &h);
+	if (!(tab = fd_table(w)))
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < tab->n; i++)
+		err = holder_check(&h, tab->entries[i].pid, tab->entries[i].fd,
+				   tab->entries[i].link);
 	return err;
 }
 
