@@ -2168,6 +2168,126 @@ STACKSNAP_API int stacksnap_ctf_writer__flush(struct stacksnap_ctf_writer *w);
  * trace (-errno). */
 STACKSNAP_API int stacksnap_ctf_writer__close(struct stacksnap_ctf_writer *w);
 
+/* ------------------------------------------------------------------ */
+/* Waits: who waits for whom (docs/waits.md). Read after a capture, from
+ * the captured registers and frames of each thread asleep in the kernel
+ * and from the process as it is after the thaw: what each one waits for
+ * (a lock, a file, a child, a timer), who holds it, and the cycles of that
+ * graph (deadlocks). Owners are read after the thaw; one that may have
+ * changed since is said to (stacksnap_wait.stale), never guessed. */
+
+enum stacksnap_wait_kind {
+	STACKSNAP_WAIT_NONE = 0,	/* not asleep in a system call */
+	STACKSNAP_WAIT_MUTEX,
+	STACKSNAP_WAIT_RWLOCK,
+	STACKSNAP_WAIT_CONDVAR,
+	STACKSNAP_WAIT_SEMAPHORE,
+	STACKSNAP_WAIT_FUTEX,		/* a futex of no known lock */
+	STACKSNAP_WAIT_PIPE,		/* a pipe or FIFO */
+	STACKSNAP_WAIT_SOCKET,
+	STACKSNAP_WAIT_CHILD,		/* wait4, waitid */
+	STACKSNAP_WAIT_FILE_LOCK,	/* flock, fcntl F_SETLKW */
+	STACKSNAP_WAIT_POLL,		/* poll, select, epoll_wait */
+	STACKSNAP_WAIT_SLEEP,		/* nanosleep, clock_nanosleep */
+	STACKSNAP_WAIT_DISK,		/* uninterruptible sleep (state D) */
+	STACKSNAP_WAIT_OTHER,		/* another system call */
+	STACKSNAP_WAIT_JOIN,		/* pthread_join: the thread joined */
+};
+
+/* One holder of what a thread waits for: a thread (tid), or a process as
+ * a whole (tid 0: a pipe's other end, a child, a file lock's holder). */
+struct stacksnap_wait_owner {
+	pid_t pid;
+	pid_t tid;
+};
+
+/* What one thread waits for. Strings and arrays live as long as the
+ * stacksnap_waits they came from. */
+struct stacksnap_wait {
+	enum stacksnap_wait_kind kind;
+	long syscall;		/* the system call's number; -1 unknown */
+	uint64_t object;	/* the lock's (futex word's) address; 0 none */
+	const char *object_name; /* its symbol ("queue_lock", "table+0x40"),
+				    NULL when none names it */
+	int fd;			/* the file descriptor waited on; -1 none */
+	const char *file;	/* what fd is ("pipe:[1234]", a path), or the
+				   fds a poll watches; NULL none */
+	const char *detail;	/* the kind in words ("recursive mutex, robust",
+				   "child 812 (sleep) state S", "wakes in
+				   2.5 s"); NULL none */
+	const char *no_owner;	/* why no holder is named (a condition
+				   variable has none, the layout is not
+				   known...), NULL when owners are named */
+	bool stale;		/* the holder read after the thaw may not be
+				   the one at the capture (no_owner or detail
+				   says why) */
+	const struct stacksnap_wait_owner *owners;
+	size_t nowners;
+	int frame;		/* index into the frames given of the frame
+				   that waits (the caller of the library's
+				   wait), -1 none */
+	uint64_t since_ns;	/* how long it has waited; 0 not known */
+	const char *const *kernel_frames; /* innermost first ("futex_wait_
+					     queue+0x60/0x90"), NULL none */
+	size_t nkernel_frames;
+};
+
+struct stacksnap_waits_opts {
+	size_t sz;
+	/* The target's memory; NULL: the live process (pid). */
+	struct stacksnap_mem *mem;
+	/* No kernel stacks (/proc/PID/task/TID/stack). */
+	bool no_kernel_stacks;
+	/* A saved capture: nothing is read from /proc (no fds, children or
+	 * file locks: those waits name their kind only, and say why). */
+	bool saved;
+	size_t :0;
+};
+#define stacksnap_waits_opts__last_field saved
+
+struct stacksnap_waits;
+
+/* A graph for process pid with address space as (not owned; names lock
+ * objects and frames). NULL and errno on failure. */
+STACKSNAP_API struct stacksnap_waits *
+stacksnap_waits__new(struct stacksnap_ctx *ctx, pid_t pid,
+		     struct stacksnap_addrspace *as,
+		     const struct stacksnap_waits_opts *opts);
+/* Adds a captured thread and its unwound frames (innermost first). th and
+ * frames must live until stacksnap_waits__resolve returns. 0 or -errno. */
+STACKSNAP_API int stacksnap_waits__add_thread(struct stacksnap_waits *w,
+					      const struct stacksnap_thread *th,
+					      const struct stacksnap_frame *frames,
+					      size_t nframes);
+/* Classifies every thread added, reads the holders (after the thaw) and
+ * finds the cycles. 0 or -errno. */
+STACKSNAP_API int stacksnap_waits__resolve(struct stacksnap_waits *w);
+/* What thread tid waits for; NULL when it was not added. */
+STACKSNAP_API const struct stacksnap_wait *
+stacksnap_waits__thread(const struct stacksnap_waits *w, pid_t tid);
+/* The deadlocks found: cycle i's members in waiting order (each waits
+ * for the next, the last for the first). */
+STACKSNAP_API size_t stacksnap_waits__deadlock_count(const struct stacksnap_waits *w);
+STACKSNAP_API int stacksnap_waits__deadlock(const struct stacksnap_waits *w, size_t i,
+					    const struct stacksnap_wait_owner **members,
+					    size_t *n);
+STACKSNAP_API void stacksnap_waits__free(struct stacksnap_waits *w);
+/* One edge of a wait-for graph: from waits for to. */
+struct stacksnap_wait_edge {
+	struct stacksnap_wait_owner from, to;
+};
+/* The cycles of the graph edges[0..n) (of several processes: a process
+ * as a whole, tid 0, is a node; give it an edge to each of its waiting
+ * threads for cycles through pipes or file locks): cycle i's threads are
+ * (*members)[(*starts)[i], (*starts)[i + 1]), in waiting order, process
+ * nodes left out. *members and *starts are the caller's to free(). 0 or
+ * -errno. */
+STACKSNAP_API int stacksnap_wait_cycles(const struct stacksnap_wait_edge *edges, size_t n,
+					struct stacksnap_wait_owner **members,
+					size_t **starts, size_t *ncycles);
+/* "mutex", "rwlock", ... (the JSON's "kind"). */
+STACKSNAP_API const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind);
+
 #ifdef __cplusplus
 }
 #endif

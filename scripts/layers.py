@@ -30,6 +30,7 @@ ORDER = [
     ["profile"],
     ["trace"],
     ["inproc", "walker"],
+    ["waits"],
 ]
 RANK = {f: i for i, line in enumerate(ORDER) for f in line}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -270,3 +270,25 @@ def kill_quiet(p, sig=signal.SIGKILL):
         p.send_signal(sig)
     except OSError:
         pass
+
+
+def without_waits(text):
+    """A dump's text without what a live dump reads of who waits for whom
+    (the "    waits for:" and "    [kernel]" lines under a thread's
+    header, the "Deadlock" blocks after the stacks): they differ between a
+    live dump (system calls, fds, kernel stacks) and `show` of its
+    snapshot file (locks only, and their memory was not saved)."""
+    out, in_deadlock = [], False
+    for line in text.split('\n'):
+        if line.startswith('Deadlock '):
+            in_deadlock = True
+            if out and out[-1] == '':
+                out.pop()
+            continue
+        if in_deadlock and (line.startswith('  ') or line == ''):
+            continue
+        in_deadlock = False
+        if line.startswith('    waits for: ') or line.startswith('    [kernel] '):
+            continue
+        out.append(line)
+    return '\n'.join(out)

@@ -10,6 +10,7 @@
 
 #include "options.h"
 #include "print.h"
+#include "print_waits.h"
 #include "trace_print.h"
 #include "profile_out.h"
 #include "subcommands.h"
@@ -146,6 +147,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 		       .stack_scan = o->stack_scan);
 	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
 	struct stacksnap_mem *mem = stacksnap_mem__new_copy(NULL, 0, 0);
+	struct stacksnap_waits *waits = NULL;
 	int rc = EXIT_OK;
 
 	const struct saved_about about = { .info = &info, .file = file, .core = core };
@@ -199,6 +201,10 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
+	/* Locks from the saved memory (a core's; a snapshot file has only
+	 * the stacks); no fds or system calls: the waits say so. */
+	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true, res, n);
+	tot.waits = waits;
 	/* A Go program's goroutines, kept by --save (contiguous). */
 	size_t ng = o->threads_only ? 0 : stacksnap_saved__goroutine_count(s);
 	const struct stacksnap_goroutine *gs =
@@ -223,9 +229,12 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 	} else {
 		print_saved_header(stdout, &about);
 		print_text(stdout, o, res, nt);
+		if (nt)
+			print_deadlocks_text(stdout, waits, res, nt);
 		print_goroutines_text(stdout, gs, ng, !nt);
 	}
 out:
+	stacksnap_waits__free(waits);
 	thread_results_free(res, n);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);

@@ -14,6 +14,8 @@
 #include "help.h"
 #include "options.h"
 #include "print.h"
+#include "print_waits.h"
+#include "thread_gone.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -87,6 +89,11 @@ static void report_thread_errors(const struct options *o,
 				th->state ? th->state : '?',
 				th->state == 'D' ? ": uninterruptible sleep" : "",
 				o->stop_timeout_ms ? o->stop_timeout_ms : 1000);
+		else if (th->error == STACKSNAP_THREAD_GONE && !thread_gone(o->pid, th->tid))
+			fprintf(stderr, "stacksnap: pid %d: thread %d (%s) could not "
+					"be captured (the kernel said it was gone, "
+					"but it still exists); not captured\n",
+				(int)o->pid, (int)th->tid, th->name);
 		else if (th->error && th->error != STACKSNAP_THREAD_GONE)
 			fprintf(stderr, "stacksnap: pid %d: thread %d (%s): %s\n",
 				(int)o->pid, (int)th->tid, th->name,
@@ -179,6 +186,7 @@ struct dump {
 	const struct stacksnap_goroutine *goroutines;
 	size_t ngoroutines;
 	struct stacksnap_runtime_info rinfo;
+	struct stacksnap_waits *waits;	/* who waits for whom (print_waits.c) */
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -317,9 +325,13 @@ static int dump_save(struct dump *d)
 	if (!o->quiet)
 		return DUMP_GO_ON;
 	report_thread_errors(o, d->snap);
-	for (size_t i = 0; i < d->n; i++)
-		if (stacksnap_snapshot__thread(d->snap, i)->error)
+	for (size_t i = 0; i < d->n; i++) {
+		const struct stacksnap_thread *th = stacksnap_snapshot__thread(d->snap, i);
+
+		if (th->error && !(th->error == STACKSNAP_THREAD_GONE &&
+				   thread_gone(o->pid, th->tid)))
 			d->partial = 1;
+	}
 	return d->partial ? EXIT_PARTIAL : EXIT_OK;
 }
 
@@ -398,6 +410,12 @@ static int dump_unwind(struct dump *d)
 			return interrupted_exit();
 		}
 		r->thread = th;
+		if (th->error == STACKSNAP_THREAD_GONE && thread_gone(o->pid, th->tid)) {
+			/* Exited while the capture ran: not a partial capture
+			 * (counted in --stats, left out of the output). */
+			d->tot.gone++;
+			continue;
+		}
 		if (th->error) {
 			d->partial = 1;
 			continue;
@@ -427,6 +445,8 @@ static int dump_unwind(struct dump *d)
 		}
 	}
 	d->tot.unwind_ns = monotonic_ns() - t0;
+	if (d->tot.gone)
+		d->n = drop_gone_threads(d->o.pid, d->res, d->n);
 	if (o->ptrace) {
 		stacksnap_snapshot__release(d->snap);
 		in_freeze = 0;
@@ -479,14 +499,17 @@ static int dump_print(struct dump *d, uint64_t start_ns)
 					 d->res, o->goroutines_only ? 0 : d->n,
 					 title);
 	} else if (o->json) {
+		d->tot.waits = d->waits;
 		/* Only a Go program's output has the key. */
 		d->tot.goroutines = d->goroutines;
 		d->tot.ngoroutines = d->ngoroutines;
 		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
 			   &d->tot);
 	} else {
-		if (!o->goroutines_only)
+		if (!o->goroutines_only) {
 			print_text(stdout, o, d->res, d->n);
+			print_deadlocks_text(stdout, d->waits, d->res, d->n);
+		}
 		print_goroutines_text(stdout, d->goroutines, d->ngoroutines,
 				      o->goroutines_only || !d->n);
 	}
@@ -547,6 +570,8 @@ static int dump_main(int argc, char **argv)
 		return rc;
 	if (d.o.core_path)
 		return core_main(&d.o);
+	if (d.o.follow)
+		return follow_main(&d.o, argc, argv);
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
 	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
 	 * output, not the process, mid-capture. */
@@ -563,6 +588,11 @@ static int dump_main(int argc, char **argv)
 	report_thread_errors(&d.o, d.snap);
 	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
 		return dump_free(&d, rc);
+	/* After the thaw: the holders are read from the running process. */
+	if (!d.o.out.format_set) /* a profile has no place for them */
+		d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
+	if (d.o.waits_fd)
+		waits_write_edges(d.o.waits_fd, d.o.pid, d.res, d.n);
 	rc = dump_print(&d, start_ns);
 	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
 }

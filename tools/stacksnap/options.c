@@ -248,7 +248,8 @@ int options_parse_encoding(const char *s)
 enum { OPT_RAW = 256, OPT_JSON, OPT_STACK, OPT_TMO, OPT_PROCMEM, OPT_SCAN,
        OPT_STATS, OPT_PTRACE, OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT,
        OPT_SAVE, OPT_ENC, OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES,
-       OPT_THREADS, OPT_DDIR, OPT_NODI, OPT_COUNT, OPT_FOLDED };
+       OPT_THREADS, OPT_DDIR, OPT_NODI, OPT_COUNT, OPT_FOLDED, OPT_FOLLOW,
+       OPT_WAITS_FD, OPT_WAITS_PID };
 
 /* The options the dump and show share (one table, one parser). */
 #define DUMP_SHOW_LONGOPTS						\
@@ -373,6 +374,9 @@ static int parse_option(struct options *o, int c, char *arg, const char *help)
 	case OPT_COUNT: o->count = true; break;
 	case OPT_FOLDED: o->folded = true; break;
 	case OPT_SAVE: o->save_path = arg; break;
+	case OPT_FOLLOW: o->follow = true; break;
+	case OPT_WAITS_FD: o->waits_fd = atoi(arg); break;
+	case OPT_WAITS_PID: o->pid_override = (pid_t)atoi(arg); break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
 			fprintf(stderr, "%s: --encoding: '%s' is not an encoding (pointers, exact or full)\n", cli_name, arg);
@@ -499,6 +503,10 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "core", required_argument, NULL, OPT_CORE },
 		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		/* --follow's own dumps of the processes it follows. */
+		{ "waits-fd", required_argument, NULL, OPT_WAITS_FD },
+		{ "waits-pid", required_argument, NULL, OPT_WAITS_PID },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
@@ -517,7 +525,11 @@ int options_parse(struct options *o, int argc, char **argv)
 		if (r)
 			return r;
 	}
-	return parse_operands(o, argc, argv);
+	int r = parse_operands(o, argc, argv);
+
+	if (!r && o->pid_override)
+		o->pid = o->pid_override;
+	return r;
 }
 
 int cli_check_not_thread(pid_t pid)

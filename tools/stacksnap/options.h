@@ -51,6 +51,12 @@ struct options {
 	bool count, folded;	/* show --count/--folded (events files) */
 	/* -o/--format: the stacks as a profile (a sample per thread). */
 	struct profile_out out;
+	/* --follow: the processes waited on are dumped too (dump_follow.c);
+	 * a followed dump writes its waits to waits_fd (0: none) for the
+	 * process pid_override (0: the PID given). */
+	bool follow;
+	int waits_fd;
+	pid_t pid_override;
 };
 
 /* --runtime: how language-runtime (Python) frames are shown. */

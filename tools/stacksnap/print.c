@@ -1,5 +1,6 @@
 /* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
 #include "print.h"
+#include "print_waits.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -341,6 +342,7 @@ void print_text(FILE *f, const struct options *o,
 			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
 			continue;
 		}
+		print_wait_text(f, &r[t], r, n);
 		print_text_frames(f, o, &r[t]);
 	}
 }
@@ -496,6 +498,8 @@ void print_json(FILE *f, const struct options *o,
 		fprintf(f, ",\"holds_gil\":%s,\"runtime_end\":",
 			r[t].holds_gil ? "true" : "false");
 		json_str(f, r[t].rend);
+		if (tot->waits)
+			print_wait_json(f, &r[t]);
 		fputs(",\"frames\":[", f);
 		if (!th->error)
 			print_json_frames_mode(f, &r[t], o->runtime);
@@ -506,6 +510,8 @@ void print_json(FILE *f, const struct options *o,
 		fputc(',', f);
 		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);
 	}
+	if (tot->waits)
+		print_deadlocks_json(f, tot->waits);
 	fputs("}\n", f);
 }
 
@@ -517,6 +523,9 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		   "capture %.1f us, unwind %.1f us (%u frames), symbolize %.1f us\n",
 		s->freeze_ns / 1e3, s->threads, s->bytes_copied, s->capture_ns / 1e3,
 		tot->unwind_ns / 1e3, tot->frames, tot->symbolize_ns / 1e3);
+	if (tot->gone)
+		fprintf(f, "stacksnap: %u thread%s exited during the capture "
+			   "(left out)\n", tot->gone, tot->gone == 1 ? "" : "s");
 	fprintf(f, "stacksnap: freeze phases: stop %.1f us, registers %.1f us, "
 		   "copy %.1f us, detach %.1f us; %u task-list rescans\n",
 		s->stop_ns / 1e3, s->regs_ns / 1e3, s->copy_ns / 1e3,

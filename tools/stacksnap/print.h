@@ -33,6 +33,8 @@ struct thread_result {
 	const char *rname;	/* the runtime's thread name, or NULL */
 	bool rname_java;	/* rname is a java.lang.Thread's name */
 	bool holds_gil;
+	/* What the thread waits for (print_waits.c); NULL: not read. */
+	const struct stacksnap_wait *wait;
 };
 
 /* Frees res[0..n) (their frames and symbolized lines) and res itself. */
@@ -57,6 +59,10 @@ struct dump_totals {
 	 * "snapshot" member by saved_json (cmd_show.c); NULL: a live dump. */
 	void (*saved_json)(FILE *f, const void *user);
 	const void *saved_user;
+	/* Threads that exited during the capture, left out (--stats). */
+	unsigned gone;
+	/* Who waits for whom: the JSON's "deadlocks" (NULL: no such key). */
+	const struct stacksnap_waits *waits;
 };
 
 /* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its

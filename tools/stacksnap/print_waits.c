@@ -1,0 +1,275 @@
+/* print_waits.c - who waits for whom in the dump: the graph built from
+ * the unwound threads (the library's stacksnap_waits), each thread's wait
+ * and the deadlocks, in text and JSON. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "print_waits.h"
+
+struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
+				    struct stacksnap_addrspace *as,
+				    struct stacksnap_mem *mem, bool saved,
+				    struct thread_result *res, size_t n)
+{
+	STACKSNAP_OPTS(stacksnap_waits_opts, wopts, .mem = mem, .saved = saved);
+	struct stacksnap_waits *w = stacksnap_waits__new(ctx, pid, as, &wopts);
+
+	if (!w)
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		if (stacksnap_waits__add_thread(w, res[i].thread, res[i].frames,
+						res[i].nframes > 0 ? (size_t)res[i].nframes : 0))
+			goto fail;
+	if (stacksnap_waits__resolve(w))
+		goto fail;
+	for (size_t i = 0; i < n; i++)
+		res[i].wait = stacksnap_waits__thread(w, res[i].thread->tid);
+	return w;
+fail:
+	fprintf(stderr, "stacksnap: pid %d: who waits for whom not read: %s\n",
+		(int)pid, strerror(errno));
+	stacksnap_waits__free(w);
+	return NULL;
+}
+
+static const struct thread_result *find_thread(const struct thread_result *all,
+					       size_t n, pid_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (all[i].thread->tid == tid)
+			return &all[i];
+	return NULL;
+}
+
+/* "mutex 0x55d0c0a0 (queue_lock), normal mutex" */
+static void print_what(FILE *f, const struct stacksnap_wait *w)
+{
+	fputs(stacksnap_wait_kind__str(w->kind), f);
+	if (w->object)
+		fprintf(f, " 0x%" PRIx64, w->object);
+	if (w->object_name)
+		fprintf(f, " (%s)", w->object_name);
+	if (w->fd >= 0)
+		fprintf(f, " on fd %d", w->fd);
+	if (w->file)
+		fprintf(f, " (%s)", w->file);
+	if (w->detail)
+		fprintf(f, ", %s", w->detail);
+}
+
+/* "held by thread 1235 (t2)" / "held by process 812 (php-fpm)" */
+static void print_holders(FILE *f, const struct stacksnap_wait *w,
+			  const struct thread_result *all, size_t n)
+{
+	if (!w->nowners) {
+		if (w->no_owner)
+			fprintf(f, "; %s", w->no_owner);
+		return;
+	}
+	fputs(w->kind == STACKSNAP_WAIT_JOIN ? "; joins " : "; held by ", f);
+	for (size_t i = 0; i < w->nowners; i++) {
+		const struct stacksnap_wait_owner *o = &w->owners[i];
+		const struct thread_result *t = o->tid ? find_thread(all, n, o->tid) : NULL;
+
+		if (i)
+			fputs(", ", f);
+		if (t)
+			fprintf(f, "thread %d (%s)", (int)o->tid, t->thread->name);
+		else if (o->tid)
+			fprintf(f, "thread %d of process %d", (int)o->tid, (int)o->pid);
+		else
+			fprintf(f, "process %d", (int)o->pid);
+	}
+	if (w->stale)
+		fputs(" (read after the capture: it may have changed hands)", f);
+}
+
+void print_wait_text(FILE *f, const struct thread_result *r,
+		     const struct thread_result *all, size_t n)
+{
+	const struct stacksnap_wait *w = r->wait;
+
+	if (!w || w->kind == STACKSNAP_WAIT_NONE)
+		return;
+	fputs("    waits for: ", f);
+	print_what(f, w);
+	print_holders(f, w, all, n);
+	fputc('\n', f);
+	for (size_t i = 0; i < w->nkernel_frames; i++)
+		fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
+}
+
+void print_wait_json(FILE *f, const struct thread_result *r)
+{
+	const struct stacksnap_wait *w = r->wait;
+
+	fputs(",\"wait\":", f);
+	if (!w || w->kind == STACKSNAP_WAIT_NONE) {
+		fputs("null", f);
+		return;
+	}
+	fputs("{\"kind\":", f);
+	json_str(f, stacksnap_wait_kind__str(w->kind));
+	if (w->object)
+		fprintf(f, ",\"object\":\"0x%" PRIx64 "\"", w->object);
+	else
+		fputs(",\"object\":null", f);
+	fputs(",\"object_name\":", f);
+	json_str(f, w->object_name);
+	if (w->fd >= 0)
+		fprintf(f, ",\"fd\":%d", w->fd);
+	else
+		fputs(",\"fd\":null", f);
+	fputs(",\"file\":", f);
+	json_str(f, w->file);
+	if (w->syscall >= 0)
+		fprintf(f, ",\"syscall\":%ld", w->syscall);
+	else
+		fputs(",\"syscall\":null", f);
+	fputs(",\"detail\":", f);
+	json_str(f, w->detail);
+	fputs(",\"owners\":[", f);
+	for (size_t i = 0; i < w->nowners; i++) {
+		fprintf(f, "%s{\"pid\":%d,\"tid\":", i ? "," : "", (int)w->owners[i].pid);
+		if (w->owners[i].tid)
+			fprintf(f, "%d}", (int)w->owners[i].tid);
+		else
+			fputs("null}", f);
+	}
+	fputs("],\"no_owner\":", f);
+	json_str(f, w->no_owner);
+	fprintf(f, ",\"stale\":%s,\"frame\":", w->stale ? "true" : "false");
+	if (w->frame >= 0)
+		fprintf(f, "%d", w->frame);
+	else
+		fputs("null", f);
+	if (w->since_ns)
+		fprintf(f, ",\"since_ns\":%" PRIu64, w->since_ns);
+	else
+		fputs(",\"since_ns\":null", f);
+	fputs(",\"kernel_frames\":[", f);
+	for (size_t i = 0; i < w->nkernel_frames; i++) {
+		if (i)
+			fputc(',', f);
+		json_str(f, w->kernel_frames[i]);
+	}
+	fputs("]}", f);
+}
+
+/* The frame that waits, as "#3 worker_a (deadlock.c:30)". */
+static void print_wait_frame(FILE *f, const struct thread_result *r)
+{
+	int k = r->wait->frame;
+
+	if (k < 0)
+		return;
+	for (size_t i = 0; i < r->nout; i++) {
+		const struct out_frame *l = &r->out[i];
+
+		if (l->frame != &r->frames[k] || l->sym.inlined)
+			continue;
+		fprintf(f, "\n        at #%d %s", k, l->sym.function ? l->sym.function : "??");
+		if (l->sym.file)
+			fprintf(f, " (%s:%d)", l->sym.file, l->sym.line);
+		else if (l->sym.module)
+			fprintf(f, " (%s)", l->sym.module);
+		return;
+	}
+}
+
+void print_deadlocks_text(FILE *f, const struct stacksnap_waits *w,
+			  const struct thread_result *res, size_t n)
+{
+	size_t nd = stacksnap_waits__deadlock_count(w);
+
+	for (size_t d = 0; d < nd; d++) {
+		const struct stacksnap_wait_owner *m;
+		size_t len;
+
+		if (stacksnap_waits__deadlock(w, d, &m, &len))
+			continue;
+		fprintf(f, "\nDeadlock %zu of %zu: %zu threads wait for each other:\n",
+			d + 1, nd, len);
+		for (size_t i = 0; i < len; i++) {
+			const struct thread_result *r = find_thread(res, n, m[i].tid);
+
+			if (!r || !r->wait)
+				continue;
+			fprintf(f, "  thread %d (%s) waits for ", (int)m[i].tid,
+				r->thread->name);
+			print_what(f, r->wait);
+			print_holders(f, r->wait, res, n);
+			print_wait_frame(f, r);
+			fputc('\n', f);
+		}
+	}
+}
+
+void print_deadlocks_json(FILE *f, const struct stacksnap_waits *w)
+{
+	size_t nd = stacksnap_waits__deadlock_count(w);
+
+	fputs(",\"deadlocks\":[", f);
+	for (size_t d = 0; d < nd; d++) {
+		const struct stacksnap_wait_owner *m;
+		size_t len;
+
+		if (stacksnap_waits__deadlock(w, d, &m, &len))
+			continue;
+		fprintf(f, "%s[", d ? "," : "");
+		for (size_t i = 0; i < len; i++)
+			fprintf(f, "%s{\"pid\":%d,\"tid\":%d}", i ? "," : "",
+				(int)m[i].pid, (int)m[i].tid);
+		fputc(']', f);
+	}
+	fputc(']', f);
+}
+
+/* s with tabs and newlines made spaces (one field of an edge line). */
+static void one_field(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\t' || *s == '\n')
+			*s = ' ';
+}
+
+void waits_write_edges(int fd, pid_t pid, const struct thread_result *res, size_t n)
+{
+	char *buf = NULL, *what = NULL;
+	size_t len = 0, wlen = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct stacksnap_wait *w = res[i].wait;
+		FILE *m;
+
+		if (!w || w->kind == STACKSNAP_WAIT_NONE || !(m = open_memstream(&what, &wlen)))
+			continue;
+		print_what(m, w);
+		print_holders(m, w, res, n);
+		fclose(m);
+		one_field(what);
+		fprintf(f, "W\t%d\t%d\t%s\t%s\t", (int)pid, (int)res[i].thread->tid,
+			res[i].thread->name, stacksnap_wait_kind__str(w->kind));
+		for (size_t k = 0; k < w->nowners; k++)
+			fprintf(f, "%s%d:%d", k ? "," : "", (int)w->owners[k].pid,
+				(int)w->owners[k].tid);
+		fprintf(f, "\t%s\n", what);
+		free(what);
+		what = NULL;
+	}
+	fclose(f);
+	for (size_t off = 0; off < len;) {
+		ssize_t r = write(fd, buf + off, len - off);
+
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	free(buf);
+}

@@ -1,0 +1,42 @@
+/* print_waits.h - who waits for whom in the dump (print_waits.c): the
+ * graph built from the unwound threads, each thread's wait line and the
+ * deadlocks, in text and JSON. */
+#ifndef STACKSNAP_TOOL_PRINT_WAITS_H
+#define STACKSNAP_TOOL_PRINT_WAITS_H
+
+#include <stdio.h>
+
+#include "print.h"
+#include "stacksnap.h"
+
+/* The wait-for graph of res[0..n) (unwound, after the thaw): each
+ * res[i].wait set. mem: the memory to read locks from, NULL for the live
+ * process; saved: a saved capture (no /proc). NULL when it could not be
+ * made (said on stderr); the dump goes on without it. */
+struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
+				    struct stacksnap_addrspace *as,
+				    struct stacksnap_mem *mem, bool saved,
+				    struct thread_result *res, size_t n);
+/* The lines under a thread's header: what it waits for, the kernel
+ * frames. */
+void print_wait_text(FILE *f, const struct thread_result *r,
+		     const struct thread_result *all, size_t n);
+/* ,"wait":{...} (or null) of one thread's JSON object. */
+void print_wait_json(FILE *f, const struct thread_result *r);
+/* The deadlocks after the stacks (nothing when none). */
+void print_deadlocks_text(FILE *f, const struct stacksnap_waits *w,
+			  const struct thread_result *res, size_t n);
+/* ,"deadlocks":[[{"pid":P,"tid":T},...],...] at the JSON's top level. */
+void print_deadlocks_json(FILE *f, const struct stacksnap_waits *w);
+
+/* --follow's followed dump: one line a waiting thread into fd, read by
+ * dump_follow.c: "W\tPID\tTID\tNAME\tKIND\tOWNERS\tWHAT\n", OWNERS as
+ * "PID:TID,..." (TID 0: the process), WHAT the text the dump prints. */
+void waits_write_edges(int fd, pid_t pid, const struct thread_result *res, size_t n);
+
+/* stacksnap PID --follow (dump_follow.c): the process and the ones it
+ * waits on, dumped one after another by this program itself (argv
+ * without --follow), then the chains and the deadlocks across them. */
+int follow_main(const struct options *o, int argc, char **argv);
+
+#endif
