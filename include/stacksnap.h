@@ -446,6 +446,9 @@ enum stacksnap_thread_error {
 	STACKSNAP_THREAD_NOT_STOPPED, /* did not stop within the timeout */
 	STACKSNAP_THREAD_NO_REGS,     /* registers could not be read */
 	STACKSNAP_THREAD_NO_STACK,    /* stack could not be copied */
+	STACKSNAP_THREAD_EXITED,      /* had exited before the capture (a main
+					 thread that called pthread_exit()
+					 while the others run on) */
 };
 
 /* Copied stacks of a thread besides the one holding rsp. */

@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/maps_line.h"
+#include "base/mm_task.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "symbolize/jit_symbols.h"
@@ -196,6 +197,7 @@ static struct stacksnap_addrspace *as_new(struct stacksnap_ctx *ctx, pid_t pid)
 	}
 	as->ctx = ctx;
 	as->pid = pid;
+	as->mm_pid = pid;
 	as->root_fd = -1;
 	return as;
 }
@@ -251,7 +253,7 @@ static int add_vdso(struct stacksnap_addrspace *as,
 		return -ENOMEM;
 	struct iovec local = { buf, len };
 	struct iovec remote = { (void *)(uintptr_t)mp->start, len };
-	if (process_vm_readv(as->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
+	if (process_vm_readv(as->mm_pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
 		err = -errno;
 		free(buf);
 		log_warn(&as->ctx->log, "pid %d: cannot read the vDSO: %s",
@@ -291,7 +293,7 @@ static int root_fd(struct stacksnap_addrspace *as)
 	as->root_tried = true;
 	if (as->ctx->root_fds >= AS_MAX_ROOT_FDS)
 		return -1;
-	snprintf(proc, sizeof(proc), "/proc/%d/root", (int)as->pid);
+	snprintf(proc, sizeof(proc), "/proc/%d/root", (int)as->mm_pid);
 	as->root_fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (as->root_fd >= 0)
 		as->ctx->root_fds++;
@@ -313,7 +315,7 @@ static const char *file_to_open(struct stacksnap_addrspace *as,
 	static const char del[] = " (deleted)";
 	const size_t l = strlen(path), dl = sizeof(del) - 1;
 	const char *root = as->ctx->sysroot;
-	const int pid = (int)as->pid;
+	const int pid = (int)as->mm_pid;
 	int len = (int)l, prefix;
 
 	*dirfd = AT_FDCWD;
@@ -381,7 +383,7 @@ static struct module *gone_file(struct stacksnap_addrspace *as,
 	struct module *mod = NULL;
 	struct stat st;
 
-	if (!as->pid || !m->inode || !pid_exited(as->pid) ||
+	if (!as->pid || !m->inode || !pid_exited(as->mm_pid) ||
 	    stat(m->path, &st) || (uint64_t)st.st_ino != m->inode ||
 	    module__get_file(as->ctx, m->path, m->path, NULL, 0, &mod))
 		return NULL;
@@ -427,7 +429,9 @@ static int read_maps(struct stacksnap_addrspace *as)
 	FILE *f;
 	int err = 0;
 
-	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)as->pid);
+	/* Through a live thread when the main one has exited. */
+	as->mm_pid = mm_task_of(as->pid);
+	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)as->mm_pid);
 	f = fopen(fname, "re");
 	if (!f) {
 		err = -errno;

@@ -39,6 +39,9 @@ struct as_rw_range {
 struct stacksnap_addrspace {
 	struct stacksnap_ctx *ctx;
 	pid_t pid;		/* 0 for caller-supplied mappings */
+	pid_t mm_pid;		/* whose /proc files and memory are read:
+				   pid, or a live thread when its main
+				   thread has exited (base/mm_task.h) */
 	struct as_map *maps;
 	size_t n, cap;
 	size_t last;

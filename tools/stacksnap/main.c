@@ -87,7 +87,8 @@ static void report_thread_errors(const struct options *o,
 				th->state ? th->state : '?',
 				th->state == 'D' ? ": uninterruptible sleep" : "",
 				o->stop_timeout_ms ? o->stop_timeout_ms : 1000);
-		else if (th->error && th->error != STACKSNAP_THREAD_GONE)
+		else if (th->error && th->error != STACKSNAP_THREAD_GONE &&
+			 th->error != STACKSNAP_THREAD_EXITED)
 			fprintf(stderr, "stacksnap: pid %d: thread %d (%s): %s\n",
 				(int)o->pid, (int)th->tid, th->name,
 				thread_error_str(th->error));
@@ -395,7 +396,8 @@ static int dump_unwind(struct dump *d)
 		}
 		r->thread = th;
 		if (th->error) {
-			d->partial = 1;
+			/* A main thread gone before the dump lost nothing. */
+			d->partial |= th->error != STACKSNAP_THREAD_EXITED;
 			continue;
 		}
 		if (!o->ptrace) {

@@ -16,6 +16,7 @@ const char *thread_error_str(int error)
 	case STACKSNAP_THREAD_NOT_STOPPED: return "thread did not stop within the timeout";
 	case STACKSNAP_THREAD_NO_REGS: return "registers could not be read";
 	case STACKSNAP_THREAD_NO_STACK: return "stack could not be copied";
+	case STACKSNAP_THREAD_EXITED: return "thread exited before the capture (the process runs on in its other threads)";
 	}
 	return "unknown error";
 }
