@@ -141,9 +141,14 @@ static struct module *module_biased(struct stacksnap_addrspace *as,
  * (or, deferred, marks the mapping pending: opened when first found). A
  * module that cannot be opened is reported and the mapping kept as
  * anonymous code, so one bad file does not fail the whole space. */
+/* How add_one() treats a code mapping without a module: its file opened
+ * now, when first looked up (pending), or never (a file known not to be
+ * the one mapped: its frames name it without functions). */
+enum add_open { ADD_OPEN_NOW, ADD_OPEN_LATER, ADD_OPEN_NEVER };
+
 static int add_one(struct stacksnap_addrspace *as,
 		   const struct stacksnap_mapping *mp, struct module *mod,
-		   bool defer)
+		   enum add_open defer)
 {
 	struct as_map m = { .start = mp->start, .end = mp->end,
 			    .offset = mp->offset, .inode = mp->inode,
@@ -155,9 +160,11 @@ static int add_one(struct stacksnap_addrspace *as,
 	if (mp->path && strcmp(mp->path, "[anon]") &&
 	    !(m.path = strdup(mp->path)))
 		return -ENOMEM;
-	if (defer && !mod && (m.prot & PROT_EXEC) && m.path && m.path[0] == '/')
+	if (defer == ADD_OPEN_LATER && !mod && (m.prot & PROT_EXEC) && m.path &&
+	    m.path[0] == '/')
 		m.pending = true;
-	else if (!mod && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
+	else if (defer == ADD_OPEN_NOW && !mod && (m.prot & PROT_EXEC) &&
+		 !is_special(mp->path)) {
 		err = module__get_file(as->ctx, mp->path, mp->path,
 				       mp->build_id, mp->build_id_len, &mod);
 		if (err == -ENOMEM)
@@ -217,7 +224,7 @@ int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
 	if (!as || !map ||
 	    opts_in(&m, sizeof(m), map, offsetof(struct stacksnap_mapping, path)))
 		return fail(-EINVAL);
-	err = add_one(as, &m, NULL, false);
+	err = add_one(as, &m, NULL, ADD_OPEN_NOW);
 	if (err)
 		return fail(err);
 	maps_sort(as);
@@ -267,7 +274,7 @@ static int add_vdso(struct stacksnap_addrspace *as,
 	err = module__get_image(as->ctx, "[vdso]", img, &mod);
 	if (err)
 		return err;
-	return add_one(as, mp, mod, false);
+	return add_one(as, mp, mod, ADD_OPEN_NOW);
 }
 
 /* Releases the descriptor of the target's root, if held. */
@@ -492,7 +499,7 @@ static int read_maps(struct stacksnap_addrspace *as)
 		}
 		/* Files are opened when a pc falls in them (map_resolve): a
 		 * dump of a process with 70 libraries meets a handful. */
-		err = add_one(as, &mp, NULL, true);
+		err = add_one(as, &mp, NULL, ADD_OPEN_LATER);
 		if (err == -ENOMEM)
 			break;
 		err = 0;
@@ -571,7 +578,16 @@ int addrspace__add_with_module(struct stacksnap_addrspace *as,
 	int err;
 
 	mod->refs++; /* add_one consumes one reference, also on failure */
-	err = add_one(as, map, mod, false);
+	err = add_one(as, map, mod, ADD_OPEN_NOW);
+	maps_sort(as);
+	return err;
+}
+
+int addrspace__add_unopened(struct stacksnap_addrspace *as,
+			    const struct stacksnap_mapping *map)
+{
+	int err = add_one(as, map, NULL, ADD_OPEN_NEVER);
+
 	maps_sort(as);
 	return err;
 }

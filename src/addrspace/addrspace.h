@@ -114,6 +114,11 @@ void addrspace__resolve_all(struct stacksnap_addrspace *as);
 int addrspace__add_with_module(struct stacksnap_addrspace *as,
 			       const struct stacksnap_mapping *map,
 			       struct module *mod);
+/* Adds a file mapping whose file is not opened (the file at its path is
+ * another build): its frames name the file, without functions, and are
+ * never taken for JIT code. */
+int addrspace__add_unopened(struct stacksnap_addrspace *as,
+			    const struct stacksnap_mapping *map);
 
 struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *as);
 

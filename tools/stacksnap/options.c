@@ -602,13 +602,14 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, OPT_NODI },
 		{ "count", no_argument, NULL, OPT_COUNT },
 		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "thread", required_argument, NULL, 't' },
 		{ 0 },
 	};
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	o->out.ctf_allowed = true;
-	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:vht:", longopts, NULL)) != -1) {
 		r = profile_out_option(&o->out, cli_name, c, optarg);
 		if (r == 1)
 			r = parse_option(o, c, optarg, "show");
