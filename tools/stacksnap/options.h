@@ -51,6 +51,13 @@ struct options {
 	bool count, folded;	/* show --count/--folded (events files) */
 	/* -o/--format: the stacks as a profile (a sample per thread). */
 	struct profile_out out;
+	bool no_group;		/* --no-group: every thread printed, not one
+				   block per distinct stack */
+	/* Several processes (dump_multi.c): every PID operand and -p, in
+	 * order (pids[0] == pid), and --pgrep's pattern. */
+	pid_t *pids;
+	size_t npids;
+	const char *pgrep;
 };
 
 /* --runtime: how language-runtime (Python) frames are shown. */

@@ -1,5 +1,6 @@
 /* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
 #include "print.h"
+#include "print_group.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -321,24 +322,37 @@ void print_text_frames(FILE *f, const struct options *o,
 		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
 }
 
+void print_thread_body(FILE *f, const struct options *o,
+		       const struct thread_result *r)
+{
+	if (r->thread->error)
+		fprintf(f, "    [no stack: %s]\n", thread_error_str(r->thread->error));
+	else
+		print_text_frames(f, o, r);
+}
+
+void print_thread_text(FILE *f, const struct options *o,
+		       const struct thread_result *r, bool first)
+{
+	const struct stacksnap_thread *th = r->thread;
+
+	fprintf(f, "%sThread %d (%s) state %c", first ? "" : "\n",
+		(int)th->tid, th->name, th->state ? th->state : '?');
+	if (r->rname)
+		fprintf(f, ", %s thread \"%s\"",
+			r->rname_java ? "Java" : "Python", r->rname);
+	fprintf(f, "%s:\n", r->holds_gil ? " [holds the GIL]" : "");
+	print_thread_body(f, o, r);
+}
+
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n)
 {
-	for (size_t t = 0; t < n; t++) {
-		const struct stacksnap_thread *th = r[t].thread;
-
-		fprintf(f, "%sThread %d (%s) state %c", t ? "\n" : "",
-			(int)th->tid, th->name, th->state ? th->state : '?');
-		if (r[t].rname)
-			fprintf(f, ", %s thread \"%s\"",
-				r[t].rname_java ? "Java" : "Python", r[t].rname);
-		fprintf(f, "%s:\n", r[t].holds_gil ? " [holds the GIL]" : "");
-		if (th->error) {
-			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
-			continue;
-		}
-		print_text_frames(f, o, &r[t]);
-	}
+	/* One block per distinct stack, unless --no-group. */
+	if (!o->no_group && print_text_grouped(f, o, r, n) == 0)
+		return;
+	for (size_t t = 0; t < n; t++)
+		print_thread_text(f, o, &r[t], !t);
 }
 
 /* A runtime frame as JSON: the keys of a native frame, "runtime" set,
@@ -489,6 +503,7 @@ void print_json(FILE *f, const struct options *o,
 		fputs("]}", f);
 	}
 	fputc(']', f);
+	print_groups_json(f, r, n);
 	if (tot->goroutines) {
 		fputc(',', f);
 		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);

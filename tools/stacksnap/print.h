@@ -72,6 +72,12 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n);
+/* One thread as print_text() prints it without groups (first: no blank
+ * line before), and its lines after the header. */
+void print_thread_text(FILE *f, const struct options *o,
+		       const struct thread_result *r, bool first);
+void print_thread_body(FILE *f, const struct options *o,
+		       const struct thread_result *r);
 /* The frame lines of one stack (and its [truncated: ...] line), and the
  * frames as JSON objects (comma-separated, no brackets): shared by the
  * dump and `stacksnap trace`. */
