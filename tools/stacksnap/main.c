@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dump_multi.h"
 #include "help.h"
 #include "options.h"
 #include "print.h"
+#include "proc_about.h"
 #include "subcommands.h"
 #include "stacksnap.h"
 #include "monotonic.h"
@@ -180,6 +182,7 @@ struct dump {
 	const struct stacksnap_goroutine *goroutines;
 	size_t ngoroutines;
 	struct stacksnap_runtime_info rinfo;
+	struct proc_about about;	/* the header: what the process is */
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -211,6 +214,12 @@ static int dump_open(struct dump *d)
 	if (rc_thread)
 		return rc_thread;
 	d->tot.check_ns = monotonic_ns() - t_check;
+	/* Read before the freeze: during it every thread waits in the
+	 * ptrace stop. */
+	if (proc_about_read(o->pid, &d->about) == 0) {
+		d->tot.process_json = proc_about_json;
+		d->tot.process_user = &d->about;
+	}
 	uint64_t t_as = monotonic_ns();
 	d->as = stacksnap_addrspace__from_pid(d->ctx, o->pid);
 	d->tot.addrspace_ns = monotonic_ns() - t_as;
@@ -440,6 +449,8 @@ static int dump_symbolize(struct dump *d)
 	uint64_t t0 = monotonic_ns();
 
 	for (size_t i = 0; i < d->n; i++)
+		d->res[i].wchan = proc_about_wchan(&d->about, d->res[i].thread->tid);
+	for (size_t i = 0; i < d->n; i++)
 		if (symbolize_thread(&d->o, d->as, &d->res[i])) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			return EXIT_ERROR;
@@ -483,6 +494,8 @@ static int dump_print(struct dump *d, uint64_t start_ns)
 		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
 			   &d->tot);
 	} else {
+		if (d->tot.process_user)
+			proc_about_text(stdout, &d->about);
 		if (!o->goroutines_only)
 			print_text(stdout, o, d->res, d->n);
 		print_goroutines_text(stdout, d->goroutines, d->ngoroutines,
@@ -526,17 +539,57 @@ static int dump_free(struct dump *d, int rc)
 	stacksnap_snapshot__free(d->snap);
 	stacksnap_addrspace__free(d->as);
 	stacksnap_ctx__free(d->ctx);
+	proc_about_free(&d->about);
 	return cli_close_output(stdout, NULL, rc);
+}
+
+/* Every step of one dump; *printed when it got to the output. Returns
+ * the dump's exit code. */
+static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
+{
+	int rc;
+
+	*printed = false;
+	d->tot.snap = &d->st;
+	d->tot.nonstop = &d->nst;
+	if ((rc = dump_open(d)) != DUMP_GO_ON ||
+	    (rc = dump_capture(d)) != DUMP_GO_ON ||
+	    (d->o.save_path && (rc = dump_save(d)) != DUMP_GO_ON) ||
+	    (rc = dump_unwind_setup(d)) != DUMP_GO_ON ||
+	    (rc = dump_unwind(d)) != DUMP_GO_ON)
+		return rc;
+	stacksnap_snapshot__stats(d->snap, &d->st);
+	stacksnap_snapshot__nonstop_stats(d->snap, &d->nst);
+	report_thread_errors(&d->o, d->snap);
+	if ((rc = dump_symbolize(d)) != DUMP_GO_ON)
+		return rc;
+	*printed = true;
+	rc = dump_print(d, start_ns);
+	return rc ? rc : d->partial ? EXIT_PARTIAL : EXIT_OK;
+}
+
+/* One process of several (dump_multi.c): its whole dump, freed after. */
+static int dump_one(const struct options *o, pid_t pid, void *user, bool *printed)
+{
+	struct dump d = { .mem_fd = -1, .nst = { .sz = sizeof(d.nst) } };
+	int rc;
+
+	(void)user;
+	d.o = *o;
+	d.o.pid = pid;
+	rc = dump_steps(&d, monotonic_ns(), printed);
+	if (d.ctx)
+		cli_write_caches_detached(d.ctx);
+	return dump_free(&d, rc);
 }
 
 static int dump_main(int argc, char **argv)
 {
 	struct dump d = { .mem_fd = -1, .nst = { .sz = sizeof(d.nst) } };
 	uint64_t start_ns = monotonic_ns();
+	bool printed;
 	int rc;
 
-	d.tot.snap = &d.st;
-	d.tot.nonstop = &d.nst;
 	rc = options_parse(&d.o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
@@ -550,17 +603,10 @@ static int dump_main(int argc, char **argv)
 	 * output, not the process, mid-capture. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_stop_signals();
-	if ((rc = dump_open(&d)) != DUMP_GO_ON ||
-	    (rc = dump_capture(&d)) != DUMP_GO_ON ||
-	    (d.o.save_path && (rc = dump_save(&d)) != DUMP_GO_ON) ||
-	    (rc = dump_unwind_setup(&d)) != DUMP_GO_ON ||
-	    (rc = dump_unwind(&d)) != DUMP_GO_ON)
+	if (d.o.npids > 1 || d.o.pgrep)
+		return dump_multi(&d.o, dump_one, NULL);
+	rc = dump_steps(&d, start_ns, &printed);
+	if (!printed)
 		return dump_free(&d, rc);
-	stacksnap_snapshot__stats(d.snap, &d.st);
-	stacksnap_snapshot__nonstop_stats(d.snap, &d.nst);
-	report_thread_errors(&d.o, d.snap);
-	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
-		return dump_free(&d, rc);
-	rc = dump_print(&d, start_ns);
-	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
+	dump_exit(&d, rc);
 }

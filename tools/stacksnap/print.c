@@ -338,6 +338,8 @@ void print_thread_text(FILE *f, const struct options *o,
 
 	fprintf(f, "%sThread %d (%s) state %c", first ? "" : "\n",
 		(int)th->tid, th->name, th->state ? th->state : '?');
+	if (r->wchan)
+		fprintf(f, " (%s)", r->wchan);
 	if (r->rname)
 		fprintf(f, ", %s thread \"%s\"",
 			r->rname_java ? "Java" : "Python", r->rname);
@@ -445,6 +447,11 @@ void print_json(FILE *f, const struct options *o,
 		tot->saved_json(f, tot->saved_user);
 		fputc(',', f);
 	}
+	if (tot->process_json) {
+		fputs("\"process\":", f);
+		tot->process_json(f, tot->process_user);
+		fputc(',', f);
+	}
 	if (tot->nonstop) {
 		fprintf(f, "\"path\":\"%s\",\"read_nonstop\":%u,\"interrupted\":%u,",
 			tot->nonstop->nonstop ? "non-stop" : "freeze-all",
@@ -487,6 +494,8 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, th->name);
 		fputs(",\"state\":", f);
 		json_str(f, state);
+		fputs(",\"wchan\":", f);
+		json_str(f, r[t].wchan);
 		fprintf(f, ",\"nonstop\":%s", th->nonstop ? "true" : "false");
 		fprintf(f, ",\"complete\":%s,\"end\":",
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");

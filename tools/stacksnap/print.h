@@ -33,6 +33,7 @@ struct thread_result {
 	const char *rname;	/* the runtime's thread name, or NULL */
 	bool rname_java;	/* rname is a java.lang.Thread's name */
 	bool holds_gil;
+	const char *wchan;	/* its wait channel before the freeze, or NULL */
 };
 
 /* Frees res[0..n) (their frames and symbolized lines) and res itself. */
@@ -57,6 +58,10 @@ struct dump_totals {
 	 * "snapshot" member by saved_json (cmd_show.c); NULL: a live dump. */
 	void (*saved_json)(FILE *f, const void *user);
 	const void *saved_user;
+	/* A live dump: what the process is, as the JSON's "process" member
+	 * (proc_about.c); NULL: no such member. */
+	void (*process_json)(FILE *f, const void *user);
+	const void *process_user;
 };
 
 /* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its

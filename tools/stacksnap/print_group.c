@@ -198,6 +198,12 @@ int print_text_grouped(FILE *f, const struct options *o,
 		print_group_threads(f, r, m, g.groups[j].n);
 		fputs(" state ", f);
 		print_group_states(f, r, m, g.groups[j].n);
+		for (size_t i = 1; a->wchan && i < g.groups[j].n; i++)
+			if (!same_str(r[m[i]].wchan, a->wchan))
+				goto no_wchan;
+		if (a->wchan)
+			fprintf(f, " (%s)", a->wchan);
+no_wchan:
 		fprintf(f, "%s:\n", a->holds_gil ? " [holds the GIL]" : "");
 		print_thread_body(f, o, a);
 	}
