@@ -7,7 +7,8 @@
  *   exit-on-open FILE  a thread watches FILE (a copy of this program) and
  *               calls _exit() when anyone opens it: a dump reading the
  *               executable sees the process exit under it;
- *   throw       a thread throws std::runtime_error that nothing catches;
+ *   throw       a thread throws storage::DiskFull (a std::runtime_error)
+ *               that nothing catches;
  *               the terminate handler prints "exception TYPE: WHAT" (from
  *               the runtime itself) and blocks inside std::terminate. */
 #include <cxxabi.h>
@@ -101,11 +102,18 @@ NOINLINE static void terminate_handler(void)
 	_exit(1);
 }
 
+namespace storage {
+/* Derived from std::runtime_error: its what() is runtime_error's. */
+struct DiskFull : std::runtime_error {
+	explicit DiskFull(const std::string &m) : std::runtime_error(m) {}
+};
+}
+
 NOINLINE static void check_disk(int free_mb)
 {
 	if (free_mb < 10)
-		throw std::runtime_error("disk full on /var/db (" +
-					 std::to_string(free_mb) + " MB left)");
+		throw storage::DiskFull("disk full on /var/db (" +
+					std::to_string(free_mb) + " MB left)");
 	KEEP_FRAME();
 }
 

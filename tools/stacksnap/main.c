@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cxx_throw.h"
 #include "dump_multi.h"
 #include "help.h"
 #include "options.h"
@@ -456,6 +457,11 @@ static int dump_symbolize(struct dump *d)
 			return EXIT_ERROR;
 		}
 	d->tot.symbolize_ns = monotonic_ns() - t0;
+	/* A thread throwing a C++ exception: its type and what(). */
+	if (cxx_throw_read(d->o.pid, d->res, d->n)) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		return EXIT_ERROR;
+	}
 	qsort(d->res, d->n, sizeof(*d->res), thread_result_cmp_tid);
 	return DUMP_GO_ON;
 }

@@ -1,6 +1,7 @@
 /* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
 #include "print.h"
 #include "print_group.h"
+#include "cxx_throw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -329,6 +330,8 @@ void print_thread_body(FILE *f, const struct options *o,
 		fprintf(f, "    [no stack: %s]\n", thread_error_str(r->thread->error));
 	else
 		print_text_frames(f, o, r);
+	if (r->exception)
+		cxx_throw_text(f, r->exception);
 }
 
 void print_thread_text(FILE *f, const struct options *o,
@@ -496,6 +499,8 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, state);
 		fputs(",\"wchan\":", f);
 		json_str(f, r[t].wchan);
+		fputs(",\"exception\":", f);
+		cxx_throw_json(f, r[t].exception);
 		fprintf(f, ",\"nonstop\":%s", th->nonstop ? "true" : "false");
 		fprintf(f, ",\"complete\":%s,\"end\":",
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
@@ -567,6 +572,7 @@ void thread_results_free(struct thread_result *res, size_t n)
 		free(res[i].frames);
 		free(res[i].out);
 		free(res[i].rframes);
+		free(res[i].exception);
 	}
 	free(res);
 }

@@ -34,6 +34,8 @@ struct thread_result {
 	bool rname_java;	/* rname is a java.lang.Thread's name */
 	bool holds_gil;
 	const char *wchan;	/* its wait channel before the freeze, or NULL */
+	/* The C++ exception it is throwing (cxx_throw.c), or NULL. */
+	struct stacksnap_cxx_exception *exception;
 };
 
 /* Frees res[0..n) (their frames and symbolized lines) and res itself. */

@@ -38,7 +38,10 @@ static uint64_t stack_hash(const struct thread_result *r)
  * listed in the group's header. */
 static bool same_stack(const struct thread_result *a, const struct thread_result *b)
 {
-	if (a->thread->error != b->thread->error)
+	if (a->thread->error != b->thread->error || !a->exception != !b->exception ||
+	    (a->exception && (a->exception->object != b->exception->object ||
+			      strcmp(a->exception->type, b->exception->type) ||
+			      strcmp(a->exception->what, b->exception->what))))
 		return false;
 	if (a->thread->error)
 		return true;
