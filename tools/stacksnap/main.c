@@ -345,15 +345,24 @@ static int dump_unwind_setup(struct dump *d)
 	   --runtime=off: none was looked for). */
 	if (d->uw)
 		stacksnap_snapshot__runtime_steppers(d->snap, d->uw);
+	/* Memory through a captured thread: any shares the address space,
+	 * and a main thread that called pthread_exit() has none. */
+	pid_t mm = o->pid;
+
+	for (size_t i = 0; i < d->n; i++)
+		if (!stacksnap_snapshot__thread(d->snap, i)->error) {
+			mm = stacksnap_snapshot__thread(d->snap, i)->tid;
+			break;
+		}
 	if (o->ptrace && o->proc_mem) {
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int)o->pid);
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)mm);
 		d->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 		d->mem = d->mem_fd >= 0
 			? stacksnap_mem__new_callback(proc_mem_read, &d->mem_fd) : NULL;
 	} else if (o->ptrace) {
-		d->mem = stacksnap_mem__new_pid(o->pid);
+		d->mem = stacksnap_mem__new_pid(mm);
 	} else {
 		d->mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	}

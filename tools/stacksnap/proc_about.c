@@ -76,8 +76,16 @@ int proc_about_read(pid_t pid, struct proc_about *a)
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
 	a->uptime_s = -1;
+	read_wchans(a);
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	n = read_file(path, a->cmdline, sizeof(a->cmdline));
+	/* A main thread that called pthread_exit() has none: a live
+	 * thread's is the process's. */
+	for (size_t i = 0; !n && i < a->nwchans; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/cmdline", (int)pid,
+			 (int)a->wchans[i].tid);
+		n = read_file(path, a->cmdline, sizeof(a->cmdline));
+	}
 	/* As ps: the arguments joined by spaces; a title written over them
 	 * ends at its first NUL and trailing NULs. */
 	while (n && !a->cmdline[n - 1])
@@ -98,7 +106,6 @@ int proc_about_read(pid_t pid, struct proc_about *a)
 		a->uptime_s = up - (double)start / (double)sysconf(_SC_CLK_TCK);
 	if (a->uptime_s < -1)
 		a->uptime_s = 0;
-	read_wchans(a);
 	return a->comm[0] || a->cmdline[0] ? 0 : -1;
 }
 
