@@ -176,7 +176,11 @@ $(O)/stacksnap: $(CLI_OBJS) $(O)/libstacksnap.a
 
 # The .pc names the install prefix, so `make install` writes it anew for
 # the PREFIX it is given.
-PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(PKGS)|'
+# stacksnap.pc requires what a program linking the library links:
+# libdebuginfod and Capstone are dlopen'ed (LIBS above), and Debian ships
+# no static libdebuginfod for `pkg-config --static --libs` (issue 40).
+PC_REQUIRES = $(filter-out libdebuginfod capstone,$(PKGS))
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCDIR@|$(INCDIR)|; s|@VERSION@|$(VERSION)|; s|@REQUIRES@|$(PC_REQUIRES)|'
 $(O)/stacksnap.pc: stacksnap.pc.in Makefile
 	@mkdir -p $(@D)
 	$(PC_SED) $< > $@

@@ -47,7 +47,9 @@ __attribute__((noinline)) static int print_my_stack(void)
 	for (int i = 0; i < n; i++) {
 		struct stacksnap_sym sym;
 
-		if (stacksnap_addrspace__symbolize(as, frames[i].pc, i > 0, 0, &sym, 1) < 1)
+		if (stacksnap_addrspace__symbolize(as, frames[i].pc,
+						   stacksnap_frame__is_return(&frames[i]),
+						   0, &sym, 1) < 1)
 			sym.function = NULL;
 		printf("#%d %s\n", i, sym.function ? sym.function : "??");
 	}

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 		       stacksnap_end__str(end));
 		for (int i = 0; i < n; i++) {
 			struct stacksnap_sym sym;
-			bool is_return = i > 0 && !(frames[i].flags & STACKSNAP_FRAME_SIGNAL);
+			bool is_return = stacksnap_frame__is_return(&frames[i]);
 
 			if (stacksnap_addrspace__symbolize(as, frames[i].pc, is_return, 0,
 							   &sym, 1) > 0 && sym.function)

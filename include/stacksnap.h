@@ -9,6 +9,12 @@
  *  - functions return 0 (or a count) on success and a negative errno on
  *    failure, with errno set too; constructors return NULL and set errno;
  *  - the library never prints: messages go to the log callback of the context.
+ *
+ * Threads: a context and every object made from it are used by one thread
+ * at a time (one context per thread for parallel work); a walker's calls
+ * may come from several threads. Async-signal-safe: the in-process
+ * backtrace (stacksnap_backtrace*) and the pure helpers. docs/library.md
+ * says it object by object, with the minimum alternate signal stack.
  */
 #ifndef STACKSNAP_H
 #define STACKSNAP_H
@@ -139,16 +145,19 @@ STACKSNAP_API void stacksnap_regs__from_perf(struct stacksnap_regs *regs,
 struct stacksnap_mem;
 
 /* Reads len bytes at addr into buf; returns 0, or a negative errno
- * (-EFAULT for unmapped or outside the available bytes). */
+ * (-EFAULT for unmapped memory; a callback's own -ENODATA for outside
+ * the bytes it has ends a walk as STACKSNAP_END_STACK_COPY). */
 typedef int (*stacksnap_read_fn)(void *user, uint64_t addr, void *buf,
 				 size_t len);
 
 /* A copied range of stack bytes starting at address base. Reads outside
- * it fail with -EFAULT. The bytes are not copied: they must outlive the
+ * it (and its more ranges and fallback) fail with -ENODATA. The bytes are not copied: they must outlive the
  * source (or the next stacksnap_mem__set_copy()). */
 STACKSNAP_API struct stacksnap_mem *
 stacksnap_mem__new_copy(const void *bytes, size_t len, uint64_t base);
-/* Points an existing copy source at new bytes, without allocating. */
+/* Points an existing copy source at new bytes, without allocating (a pid
+ * or callback source: bytes read first, before the source's own reads).
+ * -EINVAL for a stacksnap_mem__new_self() source. */
 STACKSNAP_API int stacksnap_mem__set_copy(struct stacksnap_mem *mem,
 					  const void *bytes, size_t len,
 					  uint64_t base);
@@ -178,6 +187,9 @@ struct stacksnap_stack_range {
 STACKSNAP_API int stacksnap_mem__set_more(struct stacksnap_mem *mem,
 					  const struct stacksnap_stack_range *ranges,
 					  size_t n);
+/* Reads len bytes at addr as a walk would. Returns 0 or -errno (errno
+ * set): -ENODATA outside a copy source's bytes, -EFAULT where a pid or
+ * self source's memory is not mapped, a callback's own error. */
 STACKSNAP_API int stacksnap_mem__read(struct stacksnap_mem *mem, uint64_t addr,
 				      void *buf, size_t len);
 STACKSNAP_API void stacksnap_mem__free(struct stacksnap_mem *mem);
@@ -207,7 +219,8 @@ struct stacksnap_mapping {
  * read from the process's memory. The file of each code mapping is opened
  * (through /proc/PID/root) when an address in it is first looked up, by an
  * unwind, a symbolization or find_mapping: the process must still exist
- * then. */
+ * then. NULL and errno set: ESRCH no such process (as every call taking a
+ * pid), EACCES/EPERM not permitted (the log says why), EINVAL, ENOMEM. */
 STACKSNAP_API struct stacksnap_addrspace *
 stacksnap_addrspace__from_pid(struct stacksnap_ctx *ctx, pid_t pid);
 /* An empty address space the caller fills with add_mapping(). */
@@ -309,7 +322,11 @@ STACKSNAP_API int stacksnap_unwinder__start(struct stacksnap_unwinder *uw,
 					    const struct stacksnap_regs *regs,
 					    struct stacksnap_mem *mem);
 /* Produces the next frame (the first call gives frame 0). Returns 1 with
- * *frame filled, 0 when the walk has ended (see end()), or -errno. */
+ * *frame filled, 0 when the walk has ended (see end()), or -errno
+ * (-EINVAL before any stacksnap_unwinder__start). A pc outside every
+ * mapping of as that no stepper could step ends the walk with
+ * STACKSNAP_END_NO_MODULE (stale mappings), one in a mapping without
+ * usable unwind information with STACKSNAP_END_NO_CFI. */
 STACKSNAP_API int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 					   struct stacksnap_frame *frame);
 STACKSNAP_API enum stacksnap_end
@@ -323,6 +340,16 @@ STACKSNAP_API int stacksnap_unwind(struct stacksnap_unwinder *uw,
 				   struct stacksnap_mem *mem,
 				   struct stacksnap_frame *frames, size_t max,
 				   enum stacksnap_end *end);
+
+/* Whether frame's pc is a return address, to be looked up at pc - 1 (the
+ * call): the is_return argument of stacksnap_addrspace__symbolize and
+ * stacksnap_addrspace__jit_file for this frame. false for frame 0 (the
+ * registers given: STACKSNAP_STEP_START), for a frame a signal
+ * interrupted (STACKSNAP_FRAME_SIGNAL: its pc is exact) and for the signal
+ * trampoline (STACKSNAP_FRAME_SIGRETURN: the handler "returned" to the
+ * trampoline's first instruction, which no call precedes); true for every
+ * other frame. */
+STACKSNAP_API bool stacksnap_frame__is_return(const struct stacksnap_frame *frame);
 
 /* ------------------------------------------------------------------ */
 /* Symbolization */
@@ -367,7 +394,8 @@ stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as, uint64_t pc,
  * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
  * inline chain is returned innermost first, then the containing function,
  * so up to max entries may be filled. Returns the count (>= 1 when the pc is
- * in a module, 0 when in none), or -errno. */
+ * in a module, 0 when in none), or -errno (-EINVAL for a flag this library
+ * does not know). */
 STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 						 uint64_t pc, bool is_return,
 						 unsigned flags,
@@ -487,7 +515,11 @@ struct stacksnap_snapshot_stats {
 
 /* Says whether pid can be captured, from /proc alone (no ptrace): 0, or
  * -ESRCH no such process, -ECHILD a zombie, -EINVAL a kernel thread,
- * -EBUSY traced by another debugger (errno set too; the log says which). */
+ * -EBUSY traced by another debugger, -EPERM the calling process itself
+ * (or one of its threads: a process cannot ptrace its own thread group;
+ * stacksnap_backtrace() takes its own stacks) (errno set too; the log says
+ * which). stacksnap_snapshot__capture and stacksnap_walker__attach make
+ * the same checks first. */
 STACKSNAP_API int stacksnap_snapshot__check(struct stacksnap_ctx *ctx,
 					    pid_t pid);
 /* What the kernel refused: a ptrace of a process (or a read of its
@@ -826,7 +858,8 @@ STACKSNAP_API int stacksnap_procs__comm(struct stacksnap_procs *procs,
 STACKSNAP_API int stacksnap_procs__exit(struct stacksnap_procs *procs,
 					pid_t pid, pid_t tid);
 /* Replaces pid's mappings with those of the live process, read from
- * /proc/PID/maps (the eBPF profiler's "map the address space once"). */
+ * /proc/PID/maps (the eBPF profiler's "map the address space once").
+ * Returns 0 or -errno: -ESRCH no such process, -EACCES/-EPERM. */
 STACKSNAP_API int stacksnap_procs__attach_pid(struct stacksnap_procs *procs,
 					      pid_t pid);
 /* The address space of pid (created empty when the pid is new), for
@@ -879,7 +912,7 @@ STACKSNAP_API int stacksnap_mapping__parse_line(char *line,
 
 /* The mapping holding addr, copied into *out as far as out->sz (set by
  * the caller, e.g. STACKSNAP_OPTS) says; path owned by as, valid until its
- * mappings change. Returns 0, or -ENOENT when none does. */
+ * mappings change. Returns 0, or -ENOENT (errno set) when none does. */
 STACKSNAP_API int stacksnap_addrspace__find_mapping(struct stacksnap_addrspace *as,
 						    uint64_t addr,
 						    struct stacksnap_mapping *out);
@@ -1050,7 +1083,9 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *    16 KiB row cache (one mmap, once per module: a single system call
  *    with no user-space lock, which Linux makes safe in a handler although
  *    POSIX does not list it); errno is preserved;
- *  - no system call on the warm path. The first walk on each stack of a
+ *  - no system call on the warm path (but two rt_sigprocmask around a
+ *    walk in a handler on a small alternate stack: see stack use below).
+ *    The first walk on each stack of a
  *    thread (its stack, a sigaltstack) reads /proc/self/maps once
  *    (open/read/close, async-signal-safe) to learn the stack's bounds,
  *    kept in initial-exec TLS (the only TLS used);
@@ -1061,9 +1096,18 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  *  - no guesses: a frame is added only from CFI (.eh_frame) or an
  *    rt_sigreturn frame; the walk stops at the first pc without CFI
  *    (frame pointers are not followed);
- *  - stack use: about 1 KiB, up to ~12 KiB while a frame is walked by
- *    DWARF interpretation (module without a table, or a row that does not
- *    fit the compact form: signal trampolines, PLT-less expressions).
+ *  - stack use: on an ordinary stack about 1 KiB warm, up to ~16 KiB on
+ *    a cold path (the first read of /proc/self/maps, interpreting
+ *    .eh_frame, a lazy binding of a libc function). In a handler on an
+ *    alternate signal stack with less than 24 KiB left (a crash
+ *    handler's), stacksnap_backtrace_ucontext uses at most
+ *    STACKSNAP_BACKTRACE_STACK_USE bytes of it on every path: the walk
+ *    runs on one of 32 side stacks in the library's data, with signals
+ *    blocked meanwhile (two rt_sigprocmask calls). The minimum alternate
+ *    stack is the kernel's signal frame (getauxval(AT_MINSIGSTKSZ), 3.3
+ *    KiB with AVX-512 state) + the handler's own frames +
+ *    STACKSNAP_BACKTRACE_STACK_USE: glibc's classic SIGSTKSZ (8 KiB) is
+ *    enough on x86_64 without AMX (docs/inproc.md).
  * Every module is walked from compact rows (the fast path): rows from a
  * table compiled by stacksnap_backtrace_prepare(), or, without one
  * (including modules dlopen()ed later), from a row cache the walks fill
@@ -1072,6 +1116,10 @@ STACKSNAP_API int stacksnap_cache__write(const char *path, const void *data,
  * unloaded and reloaded at the same address reuses its table). A module
  * dlclose()d while frames of its code are still on the walking thread's
  * stack is a use-after-unload in the program, as for any unwinder. */
+
+/* The most stack a walk uses in a handler on a small alternate signal
+ * stack (measured: ~300 bytes; docs/inproc.md). */
+#define STACKSNAP_BACKTRACE_STACK_USE 1024
 
 /* Writes the return addresses of the calling function's stack into
  * ips[0..max), innermost first: ips[0] is the return address into the

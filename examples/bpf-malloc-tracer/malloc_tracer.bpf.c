@@ -18,6 +18,7 @@ const volatile __u64 min_size = 65536;
  * the header, cap.data_len of them. */
 struct alloc_rec {
 	__u64 size;
+	__u64 time;		/* CLOCK_MONOTONIC, as the mmap records' */
 	__u32 pid, tid;
 	struct stacksnap_capture cap;
 	__u8 stack[STACKSNAP_BPF_BUF(STACK_MAX)];
@@ -46,6 +47,7 @@ int BPF_KPROBE(on_malloc, __u64 size)
 	if (size < min_size || !(r = bpf_map_lookup_elem(&scratch, &zero)))
 		return 0;
 	r->size = size;
+	r->time = bpf_ktime_get_ns();
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
 	stacksnap_capture_regs(&r->cap, ctx);

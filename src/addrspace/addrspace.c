@@ -444,7 +444,7 @@ static int read_maps(struct stacksnap_addrspace *as)
 		err = -errno;
 		/* A process gone (profile -a, trace: short processes exit
 		 * before their first sample is read) is no error here: the
-		 * caller gets -ENOENT and says what it means to it. */
+		 * caller gets -ESRCH and says what it means to it. */
 		if (err == -ENOENT || err == -ESRCH)
 			log_debug(&as->ctx->log, "pid %d: cannot read %s: %s (gone)",
 				  (int)as->pid, fname, strerror(errno));
@@ -458,7 +458,8 @@ static int read_maps(struct stacksnap_addrspace *as)
 		} else
 			log_err(&as->ctx->log, "pid %d: cannot read %s: %s",
 				(int)as->pid, fname, strerror(errno));
-		return err;
+		/* No such process: ESRCH, as every call taking a pid says. */
+		return err == -ENOENT ? -ESRCH : err;
 	}
 	/* procfs fills each read() by finding its place in the mappings
 	 * again: stdio's 1 KiB (st_blksize 0) took 45 reads for clangd's 400
@@ -730,7 +731,13 @@ int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as, uint64_t pc,
 	struct module *mod;
 	int n = 0;
 
-	if (!as || !out || !max)
+	/* Unknown bits are refused, as libbpf does: a caller built against
+	 * a newer header asks for what this library cannot do. Every
+	 * STACKSNAP_SYM_* flag belongs in the mask. */
+	const unsigned known = STACKSNAP_SYM_LINES | STACKSNAP_SYM_NO_DEMANGLE |
+			       STACKSNAP_SYM_SYMTAB;
+
+	if (!as || !out || !max || (flags & ~known))
 		return fail(-EINVAL);
 	m = addrspace__find(as, lookup);
 	if (!m)

@@ -450,7 +450,7 @@ int stacksnap_addrspace__find_mapping(struct stacksnap_addrspace *as,
 		return fail(-EINVAL);
 	m = addrspace__find(as, addr);
 	if (!m)
-		return -ENOENT; /* a common answer, not an error: errno kept */
+		return fail(-ENOENT); /* errno too, as every negative return */
 	r.start = m->start;
 	r.end = m->end;
 	r.offset = m->offset;

@@ -216,13 +216,23 @@ int capture_check_target(pid_t pid, const struct log_sink *log)
 {
 	char path[64], buf[4096];
 	unsigned long flags = 0;
-	char *tp, *th;
+	char *tp, *th, *tg;
 	char st;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (read_small_file(path, buf, sizeof(buf)) < 0) {
 		log_err(log, "pid %d: no such process", pid);
 		return -ESRCH;
+	}
+	/* The kernel refuses a ptrace of one's own thread group (EPERM),
+	 * whatever the permissions: no security module is to blame. */
+	tg = strstr(buf, "\nTgid:");
+	if (tg && strtol(tg + 6, NULL, 10) == (long)getpid()) {
+		log_err(log, "pid %d: the calling process itself, which cannot "
+			     "ptrace its own threads; take its own stacks with "
+			     "stacksnap_backtrace() or stacksnap_backtrace_ucontext()",
+			pid);
+		return -EPERM;
 	}
 	st = task_state(pid, pid, &flags);
 	th = strstr(buf, "Threads:");

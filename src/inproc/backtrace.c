@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
@@ -62,6 +63,11 @@ struct walk {
 	struct stack_range stacks[WALK_STACKS];
 	unsigned nstacks;
 	uint64_t interpreted;
+	/* Run on the caller's stack (no side stack was free): nothing that
+	 * needs more than a few hundred bytes of it (reading
+	 * /proc/self/maps, interpreting .eh_frame, mapping a row cache);
+	 * the walk ends where it would need them. */
+	bool in_place;
 };
 
 /* Parses one /proc/self/maps line "lo-hi rwxp ..." into a range when it
@@ -130,9 +136,10 @@ static bool find_stack_mapping(uintptr_t addr, struct stack_range *r)
 	return found;
 }
 
-/* A stack range holding addr: from this thread's cache, else looked up
- * and cached. */
-static bool stack_range_of(uintptr_t addr, struct stack_range *r)
+/* A stack range holding addr: from this thread's cache, else (unless
+ * cached_only) looked up and cached. */
+static bool stack_range_of(uintptr_t addr, struct stack_range *r,
+			   bool cached_only)
 {
 	unsigned v;
 
@@ -147,7 +154,7 @@ static bool stack_range_of(uintptr_t addr, struct stack_range *r)
 			return true;
 		}
 	}
-	if (!find_stack_mapping(addr, r))
+	if (cached_only || !find_stack_mapping(addr, r))
 		return false;
 	v = tls_stack_victim++ % WALK_STACKS;
 	tls_stacks[v].hi = 0;
@@ -158,7 +165,9 @@ static bool stack_range_of(uintptr_t addr, struct stack_range *r)
 	return true;
 }
 
-/* The cold part of readable(): a stack this walk has not met yet. */
+/* The cold part of readable(): a stack this walk has not met yet (the
+ * side stacks, where a walk interrupted by this one's signal runs, are
+ * known without a look at /proc/self/maps). */
 static bool readable_slow(struct walk *w, uintptr_t addr, size_t len)
 {
 	struct stack_range r;
@@ -167,7 +176,11 @@ static bool readable_slow(struct walk *w, uintptr_t addr, size_t len)
 		if (addr >= w->stacks[i].lo && addr < w->stacks[i].hi &&
 		    w->stacks[i].hi - addr >= len)
 			return true;
-	if (!stack_range_of(addr, &r) || r.hi - addr < len)
+	inproc_side_range(&r.lo, &r.hi);
+	if ((addr < r.lo || addr >= r.hi) &&
+	    !stack_range_of(addr, &r, w->in_place))
+		return false;
+	if (r.hi - addr < len)
 		return false;
 	if (w->nstacks < WALK_STACKS)
 		w->stacks[w->nstacks++] = r;
@@ -231,7 +244,7 @@ static struct walk_module *module_of_slow(struct walk *w, uintptr_t addr)
 	}
 	/* First met by any walk: a row cache for the rows interpreted from
 	 * its .eh_frame (without one, every frame is interpreted). */
-	if (!wm->m.row_cache && !wm->m.table)
+	if (!wm->m.row_cache && !wm->m.table && !w->in_place)
 		inproc_module_publish_cache(&wm->m);
 	wm->eh_state = 0;
 	w->last = wm;
@@ -336,7 +349,8 @@ static inline __attribute__((always_inline)) enum step_end step_row(struct walk 
 	case UT_CFA_DWARF: {
 		struct stacksnap_regs caller;
 
-		if (unwind_table__eval_dwarf(wm->m.table, row, vaddr,
+		if (w->in_place ||
+		    unwind_table__eval_dwarf(wm->m.table, row, vaddr,
 					     wm->m.bias, &w->regs, walk_read, w,
 					     &caller, &cfa))
 			return STEP_END;
@@ -422,7 +436,7 @@ static const struct unwind_row *interp_row(struct walk *w,
 		fast_decode((uint32_t)e, buf);
 		return buf;
 	}
-	if (!have_eh_frame(wm) ||
+	if (w->in_place || !have_eh_frame(wm) ||
 	    inproc_hdr_search(&wm->m, &wm->eh, addr, &off) ||
 	    cfi_fde_at(&wm->eh, off, &cie, &fde) || vaddr < fde.pc_begin ||
 	    vaddr >= fde.pc_end ||
@@ -446,6 +460,8 @@ static int step_interpret(struct walk *w, struct walk_module *wm,
 	bool sig = false;
 	int err;
 
+	if (w->in_place)
+		return -1;
 	if (!have_eh_frame(wm) ||
 	    inproc_hdr_search(&wm->m, &wm->eh, addr, &off))
 		return 1;
@@ -611,12 +627,16 @@ check:
 	if (e != STEP_OK || !w->regs.regs[STACKSNAP_REG_RIP])
 		return STEP_END;
 	/* The stack grows down: a caller's sp is above. Signal frames may
-	 * switch stacks (sigaltstack), a bounded number of times. */
+	 * switch stacks (sigaltstack), and so may a walk's switch to its
+	 * side stack (a walk this signal interrupted), a bounded number of
+	 * times. */
 	if (was_signal) {
 		if (++w->nsignals > MAX_SIGNAL_FRAMES)
 			return STEP_END;
 	} else if (w->regs.regs[STACKSNAP_REG_RSP] <= sp) {
-		return STEP_END;
+		if (pc != (uintptr_t)inproc_side_return ||
+		    ++w->nsignals > MAX_SIGNAL_FRAMES)
+			return STEP_END;
 	}
 	return STEP_OK;
 }
@@ -725,18 +745,80 @@ static int walk(struct walk *w, void **ips, int max)
 	return n;
 }
 
-/* Runs a walk from w->regs (set by the caller), with errno kept as the
- * caller had it. exact: the first pc is exact, not a return address. */
-static int run_walk(struct walk *w, bool exact, void **ips, int max)
-{
-	int saved_errno = errno, n;
+/* A walk to run on a side stack: everything its state needs. */
+struct walk_call {
+	const struct stacksnap_regs *regs;
+	bool exact;
+	bool in_place;
+	void **ips;
+	int max;
+};
 
-	w->nmods = w->victim = w->nstacks = w->nsignals = 0;
-	w->last = NULL;
-	w->interpreted = 0;
-	w->exact = exact;
-	n = walk(w, ips, max);
+/* Runs a walk from c->regs, with errno kept as the caller had it (on
+ * the side stack: the first use of errno may bind __errno_location). */
+static int walk_from(void *arg)
+{
+	const struct walk_call *c = arg;
+	int saved_errno = errno, n;
+	struct walk w;
+
+	w.regs = *c->regs;
+	w.nmods = w.victim = w.nstacks = w.nsignals = 0;
+	w.last = NULL;
+	w.interpreted = 0;
+	w.exact = c->exact;
+	w.in_place = c->in_place;
+	n = walk(&w, c->ips, c->max);
 	errno = saved_errno;
+	return n;
+}
+
+/* The caller's stack is an alternate signal stack with less than this
+ * left: the walk runs on a side stack. */
+#define SMALL_STACK (24 * 1024)
+
+/* rt_sigprocmask without the libc wrapper: no lazy binding of it on a
+ * small stack. */
+static long raw_sigmask(int how, const uint64_t *set, uint64_t *old)
+{
+	long ret;
+	register long r10 __asm__("r10") = 8;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(14L /* __NR_rt_sigprocmask */), "D"((long)how),
+			   "S"(set), "d"(old), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Runs a walk from regs. On a small alternate signal stack (the
+ * handler's ucontext gives its bounds) the walk runs on a side stack, so
+ * that the caller's stack holds only these frames, with signals blocked
+ * meanwhile: the kernel would deliver a nested SA_ONSTACK signal at the
+ * top of the alternate stack, over the handler's frames, since the
+ * thread's sp is no longer on it. Anywhere else it runs in place.
+ * exact: the first pc is exact, not a return address. */
+static int run_walk(const struct stacksnap_regs *regs, bool exact,
+		    const stack_t *alt, void **ips, int max)
+{
+	struct walk_call c = { regs, exact, false, ips, max };
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	uint64_t all = ~(uint64_t)0, old;
+	bool masked;
+	int n;
+
+	if (!alt || (alt->ss_flags & SS_DISABLE) ||
+	    sp - (uintptr_t)alt->ss_sp >= alt->ss_size ||
+	    sp - (uintptr_t)alt->ss_sp >= SMALL_STACK)
+		return walk_from(&c);
+	masked = raw_sigmask(SIG_SETMASK, &all, &old) == 0;
+	if (!masked || inproc_side_call(walk_from, &c, &n)) {
+		c.in_place = true;
+		n = walk_from(&c);
+	}
+	if (masked)
+		raw_sigmask(SIG_SETMASK, &old, NULL);
 	return n;
 }
 
@@ -749,7 +831,7 @@ inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 			  uint64_t rbp, uint64_t rbx)
 {
-	struct walk w;
+	struct stacksnap_regs regs;
 
 	if (!ips || max < 0) {
 		errno = EINVAL;
@@ -757,13 +839,13 @@ int inproc_backtrace_from(void **ips, int max, const uint64_t *ra_slot,
 	}
 	if (!max)
 		return 0;
-	w.regs.regs[STACKSNAP_REG_RIP] = *ra_slot;
-	w.regs.regs[STACKSNAP_REG_RSP] = (uint64_t)(uintptr_t)(ra_slot + 1);
-	w.regs.regs[STACKSNAP_REG_RBP] = rbp;
-	w.regs.regs[STACKSNAP_REG_RBX] = rbx;
-	w.regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
-		       BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
-	return run_walk(&w, false, ips, max);
+	regs.regs[STACKSNAP_REG_RIP] = *ra_slot;
+	regs.regs[STACKSNAP_REG_RSP] = (uint64_t)(uintptr_t)(ra_slot + 1);
+	regs.regs[STACKSNAP_REG_RBP] = rbp;
+	regs.regs[STACKSNAP_REG_RBX] = rbx;
+	regs.valid = BIT(STACKSNAP_REG_RIP) | BIT(STACKSNAP_REG_RSP) |
+		     BIT(STACKSNAP_REG_RBP) | BIT(STACKSNAP_REG_RBX);
+	return run_walk(&regs, false, NULL, ips, max);
 }
 
 /* stacksnap_backtrace(ips, max): captures the caller's rsp (pointing at
@@ -785,7 +867,7 @@ __asm__(".text\n"
 int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 {
 	const ucontext_t *uc = ucontext;
-	struct walk w;
+	struct stacksnap_regs regs;
 
 	if (!uc || !ips || max < 0) {
 		errno = EINVAL;
@@ -793,6 +875,6 @@ int stacksnap_backtrace_ucontext(const void *ucontext, void **ips, int max)
 	}
 	if (!max)
 		return 0;
-	ucontext_regs__set((const uint64_t *)uc->uc_mcontext.gregs, &w.regs);
-	return run_walk(&w, true, ips, max); /* the interrupted pc is exact */
+	ucontext_regs__set((const uint64_t *)uc->uc_mcontext.gregs, &regs);
+	return run_walk(&regs, true, &uc->uc_stack, ips, max); /* the interrupted pc is exact */
 }

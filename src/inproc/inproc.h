@@ -92,4 +92,22 @@ extern _Atomic(uint64_t) inproc_interpreted_frames;
 int inproc_hdr_search(const struct inproc_module *m, const struct cfi_input *eh,
 		      uintptr_t pc, size_t *fde_off);
 
+/* The side stacks the walks of handlers on small alternate signal stacks
+ * run on (side_stack.c), with signals blocked: so many, of so many bytes
+ * each (a walk interpreting .eh_frame needs ~13 KiB, a lazy binding of a
+ * libc function ~3 KiB more). */
+#define INPROC_SIDE_STACKS 32
+#define INPROC_SIDE_STACK_BYTES (32 * 1024)
+
+/* Runs *ret = fn(arg) on a free side stack: 0, or -1 when all are in use
+ * (fn not called). Lock-free, allocation-free, async-signal-safe. */
+int inproc_side_call(int (*fn)(void *), void *arg, int *ret);
+
+/* The address range of every side stack: readable memory for a walk. */
+void inproc_side_range(uintptr_t *lo, uintptr_t *hi);
+
+/* The return address of the side-stack switch's call: the frame above it
+ * is on the caller's own stack, wherever that lies. */
+extern const char inproc_side_return[];
+
 #endif

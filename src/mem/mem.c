@@ -219,7 +219,9 @@ struct stacksnap_mem *stacksnap_mem__new_copy(const void *bytes, size_t len,
 int stacksnap_mem__set_copy(struct stacksnap_mem *m, const void *bytes,
 			    size_t len, uint64_t base)
 {
-	if (!m || (!bytes && len) || base + len < base)
+	/* A self source reads the process's own memory: a copy put in front
+	 * of it would silently make it another kind of source. */
+	if (!m || m->ops == &self_ops || (!bytes && len) || base + len < base)
 		return fail(-EINVAL);
 	m->bytes = bytes;
 	m->len = len;

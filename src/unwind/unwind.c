@@ -180,6 +180,10 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 	TRY_USERS(INT_MIN, STACKSNAP_PRIO_SCAN + 1);
 #undef TRY_USERS
 check:
+	/* Nothing took a pc outside every mapping: say so, whichever
+	 * stepper was last to decline (stale maps are not missing CFI). */
+	if (end == STACKSNAP_END_NO_CFI && !m)
+		return STACKSNAP_END_NO_MODULE;
 	if (end != STACKSNAP_END_NONE)
 		return end;
 	pc = st->regs.regs[STACKSNAP_REG_RIP];
@@ -202,8 +206,8 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
 
 	if (!uw || !frame)
 		return fail(-EINVAL);
-	if (!uw->have_cur)
-		return 0;
+	if (!uw->have_cur) /* ended, or never started */
+		return uw->end == STACKSNAP_END_NONE ? fail(-EINVAL) : 0;
 	if (uw->nframes >= uw->max_frames) {
 		uw->have_cur = false;
 		uw->end = STACKSNAP_END_FRAME_LIMIT;
@@ -379,6 +383,12 @@ int stacksnap_unwind(struct stacksnap_unwinder *uw,
 }
 
 /* ---- names ---- */
+
+bool stacksnap_frame__is_return(const struct stacksnap_frame *frame)
+{
+	return frame && frame->stepper != STACKSNAP_STEP_START &&
+	       !(frame->flags & (STACKSNAP_FRAME_SIGNAL | STACKSNAP_FRAME_SIGRETURN));
+}
 
 const char *stacksnap_end__str(enum stacksnap_end end)
 {
