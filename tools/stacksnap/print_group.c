@@ -34,8 +34,8 @@ static uint64_t stack_hash(const struct thread_result *r)
 
 /* Whether a and b print the same stack: the same error, or the same lines
  * (pc, name, module, file:line, inlined, signal frame), the same runtime
- * frames and the same ends. Names of the threads may differ: they are
- * listed in the group's header. */
+ * frames, ends, exception and wait channel. Ids, names and states may
+ * differ: the group's header lists them. */
 static bool same_stack(const struct thread_result *a, const struct thread_result *b)
 {
 	if (a->thread->error != b->thread->error || !a->exception != !b->exception ||
@@ -47,6 +47,7 @@ static bool same_stack(const struct thread_result *a, const struct thread_result
 		return true;
 	if (a->end != b->end || a->nout != b->nout || a->nrframes != b->nrframes ||
 	    !same_str(a->rend, b->rend) || a->holds_gil != b->holds_gil ||
+	    !same_str(a->wchan, b->wchan) ||
 	    a->rname_java != b->rname_java)
 		return false;
 	for (size_t i = 0; i < a->nout; i++) {
@@ -201,12 +202,8 @@ int print_text_grouped(FILE *f, const struct options *o,
 		print_group_threads(f, r, m, g.groups[j].n);
 		fputs(" state ", f);
 		print_group_states(f, r, m, g.groups[j].n);
-		for (size_t i = 1; a->wchan && i < g.groups[j].n; i++)
-			if (!same_str(r[m[i]].wchan, a->wchan))
-				goto no_wchan;
 		if (a->wchan)
 			fprintf(f, " (%s)", a->wchan);
-no_wchan:
 		fprintf(f, "%s:\n", a->holds_gil ? " [holds the GIL]" : "");
 		print_thread_body(f, o, a);
 	}
