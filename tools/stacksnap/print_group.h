@@ -1,8 +1,9 @@
 /* print_group.h - threads with identical stacks grouped (print_group.c):
  * the text output's one block per distinct stack and the JSON's "groups".
  * A group never hides a difference: its threads' frames (pc, name, module,
- * line, inlined, signal frame), runtime frames and ends are all equal;
- * only their ids, names and states differ, and the header lists them. */
+ * line, inlined, signal frame), runtime frames, ends, exceptions and wait
+ * channels are all equal; only their ids, names and states differ, and
+ * the header lists them. */
 #ifndef STACKSNAP_TOOL_PRINT_GROUP_H
 #define STACKSNAP_TOOL_PRINT_GROUP_H
 
