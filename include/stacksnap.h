@@ -474,6 +474,9 @@ enum stacksnap_thread_error {
 	STACKSNAP_THREAD_NOT_STOPPED, /* did not stop within the timeout */
 	STACKSNAP_THREAD_NO_REGS,     /* registers could not be read */
 	STACKSNAP_THREAD_NO_STACK,    /* stack could not be copied */
+	STACKSNAP_THREAD_EXITED,      /* had exited before the capture (a main
+					 thread that called pthread_exit()
+					 while the others run on) */
 };
 
 /* Copied stacks of a thread besides the one holding rsp. */
@@ -657,6 +660,27 @@ STACKSNAP_API void stacksnap_goroutines__free(struct stacksnap_goroutines *g);
 STACKSNAP_API int64_t
 stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
 			      const uint64_t *regs);
+
+/* A C++ exception in flight on a thread (inside __cxa_throw or
+ * std::terminate), read as gdb's `catch throw` shows it. */
+struct stacksnap_cxx_exception {
+	size_t sz;
+	uint64_t object;	/* the thrown object's address */
+	char type[256];		/* its type, demangled */
+	char what[512];		/* what(): std::runtime_error, std::logic_error
+				   and their single-inheritance descendants;
+				   "" when not read */
+	size_t :0;
+};
+
+/* Thread th of live process pid (read now, after the capture: the thread
+ * is inside __cxa_throw or std::terminate, which keep the exception):
+ * the exception whose unwind header a stack word in [lo, hi) of the
+ * thread's copy points at (lo: its innermost frame's sp; hi: the sp of the
+ * frame that called __cxa_throw). Returns 0, or -errno (-ENOENT: none). */
+int stacksnap_cxx_exception__read(pid_t pid, const struct stacksnap_thread *th,
+				  uint64_t lo, uint64_t hi,
+				  struct stacksnap_cxx_exception *out);
 
 /* The goroutines a snapshot file kept (stacksnap_snapshot__save writes
  * them; 0 for files without, events files and cores). Goroutine i's

@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/maps_line.h"
+#include "base/mm_task.h"
 #include "base/opts.h"
 #include "base/vec.h"
 #include "symbolize/jit_symbols.h"
@@ -140,9 +141,14 @@ static struct module *module_biased(struct stacksnap_addrspace *as,
  * (or, deferred, marks the mapping pending: opened when first found). A
  * module that cannot be opened is reported and the mapping kept as
  * anonymous code, so one bad file does not fail the whole space. */
+/* How add_one() treats a code mapping without a module: its file opened
+ * now, when first looked up (pending), or never (a file known not to be
+ * the one mapped: its frames name it without functions). */
+enum add_open { ADD_OPEN_NOW, ADD_OPEN_LATER, ADD_OPEN_NEVER };
+
 static int add_one(struct stacksnap_addrspace *as,
 		   const struct stacksnap_mapping *mp, struct module *mod,
-		   bool defer)
+		   enum add_open defer)
 {
 	struct as_map m = { .start = mp->start, .end = mp->end,
 			    .offset = mp->offset, .inode = mp->inode,
@@ -154,9 +160,11 @@ static int add_one(struct stacksnap_addrspace *as,
 	if (mp->path && strcmp(mp->path, "[anon]") &&
 	    !(m.path = strdup(mp->path)))
 		return -ENOMEM;
-	if (defer && !mod && (m.prot & PROT_EXEC) && m.path && m.path[0] == '/')
+	if (defer == ADD_OPEN_LATER && !mod && (m.prot & PROT_EXEC) && m.path &&
+	    m.path[0] == '/')
 		m.pending = true;
-	else if (!mod && (m.prot & PROT_EXEC) && !is_special(mp->path)) {
+	else if (defer == ADD_OPEN_NOW && !mod && (m.prot & PROT_EXEC) &&
+		 !is_special(mp->path)) {
 		err = module__get_file(as->ctx, mp->path, mp->path,
 				       mp->build_id, mp->build_id_len, &mod);
 		if (err == -ENOMEM)
@@ -196,6 +204,7 @@ static struct stacksnap_addrspace *as_new(struct stacksnap_ctx *ctx, pid_t pid)
 	}
 	as->ctx = ctx;
 	as->pid = pid;
+	as->mm_pid = pid;
 	as->root_fd = -1;
 	return as;
 }
@@ -215,7 +224,7 @@ int stacksnap_addrspace__add_mapping(struct stacksnap_addrspace *as,
 	if (!as || !map ||
 	    opts_in(&m, sizeof(m), map, offsetof(struct stacksnap_mapping, path)))
 		return fail(-EINVAL);
-	err = add_one(as, &m, NULL, false);
+	err = add_one(as, &m, NULL, ADD_OPEN_NOW);
 	if (err)
 		return fail(err);
 	maps_sort(as);
@@ -251,7 +260,7 @@ static int add_vdso(struct stacksnap_addrspace *as,
 		return -ENOMEM;
 	struct iovec local = { buf, len };
 	struct iovec remote = { (void *)(uintptr_t)mp->start, len };
-	if (process_vm_readv(as->pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
+	if (process_vm_readv(as->mm_pid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
 		err = -errno;
 		free(buf);
 		log_warn(&as->ctx->log, "pid %d: cannot read the vDSO: %s",
@@ -265,7 +274,7 @@ static int add_vdso(struct stacksnap_addrspace *as,
 	err = module__get_image(as->ctx, "[vdso]", img, &mod);
 	if (err)
 		return err;
-	return add_one(as, mp, mod, false);
+	return add_one(as, mp, mod, ADD_OPEN_NOW);
 }
 
 /* Releases the descriptor of the target's root, if held. */
@@ -291,7 +300,7 @@ static int root_fd(struct stacksnap_addrspace *as)
 	as->root_tried = true;
 	if (as->ctx->root_fds >= AS_MAX_ROOT_FDS)
 		return -1;
-	snprintf(proc, sizeof(proc), "/proc/%d/root", (int)as->pid);
+	snprintf(proc, sizeof(proc), "/proc/%d/root", (int)as->mm_pid);
 	as->root_fd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (as->root_fd >= 0)
 		as->ctx->root_fds++;
@@ -313,7 +322,7 @@ static const char *file_to_open(struct stacksnap_addrspace *as,
 	static const char del[] = " (deleted)";
 	const size_t l = strlen(path), dl = sizeof(del) - 1;
 	const char *root = as->ctx->sysroot;
-	const int pid = (int)as->pid;
+	const int pid = (int)as->mm_pid;
 	int len = (int)l, prefix;
 
 	*dirfd = AT_FDCWD;
@@ -381,7 +390,7 @@ static struct module *gone_file(struct stacksnap_addrspace *as,
 	struct module *mod = NULL;
 	struct stat st;
 
-	if (!as->pid || !m->inode || !pid_exited(as->pid) ||
+	if (!as->pid || !m->inode || !pid_exited(as->mm_pid) ||
 	    stat(m->path, &st) || (uint64_t)st.st_ino != m->inode ||
 	    module__get_file(as->ctx, m->path, m->path, NULL, 0, &mod))
 		return NULL;
@@ -427,7 +436,9 @@ static int read_maps(struct stacksnap_addrspace *as)
 	FILE *f;
 	int err = 0;
 
-	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)as->pid);
+	/* Through a live thread when the main one has exited. */
+	as->mm_pid = mm_task_of(as->pid);
+	snprintf(fname, sizeof(fname), "/proc/%d/maps", (int)as->mm_pid);
 	f = fopen(fname, "re");
 	if (!f) {
 		err = -errno;
@@ -489,7 +500,7 @@ static int read_maps(struct stacksnap_addrspace *as)
 		}
 		/* Files are opened when a pc falls in them (map_resolve): a
 		 * dump of a process with 70 libraries meets a handful. */
-		err = add_one(as, &mp, NULL, true);
+		err = add_one(as, &mp, NULL, ADD_OPEN_LATER);
 		if (err == -ENOMEM)
 			break;
 		err = 0;
@@ -568,7 +579,16 @@ int addrspace__add_with_module(struct stacksnap_addrspace *as,
 	int err;
 
 	mod->refs++; /* add_one consumes one reference, also on failure */
-	err = add_one(as, map, mod, false);
+	err = add_one(as, map, mod, ADD_OPEN_NOW);
+	maps_sort(as);
+	return err;
+}
+
+int addrspace__add_unopened(struct stacksnap_addrspace *as,
+			    const struct stacksnap_mapping *map)
+{
+	int err = add_one(as, map, NULL, ADD_OPEN_NEVER);
+
 	maps_sort(as);
 	return err;
 }

@@ -39,6 +39,9 @@ struct as_rw_range {
 struct stacksnap_addrspace {
 	struct stacksnap_ctx *ctx;
 	pid_t pid;		/* 0 for caller-supplied mappings */
+	pid_t mm_pid;		/* whose /proc files and memory are read:
+				   pid, or a live thread when its main
+				   thread has exited (base/mm_task.h) */
 	struct as_map *maps;
 	size_t n, cap;
 	size_t last;
@@ -111,6 +114,11 @@ void addrspace__resolve_all(struct stacksnap_addrspace *as);
 int addrspace__add_with_module(struct stacksnap_addrspace *as,
 			       const struct stacksnap_mapping *map,
 			       struct module *mod);
+/* Adds a file mapping whose file is not opened (the file at its path is
+ * another build): its frames name the file, without functions, and are
+ * never taken for JIT code. */
+int addrspace__add_unopened(struct stacksnap_addrspace *as,
+			    const struct stacksnap_mapping *map);
 
 struct stacksnap_addrspace *addrspace__clone(const struct stacksnap_addrspace *as);
 

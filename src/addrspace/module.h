@@ -98,6 +98,9 @@ struct stacksnap_ctx {
 				   tests set 0 (all) or SIZE_MAX (none) */
 	unsigned root_fds;	/* descriptors of targets' roots held by
 				   address spaces: at most AS_MAX_ROOT_FDS */
+	pid_t checked_pid;	/* the last pid stacksnap_snapshot__check()
+				   passed: gone at the capture, it exited
+				   during the caller's capture */
 };
 
 /* Finds or opens the module for the file at path (opened at open_path,

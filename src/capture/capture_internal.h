@@ -58,6 +58,8 @@ struct cap_thread {
 
 struct stacksnap_snapshot {
 	pid_t pid;
+	pid_t mm_pid;	      /* whose maps and memory are read: pid, or a
+				 live thread when the main one has exited */
 	struct cap_thread *threads;
 	size_t n, cap;
 	size_t *by_tid;	      /* indices of threads[0, nindexed) by tid */

@@ -14,6 +14,7 @@
 
 #include "addrspace/module.h" /* struct stacksnap_ctx */
 #include "base/clock.h"
+#include "base/mm_task.h"
 #include "base/opts.h"
 #include "capture/capture_internal.h"
 
@@ -42,6 +43,9 @@ int stacksnap_snapshot__check(struct stacksnap_ctx *ctx, pid_t pid)
 	if (pid <= 0)
 		return fail(-EINVAL);
 	int err = capture_check_target(pid, ctx ? &ctx->log : NULL);
+
+	if (ctx)
+		ctx->checked_pid = err ? 0 : pid;
 	return err ? fail(err) : 0;
 }
 
@@ -264,7 +268,8 @@ static void finish(struct stacksnap_snapshot *s,
 static bool all_gone(const struct stacksnap_snapshot *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->threads[i].pub.error != STACKSNAP_THREAD_GONE)
+		if (s->threads[i].pub.error != STACKSNAP_THREAD_GONE &&
+		    s->threads[i].pub.error != STACKSNAP_THREAD_EXITED)
 			return false;
 	return true;
 }
@@ -297,8 +302,21 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	uint64_t t0 = clock_monotonic_ns();
 	int err = take_opts(&o, opts, pid);
 
-	if (!err)
+	/* A process the caller's check passed that is now gone or a zombie
+	 * exited during the caller's capture: said so, not "no such
+	 * process" (which reads as a wrong pid). */
+	if (!err && ctx && ctx->checked_pid == pid) {
+		err = capture_check_target(pid, NULL);
+		if (err == -ESRCH || err == -ECHILD) {
+			log_err(log, "pid %d: the process exited during the capture",
+				pid);
+			err = -ESRCH;
+		} else if (err) {
+			err = capture_check_target(pid, log);
+		}
+	} else if (!err) {
 		err = capture_check_target(pid, log);
+	}
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -309,6 +327,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		return NULL;
 	}
 	s->pid = pid;
+	s->mm_pid = mm_task_of(pid);
 	s->task_fd = -1;
 	s->stop_timeout_ms = o.stop_timeout_ms;
 	err = read_before_freeze(s, &o);

@@ -109,7 +109,7 @@ int capture__rw_maps_of(struct stacksnap_snapshot *s,
 		? addrspace__writable(o->addrspace, &r) : 0;
 
 	if (!n)
-		return read_rw_maps(s->pid, out, nout);
+		return read_rw_maps(s->mm_pid, out, nout);
 	if (!(*out = malloc(n * sizeof(**out))))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -129,7 +129,7 @@ static int reread_maps(struct stacksnap_snapshot *s)
 	int err;
 
 	s->maps_borrowed = false;
-	if ((err = read_rw_maps(s->pid, &maps, &n)))
+	if ((err = read_rw_maps(s->mm_pid, &maps, &n)))
 		return err;
 	free(s->maps);
 	s->maps = maps;
@@ -245,7 +245,7 @@ int capture__copy_more(struct stacksnap_snapshot *s,
 		char path[64];
 		int fd;
 
-		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->mm_pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		r = fd < 0 ? -1 : pread(fd, buf, len, (off_t)start);
 		if (fd >= 0)
@@ -254,7 +254,7 @@ int capture__copy_more(struct stacksnap_snapshot *s,
 		struct iovec l = { buf, len };
 		struct iovec rm = { (void *)(uintptr_t)start, len };
 
-		r = process_vm_readv(s->pid, &l, 1, &rm, 1, 0);
+		r = process_vm_readv(s->mm_pid, &l, 1, &rm, 1, 0);
 	}
 	if (r != (ssize_t)len)
 		return -EFAULT;
@@ -337,7 +337,7 @@ int capture__copy_stacks(struct stacksnap_snapshot *s)
 		char path[64];
 		int fd;
 
-		snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+		snprintf(path, sizeof(path), "/proc/%d/mem", s->mm_pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		for (size_t k = 0; k < niov; k++) {
 			ssize_t r = fd < 0 ? -1
@@ -353,7 +353,7 @@ int capture__copy_stacks(struct stacksnap_snapshot *s)
 	} else {
 		for (size_t k = 0; k < niov; k += IOV_MAX) {
 			size_t cnt = niov - k < IOV_MAX ? niov - k : IOV_MAX;
-			ssize_t r = process_vm_readv(s->pid, local + k, cnt,
+			ssize_t r = process_vm_readv(s->mm_pid, local + k, cnt,
 						     remote + k, cnt, 0);
 			size_t want = 0;
 
@@ -364,7 +364,7 @@ int capture__copy_stacks(struct stacksnap_snapshot *s)
 			/* A partial read stops at the first failing range:
 			 * redo them one by one to know which. */
 			for (size_t j = k; j < k + cnt; j++)
-				if (process_vm_readv(s->pid, &local[j], 1,
+				if (process_vm_readv(s->mm_pid, &local[j], 1,
 						     &remote[j], 1, 0) !=
 				    (ssize_t)local[j].iov_len)
 					s->threads[which[j]].pub.error =

@@ -155,9 +155,11 @@ struct cap_thread *capture__add_thread(struct stacksnap_snapshot *s, pid_t tid)
 	task_name(s->pid, tid, t->pub.name);
 	t->pub.state = task_state(s->pid, tid, NULL);
 	/* A leader that called pthread_exit() stays a zombie while the
-	 * others run; it would never report a stop. */
+	 * others run; it would never report a stop. It had exited before
+	 * the capture began, not during it. */
 	if (t->pub.state == 'Z' || t->pub.state == 'X')
-		t->pub.error = STACKSNAP_THREAD_GONE;
+		t->pub.error = tid == s->pid ? STACKSNAP_THREAD_EXITED
+					     : STACKSNAP_THREAD_GONE;
 	return t;
 }
 

@@ -163,9 +163,65 @@ size_t stacksnap_stacks__distinct(const struct stacksnap_stacks *st)
 	return st ? st->distinct : 0;
 }
 
+/* The length of name without its trailing parameter list and what follows
+ * it (" const", " [clone .cold]"): the last '(' at nesting depth 0 after
+ * which no "::" comes at depth 0. Parentheses inside <...>, {...} and
+ * [...] (function types in template arguments, "{lambda()#1}") and those
+ * that name an operator ("operator()", "operator<") are not one; a local
+ * entity's enclosing function ("f(int)::S::g()") keeps its list. */
+static size_t name_without_params(const char *name)
+{
+	size_t n = strlen(name), cut = n;
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!strncmp(name + i, "operator", 8) &&
+		    (i == 0 || name[i - 1] == ':' || name[i - 1] == ' ') &&
+		    !(name[i + 8] == '_' || (name[i + 8] >= 'a' && name[i + 8] <= 'z') ||
+		      (name[i + 8] >= 'A' && name[i + 8] <= 'Z') ||
+		      (name[i + 8] >= '0' && name[i + 8] <= '9'))) {
+			/* The operator's symbol is part of the name. */
+			i += 8;
+			while (name[i] == ' ')
+				i++;
+			if (!strncmp(name + i, "()", 2) || !strncmp(name + i, "[]", 2))
+				i += 1;
+			else
+				while (i + 1 < n && strchr("<>=!+-*/%^&|~,->", name[i + 1]) &&
+				       strchr("<>=!+-*/%^&|~,->", name[i]))
+					i++;
+			continue;
+		}
+		if (c == '<' || c == '{' || c == '[')
+			depth++;
+		else if ((c == '>' || c == '}' || c == ']') && depth > 0)
+			depth--;
+		else if (c == '(' && depth == 0) {
+			int d = 1;
+			size_t j = i + 1;
+
+			if (!strncmp(name + j, "anonymous namespace)", 20)) {
+				i = j + 19;
+				continue;
+			}
+			for (; j < n && d; j++)
+				d += name[j] == '(' ? 1 : name[j] == ')' ? -1 : 0;
+			cut = i;
+			i = j - 1;
+		} else if (c == ':' && name[i + 1] == ':' && depth == 0) {
+			cut = n;
+		}
+	}
+	while (cut > 0 && cut < n && name[cut - 1] == ' ')
+		cut--;
+	return cut;
+}
+
 /* The name folded stacks and flame graphs show, as stackcollapse-perf.pl
- * tidies perf script's: cut at the first '(' that does not open
- * "(anonymous namespace)" (Java lambdas' ".(...)." aside), ';' made ':'. */
+ * tidies perf script's: without the trailing parameter list (Java
+ * lambdas' ".(...)." aside), ';' made ':'. */
 static const char *display_name(struct stacksnap_stacks *st,
 				const struct stacksnap_stack_frame *f)
 {
@@ -192,14 +248,7 @@ static const char *display_name(struct stacksnap_stacks *st,
 		snprintf(tmp, sizeof(tmp), "[%s]", b ? b + 1 : f->module);
 		return stacks_intern(st, tmp, strlen(tmp));
 	}
-	n = strlen(name);
-	if (!strstr(name, ".(")) {
-		for (const char *q = strchr(name, '('); q; q = strchr(q + 1, '('))
-			if (strncmp(q + 1, "anonymous namespace)", 20)) {
-				n = (size_t)(q - name);
-				break;
-			}
-	}
+	n = strstr(name, ".(") ? strlen(name) : name_without_params(name);
 	if (!memchr(name, ';', n))
 		return stacks_intern(st, name, n);
 	char *c = strndup(name, n);

@@ -19,6 +19,7 @@
 #include "addrspace/addrspace.h"
 #include "addrspace/module.h"
 #include "base/log.h"
+#include "elf/elf_image.h"
 #include "base/opts.h"
 #include "runtime/runtime_steps.h"
 
@@ -80,16 +81,39 @@ int saved__map_file(struct stacksnap_saved *s, const char *path)
 	return 0;
 }
 
-static void build_id_hex(const struct stacksnap_mapping *mp, char *out)
+/* A build-id in hex, at most ELF_BUILD_ID_MAX bytes of it. */
+static void hex_of(const uint8_t *id, size_t len, char *out)
 {
-	size_t n = mp->build_id_len < ELF_BUILD_ID_MAX ? mp->build_id_len
-						       : ELF_BUILD_ID_MAX;
+	size_t n = len < ELF_BUILD_ID_MAX ? len : ELF_BUILD_ID_MAX;
 
 	out[0] = 0;
 	for (size_t i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", mp->build_id[i]);
-	if (!n)
+		sprintf(out + 2 * i, "%02x", id[i]);
+}
+
+static void build_id_hex(const struct stacksnap_mapping *mp, char *out)
+{
+	hex_of(mp->build_id, mp->build_id_len, out);
+	if (!mp->build_id_len)
 		strcpy(out, "none recorded");
+}
+
+/* The build-id (hex) of the ELF file at path into out; false when there is
+ * no such file, it is no ELF file or it has no build-id. */
+static bool file_build_id(const char *path, const struct log_sink *log,
+			  char out[2 * ELF_BUILD_ID_MAX + 1])
+{
+	struct elf_image *img;
+	struct stat st;
+	bool ok;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode) ||
+	    elf_image__open(path, log, &img))
+		return false;
+	ok = img->build_id_len > 0;
+	hex_of(img->build_id, img->build_id_len, out);
+	elf_image__free(img);
+	return ok;
 }
 
 int saved__add_mapping(struct stacksnap_saved *s,
@@ -145,9 +169,23 @@ int saved__add_mapping(struct stacksnap_saved *s,
 	} else if (prot_from_file) {
 		return 0; /* unknown whether it is code: nothing to name */
 	} else {
-		char hex[2 * ELF_BUILD_ID_MAX + 16];
+		char hex[2 * ELF_BUILD_ID_MAX + 16], there[2 * ELF_BUILD_ID_MAX + 1];
 
 		build_id_hex(mp, hex);
+		if (file_build_id(rooted, &ctx->log, there)) {
+			/* Rebuilt since the capture: the file is named, not
+			 * taken for anonymous (JIT) code. */
+			log_warn(&ctx->log,
+				 "%s (build-id %s): the file at its path is another "
+				 "build (build-id %s: rebuilt since the capture?), and "
+				 "this one is not in the debug directories or the "
+				 "cache%s; its frames name the file without functions "
+				 "(keep the captured build, or give --debug-dir)",
+				 mp->path, hex, there,
+				 ctx->debuginfod ? ", nor through debuginfod" : "");
+			return addrspace__add_unopened(s->as, mp) == -ENOMEM
+				       ? -ENOMEM : 0;
+		}
 		log_warn(&ctx->log,
 			 "%s (build-id %s): not found at its path, by build-id in "
 			 "the debug directories and the cache%s; its frames stay "

@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -231,6 +232,17 @@ def strip_show_header(text):
     if text.startswith('{"snapshot":'):
         return text.split('\n', 1)[1] if '\n' in text else ''
     return text
+
+
+def live_body(text):
+    """A live dump's text as `show` prints a snapshot's body: without the
+    header saying what the process is ("Process PID: ..." and its line,
+    up to the blank line) and without each thread's wait channel, read
+    from /proc, which no snapshot keeps ("state S (futex_do_wait):")."""
+    if text.startswith('Process ') and '\n\n' in text:
+        text = text.split('\n\n', 1)[1]
+    return re.sub(r'^((?:Thread \d+ \(.*?\)|\d+ threads: .*?) state [\w,?]+)'
+                  r' \([^()]*\):', r'\1:', text, flags=re.M)
 
 
 def stacksnap(args, timeout=60):

@@ -79,6 +79,48 @@ static void folded_names_and_order(void)
 	stacksnap_stacks__free(st);
 }
 
+/* Only a trailing parameter list is dropped: function types and operators
+ * in template arguments, "operator()", lambdas and an enclosing function's
+ * list stay (the profile outputs cut C++ names at the first '('). */
+static void folded_names_keep_templates(void)
+{
+	static const char *const cases[][2] = {
+		{ "std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)()> > >::_M_run()",
+		  "std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)()> > >::_M_run" },
+		{ "std::function<bool (int, int)>::operator()(int, int) const",
+		  "std::function<bool (int, int)>::operator()" },
+		{ "main::{lambda()#1}::operator()() const", "main::{lambda()#1}::operator()" },
+		{ "bool std::operator< <char>(std::string const&, char const*)",
+		  "bool std::operator< <char>" },
+		{ "S::operator<<(int)", "S::operator<<" },
+		{ "S::operator->() const", "S::operator->" },
+		{ "(anonymous namespace)::worker(int)", "(anonymous namespace)::worker" },
+		{ "f(int)::Local::run()", "f(int)::Local::run" },
+		{ "foo(int) [clone .cold]", "foo" },
+		{ "S::operator int()", "S::operator int" },
+		{ "plain_c_function", "plain_c_function" },
+		{ "std::less<void>::operator()<int&, int&>(int&, int&) const",
+		  "std::less<void>::operator()<int&, int&>" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
+		struct stacksnap_stack_frame fr[1] = {
+			{ .name = cases[i][0], .module = "/bin/prog", .addr = 0x1000 },
+		};
+		char want[512];
+		size_t len;
+		char *out;
+
+		CHECK(stacksnap_stacks__add(st, fr, 1, 1) == 0);
+		out = render(st, STACKSNAP_FORMAT_FOLDED, NULL, &len);
+		snprintf(want, sizeof(want), "%s 1\n", cases[i][1]);
+		CHECKF(out && !strcmp(out, want), "%s: got %s", cases[i][0], out ? out : "(null)");
+		free(out);
+		stacksnap_stacks__free(st);
+	}
+}
+
 static void folded_reader(void)
 {
 	struct stacksnap_stacks *st = stacksnap_stacks__new(NULL);
@@ -249,5 +291,6 @@ static void json_string_escapes(void)
 }
 
 TEST_MAIN("stacks", TEST(distinct_stacks_counted_once), TEST(folded_names_and_order),
+	  TEST(folded_names_keep_templates),
 	  TEST(folded_reader), TEST(writers_structure), TEST(visit_folded_lines),
 	  TEST(write_error_cause), TEST(json_string_escapes))

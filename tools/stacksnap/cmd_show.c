@@ -132,6 +132,31 @@ static void print_saved_json(FILE *f, const void *user)
 
 /* Unwinds every thread of s from its saved stack (and, for cores, the
  * rest of its memory), symbolizes and prints. */
+/* The file's indices of the threads to print into at: every thread, or
+ * with -t TID... those asked for (one not in the file is named). Returns
+ * how many. */
+static size_t wanted_threads(const struct options *o, struct stacksnap_saved *s,
+			     size_t *at, const char *file)
+{
+	size_t n = stacksnap_saved__thread_count(s), k = 0;
+
+	for (size_t i = 0; !o->ntids && i < n; i++)
+		at[k++] = i;
+	for (size_t t = 0; t < o->ntids; t++) {
+		size_t i;
+
+		for (i = 0; i < n; i++)
+			if (stacksnap_saved__thread(s, i)->tid == o->tids[t])
+				break;
+		if (i == n)
+			fprintf(stderr, "stacksnap show: %s: no thread %d in it\n",
+				file, (int)o->tids[t]);
+		else
+			at[k++] = i;
+	}
+	return k;
+}
+
 static int print_saved(const struct options *o, struct stacksnap_saved *s,
 		       const char *file, bool core)
 {
@@ -143,6 +168,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 	struct stacksnap_snapshot_stats st = { 0 };
 	struct dump_totals tot = { .snap = &st };
 	struct thread_result *res = calloc(n ? n : 1, sizeof(*res));
+	size_t *at = calloc(n ? n : 1, sizeof(*at));
 	STACKSNAP_OPTS(stacksnap_unwind_opts, uopts, .max_frames = max_frames,
 		       .stack_scan = o->stack_scan);
 	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uopts);
@@ -165,15 +191,21 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 	st.freeze_ns = info.freeze_ns;
 	st.bytes_copied = (size_t)info.bytes_copied;
 	st.threads = (unsigned)n;
-	if (!res || !uw || !mem ||
+	if (!res || !at || !uw || !mem ||
 	    (stacksnap_saved__memory(s) &&
 	     stacksnap_mem__set_fallback(mem, stacksnap_saved__memory(s)))) {
 		fprintf(stderr, "stacksnap: out of memory\n");
 		rc = EXIT_ERROR;
 		goto out;
 	}
+	if ((n = wanted_threads(o, s, at, file)) == 0 && o->ntids) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
+	if (n < o->ntids)
+		rc = EXIT_PARTIAL;
 	for (size_t i = 0; i < n; i++) {
-		const struct stacksnap_thread *th = stacksnap_saved__thread(s, i);
+		const struct stacksnap_thread *th = stacksnap_saved__thread(s, at[i]);
 
 		res[i].thread = th;
 		if (th->error) {
@@ -188,7 +220,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 			goto out;
 		}
 		tot.frames += (unsigned)res[i].nframes;
-		if (o->runtime != RUNTIME_OFF && saved_runtime_frames(s, i, &res[i], &rinfo)) {
+		if (o->runtime != RUNTIME_OFF && saved_runtime_frames(s, at[i], &res[i], &rinfo)) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			rc = EXIT_ERROR;
 			goto out;
@@ -236,6 +268,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 out:
 	stacksnap_waits__free(waits);
 	thread_results_free(res, n);
+	free(at);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
 	return cli_close_output(stdout, NULL, rc);

@@ -11,10 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cxx_throw.h"
+#include "dump_multi.h"
 #include "help.h"
 #include "options.h"
 #include "print.h"
 #include "print_waits.h"
+#include "proc_about.h"
 #include "thread_gone.h"
 #include "subcommands.h"
 #include "stacksnap.h"
@@ -94,7 +97,8 @@ static void report_thread_errors(const struct options *o,
 					"be captured (the kernel said it was gone, "
 					"but it still exists); not captured\n",
 				(int)o->pid, (int)th->tid, th->name);
-		else if (th->error && th->error != STACKSNAP_THREAD_GONE)
+		else if (th->error && th->error != STACKSNAP_THREAD_GONE &&
+			 th->error != STACKSNAP_THREAD_EXITED)
 			fprintf(stderr, "stacksnap: pid %d: thread %d (%s): %s\n",
 				(int)o->pid, (int)th->tid, th->name,
 				thread_error_str(th->error));
@@ -187,6 +191,7 @@ struct dump {
 	size_t ngoroutines;
 	struct stacksnap_runtime_info rinfo;
 	struct stacksnap_waits *waits;	/* who waits for whom (print_waits.c) */
+	struct proc_about about;	/* the header: what the process is */
 };
 
 /* What a step returns when the dump goes on; anything else is the exit
@@ -218,6 +223,12 @@ static int dump_open(struct dump *d)
 	if (rc_thread)
 		return rc_thread;
 	d->tot.check_ns = monotonic_ns() - t_check;
+	/* Read before the freeze: during it every thread waits in the
+	 * ptrace stop. */
+	if (proc_about_read(o->pid, &d->about) == 0) {
+		d->tot.process_json = proc_about_json;
+		d->tot.process_user = &d->about;
+	}
 	uint64_t t_as = monotonic_ns();
 	d->as = stacksnap_addrspace__from_pid(d->ctx, o->pid);
 	d->tot.addrspace_ns = monotonic_ns() - t_as;
@@ -350,15 +361,24 @@ static int dump_unwind_setup(struct dump *d)
 	   --runtime=off: none was looked for). */
 	if (d->uw)
 		stacksnap_snapshot__runtime_steppers(d->snap, d->uw);
+	/* Memory through a captured thread: any shares the address space,
+	 * and a main thread that called pthread_exit() has none. */
+	pid_t mm = o->pid;
+
+	for (size_t i = 0; i < d->n; i++)
+		if (!stacksnap_snapshot__thread(d->snap, i)->error) {
+			mm = stacksnap_snapshot__thread(d->snap, i)->tid;
+			break;
+		}
 	if (o->ptrace && o->proc_mem) {
 		char path[64];
 
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int)o->pid);
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)mm);
 		d->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
 		d->mem = d->mem_fd >= 0
 			? stacksnap_mem__new_callback(proc_mem_read, &d->mem_fd) : NULL;
 	} else if (o->ptrace) {
-		d->mem = stacksnap_mem__new_pid(o->pid);
+		d->mem = stacksnap_mem__new_pid(mm);
 	} else {
 		d->mem = stacksnap_mem__new_copy(NULL, 0, 0);
 	}
@@ -417,7 +437,8 @@ static int dump_unwind(struct dump *d)
 			continue;
 		}
 		if (th->error) {
-			d->partial = 1;
+			/* A main thread gone before the dump lost nothing. */
+			d->partial |= th->error != STACKSNAP_THREAD_EXITED;
 			continue;
 		}
 		if (!o->ptrace) {
@@ -462,11 +483,18 @@ static int dump_symbolize(struct dump *d)
 	uint64_t t0 = monotonic_ns();
 
 	for (size_t i = 0; i < d->n; i++)
+		d->res[i].wchan = proc_about_wchan(&d->about, d->res[i].thread->tid);
+	for (size_t i = 0; i < d->n; i++)
 		if (symbolize_thread(&d->o, d->as, &d->res[i])) {
 			fprintf(stderr, "stacksnap: out of memory\n");
 			return EXIT_ERROR;
 		}
 	d->tot.symbolize_ns = monotonic_ns() - t0;
+	/* A thread throwing a C++ exception: its type and what(). */
+	if (cxx_throw_read(d->o.pid, d->res, d->n)) {
+		fprintf(stderr, "stacksnap: out of memory\n");
+		return EXIT_ERROR;
+	}
 	qsort(d->res, d->n, sizeof(*d->res), thread_result_cmp_tid);
 	return DUMP_GO_ON;
 }
@@ -506,6 +534,8 @@ static int dump_print(struct dump *d, uint64_t start_ns)
 		print_json(stdout, o, d->res, o->goroutines_only ? 0 : d->n,
 			   &d->tot);
 	} else {
+		if (d->tot.process_user)
+			proc_about_text(stdout, &d->about);
 		if (!o->goroutines_only) {
 			print_text(stdout, o, d->res, d->n);
 			print_deadlocks_text(stdout, d->waits, d->res, d->n);
@@ -551,17 +581,64 @@ static int dump_free(struct dump *d, int rc)
 	stacksnap_snapshot__free(d->snap);
 	stacksnap_addrspace__free(d->as);
 	stacksnap_ctx__free(d->ctx);
+	proc_about_free(&d->about);
+	stacksnap_waits__free(d->waits);
 	return cli_close_output(stdout, NULL, rc);
+}
+
+/* Every step of one dump; *printed when it got to the output. Returns
+ * the dump's exit code. */
+static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
+{
+	int rc;
+
+	*printed = false;
+	d->tot.snap = &d->st;
+	d->tot.nonstop = &d->nst;
+	if ((rc = dump_open(d)) != DUMP_GO_ON ||
+	    (rc = dump_capture(d)) != DUMP_GO_ON ||
+	    (d->o.save_path && (rc = dump_save(d)) != DUMP_GO_ON) ||
+	    (rc = dump_unwind_setup(d)) != DUMP_GO_ON ||
+	    (rc = dump_unwind(d)) != DUMP_GO_ON)
+		return rc;
+	stacksnap_snapshot__stats(d->snap, &d->st);
+	stacksnap_snapshot__nonstop_stats(d->snap, &d->nst);
+	report_thread_errors(&d->o, d->snap);
+	if ((rc = dump_symbolize(d)) != DUMP_GO_ON)
+		return rc;
+	/* After the thaw: the holders are read from the running process. */
+	if (!d->o.out.format_set) /* a profile has no place for them */
+		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false,
+				       d->res, d->n);
+	if (d->o.waits_fd)
+		waits_write_edges(d->o.waits_fd, d->o.pid, d->res, d->n);
+	*printed = true;
+	rc = dump_print(d, start_ns);
+	return rc ? rc : d->partial ? EXIT_PARTIAL : EXIT_OK;
+}
+
+/* One process of several (dump_multi.c): its whole dump, freed after. */
+static int dump_one(const struct options *o, pid_t pid, void *user, bool *printed)
+{
+	struct dump d = { .mem_fd = -1, .nst = { .sz = sizeof(d.nst) } };
+	int rc;
+
+	(void)user;
+	d.o = *o;
+	d.o.pid = pid;
+	rc = dump_steps(&d, monotonic_ns(), printed);
+	if (d.ctx)
+		cli_write_caches_detached(d.ctx);
+	return dump_free(&d, rc);
 }
 
 static int dump_main(int argc, char **argv)
 {
 	struct dump d = { .mem_fd = -1, .nst = { .sz = sizeof(d.nst) } };
 	uint64_t start_ns = monotonic_ns();
+	bool printed;
 	int rc;
 
-	d.tot.snap = &d.st;
-	d.tot.nonstop = &d.nst;
 	rc = options_parse(&d.o, argc, argv);
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
@@ -577,22 +654,10 @@ static int dump_main(int argc, char **argv)
 	 * output, not the process, mid-capture. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_stop_signals();
-	if ((rc = dump_open(&d)) != DUMP_GO_ON ||
-	    (rc = dump_capture(&d)) != DUMP_GO_ON ||
-	    (d.o.save_path && (rc = dump_save(&d)) != DUMP_GO_ON) ||
-	    (rc = dump_unwind_setup(&d)) != DUMP_GO_ON ||
-	    (rc = dump_unwind(&d)) != DUMP_GO_ON)
+	if (d.o.npids > 1 || d.o.pgrep)
+		return dump_multi(&d.o, dump_one, NULL);
+	rc = dump_steps(&d, start_ns, &printed);
+	if (!printed)
 		return dump_free(&d, rc);
-	stacksnap_snapshot__stats(d.snap, &d.st);
-	stacksnap_snapshot__nonstop_stats(d.snap, &d.nst);
-	report_thread_errors(&d.o, d.snap);
-	if ((rc = dump_symbolize(&d)) != DUMP_GO_ON)
-		return dump_free(&d, rc);
-	/* After the thaw: the holders are read from the running process. */
-	if (!d.o.out.format_set) /* a profile has no place for them */
-		d.waits = waits_build(d.ctx, d.o.pid, d.as, NULL, false, d.res, d.n);
-	if (d.o.waits_fd)
-		waits_write_edges(d.o.waits_fd, d.o.pid, d.res, d.n);
-	rc = dump_print(&d, start_ns);
-	dump_exit(&d, rc ? rc : d.partial ? EXIT_PARTIAL : EXIT_OK);
+	dump_exit(&d, rc);
 }

@@ -249,12 +249,13 @@ enum { OPT_RAW = 256, OPT_JSON, OPT_STACK, OPT_TMO, OPT_PROCMEM, OPT_SCAN,
        OPT_STATS, OPT_PTRACE, OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT,
        OPT_SAVE, OPT_ENC, OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES,
        OPT_THREADS, OPT_DDIR, OPT_NODI, OPT_COUNT, OPT_FOLDED, OPT_FOLLOW,
-       OPT_WAITS_FD, OPT_WAITS_PID };
+       OPT_WAITS_FD, OPT_WAITS_PID, OPT_NOGROUP, OPT_PGREP };
 
 /* The options the dump and show share (one table, one parser). */
 #define DUMP_SHOW_LONGOPTS						\
 	PRINT_LONGOPTS,							\
 	{ "raw", no_argument, NULL, OPT_RAW },				\
+	{ "no-group", no_argument, NULL, OPT_NOGROUP },			\
 	{ "json", no_argument, NULL, OPT_JSON },			\
 	{ "scan", no_argument, NULL, OPT_SCAN },			\
 	{ "no-cache", no_argument, NULL, OPT_NOCACHE },			\
@@ -305,6 +306,22 @@ int print_option(struct options *o, int c, const char *arg, unsigned long max_fr
 	return 0;
 }
 
+/* Appends pid to the processes to dump (pid: the first). Returns 0, or -1
+ * out of memory (said). */
+static int add_pid(struct options *o, pid_t pid)
+{
+	pid_t *v = realloc(o->pids, (o->npids + 1) * sizeof(*v));
+
+	if (!v) {
+		fprintf(stderr, "%s: out of memory\n", cli_name);
+		return -1;
+	}
+	o->pids = v;
+	o->pids[o->npids++] = pid;
+	o->pid = o->pids[0];
+	return 0;
+}
+
 /* One option c (its argument arg) of the dump or show into o (help: the
  * --help text to print). Returns 0 to go on, -1 after --help or
  * --version, or the exit code of a bad option. */
@@ -321,7 +338,8 @@ static int parse_option(struct options *o, int c, char *arg, const char *help)
 			fprintf(stderr, "%s: -p: '%s' is not a process id\n", cli_name, arg);
 			return EXIT_USAGE;
 		}
-		o->pid = (pid_t)v;
+		if (add_pid(o, (pid_t)v))
+			return EXIT_USAGE;
 		break;
 	case 't':
 		if (parse_uint(arg, INT_MAX, &v) || !v) {
@@ -373,6 +391,8 @@ static int parse_option(struct options *o, int c, char *arg, const char *help)
 	case OPT_NODI: o->no_debuginfod = true; break;
 	case OPT_COUNT: o->count = true; break;
 	case OPT_FOLDED: o->folded = true; break;
+	case OPT_NOGROUP: o->no_group = true; break;
+	case OPT_PGREP: o->pgrep = arg; break;
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_FOLLOW: o->follow = true; break;
 	case OPT_WAITS_FD: o->waits_fd = atoi(arg); break;
@@ -460,25 +480,34 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (o->core_path) {
-		if (optind != argc || o->pid || o->save_path || o->ntids || o->ptrace) {
+		if (optind != argc || o->pid || o->pgrep || o->save_path || o->ntids || o->ptrace) {
 			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
 			return EXIT_USAGE;
 		}
 		return 0;
 	}
-	/* -p PID, as in every subcommand, or the PID alone. */
-	if (o->pid && optind == argc)
-		return 0;
-	if (o->pid || optind != argc - 1) {
-		fprintf(stderr, optind == argc ? "stacksnap: which process? give a PID\n"
-					       : "stacksnap: one PID only\n");
+	/* -p PID, as in every subcommand, or PIDs as operands; several of
+	 * them (or --pgrep) dump one process after another. */
+	for (; optind < argc; optind++) {
+		if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
+			fprintf(stderr, "stacksnap: '%s' is not a process id\n", argv[optind]);
+			return EXIT_USAGE;
+		}
+		if (add_pid(o, (pid_t)v))
+			return EXIT_USAGE;
+	}
+	if (!o->npids && !o->pgrep) {
+		fprintf(stderr, "stacksnap: which process? give a PID (or --pgrep PATTERN)\n");
 		return EXIT_USAGE;
 	}
-	if (parse_uint(argv[optind], INT_MAX, &v) || !v) {
-		fprintf(stderr, "stacksnap: '%s' is not a process id\n", argv[optind]);
+	if ((o->npids > 1 || o->pgrep) &&
+	    (o->save_path || o->ntids || o->ptrace || o->out.format_set)) {
+		fprintf(stderr, "stacksnap: %s is for one process; with several "
+			"(PID PID..., -p -p, --pgrep) give text or --json\n",
+			o->save_path ? "--save" : o->ntids ? "-t" : o->ptrace ? "--ptrace"
+			: "-o/--format");
 		return EXIT_USAGE;
 	}
-	o->pid = (pid_t)v;
 	return 0;
 }
 
@@ -507,6 +536,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		/* --follow's own dumps of the processes it follows. */
 		{ "waits-fd", required_argument, NULL, OPT_WAITS_FD },
 		{ "waits-pid", required_argument, NULL, OPT_WAITS_PID },
+		{ "pgrep", required_argument, NULL, OPT_PGREP },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
@@ -614,13 +644,14 @@ int options_parse_show(struct options *o, int argc, char **argv,
 		{ "no-debuginfod", no_argument, NULL, OPT_NODI },
 		{ "count", no_argument, NULL, OPT_COUNT },
 		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "thread", required_argument, NULL, 't' },
 		{ 0 },
 	};
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	o->out.ctf_allowed = true;
-	while ((c = getopt_long(argc, argv, "o:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:vht:", longopts, NULL)) != -1) {
 		r = profile_out_option(&o->out, cli_name, c, optarg);
 		if (r == 1)
 			r = parse_option(o, c, optarg, "show");

@@ -57,6 +57,13 @@ struct options {
 	bool follow;
 	int waits_fd;
 	pid_t pid_override;
+	bool no_group;		/* --no-group: every thread printed, not one
+				   block per distinct stack */
+	/* Several processes (dump_multi.c): every PID operand and -p, in
+	 * order (pids[0] == pid), and --pgrep's pattern. */
+	pid_t *pids;
+	size_t npids;
+	const char *pgrep;
 };
 
 /* --runtime: how language-runtime (Python) frames are shown. */

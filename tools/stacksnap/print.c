@@ -1,6 +1,8 @@
 /* print.c - text (in the spirit of eu-stack and gdb) and JSON output. */
 #include "print.h"
+#include "print_group.h"
 #include "print_waits.h"
+#include "cxx_throw.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@ const char *thread_error_str(int error)
 	case STACKSNAP_THREAD_NOT_STOPPED: return "thread did not stop within the timeout";
 	case STACKSNAP_THREAD_NO_REGS: return "registers could not be read";
 	case STACKSNAP_THREAD_NO_STACK: return "stack could not be copied";
+	case STACKSNAP_THREAD_EXITED: return "thread exited before the capture (the process runs on in its other threads)";
 	}
 	return "unknown error";
 }
@@ -321,30 +324,50 @@ void print_text_frames(FILE *f, const struct options *o,
 		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
 }
 
+void print_thread_body(FILE *f, const struct options *o,
+		       const struct thread_result *r,
+		       const struct thread_result *all, size_t n)
+{
+	if (r->thread->error) {
+		fprintf(f, "    [no stack: %s]\n", thread_error_str(r->thread->error));
+	} else {
+		print_wait_text(f, r, all, n);
+		print_text_frames(f, o, r);
+	}
+	if (r->exception)
+		cxx_throw_text(f, r->exception);
+}
+
+void print_thread_text(FILE *f, const struct options *o,
+		       const struct thread_result *r, bool first,
+		       const struct thread_result *all, size_t n)
+{
+	const struct stacksnap_thread *th = r->thread;
+
+	/* What is not known is not printed (a core's other threads have
+	 * neither name nor state). */
+	fprintf(f, "%sThread %d", first ? "" : "\n", (int)th->tid);
+	if (th->name[0])
+		fprintf(f, " (%s)", th->name);
+	if (th->state)
+		fprintf(f, " state %c", th->state);
+	if (r->wchan)
+		fprintf(f, " (%s)", r->wchan);
+	if (r->rname)
+		fprintf(f, ", %s thread \"%s\"",
+			r->rname_java ? "Java" : "Python", r->rname);
+	fprintf(f, "%s:\n", r->holds_gil ? " [holds the GIL]" : "");
+	print_thread_body(f, o, r, all, n);
+}
+
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n)
 {
-	for (size_t t = 0; t < n; t++) {
-		const struct stacksnap_thread *th = r[t].thread;
-
-		/* What is not known is not printed (a core's other threads
-		   have neither name nor state). */
-		fprintf(f, "%sThread %d", t ? "\n" : "", (int)th->tid);
-		if (th->name[0])
-			fprintf(f, " (%s)", th->name);
-		if (th->state)
-			fprintf(f, " state %c", th->state);
-		if (r[t].rname)
-			fprintf(f, ", %s thread \"%s\"",
-				r[t].rname_java ? "Java" : "Python", r[t].rname);
-		fprintf(f, "%s:\n", r[t].holds_gil ? " [holds the GIL]" : "");
-		if (th->error) {
-			fprintf(f, "    [no stack: %s]\n", thread_error_str(th->error));
-			continue;
-		}
-		print_wait_text(f, &r[t], r, n);
-		print_text_frames(f, o, &r[t]);
-	}
+	/* One block per distinct stack, unless --no-group. */
+	if (!o->no_group && print_text_grouped(f, o, r, n) == 0)
+		return;
+	for (size_t t = 0; t < n; t++)
+		print_thread_text(f, o, &r[t], !t, r, n);
 }
 
 /* A runtime frame as JSON: the keys of a native frame, "runtime" set,
@@ -437,6 +460,11 @@ void print_json(FILE *f, const struct options *o,
 		tot->saved_json(f, tot->saved_user);
 		fputc(',', f);
 	}
+	if (tot->process_json) {
+		fputs("\"process\":", f);
+		tot->process_json(f, tot->process_user);
+		fputc(',', f);
+	}
 	if (tot->nonstop) {
 		fprintf(f, "\"path\":\"%s\",\"read_nonstop\":%u,\"interrupted\":%u,",
 			tot->nonstop->nonstop ? "non-stop" : "freeze-all",
@@ -488,6 +516,10 @@ void print_json(FILE *f, const struct options *o,
 		json_str(f, th->name[0] ? th->name : NULL);
 		fputs(",\"state\":", f);
 		json_str(f, th->state ? state : NULL);
+		fputs(",\"wchan\":", f);
+		json_str(f, r[t].wchan);
+		fputs(",\"exception\":", f);
+		cxx_throw_json(f, r[t].exception);
 		fprintf(f, ",\"nonstop\":%s", th->nonstop ? "true" : "false");
 		fprintf(f, ",\"complete\":%s,\"end\":",
 			!th->error && r[t].end == STACKSNAP_END_COMPLETE ? "true" : "false");
@@ -506,6 +538,7 @@ void print_json(FILE *f, const struct options *o,
 		fputs("]}", f);
 	}
 	fputc(']', f);
+	print_groups_json(f, r, n);
 	if (tot->goroutines) {
 		fputc(',', f);
 		print_goroutines_json(f, tot->goroutines, tot->ngoroutines);
@@ -565,6 +598,7 @@ void thread_results_free(struct thread_result *res, size_t n)
 		free(res[i].frames);
 		free(res[i].out);
 		free(res[i].rframes);
+		free(res[i].exception);
 	}
 	free(res);
 }

@@ -35,6 +35,9 @@ struct thread_result {
 	bool holds_gil;
 	/* What the thread waits for (print_waits.c); NULL: not read. */
 	const struct stacksnap_wait *wait;
+	const char *wchan;	/* its wait channel before the freeze, or NULL */
+	/* The C++ exception it is throwing (cxx_throw.c), or NULL. */
+	struct stacksnap_cxx_exception *exception;
 };
 
 /* Frees res[0..n) (their frames and symbolized lines) and res itself. */
@@ -63,6 +66,10 @@ struct dump_totals {
 	unsigned gone;
 	/* Who waits for whom: the JSON's "deadlocks" (NULL: no such key). */
 	const struct stacksnap_waits *waits;
+	/* A live dump: what the process is, as the JSON's "process" member
+	 * (proc_about.c); NULL: no such member. */
+	void (*process_json)(FILE *f, const void *user);
+	const void *process_user;
 };
 
 /* Unwinds r->thread into r->frames (allocated, up to max_frames), reading its
@@ -78,6 +85,15 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n);
+/* One thread as print_text() prints it without groups (first: no blank
+ * line before), and its lines after the header; all[0..n) are the dump's
+ * threads, which name the holders of what it waits for. */
+void print_thread_text(FILE *f, const struct options *o,
+		       const struct thread_result *r, bool first,
+		       const struct thread_result *all, size_t n);
+void print_thread_body(FILE *f, const struct options *o,
+		       const struct thread_result *r,
+		       const struct thread_result *all, size_t n);
 /* The frame lines of one stack (and its [truncated: ...] line), and the
  * frames as JSON objects (comma-separated, no brackets): shared by the
  * dump and `stacksnap trace`. */

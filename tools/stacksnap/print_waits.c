@@ -102,6 +102,32 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 		fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
 }
 
+bool print_wait_same(const struct thread_result *a, const struct thread_result *b)
+{
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+	FILE *fa, *fb;
+	bool same;
+
+	if (!a->wait && !b->wait)
+		return true;
+	fa = open_memstream(&ta, &la);
+	fb = open_memstream(&tb, &lb);
+	if (fa)
+		print_wait_text(fa, a, NULL, 0);
+	if (fb)
+		print_wait_text(fb, b, NULL, 0);
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	/* Not compared (no memory): not grouped. */
+	same = ta && tb && la == lb && !memcmp(ta, tb, la);
+	free(ta);
+	free(tb);
+	return same;
+}
+
 void print_wait_json(FILE *f, const struct thread_result *r)
 {
 	const struct stacksnap_wait *w = r->wait;

@@ -21,6 +21,9 @@ struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
  * frames. */
 void print_wait_text(FILE *f, const struct thread_result *r,
 		     const struct thread_result *all, size_t n);
+/* Whether a and b wait for the same thing (their "waits for" lines are
+ * equal): a group of identical stacks never hides a difference. */
+bool print_wait_same(const struct thread_result *a, const struct thread_result *b);
 /* ,"wait":{...} (or null) of one thread's JSON object. */
 void print_wait_json(FILE *f, const struct thread_result *r);
 /* The deadlocks after the stacks (nothing when none). */
