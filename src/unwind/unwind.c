@@ -135,6 +135,10 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 				return end;
 			return signal_done(uw, st, sp, pc);
 		}
+		/* A caller at a Go stack's bottom (docs/go.md). */
+		if (!exact && !(m->mod->go_tried && !m->mod->go) &&
+		    module__go_is_bottom(uw->as->ctx, m->mod, lookup - m->bias))
+			return STACKSNAP_END_COMPLETE;
 	}
 	TRY_USERS(STACKSNAP_PRIO_CFI + 1, STACKSNAP_PRIO_SIGNAL + 1);
 	if (m && m->mod) {
