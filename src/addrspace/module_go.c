@@ -66,12 +66,9 @@ int module__go_symbolize(struct stacksnap_ctx *ctx, struct module *m,
 	n = gopclntab__frames(t, vaddr, fr, 16);
 	if (n <= 0)
 		return 0;
-	if (!lines) {
-		/* The containing function only, as the other sources give
-		 * it without --lines. */
-		fr[0] = fr[n - 1];
-		n = 1;
-	}
+	/* Inlined calls are frames, with or without --lines: the pclntab
+	 * names them at no cost beyond the lookup (Go's traceback, pprof
+	 * and the goroutine list show them too). */
 	if ((size_t)n > max) {
 		/* Keep the containing function last. */
 		fr[max - 1] = fr[n - 1];
