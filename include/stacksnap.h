@@ -366,7 +366,8 @@ stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as, uint64_t pc,
 /* Symbolizes pc. For a return address pass is_return = true: the lookup is
  * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
  * inline chain is returned innermost first, then the containing function,
- * so up to max entries may be filled. Returns the count (>= 1 when the pc is
+ * so up to max entries may be filled; a Go program's pc gives its chain
+ * (from the pclntab) without it too, names only. Returns the count (>= 1 when the pc is
  * in a module, 0 when in none), or -errno. */
 STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 						 uint64_t pc, bool is_return,
