@@ -383,7 +383,9 @@ struct stacksnap_snapshot_opts {
 	size_t sz;
 	size_t stack_size;	/* bytes copied at most per stack from rsp up,
 				   clamped to its mapping (and, on a glibc
-				   thread's stack, its thread pointer): 0,
+				   thread's stack, its thread pointer; on a
+				   stack a Go runtime allocated, its
+				   g.stack.hi: docs/go.md): 0,
 				   the target's RLIMIT_STACK (at most 64 MiB;
 				   8 MiB when unknown): the whole stack in use */
 	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */
