@@ -1,7 +1,8 @@
 /* fuzz_jitdump.c - libFuzzer target for the jitdump reader (jit-<pid>.dump
  * files are written by the process being examined: outside bytes): any
  * input is read without reading past it, and the code ranges and their
- * line tables keep their invariants. */
+ * line tables keep their invariants; a lookup gives the newest range
+ * holding the address. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!hit || c[i].end - 1 < hit->start ||
 		    c[i].end - 1 >= hit->end)
 			abort();
+		/* The newest range holding it, however the ranges nest. */
+		for (size_t k = 0; k < n; k++)
+			if (c[k].start <= c[i].end - 1 &&
+			    c[i].end - 1 < c[k].end && c[k].seq > hit->seq)
+				abort();
 		if (line && (line->addr < hit->start || line->addr >= hit->end))
 			abort();
 		sink += strlen(c[i].name);

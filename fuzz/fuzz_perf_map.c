@@ -1,7 +1,8 @@
 /* fuzz_perf_map.c - libFuzzer target for the perf map reader
  * (/tmp/perf-<pid>.map files are written by the process being examined:
  * outside bytes): any input parses without reading past it, the entries
- * keep their invariants, and every entry's start is found by a lookup. */
+ * keep their invariants, and every entry's start and last byte are found
+ * by a lookup, in the newest entry holding them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hit = perf_map__lookup(pm, e[i].start);
 		if (!hit || hit->start > e[i].start || e[i].start >= hit->end)
 			abort();
+		/* The newest entry holding its last byte, however the
+		 * entries nest. */
+		hit = perf_map__lookup(pm, e[i].end - 1);
+		if (!hit || hit->start > e[i].end - 1 || e[i].end - 1 >= hit->end)
+			abort();
+		for (size_t k = 0; k < n; k++)
+			if (e[k].start <= e[i].end - 1 &&
+			    e[i].end - 1 < e[k].end && e[k].seq > hit->seq)
+				abort();
 		perf_map__lookup(pm, e[i].end);
 		perf_map__lookup(pm, e[i].start - 1);
 	}

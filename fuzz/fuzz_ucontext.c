@@ -37,11 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const size_t rsp_at = 8 + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]);
 		int found = 0;
 
-		for (size_t off = 8; off + rsp_at + 8 <= len && !found; off += 16) {
+		/* Frames start 8 past a 16-byte boundary of the target's
+		 * addresses: at offsets of either parity of 8 in the copy,
+		 * as base lies (stepping from offset 8 looked only at those
+		 * of a base on a 16-byte boundary). */
+		for (size_t off = (size_t)((8 - base % 16 + 16) % 16);
+		     off + rsp_at + 8 <= len && !found; off += 16) {
 			uint64_t v, ss_sp, ss_size;
 
-			if ((base + off) % 16 != 8)
-				continue;
 			memcpy(&v, copy + off + rsp_at, 8);
 			memcpy(&ss_sp, copy + off + 8 + offsetof(ucontext_t, uc_stack.ss_sp), 8);
 			memcpy(&ss_size, copy + off + 8 + offsetof(ucontext_t, uc_stack.ss_size), 8);

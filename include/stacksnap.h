@@ -393,9 +393,10 @@ stacksnap_addrspace__jit_file(struct stacksnap_addrspace *as, uint64_t pc,
 /* Symbolizes pc. For a return address pass is_return = true: the lookup is
  * done at pc - 1, as the call is what matters. With STACKSNAP_SYM_LINES the
  * inline chain is returned innermost first, then the containing function,
- * so up to max entries may be filled. Returns the count (>= 1 when the pc is
- * in a module, 0 when in none), or -errno (-EINVAL for a flag this library
- * does not know). */
+ * so up to max entries may be filled; a Go program's pc gives its chain
+ * (from the pclntab) without it too, names only. Returns the count (>= 1
+ * when the pc is in a module, 0 when in none), or -errno (-EINVAL for a
+ * flag this library does not know). */
 STACKSNAP_API int stacksnap_addrspace__symbolize(struct stacksnap_addrspace *as,
 						 uint64_t pc, bool is_return,
 						 unsigned flags,
@@ -410,7 +411,9 @@ struct stacksnap_snapshot_opts {
 	size_t sz;
 	size_t stack_size;	/* bytes copied at most per stack from rsp up,
 				   clamped to its mapping (and, on a glibc
-				   thread's stack, its thread pointer): 0,
+				   thread's stack, its thread pointer; on a
+				   stack a Go runtime allocated, its
+				   g.stack.hi: docs/go.md): 0,
 				   the target's RLIMIT_STACK (at most 64 MiB;
 				   8 MiB when unknown): the whole stack in use */
 	unsigned stop_timeout_ms; /* wait for a thread to stop; 0: 1000 */

@@ -462,8 +462,14 @@ const struct unwind_table *module__debug_table(struct stacksnap_ctx *ctx,
 		return m->debug_table;
 	m->debug_table_tried = true;
 	module_open_debug(ctx, m);
-	if (!m->debug || !m->debug->debug_frame.size)
-		return NULL;
+	if (!m->debug || !m->debug->debug_frame.size) {
+		/* A cgo program linked with -s -w: the C objects' .eh_frame
+		 * is the image's CFI and Go's .debug_frame is gone, so Go's
+		 * code has its pcsp rows only (docs/go.md). */
+		if (!m->table_from_go && m->img && !m->img->debug_frame.size)
+			m->debug_table = module__go_table(ctx, m);
+		return m->debug_table;
+	}
 	struct cfi_input in = { m->debug->debug_frame.data,
 				m->debug->debug_frame.size,
 				m->debug->debug_frame.vaddr, 0 };

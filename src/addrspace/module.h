@@ -142,6 +142,12 @@ struct unwind_table *module__go_table(struct stacksnap_ctx *ctx,
 int module__go_symbolize(struct stacksnap_ctx *ctx, struct module *m,
 			 uint64_t vaddr, bool lines, struct stacksnap_sym *out,
 			 size_t max);
+/* Is the call at link-time address call (a return address less one) in a
+ * Go function that is the bottom of the stack it is on: runtime.mcall,
+ * morestack, systemstack, asmcgocall (the stack switched to g0 there),
+ * goexit, clone (a thread's start)? False for other modules. */
+bool module__go_is_bottom(struct stacksnap_ctx *ctx, struct module *m,
+			  uint64_t call);
 void module__go_free(struct module *m);
 
 static inline const struct unwind_table *module__table(struct stacksnap_ctx *ctx,

@@ -66,12 +66,9 @@ int module__go_symbolize(struct stacksnap_ctx *ctx, struct module *m,
 	n = gopclntab__frames(t, vaddr, fr, 16);
 	if (n <= 0)
 		return 0;
-	if (!lines) {
-		/* The containing function only, as the other sources give
-		 * it without --lines. */
-		fr[0] = fr[n - 1];
-		n = 1;
-	}
+	/* Inlined calls are frames, with or without --lines: the pclntab
+	 * names them at no cost beyond the lookup (Go's traceback, pprof
+	 * and the goroutine list show them too). */
 	if ((size_t)n > max) {
 		/* Keep the containing function last. */
 		fr[max - 1] = fr[n - 1];
@@ -88,6 +85,31 @@ int module__go_symbolize(struct stacksnap_ctx *ctx, struct module *m,
 		}
 	}
 	return n;
+}
+
+bool module__go_is_bottom(struct stacksnap_ctx *ctx, struct module *m,
+			  uint64_t call)
+{
+	/* Where a thread's stack switched (the callee runs on the system
+	 * stack g0, what lies above is g0's stale words, never a caller:
+	 * Go's own traceback stops there, topofstack in traceback.go), or
+	 * where it started (goexit; a thread the runtime cloned, whose
+	 * runtime.clone called mstart on its fresh stack). */
+	static const char *const bottoms[] = {
+		"runtime.mcall", "runtime.morestack", "runtime.systemstack",
+		"runtime.asmcgocall", "runtime.goexit", "runtime.clone",
+	};
+	struct gopclntab *t = module__go(ctx, m);
+	struct go_func f;
+	const char *name;
+
+	if (!t || gopclntab__find_func(t, call, &f) != 0 ||
+	    !(name = gopclntab__func_name(t, &f)) || strncmp(name, "runtime.", 8))
+		return false;
+	for (size_t i = 0; i < sizeof(bottoms) / sizeof(bottoms[0]); i++)
+		if (strcmp(name, bottoms[i]) == 0)
+			return true;
+	return false;
 }
 
 void module__go_free(struct module *m)

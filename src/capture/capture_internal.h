@@ -156,6 +156,13 @@ void capture_prefault_kernel(uint8_t *buf, size_t len);
 void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx);
 void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log);
 void capture__go_free(struct stacksnap_snapshot *s);
+/* During the freeze, a Go program's thread t (registers read): the top
+ * (g.stack.hi) of the runtime's own bounds of the stack its sp is on (its
+ * goroutine's, or its system stack g0's, or its signal stack's), checked
+ * to be a g of this thread (g.m's procid); 0 unknown. The stack copy
+ * stops there rather than at the end of the heap mapping holding it. */
+uint64_t capture__go_stack_top(const struct stacksnap_snapshot *s,
+			       const struct cap_thread *t);
 
 /* nonstop_settle.c: threads read by the BPF task iterator without a stop. */
 void capture__start_nonstop(struct stacksnap_snapshot *s,

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* goroutines.c - a Go program's goroutines in a capture: its runtime
  * opened before the freeze, the goroutine list read and every goroutine
  * unwound while every thread is stopped (src/runtime/go, docs/go.md). */
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "addrspace/addrspace.h"
@@ -277,6 +279,53 @@ int64_t stacksnap_goroutines__goid_at(struct stacksnap_goroutines *g,
 		return -1;
 	return go_goroutine__goid_at(&g->rt, g->live, regs[STACKSNAP_REG_R14],
 				     regs[STACKSNAP_REG_RSP]);
+}
+
+/* Reads len bytes at addr of process pid: false when not all were read. */
+static bool peek(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len;
+}
+
+/* Is gp a g of thread tid whose stack [lo, hi) holds sp? Its stack
+ * bounds and g.m read, then that m's procid (3 small reads). */
+static bool g_holds(const struct stacksnap_goroutines *g, uint64_t gp,
+		    int32_t tid, uint64_t sp, uint64_t *hi)
+{
+	const struct go_layout *l = &g->rt.layout;
+	uint64_t lo, top, m, procid;
+
+	if (!gp || (gp & 7) || !peek(g->pid, gp + l->g_stack_lo, &lo, 8) ||
+	    !peek(g->pid, gp + l->g_stack_hi, &top, 8) || lo >= top ||
+	    sp < lo || sp >= top || top - lo > GO_MAX_STACK ||
+	    !peek(g->pid, gp + l->g_m, &m, 8) || !m || (m & 7) ||
+	    !peek(g->pid, m + l->m_procid, &procid, 8) ||
+	    procid != (uint64_t)(uint32_t)tid)
+		return false;
+	*hi = top;
+	return true;
+}
+
+uint64_t capture__go_stack_top(const struct stacksnap_snapshot *s,
+			       const struct cap_thread *t)
+{
+	const struct stacksnap_goroutines *g = s->go;
+	uint64_t sp = t->pub.regs.regs[STACKSNAP_REG_RSP], gp, hi;
+
+	if (!g || !g->rt.have_layout)
+		return 0;
+	/* Go code keeps its g in r14 (the register ABI), and the runtime's
+	 * assembly calls into the kernel leave it there. */
+	if (g_holds(g, t->pub.regs.regs[STACKSNAP_REG_R14], t->pub.tid, sp, &hi))
+		return hi;
+	/* A thread the runtime started itself (no cgo): g in its TLS slot,
+	 * at -8 from the thread pointer (runtime.settls). */
+	if (t->fs_base > 8 && peek(g->pid, t->fs_base - 8, &gp, 8) &&
+	    g_holds(g, gp, t->pub.tid, sp, &hi))
+		return hi;
+	return 0;
 }
 
 void stacksnap_goroutines__free(struct stacksnap_goroutines *g)

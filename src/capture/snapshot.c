@@ -131,6 +131,10 @@ static void choose_path(struct stacksnap_snapshot *s,
 	}
 	if (o->freeze_all)
 		snprintf(s->ns_reason, sizeof(s->ns_reason), "--freeze-all asked for");
+	else if (s->go && !o->nonstop)
+		snprintf(s->ns_reason, sizeof(s->ns_reason),
+			 "a Go program: its goroutines are read with every "
+			 "thread stopped (--nonstop reads them without)");
 	else if (o->hold || o->no_copy)
 		snprintf(s->ns_reason, sizeof(s->ns_reason),
 			 "threads held for a live unwind are all stopped");
@@ -339,9 +343,8 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 		log_info(log, "pid %d: goroutines are listed only with every "
 			 "thread (not with a thread list)", pid);
 	/* A Go program: its list is read with every thread stopped, unless
-	 * non-stop was asked for (what changes under the read is marked). */
-	if (s->go && !o.nonstop)
-		o.freeze_all = true;
+	 * non-stop was asked for (what changes under the read is marked):
+	 * choose_path says so. */
 	capture__runtime_detect(s, &o, log);
 	choose_path(s, &o, log);
 	err = prefault_copies(s, &o);

@@ -196,6 +196,19 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 	if (t->pub.tid == s->pid)
 		t->below_tp = s->start_stack >= t->copy_start &&
 			      s->start_stack - t->copy_start < t->copy_len;
+	/* A Go thread on a stack the runtime allocated (a goroutine's, or
+	 * the system stack of a thread it started itself) lies in a heap
+	 * mapping of many stacks: its copy ends at the runtime's own bound
+	 * of that stack, not at the mapping's end (8 MiB by default, for a
+	 * stack of a few KiB). A stack the copy reaches the top of (a cgo
+	 * thread's pthread stack, the main thread's OS stack, whose runtime
+	 * bounds are only approximate) is left as it is. */
+	if (s->go && !t->below_tp) {
+		uint64_t top = capture__go_stack_top(s, t);
+
+		if (top > t->copy_start && top - t->copy_start < t->copy_len)
+			t->copy_len = top - t->copy_start;
+	}
 	return true;
 }
 

@@ -26,8 +26,6 @@
 #define JITDUMP_MAX_FILE (1ull << 31)
 /* The smallest debug entry: addr, line, discriminator, an empty name's NUL. */
 #define JITDUMP_MIN_DEBUG_ENTRY 17u
-/* As in perf_map.c: entries before the search's hit examined for an
- * older, larger range that also covers pc. */
 
 /* Storage the codes point into: file bytes and line arrays. */
 struct jitdump_block {
@@ -54,6 +52,7 @@ struct jitdump {
 	size_t nloads, loads_cap;
 	struct jitdump_code *codes;
 	size_t ncodes;
+	struct jit_range_index painted;	/* of codes[] */
 	struct jitdump_index by_index;
 	/* A debug-info record applies to the next code load (as in perf). */
 	struct jitdump_line *pending_lines;
@@ -550,7 +549,8 @@ static int sort_codes(struct jitdump *jd)
 		codes[w++] = codes[i];
 	}
 	jd->ncodes = w;
-	return 0;
+	return jit_range__index(&jd->painted, codes, w, sizeof(*codes),
+				offsetof(struct jitdump_code, seq));
 }
 
 /* Takes bytes (a block of the dump) and reads what it holds. */
@@ -744,8 +744,7 @@ const struct jitdump_code *jitdump__lookup(const struct jitdump *jd,
 					   uint64_t pc,
 					   const struct jitdump_line **line)
 {
-	ptrdiff_t i = jit_range__newest(jd->codes, jd->ncodes, sizeof(jd->codes[0]),
-					offsetof(struct jitdump_code, seq), pc);
+	ptrdiff_t i = jit_range__find(&jd->painted, pc);
 	const struct jitdump_code *best = i < 0 ? NULL : &jd->codes[i];
 	size_t lo, hi;
 
@@ -795,6 +794,7 @@ void jitdump__free(struct jitdump *jd)
 	}
 	free(jd->loads);
 	free(jd->codes);
+	jit_range__index_free(&jd->painted);
 	free(jd->by_index.keys);
 	free(jd->by_index.vals);
 	free(jd->path);

@@ -37,6 +37,7 @@ struct perf_map_chunk {
 struct perf_map {
 	struct perf_map_entry *entries;
 	size_t n, cap;
+	struct jit_range_index painted;	/* of entries[] */
 	struct perf_map_chunk *chunks;
 	uint32_t next_seq;
 	size_t bad_lines;
@@ -166,7 +167,9 @@ static int sort_entries(struct perf_map *pm)
 		pm->entries[w++] = pm->entries[i];
 	}
 	pm->n = w;
-	return 0;
+	return jit_range__index(&pm->painted, pm->entries, w,
+				sizeof(*pm->entries),
+				offsetof(struct perf_map_entry, seq));
 }
 
 static struct perf_map_chunk *new_chunk(struct perf_map *pm, size_t len)
@@ -267,6 +270,7 @@ static void drop_all(struct perf_map *pm)
 		free(c);
 	}
 	pm->n = 0;
+	jit_range__index_free(&pm->painted);
 	pm->consumed = pm->seen = 0;
 }
 
@@ -391,8 +395,7 @@ int perf_map__open_pid(pid_t pid, const struct log_sink *log,
 const struct perf_map_entry *perf_map__lookup(const struct perf_map *pm,
 					      uint64_t pc)
 {
-	ptrdiff_t i = jit_range__newest(pm->entries, pm->n, sizeof(pm->entries[0]),
-					offsetof(struct perf_map_entry, seq), pc);
+	ptrdiff_t i = jit_range__find(&pm->painted, pc);
 
 	return i < 0 ? NULL : &pm->entries[i];
 }
@@ -420,6 +423,7 @@ void perf_map__free(struct perf_map *pm)
 		return;
 	drop_all(pm);
 	free(pm->entries);
+	jit_range__index_free(&pm->painted);
 	free(pm->path);
 	free(pm);
 }

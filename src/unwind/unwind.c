@@ -94,6 +94,17 @@ static enum stacksnap_end signal_done(struct stacksnap_unwinder *uw,
 	return STACKSNAP_END_NONE;
 }
 
+/* Is call (a return address less one) in a Go function at the bottom of
+ * its stack (module__go_is_bottom: where the stack switched to g0, or a
+ * goroutine's or thread's start; docs/go.md)? A module not Go costs one
+ * look at its pclntab, once. */
+static bool go_bottom(struct stacksnap_unwinder *uw, const struct as_map *m,
+		      uint64_t call)
+{
+	return m->mod && !(m->mod->go_tried && !m->mod->go) &&
+	       module__go_is_bottom(uw->as->ctx, m->mod, call - m->bias);
+}
+
 /* Turns uw->cur into its caller. Returns END_NONE on success, else why the
  * walk ends. Sets *sigreturn when cur is the signal trampoline. */
 static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
@@ -135,6 +146,8 @@ static enum stacksnap_end step(struct stacksnap_unwinder *uw, uint64_t *cfa,
 				return end;
 			return signal_done(uw, st, sp, pc);
 		}
+		if (!exact && go_bottom(uw, m, lookup))
+			return STACKSNAP_END_COMPLETE;
 	}
 	TRY_USERS(STACKSNAP_PRIO_CFI + 1, STACKSNAP_PRIO_SIGNAL + 1);
 	if (m && m->mod) {
@@ -279,6 +292,8 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 
 		if (m->mod->sig_check && module__is_sigreturn(m->mod, pc - m->bias))
 			break;
+		if (go_bottom(uw, m, pc - 1))
+			break; /* the general path ends the walk there */
 		row = unwind_table__lookup(t, pc - 1 - m->bias);
 		if (!row)
 			break;

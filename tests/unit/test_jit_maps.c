@@ -395,6 +395,53 @@ static void jitdump_records(void)
 	}
 }
 
+/* A large range with more than a few newer, smaller ones inside it (code
+ * reused piecemeal): an address of the large one past the small ones is
+ * the large one's in both readers (a scan back over the last 16 entries
+ * lost it: fuzz_jitdump's finding, kept in fuzz/corpus/fuzz_jitdump). */
+static void nested_ranges(void)
+{
+	char text[4096];
+	size_t len = 0;
+	struct jd_writer w = { .len = 0 };
+	struct jitdump *jd = NULL;
+	const struct jitdump_line *l;
+	const struct jitdump_code *c;
+	struct perf_map *pm = NULL;
+
+	put_header(&w, 1);
+	len += (size_t)snprintf(text + len, sizeof(text) - len,
+				"10000 10000 big\n");
+	put_load(&w, 0x10000, 0x10000, 1, "big");
+	for (int i = 0; i < 40; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "small%d", i);
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"%x 10 %s\n", 0x10100 + i * 0x100, name);
+		put_load(&w, 0x10100 + (uint64_t)i * 0x100, 0x10, 100 + (uint64_t)i,
+			 name);
+	}
+	CHECK(perf_map__from_text(text, len, &pm) == 0);
+	if (pm) {
+		CHECK(same(name_at(pm, 0x1ffff), "big"));
+		CHECK(same(name_at(pm, 0x10105), "small0"));
+		CHECK(same(name_at(pm, 0x10120), "big"));
+		CHECK(same(name_at(pm, 0x12805), "small39"));
+		CHECK(name_at(pm, 0x20000) == NULL);
+		perf_map__free(pm);
+	}
+	CHECK(jitdump__from_bytes(w.buf, w.len, NULL, &jd) == 0);
+	if (!jd)
+		return;
+	c = jitdump__lookup(jd, 0x1ffff, &l);
+	CHECK(c && same(c->name, "big"));
+	c = jitdump__lookup(jd, 0x12805, &l);
+	CHECK(c && same(c->name, "small39"));
+	CHECK(jitdump__lookup(jd, 0x20000, &l) == NULL);
+	jitdump__free(jd);
+}
+
 static void jitdump_bad_files(void)
 {
 	struct jd_writer w;
@@ -600,5 +647,5 @@ static void jitdump_grows_and_live(void)
 
 TEST_MAIN("jit_maps", TEST(perf_map_lines), TEST(perf_map_later_wins),
 	  TEST(perf_map_grows), TEST(perf_map_100k_lines),
-	  TEST(ns_pid_and_live_map), TEST(jitdump_records),
+	  TEST(ns_pid_and_live_map), TEST(jitdump_records), TEST(nested_ranges),
 	  TEST(jitdump_bad_files), TEST(jitdump_v8_quirks), TEST(jitdump_grows_and_live))

@@ -55,7 +55,8 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 		     0x9e3779b97f4a7c15ull;
 	struct sym_slot *s = &sf->cache[h >> 48 & (SYM_CACHE - 1)];
 	struct stacksnap_mapping m;
-	struct stacksnap_sym sym;
+	struct stacksnap_sym sym, syms[16];
+	int k;
 
 	sf->lookups++;
 	if (s->as == as && s->addr == addr && s->gen == gen)
@@ -77,8 +78,19 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 		s->build_id = m.build_id;
 		s->build_id_len = m.build_id_len;
 	}
-	if (stacksnap_addrspace__symbolize(as, addr, false, sf->sym_flags, &sym, 1) > 0 &&
-	    sym.function) {
+	k = stacksnap_addrspace__symbolize(as, addr, false, sf->sym_flags, syms,
+					   sizeof(syms) / sizeof(syms[0]));
+	sym = k > 0 ? syms[k - 1] : (struct stacksnap_sym){ 0 };
+	/* A chain without --lines is a Go program's inlined calls (its
+	 * pclntab names them at no cost): frames in every output. */
+	if (k > 1 && sym.function &&
+	    (s->inl = malloc((size_t)k * sizeof(*s->inl)))) {
+		for (int i = 0; i < k; i++)
+			s->inl[i] = syms[i].function ? syms[i].function : "??";
+		s->ninl = (uint16_t)k;
+		s->inl_done = true;
+	}
+	if (k > 0 && sym.function) {
 		s->name = sym.function;
 		s->off = sym.offset;
 		/* perf shows JIT code named by a map with the map as dso. */
@@ -237,7 +249,7 @@ static size_t add_callchain_user(struct sample_frames *sf,
 
 		first = false;
 		taken++;
-		if (sf->inline_frames)
+		if (sf->inline_frames || sl->ninl)
 			n = add_frame_inline(sf, as, sl, addr, fr, n, maxfr);
 		else
 			fr[n++] = (struct out_frame){ .addr = sl->rel, .pc = addr,
@@ -347,7 +359,7 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			}
 			sl = symbolize(sf, as, addr);
 
-			if (sf->inline_frames)
+			if (sf->inline_frames || sl->ninl)
 				n = add_frame_inline(sf, as, (struct sym_slot *)sl, addr,
 						     fr, n, maxfr);
 			else if (n < maxfr)

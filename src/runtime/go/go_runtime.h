@@ -124,6 +124,7 @@ struct goroutine {
 #define GO_MAX_FRAMES 1024
 #define GO_MAX_LABELS 64
 #define GO_MAX_LABEL_LEN 256
+#define GO_MAX_STACK (1ull << 30)	/* runtime.maxstacksize on 64-bit */
 
 /* Reads the goroutine list from mem (a stopped process: bias is what to
  * add to link-time addresses), skipping dead ones, up to max. *out is
