@@ -18,7 +18,9 @@
 #include "base/opts.h"
 #include "capture/capture_internal.h"
 #include "capture/runtime_capture.h"
+#include "mem/mem.h"
 #include "runtime/python/python.h"
+#include "runtime/ruby/ruby.h"
 
 /* Invariant: py.found, or named found (and stack set) (and py zeroed: every Python path
  * sees an interpreter with no layout and nothing captured); mem reads the live process (the capture's reads
@@ -41,7 +43,53 @@ struct snap_runtime {
 	   (a JVM, V8); stack reads the capture's stack copies for it. */
 	struct named_runtime named;
 	struct stacksnap_mem *stack;
+	/* Or CRuby (rb.found; mem reads it): its threads' control frames
+	   copied in the freeze, named per capture thread on request. */
+	struct rb_runtime rb;
+	struct rb_capture rbcap;
+	bool rb_captured;
+	struct rb_resolver rbres;
+	bool rbres_ready;
+	struct rb_frame **rbframes;	/* per capture thread, lazily */
+	size_t *nrbframes;
 };
+
+/* CRuby in pid: true (rt->rb and rt->mem set) or false. */
+static bool detect_ruby(struct snap_runtime *rt, pid_t pid,
+			const struct log_sink *log)
+{
+	if (!(rt->mem = stacksnap_mem__new_pid(pid)))
+		return false;
+	if (rb_runtime__detect_pid(pid, rt->mem, log, &rt->rb) || !rt->rb.found) {
+		stacksnap_mem__free(rt->mem);
+		rt->mem = NULL;
+		return false;
+	}
+	log_info(log, "pid %d: %s (%s)", pid, rt->rb.note, rt->rb.path);
+	rb_capture__reserve(&rt->rbcap, 64, 4096);
+	return true;
+}
+
+/* The capture thread k's named Ruby frames, resolved once. */
+static int ruby_frames(struct snap_runtime *rt, size_t k)
+{
+	size_t n = rt->rbcap.nthreads;
+
+	if (!rt->rbframes) {
+		rt->rbframes = calloc(n, sizeof(*rt->rbframes));
+		rt->nrbframes = calloc(n, sizeof(*rt->nrbframes));
+		if (!rt->rbframes || !rt->nrbframes)
+			return -ENOMEM;
+	}
+	if (!rt->rbres_ready) {
+		rb_resolver__init(&rt->rbres, &rt->rb, rt->mem);
+		rt->rbres_ready = true;
+	}
+	if (rt->rbframes[k])
+		return 0;
+	return rb_resolve__thread(&rt->rbres, &rt->rbcap, &rt->rbcap.threads[k],
+				  &rt->rbframes[k], &rt->nrbframes[k]);
+}
 
 /* The interpreter among the modules of the address space the caller read
  * just before: no second read of the maps, and an image the context has
@@ -127,6 +175,10 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
 	    !rt->py.found) {
 		memset(&rt->py, 0, sizeof(rt->py));
+		if (detect_ruby(rt, s->pid, log)) {
+			s->runtime = rt;
+			return;
+		}
 		if (capture__named_detect(&rt->named, &capture__java_ops, s->pid,
 					  o->addrspace, log))
 			goto named;
@@ -174,6 +226,19 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 			rt->named.ops->take(rt->named.rt);
 		return;
 	}
+	if (rt && rt->rb.layout) {
+		t0 = clock_monotonic_ns();
+		mem_invalidate(rt->mem);
+		rb_capture__clear(&rt->rbcap);
+		rt->rb_captured = true;
+		for (size_t i = 0; i < s->n; i++)
+			if (rb_capture__thread(&rt->rb, rt->mem, (uint64_t)s->threads[i].pub.tid,
+					       s->threads[i].fs_base, &rt->rbcap))
+				rt->rb_captured = false;
+		rt->capture_ns = clock_monotonic_ns() - t0;
+		rt->reads = rt->rbcap.reads;
+		return;
+	}
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
@@ -199,6 +264,14 @@ void capture__runtime_free(struct stacksnap_snapshot *s)
 	free(rt->resolved);
 	if (rt->res_ready)
 		py_resolver__free(&rt->res);
+	if (rt->rbframes)
+		for (size_t i = 0; i < rt->rbcap.nthreads; i++)
+			free(rt->rbframes[i]);
+	free(rt->rbframes);
+	free(rt->nrbframes);
+	if (rt->rbres_ready)
+		rb_resolver__free(&rt->rbres);
+	rb_capture__free(&rt->rbcap);
 	py_capture__free(&rt->cap);
 	stacksnap_mem__free(rt->mem);
 	capture__named_free(&rt->named);
@@ -220,6 +293,12 @@ int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
 		info.runtime = rt->named.ops->kind;
 		info.description = rt->named.ops->description(rt->named.rt);
 		info.frames = true;
+	} else if (rt && rt->rb.found) {
+		info.runtime = STACKSNAP_RUNTIME_RUBY;
+		info.description = rt->rb.note;
+		info.frames = rt->rb_captured;
+		info.capture_ns = rt->capture_ns;
+		info.capture_reads = rt->reads;
 	} else if (rt) {
 		info.runtime = STACKSNAP_RUNTIME_PYTHON;
 		info.description = rt->py.note;
@@ -302,6 +381,20 @@ int stacksnap_snapshot__runtime_frames(struct stacksnap_snapshot *s, size_t i,
 		err = capture__named_frames(&rt->named, s->n, i, rt->stack, native,
 					    nnative, out, max);
 		return err < 0 ? fail(err) : err;
+	}
+	if (rt && rt->rb_captured) {
+		const struct rb_raw_thread *rbt =
+			rb_capture__find(&rt->rbcap, (uint64_t)s->threads[i].pub.tid);
+
+		if (!rbt)
+			return 0;
+		k = (size_t)(rbt - rt->rbcap.threads);
+		if ((err = ruby_frames(rt, k)))
+			return fail(err);
+		if (end)
+			*end = rbt->end;
+		return (int)rb_merge(rt->rbframes[k], rt->nrbframes[k], native, nnative,
+				     rt->rb.exec_start, rt->rb.exec_end, out, max);
 	}
 	if (!rt || !rt->captured)
 		return 0;

@@ -11,6 +11,7 @@ const char *runtime_kind__tag(enum runtime_kind kind)
 	case RUNTIME_JS: return "js";
 	case RUNTIME_GO: return "go";
 	case RUNTIME_JIT: return "jit";
+	case RUNTIME_RUBY: return "rb";
 	case RUNTIME_NATIVE: break;
 	}
 	return NULL;
@@ -24,6 +25,7 @@ const char *runtime_kind__json(enum runtime_kind kind)
 	case RUNTIME_JS: return "js";
 	case RUNTIME_GO: return "go";
 	case RUNTIME_JIT: return "jit";
+	case RUNTIME_RUBY: return "ruby";
 	case RUNTIME_NATIVE: break;
 	}
 	return NULL;

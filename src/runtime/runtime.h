@@ -21,6 +21,7 @@ enum runtime_kind {
 	RUNTIME_JS = STACKSNAP_RUNTIME_JS,
 	RUNTIME_GO = STACKSNAP_RUNTIME_GO,
 	RUNTIME_JIT = STACKSNAP_RUNTIME_JIT,
+	RUNTIME_RUBY = STACKSNAP_RUNTIME_RUBY,
 };
 
 /* The name used in text output ("[py]") and JSON ("python"). */

@@ -133,13 +133,15 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 {
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" :
-		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" : "[py]";
+		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" :
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" : "[py]";
 }
 
 static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
 {
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
-		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" : "python";
+		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" :
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "python";
 }
 
 /* A Java or JavaScript frame with no source file (a stub, an adapter, a
@@ -148,7 +150,8 @@ static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_fr
 			 bool mark)
 {
 	fprintf(f, "#%-3zu %s", line, rf->function);
-	if (rf->file || rf->runtime == STACKSNAP_RUNTIME_PYTHON) {
+	if (rf->file || rf->runtime == STACKSNAP_RUNTIME_PYTHON ||
+	    rf->runtime == STACKSNAP_RUNTIME_RUBY) {
 		fprintf(f, " (%s", rf->file ? rf->file : "?");
 		if (rf->line)
 			fprintf(f, ":%u", rf->line);
@@ -499,9 +502,11 @@ void print_json(FILE *f, const struct options *o,
 		else
 			fprintf(f, "%.1f},", ri->capture_ns / 1e3);
 	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
-			  ri->runtime == STACKSNAP_RUNTIME_JS)) {
+			  ri->runtime == STACKSNAP_RUNTIME_JS ||
+			  ri->runtime == STACKSNAP_RUNTIME_RUBY)) {
 		fprintf(f, "{\"kind\":\"%s\",\"description\":",
-			ri->runtime == STACKSNAP_RUNTIME_JAVA ? "java" : "js");
+			ri->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
+			ri->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "js");
 		json_str(f, ri->description);
 		fprintf(f, ",\"frames\":%s},", ri->frames ? "true" : "false");
 	} else {

@@ -1,0 +1,205 @@
+/* rb_detect.c - the Ruby VM in a process: libruby's exported symbols
+ * (ruby_version, ruby_current_vm_ptr, the TLS variable ruby_current_ec,
+ * rb_vm_exec), the TLS module id the dynamic linker gave libruby (its
+ * R_X86_64_DTPMOD64 GOT slot), and the layouts per version. */
+#include "runtime/ruby/ruby.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/maps_line.h"
+#include "elf/elf_image.h"
+
+/* Ruby 3.1 (x86_64, no USE_RVARGC: Debian's 3.1.2). From 3.1's vm_core.h,
+ * iseq.h, internal/string.h and include/ruby/internal/core/r{string,array}.h
+ * as published, each checked against a running ruby 3.1.2 (docs/ruby.md):
+ * Debian ships no DWARF for libruby-3.1 (no -dbgsym reachable). */
+static const struct rb_layout layout_31 = {
+	.version = "3.1",
+	.ec_vm_stack = 0, .ec_vm_stack_size = 8, .ec_cfp = 16,
+	/* pc, sp, iseq, self, ep, block_code, __bp__, jit_return */
+	.cfp_size = 64, .cfp_pc = 0, .cfp_iseq = 16, .cfp_ep = 32,
+	/* flags, wrapper, body */
+	.iseq_body = 16,
+	/* type, iseq_size, iseq_encoded, param (48 bytes), location
+	   {pathobj, base_label, label, first_lineno, node_id,
+	   code_location}, insns_info {body, positions, size,
+	   succ_index_table} */
+	.body_iseq_size = 4, .body_iseq_encoded = 8,
+	.body_pathobj = 64, .body_label = 80, .body_first_lineno = 88,
+	.body_insns_body = 120, .body_insns_positions = 128,
+	.body_insns_size = 136, .body_insns_succ = 144,
+	.insn_entry_size = 12,	/* line_no, node_id, events */
+	.str_embed_ary = 16, .str_heap_len = 16, .str_heap_ptr = 24,
+	.str_noembed = 1u << 13,	/* RSTRING_NOEMBED = FL_USER1 */
+	.str_embed_len_shift = 14, .str_embed_len_mask = 0x1f,
+	.ary_embed_ary = 16, .ary_heap_ptr = 32,
+	.ary_embed = 1u << 13,		/* RARRAY_EMBED_FLAG = FL_USER1 */
+};
+
+bool rb_image_candidate(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libruby", 7) && strstr(base, ".so");
+}
+
+struct rb_syms {
+	GElf_Sym version, vm_ptr, exec;
+	bool has_version, has_vm_ptr, has_exec;
+	size_t ec_index;		/* ruby_current_ec's symbol index */
+	GElf_Sym ec;
+	bool has_ec;
+};
+
+static void scan_dynsym(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+			struct rb_syms *s)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (size_t i = 0; data && i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+		    !(name = elf_strptr(elf, sh->sh_link, sym.st_name)))
+			continue;
+		if (!strcmp(name, "ruby_version")) {
+			s->version = sym;
+			s->has_version = true;
+		} else if (!strcmp(name, "ruby_current_vm_ptr")) {
+			s->vm_ptr = sym;
+			s->has_vm_ptr = true;
+		} else if (!strcmp(name, "ruby_current_ec")) {
+			s->ec = sym;
+			s->has_ec = true;
+			s->ec_index = i;
+		} else if (!strcmp(name, "rb_vm_exec")) {
+			s->exec = sym;
+			s->has_exec = true;
+		}
+	}
+}
+
+/* The GOT slot the dynamic linker fills with libruby's TLS module id for
+ * ruby_current_ec (general-dynamic TLS: R_X86_64_DTPMOD64), link-time;
+ * 0 when there is none. */
+static uint64_t dtpmod_slot(Elf *elf, size_t ec_index)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize || !(data = elf_getdata(scn, NULL)))
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+
+			if (gelf_getrela(data, (int)i, &r) &&
+			    GELF_R_TYPE(r.r_info) == R_X86_64_DTPMOD64 &&
+			    GELF_R_SYM(r.r_info) == ec_index)
+				return r.r_offset;
+		}
+	}
+	return 0;
+}
+
+int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
+			   uint64_t bias, struct stacksnap_mem *mem,
+			   struct rb_runtime *rt)
+{
+	struct rb_syms s = { 0 };
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	const uint8_t *v;
+	uint64_t slot, vm = 0;
+
+	memset(rt, 0, sizeof(*rt));
+	while ((scn = elf_nextscn(img->elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
+			scan_dynsym(img->elf, scn, &sh, &s);
+	if (!s.has_version || !s.has_vm_ptr)
+		return -ENOENT;
+	rt->found = true;
+	snprintf(rt->path, sizeof(rt->path), "%s", path);
+	if (s.version.st_size > 0 && s.version.st_size < sizeof(rt->version) &&
+	    elf_image__vaddr_bytes(img, s.version.st_value, s.version.st_size,
+				   &v) == 0 && v)
+		memcpy(rt->version, v, s.version.st_size);
+	rt->version[sizeof(rt->version) - 1] = '\0';
+	if (strncmp(rt->version, "3.1.", 4) != 0) {
+		snprintf(rt->note, sizeof(rt->note),
+			 "Ruby %s: layout unknown, native frames only",
+			 rt->version[0] ? rt->version : "?");
+		return 0;
+	}
+	rt->vm_ptr_addr = s.vm_ptr.st_value + bias;
+	if (s.has_exec) {
+		rt->exec_start = s.exec.st_value + bias;
+		rt->exec_end = rt->exec_start + s.exec.st_size;
+	}
+	slot = s.has_ec && GELF_ST_TYPE(s.ec.st_info) == STT_TLS ? dtpmod_slot(img->elf, s.ec_index) : 0;
+	if (!slot || !s.has_exec ||
+	    stacksnap_mem__read(mem, slot + bias, &rt->tls_modid, 8) ||
+	    !rt->tls_modid || rt->tls_modid > 4096) {
+		snprintf(rt->note, sizeof(rt->note),
+			 "Ruby %s: ruby_current_ec or rb_vm_exec not found, native frames only",
+			 rt->version);
+		return 0;
+	}
+	rt->ec_tls_off = s.ec.st_value;
+	if (stacksnap_mem__read(mem, rt->vm_ptr_addr, &vm, 8) || !vm) {
+		snprintf(rt->note, sizeof(rt->note),
+			 "Ruby %s: VM not started, native frames only", rt->version);
+		return 0;
+	}
+	rt->layout = &layout_31;
+	snprintf(rt->note, sizeof(rt->note), "Ruby %s", rt->version);
+	return 0;
+}
+
+int rb_runtime__detect_pid(pid_t pid, struct stacksnap_mem *mem,
+			   const struct log_sink *log, struct rb_runtime *rt)
+{
+	char maps_path[64], line[4096 + 256];
+	FILE *f;
+	int err = -ENOENT;
+
+	memset(rt, 0, sizeof(*rt));
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(maps_path, "re")))
+		return -errno;
+	/* The first mapping of libruby is its lowest: the one load_bias
+	   wants. */
+	while (fgets(line, sizeof(line), f)) {
+		struct maps_line ml;
+		struct elf_image *img;
+		char full[4096 + 32];
+		uint64_t bias;
+
+		if (maps_line__parse(line, &ml) || !ml.path || ml.path[0] != '/' ||
+		    !rb_image_candidate(ml.path))
+			continue;
+		snprintf(full, sizeof(full), "/proc/%d/root%s", (int)pid, ml.path);
+		if (elf_image__open(full, log, &img))
+			break;
+		err = elf_image__load_bias(img, ml.start, ml.offset, 0, &bias);
+		if (!err)
+			err = rb_runtime__detect_elf(img, ml.path, bias, mem, rt);
+		elf_image__free(img);
+		break;
+	}
+	fclose(f);
+	if (err)
+		memset(rt, 0, sizeof(*rt));
+	return err;
+}

@@ -1,0 +1,503 @@
+/* rb_frames.c - a Ruby thread's control frames: copied in the freeze
+ * (ruby_current_ec through the native thread's TLS, then the control
+ * frames from ec->cfp up to the end of the VM stack, one read, and each
+ * frame's env flags), named after the thaw from the iseqs (label, path,
+ * the line of the pc from the insns_info table), and merged into the
+ * native frames of rb_vm_exec. Every read of the target is bounded. */
+#include "runtime/ruby/ruby.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VM_FRAME_FLAG_FINISH 0x0020
+#define VM_FRAME_FLAG_CFRAME 0x0080
+#define RB_MAX_STR 4096		/* longest label or path read */
+#define RB_MAX_ISEQ (1u << 22)	/* instructions of one iseq */
+#define RB_MAX_INSNS (1u << 20)	/* insns_info entries */
+#define T_MASK 0x1f
+#define T_STRING 0x05
+#define T_ARRAY 0x07
+
+static int rd(struct stacksnap_mem *mem, unsigned *reads, uint64_t addr,
+	      void *buf, size_t len)
+{
+	(*reads)++;
+	return stacksnap_mem__read(mem, addr, buf, len);
+}
+
+static uint64_t u64_at(const uint8_t *b, unsigned off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+int rb_capture__reserve(struct rb_capture *cap, size_t nthreads, size_t nframes)
+{
+	if (nthreads > cap->cap_threads) {
+		void *p = realloc(cap->threads, nthreads * sizeof(*cap->threads));
+
+		if (!p)
+			return -ENOMEM;
+		cap->threads = p;
+		cap->cap_threads = nthreads;
+	}
+	if (nframes > cap->cap_frames) {
+		void *p = realloc(cap->frames, nframes * sizeof(*cap->frames));
+
+		if (!p)
+			return -ENOMEM;
+		cap->frames = p;
+		cap->cap_frames = nframes;
+	}
+	return 0;
+}
+
+void rb_capture__clear(struct rb_capture *cap)
+{
+	cap->nthreads = 0;
+	cap->nframes = 0;
+	cap->reads = 0;
+}
+
+void rb_capture__free(struct rb_capture *cap)
+{
+	free(cap->threads);
+	free(cap->frames);
+	free(cap->buf);
+	memset(cap, 0, sizeof(*cap));
+}
+
+const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,
+					     uint64_t tid)
+{
+	for (size_t i = 0; i < cap->nthreads; i++)
+		if (cap->threads[i].tid == tid)
+			return &cap->threads[i];
+	return NULL;
+}
+
+/* The execution context native thread fs_base runs: ruby_current_ec in
+ * libruby's TLS block, found through the thread's DTV (tcbhead_t.dtv at
+ * fs_base + 8; entry modid of 16 bytes: {val, to_free}). 0: none. */
+static uint64_t current_ec(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+			   uint64_t fs_base, unsigned *reads)
+{
+	uint64_t dtv, blk, ec;
+
+	if (!fs_base || rd(mem, reads, fs_base + 8, &dtv, 8) || !dtv ||
+	    rd(mem, reads, dtv + 16 * rt->tls_modid, &blk, 8) || !blk ||
+	    blk == UINT64_MAX || rd(mem, reads, blk + rt->ec_tls_off, &ec, 8))
+		return 0;
+	return ec;
+}
+
+int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap)
+{
+	const struct rb_layout *l = rt->layout;
+	struct rb_raw_thread *t;
+	uint8_t ecb[24];
+	uint64_t ec, stack, size, cfp, end, n;
+
+	if (!l || !(ec = current_ec(rt, mem, fs_base, &cap->reads)))
+		return 0;
+	if (rb_capture__reserve(cap, cap->nthreads + 1, cap->nframes) ||
+	    cap->nthreads >= RB_MAX_THREADS)
+		return -ENOMEM;
+	t = &cap->threads[cap->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->ec = ec;
+	t->first = cap->nframes;
+	if (rd(mem, &cap->reads, ec, ecb, sizeof(ecb))) {
+		t->end = "execution context unreadable";
+		return 0;
+	}
+	stack = u64_at(ecb, l->ec_vm_stack);
+	size = u64_at(ecb, l->ec_vm_stack_size);
+	cfp = u64_at(ecb, l->ec_cfp);
+	end = stack + size * 8;
+	if (!stack || size > (1u << 28) || end < stack || cfp < stack ||
+	    cfp >= end || (end - cfp) % l->cfp_size) {
+		t->end = "control frame pointer outside the VM stack";
+		return 0;
+	}
+	n = (end - cfp) / l->cfp_size;
+	if (n > RB_MAX_FRAMES) {
+		n = RB_MAX_FRAMES;
+		t->end = "too many frames";
+	}
+	if (n * l->cfp_size > cap->buf_cap) {
+		void *p = realloc(cap->buf, n * l->cfp_size);
+
+		if (!p)
+			return -ENOMEM;
+		cap->buf = p;
+		cap->buf_cap = n * l->cfp_size;
+	}
+	if (rb_capture__reserve(cap, cap->nthreads, cap->nframes + n))
+		return -ENOMEM;
+	if (rd(mem, &cap->reads, cfp, cap->buf, n * l->cfp_size)) {
+		t->end = "control frames unreadable";
+		return 0;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *f = cap->buf + i * l->cfp_size;
+		struct rb_raw_frame *rf = &cap->frames[cap->nframes++];
+		uint64_t ep = u64_at(f, l->cfp_ep), flags = 0;
+
+		rf->pc = u64_at(f, l->cfp_pc);
+		rf->iseq = u64_at(f, l->cfp_iseq);
+		rf->flags = 0;
+		if (ep && !rd(mem, &cap->reads, ep, &flags, 8)) {
+			if (flags & VM_FRAME_FLAG_FINISH)
+				rf->flags |= RB_FRAME_FINISH;
+			if (!(flags & VM_FRAME_FLAG_CFRAME) && rf->iseq && rf->pc)
+				rf->flags |= RB_FRAME_RUBY;
+		}
+		t->n++;
+	}
+	/* Ruby's backtrace starts at the second control frame from the
+	   stack's end (backtrace_each): the outermost is a thread's dummy
+	   frame, or the main thread's top-level frame of Init_VM. */
+	if (!t->end && n)
+		cap->frames[t->first + n - 1].flags &= (uint8_t)~RB_FRAME_RUBY;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Naming */
+
+struct rb_iseq_names {
+	uint64_t iseq;
+	char *label, *path;
+	uint64_t encoded;
+	unsigned iseq_size, first_line;
+	uint8_t *entries;		/* insns_info.body */
+	uint32_t *positions;		/* NULL: succ is used */
+	uint8_t *succ;
+	size_t nentries, succ_len;
+	bool ok;
+};
+
+/* A heap object's address (not a special constant, not nil). */
+static bool heap_value(uint64_t v)
+{
+	return v && !(v & 7) && v < (1ull << 47);
+}
+
+/* A String's bytes, NUL-terminated, malloc'ed; NULL when v is not one. */
+static char *read_string(struct rb_resolver *r, uint64_t v)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint8_t b[40];
+	uint64_t flags, len, ptr;
+	char *s;
+
+	if (!heap_value(v) || rd(r->mem, &r->reads, v, b, sizeof(b)))
+		return NULL;
+	flags = u64_at(b, 0);
+	if ((flags & T_MASK) != T_STRING)
+		return NULL;
+	if (!(flags & l->str_noembed)) {
+		len = (flags >> l->str_embed_len_shift) & l->str_embed_len_mask;
+		if (l->str_embed_ary + len > sizeof(b))
+			return NULL;
+		s = malloc(len + 1);
+		if (s) {
+			memcpy(s, b + l->str_embed_ary, len);
+			s[len] = '\0';
+		}
+		return s;
+	}
+	len = u64_at(b, l->str_heap_len);
+	ptr = u64_at(b, l->str_heap_ptr);
+	if (len > RB_MAX_STR || !ptr || !(s = malloc(len + 1)))
+		return NULL;
+	if (rd(r->mem, &r->reads, ptr, s, len)) {
+		free(s);
+		return NULL;
+	}
+	s[len] = '\0';
+	return s;
+}
+
+/* An iseq's path: pathobj is the path String, or an Array [path,
+ * realpath]. */
+static char *read_path(struct rb_resolver *r, uint64_t v)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint8_t b[40];
+	uint64_t flags, first;
+
+	if (!heap_value(v) || rd(r->mem, &r->reads, v, b, sizeof(b)))
+		return NULL;
+	flags = u64_at(b, 0);
+	if ((flags & T_MASK) == T_STRING)
+		return read_string(r, v);
+	if ((flags & T_MASK) != T_ARRAY)
+		return NULL;
+	if (flags & l->ary_embed)
+		first = u64_at(b, l->ary_embed_ary);
+	else if (rd(r->mem, &r->reads, u64_at(b, l->ary_heap_ptr), &first, 8))
+		return NULL;
+	return read_string(r, first);
+}
+
+static void *read_bytes(struct rb_resolver *r, uint64_t addr, size_t len)
+{
+	void *p;
+
+	if (!addr || !len || !(p = malloc(len)))
+		return NULL;
+	if (rd(r->mem, &r->reads, addr, p, len)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The bytes of a succinct index table covering positions [0, iseq_size):
+ * 6 immediate words, then an 80-byte block per 512 positions after 54. */
+static size_t succ_bytes(unsigned iseq_size)
+{
+	size_t blocks = iseq_size > 54 ? (iseq_size - 54 + 511) / 512 : 0;
+
+	return 48 + blocks * 80;
+}
+
+static void read_iseq(struct rb_resolver *r, struct rb_iseq_names *in)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint8_t body[160];
+	uint64_t bp, fl, size;
+
+	if (rd(r->mem, &r->reads, in->iseq + l->iseq_body, &bp, 8) ||
+	    !heap_value(bp) || rd(r->mem, &r->reads, bp, body, sizeof(body)))
+		return;
+	in->label = read_string(r, u64_at(body, l->body_label));
+	in->path = read_path(r, u64_at(body, l->body_pathobj));
+	if (!in->label)
+		return;
+	in->ok = true;
+	fl = u64_at(body, l->body_first_lineno);
+	in->first_line = (fl & 1) && (fl >> 1) < (1u << 30) ? (unsigned)(fl >> 1) : 0;
+	memcpy(&in->iseq_size, body + l->body_iseq_size, 4);
+	in->encoded = u64_at(body, l->body_iseq_encoded);
+	memcpy(&size, body + l->body_insns_size, 8);
+	size &= 0xffffffff;
+	if (in->iseq_size > RB_MAX_ISEQ || !size || size > RB_MAX_INSNS)
+		return;
+	in->entries = read_bytes(r, u64_at(body, l->body_insns_body),
+				 size * l->insn_entry_size);
+	if (!in->entries)
+		return;
+	in->nentries = size;
+	in->positions = read_bytes(r, u64_at(body, l->body_insns_positions), size * 4);
+	if (!in->positions && size > 1) {
+		in->succ_len = succ_bytes(in->iseq_size);
+		in->succ = read_bytes(r, u64_at(body, l->body_insns_succ), in->succ_len);
+		if (!in->succ)
+			in->succ_len = 0;
+	}
+}
+
+static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t iseq)
+{
+	struct rb_iseq_names *in;
+
+	for (size_t i = 0; i < r->niseqs; i++)
+		if (r->iseqs[i].iseq == iseq)
+			return &r->iseqs[i];
+	if (r->niseqs == r->cap_iseqs) {
+		size_t c = r->cap_iseqs ? 2 * r->cap_iseqs : 32;
+		void *p = realloc(r->iseqs, c * sizeof(*r->iseqs));
+
+		if (!p)
+			return NULL;
+		r->iseqs = p;
+		r->cap_iseqs = c;
+	}
+	in = &r->iseqs[r->niseqs++];
+	memset(in, 0, sizeof(*in));
+	in->iseq = iseq;
+	read_iseq(r, in);
+	return in;
+}
+
+void rb_resolver__init(struct rb_resolver *r, const struct rb_runtime *rt,
+		       struct stacksnap_mem *mem)
+{
+	memset(r, 0, sizeof(*r));
+	r->rt = rt;
+	r->mem = mem;
+}
+
+void rb_resolver__free(struct rb_resolver *r)
+{
+	for (size_t i = 0; i < r->niseqs; i++) {
+		free(r->iseqs[i].label);
+		free(r->iseqs[i].path);
+		free(r->iseqs[i].entries);
+		free(r->iseqs[i].positions);
+		free(r->iseqs[i].succ);
+	}
+	free(r->iseqs);
+	memset(r, 0, sizeof(*r));
+}
+
+static unsigned entry_line(const uint8_t *entries, size_t i, unsigned entry_size)
+{
+	int32_t line;
+
+	memcpy(&line, entries + i * entry_size, 4);
+	return line > 0 ? (unsigned)line : 0;
+}
+
+/* succ_index_lookup of Ruby's iseq.c: how many positions <= x start an
+ * insns_info entry. -1 when the table is too short. */
+static long succ_rank(const uint8_t *succ, size_t len, unsigned x)
+{
+	uint64_t w, small, bits;
+	uint32_t rank;
+	size_t off;
+	unsigned bi, si, sr;
+
+	if (x < 54) {
+		if (48 > len)
+			return -1;
+		memcpy(&w, succ + (x / 9) * 8, 8);
+		return (long)((w >> ((x % 9) * 7)) & 0x7f);
+	}
+	off = 48 + (size_t)((x - 54) / 512) * 80;
+	if (off + 80 > len)
+		return -1;
+	bi = (x - 54) % 512;
+	si = bi / 64;
+	memcpy(&rank, succ + off, 4);
+	memcpy(&small, succ + off + 8, 8);
+	memcpy(&bits, succ + off + 16 + si * 8, 8);
+	sr = si ? (unsigned)((small >> ((si - 1) * 9)) & 0x1ff) : 0;
+	return (long)rank + sr + __builtin_popcountll(bits << (63 - bi % 64));
+}
+
+unsigned rb_insn_line(const uint8_t *entries, size_t size, unsigned entry_size,
+		      const uint32_t *positions, const uint8_t *succ,
+		      size_t succ_len, unsigned pos)
+{
+	if (!entries || !size || entry_size < 4)
+		return 0;
+	if (size == 1)
+		return entry_line(entries, 0, entry_size);
+	if (positions) {
+		/* The last entry whose position is <= pos. */
+		size_t lo = 0, hi = size;
+
+		while (hi - lo > 1) {
+			size_t m = lo + (hi - lo) / 2;
+
+			if (positions[m] <= pos)
+				lo = m;
+			else
+				hi = m;
+		}
+		return entry_line(entries, lo, entry_size);
+	}
+	if (succ) {
+		long k = succ_rank(succ, succ_len, pos);
+
+		if (k >= 1 && (size_t)k <= size)
+			return entry_line(entries, (size_t)k - 1, entry_size);
+	}
+	return 0;
+}
+
+int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
+		       const struct rb_raw_thread *t, struct rb_frame **out,
+		       size_t *n)
+{
+	struct rb_frame *fr;
+
+	*out = NULL;
+	*n = 0;
+	if (!t->n)
+		return 0;
+	if (!(fr = calloc(t->n, sizeof(*fr))))
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct rb_raw_frame *rf = &cap->frames[t->first + i];
+		const struct rb_iseq_names *in;
+
+		fr[i].finish = rf->flags & RB_FRAME_FINISH;
+		fr[i].ruby = rf->flags & RB_FRAME_RUBY;
+		fr[i].function = "<unknown iseq>";
+		fr[i].file = "?";
+		if (!fr[i].ruby)
+			continue;
+		if (!(in = iseq_names(r, rf->iseq))) {
+			free(fr);
+			return -ENOMEM;
+		}
+		if (!in->ok)
+			continue;
+		fr[i].function = in->label;
+		fr[i].file = in->path ? in->path : "?";
+		/* Ruby's calc_pos: the pc points after the instruction
+		   running. */
+		if (rf->pc >= in->encoded && (rf->pc - in->encoded) % 8 == 0 &&
+		    (rf->pc - in->encoded) / 8 <= in->iseq_size) {
+			unsigned pos = (unsigned)((rf->pc - in->encoded) / 8);
+
+			fr[i].line = rb_insn_line(in->entries, in->nentries,
+						  r->rt->layout->insn_entry_size,
+						  in->positions, in->succ,
+						  in->succ_len, pos ? pos - 1 : 0);
+		}
+	}
+	*out = fr;
+	*n = t->n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void put(struct stacksnap_runtime_frame *out, size_t max, size_t *n,
+		const struct rb_frame *f, size_t native_index)
+{
+	if (!f->ruby)
+		return;
+	if (*n < max) {
+		memset(&out[*n], 0, sizeof(out[*n]));
+		out[*n].sz = sizeof(out[*n]);
+		out[*n].runtime = STACKSNAP_RUNTIME_RUBY;
+		out[*n].native_index = (uint32_t)native_index;
+		out[*n].function = f->function;
+		out[*n].file = f->file;
+		out[*n].line = f->line;
+	}
+	(*n)++;
+}
+
+size_t rb_merge(const struct rb_frame *rf, size_t nrf,
+		const struct stacksnap_frame *native, size_t nnative,
+		uint64_t exec_start, uint64_t exec_end,
+		struct stacksnap_runtime_frame *out, size_t max)
+{
+	size_t p = 0, n = 0;
+
+	for (size_t k = 0; k < nnative && p < nrf; k++) {
+		uint64_t pc = native[k].pc;
+
+		if (!exec_start || pc <= exec_start || pc > exec_end)
+			continue;
+		do
+			put(out, max, &n, &rf[p], k);
+		while (!rf[p++].finish && p < nrf);
+	}
+	for (; p < nrf; p++)
+		put(out, max, &n, &rf[p], nnative);
+	return n;
+}

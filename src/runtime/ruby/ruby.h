@@ -1,0 +1,170 @@
+/* ruby.h - CRuby's (MRI's) frames in another process: find the VM in
+ * libruby (rb_detect.c), copy each thread's control frames during the
+ * freeze (rb_frames.c: pointers and pcs only), and after the thaw name
+ * them from the immutable instruction sequences and merge them into the
+ * native frames of rb_vm_exec (docs/ruby.md). */
+#ifndef SS_RUNTIME_RUBY_RUBY_H
+#define SS_RUNTIME_RUBY_RUBY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stacksnap.h"
+
+/* Offsets of one Ruby version's structures (x86_64; docs/ruby.md says
+ * where each comes from). All reads of target memory are bounded by the
+ * sizes below. */
+struct rb_layout {
+	const char *version;		/* "3.1" */
+	/* rb_execution_context_t */
+	unsigned ec_vm_stack, ec_vm_stack_size, ec_cfp;
+	/* rb_control_frame_t */
+	unsigned cfp_size, cfp_pc, cfp_iseq, cfp_ep;
+	/* rb_iseq_t, rb_iseq_constant_body */
+	unsigned iseq_body;
+	unsigned body_iseq_size, body_iseq_encoded;
+	unsigned body_pathobj, body_label, body_first_lineno;
+	unsigned body_insns_body, body_insns_positions, body_insns_size,
+		 body_insns_succ;
+	unsigned insn_entry_size;	/* iseq_insn_info_entry, line_no at 0 */
+	/* RString, RArray (no variable-width allocation) */
+	unsigned str_embed_ary, str_heap_len, str_heap_ptr;
+	uint64_t str_noembed;		/* flag bit */
+	unsigned str_embed_len_shift;
+	uint64_t str_embed_len_mask;	/* after the shift */
+	unsigned ary_embed_ary, ary_heap_ptr;
+	uint64_t ary_embed;		/* flag bit */
+};
+
+/* One VM found in a process. Invariant: found implies layout, or note
+ * says why frames cannot be read ("Ruby 3.2.0: layout unknown, native
+ * frames only", "VM not started"). Addresses are run-time. */
+struct rb_runtime {
+	bool found;
+	const struct rb_layout *layout;
+	uint64_t vm_ptr_addr;		/* ruby_current_vm_ptr */
+	uint64_t tls_modid;		/* libruby's TLS module id */
+	uint64_t ec_tls_off;		/* ruby_current_ec in its TLS block */
+	uint64_t exec_start, exec_end;	/* rb_vm_exec [start, end) */
+	char version[16];
+	char path[256];
+	char note[160];
+};
+
+/* Whether a mapped file may be libruby ("libruby-3.1.so..."). */
+bool rb_image_candidate(const char *path);
+
+struct elf_image;
+/* Looks for the VM in an image open at load bias: 0 (rt->found set;
+ * rt->layout NULL for an unknown version), -ENOENT (not libruby). Reads
+ * through mem what the dynamic linker filled in (the TLS module id) and
+ * whether the VM has started. */
+int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
+			   uint64_t bias, struct stacksnap_mem *mem,
+			   struct rb_runtime *rt);
+
+struct log_sink;
+/* The same for a live process: the first libruby of /proc/PID/maps.
+ * Returns 0 (rt->found), -ENOENT (none) or -errno. */
+int rb_runtime__detect_pid(pid_t pid, struct stacksnap_mem *mem,
+			   const struct log_sink *log, struct rb_runtime *rt);
+
+/* ------------------------------------------------------------------ */
+/* Capture: during the freeze. */
+
+#define RB_MAX_THREADS 4096
+#define RB_MAX_FRAMES 4096	/* control frames per thread */
+
+#define RB_FRAME_FINISH 0x1	/* VM_FRAME_FLAG_FINISH: the outermost
+				   frame of one rb_vm_exec call */
+#define RB_FRAME_RUBY 0x2	/* an iseq frame with a pc (Ruby's
+				   backtrace shows it) */
+
+struct rb_raw_frame {
+	uint64_t pc, iseq;
+	uint8_t flags;			/* RB_FRAME_* */
+};
+
+/* One Ruby thread (the fiber its native thread runs). frames[first,
+ * first + n) of the capture are its frames, innermost first; end (static)
+ * says why they were cut, NULL when read whole. */
+struct rb_raw_thread {
+	uint64_t tid;
+	uint64_t ec;
+	size_t first, n;
+	const char *end;
+};
+
+struct rb_capture {
+	struct rb_raw_thread *threads;
+	size_t nthreads, cap_threads;
+	struct rb_raw_frame *frames;
+	size_t nframes, cap_frames;
+	uint8_t *buf;			/* the control frames of one thread */
+	size_t buf_cap;
+	unsigned reads;
+};
+
+/* Makes room so that the freeze does not allocate (-ENOMEM). */
+int rb_capture__reserve(struct rb_capture *cap, size_t nthreads,
+			size_t nframes);
+void rb_capture__clear(struct rb_capture *cap);
+void rb_capture__free(struct rb_capture *cap);
+/* Reads the control frames of the Ruby thread native thread tid (thread
+ * pointer fs_base) runs, if any, and appends them. Returns 0 (a thread
+ * that runs no Ruby adds nothing), -ENOMEM. */
+int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap);
+const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,
+					     uint64_t tid);
+
+/* ------------------------------------------------------------------ */
+/* Resolve after the thaw, and merge. */
+
+/* One named frame: function is the iseq's label ("take", "block in
+ * <main>"), file its path; both owned by the resolver. */
+struct rb_frame {
+	const char *function, *file;
+	unsigned line;
+	bool finish;
+	bool ruby;			/* shown (RB_FRAME_RUBY) */
+};
+
+struct rb_iseq_names;
+struct rb_resolver {
+	const struct rb_runtime *rt;
+	struct stacksnap_mem *mem;
+	struct rb_iseq_names *iseqs;	/* a cache by iseq address */
+	size_t niseqs, cap_iseqs;
+	unsigned reads;
+};
+
+void rb_resolver__init(struct rb_resolver *r, const struct rb_runtime *rt,
+		       struct stacksnap_mem *mem);
+void rb_resolver__free(struct rb_resolver *r);
+/* Names the frames of t (all of them, shown or not: merge needs the
+ * finish flags). *out malloc'ed. An iseq that cannot be read gives
+ * "<unknown iseq>". Returns 0 or -ENOMEM. */
+int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
+		       const struct rb_raw_thread *t, struct rb_frame **out,
+		       size_t *n);
+/* The line of the instruction at index pos (pc's slot index minus one,
+ * as Ruby counts) from an iseq's insns_info: entries (size of them,
+ * entry_size bytes each), positions (may be NULL) or the succinct index
+ * table succ (succ_len bytes, may be NULL). 0: unknown. */
+unsigned rb_insn_line(const uint8_t *entries, size_t size, unsigned entry_size,
+		      const uint32_t *positions, const uint8_t *succ,
+		      size_t succ_len, unsigned pos);
+
+/* Replaces each native frame of rb_vm_exec by the shown Ruby frames its
+ * call runs (up to and including the next finish frame); Ruby frames left
+ * over get native_index = nnative. Returns how many (at most max
+ * written). */
+size_t rb_merge(const struct rb_frame *rf, size_t nrf,
+		const struct stacksnap_frame *native, size_t nnative,
+		uint64_t exec_start, uint64_t exec_end,
+		struct stacksnap_runtime_frame *out, size_t max);
+
+#endif
