@@ -39,6 +39,11 @@ static const struct rb_layout layout_31 = {
 	.ary_embed = 1u << 13,		/* RARRAY_EMBED_FLAG = FL_USER1 */
 };
 
+const struct rb_layout *rb_layout__find(const char *version)
+{
+	return !strncmp(version, "3.1.", 4) ? &layout_31 : NULL;
+}
+
 bool rb_image_candidate(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -136,7 +141,7 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 				   &v) == 0 && v)
 		memcpy(rt->version, v, s.version.st_size);
 	rt->version[sizeof(rt->version) - 1] = '\0';
-	if (strncmp(rt->version, "3.1.", 4) != 0) {
+	if (!rb_layout__find(rt->version)) {
 		snprintf(rt->note, sizeof(rt->note),
 			 "Ruby %s: layout unknown, native frames only",
 			 rt->version[0] ? rt->version : "?");
@@ -162,7 +167,7 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 			 "Ruby %s: VM not started, native frames only", rt->version);
 		return 0;
 	}
-	rt->layout = &layout_31;
+	rt->layout = rb_layout__find(rt->version);
 	snprintf(rt->note, sizeof(rt->note), "Ruby %s", rt->version);
 	return 0;
 }

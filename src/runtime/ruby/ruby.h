@@ -53,6 +53,9 @@ struct rb_runtime {
 	char note[160];
 };
 
+/* The layout of version ("3.1.2"), or NULL (unknown). */
+const struct rb_layout *rb_layout__find(const char *version);
+
 /* Whether a mapped file may be libruby ("libruby-3.1.so..."). */
 bool rb_image_candidate(const char *path);
 

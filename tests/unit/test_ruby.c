@@ -1,0 +1,221 @@
+/* test_ruby.c - the Ruby frame reader (src/runtime/ruby/) over a
+ * synthetic memory image laid out as Ruby 3.1's structures: a thread
+ * pointer whose DTV leads to ruby_current_ec, an execution context whose
+ * VM stack ends in three control frames (a cfunc, a method, the dummy
+ * outermost frame), an iseq with an embedded path String, a heap label
+ * String, and an insns_info table looked up through the succinct index
+ * table. Checks the named frames, the merge at rb_vm_exec and that
+ * corrupt images (a control frame pointer outside the VM stack, an
+ * unreadable iseq) give no wrong frame. RUBY_SEED_OUT=FILE writes the
+ * image (the seed fuzz/corpus/fuzz_ruby_frames/seed_31). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "runtime/ruby/ruby.h"
+
+#define BASE 0x100000ull
+#define SIZE 0x3000
+
+static void put64(uint8_t *m, uint64_t off, uint64_t v)
+{
+	memcpy(m + off, &v, 8);
+}
+
+static void put32(uint8_t *m, uint64_t off, uint32_t v)
+{
+	memcpy(m + off, &v, 4);
+}
+
+/* The image; see the file's comment. Instructions starting an
+ * insns_info entry: 0, 2, 5 (lines 5, 6, 7). */
+static void build(uint8_t *m)
+{
+	uint64_t end = BASE + 0x1400, cfp = end - 3 * 64;
+	uint64_t w = 0;
+
+	memset(m, 0, SIZE);
+	put64(m, 0x8, BASE + 0x100);		/* tcbhead_t.dtv */
+	put64(m, 0x100 + 16, BASE + 0x200);	/* dtv[1].val */
+	put64(m, 0x200, BASE + 0x300);		/* ruby_current_ec */
+	put64(m, 0x300, BASE + 0x1000);		/* ec->vm_stack */
+	put64(m, 0x308, 0x400 / 8);		/* ec->vm_stack_size */
+	put64(m, 0x310, cfp);			/* ec->cfp */
+	/* cfunc frame: no iseq, CFRAME */
+	put64(m, cfp - BASE + 32, BASE + 0x1100);
+	put64(m, 0x1100, 0x80);
+	/* method frame: pc after instruction 2, FINISH */
+	put64(m, cfp - BASE + 64 + 0, BASE + 0x2400 + 3 * 8);
+	put64(m, cfp - BASE + 64 + 16, BASE + 0x2000);
+	put64(m, cfp - BASE + 64 + 32, BASE + 0x1108);
+	put64(m, 0x1108, 0x20);
+	/* the dummy outermost frame: an iseq with a pc, left out */
+	put64(m, cfp - BASE + 128 + 0, BASE + 0x2400);
+	put64(m, cfp - BASE + 128 + 16, BASE + 0x2000);
+	put64(m, cfp - BASE + 128 + 32, BASE + 0x1110);
+	put64(m, 0x1110, 0x20);
+	/* iseq, body */
+	put64(m, 0x2000 + 16, BASE + 0x2100);
+	put32(m, 0x2100 + 4, 10);
+	put64(m, 0x2100 + 8, BASE + 0x2400);
+	put64(m, 0x2100 + 64, BASE + 0x2600);
+	put64(m, 0x2100 + 80, BASE + 0x2700);
+	put64(m, 0x2100 + 88, (5 << 1) | 1);
+	put64(m, 0x2100 + 120, BASE + 0x2800);
+	put64(m, 0x2100 + 136, 3);
+	put64(m, 0x2100 + 144, BASE + 0x2900);
+	/* path: embedded String "t.rb" */
+	put64(m, 0x2600, 0x05 | (4ull << 14));
+	memcpy(m + 0x2610, "t.rb", 4);
+	/* label: heap String "take" */
+	put64(m, 0x2700, 0x05 | (1ull << 13));
+	put64(m, 0x2710, 4);
+	put64(m, 0x2718, BASE + 0x2780);
+	memcpy(m + 0x2780, "take", 4);
+	/* insns_info entries {line_no, node_id, events} */
+	put32(m, 0x2800, 5);
+	put32(m, 0x2800 + 12, 6);
+	put32(m, 0x2800 + 24, 7);
+	/* succ_index_table.imm_part: rank of x for x < 9 */
+	for (unsigned x = 0; x < 9; x++)
+		w |= (uint64_t)(x < 2 ? 1 : x < 5 ? 2 : 3) << (x * 7);
+	put64(m, 0x2900, w);
+	for (unsigned i = 1; i < 6; i++) {
+		w = 0;
+		for (unsigned j = 0; j < 9; j++)
+			w |= 3ull << (j * 7);
+		put64(m, 0x2900 + i * 8, w);
+	}
+}
+
+static int capture(uint8_t *m, struct rb_runtime *rt, struct rb_capture *cap,
+		   struct stacksnap_mem **mem)
+{
+	memset(rt, 0, sizeof(*rt));
+	rt->found = true;
+	rt->layout = rb_layout__find("3.1.2");
+	rt->tls_modid = 1;
+	rt->exec_start = 0x1000;
+	rt->exec_end = 0x2000;
+	*mem = stacksnap_mem__new_copy(m, SIZE, BASE);
+	if (!*mem)
+		return -1;
+	return rb_capture__thread(rt, *mem, 42, BASE, cap);
+}
+
+static void test_frames(void)
+{
+	static uint8_t m[SIZE];
+	struct rb_runtime rt;
+	struct rb_capture cap = { 0 };
+	struct rb_resolver res;
+	struct stacksnap_mem *mem;
+	struct rb_frame *fr;
+	size_t n;
+	const char *seed = getenv("RUBY_SEED_OUT");
+
+	build(m);
+	if (seed) {
+		FILE *f = fopen(seed, "wb");
+
+		CHECK(f && fwrite(m, 1, SIZE, f) == SIZE);
+		if (f)
+			fclose(f);
+	}
+	CHECK(capture(m, &rt, &cap, &mem) == 0);
+	CHECK(cap.nthreads == 1 && rb_capture__find(&cap, 42));
+	CHECK(cap.nthreads == 1 && cap.threads[0].n == 3 && !cap.threads[0].end);
+	rb_resolver__init(&res, &rt, mem);
+	CHECK(rb_resolve__thread(&res, &cap, &cap.threads[0], &fr, &n) == 0);
+	CHECK(n == 3);
+	if (n == 3) {
+		CHECK(!fr[0].ruby && fr[1].ruby && !fr[2].ruby);
+		CHECK(!strcmp(fr[1].function, "take") && !strcmp(fr[1].file, "t.rb"));
+		CHECKF(fr[1].line == 6, "line %u", fr[1].line);
+		CHECK(fr[1].finish);
+
+		/* rb_vm_exec at native frame 2: the method frame replaces
+		   it (the cfunc is not shown); frames after it stay. */
+		struct stacksnap_frame native[4] = {
+			{ .pc = 0x10 }, { .pc = 0x20 }, { .pc = 0x1001 }, { .pc = 0x30 },
+		};
+		struct stacksnap_runtime_frame out[8];
+		size_t k = rb_merge(fr, n, native, 4, 0x1000, 0x2000, out, 8);
+
+		CHECK(k == 1 && out[0].native_index == 2 &&
+		      out[0].runtime == STACKSNAP_RUNTIME_RUBY && out[0].line == 6);
+		/* No rb_vm_exec frame in the walk: left over, at the end. */
+		native[2].pc = 0x40;
+		k = rb_merge(fr, n, native, 4, 0x1000, 0x2000, out, 8);
+		CHECK(k == 1 && out[0].native_index == 4);
+		free(fr);
+	}
+	rb_resolver__free(&res);
+	rb_capture__free(&cap);
+	stacksnap_mem__free(mem);
+
+	/* The positions array (before Ruby encodes it) gives the same. */
+	uint8_t entries[36] = { 0 };
+	uint32_t pos[3] = { 0, 2, 5 };
+
+	entries[0] = 5;
+	entries[12] = 6;
+	entries[24] = 7;
+	CHECK(rb_insn_line(entries, 3, 12, pos, NULL, 0, 0) == 5);
+	CHECK(rb_insn_line(entries, 3, 12, pos, NULL, 0, 4) == 6);
+	CHECK(rb_insn_line(entries, 3, 12, pos, NULL, 0, 9) == 7);
+	CHECK(rb_insn_line(entries, 3, 12, NULL, NULL, 0, 4) == 0);
+}
+
+static void test_corrupt(void)
+{
+	static uint8_t m[SIZE];
+	struct rb_runtime rt;
+	struct rb_capture cap = { 0 };
+	struct rb_resolver res;
+	struct stacksnap_mem *mem;
+	struct rb_frame *fr;
+	size_t n;
+
+	/* cfp not inside the VM stack: no frames, a reason. */
+	build(m);
+	put64(m, 0x310, BASE + 0x2000);
+	CHECK(capture(m, &rt, &cap, &mem) == 0);
+	CHECK(cap.nthreads == 1 && cap.threads[0].n == 0 && cap.threads[0].end);
+	stacksnap_mem__free(mem);
+	rb_capture__clear(&cap);
+
+	/* The iseq's body points outside memory: "<unknown iseq>", not a
+	   wrong name. */
+	build(m);
+	put64(m, 0x2000 + 16, 0x7000000);
+	CHECK(capture(m, &rt, &cap, &mem) == 0);
+	rb_resolver__init(&res, &rt, mem);
+	CHECK(rb_resolve__thread(&res, &cap, &cap.threads[0], &fr, &n) == 0);
+	CHECK(n == 3 && !strcmp(fr[1].function, "<unknown iseq>") && fr[1].line == 0);
+	free(fr);
+	rb_resolver__free(&res);
+	stacksnap_mem__free(mem);
+	rb_capture__clear(&cap);
+
+	/* No thread pointer, or no ec in the TLS block: not a Ruby thread. */
+	build(m);
+	put64(m, 0x200, 0);
+	CHECK(capture(m, &rt, &cap, &mem) == 0 && cap.nthreads == 0);
+	stacksnap_mem__free(mem);
+	rb_capture__free(&cap);
+
+	/* An unknown version has no layout. */
+	CHECK(!rb_layout__find("3.2.0") && !rb_layout__find("") && rb_layout__find("3.1.4"));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct harness_test tests[] = {
+		{ "frames", test_frames },
+		{ "corrupt", test_corrupt },
+	};
+
+	return harness_run("ruby", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
