@@ -54,13 +54,29 @@ struct snap_runtime {
 	size_t *nrbframes;
 };
 
-/* CRuby in pid: true (rt->rb and rt->mem set) or false. */
+/* CRuby in pid: true (rt->rb and rt->mem set) or false. With the address
+ * space the caller read, a process without libruby costs no second read
+ * of its maps, and an image open already is not opened again. */
 static bool detect_ruby(struct snap_runtime *rt, pid_t pid,
+			const struct stacksnap_addrspace *as,
 			const struct log_sink *log)
 {
+	const struct as_map *lib = NULL;
+	int err;
+
+	for (size_t i = 0; as && i < as->n && !lib; i++)
+		if (as->maps[i].path && rb_image_candidate(as->maps[i].path))
+			lib = &as->maps[i];
+	if (as && !lib)
+		return false;
 	if (!(rt->mem = stacksnap_mem__new_pid(pid)))
 		return false;
-	if (rb_runtime__detect_pid(pid, rt->mem, log, &rt->rb) || !rt->rb.found) {
+	if (lib && lib->mod && !lib->pending && lib->mod->img)
+		err = rb_runtime__detect_elf(lib->mod->img, lib->path, lib->bias,
+					     rt->mem, &rt->rb);
+	else
+		err = rb_runtime__detect_pid(pid, rt->mem, log, &rt->rb);
+	if (err || !rt->rb.found) {
 		stacksnap_mem__free(rt->mem);
 		rt->mem = NULL;
 		return false;
@@ -175,7 +191,7 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
 	    !rt->py.found) {
 		memset(&rt->py, 0, sizeof(rt->py));
-		if (detect_ruby(rt, s->pid, log)) {
+		if (detect_ruby(rt, s->pid, o->addrspace, log)) {
 			s->runtime = rt;
 			return;
 		}
