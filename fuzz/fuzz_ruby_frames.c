@@ -2,7 +2,8 @@
  * over corrupt memory: the input is the target's memory at BASE, read
  * through a copy source, with the thread pointer at BASE (its DTV pointer
  * at BASE + 8; libruby's TLS module 1, ruby_current_ec at offset 0 of its
- * block). Capture, resolve (iseqs, strings, insns_info tables) and merge
+ * block; ruby_current_vm_ptr at BASE + 0x20, for the VM's thread list).
+ * Capture, resolve (iseqs, strings, insns_info tables) and merge
  * must stay within their bounds and never read outside the input; the
  * tail of the input also goes to the line lookup directly. Seeds:
  * fuzz/corpus/fuzz_ruby_frames (made by tests/tools/ruby_seed.py). */
@@ -27,11 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rt.found = true;
 	rt.layout = rb_layout__find("3.1.2");
 	rt.tls_modid = 1;
+	rt.vm_ptr_addr = BASE + 0x20;
 	rt.exec_start = 0x1000;
 	rt.exec_end = 0x2000;
 	mem = stacksnap_mem__new_copy(data, size, BASE);
 	if (!mem)
 		return 0;
+	if (rb_capture__list(&rt, mem, &cap) == 0 && cap.nlisted > RB_MAX_THREADS)
+		abort();
 	if (rb_capture__thread(&rt, mem, 1, BASE, &cap) == 0) {
 		if (cap.nthreads > 1 || cap.nframes > RB_MAX_FRAMES)
 			abort();

@@ -247,10 +247,23 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 		mem_invalidate(rt->mem);
 		rb_capture__clear(&rt->rbcap);
 		rt->rb_captured = true;
+		/* Threads read without stopping them have no thread pointer:
+		   the VM's thread list gives theirs. */
+		rt->rbcap.nlisted = 0;
 		for (size_t i = 0; i < s->n; i++)
-			if (rb_capture__thread(&rt->rb, rt->mem, (uint64_t)s->threads[i].pub.tid,
-					       s->threads[i].fs_base, &rt->rbcap))
+			if (!s->threads[i].fs_base) {
+				rb_capture__list(&rt->rb, rt->mem, &rt->rbcap);
+				break;
+			}
+		for (size_t i = 0; i < s->n; i++) {
+			uint64_t tid = (uint64_t)s->threads[i].pub.tid;
+			uint64_t tp = s->threads[i].fs_base;
+
+			if (!tp)
+				tp = rb_capture__listed_tp(&rt->rbcap, tid);
+			if (rb_capture__thread(&rt->rb, rt->mem, tid, tp, &rt->rbcap))
 				rt->rb_captured = false;
+		}
 		rt->capture_ns = clock_monotonic_ns() - t0;
 		rt->reads = rt->rbcap.reads;
 		return;

@@ -42,6 +42,13 @@ static void build(uint8_t *m)
 	put64(m, 0x300, BASE + 0x1000);		/* ec->vm_stack */
 	put64(m, 0x308, 0x400 / 8);		/* ec->vm_stack_size */
 	put64(m, 0x310, cfp);			/* ec->cfp */
+	/* the VM's thread list: one thread, its pthread_t's tid 42 */
+	put64(m, 0x20, BASE + 0x400);		/* ruby_current_vm_ptr */
+	put64(m, 0x400 + 40, BASE + 0x500);	/* vm->ractor.main_thread */
+	put64(m, 0x500, BASE + 0x500);		/* lt_node.next: itself */
+	put64(m, 0x500 + 32, BASE + 0x400);	/* thread->vm */
+	put64(m, 0x500 + 80, BASE);		/* thread->thread_id */
+	put32(m, 0x2d0, 42);			/* struct pthread's tid */
 	/* cfunc frame: no iseq, CFRAME */
 	put64(m, cfp - BASE + 32, BASE + 0x1100);
 	put64(m, 0x1100, 0x80);
@@ -96,6 +103,7 @@ static int capture(uint8_t *m, struct rb_runtime *rt, struct rb_capture *cap,
 	rt->found = true;
 	rt->layout = rb_layout__find("3.1.2");
 	rt->tls_modid = 1;
+	rt->vm_ptr_addr = BASE + 0x20;
 	rt->exec_start = 0x1000;
 	rt->exec_end = 0x2000;
 	*mem = stacksnap_mem__new_copy(m, SIZE, BASE);
@@ -125,6 +133,11 @@ static void test_frames(void)
 	}
 	CHECK(capture(m, &rt, &cap, &mem) == 0);
 	CHECK(cap.nthreads == 1 && rb_capture__find(&cap, 42));
+	/* A thread read without stopping it: its thread pointer from the
+	   VM's list. */
+	CHECK(rb_capture__list(&rt, mem, &cap) == 0 && cap.nlisted == 1 &&
+	      rb_capture__listed_tp(&cap, 42) == BASE &&
+	      rb_capture__listed_tp(&cap, 43) == 0);
 	CHECK(cap.nthreads == 1 && cap.threads[0].n == 3 && !cap.threads[0].end);
 	rb_resolver__init(&res, &rt, mem);
 	CHECK(rb_resolve__thread(&res, &cap, &cap.threads[0], &fr, &n) == 0);

@@ -37,6 +37,12 @@ static const struct rb_layout layout_31 = {
 	.str_embed_len_shift = 14, .str_embed_len_mask = 0x1f,
 	.ary_embed_ary = 16, .ary_heap_ptr = 32,
 	.ary_embed = 1u << 13,		/* RARRAY_EMBED_FLAG = FL_USER1 */
+	/* rb_vm_t: self, ractor {set (list_head), cnt, blocking_cnt,
+	   main_ractor, main_thread}; rb_thread_t: lt_node, self, ractor,
+	   vm, ec, last_status, calling, top_self, top_wrapper, thread_id */
+	.vm_main_thread = 40, .th_vm = 32, .th_thread_id = 80,
+	/* glibc 2.36 x86_64 (its _thread_db_pthread_tid: {32, 1, 720}) */
+	.pthread_tid = 0x2d0,
 };
 
 const struct rb_layout *rb_layout__find(const char *version)

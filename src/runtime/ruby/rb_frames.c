@@ -67,7 +67,56 @@ void rb_capture__free(struct rb_capture *cap)
 	free(cap->threads);
 	free(cap->frames);
 	free(cap->buf);
+	free(cap->listed);
 	memset(cap, 0, sizeof(*cap));
+}
+
+int rb_capture__list(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+		     struct rb_capture *cap)
+{
+	const struct rb_layout *l = rt->layout;
+	uint64_t vm, main, node;
+
+	cap->nlisted = 0;
+	if (!l || rd(mem, &cap->reads, rt->vm_ptr_addr, &vm, 8) || !vm ||
+	    rd(mem, &cap->reads, vm + l->vm_main_thread, &main, 8) || !main)
+		return 0;
+	node = main;
+	for (unsigned steps = 0; steps < RB_MAX_THREADS; steps++) {
+		uint64_t th[11], tp;
+		uint32_t tid;
+
+		/* The list's head, inside the ractor, is no thread: its
+		   "vm" slot is not the VM. */
+		if (rd(mem, &cap->reads, node, th, sizeof(th)))
+			break;
+		if (th[l->th_vm / 8] == vm && (tp = th[l->th_thread_id / 8]) &&
+		    !rd(mem, &cap->reads, tp + l->pthread_tid, &tid, 4) && tid) {
+			if (cap->nlisted == cap->cap_listed) {
+				size_t c = cap->cap_listed ? 2 * cap->cap_listed : 64;
+				void *p = realloc(cap->listed, c * sizeof(*cap->listed));
+
+				if (!p)
+					return -ENOMEM;
+				cap->listed = p;
+				cap->cap_listed = c;
+			}
+			cap->listed[cap->nlisted].tid = tid;
+			cap->listed[cap->nlisted++].tp = tp;
+		}
+		node = th[0];		/* lt_node.next */
+		if (!node || node == main)
+			break;
+	}
+	return 0;
+}
+
+uint64_t rb_capture__listed_tp(const struct rb_capture *cap, uint64_t tid)
+{
+	for (size_t i = 0; i < cap->nlisted; i++)
+		if (cap->listed[i].tid == tid)
+			return cap->listed[i].tp;
+	return 0;
 }
 
 const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,

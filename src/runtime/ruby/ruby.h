@@ -36,6 +36,10 @@ struct rb_layout {
 	uint64_t str_embed_len_mask;	/* after the shift */
 	unsigned ary_embed_ary, ary_heap_ptr;
 	uint64_t ary_embed;		/* flag bit */
+	/* rb_vm_t, rb_thread_t: the VM's thread list */
+	unsigned vm_main_thread;	/* vm->ractor.main_thread */
+	unsigned th_vm, th_thread_id;	/* thread->vm, ->thread_id */
+	unsigned pthread_tid;		/* glibc's struct pthread: tid */
 };
 
 /* One VM found in a process. Invariant: found implies layout, or note
@@ -100,6 +104,12 @@ struct rb_raw_thread {
 	const char *end;
 };
 
+/* A Ruby thread of the VM's list: its kernel tid and pthread_t (on
+ * x86_64 glibc, its thread pointer). */
+struct rb_listed {
+	uint64_t tid, tp;
+};
+
 struct rb_capture {
 	struct rb_raw_thread *threads;
 	size_t nthreads, cap_threads;
@@ -107,6 +117,8 @@ struct rb_capture {
 	size_t nframes, cap_frames;
 	uint8_t *buf;			/* the control frames of one thread */
 	size_t buf_cap;
+	struct rb_listed *listed;	/* rb_capture__list's */
+	size_t nlisted, cap_listed;
 	unsigned reads;
 };
 
@@ -120,6 +132,14 @@ void rb_capture__free(struct rb_capture *cap);
  * that runs no Ruby adds nothing), -ENOMEM. */
 int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap);
+/* The threads of the VM's list (the main ractor's: from
+ * vm->ractor.main_thread around the circular list), for native threads
+ * whose thread pointer the capture does not know (read without stopping
+ * them): cap->listed. Bounded by RB_MAX_THREADS; returns 0 or -ENOMEM. */
+int rb_capture__list(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+		     struct rb_capture *cap);
+/* The thread pointer of thread tid from cap->listed, 0 when not there. */
+uint64_t rb_capture__listed_tp(const struct rb_capture *cap, uint64_t tid);
 const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,
 					     uint64_t tid);
 
