@@ -59,25 +59,22 @@ bool rb_image_candidate(const char *path)
 }
 
 struct rb_syms {
-	GElf_Sym version, vm_ptr, exec;
-	bool has_version, has_vm_ptr, has_exec;
+	struct elf_symbol version, vm_ptr, exec, ec;
+	bool has_version, has_vm_ptr, has_exec, has_ec;
 	size_t ec_index;		/* ruby_current_ec's symbol index */
-	GElf_Sym ec;
-	bool has_ec;
 };
 
-static void scan_dynsym(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
-			struct rb_syms *s)
+/* The symbols wanted, from .dynsym (libruby exports them all; one table,
+ * so the running count is the symbol index relocations use). */
+static void find_syms(const struct elf_image *img, struct rb_syms *s)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	struct elf_symbols it;
+	struct elf_symbol sym;
+	const char *name;
 
-	for (size_t i = 0; data && i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
-
-		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
-		    !(name = elf_strptr(elf, sh->sh_link, sym.st_name)))
+	elf_symbols__init(&it, img, SHT_DYNSYM);
+	for (size_t i = 0; elf_symbols__next(&it, &sym); i++) {
+		if (sym.shndx == SHN_UNDEF || !(name = elf_symbols__name(&it, &sym)))
 			continue;
 		if (!strcmp(name, "ruby_version")) {
 			s->version = sym;
@@ -129,23 +126,19 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 			   struct rb_runtime *rt)
 {
 	struct rb_syms s = { 0 };
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
 	const uint8_t *v;
 	uint64_t slot, vm = 0;
 
 	memset(rt, 0, sizeof(*rt));
-	while ((scn = elf_nextscn(img->elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
-			scan_dynsym(img->elf, scn, &sh, &s);
+	find_syms(img, &s);
 	if (!s.has_version || !s.has_vm_ptr)
 		return -ENOENT;
 	rt->found = true;
 	snprintf(rt->path, sizeof(rt->path), "%s", path);
-	if (s.version.st_size > 0 && s.version.st_size < sizeof(rt->version) &&
-	    elf_image__vaddr_bytes(img, s.version.st_value, s.version.st_size,
+	if (s.version.size > 0 && s.version.size < sizeof(rt->version) &&
+	    elf_image__vaddr_bytes(img, s.version.value, s.version.size,
 				   &v) == 0 && v)
-		memcpy(rt->version, v, s.version.st_size);
+		memcpy(rt->version, v, s.version.size);
 	rt->version[sizeof(rt->version) - 1] = '\0';
 	if (!rb_layout__find(rt->version)) {
 		snprintf(rt->note, sizeof(rt->note),
@@ -153,12 +146,12 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 			 rt->version[0] ? rt->version : "?");
 		return 0;
 	}
-	rt->vm_ptr_addr = s.vm_ptr.st_value + bias;
+	rt->vm_ptr_addr = s.vm_ptr.value + bias;
 	if (s.has_exec) {
-		rt->exec_start = s.exec.st_value + bias;
-		rt->exec_end = rt->exec_start + s.exec.st_size;
+		rt->exec_start = s.exec.value + bias;
+		rt->exec_end = rt->exec_start + s.exec.size;
 	}
-	slot = s.has_ec && GELF_ST_TYPE(s.ec.st_info) == STT_TLS ? dtpmod_slot(img->elf, s.ec_index) : 0;
+	slot = s.has_ec && GELF_ST_TYPE(s.ec.info) == STT_TLS ? dtpmod_slot(img->elf, s.ec_index) : 0;
 	if (!slot || !s.has_exec ||
 	    stacksnap_mem__read(mem, slot + bias, &rt->tls_modid, 8) ||
 	    !rt->tls_modid || rt->tls_modid > 4096) {
@@ -167,7 +160,7 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 			 rt->version);
 		return 0;
 	}
-	rt->ec_tls_off = s.ec.st_value;
+	rt->ec_tls_off = s.ec.value;
 	if (stacksnap_mem__read(mem, rt->vm_ptr_addr, &vm, 8) || !vm) {
 		snprintf(rt->note, sizeof(rt->note),
 			 "Ruby %s: VM not started, native frames only", rt->version);
