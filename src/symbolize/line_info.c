@@ -491,21 +491,18 @@ static char *qualified_name(Dwarf_Die *die, bool rust)
 	return out;
 }
 
+/* rust: the DIE is in a Rust CU. */
 static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
-				     int no_demangle)
+				     int no_demangle, bool rust)
 {
 	Dwarf_Attribute a;
 	const char *link = NULL;
 	struct name_slot *slot;
-	Dwarf_Die cu;
-	bool rust;
 	char *d;
 
 	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
 	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
 		link = dwarf_formstring(&a);
-	rust = dwarf_diecu(die, &cu, NULL, NULL) &&
-	       dwarf_srclang(&cu) == DW_LANG_Rust;
 	if (!link || (rust && !no_demangle)) {
 		/* Cached under the DIE's own bytes, unique per DIE (a name
 		 * string is shared by every function of that name). */
@@ -621,7 +618,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	size_t nfiles;
 	const char *file = NULL;
 	int lineno = 0, col = 0, nscopes, n = 0;
-	bool asm_cu;
+	bool asm_cu, rust_cu;
 
 	if (entry)
 		*entry = 0;
@@ -643,7 +640,9 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	if (flags & SYM_FUNCTION_ONLY || !lines_ready(li) ||
 	    dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
-	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
+	int lang = dwarf_srclang(&cudie);
+	asm_cu = lang == DW_LANG_Mips_Assembler;
+	rust_cu = lang == DW_LANG_Rust;
 	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);
 	/* A caller that wants only the containing function gets it even in
 	 * a short buffer: its last slot is written again, scope by scope, up
@@ -660,7 +659,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			o = &out[n++];
 		else
 			o = &out[max - 1];
-		o->function = die_function_name(li, s, no_demangle);
+		o->function = die_function_name(li, s, no_demangle, rust_cu);
 		o->file = file;
 		o->line = lineno;
 		o->column = col;
