@@ -110,8 +110,16 @@ static bool rust_mangled(const char *name)
  * ("rs::main::h089e9077150c930c", "{{closure}}"), v0 names the crate
  * disambiguators ("rs[5d05b3d299df4931]::main"). Functions with DWARF
  * are named from their DWARF scopes instead (line_info.c). */
+/* Weak: a program linking libstacksnap.a without libiberty still links
+ * (its Rust symbols then stay mangled; DWARF names are unaffected). The
+ * CLI and libstacksnap.so link it in with -Wl,-u,rust_demangle -liberty:
+ * a weak reference alone pulls nothing out of an archive. */
+extern __typeof__(rust_demangle) rust_demangle __attribute__((weak));
+
 static char *rust_name(const char *name)
 {
+	if (!rust_demangle)
+		return NULL;
 	return rust_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_VERBOSE);
 }
 
