@@ -158,11 +158,32 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 		if (err)
 			hotspot_structs__free(&j->hs);
 	}
+	/* Layouts tested: JDK 17 and 25 (docs/jit.md); older ones have none
+	   here, others in between are read by the tables, said untested. */
+	if (!err && j->hc.vm_major < HOTSPOT_OLDEST_LAYOUT) {
+		log_warn(log, "pid %d: a HotSpot JDK %d JVM (%s): no known layout "
+			 "(JDK %d and later): Java frames keep perf-map/[jit] names "
+			 "only", (int)pid, j->hc.vm_major, j->path,
+			 HOTSPOT_OLDEST_LAYOUT);
+		hotspot_structs__free(&j->hs);
+		err = -EPROTO;
+	} else if (err) {
+		char ver[32] = "";
+
+		if (j->hc.vm_major)
+			snprintf(ver, sizeof(ver), "JDK %d ", j->hc.vm_major);
+		log_warn(log, "pid %d: a %sJVM (%s) whose vmStructs tables %s%s%s: "
+			 "Java frames keep perf-map/[jit] names only", (int)pid, ver,
+			 j->path, err == -ENOENT ? "are missing" : "lack ",
+			 err == -ENOENT ? "" : j->hc.missing[0] ? j->hc.missing
+								: strerror(-err),
+			 err == -ENOENT ? "" : " (no known layout for it)");
+	} else if (j->hc.vm_major != 17 && j->hc.vm_major != 25) {
+		log_warn(log, "pid %d: HotSpot JDK %d: its layout is read from its "
+			 "vmStructs tables but untested (tested: JDK 17, 25)",
+			 (int)pid, j->hc.vm_major);
+	}
 	if (err) {
-		log_warn(log, "pid %d: a JVM (%s) whose vmStructs tables %s (%s): "
-			 "Java frames keep perf-map/[jit] names only", (int)pid,
-			 j->path, err == -ENOENT ? "are missing" : "are not as expected",
-			 strerror(-err));
 		stacksnap_mem__free(j->mem);
 		free(j);
 		return NULL;
@@ -187,7 +208,8 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 		log_info(log, "pid %d: the JVM's tables lack what Java thread names "
 			 "need: OS thread names only", (int)pid);
 	snprintf(j->description, sizeof(j->description),
-		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
+		 "HotSpot JVM (JDK %d), %zu vmStructs fields", j->hc.vm_major,
+		 j->hs.nfields);
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
 	return j;
 }
