@@ -108,7 +108,6 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		}
 		hc->vm_major = major;
 		hc->u5_excludes_zero = major >= 20;
-		hc->sparse_scopes = major >= 21;
 	}
 	err |= field(hs, hc->offsets23 ? "nmethod" : "CompiledMethod", "_method",
 		     &hc->cm_method, hc);
@@ -473,51 +472,6 @@ int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
 	/* The bytecodes follow the ConstMethod. */
 	if (bcp >= cm + hc->cm_size && bcp < cm + hc->cm_size + code_size)
 		*bci = (int)(bcp - (cm + hc->cm_size));
-	return 0;
-}
-
-/* JDK 21+'s scope data (CompressedSparseDataReadStream): a bit stream,
- * most significant bit first; a 0 bit is the number 0, else the next 8
- * bits (that 1 bit first) hold 6 bits of value and a continuation bit
- * (0x40), later bytes 7 bits and 0x80. */
-struct sparse_stream {
-	uint64_t at;		/* the current byte */
-	unsigned bit;		/* bits of it consumed */
-};
-
-static int sparse_byte(struct hotspot_code *hc, struct sparse_stream *st, uint8_t *out)
-{
-	uint8_t b[2];
-
-	if (mem_read(hc->mem, st->at, b, st->bit ? 2 : 1))
-		return -EFAULT;
-	*out = st->bit ? (uint8_t)(b[0] << st->bit | b[1] >> (8 - st->bit)) : b[0];
-	st->at++;
-	return 0;
-}
-
-static int sparse_int(struct hotspot_code *hc, struct sparse_stream *st, uint32_t *v)
-{
-	uint8_t c;
-
-	if (mem_read(hc->mem, st->at, &c, 1))
-		return -EFAULT;
-	if (!(c & (1u << (7 - st->bit)))) {
-		if (++st->bit == 8) {
-			st->bit = 0;
-			st->at++;
-		}
-		*v = 0;
-		return 0;
-	}
-	if (sparse_byte(hc, st, &c))
-		return -EFAULT;
-	*v = c & 0x3f;
-	for (int i = 0; i < 5 && (i ? c & 0x80 : c & 0x40); i++) {
-		if (sparse_byte(hc, st, &c))
-			return -EFAULT;
-		*v |= (uint32_t)(c & 0x7f) << (6 + 7 * i);
-	}
 	return 0;
 }
 
@@ -904,17 +858,10 @@ int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
 
 		if (data_begin + (uint64_t)decode >= sec.data_end)
 			return -EPROTO;
-		if (hc->sparse_scopes) {
-			struct sparse_stream st = { .at = at };
-
-			if (sparse_int(hc, &st, &sender) || sparse_int(hc, &st, &index) ||
-			    sparse_int(hc, &st, &bci1))
-				return -EFAULT;
-		} else if (read_unsigned5(hc, &at, &sender) ||
-			   read_unsigned5(hc, &at, &index) ||
-			   read_unsigned5(hc, &at, &bci1)) {
+		if (read_unsigned5(hc, &at, &sender) ||
+		    read_unsigned5(hc, &at, &index) ||
+		    read_unsigned5(hc, &at, &bci1))
 			return -EFAULT;
-		}
 		if (!index || meta + 8 * ((uint64_t)index - 1) >= sec.meta_end ||
 		    rd64(hc, meta + 8 * ((uint64_t)index - 1), &method) || !method)
 			return -EPROTO;

@@ -49,11 +49,11 @@ struct hotspot_code {
 	   the offsets are the tables'. */
 	bool offsets23;
 	int vm_major;			/* Abstract_VM_Version::_vm_major_version */
-	/* Encodings by version (not in the tables; HotSpot's source):
-	   UNSIGNED5 bytes exclude 0 since JDK 20 (JDK-8292758: x = b - 1);
-	   scope descriptors are a bit stream where a 0 bit is a zero
-	   since JDK 21 (JDK-8293170, CompressedSparseDataReadStream). */
-	bool u5_excludes_zero, sparse_scopes;
+	/* By version (not in the tables; HotSpot's source): UNSIGNED5
+	   bytes (line number tables, scope descriptors) exclude 0 since
+	   JDK 20 (JDK-8292758, unsigned5.hpp: x = b - 1, 191 one-byte
+	   values); JDK 17's are CompressedStream's (192, 0 allowed). */
+	bool u5_excludes_zero;
 	uint64_t blob_code_offset, blob_mutable_data, blob_mutable_size,
 		blob_relocation_size, nm_immutable_data, nm_immutable_size;
 	/* Deoptimized frames: their return address is patched to the
