@@ -503,6 +503,11 @@ static int read_unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
 	return -EPROTO;
 }
 
+int hotspot_code__unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
+{
+	return read_unsigned5(hc, at, v);
+}
+
 static int read_signed5(struct hotspot_code *hc, uint64_t *at, int32_t *v)
 {
 	uint32_t u = 0;

@@ -150,6 +150,8 @@ int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
  * -ENOENT (no table, or no line for bci) or -errno. */
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len);
+/* One UNSIGNED5 number at *at (advanced), as this JVM encodes them. */
+int hotspot_code__unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v);
 /* A Symbol's text into buf (NUL-terminated). Returns 0, -EPROTO (longer
  * than buf, or not text) or -EFAULT. */
 int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,

@@ -73,7 +73,9 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->thread_list, "ThreadsSMRSupport", "_java_thread_list");
 	FIELD(ht->tl_length, "ThreadsList", "_length");
 	FIELD(ht->tl_threads, "ThreadsList", "_threads");
-	FIELD(ht->jt_osthread, "JavaThread", "_osthread");
+	/* JavaThread::_osthread (JDK 17), Thread::_osthread (25). */
+	FIELD(ht->jt_osthread, hotspot_structs__field(hs, "JavaThread", "_osthread") ?
+	      "JavaThread" : "Thread", "_osthread");
 	FIELD(ht->jt_thread_obj, "JavaThread", "_threadObj");
 	FIELD(ht->handle_obj, "OopHandle", "_obj");
 	FIELD(ht->os_thread_id, "OSThread", "_thread_id");
@@ -81,9 +83,34 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	      "vmClasses", "_klasses[static_cast<int>(vmClassID::Thread_klass_knum)]");
 	FIELD(ht->string_klass,
 	      "vmClasses", "_klasses[static_cast<int>(vmClassID::String_klass_knum)]");
+	FIELD(ht->ik_constants, "InstanceKlass", "_constants");
+	if (hotspot_structs__field(hs, "InstanceKlass", "_fieldinfo_stream")) {
+		FIELD(ht->ik_fieldinfo_stream, "InstanceKlass", "_fieldinfo_stream");
+		FIELD(ht->u2_data, "Array<u1>", "_data");
+		FIELD(ht->oop_base, "CompressedOops", "_base");
+		FIELD(ht->oop_shift, "CompressedOops", "_shift");
+		FIELD(ht->flags_addr, "JVMFlag", "flags");
+		FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
+		FIELD(ht->flag_addr, "JVMFlag", "_addr");
+		FIELD(ht->flag_name, "JVMFlag", "_name");
+		if (!(t = hotspot_structs__type(hs, "JVMFlag")) || !t->size)
+			return -ENOENT;
+		ht->flag_size = t->size;
+		if (!hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_initialized",
+					       &ht->ff_initialized) ||
+		    !hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_generic",
+					       &ht->ff_generic) ||
+		    !hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_contended",
+					       &ht->ff_contended))
+			return -ENOENT;
+		if (ht->ff_initialized < 0 || ht->ff_initialized > 31 ||
+		    ht->ff_generic < 0 || ht->ff_generic > 31 ||
+		    ht->ff_contended < 0 || ht->ff_contended > 31)
+			return -EPROTO;
+		return 0;
+	}
 	FIELD(ht->ik_fields, "InstanceKlass", "_fields");
 	FIELD(ht->ik_java_fields, "InstanceKlass", "_java_fields_count");
-	FIELD(ht->ik_constants, "InstanceKlass", "_constants");
 	FIELD(ht->u2_data, "Array<u2>", "_data");
 	FIELD(ht->oop_base, "CompressedOops", "_narrow_oop._base");
 	FIELD(ht->oop_shift, "CompressedOops", "_narrow_oop._shift");
@@ -108,6 +135,64 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	return 0;
 }
 
+/* Whether the Symbol at index idx of pool cp (length cp_len) is text. */
+static bool pool_symbol_is(struct hotspot_threads *ht, uint64_t cp, int32_t cp_len,
+			   uint32_t idx, const char *text)
+{
+	char buf[64];
+	uint64_t sym;
+
+	return idx && idx < (uint32_t)cp_len &&
+	       !rd(ht->mem, cp + ht->hc->cp_size + 8 * (uint64_t)idx, &sym, 8) &&
+	       !hotspot_code__symbol(ht->hc, sym, buf, sizeof(buf)) &&
+	       !strcmp(buf, text);
+}
+
+/* JDK 21+: the field's offset from the class's FieldInfo stream. */
+static int field_offset_stream(struct hotspot_threads *ht, uint64_t ik,
+			       uint64_t cp, int32_t cp_len, const char *name,
+			       const char *sig, uint64_t *off)
+{
+	uint64_t arr, at, end;
+	int32_t len;
+	uint32_t njava, ninjected;
+
+	if (rd(ht->mem, ik + ht->ik_fieldinfo_stream, &arr, 8) || !arr ||
+	    rd(ht->mem, arr, &len, 4))
+		return -EFAULT;
+	if (len <= 0 || len > (1 << 24))
+		return -EPROTO;
+	at = arr + ht->u2_data;
+	end = at + (uint64_t)len;
+	if (hotspot_code__unsigned5(ht->hc, &at, &njava) ||
+	    hotspot_code__unsigned5(ht->hc, &at, &ninjected))
+		return -EFAULT;
+	if (njava > 65535)
+		return -EPROTO;
+	for (uint32_t i = 0; i < njava && at < end; i++) {
+		uint32_t v[5], extra;
+
+		for (int k = 0; k < 5; k++)
+			if (hotspot_code__unsigned5(ht->hc, &at, &v[k]))
+				return -EFAULT;
+		/* name, signature, offset, access flags, field flags */
+		for (int64_t bit = 0; bit < 32; bit++) {
+			if (!(v[4] & (1u << bit)) ||
+			    (bit != ht->ff_initialized && bit != ht->ff_generic &&
+			     bit != ht->ff_contended))
+				continue;
+			if (hotspot_code__unsigned5(ht->hc, &at, &extra))
+				return -EFAULT;
+		}
+		if (pool_symbol_is(ht, cp, cp_len, v[0], name) &&
+		    pool_symbol_is(ht, cp, cp_len, v[1], sig)) {
+			*off = v[2];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* The offset of an instance field (name, signature) of the class at
  * *klass_addr (a vmClasses static), from its field table. */
 static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
@@ -118,6 +203,13 @@ static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
 	uint16_t n;
 	int32_t len, cp_len;
 
+	if (ht->ik_fieldinfo_stream) {
+		if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
+		    rd(ht->mem, ik + ht->ik_constants, &cp, 8) ||
+		    rd(ht->mem, cp + hc->cp_length, &cp_len, 4))
+			return -EFAULT;
+		return field_offset_stream(ht, ik, cp, cp_len, name, sig, off);
+	}
 	if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
 	    rd(ht->mem, ik + ht->ik_fields, &fields, 8) ||
 	    rd(ht->mem, ik + ht->ik_java_fields, &n, 2) ||

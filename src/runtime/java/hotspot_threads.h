@@ -32,6 +32,13 @@ struct hotspot_threads {
 	uint64_t oop_base, oop_shift;		/* statics' addresses */
 	uint64_t flags_addr, nflags_addr, flag_addr, flag_name, flag_size;
 	int64_t fi_slots, fi_name, fi_sig, fi_low, fi_high, tag_size, tag_offset;
+	/* JDK 21+: InstanceKlass::_fieldinfo_stream (UNSIGNED5: the java
+	   and injected field counts, then per field name index, signature
+	   index, offset, access flags, field flags and the optional
+	   initializer, generic signature, contention group their
+	   FieldInfo::FieldFlags bits say; fieldInfo.hpp). 0: JDK 17. */
+	uint64_t ik_fieldinfo_stream;
+	int64_t ff_initialized, ff_generic, ff_contended;
 	bool prepared;
 	int prepare_err;
 	bool compressed_oops;
