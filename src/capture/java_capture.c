@@ -568,8 +568,10 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 			.native_index = native_of[m],
 			/* All but the last of a native frame's are inlined
 			   into the one after them. */
-			.flags = m + 1 < n && native_of[m + 1] == native_of[m] ?
-				STACKSNAP_RFRAME_INLINED : 0,
+			.flags = (m + 1 < n && native_of[m + 1] == native_of[m] ?
+				  STACKSNAP_RFRAME_INLINED : 0) |
+				 /* A stub or adapter: the VM's, not a method. */
+				 (names[m].kind == HOTSPOT_FRAME_STUB ? STACKSNAP_RFRAME_VM : 0),
 			.function = names[m].function,
 			.file = names[m].file[0] ? names[m].file : NULL,
 			.line = names[m].line,
