@@ -84,6 +84,21 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->string_klass,
 	      "vmClasses", "_klasses[static_cast<int>(vmClassID::String_klass_knum)]");
 	FIELD(ht->ik_constants, "InstanceKlass", "_constants");
+	FIELD(ht->klass_name, "Klass", "_name");
+	{
+		const struct hotspot_field *vt =
+			hotspot_structs__field(hs, "JavaThread", "_vthread");
+		const struct hotspot_field *b =
+			hotspot_structs__field(hs, "CompressedKlassPointers", "_base");
+		const struct hotspot_field *sh =
+			hotspot_structs__field(hs, "CompressedKlassPointers", "_shift");
+
+		if (vt && !vt->is_static && b && b->is_static && sh && sh->is_static) {
+			ht->jt_vthread = vt->offset;
+			ht->ck_base = b->address;
+			ht->ck_shift = sh->address;
+		}
+	}
 	if (hotspot_structs__field(hs, "InstanceKlass", "_fieldinfo_stream")) {
 		FIELD(ht->ik_fieldinfo_stream, "InstanceKlass", "_fieldinfo_stream");
 		FIELD(ht->u2_data, "Array<u1>", "_data");
@@ -263,6 +278,16 @@ static int prepare(struct hotspot_threads *ht)
 	    rd(ht->mem, ht->oop_shift, &shift, 4) || shift < 0 || shift > 8)
 		return ht->prepare_err;
 	ht->narrow_shift = shift;
+	ht->ccp = ccp;
+	/* Compact object headers keep the klass in the mark word: carriers
+	   are then not told (their frames are still shown). */
+	{
+		bool compact = false;
+
+		ht->klass_ok = ht->jt_vthread &&
+			       (flag_bool(ht, "UseCompactObjectHeaders", &compact) ||
+				!compact);
+	}
 	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes), the
 	   length; the elements from the next 8-byte boundary for bytes. */
 	ht->array_length = ccp ? 12 : 16;
@@ -335,6 +360,30 @@ static int read_string(struct hotspot_threads *ht, uint64_t str, char *out,
 	return 0;
 }
 
+/* Whether the object at obj is a jdk.internal.misc.CarrierThread. */
+static bool is_carrier(struct hotspot_threads *ht, uint64_t obj)
+{
+	uint64_t klass = 0, base, sym;
+	uint32_t narrow;
+	int32_t shift;
+	char name[64];
+
+	if (!ht->klass_ok)
+		return false;
+	if (ht->ccp) {
+		if (rd(ht->mem, obj + 8, &narrow, 4) || !narrow ||
+		    rd(ht->mem, ht->ck_base, &base, 8) ||
+		    rd(ht->mem, ht->ck_shift, &shift, 4) || shift < 0 || shift > 32)
+			return false;
+		klass = base + ((uint64_t)narrow << shift);
+	} else if (rd(ht->mem, obj + 8, &klass, 8)) {
+		return false;
+	}
+	return klass && !rd(ht->mem, klass + ht->klass_name, &sym, 8) &&
+	       !hotspot_code__symbol(ht->hc, sym, name, sizeof(name)) &&
+	       !strcmp(name, "jdk/internal/misc/CarrierThread");
+}
+
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *nout)
 {
@@ -370,6 +419,14 @@ int hotspot_threads__names(struct hotspot_threads *ht,
 		    read_ref(ht, obj + ht->thread_name, &name) || !name ||
 		    read_string(ht, name, names[k].name, sizeof(names[k].name)))
 			continue;
+		if (ht->jt_vthread) {
+			uint64_t vh, vobj;
+
+			names[k].mounted = !rd(ht->mem, jt + ht->jt_vthread + ht->handle_obj,
+					       &vh, 8) && vh &&
+					   !rd(ht->mem, vh, &vobj, 8) && vobj && vobj != obj;
+			names[k].carrier = is_carrier(ht, obj);
+		}
 		names[k++].tid = tid;
 	}
 	*out = names;
