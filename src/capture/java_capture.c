@@ -165,7 +165,7 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 	   runtime's description, printed with the dump (never silence). */
 	j->pid = pid;
 	j->log = log;
-	if (!err && j->hc.vm_major < HOTSPOT_OLDEST_LAYOUT) {
+	if (j->hc.vm_major && j->hc.vm_major < HOTSPOT_OLDEST_LAYOUT) {
 		snprintf(j->description, sizeof(j->description),
 			 "HotSpot JDK %d JVM: no known layout (JDK %d and later), "
 			 "native frames only", j->hc.vm_major, HOTSPOT_OLDEST_LAYOUT);
@@ -175,12 +175,17 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 
 		if (j->hc.vm_major)
 			snprintf(ver, sizeof(ver), " JDK %d", j->hc.vm_major);
+		char why[160];
+
+		if (err == -ENOENT)
+			snprintf(why, sizeof(why), "are missing");
+		else if (j->hc.missing[0])
+			snprintf(why, sizeof(why), "lack %s", j->hc.missing);
+		else
+			snprintf(why, sizeof(why), "do not read (%s)", strerror(-err));
 		snprintf(j->description, sizeof(j->description),
-			 "HotSpot%s JVM: its vmStructs tables %s%s: no known layout, "
-			 "native frames only", ver,
-			 err == -ENOENT ? "are missing" : "lack ",
-			 err == -ENOENT ? "" : j->hc.missing[0] ? j->hc.missing
-								: strerror(-err));
+			 "HotSpot%s JVM: its vmStructs tables %s: no known layout, "
+			 "native frames only", ver, why);
 	}
 	if (err) {
 		log_warn(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);

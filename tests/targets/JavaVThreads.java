@@ -33,10 +33,13 @@ public class JavaVThreads {
 
 	static void awaitSleeping(Thread t) throws InterruptedException {
 		for (int i = 0; i < 6000; i++) {
-			StackTraceElement[] st = t.getStackTrace();
-			if (t.getState() == Thread.State.TIMED_WAITING && st.length > 0 &&
-			    st[0].getMethodName().startsWith("sleep"))
-				return;
+			/* Parked in Thread.sleep (a virtual thread's innermost
+			   frames are the scheduler's park). */
+			if (t.getState() == Thread.State.TIMED_WAITING)
+				for (StackTraceElement e : t.getStackTrace())
+					if (e.getClassName().equals("java.lang.Thread") &&
+					    e.getMethodName().equals("sleep"))
+						return;
 			Thread.sleep(10);
 		}
 		System.out.println("not blocked: " + t);
