@@ -37,7 +37,8 @@ struct hotspot_code {
 	unsigned blob_frame_complete_width; /* its bytes: 4 (int, JDK 17), 2
 					   (int16_t, JDK 23+): the table's
 					   type string */
-	/* JDK 23+ (CompiledMethod merged into nmethod, JDK-8329433): the
+	/* JDK 23+ (CompiledMethod removed, JDK-8329332; the immutable
+	   data out of the code cache, JDK-8331087; tested on 25): the
 	   blob's code at start + CodeBlob::_code_offset (not a pointer),
 	   the deopt handlers at start + nmethod::_deopt_*handler_offset,
 	   PcDescs and scopes in the nmethod's immutable data
