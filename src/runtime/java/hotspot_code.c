@@ -124,8 +124,12 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 			hc->blob_frame_complete = 0;
 	}
 	{
-		/* Optional: without them compiled frames name one method. */
+		/* Optional: without them compiled frames name one method
+		   (not said as the missing entry). */
 		int serr = 0;
+		char missing[sizeof(hc->missing)];
+
+		memcpy(missing, hc->missing, sizeof(missing));
 
 		if (hc->offsets23) {
 			serr |= field(hs, "CodeBlob", "_code_offset",
@@ -157,6 +161,7 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		serr |= field(hs, "PcDesc", "_pc_offset", &hc->pcdesc_pc, hc);
 		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, hc);
 		hc->scopes_ok = !serr && hc->pcdesc_size >= 8 && hc->pcdesc_size <= 64;
+		memcpy(hc->missing, missing, sizeof(missing));
 	}
 	{
 		/* JDK 17-22: pointers; 23+: ints from the blob's start. */

@@ -99,18 +99,23 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 			ht->ck_shift = sh->address;
 		}
 	}
+	/* CompressedOops::_base (JDK 25), _narrow_oop._base (17). */
+	FIELD(ht->oop_base, "CompressedOops",
+	      hotspot_structs__field(hs, "CompressedOops", "_base") ? "_base"
+								   : "_narrow_oop._base");
+	FIELD(ht->oop_shift, "CompressedOops",
+	      hotspot_structs__field(hs, "CompressedOops", "_shift") ? "_shift"
+								    : "_narrow_oop._shift");
+	FIELD(ht->flags_addr, "JVMFlag", "flags");
+	FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
+	FIELD(ht->flag_addr, "JVMFlag", "_addr");
+	FIELD(ht->flag_name, "JVMFlag", "_name");
+	if (!(t = hotspot_structs__type(hs, "JVMFlag")) || !t->size)
+		return -ENOENT;
+	ht->flag_size = t->size;
 	if (hotspot_structs__field(hs, "InstanceKlass", "_fieldinfo_stream")) {
 		FIELD(ht->ik_fieldinfo_stream, "InstanceKlass", "_fieldinfo_stream");
 		FIELD(ht->u2_data, "Array<u1>", "_data");
-		FIELD(ht->oop_base, "CompressedOops", "_base");
-		FIELD(ht->oop_shift, "CompressedOops", "_shift");
-		FIELD(ht->flags_addr, "JVMFlag", "flags");
-		FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
-		FIELD(ht->flag_addr, "JVMFlag", "_addr");
-		FIELD(ht->flag_name, "JVMFlag", "_name");
-		if (!(t = hotspot_structs__type(hs, "JVMFlag")) || !t->size)
-			return -ENOENT;
-		ht->flag_size = t->size;
 		if (!hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_initialized",
 					       &ht->ff_initialized) ||
 		    !hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_generic",
@@ -127,15 +132,6 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->ik_fields, "InstanceKlass", "_fields");
 	FIELD(ht->ik_java_fields, "InstanceKlass", "_java_fields_count");
 	FIELD(ht->u2_data, "Array<u2>", "_data");
-	FIELD(ht->oop_base, "CompressedOops", "_narrow_oop._base");
-	FIELD(ht->oop_shift, "CompressedOops", "_narrow_oop._shift");
-	FIELD(ht->flags_addr, "JVMFlag", "flags");
-	FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
-	FIELD(ht->flag_addr, "JVMFlag", "_addr");
-	FIELD(ht->flag_name, "JVMFlag", "_name");
-	if (!(t = hotspot_structs__type(hs, "JVMFlag")) || !t->size)
-		return -ENOENT;
-	ht->flag_size = t->size;
 	if (!hotspot_structs__constant(hs, "FieldInfo::field_slots", &ht->fi_slots) ||
 	    !hotspot_structs__constant(hs, "FieldInfo::name_index_offset", &ht->fi_name) ||
 	    !hotspot_structs__constant(hs, "FieldInfo::signature_index_offset", &ht->fi_sig) ||
