@@ -24,8 +24,9 @@
 #include "runtime/java/hotspot_threads.h"
 
 /* Invariant: structs and code were read, or no_layout (a JVM whose
- * tables did not read, or too old: description says so, no frames). frames[i] (thread i of the snapshot) is valid once
- * resolved[i]; its strings point into names[i]. */
+ * tables did not read, or too old: description says so, no frames).
+ * frames[i] (thread i of the snapshot) is valid once resolved[i]; its
+ * strings point into names[i]. */
 struct snap_java {
 	char path[4096];	/* libjvm.so as the target names it */
 	char description[320];
@@ -171,12 +172,10 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 			 "native frames only", j->hc.vm_major, HOTSPOT_OLDEST_LAYOUT);
 		err = -EPROTO;
 	} else if (err) {
-		char ver[32] = "";
+		char ver[32] = "", why[160];
 
 		if (j->hc.vm_major)
 			snprintf(ver, sizeof(ver), " JDK %d", j->hc.vm_major);
-		char why[160];
-
 		if (err == -ENOENT)
 			snprintf(why, sizeof(why), "are missing");
 		else if (j->hc.missing[0])
