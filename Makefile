@@ -44,7 +44,12 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(CFLAGS) $(PKG_CFLAGS)
 # src/unwind/steppers/capstone_dl.c): linked, they cost every CLI run
 # ~24 ms of start-up (issue 16). Test tools that decode code themselves
 # link Capstone.
-LIBS = $(filter-out -ldebuginfod -lcapstone,$(PKG_LIBS)) -lpthread
+# libiberty (libiberty-dev: a static archive only, built PIC, so it links
+# into libstacksnap.so as well) demangles Rust names as gdb does; the
+# library refers to rust_demangle weakly (src/symbolize/demangle.c), so
+# -u pulls it out of the archive.
+IBERTY = -Wl,-u,rust_demangle -liberty
+LIBS = $(filter-out -ldebuginfod -lcapstone,$(PKG_LIBS)) $(IBERTY) -lpthread
 TOOL_LIBS = $(LIBS) -lcapstone
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
@@ -166,7 +171,7 @@ CLI_ARCHIVES_OK = $(if $(strip $(foreach l,$(sort $(CLI_STATIC_LIBS:-l%=%)),\
 	$(if $(wildcard $(shell $(CC) -print-file-name=lib$(l).a)),,missing))),,yes)
 ifeq ($(STATIC_DEPS),1)
 CLI_STATIC_LINK = -Wl,-Bstatic -Wl,--start-group $(sort $(CLI_STATIC_LIBS)) \
-	-Wl,--end-group -Wl,-Bdynamic -lpthread -ldl
+	$(IBERTY) -Wl,--end-group -Wl,-Bdynamic -lpthread -ldl
 CLI_LIBS = $(if $(CLI_ARCHIVES_OK),$(CLI_STATIC_LINK),$(LIBS))
 else
 CLI_LIBS = $(LIBS)

@@ -53,6 +53,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hc.cm_deopt_mh_handler = 0x48;
 	hc.nm_orig_pc_offset = 0x50;
 	hc.blob_frame_complete = 0x14;
+	/* Half the inputs: JDK 25's encodings and code cache (offsets from
+	   the blob, scopes in immutable data, metadata in mutable data; its
+	   tables' offsets). */
+	if (data[1] & 1) {
+		hc.offsets23 = true;
+		hc.vm_major = 25;
+		hc.u5_excludes_zero = true;
+		hc.blob_code_offset = 0x24;
+		hc.blob_mutable_data = 0x10;
+		hc.blob_mutable_size = 0x30;
+		hc.blob_relocation_size = 0x1c;
+		hc.nm_immutable_data = 0x60;
+		hc.nm_immutable_size = 0xa0;
+		hc.nm_scopes_data = 0xc8;
+		hc.nm_scopes_pcs = 0xc4;
+		hc.cm_method = 0x50;
+		hc.cm_deopt_handler = 0xb0;
+		hc.cm_deopt_mh_handler = 0xb4;
+		hc.nm_orig_pc_offset = 0xd0;
+		hc.blob_frame_complete = 0x36;
+		hc.blob_frame_complete_width = 2;
+		hc.cm_flags = 0x1c;
+		hc.cm_flags_width = 4;
+	}
 	for (int i = 0; i < 4; i++) {
 		if (hotspot_code__blob(&hc, BASE + pcs[i] % (size + 64), &blob) == 0) {
 			if (strlen(blob.name) >= sizeof(blob.name))
@@ -112,6 +136,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct hotspot_threads ht = hotspot_jdk17_threads(&hc, BASE);
 		struct hotspot_thread_name *names;
 		size_t n;
+
+		/* JDK 25: the FieldInfo stream, virtual threads, class
+		   pointers decoded (statics in the first bytes). */
+		if (data[1] & 1) {
+			ht.ik_fieldinfo_stream = 0x1c0;
+			ht.ff_initialized = 0;
+			ht.ff_generic = 2;
+			ht.ff_contended = 4;
+			ht.jt_vthread = 0x468;
+			ht.ck_base = BASE + 0x40;
+			ht.ck_shift = BASE + 0x48;
+			ht.klass_name = 0x18;
+		}
 
 		if (hotspot_threads__names(&ht, &names, &n) == 0) {
 			for (size_t i = 0; i < n; i++)

@@ -588,6 +588,10 @@ enum stacksnap_runtime {
  * wrapper: funcID_wrapper) that Go's own profiles and tracebacks leave
  * out, as they do (not when it called a panic). */
 #define STACKSNAP_RFRAME_WRAPPER 0x2
+/* The runtime's own code, not a function of the program: a JVM's call
+ * stub, adapter or runtime stub (its CodeBlob's name). Printed as the
+ * runtime "jvm" (docs/jit.md). */
+#define STACKSNAP_RFRAME_VM 0x4
 
 struct stacksnap_runtime_frame {
 	size_t sz;

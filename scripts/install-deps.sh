@@ -47,6 +47,8 @@ command -v ruby >/dev/null 2>&1 || need="$need ruby"
 command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 python3 -c 'import jsonschema' 2>/dev/null || need="$need python3-jsonschema"
 [ -x /usr/bin/python3.11d ] || need="$need python3.11-dbg"
+[ -f /usr/include/libiberty/demangle.h ] || need="$need libiberty-dev"
+[ -x "$HOME/.cargo/bin/rustc" ] || command -v rustc >/dev/null 2>&1 || need="$need rustc"
 [ -z "$need" ] && exit 0
 echo "install-deps: installing:$need"
 if [ "$(id -u)" != 0 ]; then

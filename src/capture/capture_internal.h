@@ -206,6 +206,9 @@ struct named_runtime_ops {
 			const struct log_sink *log);
 	void (*free)(void *rt);
 	const char *(*description)(const void *rt);
+	/* Whether its frames are named (false: a runtime found whose layout
+	   is unknown, its description says so); NULL op: true. */
+	bool (*has_frames)(const void *rt);
 	/* In the freeze (NULL: nothing to read there). */
 	void (*take)(void *rt);
 	/* Registers its steppers with uw: 1, 0 (none) or -errno; NULL:

@@ -23,12 +23,14 @@
 #include "runtime/java/hotspot_structs.h"
 #include "runtime/java/hotspot_threads.h"
 
-/* Invariant: structs and code were read (a JVM whose tables did not read
- * has no snap_java). frames[i] (thread i of the snapshot) is valid once
- * resolved[i]; its strings point into names[i]. */
+/* Invariant: structs and code were read, or no_layout (a JVM whose
+ * tables did not read, or too old: description says so, no frames).
+ * frames[i] (thread i of the snapshot) is valid once resolved[i]; its
+ * strings point into names[i]. */
 struct snap_java {
 	char path[4096];	/* libjvm.so as the target names it */
-	char description[160];
+	char description[320];
+	bool no_layout;		/* frames not named: description says why */
 	struct stacksnap_mem *mem;
 	struct hotspot_structs hs;
 	struct hotspot_code hc;
@@ -76,7 +78,7 @@ struct snap_java {
 	   JAVA_UNNAMED_CAPTURES captures: a thread asked for while starting
 	   (no java.lang.Thread yet) is named then, and renames are seen. */
 	struct hotspot_threads ht;
-	bool ht_ok, names_read, names_fresh, names_warned;
+	bool ht_ok, names_read, names_fresh, names_warned, vthreads_said;
 	unsigned captures;
 	struct hotspot_thread_name *tnames;
 	size_t ntnames;
@@ -158,18 +160,40 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 		if (err)
 			hotspot_structs__free(&j->hs);
 	}
-	if (err) {
-		log_warn(log, "pid %d: a JVM (%s) whose vmStructs tables %s (%s): "
-			 "Java frames keep perf-map/[jit] names only", (int)pid,
-			 j->path, err == -ENOENT ? "are missing" : "are not as expected",
-			 strerror(-err));
-		stacksnap_mem__free(j->mem);
-		free(j);
-		return NULL;
-	}
-	j->nheaps = -1;
+	/* Layouts tested: JDK 17 and 25 (docs/jit.md); older ones have none
+	   here, others in between are read by the tables, said untested.
+	   A JVM without a layout stays found: its one line is the
+	   runtime's description, printed with the dump (never silence). */
 	j->pid = pid;
 	j->log = log;
+	if (j->hc.vm_major && j->hc.vm_major < HOTSPOT_OLDEST_LAYOUT) {
+		snprintf(j->description, sizeof(j->description),
+			 "HotSpot JDK %d JVM: no known layout (JDK %d and later), "
+			 "native frames only", j->hc.vm_major, HOTSPOT_OLDEST_LAYOUT);
+		err = -EPROTO;
+	} else if (err) {
+		char ver[32] = "", why[160];
+
+		if (j->hc.vm_major)
+			snprintf(ver, sizeof(ver), " JDK %d", j->hc.vm_major);
+		if (err == -ENOENT)
+			snprintf(why, sizeof(why), "are missing");
+		else if (j->hc.missing[0])
+			snprintf(why, sizeof(why), "lack %s", j->hc.missing);
+		else
+			snprintf(why, sizeof(why), "do not read (%s)", strerror(-err));
+		snprintf(j->description, sizeof(j->description),
+			 "HotSpot%s JVM: its vmStructs tables %s: no known layout, "
+			 "native frames only", ver, why);
+	}
+	if (err) {
+		log_warn(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
+		hotspot_structs__free(&j->hs);
+		memset(&j->hc, 0, sizeof(j->hc));
+		j->no_layout = true;
+		return j;
+	}
+	j->nheaps = -1;
 	{
 		const struct hotspot_field *heap =
 			hotspot_structs__field(&j->hs, "Universe", "_collectedHeap");
@@ -187,7 +211,9 @@ static void *java_detect(pid_t pid, const struct stacksnap_addrspace *as,
 		log_info(log, "pid %d: the JVM's tables lack what Java thread names "
 			 "need: OS thread names only", (int)pid);
 	snprintf(j->description, sizeof(j->description),
-		 "HotSpot JVM, %zu vmStructs fields", j->hs.nfields);
+		 "HotSpot JVM (JDK %d), %zu vmStructs fields%s", j->hc.vm_major,
+		 j->hs.nfields, j->hc.vm_major != 17 && j->hc.vm_major != 25 ?
+		 "; untested (layouts tested: JDK 17, 25)" : "");
 	log_info(log, "pid %d: %s (%s)", (int)pid, j->description, j->path);
 	return j;
 }
@@ -296,6 +322,25 @@ static void check_unloading(struct snap_java *j)
 	}
 }
 
+/* JDK 21+ with carrier threads: said once in the description (printed
+ * with the dump): mounted virtual threads are shown on their carriers,
+ * unmounted ones not. */
+static void vthreads_line(struct snap_java *j)
+{
+	size_t carriers = 0, mounted = 0, len = strlen(j->description);
+
+	for (size_t k = 0; k < j->ntnames; k++) {
+		carriers += j->tnames[k].carrier;
+		mounted += j->tnames[k].mounted;
+	}
+	if (j->vthreads_said || (!carriers && !mounted))
+		return;
+	j->vthreads_said = true;
+	snprintf(j->description + len, sizeof(j->description) - len,
+		 "; virtual threads: %zu mounted, shown on their carrier threads "
+		 "(as jstack); unmounted ones are not shown", mounted);
+}
+
 /* Reads every Java thread's name now (the old ones kept if this read
  * fails), past the source's page cache (names change as threads start). */
 static void read_thread_names(struct snap_java *j)
@@ -319,6 +364,7 @@ static void read_thread_names(struct snap_java *j)
 	free(j->tnames);
 	j->tnames = names;
 	j->ntnames = n;
+	vthreads_line(j);
 	j->nunnamed = 0;
 }
 
@@ -362,7 +408,18 @@ static const char *java_thread_name(void *rt, pid_t tid)
 
 static const char *java_description(const void *rt)
 {
-	return ((const struct snap_java *)rt)->description;
+	/* Asked after the capture: JDK 21+'s threads are read then (once)
+	   to say whether virtual threads are mounted. */
+	struct snap_java *j = (struct snap_java *)rt;
+
+	if (!j->no_layout && j->ht_ok && j->hc.vm_major >= 21 && !j->names_read)
+		read_thread_names(j);
+	return j->description;
+}
+
+static bool java_has_frames(const void *rt)
+{
+	return !((const struct snap_java *)rt)->no_layout;
 }
 
 /* The frame pointer (rbp) of native frame k: its CFA - 16 (the saved rbp
@@ -546,8 +603,10 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 			.native_index = native_of[m],
 			/* All but the last of a native frame's are inlined
 			   into the one after them. */
-			.flags = m + 1 < n && native_of[m + 1] == native_of[m] ?
-				STACKSNAP_RFRAME_INLINED : 0,
+			.flags = (m + 1 < n && native_of[m + 1] == native_of[m] ?
+				  STACKSNAP_RFRAME_INLINED : 0) |
+				 /* A stub or adapter: the VM's, not a method. */
+				 (names[m].kind == HOTSPOT_FRAME_STUB ? STACKSNAP_RFRAME_VM : 0),
 			.function = names[m].function,
 			.file = names[m].file[0] ? names[m].file : NULL,
 			.line = names[m].line,
@@ -579,6 +638,8 @@ static int java_frames(void *rt, size_t nthreads, size_t i,
 	int err;
 
 	(void)stack;
+	if (j->no_layout)
+		return 0;
 	check_unloading(j);
 	if ((err = resolve(j, nthreads, i, native, nnative)))
 		return err;
@@ -757,7 +818,7 @@ static int java_steppers(void *rt, struct stacksnap_unwinder *uw)
 		       .trust = STACKSNAP_TRUST_CFI);
 	int id;
 
-	if (!j->hc.blob_frame_size)
+	if (j->no_layout || !j->hc.blob_frame_size)
 		return 0;
 	id = stacksnap_unwinder__add_stepper(uw, &o);
 	return id < 0 ? id : 1;
@@ -773,6 +834,7 @@ const struct named_runtime_ops capture__java_ops = {
 	.detect = java_detect,
 	.free = java_free,
 	.description = java_description,
+	.has_frames = java_has_frames,
 	.take = java_take,
 	.steppers = java_steppers,
 	.frames = java_frames,

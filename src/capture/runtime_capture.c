@@ -321,7 +321,8 @@ int stacksnap_snapshot__runtime(const struct stacksnap_snapshot *s,
 	if (rt && rt->named.ops) {
 		info.runtime = rt->named.ops->kind;
 		info.description = rt->named.ops->description(rt->named.rt);
-		info.frames = true;
+		info.frames = !rt->named.ops->has_frames ||
+			      rt->named.ops->has_frames(rt->named.rt);
 	} else if (rt && rt->rb.found) {
 		info.runtime = STACKSNAP_RUNTIME_RUBY;
 		info.description = rt->rb.note;

@@ -66,8 +66,9 @@ static int put_thread(struct byte_buf *b, struct stacksnap_snapshot *snap,
 		size_t frec = b->n;
 
 		byte_buf__u32(b, 0);
-		byte_buf__u8(b, rf[m].flags & STACKSNAP_RFRAME_INLINED
-				? SNAPFILE_NFRAME_INLINED : 0);
+		byte_buf__u8(b, (rf[m].flags & STACKSNAP_RFRAME_INLINED
+				 ? SNAPFILE_NFRAME_INLINED : 0) |
+				(rf[m].flags & STACKSNAP_RFRAME_VM ? SNAPFILE_NFRAME_VM : 0));
 		byte_buf__u32(b, rf[m].line);
 		/* The key `show` finds the native frame by. */
 		byte_buf__u64(b, nf->pc);

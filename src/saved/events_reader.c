@@ -338,7 +338,9 @@ static int decode_rframes(struct stacksnap_saved *s, struct saved_events *e,
 			memcpy(ns, fn, fl);
 			ns[fl] = 0;
 			e->rframes[i] = (struct stacksnap_runtime_frame){
-				.sz = sizeof(e->rframes[i]), .runtime = kind,
+				.sz = sizeof(e->rframes[i]),
+				.runtime = kind & ~EVENTS_RFRAME_VM,
+				.flags = kind & EVENTS_RFRAME_VM ? STACKSNAP_RFRAME_VM : 0,
 				.native_index = native, .function = ns, .line = line,
 			};
 			if (file) {

@@ -217,8 +217,10 @@ int named_reader__frames(const struct saved_named *j, pid_t tid,
 				.sz = sizeof(out[n]),
 				.runtime = j->kind,
 				.native_index = (uint32_t)k,
-				.flags = f->flags & SNAPFILE_NFRAME_INLINED
-					? STACKSNAP_RFRAME_INLINED : 0,
+				.flags = (f->flags & SNAPFILE_NFRAME_INLINED
+					  ? STACKSNAP_RFRAME_INLINED : 0) |
+					 (f->flags & SNAPFILE_NFRAME_VM
+					  ? STACKSNAP_RFRAME_VM : 0),
 				.function = f->function,
 				.file = f->file,
 				.line = f->line,

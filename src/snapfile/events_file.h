@@ -28,5 +28,8 @@
 #define EVENTS_MAX_RFRAMES 1024
 #define EVENTS_MAX_RSTEPS 4096	/* steps of one event (a walk's frames) */
 #define EVENTS_NO_FILE 0xffff	/* a runtime frame's file length: none */
+/* In a runtime frame's u8 runtime: the runtime's own code (a JVM's stub,
+ * STACKSNAP_RFRAME_VM); the runtime is the other bits. */
+#define EVENTS_RFRAME_VM 0x40
 
 #endif

@@ -61,6 +61,7 @@ enum snapfile_section {
 
 /* NAMED (and JAVA) section: frame flags and limits. */
 #define SNAPFILE_NFRAME_INLINED 0x1 /* inlined into the frame after it */
+#define SNAPFILE_NFRAME_VM 0x2 /* the runtime's own code (STACKSNAP_RFRAME_VM) */
 #define SNAPFILE_MAX_NAMED_STEPS (1u << 20)
 
 /* Mapping record kinds. */

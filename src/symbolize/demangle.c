@@ -1,7 +1,9 @@
-/* demangle.c - C++ demangling through the C++ runtime, and the renamings
- * gdb applies to symbol names before printing them. */
+/* demangle.c - C++ demangling through the C++ runtime, Rust demangling
+ * through libiberty's (the demangler gdb and binutils use), and the
+ * renamings gdb applies to symbol names before printing them. */
 #include <ctype.h>
 #include <dlfcn.h>
+#include <libiberty/demangle.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -80,12 +82,57 @@ static char *expand_std(char *s)
 	return s;
 }
 
+/* Is name a Rust symbol: v0 ("_R...") or legacy, an Itanium nested name
+ * whose last component is the hash ("_ZN...17h<16 hex digits>E", maybe
+ * followed by a ".llvm.N" suffix)? Checked before asking libiberty so
+ * C++ names cost nothing more. */
+static bool rust_mangled(const char *name)
+{
+	const char *e;
+
+	if (!strncmp(name, "_R", 2))
+		return true;
+	if (strncmp(name, "_ZN", 3) != 0)
+		return false;
+	e = strstr(name, ".llvm.");
+	if (!e)
+		e = name + strlen(name);
+	if (e - name < 3 + 20 || e[-1] != 'E' || strncmp(e - 20, "17h", 3) != 0)
+		return false;
+	for (const char *p = e - 17; p < e - 1; p++)
+		if (!isxdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* A Rust symbol as gdb 13 prints a minimal symbol: libiberty's
+ * rust_demangle, verbose as gdb asks it: legacy names keep the hash
+ * ("rs::main::h089e9077150c930c", "{{closure}}"), v0 names the crate
+ * disambiguators ("rs[5d05b3d299df4931]::main"). Functions with DWARF
+ * are named from their DWARF scopes instead (line_info.c). */
+/* Weak: a program linking libstacksnap.a without libiberty still links
+ * (its Rust symbols then stay mangled; DWARF names are unaffected). The
+ * CLI and libstacksnap.so link it in with -Wl,-u,rust_demangle -liberty:
+ * a weak reference alone pulls nothing out of an archive. */
+extern __typeof__(rust_demangle) rust_demangle __attribute__((weak));
+
+static char *rust_name(const char *name)
+{
+	if (!rust_demangle)
+		return NULL;
+	return rust_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_VERBOSE);
+}
+
 char *demangle(const char *name)
 {
 	int status = 0;
 	char *s;
 
-	if (!name || strncmp(name, "_Z", 2) != 0)
+	if (!name)
+		return NULL;
+	if (rust_mangled(name) && (s = rust_name(name)))
+		return s;
+	if (strncmp(name, "_Z", 2) != 0)
 		return NULL;
 	pthread_once(&cxa_once, cxa_load);
 	if (!cxa_demangle)

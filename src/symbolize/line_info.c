@@ -430,11 +430,25 @@ static int die_path(Dwarf_Die *cu, Dwarf_Off target, Dwarf_Die *path, int max)
 	return n;
 }
 
+/* Does a DIE with this tag qualify the names inside it? Namespaces,
+ * classes, structures, unions; for Rust also (C-like) enums, which rustc
+ * marks enum classes, as gdb's determine_prefix reads them. */
+static bool scope_tag(int tag, bool rust)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+	       (rust && tag == DW_TAG_enumeration_type);
+}
+
 /* "ns::Class::name" for a function DIE without a linkage name (gcc omits
- * it for functions with internal linkage): the name of the declaration the
- * DIE refers to, qualified by the namespaces and classes around that
- * declaration, as debuggers print it. NULL when it has no name. */
-static char *qualified_name(Dwarf_Die *die)
+ * it for functions with internal linkage), and for every Rust function:
+ * the name of the declaration the DIE refers to, qualified by the
+ * namespaces and classes around that declaration, as debuggers print it.
+ * gdb names Rust functions so whatever their linkage name says: rustc's
+ * DW_AT_name carries the generic arguments ("generic_sleep<u8>"), its
+ * scopes the impl blocks and closures ("{impl#3}", "{closure#1}").
+ * NULL when it has no name. */
+static char *qualified_name(Dwarf_Die *die, bool rust)
 {
 	Dwarf_Die decl = *die, cu, path[SCOPE_DEPTH_MAX];
 	Dwarf_Attribute a;
@@ -457,8 +471,7 @@ static char *qualified_name(Dwarf_Die *die)
 		const char *sn = dwarf_diename(&path[i]);
 		int tag = dwarf_tag(&path[i]);
 
-		if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-		    tag == DW_TAG_structure_type || tag == DW_TAG_union_type)
+		if (scope_tag(tag, rust))
 			len += strlen(sn ? sn : "(anonymous namespace)") + 2;
 	}
 	out = malloc(len + strlen(name) + 1);
@@ -469,8 +482,7 @@ static char *qualified_name(Dwarf_Die *die)
 		const char *sn = dwarf_diename(&path[i]);
 		int tag = dwarf_tag(&path[i]);
 
-		if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-		    tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+		if (scope_tag(tag, rust)) {
 			strcat(out, sn ? sn : "(anonymous namespace)");
 			strcat(out, "::");
 		}
@@ -479,8 +491,9 @@ static char *qualified_name(Dwarf_Die *die)
 	return out;
 }
 
+/* rust: the DIE is in a Rust CU. */
 static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
-				     int no_demangle)
+				     int no_demangle, bool rust)
 {
 	Dwarf_Attribute a;
 	const char *link = NULL;
@@ -490,7 +503,7 @@ static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
 	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
 	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
 		link = dwarf_formstring(&a);
-	if (!link) {
+	if (!link || (rust && !no_demangle)) {
 		/* Cached under the DIE's own bytes, unique per DIE (a name
 		 * string is shared by every function of that name). */
 		const char *key = (const char *)die->addr;
@@ -498,7 +511,7 @@ static const char *die_function_name(struct line_info *li, Dwarf_Die *die,
 		slot = name_find(li, key);
 		if (slot && slot->key)
 			return slot->value;
-		d = qualified_name(die);
+		d = qualified_name(die, rust);
 		const char *q = d ? name_put(li, key, d) : NULL; /* frees d on failure */
 		if (q)
 			return q;
@@ -605,7 +618,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	size_t nfiles;
 	const char *file = NULL;
 	int lineno = 0, col = 0, nscopes, n = 0;
-	bool asm_cu;
+	bool asm_cu, rust_cu;
 
 	if (entry)
 		*entry = 0;
@@ -627,7 +640,9 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 	if (flags & SYM_FUNCTION_ONLY || !lines_ready(li) ||
 	    dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
 		files = NULL;
-	asm_cu = dwarf_srclang(&cudie) == DW_LANG_Mips_Assembler;
+	int lang = dwarf_srclang(&cudie);
+	asm_cu = lang == DW_LANG_Mips_Assembler;
+	rust_cu = lang == DW_LANG_Rust;
 	nscopes = scope_chain(&cudie, vaddr, asm_cu, scopes, SCOPE_DEPTH_MAX);
 	/* A caller that wants only the containing function gets it even in
 	 * a short buffer: its last slot is written again, scope by scope, up
@@ -644,7 +659,7 @@ int line_info__lookup_entry(struct line_info *li, uint64_t vaddr,
 			o = &out[n++];
 		else
 			o = &out[max - 1];
-		o->function = die_function_name(li, s, no_demangle);
+		o->function = die_function_name(li, s, no_demangle, rust_cu);
 		o->file = file;
 		o->line = lineno;
 		o->column = col;

@@ -11,7 +11,7 @@
 
 #include "base/log.h"
 
-#define SYM_CACHE_VERSION 2
+#define SYM_CACHE_VERSION 3
 #define SYM_CACHE_MAX_TABLES 4
 #define SYM_CACHE_HDR_SIZE 136
 #define SYM_CACHE_BLOCK 4096

@@ -94,7 +94,8 @@ public class JavaFrames {
 		return t;
 	}
 
-	/* Waits until t is in state, its innermost frame cls.method: there
+	/* Waits until t is in state, its innermost frame cls.method (or, JDK
+	 * 21+, its native helper: sleepNanos0, wait0): there
 	 * it stays, its Java frames fixed until it is woken (none is). A
 	 * thread found in a futex is not enough: under -Xcomp compiles are
 	 * not in the background, and a thread on its way to its blocking
@@ -111,7 +112,7 @@ public class JavaFrames {
 			if (t.getState() == state) {
 				StackTraceElement[] st = t.getStackTrace();
 				if (st.length > 0 && st[0].getClassName().equals(cls) &&
-				    st[0].getMethodName().equals(method))
+				    st[0].getMethodName().startsWith(method))
 					return;
 				seen = st.length > 0 ? st[0].toString() : "no frame";
 			}

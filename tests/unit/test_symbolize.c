@@ -367,6 +367,34 @@ static void demangle_and_strip(void)
 	CHECK(demangle("_Znotvalid") == NULL);
 }
 
+/* Rust symbols as gdb 13 prints them as minimal symbols (checked on live
+ * processes, tests/integration/rust_names): legacy with the hash kept,
+ * v0 with the crate disambiguators; a C++ name stays the C++ runtime's. */
+static void demangle_rust(void)
+{
+	static const char *const cases[][2] = {
+		{ "_ZN8rs_names4main17h089e9077150c930cE",
+		  "rs_names::main::h089e9077150c930c" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h2f2877fe38950915E",
+		  "std::rt::lang_start::{{closure}}::h2f2877fe38950915" },
+		{ "_ZN3std4sync4mpmc4list16Channel$LT$T$GT$4recv17hbd2d3272cd441545E.llvm.123",
+		  "std::sync::mpmc::list::Channel<T>::recv::hbd2d3272cd441545" },
+		{ "_RINvCs7Z9DjfgVgyr_8rs_names13generic_sleepINtNtCslNYArtu3iFV_5alloc3vec3VechEEB2_",
+		  "rs_names[5d05b3d299df4931]::generic_sleep::<alloc[fdfd2bd8633a6659]::vec::Vec<u8>>" },
+		{ "_RNCNvCs7Z9DjfgVgyr_8rs_names4main0B3_",
+		  "rs_names[5d05b3d299df4931]::main::{closure#0}" },
+		{ "_ZN2ns1WIiE3runEi", "ns::W<int>::run(int)" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = demangle(cases[i][0]);
+
+		CHECK(d && !strcmp(d, cases[i][1]));
+		free(d);
+	}
+	CHECK(demangle("_RNvC") == NULL);
+}
+
 /* gdb's bt for C++: with DWARF "foo<int>" / "ns::W<int>::run"; from ELF
  * symbols only, the full demangling "int foo<int>(int)" (checked by hand
  * on live processes with gdb 13). */
@@ -519,7 +547,7 @@ static void cleanup(void)
 	harness_sh("rm -rf %s", tmpdir);
 }
 
-TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip), TEST(cxx_frame_names),
+TEST_MAIN("symbolize", TEST(setup), TEST(demangle_and_strip), TEST(demangle_rust), TEST(cxx_frame_names),
 	  TEST(inline_chain_vs_addr2line), TEST(gdb_names_libc),
 	  TEST(gdb_names_ld_so), TEST(gdb_names_libstdcxx),
 	  TEST(compressed_dwarf_vs_plain), TEST(cleanup))

@@ -312,7 +312,8 @@ static int dump_capture(struct dump *d)
 			fprintf(stderr, "stacksnap: Python is %s\n", d->rinfo.state);
 		/* A micro version its layout was not tested on says so. */
 		else if (d->rinfo.runtime && d->rinfo.description &&
-			 strstr(d->rinfo.description, "; untested") && !o->quiet)
+			 (strstr(d->rinfo.description, "; untested") ||
+			  strstr(d->rinfo.description, "not shown")) && !o->quiet)
 			fprintf(stderr, "stacksnap: %s\n", d->rinfo.description);
 	}
 	if (o->ntids && d->n < o->ntids) {

@@ -132,6 +132,8 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 /* A runtime frame's mark in text ("[py]") and its JSON "runtime". */
 static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 {
+	if (rf->flags & STACKSNAP_RFRAME_VM)
+		return "[jvm]";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" :
 		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" : "[py]";
@@ -139,6 +141,8 @@ static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 
 static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
 {
+	if (rf->flags & STACKSNAP_RFRAME_VM)
+		return "jvm";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" :
 		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "python";

@@ -15,13 +15,24 @@
 #define HOTSPOT_MAX_SEGMENT_WALK (1u << 20)
 #define HOTSPOT_MAX_SYMBOL 1024
 
+/* Notes the first entry the tables lack (said in the warning). */
+static void note_missing(struct hotspot_code *hc, const char *type,
+			 const char *name)
+{
+	log_info(hc->log, "HotSpot: vmStructs has no %s%s%s", type,
+		 name ? "::" : "", name ? name : "");
+	if (!hc->missing[0])
+		snprintf(hc->missing, sizeof(hc->missing), "%s%s%s", type,
+			 name ? "::" : "", name ? name : "");
+}
+
 static int field(const struct hotspot_structs *hs, const char *type,
-		 const char *name, uint64_t *out, const struct log_sink *log)
+		 const char *name, uint64_t *out, struct hotspot_code *hc)
 {
 	const struct hotspot_field *f = hotspot_structs__field(hs, type, name);
 
 	if (!f) {
-		log_info(log, "HotSpot: vmStructs has no %s::%s", type, name);
+		note_missing(hc, type, name);
 		return -EPROTO;
 	}
 	*out = f->is_static ? f->address : f->offset;
@@ -29,15 +40,33 @@ static int field(const struct hotspot_structs *hs, const char *type,
 }
 
 static int type_size(const struct hotspot_structs *hs, const char *type,
-		     uint64_t *out, const struct log_sink *log)
+		     uint64_t *out, struct hotspot_code *hc)
 {
 	const struct hotspot_type *t = hotspot_structs__type(hs, type);
 
 	if (!t) {
-		log_info(log, "HotSpot: vmStructs has no type %s", type);
+		note_missing(hc, type, NULL);
 		return -EPROTO;
 	}
 	*out = t->size;
+	return 0;
+}
+
+/* The bytes of a field by its vmStructs type string: 2 or 4 for the
+ * integer types the tables give the fields read here, 0 otherwise. */
+static unsigned type_width(const char *t)
+{
+	static const char *const two[] = { "u2", "int16_t", "uint16_t", "jshort",
+					    "short", "unsigned short" };
+	static const char *const four[] = { "u4", "int", "int32_t", "uint32_t",
+					     "jint", "juint", "uint" };
+
+	for (size_t i = 0; t && i < sizeof(two) / sizeof(two[0]); i++)
+		if (!strcmp(t, two[i]))
+			return 2;
+	for (size_t i = 0; t && i < sizeof(four) / sizeof(four[0]); i++)
+		if (!strcmp(t, four[i]))
+			return 4;
 	return 0;
 }
 
@@ -51,21 +80,37 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 	memset(hc, 0, sizeof(*hc));
 	hc->mem = mem;
 	hc->log = log;
-	err |= field(hs, "CodeCache", "_heaps", &hc->heaps, log);
-	err |= field(hs, "GrowableArrayBase", "_len", &hc->ga_len, log);
-	err |= field(hs, "GrowableArray<int>", "_data", &hc->ga_data, log);
-	err |= field(hs, "CodeHeap", "_memory", &hc->heap_memory, log);
-	err |= field(hs, "CodeHeap", "_segmap", &hc->heap_segmap, log);
+	err |= field(hs, "CodeCache", "_heaps", &hc->heaps, hc);
+	err |= field(hs, "GrowableArrayBase", "_len", &hc->ga_len, hc);
+	err |= field(hs, "GrowableArray<int>", "_data", &hc->ga_data, hc);
+	err |= field(hs, "CodeHeap", "_memory", &hc->heap_memory, hc);
+	err |= field(hs, "CodeHeap", "_segmap", &hc->heap_segmap, hc);
 	err |= field(hs, "CodeHeap", "_log2_segment_size",
-		     &hc->heap_log2_segment, log);
-	err |= field(hs, "VirtualSpace", "_low", &hc->vs_low, log);
-	err |= field(hs, "VirtualSpace", "_high", &hc->vs_high, log);
-	err |= type_size(hs, "HeapBlock", &hc->block_size, log);
-	err |= field(hs, "HeapBlock", "_header", &header, log);
-	err |= field(hs, "HeapBlock::Header", "_used", &used, log);
-	err |= field(hs, "CodeBlob", "_name", &hc->blob_name, log);
-	err |= field(hs, "CodeBlob", "_size", &hc->blob_size, log);
-	err |= field(hs, "CompiledMethod", "_method", &hc->cm_method, log);
+		     &hc->heap_log2_segment, hc);
+	err |= field(hs, "VirtualSpace", "_low", &hc->vs_low, hc);
+	err |= field(hs, "VirtualSpace", "_high", &hc->vs_high, hc);
+	err |= type_size(hs, "HeapBlock", &hc->block_size, hc);
+	err |= field(hs, "HeapBlock", "_header", &header, hc);
+	err |= field(hs, "HeapBlock::Header", "_used", &used, hc);
+	err |= field(hs, "CodeBlob", "_name", &hc->blob_name, hc);
+	err |= field(hs, "CodeBlob", "_size", &hc->blob_size, hc);
+	/* JDK 17-22 have CompiledMethod (nmethod's base), 23+ not. */
+	hc->offsets23 = !hotspot_structs__type(hs, "CompiledMethod");
+	{
+		const struct hotspot_field *mv = hotspot_structs__field(
+			hs, "Abstract_VM_Version", "_vm_major_version");
+		int32_t major = 0;
+
+		if (!mv || !mv->is_static ||
+		    mem_read(mem, mv->address, &major, 4) || major < 1 || major > 1000) {
+			note_missing(hc, "Abstract_VM_Version", "_vm_major_version");
+			err = -EPROTO;
+		}
+		hc->vm_major = major;
+		hc->u5_excludes_zero = major >= 20;
+	}
+	err |= field(hs, hc->offsets23 ? "nmethod" : "CompiledMethod", "_method",
+		     &hc->cm_method, hc);
 	{
 		const struct hotspot_field *fs =
 			hotspot_structs__field(hs, "CodeBlob", "_frame_size");
@@ -73,28 +118,59 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 		hc->blob_frame_size = fs && !fs->is_static ? fs->offset : 0;
 		fs = hotspot_structs__field(hs, "CodeBlob", "_frame_complete_offset");
 		hc->blob_frame_complete = fs && !fs->is_static ? fs->offset : 0;
+		hc->blob_frame_complete_width = fs ? type_width(fs->type_string) : 0;
+		if (hc->blob_frame_complete_width != 2 &&
+		    hc->blob_frame_complete_width != 4)
+			hc->blob_frame_complete = 0;
 	}
 	{
-		/* Optional: without them compiled frames name one method. */
+		/* Optional: without them compiled frames name one method
+		   (not said as the missing entry). */
 		int serr = 0;
+		char missing[sizeof(hc->missing)];
 
-		serr |= field(hs, "CodeBlob", "_code_begin", &hc->blob_code_begin, log);
-		serr |= field(hs, "CompiledMethod", "_scopes_data_begin",
-			      &hc->nm_scopes_data, log);
-		serr |= field(hs, "nmethod", "_scopes_pcs_offset", &hc->nm_scopes_pcs, log);
-		serr |= field(hs, "nmethod", "_dependencies_offset",
-			      &hc->nm_dependencies, log);
-		serr |= field(hs, "nmethod", "_metadata_offset", &hc->nm_metadata, log);
-		serr |= type_size(hs, "PcDesc", &hc->pcdesc_size, log);
-		serr |= field(hs, "PcDesc", "_pc_offset", &hc->pcdesc_pc, log);
-		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, log);
+		memcpy(missing, hc->missing, sizeof(missing));
+
+		if (hc->offsets23) {
+			serr |= field(hs, "CodeBlob", "_code_offset",
+				      &hc->blob_code_offset, hc);
+			serr |= field(hs, "CodeBlob", "_mutable_data",
+				      &hc->blob_mutable_data, hc);
+			serr |= field(hs, "CodeBlob", "_mutable_data_size",
+				      &hc->blob_mutable_size, hc);
+			serr |= field(hs, "CodeBlob", "_relocation_size",
+				      &hc->blob_relocation_size, hc);
+			serr |= field(hs, "nmethod", "_immutable_data",
+				      &hc->nm_immutable_data, hc);
+			serr |= field(hs, "nmethod", "_immutable_data_size",
+				      &hc->nm_immutable_size, hc);
+			serr |= field(hs, "nmethod", "_scopes_data_offset",
+				      &hc->nm_scopes_data, hc);
+		} else {
+			serr |= field(hs, "CodeBlob", "_code_begin",
+				      &hc->blob_code_begin, hc);
+			serr |= field(hs, "CompiledMethod", "_scopes_data_begin",
+				      &hc->nm_scopes_data, hc);
+			serr |= field(hs, "nmethod", "_dependencies_offset",
+				      &hc->nm_dependencies, hc);
+			serr |= field(hs, "nmethod", "_metadata_offset",
+				      &hc->nm_metadata, hc);
+		}
+		serr |= field(hs, "nmethod", "_scopes_pcs_offset", &hc->nm_scopes_pcs, hc);
+		serr |= type_size(hs, "PcDesc", &hc->pcdesc_size, hc);
+		serr |= field(hs, "PcDesc", "_pc_offset", &hc->pcdesc_pc, hc);
+		serr |= field(hs, "PcDesc", "_scope_decode_offset", &hc->pcdesc_scope, hc);
 		hc->scopes_ok = !serr && hc->pcdesc_size >= 8 && hc->pcdesc_size <= 64;
+		memcpy(hc->missing, missing, sizeof(missing));
 	}
 	{
-		const struct hotspot_field *d =
-			hotspot_structs__field(hs, "CompiledMethod", "_deopt_handler_begin");
-		const struct hotspot_field *dm =
-			hotspot_structs__field(hs, "CompiledMethod", "_deopt_mh_handler_begin");
+		/* JDK 17-22: pointers; 23+: ints from the blob's start. */
+		const char *dt = hc->offsets23 ? "nmethod" : "CompiledMethod";
+		const struct hotspot_field *d = hotspot_structs__field(hs, dt,
+			hc->offsets23 ? "_deopt_handler_offset" : "_deopt_handler_begin");
+		const struct hotspot_field *dm = hotspot_structs__field(hs, dt,
+			hc->offsets23 ? "_deopt_mh_handler_offset"
+				      : "_deopt_mh_handler_begin");
 		const struct hotspot_field *o =
 			hotspot_structs__field(hs, "nmethod", "_orig_pc_offset");
 
@@ -141,32 +217,52 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 			hc->array_ptr_data = ad->offset;
 		}
 	}
-	err |= field(hs, "Method", "_constMethod", &hc->method_const, log);
-	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, log);
-	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, log);
+	err |= field(hs, "Method", "_constMethod", &hc->method_const, hc);
+	err |= field(hs, "ConstMethod", "_constants", &hc->cm_constants, hc);
+	err |= field(hs, "ConstMethod", "_name_index", &hc->cm_name_index, hc);
 	err |= field(hs, "ConstMethod", "_signature_index",
-		     &hc->cm_signature_index, log);
-	err |= type_size(hs, "ConstMethod", &hc->cm_size, log);
-	err |= field(hs, "ConstMethod", "_code_size", &hc->cm_code_size, log);
-	err |= field(hs, "ConstMethod", "_flags", &hc->cm_flags, log);
+		     &hc->cm_signature_index, hc);
+	err |= type_size(hs, "ConstMethod", &hc->cm_size, hc);
+	err |= field(hs, "ConstMethod", "_code_size", &hc->cm_code_size, hc);
+	{
+		/* JDK 17: u2 _flags, ConstMethod::_has_linenumber_table;
+		   21+: u4 _flags._flags (ConstMethodFlags), its bit
+		   ConstMethodFlags::_misc_has_linenumber_table. */
+		const struct hotspot_field *cf =
+			hotspot_structs__field(hs, "ConstMethod", "_flags");
+
+		if (!cf)
+			cf = hotspot_structs__field(hs, "ConstMethod", "_flags._flags");
+		hc->cm_flags_width = cf && !cf->is_static ?
+			type_width(cf->type_string) : 0;
+		if (hc->cm_flags_width != 2 && hc->cm_flags_width != 4) {
+			note_missing(hc, "ConstMethod", "_flags (2 or 4 bytes)");
+			err = -EPROTO;
+		} else {
+			hc->cm_flags = cf->offset;
+		}
+	}
 	err |= field(hs, "ConstantPool", "_source_file_name_index",
-		     &hc->cp_source_file, log);
+		     &hc->cp_source_file, hc);
 	if (!hotspot_structs__constant(hs, "ConstMethod::_has_linenumber_table",
+				       &hc->cm_has_lines) &&
+	    !hotspot_structs__constant(hs,
+				       "ConstMethodFlags::_misc_has_linenumber_table",
 				       &hc->cm_has_lines)) {
-		log_info(log, "HotSpot: no ConstMethod::_has_linenumber_table");
+		note_missing(hc, "ConstMethodFlags", "_misc_has_linenumber_table");
 		err = -EPROTO;
 	}
-	err |= type_size(hs, "ConstantPool", &hc->cp_size, log);
-	err |= field(hs, "ConstantPool", "_pool_holder", &hc->cp_holder, log);
-	err |= field(hs, "ConstantPool", "_length", &hc->cp_length, log);
-	err |= field(hs, "Klass", "_name", &hc->klass_name, log);
-	err |= field(hs, "Symbol", "_length", &hc->sym_length, log);
-	err |= field(hs, "Symbol", "_body", &hc->sym_body, log);
+	err |= type_size(hs, "ConstantPool", &hc->cp_size, hc);
+	err |= field(hs, "ConstantPool", "_pool_holder", &hc->cp_holder, hc);
+	err |= field(hs, "ConstantPool", "_length", &hc->cp_length, hc);
+	err |= field(hs, "Klass", "_name", &hc->klass_name, hc);
+	err |= field(hs, "Symbol", "_length", &hc->sym_length, hc);
+	err |= field(hs, "Symbol", "_body", &hc->sym_body, hc);
 	/* x86's interpreter frame: sender sp, last sp, then the Method*
 	 * (frame_x86.hpp), below rbp; the table gives the first two. */
 	if (!hotspot_structs__constant(hs, "frame::interpreter_frame_last_sp_offset",
 				       &last_sp)) {
-		log_info(log, "HotSpot: no frame::interpreter_frame_last_sp_offset");
+		note_missing(hc, "frame", "interpreter_frame_last_sp_offset");
 		err = -EPROTO;
 	}
 	hc->interp_method_slot = last_sp - 1;
@@ -227,6 +323,22 @@ static int heap_find(struct hotspot_code *hc, uint64_t heap, uint64_t pc,
 	return 0;
 }
 
+/* Where the code of the blob at start begins: a pointer (JDK 17-22)
+ * or an offset from the blob (23+). */
+static int code_begin(struct hotspot_code *hc, uint64_t start, uint64_t *begin)
+{
+	int32_t off;
+
+	if (!hc->offsets23)
+		return rd64(hc, start + hc->blob_code_begin, begin);
+	if (mem_read(hc->mem, start + hc->blob_code_offset, &off, 4))
+		return -EFAULT;
+	if (off <= 0)
+		return -EPROTO;
+	*begin = start + (uint64_t)off;
+	return 0;
+}
+
 static int read_cstr(struct hotspot_code *hc, uint64_t addr, char *buf,
 		     size_t len)
 {
@@ -275,12 +387,17 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		return -EFAULT;
 	/* Where the frame is built (CodeBlob::is_frame_complete_at): a
 	   running thread's pc past it has its frame's full size. */
-	if (hc->blob_frame_complete && hc->blob_code_begin) {
-		int32_t off;
+	if (hc->blob_frame_complete && hc->scopes_ok) {
+		int32_t off = 0;
+		int16_t off16 = 0;
 		uint64_t begin;
+		bool two = hc->blob_frame_complete_width == 2;
 
-		if (!mem_read(hc->mem, out->start + hc->blob_frame_complete, &off, 4) &&
-		    !rd64(hc, out->start + hc->blob_code_begin, &begin) && off > 0 &&
+		if (!(two ? mem_read(hc->mem, out->start + hc->blob_frame_complete,
+				     &off16, 2)
+			  : mem_read(hc->mem, out->start + hc->blob_frame_complete,
+				     &off, 4)) &&
+		    !code_begin(hc, out->start, &begin) && (off = two ? off16 : off) > 0 &&
 		    begin > out->start && begin - out->start < (uint64_t)size)
 			out->frame_complete = begin + (uint64_t)off;
 	}
@@ -292,7 +409,17 @@ int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 	    rd64(hc, out->start + hc->cm_method, &out->method))
 		return -EFAULT;
 	out->orig_pc_offset = -1;
-	if (hc->deopt_ok && !strcmp(out->name, "nmethod") &&
+	if (hc->deopt_ok && hc->offsets23 && !strcmp(out->name, "nmethod")) {
+		int32_t d, dm;
+
+		if (mem_read(hc->mem, out->start + hc->cm_deopt_handler, &d, 4) ||
+		    mem_read(hc->mem, out->start + hc->cm_deopt_mh_handler, &dm, 4) ||
+		    mem_read(hc->mem, out->start + hc->nm_orig_pc_offset,
+			     &out->orig_pc_offset, 4))
+			return -EFAULT;
+		out->deopt_handler = d > 0 && d < size ? out->start + (uint64_t)d : 0;
+		out->deopt_mh_handler = dm > 0 && dm < size ? out->start + (uint64_t)dm : 0;
+	} else if (hc->deopt_ok && !strcmp(out->name, "nmethod") &&
 	    (rd64(hc, out->start + hc->cm_deopt_handler, &out->deopt_handler) ||
 	     rd64(hc, out->start + hc->cm_deopt_mh_handler, &out->deopt_mh_handler) ||
 	     mem_read(hc->mem, out->start + hc->nm_orig_pc_offset,
@@ -366,14 +493,24 @@ static int read_unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
 
 		if (mem_read(hc->mem, (*at)++, &b, 1))
 			return -EFAULT;
+		if (hc->u5_excludes_zero) {
+			if (!b)
+				return -EPROTO;
+			b--; /* then L = 191: b < 191 ends */
+		}
 		sum += (uint32_t)b << shift;
-		if (b < 192 || i == 4) {
+		if (b < 192 - hc->u5_excludes_zero || i == 4) {
 			*v = sum;
 			return 0;
 		}
 		shift += 6;
 	}
 	return -EPROTO;
+}
+
+int hotspot_code__unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v)
+{
+	return read_unsigned5(hc, at, v);
 }
 
 static int read_signed5(struct hotspot_code *hc, uint64_t *at, int32_t *v)
@@ -419,7 +556,8 @@ int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len)
 {
 	uint64_t cm, cp, at, sym;
-	uint16_t code_size, flags, file_idx;
+	uint16_t code_size, file_idx;
+	uint32_t flags = 0;
 	int32_t cur_bci = 0, cur_line = 0, best_bci = 0, best_line = -1;
 
 	*line = 0;
@@ -428,7 +566,8 @@ int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 	if (rd64(hc, method + hc->method_const, &cm) ||
 	    rd64(hc, cm + hc->cm_constants, &cp) ||
 	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2) ||
-	    mem_read(hc->mem, cm + hc->cm_flags, &flags, 2))
+	    mem_read(hc->mem, cm + hc->cm_flags, &flags,
+		     hc->cm_flags_width == 4 ? 4 : 2))
 		return -EFAULT;
 	if (!mem_read(hc->mem, cp + hc->cp_source_file, &file_idx, 2) &&
 	    file_idx && !rd64(hc, cp + hc->cp_size + 8 * (uint64_t)file_idx, &sym))
@@ -622,29 +761,77 @@ int hotspot_code__method_name(struct hotspot_code *hc, uint64_t method,
 /* PcDescs an nmethod may have; scope offsets it may use. */
 #define HOTSPOT_MAX_PCDESCS (1u << 20)
 
+/* Where an nmethod keeps its PcDescs [pcs, pcs_end), its scope data
+ * [data, data_end) and its metadata [meta, meta_end): all inside the
+ * blob before the PcDescs (JDK 17-22); in its immutable and mutable data
+ * (23+). */
+struct nm_sections {
+	uint64_t code, pcs, pcs_end, data, data_end, meta, meta_end;
+};
+
+static int nm_sections(struct hotspot_code *hc, uint64_t nm, struct nm_sections *s)
+{
+	int32_t pcs_off, data_off, a, b;
+	uint64_t p;
+
+	if (code_begin(hc, nm, &s->code) ||
+	    mem_read(hc->mem, nm + hc->nm_scopes_pcs, &pcs_off, 4))
+		return -EFAULT;
+	if (!hc->offsets23) {
+		if (rd64(hc, nm + hc->nm_scopes_data, &s->data) ||
+		    mem_read(hc->mem, nm + hc->nm_dependencies, &a, 4) ||
+		    mem_read(hc->mem, nm + hc->nm_metadata, &b, 4))
+			return -EFAULT;
+		if (pcs_off <= 0 || a < pcs_off || b <= 0 ||
+		    s->data < nm + (uint64_t)b || s->data > nm + (uint64_t)pcs_off)
+			return -EPROTO;
+		s->pcs = nm + (uint64_t)pcs_off;
+		s->pcs_end = nm + (uint64_t)a;
+		s->meta = nm + (uint64_t)b;
+		s->meta_end = s->data;
+		s->data_end = s->pcs;
+		return 0;
+	}
+	if (rd64(hc, nm + hc->nm_immutable_data, &p) ||
+	    mem_read(hc->mem, nm + hc->nm_scopes_data, &data_off, 4) ||
+	    mem_read(hc->mem, nm + hc->nm_immutable_size, &a, 4))
+		return -EFAULT;
+	if (!p || pcs_off < 0 || data_off < pcs_off || a < data_off)
+		return -EPROTO;
+	s->pcs = p + (uint64_t)pcs_off;
+	s->pcs_end = s->data = p + (uint64_t)data_off;
+	s->data_end = p + (uint64_t)a;
+	if (rd64(hc, nm + hc->blob_mutable_data, &p) ||
+	    mem_read(hc->mem, nm + hc->blob_relocation_size, &a, 4) ||
+	    mem_read(hc->mem, nm + hc->blob_mutable_size, &b, 4))
+		return -EFAULT;
+	if (!p || a < 0 || b < a)
+		return -EPROTO;
+	s->meta = p + (uint64_t)a;
+	s->meta_end = p + (uint64_t)b;
+	return 0;
+}
+
 int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
 			 uint64_t *methods, int *bcis, int max)
 {
-	int32_t pcs_off, deps_off, meta_off, pc_off = 0, decode = 0;
+	int32_t pc_off = 0, decode = 0;
 	uint64_t code_begin, data_begin, pcs, pcs_end, meta, target;
 	uint64_t lo, hi;
-	int n = 0;
+	struct nm_sections sec;
+	int n = 0, err;
 
 	if (!hc->scopes_ok)
 		return -ENOENT;
-	if (rd64(hc, nm + hc->blob_code_begin, &code_begin) ||
-	    rd64(hc, nm + hc->nm_scopes_data, &data_begin) ||
-	    mem_read(hc->mem, nm + hc->nm_scopes_pcs, &pcs_off, 4) ||
-	    mem_read(hc->mem, nm + hc->nm_dependencies, &deps_off, 4) ||
-	    mem_read(hc->mem, nm + hc->nm_metadata, &meta_off, 4))
-		return -EFAULT;
-	if (ret < code_begin || ret - code_begin > INT32_MAX || pcs_off <= 0 ||
-	    deps_off < pcs_off || meta_off <= 0 || data_begin < nm + (uint64_t)meta_off ||
-	    data_begin > nm + (uint64_t)pcs_off)
+	if ((err = nm_sections(hc, nm, &sec)))
+		return err;
+	code_begin = sec.code;
+	if (ret < code_begin || ret - code_begin > INT32_MAX)
 		return -EPROTO;
-	pcs = nm + (uint64_t)pcs_off;
-	pcs_end = nm + (uint64_t)deps_off;
-	meta = nm + (uint64_t)meta_off;
+	pcs = sec.pcs;
+	pcs_end = sec.pcs_end;
+	meta = sec.meta;
+	data_begin = sec.data;
 	target = ret - code_begin;
 	/* PcDescs are sorted by pc offset: a binary search for the exact
 	   one (the call's return address), as nmethod::find_pc_desc. */
@@ -679,13 +866,13 @@ int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
 		uint64_t at = data_begin + (uint64_t)decode, method;
 		uint32_t sender, index, bci1;
 
-		if (data_begin + (uint64_t)decode >= pcs)
+		if (data_begin + (uint64_t)decode >= sec.data_end)
 			return -EPROTO;
 		if (read_unsigned5(hc, &at, &sender) ||
 		    read_unsigned5(hc, &at, &index) ||
 		    read_unsigned5(hc, &at, &bci1))
 			return -EFAULT;
-		if (!index || meta + 8 * ((uint64_t)index - 1) >= data_begin ||
+		if (!index || meta + 8 * ((uint64_t)index - 1) >= sec.meta_end ||
 		    rd64(hc, meta + 8 * ((uint64_t)index - 1), &method) || !method)
 			return -EPROTO;
 		methods[n] = method;

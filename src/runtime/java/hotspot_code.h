@@ -16,6 +16,9 @@
 #include "runtime/java/hotspot_structs.h"
 #include "stacksnap.h"
 
+/* The oldest JDK whose layout is known here (tested: 17 and 25). */
+#define HOTSPOT_OLDEST_LAYOUT 17
+
 /* The offsets and statics naming needs, resolved from the tables once.
  * Invariant: every field below was found in the tables (init fails
  * otherwise). */
@@ -31,6 +34,29 @@ struct hotspot_code {
 					   table has none (no stepping) */
 	uint64_t blob_frame_complete;	/* CodeBlob::_frame_complete_offset;
 					   0: none (exact pcs not stepped) */
+	unsigned blob_frame_complete_width; /* its bytes: 4 (int, JDK 17), 2
+					   (int16_t, JDK 23+): the table's
+					   type string */
+	/* JDK 23+ (CompiledMethod removed, JDK-8329332; the immutable
+	   data out of the code cache, JDK-8331087; tested on 25): the
+	   blob's code at start + CodeBlob::_code_offset (not a pointer),
+	   the deopt handlers at start + nmethod::_deopt_*handler_offset,
+	   PcDescs and scopes in the nmethod's immutable data
+	   (nmethod::_immutable_data + _scopes_pcs_offset ..
+	   _scopes_data_offset .. _immutable_data_size), its metadata in
+	   the blob's mutable data (CodeBlob::_mutable_data +
+	   _relocation_size .. _mutable_data_size). Those address rules
+	   are nmethod.hpp's/codeBlob.hpp's (JDK 23-25), not the tables';
+	   the offsets are the tables'. */
+	bool offsets23;
+	int vm_major;			/* Abstract_VM_Version::_vm_major_version */
+	/* By version (not in the tables; HotSpot's source): UNSIGNED5
+	   bytes (line number tables, scope descriptors) exclude 0 since
+	   JDK 20 (JDK-8292758, unsigned5.hpp: x = b - 1, 191 one-byte
+	   values); JDK 17's are CompressedStream's (192, 0 allowed). */
+	bool u5_excludes_zero;
+	uint64_t blob_code_offset, blob_mutable_data, blob_mutable_size,
+		blob_relocation_size, nm_immutable_data, nm_immutable_size;
 	/* Deoptimized frames: their return address is patched to the
 	   nmethod's deopt handler, the original pc kept in the frame at sp
 	   + _orig_pc_offset. deopt_ok false: not in the tables. */
@@ -59,6 +85,8 @@ struct hotspot_code {
 	uint64_t method_const;		/* Method::_constMethod */
 	uint64_t cm_constants, cm_name_index, cm_signature_index;
 	uint64_t cm_size, cm_code_size, cm_flags; /* ConstMethod */
+	unsigned cm_flags_width;	/* 2 (u2 _flags, JDK 17) or 4 (u4
+					   _flags._flags, JDK 21+) */
 	int64_t cm_has_lines;		/* _flags bit: a line number table */
 	uint64_t cp_source_file;	/* ConstantPool::_source_file_name_index */
 	uint64_t cp_size, cp_holder, cp_length; /* ConstantPool */
@@ -69,6 +97,7 @@ struct hotspot_code {
 	int64_t interp_bcp_slot;	/* ... to its bytecode pointer */
 	int64_t interp_sender_sp_slot;	/* ... to its caller's sp */
 	const struct log_sink *log;
+	char missing[96];		/* the first entry init did not find */
 };
 
 /* A code blob of the code cache. */
@@ -122,6 +151,8 @@ int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
  * -ENOENT (no table, or no line for bci) or -errno. */
 int hotspot_code__line(struct hotspot_code *hc, uint64_t method, int bci,
 		       int *line, char *file, size_t file_len);
+/* One UNSIGNED5 number at *at (advanced), as this JVM encodes them. */
+int hotspot_code__unsigned5(struct hotspot_code *hc, uint64_t *at, uint32_t *v);
 /* A Symbol's text into buf (NUL-terminated). Returns 0, -EPROTO (longer
  * than buf, or not text) or -EFAULT. */
 int hotspot_code__symbol(struct hotspot_code *hc, uint64_t sym, char *buf,

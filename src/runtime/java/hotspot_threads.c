@@ -73,7 +73,9 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->thread_list, "ThreadsSMRSupport", "_java_thread_list");
 	FIELD(ht->tl_length, "ThreadsList", "_length");
 	FIELD(ht->tl_threads, "ThreadsList", "_threads");
-	FIELD(ht->jt_osthread, "JavaThread", "_osthread");
+	/* JavaThread::_osthread (JDK 17), Thread::_osthread (25). */
+	FIELD(ht->jt_osthread, hotspot_structs__field(hs, "JavaThread", "_osthread") ?
+	      "JavaThread" : "Thread", "_osthread");
 	FIELD(ht->jt_thread_obj, "JavaThread", "_threadObj");
 	FIELD(ht->handle_obj, "OopHandle", "_obj");
 	FIELD(ht->os_thread_id, "OSThread", "_thread_id");
@@ -81,12 +83,29 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	      "vmClasses", "_klasses[static_cast<int>(vmClassID::Thread_klass_knum)]");
 	FIELD(ht->string_klass,
 	      "vmClasses", "_klasses[static_cast<int>(vmClassID::String_klass_knum)]");
-	FIELD(ht->ik_fields, "InstanceKlass", "_fields");
-	FIELD(ht->ik_java_fields, "InstanceKlass", "_java_fields_count");
 	FIELD(ht->ik_constants, "InstanceKlass", "_constants");
-	FIELD(ht->u2_data, "Array<u2>", "_data");
-	FIELD(ht->oop_base, "CompressedOops", "_narrow_oop._base");
-	FIELD(ht->oop_shift, "CompressedOops", "_narrow_oop._shift");
+	FIELD(ht->klass_name, "Klass", "_name");
+	{
+		const struct hotspot_field *vt =
+			hotspot_structs__field(hs, "JavaThread", "_vthread");
+		const struct hotspot_field *b =
+			hotspot_structs__field(hs, "CompressedKlassPointers", "_base");
+		const struct hotspot_field *sh =
+			hotspot_structs__field(hs, "CompressedKlassPointers", "_shift");
+
+		if (vt && !vt->is_static && b && b->is_static && sh && sh->is_static) {
+			ht->jt_vthread = vt->offset;
+			ht->ck_base = b->address;
+			ht->ck_shift = sh->address;
+		}
+	}
+	/* CompressedOops::_base (JDK 25), _narrow_oop._base (17). */
+	FIELD(ht->oop_base, "CompressedOops",
+	      hotspot_structs__field(hs, "CompressedOops", "_base") ? "_base"
+								   : "_narrow_oop._base");
+	FIELD(ht->oop_shift, "CompressedOops",
+	      hotspot_structs__field(hs, "CompressedOops", "_shift") ? "_shift"
+								    : "_narrow_oop._shift");
 	FIELD(ht->flags_addr, "JVMFlag", "flags");
 	FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
 	FIELD(ht->flag_addr, "JVMFlag", "_addr");
@@ -94,6 +113,25 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	if (!(t = hotspot_structs__type(hs, "JVMFlag")) || !t->size)
 		return -ENOENT;
 	ht->flag_size = t->size;
+	if (hotspot_structs__field(hs, "InstanceKlass", "_fieldinfo_stream")) {
+		FIELD(ht->ik_fieldinfo_stream, "InstanceKlass", "_fieldinfo_stream");
+		FIELD(ht->u2_data, "Array<u1>", "_data");
+		if (!hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_initialized",
+					       &ht->ff_initialized) ||
+		    !hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_generic",
+					       &ht->ff_generic) ||
+		    !hotspot_structs__constant(hs, "FieldInfo::FieldFlags::_ff_contended",
+					       &ht->ff_contended))
+			return -ENOENT;
+		if (ht->ff_initialized < 0 || ht->ff_initialized > 31 ||
+		    ht->ff_generic < 0 || ht->ff_generic > 31 ||
+		    ht->ff_contended < 0 || ht->ff_contended > 31)
+			return -EPROTO;
+		return 0;
+	}
+	FIELD(ht->ik_fields, "InstanceKlass", "_fields");
+	FIELD(ht->ik_java_fields, "InstanceKlass", "_java_fields_count");
+	FIELD(ht->u2_data, "Array<u2>", "_data");
 	if (!hotspot_structs__constant(hs, "FieldInfo::field_slots", &ht->fi_slots) ||
 	    !hotspot_structs__constant(hs, "FieldInfo::name_index_offset", &ht->fi_name) ||
 	    !hotspot_structs__constant(hs, "FieldInfo::signature_index_offset", &ht->fi_sig) ||
@@ -108,6 +146,64 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	return 0;
 }
 
+/* Whether the Symbol at index idx of pool cp (length cp_len) is text. */
+static bool pool_symbol_is(struct hotspot_threads *ht, uint64_t cp, int32_t cp_len,
+			   uint32_t idx, const char *text)
+{
+	char buf[64];
+	uint64_t sym;
+
+	return idx && idx < (uint32_t)cp_len &&
+	       !rd(ht->mem, cp + ht->hc->cp_size + 8 * (uint64_t)idx, &sym, 8) &&
+	       !hotspot_code__symbol(ht->hc, sym, buf, sizeof(buf)) &&
+	       !strcmp(buf, text);
+}
+
+/* JDK 21+: the field's offset from the class's FieldInfo stream. */
+static int field_offset_stream(struct hotspot_threads *ht, uint64_t ik,
+			       uint64_t cp, int32_t cp_len, const char *name,
+			       const char *sig, uint64_t *off)
+{
+	uint64_t arr, at, end;
+	int32_t len;
+	uint32_t njava, ninjected;
+
+	if (rd(ht->mem, ik + ht->ik_fieldinfo_stream, &arr, 8) || !arr ||
+	    rd(ht->mem, arr, &len, 4))
+		return -EFAULT;
+	if (len <= 0 || len > (1 << 24))
+		return -EPROTO;
+	at = arr + ht->u2_data;
+	end = at + (uint64_t)len;
+	if (hotspot_code__unsigned5(ht->hc, &at, &njava) ||
+	    hotspot_code__unsigned5(ht->hc, &at, &ninjected))
+		return -EFAULT;
+	if (njava > 65535)
+		return -EPROTO;
+	for (uint32_t i = 0; i < njava && at < end; i++) {
+		uint32_t v[5], extra;
+
+		for (int k = 0; k < 5; k++)
+			if (hotspot_code__unsigned5(ht->hc, &at, &v[k]))
+				return -EFAULT;
+		/* name, signature, offset, access flags, field flags */
+		for (int64_t bit = 0; bit < 32; bit++) {
+			if (!(v[4] & (1u << bit)) ||
+			    (bit != ht->ff_initialized && bit != ht->ff_generic &&
+			     bit != ht->ff_contended))
+				continue;
+			if (hotspot_code__unsigned5(ht->hc, &at, &extra))
+				return -EFAULT;
+		}
+		if (pool_symbol_is(ht, cp, cp_len, v[0], name) &&
+		    pool_symbol_is(ht, cp, cp_len, v[1], sig)) {
+			*off = v[2];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* The offset of an instance field (name, signature) of the class at
  * *klass_addr (a vmClasses static), from its field table. */
 static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
@@ -118,6 +214,13 @@ static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
 	uint16_t n;
 	int32_t len, cp_len;
 
+	if (ht->ik_fieldinfo_stream) {
+		if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
+		    rd(ht->mem, ik + ht->ik_constants, &cp, 8) ||
+		    rd(ht->mem, cp + hc->cp_length, &cp_len, 4))
+			return -EFAULT;
+		return field_offset_stream(ht, ik, cp, cp_len, name, sig, off);
+	}
 	if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
 	    rd(ht->mem, ik + ht->ik_fields, &fields, 8) ||
 	    rd(ht->mem, ik + ht->ik_java_fields, &n, 2) ||
@@ -171,6 +274,16 @@ static int prepare(struct hotspot_threads *ht)
 	    rd(ht->mem, ht->oop_shift, &shift, 4) || shift < 0 || shift > 8)
 		return ht->prepare_err;
 	ht->narrow_shift = shift;
+	ht->ccp = ccp;
+	/* Compact object headers keep the klass in the mark word: carriers
+	   are then not told (their frames are still shown). */
+	{
+		bool compact = false;
+
+		ht->klass_ok = ht->jt_vthread &&
+			       (flag_bool(ht, "UseCompactObjectHeaders", &compact) ||
+				!compact);
+	}
 	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes), the
 	   length; the elements from the next 8-byte boundary for bytes. */
 	ht->array_length = ccp ? 12 : 16;
@@ -243,6 +356,30 @@ static int read_string(struct hotspot_threads *ht, uint64_t str, char *out,
 	return 0;
 }
 
+/* Whether the object at obj is a jdk.internal.misc.CarrierThread. */
+static bool is_carrier(struct hotspot_threads *ht, uint64_t obj)
+{
+	uint64_t klass = 0, base, sym;
+	uint32_t narrow;
+	int32_t shift;
+	char name[64];
+
+	if (!ht->klass_ok)
+		return false;
+	if (ht->ccp) {
+		if (rd(ht->mem, obj + 8, &narrow, 4) || !narrow ||
+		    rd(ht->mem, ht->ck_base, &base, 8) ||
+		    rd(ht->mem, ht->ck_shift, &shift, 4) || shift < 0 || shift > 32)
+			return false;
+		klass = base + ((uint64_t)narrow << shift);
+	} else if (rd(ht->mem, obj + 8, &klass, 8)) {
+		return false;
+	}
+	return klass && !rd(ht->mem, klass + ht->klass_name, &sym, 8) &&
+	       !hotspot_code__symbol(ht->hc, sym, name, sizeof(name)) &&
+	       !strcmp(name, "jdk/internal/misc/CarrierThread");
+}
+
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *nout)
 {
@@ -278,6 +415,14 @@ int hotspot_threads__names(struct hotspot_threads *ht,
 		    read_ref(ht, obj + ht->thread_name, &name) || !name ||
 		    read_string(ht, name, names[k].name, sizeof(names[k].name)))
 			continue;
+		if (ht->jt_vthread) {
+			uint64_t vh, vobj;
+
+			names[k].mounted = !rd(ht->mem, jt + ht->jt_vthread + ht->handle_obj,
+					       &vh, 8) && vh &&
+					   !rd(ht->mem, vh, &vobj, 8) && vobj && vobj != obj;
+			names[k].carrier = is_carrier(ht, obj);
+		}
 		names[k++].tid = tid;
 	}
 	*out = names;

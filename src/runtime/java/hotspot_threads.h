@@ -16,6 +16,11 @@
 
 struct hotspot_thread_name {
 	int32_t tid;		/* the OS thread's id */
+	/* JDK 21+: a virtual thread is mounted on it (JavaThread::_vthread
+	   is not its own object): its frames are on this stack; it is a
+	   carrier of the virtual thread scheduler (its class
+	   jdk.internal.misc.CarrierThread). */
+	bool mounted, carrier;
 	char name[HOTSPOT_MAX_THREAD_NAME + 1];
 };
 
@@ -32,6 +37,13 @@ struct hotspot_threads {
 	uint64_t oop_base, oop_shift;		/* statics' addresses */
 	uint64_t flags_addr, nflags_addr, flag_addr, flag_name, flag_size;
 	int64_t fi_slots, fi_name, fi_sig, fi_low, fi_high, tag_size, tag_offset;
+	/* JDK 21+: InstanceKlass::_fieldinfo_stream (UNSIGNED5: the java
+	   and injected field counts, then per field name index, signature
+	   index, offset, access flags, field flags and the optional
+	   initializer, generic signature, contention group their
+	   FieldInfo::FieldFlags bits say; fieldInfo.hpp). 0: JDK 17. */
+	uint64_t ik_fieldinfo_stream;
+	int64_t ff_initialized, ff_generic, ff_contended;
 	bool prepared;
 	int prepare_err;
 	bool compressed_oops;
@@ -39,6 +51,12 @@ struct hotspot_threads {
 	int narrow_shift;
 	uint64_t array_length, array_data;
 	uint64_t thread_name, string_value, string_coder;
+	/* JDK 21+ (0: none): JavaThread::_vthread; an object's class from
+	   its header, the narrow klass decoded by CompressedKlassPointers'
+	   _base and _shift (statics) with compressed class pointers; not
+	   read (carrier false) with compact object headers. */
+	uint64_t jt_vthread, ck_base, ck_shift, klass_name;
+	bool klass_ok, ccp;
 };
 
 /* Returns 0, or -ENOENT when the tables lack an entry names need. */
