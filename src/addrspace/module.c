@@ -164,6 +164,7 @@ static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
 	if (elf_image__open(path, &ctx->log, &copy) == 0) {
 		if (copy->build_id_len == m->debug->build_id_len &&
 		    !memcmp(copy->build_id, m->debug->build_id, copy->build_id_len)) {
+			copy->found_by_build_id = true; /* copies are of such only */
 			elf_image__free(m->debug);
 			m->debug = copy;
 		} else {
@@ -366,6 +367,7 @@ static void table_source_of(struct stacksnap_ctx *ctx, struct module *m,
 		.eh_frame_hdr_vaddr = img->eh_frame_hdr.vaddr,
 		.build_id = img->build_id,
 		.build_id_len = img->build_id_len,
+		.file = elf_image__source(img),
 		.cache_dir = ctx->cache_dir,
 		.lazy_min_cfi = ctx->lazy_min_cfi,
 		.log = &ctx->log,
