@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """warm_dump.py - the warm dump alone, before/after: whole-command wall time
-and --stats' own total of `stacksnap --freeze-all PID` with a warm cache
+CPU (perf stat's task-clock) and --stats' own total of `stacksnap --freeze-all PID` with a warm cache
 (the cache each binary's own first run left), two binaries interleaved run
 by run, medians. For changes to what a warm dump checks (issue 41: cache
 entries bound to their files). Targets: clangd-14 idling on stdin (70
@@ -22,19 +22,25 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import O, med, fmt, table, load, settle_dir  # noqa: E402
 from cold_dump import start  # noqa: E402
 
-TOTAL = re.compile(r"cold path: .*; total ([\d.]+) us")
+TOTAL = re.compile(r"cold path: .*\((\d+) modules\).*; total ([\d.]+) us")
 
 
 def run(exe, pid, cache):
     env = dict(os.environ, STACKSNAP_CACHE_DIR=cache)
+    # CPU from perf's task-clock (exact, where getrusage counts ticks);
+    # on a loaded machine the steadier number.
     t0 = time.perf_counter()
-    p = subprocess.run([exe, "--freeze-all", "--stats", pid], env=env,
+    p = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", exe,
+                        "--freeze-all", "--stats", pid], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = (time.perf_counter() - t0) * 1e3
     err = p.stderr.decode()
+    c = re.search(r"^([\d.]+),msec,task-clock", err, re.M)
+    cpu = float(c.group(1)) if c else float("nan")
     m = TOTAL.search(err)
-    inside = float(m.group(1)) / 1e3 if m else float("nan")
-    return p.returncode, wall, inside
+    inside = float(m.group(2)) / 1e3 if m else float("nan")
+    mods = int(m.group(1)) if m else 0
+    return p.returncode, wall, cpu, inside, mods
 
 
 def main():
@@ -61,24 +67,28 @@ def main():
             settle_dir(dirs[label])
             run(exe, pid, dirs[label])  # page cache and cache files warm
         wall = {label: [] for label, _ in bins}
+        cpu = {label: [] for label, _ in bins}
         inside = {label: [] for label, _ in bins}
-        fails = 0
+        fails = mods = 0
         for i in range(a.reps):
             order = bins if i % 2 == 0 else bins[::-1]
             for label, exe in order:
-                rc, w, s = run(exe, pid, dirs[label])
+                rc, w, c, s, mods = run(exe, pid, dirs[label])
                 fails += rc != 0
                 wall[label].append(w)
+                cpu[label].append(c)
                 inside[label].append(s)
         t.stop()
         for d in dirs.values():
             shutil.rmtree(d, True)
-        b, n = med(wall["before"]), med(wall["after"])
-        bi, ni = med(inside["before"]), med(inside["after"])
-        rows.append([name, fmt(b, 1), fmt(n, 1), fmt(n / b, 3), fmt(bi, 2),
-                     fmt(ni, 2), fmt(ni / bi, 3), str(fails)])
-    table(["target", "before wall", "after wall", "after / before",
-           "before --stats", "after --stats", "after / before", "non-zero exits"],
+        row = ["%s (%d modules)" % (name, mods)]
+        for v in (wall, cpu, inside):
+            b, n = med(v["before"]), med(v["after"])
+            row += [fmt(b, 2), fmt(n, 2), fmt(n / b, 3)]
+        rows.append(row + [str(fails)])
+    table(["target", "wall before", "wall after", "after / before",
+           "CPU before", "CPU after", "after / before",
+           "--stats total before", "after", "after / before", "non-zero exits"],
           rows)
     print("load average now %s" % " ".join(load()))
 
