@@ -53,9 +53,9 @@ def main():
     print("== warm dumps (--freeze-all), ms, median of %d interleaved runs; "
           "load average %s" % (a.reps, " ".join(load())))
     rows = []
-    for name in a.targets.split(","):
-        t = start(name)
-        if t is None:
+    # Every target started first (they idle), then measured in turn.
+    for name, t in [(n, start(n)) for n in a.targets.split(",")]:
+        if not t:
             print("(%s: not installed; skipped)" % name)
             continue
         pid = str(t.pid)
