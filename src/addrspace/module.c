@@ -34,6 +34,39 @@ static struct module *find_by_build_id(struct stacksnap_ctx *ctx,
 	return NULL;
 }
 
+/* A build-id is a name any file may give itself: a module found by one
+ * is another file's only when its bytes are this one's (a copy in
+ * another container); else the two are two modules, and nothing made
+ * from one (table, symbols, BPF maps) serves the other. */
+static bool same_bytes(const struct elf_image *a, const struct elf_image *b)
+{
+	return a->size == b->size && !memcmp(a->bytes, b->bytes, a->size);
+}
+
+/* A module of another file with id and the bytes of img. */
+static struct module *find_same_content(struct stacksnap_ctx *ctx,
+					const struct elf_image *img)
+{
+	for (struct module *m = ctx->modules; m; m = m->next)
+		if (same_build_id(m->img, img->build_id, img->build_id_len) &&
+		    same_bytes(m->img, img))
+			return m;
+	return NULL;
+}
+
+/* Before the file is opened, a caller's build-id finds a module only
+ * when it was opened from the same path. */
+static struct module *find_by_build_id_at(struct stacksnap_ctx *ctx,
+					  const char *path, const uint8_t *id,
+					  size_t len)
+{
+	for (struct module *m = ctx->modules; m; m = m->next)
+		if (same_build_id(m->img, id, len) && !m->is_vdso &&
+		    !strcmp(m->name, path))
+			return m;
+	return NULL;
+}
+
 bool module__cached(struct stacksnap_ctx *ctx, const uint8_t *id, size_t len)
 {
 	return find_by_build_id(ctx, id, len) != NULL;
@@ -92,7 +125,8 @@ int module__get_file_at(struct stacksnap_ctx *ctx, const char *path,
 	struct stat st;
 	int fd, err;
 
-	if (build_id_len && (m = find_by_build_id(ctx, build_id, build_id_len)))
+	if (build_id_len &&
+	    (m = find_by_build_id_at(ctx, path, build_id, build_id_len)))
 		goto found;
 	/* Opened, then known by its identity: one lookup of the path (under
 	 * /proc/PID/root, the costly part of a module's opening), not two. */
@@ -113,9 +147,8 @@ int module__get_file_at(struct stacksnap_ctx *ctx, const char *path,
 			 "mapping; the file changed since, symbols and unwind "
 			 "data may be wrong",
 			 path);
-	/* Another path to the same file (a hard link, another sysroot). */
-	if (img->build_id_len &&
-	    (m = find_by_build_id(ctx, img->build_id, img->build_id_len))) {
+	/* Another path to the same bytes (a copy, another sysroot). */
+	if (img->build_id_len && (m = find_same_content(ctx, img))) {
 		elf_image__free(img);
 		goto found;
 	}
@@ -132,8 +165,7 @@ int module__get_image(struct stacksnap_ctx *ctx, const char *name,
 	struct module *m;
 	int err;
 
-	if (img->build_id_len &&
-	    (m = find_by_build_id(ctx, img->build_id, img->build_id_len))) {
+	if (img->build_id_len && (m = find_same_content(ctx, img))) {
 		elf_image__free(img);
 		m->refs++;
 		*out = m;
@@ -164,6 +196,7 @@ static void use_debug_cache(struct stacksnap_ctx *ctx, struct module *m)
 	if (elf_image__open(path, &ctx->log, &copy) == 0) {
 		if (copy->build_id_len == m->debug->build_id_len &&
 		    !memcmp(copy->build_id, m->debug->build_id, copy->build_id_len)) {
+			copy->found_by_build_id = true; /* copies are of such only */
 			elf_image__free(m->debug);
 			m->debug = copy;
 		} else {
@@ -366,6 +399,7 @@ static void table_source_of(struct stacksnap_ctx *ctx, struct module *m,
 		.eh_frame_hdr_vaddr = img->eh_frame_hdr.vaddr,
 		.build_id = img->build_id,
 		.build_id_len = img->build_id_len,
+		.file = elf_image__source(img),
 		.cache_dir = ctx->cache_dir,
 		.lazy_min_cfi = ctx->lazy_min_cfi,
 		.log = &ctx->log,

@@ -105,7 +105,10 @@ struct stacksnap_ctx {
 
 /* Finds or opens the module for the file at path (opened at open_path,
  * which may differ: /proc/PID/root/..., map_files). A build-id given by the
- * caller is looked up in the cache first. Takes a reference. */
+ * caller is looked up in the cache first, among modules opened from the
+ * same path; once the file is opened, a module of another file is shared
+ * only when its bytes are the same (a build-id is only a name). Takes a
+ * reference. */
 int module__get_file(struct stacksnap_ctx *ctx, const char *path,
 		     const char *open_path, const uint8_t *build_id,
 		     size_t build_id_len, struct module **out);

@@ -62,11 +62,13 @@ static int mkdirs(char *path, const struct log_sink *log)
 	return err;
 }
 
-/* CACHE/.build-id/xx/yyyy.debug for a build-id. */
+/* CACHE/debug/.build-id/xx/yyyy.debug for a build-id. (Before copies
+ * were made only of files found by build-id they were under
+ * CACHE/.build-id/: those are never read.) */
 static int cached_name(const char *cache_dir, const uint8_t *id, size_t len,
 		       char *path, size_t size)
 {
-	int n = snprintf(path, size, "%s/.build-id/%02x/", cache_dir, id[0]);
+	int n = snprintf(path, size, "%s/debug/.build-id/%02x/", cache_dir, id[0]);
 
 	for (size_t i = 1; i < len && n > 0 && (size_t)n < size - 3; i++)
 		n += snprintf(path + n, size - (size_t)n, "%02x", id[i]);
@@ -101,6 +103,7 @@ int elf_debug_cache__open(const struct elf_image *img, const char *cache_dir,
 		elf_image__free(dbg);
 		return 0;
 	}
+	dbg->found_by_build_id = true; /* a copy of such a file only */
 	*out = dbg;
 	return 0;
 }
@@ -162,6 +165,16 @@ int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,
 	*cached_path = NULL;
 	if (!cache_dir || !*cache_dir || dbg->build_id_len < 2 || !dbg->path)
 		return 0;
+	/* The copy serves every module with this build-id: only a file
+	 * every such module's search finds first (by build-id, in the debug
+	 * directories or from debuginfod) is copied, never one a module
+	 * names through .gnu_debuglink beside itself, where whoever made
+	 * the module may have put it. */
+	if (!dbg->found_by_build_id) {
+		log_debug(log, "%s: not found by build-id: not copied to the "
+			  "debug-file cache", dbg->path);
+		return 0;
+	}
 	in = open(dbg->path, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return 0;

@@ -129,7 +129,10 @@ static int by_build_id(const struct elf_image *img, const char *dir,
 	if (n <= 0 || (size_t)n + sizeof(".debug") > sizeof(path))
 		return 0;
 	strcpy(path + n, ".debug");
-	return try_candidate(img, path, false, log, out);
+	if (!try_candidate(img, path, false, log, out))
+		return 0;
+	(*out)->found_by_build_id = true;
+	return 1;
 }
 
 static int by_debuglink(const struct elf_image *img,

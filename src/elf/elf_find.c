@@ -144,10 +144,20 @@ int elf_image__open_debug_remote(const struct elf_image *img,
 	}
 	close(fd);
 	err = elf_image__open(path, log, out);
-	if (err)
+	if (err) {
 		*out = NULL;
-	else
+	} else if ((*out)->build_id_len != img->build_id_len ||
+		   memcmp((*out)->build_id, img->build_id, img->build_id_len)) {
+		/* A server's answer is a name too: only its note says what
+		 * the file is. */
+		log_warn(log, "%s: debug file %s from debuginfod has another "
+			 "build-id than %s: refused", img->path, path, idhex);
+		elf_image__free(*out);
+		*out = NULL;
+	} else {
+		(*out)->found_by_build_id = true;
 		log_info(log, "%s: debug file %s from debuginfod", img->path, path);
+	}
 	free(path);
 	return 0;
 }

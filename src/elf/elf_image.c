@@ -383,6 +383,8 @@ int elf_image__open_fd(int fd, const struct stat *st, const char *path,
 	(*out)->ino = st->st_ino;
 	(*out)->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ull +
 			   (uint64_t)st->st_mtim.tv_nsec;
+	(*out)->ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000ull +
+			   (uint64_t)st->st_ctim.tv_nsec;
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cache_bind.h"
 #include "base/log.h"
 
 typedef struct Elf Elf;
@@ -44,6 +45,11 @@ struct elf_image {
 	uint16_t e_type;	/* ET_EXEC, ET_DYN, ... */
 	uint64_t e_entry;
 	uint64_t dev, ino, mtime_ns; /* identity of the file (0 for memory) */
+	uint64_t ctime_ns;	/* its change time: with the above, what a cache
+				   entry made from it records (cache_bind.h) */
+	bool found_by_build_id;	/* a debug file found by its build-id (a debug
+				   directory's .build-id tree, debuginfod), not
+				   through a name the module gives */
 
 	uint8_t build_id[ELF_BUILD_ID_MAX];
 	size_t build_id_len;	/* 0 when the image has none */
@@ -89,6 +95,15 @@ int elf_image__open_mem(const void *bytes, size_t len, const char *name,
 			const struct log_sink *log, struct elf_image **out);
 void elf_image__free(struct elf_image *img);
 
+/* What a cache entry made from img is bound to: its file's identity and
+ * its bytes (an image from memory: its bytes only). */
+static inline struct cache_source elf_image__source(const struct elf_image *img)
+{
+	return (struct cache_source){ img->dev, img->ino, img->size,
+				      img->mtime_ns, img->ctime_ns,
+				      img->bytes, img->size };
+}
+
 /* The bias to add to link-time addresses of img to get run-time addresses,
  * for a mapping of the file at map_start from file offset map_offset (a
  * non-PIE executable, mapped at its link addresses, gets 0). pf_flags
@@ -133,8 +148,9 @@ int elf_image__open_minidebug(const struct elf_image *img,
 			      const struct log_sink *log,
 			      struct elf_image **out);
 
-/* If the separate debug image dbg has compressed sections, writes an
- * uncompressed copy of it to CACHE/.build-id/xx/yyyy.debug (atomically) and
+/* If the separate debug image dbg was found by build-id and has
+ * compressed sections, writes an uncompressed copy of it to
+ * CACHE/debug/.build-id/xx/yyyy.debug (atomically) and
  * returns its path in *cached_path (malloc'ed), else *cached_path is NULL.
  * Failing to write the cache is not an error (logged at info level). */
 int elf_debug_cache__store(const struct elf_image *dbg, const char *cache_dir,

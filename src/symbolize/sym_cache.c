@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/cache_bind.h"
 #include "base/cache_file.h"
 #include "base/checksum.h"
 
@@ -21,8 +22,12 @@ enum {
 	H_NTABLES = 20, H_BUILD_ID = 24, /* 40 bytes, zero-padded */
 	H_SOURCE_KEY = 64, H_NRECS = 72, /* 4 x u32 */
 	H_NRANGES = 88, H_BLOCK = 92, H_STRS_LEN = 96, H_PAYLOAD_SIZE = 104,
-	H_NFUNCS = 112, H_FLAGS = 116, H_SUMS_HASH = 120, H_HEADER_HASH = 128,
+	H_NFUNCS = 112, H_FLAGS = 116, H_NSOURCES = 120, /* u32, 4 bytes 0 */
+	H_SOURCES = 128, /* SYM_CACHE_MAX_SOURCES records: base/cache_bind.h */
+	H_SUMS_HASH = 272, H_HEADER_HASH = 280,
 };
+_Static_assert(H_SOURCES + SYM_CACHE_MAX_SOURCES * CACHE_BIND_SIZE == H_SUMS_HASH,
+	       "header layout");
 
 _Static_assert(sizeof(struct sym_rec) == 32, "record is 32 bytes");
 _Static_assert(sizeof(struct sym_cu_range) == 24, "range is 24 bytes");
@@ -79,14 +84,16 @@ static void seal(uint8_t *b, size_t data_off, size_t nblocks, size_t data_len)
 }
 
 int sym_cache__encode(const uint8_t *id, size_t id_len,
-		      const struct sym_cache_view *v, uint8_t **out,
-		      size_t *len)
+		      const struct sym_cache_view *v,
+		      const struct cache_source *srcs, size_t nsrcs,
+		      uint8_t **out, size_t *len)
 {
 	size_t nrecs[SYM_CACHE_MAX_TABLES] = { 0 }, data_len, nblocks, off;
 	uint8_t *b;
 
 	*out = NULL;
 	if (!id_len || id_len > 40 || v->ntables > SYM_CACHE_MAX_TABLES ||
+	    nsrcs > SYM_CACHE_MAX_SOURCES ||
 	    (v->flags & ~(unsigned)SYM_CACHE_FUNCTIONS) ||
 	    !v->strs_len || v->strs[v->strs_len - 1])
 		return -EINVAL;
@@ -115,6 +122,9 @@ int sym_cache__encode(const uint8_t *id, size_t id_len,
 	put_le32(b + H_BLOCK, SYM_CACHE_BLOCK);
 	put_le64(b + H_STRS_LEN, v->strs_len);
 	put_le64(b + H_PAYLOAD_SIZE, 8 * nblocks + data_len);
+	put_le32(b + H_NSOURCES, (uint32_t)nsrcs);
+	for (size_t i = 0; i < nsrcs; i++)
+		cache_bind__put(b + H_SOURCES + CACHE_BIND_SIZE * i, &srcs[i]);
 	size_t p = off;
 	for (unsigned t = 0; t < v->ntables; t++) {
 		/* The in-memory record is the file's (little-endian host). */
@@ -307,8 +317,33 @@ int sym_cache__path(const char *dir, const uint8_t *id, size_t n, char *buf,
 	return 0;
 }
 
+/* Was the file at path, decoded, made from srcs? NULL, or why not. */
+static const char *made_from(const uint8_t *b, const char *path,
+			     const struct cache_source *srcs, size_t nsrcs,
+			     const struct log_sink *log)
+{
+	if (le32(b + H_NSOURCES) != nsrcs)
+		return "made from other files (stale)";
+	for (size_t i = 0; i < nsrcs; i++) {
+		switch (cache_bind__check(b + H_SOURCES + CACHE_BIND_SIZE * i,
+					  &srcs[i])) {
+		case CACHE_BIND_OTHER:
+			return "made from another file with this build-id, "
+			       "whose bytes differ";
+		case CACHE_BIND_SAME_BYTES:
+			log_info(log, "%s: symbol cache file made from another "
+				 "copy of file %zu (same bytes): used", path, i);
+			break;
+		case CACHE_BIND_SAME_FILE:
+			break;
+		}
+	}
+	return NULL;
+}
+
 int sym_cache__load(const char *dir, const uint8_t *id, size_t id_len,
-		    uint64_t source_key, const struct log_sink *log,
+		    uint64_t source_key, const struct cache_source *srcs,
+		    size_t nsrcs, const struct log_sink *log,
 		    struct sym_cache **out)
 {
 	char path[4096];
@@ -318,10 +353,17 @@ int sym_cache__load(const char *dir, const uint8_t *id, size_t id_len,
 	int err;
 
 	*out = NULL;
+	if (!nsrcs || nsrcs > SYM_CACHE_MAX_SOURCES)
+		return -EINVAL;
 	if ((err = sym_cache__path(dir, id, id_len, path, sizeof(path))) ||
 	    (err = cache_file__map(path, "symbol cache", log, &map, &len)))
 		return err;
 	err = sym_cache__decode(map, len, id, id_len, source_key, out, &why);
+	if (!err && (why = made_from(map, path, srcs, nsrcs, log))) {
+		sym_cache__free(*out); /* not yet the mapping's owner */
+		*out = NULL;
+		err = -EINVAL;
+	}
 	if (err) {
 		munmap(map, len);
 		if (err == -EINVAL)
@@ -335,7 +377,9 @@ int sym_cache__load(const char *dir, const uint8_t *id, size_t id_len,
 }
 
 int sym_cache__store(const char *dir, const uint8_t *id, size_t id_len,
-		     const struct sym_cache_view *v, const struct log_sink *log)
+		     const struct sym_cache_view *v,
+		     const struct cache_source *srcs, size_t nsrcs,
+		     const struct log_sink *log)
 {
 	char path[4096];
 	uint8_t *b;
@@ -343,7 +387,7 @@ int sym_cache__store(const char *dir, const uint8_t *id, size_t id_len,
 	int err;
 
 	if ((err = sym_cache__path(dir, id, id_len, path, sizeof(path))) ||
-	    (err = sym_cache__encode(id, id_len, v, &b, &len)))
+	    (err = sym_cache__encode(id, id_len, v, srcs, nsrcs, &b, &len)))
 		return err;
 	err = cache_file__write(path, b, len, log);
 	free(b);

@@ -9,11 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cache_bind.h"
 #include "base/log.h"
 
+/* 3: the files an entry was made from are recorded (base/cache_bind.h),
+ * and Rust functions named from their DWARF scopes. */
 #define SYM_CACHE_VERSION 3
 #define SYM_CACHE_MAX_TABLES 4
-#define SYM_CACHE_HDR_SIZE 136
+/* The main image and its debug file. */
+#define SYM_CACHE_MAX_SOURCES 2
+#define SYM_CACHE_HDR_SIZE 288
 #define SYM_CACHE_BLOCK 4096
 
 /* One symbol as the file stores it (32 bytes, little-endian) and as
@@ -74,11 +79,14 @@ struct sym_cache_view {
 
 struct sym_cache;
 
-/* Encodes v for build-id id into a malloc'ed buffer. Returns 0 or -errno
- * (-EINVAL: too large, or a build-id of 0 or more than 40 bytes). */
+/* Encodes v for build-id id, made from the files srcs[0..nsrcs) (at
+ * most SYM_CACHE_MAX_SOURCES; their records are written: identity and
+ * digest), into a malloc'ed buffer. Returns 0 or -errno (-EINVAL: too
+ * large, or a build-id of 0 or more than 40 bytes). */
 int sym_cache__encode(const uint8_t *id, size_t id_len,
-		      const struct sym_cache_view *v, uint8_t **out,
-		      size_t *len);
+		      const struct sym_cache_view *v,
+		      const struct cache_source *srcs, size_t nsrcs,
+		      uint8_t **out, size_t *len);
 /* Checks bytes' header (magic, version, header checksum, build-id,
  * source key, every size) and the checksum of its block checksums; the
  * blocks themselves are checked by sym_cache__check as they are used.
@@ -105,14 +113,20 @@ void sym_cache__seal(uint8_t *b, size_t len);
 /* DIR/symbols/<build-id hex>.sym */
 int sym_cache__path(const char *dir, const uint8_t *id, size_t id_len,
 		    char *buf, size_t size);
-/* Maps and decodes the file for id from dir (the cache owns the mapping).
+/* Maps and decodes the file for id from dir and checks that it was made
+ * from srcs[0..nsrcs) (1..SYM_CACHE_MAX_SOURCES; by identity, else by
+ * digest: a build-id is only a name) (the cache owns the mapping).
  * -ENOENT: none; -EPERM: not trusted (ownership, mode); -EINVAL: not
- * valid or stale (logged at info level: it is then rewritten). */
+ * valid, stale or made from other files (logged at info level: it is then
+ * rewritten). */
 int sym_cache__load(const char *dir, const uint8_t *id, size_t id_len,
-		    uint64_t source_key, const struct log_sink *log,
+		    uint64_t source_key, const struct cache_source *srcs,
+		    size_t nsrcs, const struct log_sink *log,
 		    struct sym_cache **out);
-/* Writes v for id to dir (temporary file, then rename). */
+/* Writes v for id, made from srcs, to dir (temporary file, then rename). */
 int sym_cache__store(const char *dir, const uint8_t *id, size_t id_len,
-		     const struct sym_cache_view *v, const struct log_sink *log);
+		     const struct sym_cache_view *v,
+		     const struct cache_source *srcs, size_t nsrcs,
+		     const struct log_sink *log);
 
 #endif

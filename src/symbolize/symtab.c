@@ -434,6 +434,25 @@ static uint64_t source_key(const struct elf_image *const *imgs, size_t nimgs)
 	return checksum64(k, n);
 }
 
+/* The files the symbols are made from, which a cache file must have been
+ * made from too: the main image, and the debug image when it is a file
+ * the module named (.gnu_debuglink). A debug file found by build-id (a
+ * debug directory's tree, debuginfod, or the debug-file cache's copy of
+ * one) is what every module with that build-id finds: the source key
+ * names it by its build-id, and its form may change (compressed, then the
+ * cache's copy). MiniDebugInfo comes from the main image's own bytes. */
+static size_t sources_of(const struct elf_image *const *imgs, size_t nimgs,
+			 struct cache_source srcs[SYM_CACHE_MAX_SOURCES])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nimgs && n < SYM_CACHE_MAX_SOURCES; i++)
+		if (imgs[i] && (i == 0 || (imgs[i]->ino &&
+					   !imgs[i]->found_by_build_id)))
+			srcs[n++] = elf_image__source(imgs[i]);
+	return n;
+}
+
 static int symtab_new(const struct elf_image *const *imgs, size_t nimgs,
 		      const struct log_sink *log, struct symtab **out)
 {
@@ -481,8 +500,10 @@ int symtab__open(const struct elf_image *const *imgs, size_t nimgs,
 	*out = NULL;
 	if ((err = symtab_new(imgs, nimgs, log, &st)))
 		return fail(err);
+	struct cache_source srcs[SYM_CACHE_MAX_SOURCES];
+	size_t nsrcs = sources_of(imgs, nimgs, srcs);
 	if (sym_cache__load(cache_dir, main->build_id, main->build_id_len,
-			    st->source_key, log, &c) == 0) {
+			    st->source_key, srcs, nsrcs, log, &c) == 0) {
 		const struct sym_cache_view *v = sym_cache__view(c);
 
 		st->cache = c;
@@ -681,8 +702,10 @@ int symtab__store(struct symtab *st, struct line_info *li, bool functions,
 	v.funcs = funcs;
 	v.strs = sb.s;
 	v.strs_len = sb.n;
+	struct cache_source srcs[SYM_CACHE_MAX_SOURCES];
+	size_t nsrcs = sources_of(st->imgs, st->nimgs, srcs);
 	err = sym_cache__store(cache_dir, st->imgs[0]->build_id,
-			       st->imgs[0]->build_id_len, &v, log);
+			       st->imgs[0]->build_id_len, &v, srcs, nsrcs, log);
 out:
 	free(funcs);
 	free(sb.s);

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/cache_bind.h"
 #include "base/cache_file.h"
 #include "base/checksum.h"
 
@@ -25,9 +26,11 @@ enum {
 	H_NFDES = 92, H_NINPUTS = 96, H_INPUT_KINDS = 100,
 	H_INPUTS = 104, /* 2 x (u64 vaddr, u64 size) */
 	H_NSIG = 136, H_CHUNK_SHIFT = 140, H_SIG = 144, /* 4 x u64 */
-	H_PAYLOAD_SIZE = 176, H_INDEX_HASH = 184, H_HEADER_HASH = 192,
-	HDR_SIZE = 200,
+	H_SOURCE = 176, /* the module file's record: base/cache_bind.h */
+	H_PAYLOAD_SIZE = 248, H_INDEX_HASH = 256, H_HEADER_HASH = 264,
+	HDR_SIZE = 272,
 };
+_Static_assert(H_SOURCE + CACHE_BIND_SIZE == H_PAYLOAD_SIZE, "header layout");
 
 static size_t pad8(size_t n)
 {
@@ -139,6 +142,8 @@ int table_cache__encode(const struct unwind_table *t,
 	put_le32(b + H_CHUNK_SHIFT, cshift);
 	for (unsigned i = 0; i < nsigreturn; i++)
 		put_le64(b + H_SIG + 8 * i, sigreturn[i]);
+	if (key->file)
+		cache_bind__put(b + H_SOURCE, key->file);
 	for (size_t i = 0; i < t->nrows; i++)
 		put_le32(b + l.starts + 4 * i, t->starts[i]);
 	memcpy(b + l.rows, t->rows, t->nrows * 8);
@@ -382,6 +387,8 @@ int table_cache__load(const char *dir, const struct table_cache_key *key,
 	int err;
 
 	*out = NULL;
+	if (!key->file)
+		return -EINVAL;
 	if ((err = table_cache__path(dir, key->build_id, key->build_id_len,
 				     path, sizeof(path))))
 		return err;
@@ -389,6 +396,23 @@ int table_cache__load(const char *dir, const struct table_cache_key *key,
 		return err;
 	err = table_cache__decode(map, len, key, sigreturn, nsigreturn, out,
 				  &why);
+	if (!err && key->file) {
+		/* Rows and trampolines come from the file's bytes, which its
+		 * build-id does not vouch for. */
+		enum cache_bind_match m = cache_bind__check((const uint8_t *)map + H_SOURCE,
+							  key->file);
+
+		if (m == CACHE_BIND_OTHER) {
+			unwind_table__free(*out);
+			*out = NULL;
+			err = -EINVAL;
+			why = "made from another file with this build-id, whose "
+			      "bytes differ";
+		} else if (m == CACHE_BIND_SAME_BYTES) {
+			log_info(log, "%s: table cache file made from another "
+				 "copy of this file (same bytes): used", path);
+		}
+	}
 	if (err) {
 		munmap(map, len);
 		if (err == -EINVAL)

@@ -8,10 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cache_bind.h"
 #include "base/log.h"
 #include "table/unwind_table.h"
 
-#define TABLE_CACHE_VERSION 2
+/* 3: the entry records the file it was made from (base/cache_bind.h). */
+#define TABLE_CACHE_VERSION 3
 /* Bumped whenever the compiler would give other rows for the same CFI:
  * a file of another compiler version is stale. */
 #define TABLE_CACHE_COMPILER 1
@@ -23,13 +25,18 @@
 #define TABLE_CACHE_CHUNK_SHIFT 16
 
 /* What a cache file must agree with to be used: the module's build-id,
- * its CFI sections (the table's inputs) and, returned by a load, the
- * module's signal trampolines. */
+ * its CFI sections (the table's inputs), the module's file (identity,
+ * else the digest of its bytes: a build-id is only a name) and, returned
+ * by a load, the module's signal trampolines. */
 struct table_cache_key {
 	const uint8_t *build_id;
 	size_t build_id_len;		/* 1..40 */
 	const struct cfi_input *inputs;
 	size_t ninputs;			/* 1 or 2 */
+	const struct cache_source *file; /* the module's file: recorded by an
+					   encode, checked by a load (which
+					   refuses a key without it); not by
+					   a decode */
 };
 
 /* Encodes a whole table (not lazy) and the module's trampolines into a
@@ -60,9 +67,10 @@ void table_cache__seal(uint8_t *b, size_t len);
 int table_cache__path(const char *dir, const uint8_t *build_id,
 		      size_t build_id_len, char *buf, size_t size);
 
-/* Maps the file for key from dir and decodes it (the table owns the
- * mapping). -ENOENT: none; -EPERM: not trusted (ownership, mode);
- * -EINVAL: not valid (logged at info level: it is then rewritten). */
+/* Maps the file for key from dir, decodes it and checks that it was made
+ * from key->file (the table owns the mapping). -ENOENT: none; -EPERM:
+ * not trusted (ownership, mode); -EINVAL: not valid, or made from another
+ * file with this build-id (logged at info level: it is then rewritten). */
 int table_cache__load(const char *dir, const struct table_cache_key *key,
 		      const struct log_sink *log, uint64_t *sigreturn,
 		      unsigned *nsigreturn, struct unwind_table **out);

@@ -12,7 +12,7 @@ static bool open_cached(const struct table_source *src,
 			struct stacksnap_ctx_stats *st, struct unwind_table **out)
 {
 	struct table_cache_key key = { src->build_id, src->build_id_len,
-				       src->inputs, src->ninputs };
+				       src->inputs, src->ninputs, &src->file };
 
 	if (!src->ninputs || !src->cache_dir || !key.build_id_len ||
 	    table_cache__load(src->cache_dir, &key, src->log, src->sigreturn,
@@ -91,7 +91,7 @@ void unwind_table__store(const struct table_source *src,
 			 struct stacksnap_ctx_stats *st)
 {
 	struct table_cache_key key = { src->build_id, src->build_id_len,
-				       t->inputs, t->ninputs };
+				       t->inputs, t->ninputs, &src->file };
 
 	if (!unwind_table__store_due(src, t, *on_disk))
 		return;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cache_bind.h"
 #include "base/log.h"
 #include "dwarf/cfi.h"
 #include "stacksnap.h"
@@ -26,6 +27,9 @@ struct table_source {
 	uint64_t eh_frame_hdr_vaddr;
 	const uint8_t *build_id;	/* the cache key; none: no cache */
 	size_t build_id_len;
+	struct cache_source file;	/* the module's file: what a cache
+					   entry is bound to (a build-id is
+					   only a name) */
 	const char *cache_dir;		/* NULL: no table cache */
 	size_t lazy_min_cfi;		/* CFI bytes from which a table is lazy
 					   (with a cache_dir; without one,

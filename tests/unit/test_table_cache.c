@@ -78,9 +78,11 @@ static bool run_uses_cache(void)
 		if (t && fresh) {
 			uint8_t *b;
 			size_t len;
+			struct cache_source file = elf_image__source(m->img);
 			struct table_cache_key key = { m->img->build_id,
 						       m->img->build_id_len,
-						       t->inputs, t->ninputs };
+						       t->inputs, t->ninputs,
+						       &file };
 
 			CHECK(table_cache__encode(t, &key, m->sigreturn,
 						  m->nsigreturn, &b, &len) == 0);
@@ -106,8 +108,10 @@ static void setup(void)
 	 * whole table: without a cache the module's table is lazy). */
 	m = libc_module(&ctx, &as, NULL);
 	if (m && module__table_whole(ctx, m)) {
+		struct cache_source file = elf_image__source(m->img);
 		struct table_cache_key key = { m->img->build_id, m->img->build_id_len,
-					       m->table->inputs, m->table->ninputs };
+					       m->table->inputs, m->table->ninputs,
+					       &file };
 
 		CHECK(table_cache__encode(m->table, &key, m->sigreturn,
 					  m->nsigreturn, &fresh, &fresh_len) == 0);
@@ -382,7 +386,8 @@ static void debug_cache_rules(void)
 		done(ctx, as);
 		return;
 	}
-	int n = snprintf(dbg, sizeof(dbg), "%s/.build-id/%02x/", dir, m->img->build_id[0]);
+	int n = snprintf(dbg, sizeof(dbg), "%s/debug/.build-id/%02x/", dir,
+			 m->img->build_id[0]);
 	for (size_t i = 1; i < m->img->build_id_len; i++)
 		n += snprintf(dbg + n, sizeof(dbg) - (size_t)n, "%02x", m->img->build_id[i]);
 	strcat(dbg, ".debug");
