@@ -2219,6 +2219,9 @@ enum stacksnap_wait_kind {
 	STACKSNAP_WAIT_DISK,		/* uninterruptible sleep (state D) */
 	STACKSNAP_WAIT_OTHER,		/* another system call */
 	STACKSNAP_WAIT_JOIN,		/* pthread_join: the thread joined */
+	STACKSNAP_WAIT_PYTHON_LOCK,	/* CPython threading.Lock, RLock (and
+					   Condition, Event, Queue on them) */
+	STACKSNAP_WAIT_GIL,		/* CPython's global interpreter lock */
 };
 
 /* One holder of what a thread waits for: a thread (tid), or a process as
@@ -2268,9 +2271,13 @@ struct stacksnap_waits_opts {
 	/* A saved capture: nothing is read from /proc (no fds, children or
 	 * file locks: those waits name their kind only, and say why). */
 	bool saved;
+	/* The thread holding a CPython GIL at the capture
+	 * (stacksnap_runtime_info.gil_holder): the holder of the threads
+	 * waiting for it. 0: none or not known. */
+	pid_t gil_holder;
 	size_t :0;
 };
-#define stacksnap_waits_opts__last_field saved
+#define stacksnap_waits_opts__last_field gil_holder
 
 struct stacksnap_waits;
 
