@@ -240,5 +240,55 @@ static void python_lock_object(void)
 	CHECK(waits_python__find_lock(cands, 7, sem + 16, own_read, NULL, &o) == 0);
 }
 
+/* Goroutines' kinds from their wait reasons and sync frames, and Go's
+ * "all goroutines are asleep": not when one runs, not counting the
+ * runtime's idle goroutines nor os/signal's loop (said). */
+static struct stacksnap_goroutine goroutine(const char *reason, const char *status,
+					    const struct stacksnap_runtime_frame *fr,
+					    size_t n)
+{
+	struct stacksnap_goroutine g;
+
+	memset(&g, 0, sizeof(g));
+	g.sz = sizeof(g);
+	g.wait_reason = reason;
+	g.status = status;
+	g.frames = fr;
+	g.nframes = n;
+	return g;
+}
+
+static void go_wait_kinds(void)
+{
+	static const struct stacksnap_runtime_frame mutex[] = {
+		{ .function = "runtime.gopark" }, { .function = "sync.runtime_SemacquireMutex" },
+		{ .function = "sync.(*Mutex).lockSlow" }, { .function = "sync.(*Mutex).Lock" },
+		{ .function = "main.work" } };
+	static const struct stacksnap_runtime_frame wg[] = {
+		{ .function = "runtime.gopark" }, { .function = "sync.(*WaitGroup).Wait" } };
+	static const struct stacksnap_runtime_frame sig[] = {
+		{ .function = "runtime.notetsleepg" }, { .function = "os/signal.signal_recv" } };
+	struct stacksnap_goroutine gs[6];
+	const char *why, *note;
+
+	gs[0] = goroutine("semacquire", "semacquire", mutex, 5);
+	gs[1] = goroutine("semacquire", "semacquire", wg, 2);
+	gs[2] = goroutine("chan receive", "chan receive", NULL, 0);
+	gs[3] = goroutine("GC worker (idle)", "GC worker (idle)", NULL, 0);
+	gs[4] = goroutine(NULL, "syscall", sig, 2);
+	gs[5] = goroutine(NULL, "running", NULL, 0);
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[0], &why), "go-mutex"));
+	CHECK(strstr(why, "no owner field") != NULL);
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[1], NULL), "go-waitgroup"));
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[2], NULL), "go-chan"));
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[3], NULL), "go-runtime"));
+	CHECK(stacksnap_goroutine__wait_kind(&gs[5], &why) == NULL && !why);
+	CHECK(stacksnap_goroutines__all_asleep(gs, 4, &note) && !note);
+	CHECK(stacksnap_goroutines__all_asleep(gs, 5, &note) && note &&
+	      strstr(note, "os/signal"));
+	CHECK(!stacksnap_goroutines__all_asleep(gs, 6, &note));
+	CHECK(!stacksnap_goroutines__all_asleep(gs + 3, 1, &note));
+}
+
 TEST_MAIN("waits", TEST(cycles_of_threads), TEST(cycle_through_processes),
-	  TEST(live_deadlock), TEST(python_lock_object))
+	  TEST(live_deadlock), TEST(python_lock_object), TEST(go_wait_kinds))
