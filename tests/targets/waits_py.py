@@ -7,6 +7,8 @@ locks: dl-a holds RLock a and waits for b, dl-b holds b and waits for a
 (a deadlock); sleeper holds RLock c twice and sleeps, rl-wait waits for c;
 main holds Lock d, lk-wait waits for it; cond, event and queue wait in
 Condition.wait, Event.wait and Queue.get.
+mixed: gil-a (main) holds the GIL in a native pthread_mutex_lock of a
+mutex native-b holds, and native-b waits for the GIL (a deadlock).
 gil: hog holds the GIL in a busy loop (switch interval 1000 s: it is never
 asked to drop it), gil-wait waits for it in take_gil."""
 import os
@@ -102,6 +104,28 @@ if mode == 'locks':
     time.sleep(0.2)  # the waiters reach their acquire
     publish()
     time.sleep(1000)
+elif mode == 'mixed':
+    # A cycle across the GIL and a native mutex: native-b locks a
+    # pthread mutex through ctypes.CDLL (the GIL released for the call),
+    # then sleeps and wants the GIL back; gil-a locks the same mutex
+    # through ctypes.PyDLL, which keeps the GIL held during the call.
+    import ctypes
+    libc_name = 'libc.so.6'
+    m = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER
+    locked = threading.Event()
+
+    def native_b():
+        role('native-b')
+        ctypes.CDLL(libc_name).pthread_mutex_lock(m)
+        locked.set()
+        time.sleep(0.3)
+        sink = 1  # noqa: F841 (needs the GIL)
+
+    start('native-b', native_b)
+    locked.wait()
+    role('gil-a')
+    publish()
+    ctypes.PyDLL(libc_name).pthread_mutex_lock(m)
 elif mode == 'gil':
     sys.setswitchinterval(1000)
 
