@@ -2224,6 +2224,9 @@ enum stacksnap_wait_kind {
 	STACKSNAP_WAIT_DISK,		/* uninterruptible sleep (state D) */
 	STACKSNAP_WAIT_OTHER,		/* another system call */
 	STACKSNAP_WAIT_JOIN,		/* pthread_join: the thread joined */
+	STACKSNAP_WAIT_PYTHON_LOCK,	/* CPython threading.Lock, RLock (and
+					   Condition, Event, Queue on them) */
+	STACKSNAP_WAIT_GIL,		/* CPython's global interpreter lock */
 };
 
 /* One holder of what a thread waits for: a thread (tid), or a process as
@@ -2273,9 +2276,13 @@ struct stacksnap_waits_opts {
 	/* A saved capture: nothing is read from /proc (no fds, children or
 	 * file locks: those waits name their kind only, and say why). */
 	bool saved;
+	/* The thread holding a CPython GIL at the capture
+	 * (stacksnap_runtime_info.gil_holder): the holder of the threads
+	 * waiting for it. 0: none or not known. */
+	pid_t gil_holder;
 	size_t :0;
 };
-#define stacksnap_waits_opts__last_field saved
+#define stacksnap_waits_opts__last_field gil_holder
 
 struct stacksnap_waits;
 
@@ -2319,6 +2326,21 @@ STACKSNAP_API int stacksnap_wait_cycles(const struct stacksnap_wait_edge *edges,
 					size_t **starts, size_t *ncycles);
 /* "mutex", "rwlock", ... (the JSON's "kind"). */
 STACKSNAP_API const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind);
+/* What goroutine g waits for (docs/waits.md), from its wait reason and
+ * its frames: "go-chan", "go-select", "go-mutex", "go-rwmutex",
+ * "go-waitgroup", "go-cond", "go-sema", "go-net", "sleep", "go-runtime"
+ * (the runtime's own, idle), "go-other"; NULL when it does not wait.
+ * *no_owner (may be NULL) gets why no holder is named (Go records none:
+ * a sync.Mutex has no owner field). */
+STACKSNAP_API const char *
+stacksnap_goroutine__wait_kind(const struct stacksnap_goroutine *g, const char **no_owner);
+/* Go's own "all goroutines are asleep - deadlock!": every goroutine but
+ * the runtime's idle ones waits for another goroutine (a channel, select,
+ * a sync lock, WaitGroup, Cond or semaphore), none runs, sleeps, waits for
+ * the network or a system call. *note (may be NULL) gets NULL or what
+ * was left out (os/signal's loop, which a signal wakes). */
+STACKSNAP_API bool stacksnap_goroutines__all_asleep(const struct stacksnap_goroutine *gs,
+						    size_t n, const char **note);
 
 #ifdef __cplusplus
 }

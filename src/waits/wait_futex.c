@@ -198,29 +198,6 @@ static bool futex_classify(struct stacksnap_waits *w, struct wait_thread *t)
 	return true;
 }
 
-/* The holder tid of a lock as another process or thread: an edge, or
- * why none (an owner that no longer exists). */
-static int name_owner(struct stacksnap_waits *w, struct wait_thread *t, uint32_t tid)
-{
-	if (w->o.saved) {
-		if (waits__find(w, (pid_t)tid))
-			return waits__add_owner(t, w->pid, (pid_t)tid);
-		t->pub.no_owner = waits__strf(w, "its owner, thread %u, is not among the "
-					      "saved threads (it exited holding the "
-					      "lock, or the memory was reused)", tid);
-		return 0;
-	}
-	pid_t tgid = waits__tgid((pid_t)tid);
-
-	if (!tgid) {
-		t->pub.no_owner = waits__strf(w, "its owner, thread %u, no longer exists "
-					      "(it exited holding the lock, or the "
-					      "memory was reused)", tid);
-		return 0;
-	}
-	return waits__add_owner(t, tgid, (pid_t)tid);
-}
-
 /* Why a lock's words could not be read. */
 static const char *unreadable(struct stacksnap_waits *w, const char *what)
 {
@@ -298,7 +275,7 @@ static int mutex_owner(struct stacksnap_waits *w, struct wait_thread *t, uint64_
 				  "lock and the store of __owner)";
 		return 0;
 	}
-	return name_owner(w, t, tid);
+	return waits__name_owner(w, t, tid);
 }
 
 /* The rwlock holding the futex word at addr: its data symbol's start when
@@ -352,7 +329,7 @@ static int rwlock_owner(struct stacksnap_waits *w, struct wait_thread *t)
 	memcpy(&cur, (char *)b + L->rw_cur_writer, 4);
 	readers = b[L->rw_readers / 4] >> L->rw_reader_shift;
 	if (cur)
-		return name_owner(w, t, (uint32_t)cur);
+		return waits__name_owner(w, t, (uint32_t)cur);
 	if (readers) {
 		t->pub.detail = waits__strf(w, "held by %u reader%s", readers,
 					    readers == 1 ? "" : "s");
@@ -410,7 +387,7 @@ static int futex_owners(struct stacksnap_waits *w, struct wait_thread *t)
 			t->pub.no_owner = "the thread joined has exited since the capture";
 			return 0;
 		}
-		return name_owner(w, t, v);
+		return waits__name_owner(w, t, v);
 	default:
 		return 0;
 	}

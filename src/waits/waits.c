@@ -17,9 +17,10 @@
 #include "base/opts.h"
 #include "base/vec.h"
 
-/* In the order they are asked: a lock's futex before the catch-alls. */
+/* In the order they are asked: a runtime's lock before the futex it
+ * sleeps on, a lock's futex before the catch-alls. */
 static const struct wait_source_ops *const sources[] = {
-	&wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
+	&wait_python_ops, &wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
 	&wait_sleep_ops,
 };
 
@@ -31,7 +32,8 @@ static const char *const kind_names[] = {
 	[STACKSNAP_WAIT_CHILD] = "child", [STACKSNAP_WAIT_FILE_LOCK] = "file-lock",
 	[STACKSNAP_WAIT_POLL] = "poll", [STACKSNAP_WAIT_SLEEP] = "sleep",
 	[STACKSNAP_WAIT_DISK] = "disk", [STACKSNAP_WAIT_OTHER] = "other",
-	[STACKSNAP_WAIT_JOIN] = "join",
+	[STACKSNAP_WAIT_JOIN] = "join", [STACKSNAP_WAIT_PYTHON_LOCK] = "python-lock",
+	[STACKSNAP_WAIT_GIL] = "gil",
 };
 
 const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind)
@@ -74,6 +76,29 @@ int waits__add_owner(struct wait_thread *t, pid_t pid, pid_t tid)
 	o->tid = tid;
 	t->pub.owners = t->owners;
 	return 0;
+}
+
+/* The holder tid of a lock as another process or thread: an edge, or
+ * why none (an owner that no longer exists). */
+int waits__name_owner(struct stacksnap_waits *w, struct wait_thread *t, uint32_t tid)
+{
+	if (w->o.saved) {
+		if (waits__find(w, (pid_t)tid))
+			return waits__add_owner(t, w->pid, (pid_t)tid);
+		t->pub.no_owner = waits__strf(w, "its owner, thread %u, is not among the "
+					      "saved threads (it exited holding the "
+					      "lock, or the memory was reused)", tid);
+		return 0;
+	}
+	pid_t tgid = waits__tgid((pid_t)tid);
+
+	if (!tgid) {
+		t->pub.no_owner = waits__strf(w, "its owner, thread %u, no longer exists "
+					      "(it exited holding the lock, or the "
+					      "memory was reused)", tid);
+		return 0;
+	}
+	return waits__add_owner(t, tgid, (pid_t)tid);
 }
 
 struct wait_thread *waits__find(struct stacksnap_waits *w, pid_t tid)
@@ -349,6 +374,8 @@ static bool wants_kernel_stack(const struct wait_thread *t)
 	case STACKSNAP_WAIT_SLEEP:
 	case STACKSNAP_WAIT_CHILD:
 	case STACKSNAP_WAIT_POLL:
+	case STACKSNAP_WAIT_PYTHON_LOCK:
+	case STACKSNAP_WAIT_GIL:
 		return t->th->state == 'D';
 	default:
 		return true;

@@ -64,6 +64,7 @@ struct wait_source_ops {
 	void (*free)(struct stacksnap_waits *w);
 };
 
+extern const struct wait_source_ops wait_python_ops;	/* wait_python.c */
 extern const struct wait_source_ops wait_futex_ops;	/* wait_futex.c */
 extern const struct wait_source_ops wait_fds_ops;	/* wait_fds.c */
 extern const struct wait_source_ops wait_child_ops;	/* wait_child.c */
@@ -107,6 +108,9 @@ const char *waits__strf(struct stacksnap_waits *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Adds a holder to t's wait. 0 or -ENOMEM. */
 int waits__add_owner(struct wait_thread *t, pid_t pid, pid_t tid);
+/* Names thread tid as the holder of what t waits for: an edge, or why
+ * none (a holder that no longer exists). 0 or -ENOMEM. */
+int waits__name_owner(struct stacksnap_waits *w, struct wait_thread *t, uint32_t tid);
 /* The thread tid of the process, or NULL. */
 struct wait_thread *waits__find(struct stacksnap_waits *w, pid_t tid);
 /* Reads len bytes at addr of the target (after the thaw). 0 or -errno. */

@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "stacksnap.h"
+#include "waits/wait_python.h"
 
 static struct stacksnap_wait_owner node(pid_t pid, pid_t tid)
 {
@@ -201,5 +202,93 @@ static void live_deadlock(void)
 	stacksnap_ctx__free(ctx);
 }
 
+/* The CPython lock object search over this process's own memory laid out
+ * as CPython's: the object whose lock_lock is the semaphore and whose
+ * type is named _thread.RLock / _thread.lock, never one with another type
+ * name or another semaphore. */
+static int own_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	memcpy(buf, (const void *)(uintptr_t)addr, len);
+	return 0;
+}
+
+static void python_lock_object(void)
+{
+	static const char rlock_name[16] = "_thread.RLock", lock_name[16] = "_thread.lock",
+			  other_name[16] = "_thread.RLockX";
+	uint64_t rl_type[4] = { 1, 0, 0, (uintptr_t)rlock_name };
+	uint64_t lk_type[4] = { 1, 0, 0, (uintptr_t)lock_name };
+	uint64_t ot_type[4] = { 1, 0, 0, (uintptr_t)other_name };
+	uint64_t sem = 0x5a5a0000;
+	uint64_t other[5] = { 1, (uintptr_t)ot_type, sem, 0x1000, 1 };
+	uint64_t wrong_sem[5] = { 1, (uintptr_t)rl_type, sem + 8, 0x1000, 1 };
+	uint64_t rlock[5] = { 1, (uintptr_t)rl_type, sem, 0x7f0000001000ull, 2 };
+	uint64_t lock[5] = { 1, (uintptr_t)lk_type, sem, 0, 0 };
+	uint64_t cands[] = { 0, 8, 0x1001, (uintptr_t)other, (uintptr_t)wrong_sem,
+			     (uintptr_t)rlock, (uintptr_t)lock };
+	struct py_lock_obj o;
+
+	CHECK(waits_python__find_lock(cands, 7, sem, own_read, NULL, &o) == 1);
+	CHECK_EQ_U64(o.addr, (uintptr_t)rlock);
+	CHECK(o.rlock);
+	CHECK_EQ_U64(o.owner, 0x7f0000001000ull);
+	CHECK_EQ_U64(o.count, 2);
+	CHECK(waits_python__find_lock(cands + 6, 1, sem, own_read, NULL, &o) == 1);
+	CHECK(!o.rlock && o.addr == (uintptr_t)lock);
+	CHECK(waits_python__find_lock(cands, 5, sem, own_read, NULL, &o) == 0);
+	CHECK(waits_python__find_lock(cands, 7, sem + 16, own_read, NULL, &o) == 0);
+}
+
+/* Goroutines' kinds from their wait reasons and sync frames, and Go's
+ * "all goroutines are asleep": not when one runs, not counting the
+ * runtime's idle goroutines nor os/signal's loop (said). */
+static struct stacksnap_goroutine goroutine(const char *reason, const char *status,
+					    const struct stacksnap_runtime_frame *fr,
+					    size_t n)
+{
+	struct stacksnap_goroutine g;
+
+	memset(&g, 0, sizeof(g));
+	g.sz = sizeof(g);
+	g.wait_reason = reason;
+	g.status = status;
+	g.frames = fr;
+	g.nframes = n;
+	return g;
+}
+
+static void go_wait_kinds(void)
+{
+	static const struct stacksnap_runtime_frame mutex[] = {
+		{ .function = "runtime.gopark" }, { .function = "sync.runtime_SemacquireMutex" },
+		{ .function = "sync.(*Mutex).lockSlow" }, { .function = "sync.(*Mutex).Lock" },
+		{ .function = "main.work" } };
+	static const struct stacksnap_runtime_frame wg[] = {
+		{ .function = "runtime.gopark" }, { .function = "sync.(*WaitGroup).Wait" } };
+	static const struct stacksnap_runtime_frame sig[] = {
+		{ .function = "runtime.notetsleepg" }, { .function = "os/signal.signal_recv" } };
+	struct stacksnap_goroutine gs[6];
+	const char *why, *note;
+
+	gs[0] = goroutine("semacquire", "semacquire", mutex, 5);
+	gs[1] = goroutine("semacquire", "semacquire", wg, 2);
+	gs[2] = goroutine("chan receive", "chan receive", NULL, 0);
+	gs[3] = goroutine("GC worker (idle)", "GC worker (idle)", NULL, 0);
+	gs[4] = goroutine(NULL, "syscall", sig, 2);
+	gs[5] = goroutine(NULL, "running", NULL, 0);
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[0], &why), "go-mutex"));
+	CHECK(strstr(why, "no owner field") != NULL);
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[1], NULL), "go-waitgroup"));
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[2], NULL), "go-chan"));
+	CHECK(!strcmp(stacksnap_goroutine__wait_kind(&gs[3], NULL), "go-runtime"));
+	CHECK(stacksnap_goroutine__wait_kind(&gs[5], &why) == NULL && !why);
+	CHECK(stacksnap_goroutines__all_asleep(gs, 4, &note) && !note);
+	CHECK(stacksnap_goroutines__all_asleep(gs, 5, &note) && note &&
+	      strstr(note, "os/signal"));
+	CHECK(!stacksnap_goroutines__all_asleep(gs, 6, &note));
+	CHECK(!stacksnap_goroutines__all_asleep(gs + 3, 1, &note));
+}
+
 TEST_MAIN("waits", TEST(cycles_of_threads), TEST(cycle_through_processes),
-	  TEST(live_deadlock))
+	  TEST(live_deadlock), TEST(python_lock_object), TEST(go_wait_kinds))

@@ -235,7 +235,8 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
 	/* Locks from the saved memory (a core's; a snapshot file has only
 	 * the stacks); no fds or system calls: the waits say so. */
-	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true, res, n);
+	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true,
+			    rinfo.gil_holder, res, n);
 	tot.waits = waits;
 	/* A Go program's goroutines, kept by --save (contiguous). */
 	size_t ng = o->threads_only ? 0 : stacksnap_saved__goroutine_count(s);

@@ -610,7 +610,7 @@ static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
 	/* After the thaw: the holders are read from the running process. */
 	if (!d->o.out.format_set) /* a profile has no place for them */
 		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false,
-				       d->res, d->n);
+				       d->rinfo.gil_holder, d->res, d->n);
 	if (d->o.waits_fd)
 		waits_write_edges(d->o.waits_fd, d->o.pid, d->res, d->n);
 	*printed = true;

@@ -4,6 +4,7 @@
  * by). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "print.h"
 
@@ -30,6 +31,10 @@ void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
 		if (g->thread)
 			fprintf(f, " on thread %d", (int)g->thread);
 		fputs(":\n", f);
+		const char *why, *kind = stacksnap_goroutine__wait_kind(g, &why);
+
+		if (kind && strcmp(kind, "go-runtime"))
+			fprintf(f, "    waits for: %s; %s\n", kind, why);
 		for (size_t k = 0; k < g->nframes; k++) {
 			const struct stacksnap_runtime_frame *fr = &g->frames[k];
 
@@ -51,6 +56,11 @@ void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
 			fputc('\n', f);
 		}
 	}
+	const char *note;
+
+	if (stacksnap_goroutines__all_asleep(gs, n, &note))
+		fprintf(f, "\nDeadlock: all goroutines are asleep, each waits for "
+			   "another%s%s\n", note ? ", " : "", note ? note : "");
 }
 
 void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
@@ -69,6 +79,18 @@ void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 			fprintf(f, ",\"wait_ns\":%" PRId64, g->wait_ns);
 		else
 			fputs(",\"wait_ns\":null", f);
+		const char *why, *kind = stacksnap_goroutine__wait_kind(g, &why);
+
+		fputs(",\"wait\":", f);
+		if (kind) {
+			fputs("{\"kind\":", f);
+			json_str(f, kind);
+			fputs(",\"no_owner\":", f);
+			json_str(f, why);
+			fputc('}', f);
+		} else {
+			fputs("null", f);
+		}
 		if (g->thread)
 			fprintf(f, ",\"thread\":%d", (int)g->thread);
 		else
@@ -115,4 +137,15 @@ void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 		fputs("]}", f);
 	}
 	fputc(']', f);
+	/* Go's own "all goroutines are asleep": null when not. */
+	const char *note;
+
+	fputs(",\"goroutines_asleep\":", f);
+	if (stacksnap_goroutines__all_asleep(gs, n, &note)) {
+		fputs("{\"note\":", f);
+		json_str(f, note);
+		fputc('}', f);
+	} else {
+		fputs("null", f);
+	}
 }

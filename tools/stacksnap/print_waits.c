@@ -12,9 +12,11 @@
 struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
 				    struct stacksnap_addrspace *as,
 				    struct stacksnap_mem *mem, bool saved,
+				    pid_t gil_holder,
 				    struct thread_result *res, size_t n)
 {
-	STACKSNAP_OPTS(stacksnap_waits_opts, wopts, .mem = mem, .saved = saved);
+	STACKSNAP_OPTS(stacksnap_waits_opts, wopts, .mem = mem, .saved = saved,
+		       .gil_holder = gil_holder);
 	struct stacksnap_waits *w = stacksnap_waits__new(ctx, pid, as, &wopts);
 
 	if (!w)

@@ -16,6 +16,7 @@
 struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
 				    struct stacksnap_addrspace *as,
 				    struct stacksnap_mem *mem, bool saved,
+				    pid_t gil_holder,
 				    struct thread_result *res, size_t n);
 /* The lines under a thread's header: what it waits for, the kernel
  * frames. */

@@ -15,6 +15,13 @@
 #include "runtime/python/py_layout.h"
 #include "stacksnap.h"
 
+/* glibc x86_64 keeps the kernel tid in struct pthread at 0x2d0 (after the
+ * 0x2c0-byte tcbhead_t and the 16-byte list link): its own
+ * _thread_db_pthread_tid descriptor says {32 bits, 1, 720} in glibc 2.36
+ * here, and the layout has not moved since the tcbhead_t grew to that
+ * size. */
+#define GLIBC_PTHREAD_TID 0x2d0
+
 struct mem_iov;
 struct py_hint;
 struct py_batch;

@@ -1,0 +1,69 @@
+// go_asleep.go - a Go program whose goroutines all wait for each other
+// (the waits_go test): one on a sync.Mutex main holds, one on a
+// WaitGroup, one on a channel receive, one in a select, one on a channel
+// send, main on a channel receive. os/signal's loop (signal.Notify) keeps
+// the runtime's own check from aborting it with "all goroutines are
+// asleep - deadlock!". With "busy", one more goroutine spins: not asleep.
+// Prints "ready PID".
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+	"sync"
+)
+
+var mu sync.Mutex
+var wg sync.WaitGroup
+var sink int
+
+//go:noinline
+func lockWait() { mu.Lock(); sink++; mu.Unlock() }
+
+//go:noinline
+func groupWait() { wg.Wait() }
+
+//go:noinline
+func recvWait(c chan int) { sink += <-c }
+
+//go:noinline
+func sendWait(c chan int) { c <- 1 }
+
+//go:noinline
+func selectWait(a, b chan int) {
+	select {
+	case v := <-a:
+		sink += v
+	case v := <-b:
+		sink += v
+	}
+}
+
+//go:noinline
+func busy() {
+	for {
+		sink++
+	}
+}
+
+func main() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	a, b, c, d := make(chan int), make(chan int), make(chan int), make(chan int)
+	mu.Lock()
+	wg.Add(1)
+	go lockWait()
+	go groupWait()
+	go recvWait(a)
+	go selectWait(b, c)
+	go sendWait(d)
+	if len(os.Args) > 1 && os.Args[1] == "busy" {
+		go busy()
+	}
+	time.Sleep(200 * time.Millisecond)
+	fmt.Fprintln(os.Stdout, "ready", os.Getpid())
+	<-make(chan int)
+}
