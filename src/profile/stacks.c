@@ -167,9 +167,9 @@ size_t stacksnap_stacks__distinct(const struct stacksnap_stacks *st)
  * it (" const", " [clone .cold]"): the last '(' at nesting depth 0, not
  * after a space, after which no "::" comes at depth 0. Parentheses
  * inside <...>, {...} and [...] (function types in template arguments,
- * "{lambda()#1}") and those
- * that name an operator ("operator()", "operator<") are not one; a local
- * entity's enclosing function ("f(int)::S::g()") keeps its list. */
+ * "{lambda()#1}") and those that name an operator ("operator()",
+ * "operator<") are not one; a local entity's enclosing function
+ * ("f(int)::S::g()") keeps its list. */
 static size_t name_without_params(const char *name)
 {
 	size_t n = strlen(name), cut = n;
