@@ -261,8 +261,13 @@ static void java_forget(void *rt, unsigned what)
 		j->gc_captured = false;
 		j->gc_warned = false;
 	}
-	if (what & NAMED_FORGET_CODE)
-		j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
+	if (what & NAMED_FORGET_CODE) {
+		/* The heaps commit more as the JIT compiles; a JVM found
+		   while it starts had its code cache's statics read (and
+		   cached) before they were set. */
+		j->nheaps = -1;
+		mem_invalidate(j->mem);
+	}
 }
 
 static void java_free(void *rt)
