@@ -84,13 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			method = blob.method;
 		}
 		if (!method)
-			hotspot_code__interpreter_method(&hc, BASE + pcs[i] % (size + 64),
+			hotspot_code__interpreter_method(&hc, NULL, BASE + pcs[i] % (size + 64),
 							 &method);
 		{
 			int bci = -1, line;
 			char file[64];
 
-			hotspot_code__interpreter_bci(&hc, BASE + pcs[i] % (size + 64),
+			hotspot_code__interpreter_bci(&hc, NULL, BASE + pcs[i] % (size + 64),
 						      method, &bci);
 			if (hotspot_code__line(&hc, method, bci < 0 ? (int)(pcs[i] & 0xff) : bci,
 					       &line, file, sizeof(file)) == 0 &&
@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{
 			struct hotspot_frame fr;
 
-			if (hotspot_frame__name(&hc, BASE + pcs[i] % (size + 64),
+			if (hotspot_frame__name(&hc, NULL, BASE + pcs[i] % (size + 64),
 						BASE + pcs[(i + 2) & 3] % (size + 64),
 						&fr) == 0 &&
 			    (!fr.function[0] ||
@@ -120,7 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int bcis[8];
 
 		if (hotspot_code__scopes(&hc, BASE + pcs[0] % (size + 64),
-					 BASE + pcs[1] % (size + 64), methods, bcis, 8) > 8)
+					 BASE + pcs[1] % (size + 64), pcs[2] & 1,
+					 methods, bcis, 8) > 8)
 			abort();
 	}
 	{

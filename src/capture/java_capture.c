@@ -88,6 +88,7 @@ struct snap_java {
 	   other processes (profile, trace) turns it off for them, as their
 	   pcs mean nothing in this JVM's code cache. */
 	bool step_off;
+	bool noslots_said;	/* "interpreted frames without a copy" logged */
 };
 
 #define JAVA_MAX_STEPS (1u << 20)
@@ -260,8 +261,13 @@ static void java_forget(void *rt, unsigned what)
 		j->gc_captured = false;
 		j->gc_warned = false;
 	}
-	if (what & NAMED_FORGET_CODE)
-		j->nheaps = -1;	/* the heaps commit more as the JIT compiles */
+	if (what & NAMED_FORGET_CODE) {
+		/* The heaps commit more as the JIT compiles; a JVM found
+		   while it starts had its code cache's statics read (and
+		   cached) before they were set. */
+		j->nheaps = -1;
+		mem_invalidate(j->mem);
+	}
 }
 
 static void java_free(void *rt)
@@ -524,6 +530,7 @@ static struct hotspot_frame *push_name(struct hotspot_frame **names,
  * method of its scopes (the methods inlined there, innermost first, then
  * the method compiled), each with the line of its bci. */
 static int resolve(struct snap_java *j, size_t nthreads, size_t i,
+		   struct stacksnap_mem *stack,
 		   const struct stacksnap_frame *native, size_t nnative)
 {
 	struct stacksnap_runtime_frame *rf;
@@ -560,14 +567,31 @@ static int resolve(struct snap_java *j, size_t nthreads, size_t i,
 		int bcis[JAVA_MAX_SCOPES], ns;
 		struct hotspot_frame one, *out;
 
+		/* An interpreter frame's Method* and bcp are its slots as
+		   captured: the live stack holds other frames by now. No
+		   copy (a sample without one): the frame is not named. */
 		if (!in_code_cache(j, pc) ||
-		    hotspot_frame__name(&j->hc, pc, frame_fp(j, native, nnative, k),
+		    hotspot_frame__name(&j->hc, stack, pc,
+					stack ? frame_fp(j, native, nnative, k) : 0,
 					&one))
 			continue;
-		ns = one.kind == HOTSPOT_FRAME_COMPILED && !exact ?
+		if (!stack && one.kind == HOTSPOT_FRAME_STUB &&
+		    !strcmp(one.function, "Interpreter") && !j->noslots_said) {
+			j->noslots_said = true;
+			log_info(j->log, "pid %d: interpreted Java frames of a sample "
+				 "without a stack copy are not named (their method is "
+				 "in the frame's slots, not captured): \"Interpreter\"",
+				 (int)j->pid);
+		}
+		/* A frame stopped at a call: the scopes of its PcDesc; a
+		   running one (an exact pc): those of the next debug point
+		   (the methods inlined where it runs, as jstack and
+		   AsyncGetCallTrace name them). */
+		ns = one.kind == HOTSPOT_FRAME_COMPILED ?
 			hotspot_code__scopes(&j->hc, one.blob,
-					     deopt_original_pc(j, fr), methods,
-					     bcis, JAVA_MAX_SCOPES) : 0;
+					     exact ? fr->pc : deopt_original_pc(j, fr),
+					     exact, methods, bcis,
+					     JAVA_MAX_SCOPES) : 0;
 		if (ns <= 0) {
 			if (!(out = push_name(&names, &native_of, &n, &cap, (uint32_t)k)))
 				goto nomem;
@@ -627,8 +651,9 @@ nomem:
 }
 
 /* Compiled frames' slots are not read (their names come from the code
- * cache, interpreter frames' from the Method* the stepper's rbp finds):
- * stack is not needed. */
+ * cache); interpreter frames' Method* and bcp are read from stack, the
+ * copy the walk stepped (never the live stack: it holds other frames by
+ * the time they are named). */
 static int java_frames(void *rt, size_t nthreads, size_t i,
 		       struct stacksnap_mem *stack,
 		       const struct stacksnap_frame *native, size_t nnative,
@@ -637,11 +662,10 @@ static int java_frames(void *rt, size_t nthreads, size_t i,
 	struct snap_java *j = rt;
 	int err;
 
-	(void)stack;
 	if (j->no_layout)
 		return 0;
 	check_unloading(j);
-	if ((err = resolve(j, nthreads, i, native, nnative)))
+	if ((err = resolve(j, nthreads, i, stack, native, nnative)))
 		return err;
 	for (size_t k = 0; k < j->nframes[i] && k < max; k++)
 		out[k] = j->frames[i][k];

@@ -120,9 +120,15 @@ int stacksnap_vm__frames(struct stacksnap_vm *vm, const void *stack, size_t stac
 
 	if (!vm || (nnative && !native) || (max && !out) || (stack_len && !stack))
 		return fail(-EINVAL);
-	/* Named afresh: the threads ran since the last walk. */
+	/* Named afresh: the threads ran since the last walk. The code
+	   (and what the runtime cached of its memory) read again at walks
+	   1, 2, 4 ... 256, then every 256th: a runtime followed from its
+	   start fills its tables in its first moments. */
+	++vm->walks;
 	capture__named_forget(&vm->nr, NAMED_FORGET_FRAMES |
-			      (++vm->walks % 256 == 0 ? NAMED_FORGET_CODE : 0));
+			      (vm->walks % 256 == 0 ||
+			       (vm->walks < 256 && !(vm->walks & (vm->walks - 1)))
+			       ? NAMED_FORGET_CODE : 0));
 	stacksnap_mem__set_copy(vm->stack, stack, stack_len, stack_base);
 	n = capture__named_frames(&vm->nr, 1, 0, stack_len ? vm->stack : NULL,
 				  native, nnative, out, max);

@@ -154,6 +154,15 @@ static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
 		    addr - t->stack_base <= t->stack_len &&
 		    len <= t->stack_len - (addr - t->stack_base))
 			return t->stack + (addr - t->stack_base);
+		/* A handler on an alternate stack: the thread's other
+		   stacks, copied too (a JVM's interpreter frames there). */
+		for (unsigned k = 0; k < t->nmore_stacks; k++) {
+			const struct stacksnap_stack_range *m = &t->more_stacks[k];
+
+			if (m->bytes && addr >= m->base && addr - m->base <= m->len &&
+			    len <= m->len - (addr - m->base))
+				return m->bytes + (addr - m->base);
+		}
 	}
 	return NULL;
 }

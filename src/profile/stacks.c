@@ -164,11 +164,12 @@ size_t stacksnap_stacks__distinct(const struct stacksnap_stacks *st)
 }
 
 /* The length of name without its trailing parameter list and what follows
- * it (" const", " [clone .cold]"): the last '(' at nesting depth 0 after
- * which no "::" comes at depth 0. Parentheses inside <...>, {...} and
- * [...] (function types in template arguments, "{lambda()#1}") and those
- * that name an operator ("operator()", "operator<") are not one; a local
- * entity's enclosing function ("f(int)::S::g()") keeps its list. */
+ * it (" const", " [clone .cold]"): the last '(' at nesting depth 0, not
+ * after a space, after which no "::" comes at depth 0. Parentheses
+ * inside <...>, {...} and [...] (function types in template arguments,
+ * "{lambda()#1}") and those that name an operator ("operator()",
+ * "operator<") are not one; a local entity's enclosing function
+ * ("f(int)::S::g()") keeps its list. */
 static size_t name_without_params(const char *name)
 {
 	size_t n = strlen(name), cut = n;
@@ -208,7 +209,11 @@ static size_t name_without_params(const char *name)
 			}
 			for (; j < n && d; j++)
 				d += name[j] == '(' ? 1 : name[j] == ')' ? -1 : 0;
-			cut = i;
+			/* After a space: a part of the name the dump prints
+			   whole ("StubRoutines (1)", "... (old version:
+			   class redefined)"), not a parameter list. */
+			if (i == 0 || name[i - 1] != ' ')
+				cut = i;
 			i = j - 1;
 		} else if (c == ':' && name[i + 1] == ':' && depth == 0) {
 			cut = n;

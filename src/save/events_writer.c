@@ -372,7 +372,8 @@ static void put_rframes(struct byte_buf *b, const struct stacksnap_trace_event *
 		size_t pl = rf->file ? strnlen(rf->file, 4095) : 0;
 
 		byte_buf__u8(b, (uint8_t)rf->runtime |
-				(rf->flags & STACKSNAP_RFRAME_VM ? EVENTS_RFRAME_VM : 0));
+				(rf->flags & STACKSNAP_RFRAME_VM ? EVENTS_RFRAME_VM : 0) |
+				(rf->flags & STACKSNAP_RFRAME_INLINED ? EVENTS_RFRAME_INLINED : 0));
 		byte_buf__u32(b, rf->native_index);
 		byte_buf__u32(b, rf->line);
 		byte_buf__u16(b, (uint16_t)fl);

@@ -24,6 +24,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "elf/elf_image.h"
+#include "runtime/v8/v8_layout.h"
 #include "saved/saved.h"
 
 #define NT_FILE_TYPE 0x46494c45	/* "FILE" */
@@ -550,6 +551,43 @@ static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn
 	return 0;
 }
 
+/* A JVM's or node's core: their frames are named from a live process
+ * only (HotSpot's code cache and metadata, V8's heap objects are read
+ * through its own constants, from /proc), so the core's frames in their
+ * JIT code stay [jit]: said in one line, not left for the reader to
+ * notice. */
+static void say_named_runtime(struct stacksnap_saved *s, const struct core_notes *cn,
+			      const char *exe)
+{
+	const char *exe_path = exe;
+	struct v8_layout *l;
+
+	for (size_t i = 0; i < cn->nfiles; i++) {
+		const char *base = strrchr(cn->files[i].path, '/');
+
+		if (!exe_path && cn->entry >= cn->files[i].start &&
+		    cn->entry < cn->files[i].end)
+			exe_path = cn->files[i].path;
+		if (base && !strcmp(base, "/libjvm.so")) {
+			log_warn(&s->ctx->log, "the core is a JVM's: its Java frames are "
+				 "not named from a core (HotSpot's code cache and methods "
+				 "are read from the live process) and stay [jit], without "
+				 "Java thread names; take `stacksnap PID` or `--save FILE` "
+				 "of the running JVM for them");
+			return;
+		}
+	}
+	if (!exe_path || !(l = malloc(sizeof(*l))))
+		return;
+	v8_layout__init(l);
+	if (v8_layout__read_elf(exe_path, NULL, l) == 0 && l->nsymbols)
+		log_warn(&s->ctx->log, "the core is V8's (%s): its JavaScript frames "
+			 "are not named from a core (V8's heap objects are read from "
+			 "the live process) and stay [jit]; take `stacksnap PID` or "
+			 "`--save FILE` of the running process for them", exe_path);
+	free(l);
+}
+
 /* Reads the core in s->image into s. */
 static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_opts *o)
 {
@@ -578,6 +616,8 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 	point_stacks(s, c, &cn);
 	if ((err = python_of_core(s, &cn, o->exe)))
 		goto out;
+	if (!s->runtime)
+		say_named_runtime(s, &cn, o->exe);
 	s->info.pid = cn.pid ? cn.pid : s->threads[0].tid;
 	cn.psargs[80] = 0;
 	if (!(s->cmdline = strdup(cn.psargs))) {

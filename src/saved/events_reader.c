@@ -339,8 +339,9 @@ static int decode_rframes(struct stacksnap_saved *s, struct saved_events *e,
 			ns[fl] = 0;
 			e->rframes[i] = (struct stacksnap_runtime_frame){
 				.sz = sizeof(e->rframes[i]),
-				.runtime = kind & ~EVENTS_RFRAME_VM,
-				.flags = kind & EVENTS_RFRAME_VM ? STACKSNAP_RFRAME_VM : 0,
+				.runtime = kind & ~(EVENTS_RFRAME_VM | EVENTS_RFRAME_INLINED),
+				.flags = (kind & EVENTS_RFRAME_VM ? STACKSNAP_RFRAME_VM : 0) |
+					 (kind & EVENTS_RFRAME_INLINED ? STACKSNAP_RFRAME_INLINED : 0),
 				.native_index = native, .function = ns, .line = line,
 			};
 			if (file) {

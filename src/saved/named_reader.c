@@ -231,8 +231,10 @@ int named_reader__frames(const struct saved_named *j, pid_t tid,
 	return (int)n;
 }
 
-/* The capture's step of the frame at (rip, rsp), replayed; never a
- * frame 0's (exact pc), which the other steppers walk as they would. */
+/* The capture's step of the frame at (rip, rsp), replayed, a frame 0's
+ * (exact pc) too: the capture's stepper steps a running thread's
+ * compiled frame 0 (past its frame-complete point), which no other
+ * stepper walks (compiled Java code has no CFI and no frame pointer). */
 static int replay_step(void *user, const struct stacksnap_regs *regs,
 		       bool exact_pc, struct stacksnap_mem *mem,
 		       struct stacksnap_regs *caller)
@@ -240,7 +242,7 @@ static int replay_step(void *user, const struct stacksnap_regs *regs,
 	const struct saved_named *j = user;
 
 	(void)mem;
-	return runtime_steps__replay(j->steps, j->nsteps, regs, exact_pc, true, caller);
+	return runtime_steps__replay(j->steps, j->nsteps, regs, exact_pc, false, caller);
 }
 
 int named_reader__steppers(const struct saved_named *j, struct stacksnap_unwinder *uw)

@@ -31,5 +31,7 @@
 /* In a runtime frame's u8 runtime: the runtime's own code (a JVM's stub,
  * STACKSNAP_RFRAME_VM); the runtime is the other bits. */
 #define EVENTS_RFRAME_VM 0x40
+/* ... and inlined into the frame after it (STACKSNAP_RFRAME_INLINED). */
+#define EVENTS_RFRAME_INLINED 0x80
 
 #endif

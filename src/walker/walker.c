@@ -638,9 +638,19 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 			}
 			wt.frames = t->frames;
 			wt.nframes = (size_t)n;
-			wt.nrframes = t->named.ops
-				? named_frames(t, i, t->ncaps, mem, (size_t)n)
-				: python_frames(t, &res, c->tid, (size_t)n);
+			if (t->named.ops) {
+				/* Frame slots on the thread's other stack (a
+				   handler on an alternate one) read too. */
+				struct stacksnap_stack_range more = {
+					t->stack_bytes + c->more_off, c->more_len,
+					c->more_base };
+
+				stacksnap_mem__set_more(mem, &more, c->more_len ? 1 : 0);
+				wt.nrframes = named_frames(t, i, t->ncaps, mem, (size_t)n);
+				stacksnap_mem__set_more(mem, NULL, 0);
+			} else {
+				wt.nrframes = python_frames(t, &res, c->tid, (size_t)n);
+			}
 			wt.rframes = wt.nrframes ? t->rframes : NULL;
 			if (t->named.ops) {
 				wt.rname = t->named.ops->thread_name

@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 		if (blob.method)
 			method = blob.method;
 		else if (blob.is_interpreter && fp)
-			hotspot_code__interpreter_method(&hc, fp, &method);
+			hotspot_code__interpreter_method(&hc, NULL, fp, &method);
 		if (method && hotspot_code__method_name(&hc, method, name,
 							sizeof(name)) != 0)
 			strcpy(name, "-");
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 		int bci = -1, line = 0;
 
 		if (method && blob.is_interpreter && fp &&
-		    hotspot_code__interpreter_bci(&hc, fp, method, &bci) == 0 &&
+		    hotspot_code__interpreter_bci(&hc, NULL, fp, method, &bci) == 0 &&
 		    bci >= 0) {
 			char file[256];
 

@@ -113,13 +113,13 @@ static void names(void)
 	       "%s", name);
 	CHECK(hotspot_code__blob(&hc, BASE + 0x12e0, &b) == 0);
 	CHECK(!strcmp(b.name, "Interpreter") && b.is_interpreter && !b.method);
-	CHECK(hotspot_code__interpreter_method(&hc, BASE + 0xb00, &method) == 0);
+	CHECK(hotspot_code__interpreter_method(&hc, NULL, BASE + 0xb00, &method) == 0);
 	CHECK(method == BASE + 0x500);
 	{
 		int bci = -2, line = 0;
 		char file[64];
 
-		CHECK(hotspot_code__interpreter_bci(&hc, BASE + 0xb00, method, &bci) == 0);
+		CHECK(hotspot_code__interpreter_bci(&hc, NULL, BASE + 0xb00, method, &bci) == 0);
 		CHECK(bci == 5);
 		CHECK(hotspot_code__line(&hc, method, bci, &line, file, sizeof(file)) == 0);
 		CHECKF(line == 12 && !strcmp(file, "Deep.java"), "%d %s", line, file);

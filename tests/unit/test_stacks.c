@@ -71,9 +71,15 @@ static void folded_names_and_order(void)
 
 	add3(st, "a", 3);
 	add3(st, "b;c", 2);
+	/* A parenthesised part after a space is the name's (a HotSpot
+	   stub, as the dump prints it): kept whole, no name ending in a
+	   space; a parameter list is cut. */
+	add3(st, "StubRoutines (1)", 4);
+	add3(st, "ns::f(long) const", 5);
 	CHECK(stacksnap_stacks__add(st, unk, 2, 1) == 0);
 	out = render(st, STACKSNAP_FORMAT_FOLDED, NULL, &len);
-	CHECKF(out && !strcmp(out, "prog;[libz.so.1] 1\nprog;main;a 3\nprog;main;b:c 2\n"),
+	CHECKF(out && !strcmp(out, "prog;[libz.so.1] 1\nprog;main;StubRoutines (1) 4\n"
+			      "prog;main;a 3\nprog;main;b:c 2\nprog;main;ns::f 5\n"),
 	       "got:\n%s", out ? out : "(null)");
 	free(out);
 	stacksnap_stacks__free(st);

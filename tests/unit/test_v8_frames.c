@@ -129,7 +129,14 @@ struct opts {
 			   2: inside a function inlined at the call on line
 			   4; 3: an inlining chain that loops; 4: baseline
 			   code (baseline_frame()) */
+	/* The optimized code replaced the frame on the stack (OSR): its
+	   instructions in an InstructionStream at osr_pc - 0x40 - 16, the
+	   function's own code still the interpreter's, the frame's
+	   interpreter slots kept. */
+	bool osr;
 };
+
+static uint64_t osr_pc;
 
 #define CODE_START 0x7f0000001000ull
 
@@ -264,13 +271,27 @@ static struct stacksnap_mem *frame(const struct opts *o, uint64_t *fp)
 		q(fn + 48, tag(code));
 		if (o->compiled == 4)
 			baseline_frame(code, ba);
+		if (o->osr) {
+			uint64_t is = alloc(16 + 0x100), tc = alloc(64);
+
+			q(is, map_of(252));
+			q(is + 8, tag(code));
+			q(code + 40, is + 16);
+			osr_pc = is + 16 + 0x40;
+			q(tc, map_of(245));
+			q(tc + 40, CODE_START);
+			i32(tc + 48, 3); /* the interpreter's */
+			i32(tc + 56, 0x100);
+			q(fn + 48, tag(tc));
+		}
 	}
 	*fp = BASE + 0x100;
 	q(*fp - 8, o->typed ? smi(0) + (13 << 1) : tag(ctx));
 	q(*fp - 16, tag(fn));
 	q(*fp - 32, tag(ba));
-	/* An optimized frame has no bytecode offset there. */
-	q(*fp - 40, o->compiled ? tag(ctx) : smi(53 + 3));
+	/* An optimized frame has no bytecode offset there (one replaced on
+	   the stack keeps the interpreter's). */
+	q(*fp - 40, o->compiled && !o->osr ? tag(ctx) : smi(53 + 3));
 	return stacksnap_mem__new_copy(img, sizeof(img), BASE);
 }
 
@@ -466,6 +487,39 @@ static void optimized(void)
 	}
 }
 
+/* A frame whose optimized code replaced it on the stack (OSR): the
+ * function's own code is still the interpreter's and its interpreter
+ * slots say the loop's offset; the Code holding pc, found by its
+ * InstructionStream before pc, names the frame and what it inlined
+ * there, not the interpreter slots. Without the stream's constants, the
+ * interpreter's line. */
+static void osr(void)
+{
+	struct v8_layout l;
+	struct stacksnap_mem *mem;
+	struct v8_frame out[4];
+	struct opts o = { .line_ends = true, .compiled = 2, .osr = true };
+	uint64_t fp;
+	int n;
+
+	layout(&l);
+	reset();
+	o.name_or_scope = str("middle");
+	o.file = str("/o.js");
+	o.inlined_name = str("leaf");
+	mem = frame(&o, &fp);
+	n = v8_frame__name(&l, mem, fp, osr_pc, out, 4);
+	CHECKF(n == 2 && !strcmp(out[0].function, "leaf") && out[0].inlined &&
+	       out[0].line == 2 && !strcmp(out[1].function, "middle") &&
+	       !out[1].inlined && out[1].line == 4 && !out[1].interpreted,
+	       "n %d: %s:%u", n, out[0].function, out[0].line);
+	l.type_istream = -1;
+	n = v8_frame__name(&l, mem, fp, osr_pc, out, 4);
+	CHECKF(n == 1 && !strcmp(out[0].function, "middle") && out[0].interpreted,
+	       "n %d: %s", n, out[0].function);
+	stacksnap_mem__free(mem);
+}
+
 /* A baseline frame: its pc's bytecode offset from the Code's table
  * walked beside the bytecodes (a Wide prefix scaling the one after it),
  * its line that offset's; the prologue, pcs past the table, and a binary
@@ -513,5 +567,6 @@ static void baseline(void)
 	stacksnap_mem__free(mem);
 }
 
-TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(optimized), TEST(baseline),
+TEST_MAIN("v8_frames", TEST(names_and_lines), TEST(optimized), TEST(osr),
+	  TEST(baseline),
 	  TEST(not_js_and_corrupt), TEST(constants))

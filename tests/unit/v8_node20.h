@@ -53,7 +53,9 @@ static const char v8_node20[] =
 	"class_Code__deoptimization_data__FixedArray 16\n"
 	"DeoptimizationDataInliningPositionsIndex 7\n"
 	"DeoptimizationDataLiteralArrayIndex 2\n"
-	"class_Code__bytecode_offset_table__ByteArray 24\n";
+	"class_Code__bytecode_offset_table__ByteArray 24\n"
+	"type_InstructionStream__INSTRUCTION_STREAM_TYPE 252\n"
+	"class_InstructionStream__instruction_start__uintptr_t 16\n";
 
 /* l set to node 20's layout; returns v8_layout__check's verdict (0, or
  * -errno with *missing naming a constant). */

@@ -50,6 +50,7 @@ struct prof_options {
 	double duration;	/* seconds; 0: until the target ends */
 	struct profile_out out;	/* -o, --format, --colors */
 	size_t stack_size;
+	bool stack_size_set;	/* --stack-size given */
 	unsigned max_stack;
 	bool no_demangle, stats, verbose;
 	bool off_cpu;		/* --off-cpu: profile_offcpu.c */
@@ -533,6 +534,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 			/* 64k as trace takes it: the kernel copies at most
 			 * 65528 bytes a sample (a u16 size, 8-aligned). */
 			o->stack_size = (sz > 65528 ? 65528 : sz) & ~(size_t)7;
+			o->stack_size_set = true;
 			break;
 		}
 		case 'm':
@@ -853,6 +855,27 @@ static int profile_free(struct profiler *p, int rc)
 	return rc;
 }
 
+/* A node process's threads (a worker's native frames under its event
+ * loop and V8's entry frames: ~20 KiB before any JavaScript) and a JVM's
+ * are deeper than the default copy: without --stack-size, a -p process
+ * running V8 or a JVM is sampled with the most the kernel copies, so
+ * that its walks reach the bottom. */
+static void profile_vm_stack_size(struct profiler *p)
+{
+	struct stacksnap_vm *vm;
+
+	if (p->o.stack_size_set || p->o.pid <= 0 || p->o.runtime == RUNTIME_OFF)
+		return;
+	if (!(vm = stacksnap_vm__open(p->ctx, p->o.pid, NULL)))
+		return;
+	stacksnap_vm__free(vm);
+	p->o.stack_size = 65528;
+	if (cli_verbose)
+		fprintf(stderr, "stacksnap profile: pid %d runs a JIT runtime (V8 or "
+			"a JVM): 64k of stack copied a sample (--stack-size)\n",
+			(int)p->o.pid);
+}
+
 int profile_main(int argc, char **argv)
 {
 	struct profiler p = { .child = -1, .cmd_pgrp = -1, .go_fd = -1, .err_fd = -1,
@@ -874,6 +897,7 @@ int profile_main(int argc, char **argv)
 		return profile_free(&p, profile_python(&p));
 	if (!(p.out = profile_out_open(&p.o.out, "stacksnap profile")))
 		return profile_free(&p, EXIT_ERROR);
+	profile_vm_stack_size(&p);
 	if ((rc = profile_open_target(&p)))
 		return profile_free(&p, rc);
 	p.py_look = p.o.cmd && !p.o.runtime_set && !p.o.python_said;

@@ -161,7 +161,8 @@ static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_fr
 			fprintf(f, ":%u", rf->line);
 		fputc(')', f);
 	}
-	fprintf(f, "%s%s\n", mark ? " " : "", mark ? rframe_tag(rf) : "");
+	fprintf(f, "%s%s%s\n", mark ? " " : "", mark ? rframe_tag(rf) : "",
+		rf->flags & STACKSNAP_RFRAME_INLINED ? " [inlined]" : "");
 }
 
 /* --runtime=only: the runtime frames alone, as py-spy prints them. */

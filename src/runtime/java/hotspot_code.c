@@ -457,20 +457,25 @@ int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
 	return (int)k;
 }
 
-int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
+int hotspot_code__interpreter_method(struct hotspot_code *hc,
+				     struct stacksnap_mem *slots, uint64_t fp,
 				     uint64_t *method)
 {
-	return rd64(hc, fp + (uint64_t)(hc->interp_method_slot * 8), method);
+	return mem_read(slots ? slots : hc->mem,
+			fp + (uint64_t)(hc->interp_method_slot * 8), method, 8)
+		? -EFAULT : 0;
 }
 
-int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+int hotspot_code__interpreter_bci(struct hotspot_code *hc,
+				  struct stacksnap_mem *slots, uint64_t fp,
 				  uint64_t method, int *bci)
 {
 	uint64_t bcp, cm;
 	uint16_t code_size;
 
 	*bci = -1;
-	if (rd64(hc, fp + (uint64_t)(hc->interp_bcp_slot * 8), &bcp) ||
+	if (mem_read(slots ? slots : hc->mem,
+		     fp + (uint64_t)(hc->interp_bcp_slot * 8), &bcp, 8) ||
 	    rd64(hc, method + hc->method_const, &cm) ||
 	    mem_read(hc->mem, cm + hc->cm_code_size, &code_size, 2))
 		return -EFAULT;
@@ -813,7 +818,7 @@ static int nm_sections(struct hotspot_code *hc, uint64_t nm, struct nm_sections 
 }
 
 int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
-			 uint64_t *methods, int *bcis, int max)
+			 bool near, uint64_t *methods, int *bcis, int max)
 {
 	int32_t pc_off = 0, decode = 0;
 	uint64_t code_begin, data_begin, pcs, pcs_end, meta, target;
@@ -834,7 +839,10 @@ int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
 	data_begin = sec.data;
 	target = ret - code_begin;
 	/* PcDescs are sorted by pc offset: a binary search for the exact
-	   one (the call's return address), as nmethod::find_pc_desc. */
+	   one (the call's return address), as nmethod::find_pc_desc, or,
+	   near, the first at or after target (pc_desc_near: a running
+	   frame's pc between two debug points has the scopes of the next,
+	   as AsyncGetCallTrace and JFR name it). */
 	lo = 0;
 	hi = (pcs_end - pcs) / hc->pcdesc_size;
 	if (hi > HOTSPOT_MAX_PCDESCS)
@@ -845,18 +853,19 @@ int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nm, uint64_t ret,
 		if (mem_read(hc->mem, pcs + mid * hc->pcdesc_size + hc->pcdesc_pc,
 			     &pc_off, 4))
 			return -EFAULT;
-		if ((uint64_t)(int64_t)pc_off == target) {
-			if (mem_read(hc->mem, pcs + mid * hc->pcdesc_size +
-				     hc->pcdesc_scope, &decode, 4))
-				return -EFAULT;
-			break;
-		}
 		if (pc_off < 0 || (uint64_t)pc_off < target)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo >= hi || decode <= 0)
+	/* lo: the first PcDesc at or after target. */
+	if (lo >= (pcs_end - pcs) / hc->pcdesc_size ||
+	    mem_read(hc->mem, pcs + lo * hc->pcdesc_size + hc->pcdesc_pc, &pc_off, 4) ||
+	    (!near && (uint64_t)(int64_t)pc_off != target) ||
+	    mem_read(hc->mem, pcs + lo * hc->pcdesc_size + hc->pcdesc_scope,
+		     &decode, 4))
+		return -ENOENT;
+	if (decode <= 0)
 		return -ENOENT;
 	/* Each scope (ScopeDesc::decode_body): the sender's decode offset,
 	   the method's metadata index, the bci + 1 (InvocationEntryBci is

@@ -128,23 +128,31 @@ int hotspot_code__init(struct hotspot_code *hc, const struct hotspot_structs *hs
 int hotspot_code__blob(struct hotspot_code *hc, uint64_t pc,
 		       struct hotspot_blob *out);
 /* The scopes of an nmethod at return address ret (exact: the PcDesc of
- * its call), innermost first: the inlined methods and the method
- * compiled, each with its bytecode index, at most max. Returns their
- * count, -ENOENT (no PcDesc at ret, no tables for scopes) or -errno.
- * Bounded: at most max scopes, each offset checked against the nmethod. */
+ * its call), or, near, at a running frame's pc (the first PcDesc at or
+ * after it: the next debug point's, as HotSpot's pc_desc_near),
+ * innermost first: the inlined methods and the method compiled, each
+ * with its bytecode index, at most max. Returns their count, -ENOENT (no
+ * PcDesc at ret, no tables for scopes) or -errno. Bounded: at most max
+ * scopes, each offset checked against the nmethod. */
 int hotspot_code__scopes(struct hotspot_code *hc, uint64_t nmethod,
-			 uint64_t ret, uint64_t *methods, int *bcis, int max);
+			 uint64_t ret, bool near, uint64_t *methods, int *bcis,
+			 int max);
 /* The address ranges of the code cache's heaps (committed), at most max
  * into ranges ([i][0] start, [i][1] end). Returns their count or -errno. */
 int hotspot_code__heap_ranges(struct hotspot_code *hc, uint64_t (*ranges)[2],
 			      size_t max);
-/* The Method* of the interpreter frame whose rbp is fp. */
-int hotspot_code__interpreter_method(struct hotspot_code *hc, uint64_t fp,
+/* The Method* of the interpreter frame whose rbp is fp, its slot read
+ * from slots (the stack as it was captured: the frame's memory holds
+ * another frame's slots by the time the thread runs on), or, slots
+ * NULL, from the process. */
+int hotspot_code__interpreter_method(struct hotspot_code *hc,
+				     struct stacksnap_mem *slots, uint64_t fp,
 				     uint64_t *method);
 /* The bytecode index an interpreter frame (rbp fp) of method is at:
- * from its bcp slot; -1 when it is not inside the method's bytecodes (a
- * native method's frame). */
-int hotspot_code__interpreter_bci(struct hotspot_code *hc, uint64_t fp,
+ * from its bcp slot (read from slots as above); -1 when it is not inside
+ * the method's bytecodes (a native method's frame). */
+int hotspot_code__interpreter_bci(struct hotspot_code *hc,
+				  struct stacksnap_mem *slots, uint64_t fp,
 				  uint64_t method, int *bci);
 /* The source line of bci in method (its compressed line number table),
  * and its class's source file name into file (NUL when none). Returns 0,

@@ -47,8 +47,8 @@ int hotspot_frame__method(struct hotspot_code *hc, uint64_t method, int bci,
 	return 0;
 }
 
-int hotspot_frame__name(struct hotspot_code *hc, uint64_t pc, uint64_t fp,
-			struct hotspot_frame *out)
+int hotspot_frame__name(struct hotspot_code *hc, struct stacksnap_mem *slots,
+			uint64_t pc, uint64_t fp, struct hotspot_frame *out)
 {
 	struct hotspot_blob blob;
 	uint64_t method = 0;
@@ -64,9 +64,9 @@ int hotspot_frame__name(struct hotspot_code *hc, uint64_t pc, uint64_t fp,
 		return hotspot_frame__method(hc, blob.method, -1, out);
 	}
 	if (blob.is_interpreter && fp &&
-	    hotspot_code__interpreter_method(hc, fp, &method) == 0 && method) {
+	    hotspot_code__interpreter_method(hc, slots, fp, &method) == 0 && method) {
 		out->kind = HOTSPOT_FRAME_INTERPRETED;
-		if (hotspot_code__interpreter_bci(hc, fp, method, &bci))
+		if (hotspot_code__interpreter_bci(hc, slots, fp, method, &bci))
 			bci = -1;
 		if (hotspot_frame__method(hc, method, bci, out) == 0)
 			return 0;

@@ -34,11 +34,13 @@ struct hotspot_frame {
 
 /* Names the frame whose lookup pc is pc (a return address minus one for
  * a caller frame) and whose frame pointer (rbp, pointing at the saved
- * rbp) is fp (0: unknown; an interpreter frame then names no method).
+ * rbp) is fp (0: unknown; an interpreter frame then names no method),
+ * an interpreter frame's slots (Method*, bcp) read from slots (the
+ * captured stack; NULL: the process).
  * Returns 0, -ENOENT (pc is not in the code cache: not Java code), or
  * -EFAULT/-EPROTO (the cache or the metadata did not read). */
-int hotspot_frame__name(struct hotspot_code *hc, uint64_t pc, uint64_t fp,
-			struct hotspot_frame *out);
+int hotspot_frame__name(struct hotspot_code *hc, struct stacksnap_mem *slots,
+			uint64_t pc, uint64_t fp, struct hotspot_frame *out);
 
 /* Names method at bci (-1: none, no line) into out's function, file and
  * line (kind and blob left as they are). Returns 0 or -errno. */

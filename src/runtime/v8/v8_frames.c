@@ -638,10 +638,9 @@ static unsigned baseline_line(const struct v8_layout *l, struct stacksnap_mem *m
 static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
 			uint64_t shared, struct v8_frame *out, uint64_t *script);
 
-/* An optimized (Maglev, TurboFan) frame's line: when the function's
- * current code is the Code holding pc (it may have been replaced since
- * the frame was entered: then no line), the position of pc's offset in
- * the Code's own source position table. A position inside a function
+/* An optimized (Maglev, TurboFan) frame's line: the position of pc's
+ * offset in the source position table of code (the Code holding pc:
+ * checked here, no line otherwise). A position inside a function
  * inlined there is taken back, through the deoptimization data's
  * inlining positions, to the call in the frame's own function; the
  * functions inlined on the way (the deoptimization data's literals) go
@@ -649,12 +648,12 @@ static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
  * returned (0 when any of them does not read: the frame's own line
  * stays). *own_line: the line in the frame's own function, or 0. */
 static size_t compiled_positions(const struct v8_layout *l,
-				 struct stacksnap_mem *mem, uint64_t function,
+				 struct stacksnap_mem *mem, uint64_t code,
 				 uint64_t script, uint64_t pc,
 				 struct v8_frame *inl, size_t max,
 				 unsigned *own_line)
 {
-	uint64_t code, start, spt, deopt, positions, len_raw, literals = 0;
+	uint64_t start, spt, deopt, positions, len_raw, literals = 0;
 	uint32_t flags;
 	int32_t size;
 	int64_t kind, n, raw, nlit = 0;
@@ -667,7 +666,6 @@ static size_t compiled_positions(const struct v8_layout *l,
 	    l->code_kind_shift < 0 || l->code_kind_baseline < 0 ||
 	    l->off_code_source_positions < 0 || l->off_code_deopt_data < 0 ||
 	    l->deopt_inlining_positions_index < 0 ||
-	    field(l, mem, function, l->off_function_code, &code) ||
 	    instance_type(l, mem, code) != l->type_code ||
 	    field(l, mem, code, l->off_code_instruction_start, &start) ||
 	    mem_read(mem, code - (uint64_t)l->heap_object_tag +
@@ -770,12 +768,106 @@ static void name_shared(const struct v8_layout *l, struct stacksnap_mem *mem,
 		*script = 0;
 }
 
+/* Bytes before a pc searched for the start of its InstructionStream
+ * (an optimized function's code is far smaller), and read at a time (a
+ * page). */
+#define V8_MAX_CODE_SCAN (256u << 10)
+#define V8_SCAN_CHUNK 4096u
+
+/* Whether code (a tagged Code) is the Code whose instructions start at
+ * start0 and hold pc; its kind into *kind. */
+static bool code_holds(const struct v8_layout *l, struct stacksnap_mem *mem,
+		       uint64_t code, uint64_t start0, uint64_t pc, int64_t *kind)
+{
+	uint64_t start;
+	uint32_t flags;
+	int32_t size;
+
+	if (instance_type(l, mem, code) != l->type_code ||
+	    field(l, mem, code, l->off_code_instruction_start, &start) ||
+	    mem_read(mem, code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_flags, &flags, sizeof(flags)) ||
+	    mem_read(mem, code - (uint64_t)l->heap_object_tag +
+		     (uint64_t)l->off_code_instruction_size, &size, sizeof(size)) ||
+	    (start0 && start != start0) || size <= 0 || pc < start ||
+	    pc - start >= (uint64_t)size)
+		return false;
+	*kind = (int64_t)(flags >> (l->code_kind_shift & 31)) & l->code_kind_mask;
+	return true;
+}
+
+/* The Code whose instructions hold pc, when the function's own code does
+ * not (a loop its frame entered interpreted, replaced on the stack by
+ * optimized code: the function's code is still the interpreter's): the
+ * InstructionStream before pc, found by its map (a tagged word whose
+ * map's instance type is INSTRUCTION_STREAM_TYPE, at an 8-byte boundary
+ * at most V8_MAX_CODE_SCAN bytes back), whose Code (the word after the
+ * map) must start its instructions right after that header and hold pc.
+ * Returns 0 or -ENOENT. */
+static int code_holding(const struct v8_layout *l, struct stacksnap_mem *mem,
+			uint64_t pc, uint64_t *code, int64_t *kind)
+{
+	uint64_t buf[V8_SCAN_CHUNK / 8];
+	uint64_t top = pc & ~7ull, low;
+
+	if (l->type_istream < 0 || l->off_istream_body <= 0 ||
+	    l->off_istream_body > 4096 || l->type_code < 0 ||
+	    l->code_kind_mask < 0 || l->code_kind_shift < 0)
+		return -ENOENT;
+	low = top > V8_MAX_CODE_SCAN ? top - V8_MAX_CODE_SCAN : 0;
+	while (top > low) {
+		/* Page by page: a page that does not read ends the search
+		   (the code space before it is not mapped). */
+		uint64_t at = (top - 1) & ~(uint64_t)(V8_SCAN_CHUNK - 1);
+		size_t nw;
+
+		if (at < low)
+			at = low;
+		nw = (size_t)(top - at) / 8;
+		if (mem_read(mem, at, buf, nw * 8))
+			return -ENOENT;
+		for (size_t i = nw; i-- > 0;) {
+			uint64_t w = buf[i], base = at + 8 * i, c;
+
+			if ((w & (uint64_t)l->heap_object_tag_mask) !=
+			    (uint64_t)l->heap_object_tag ||
+			    instance_type(l, mem, base + (uint64_t)l->heap_object_tag) !=
+			    l->type_istream)
+				continue;
+			if (!rd(mem, base + (uint64_t)l->off_istream_code, &c) &&
+			    code_holds(l, mem, c, base + (uint64_t)l->off_istream_body,
+				       pc, kind)) {
+				*code = c;
+				return 0;
+			}
+			/* Not a stream holding pc (a word of code that looked
+			   like one): on. */
+		}
+		top = at;
+	}
+	return -ENOENT;
+}
+
+/* The Code frame's pc is in: the function's current code when it holds
+ * pc, else the one found around pc. Returns 0 or -ENOENT. */
+static int frame_code(const struct v8_layout *l, struct stacksnap_mem *mem,
+		      uint64_t function, uint64_t pc, uint64_t *code, int64_t *kind)
+{
+	if (!pc || l->type_code < 0 || l->code_kind_mask < 0 ||
+	    l->code_kind_shift < 0)
+		return -ENOENT;
+	if (!field(l, mem, function, l->off_function_code, code) &&
+	    code_holds(l, mem, *code, 0, pc, kind))
+		return 0;
+	return code_holding(l, mem, pc, code, kind);
+}
+
 int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
 		   uint64_t fp, uint64_t pc, struct v8_frame *out, size_t max)
 {
-	uint64_t context, function, shared, script = 0;
+	uint64_t context, function, shared, script = 0, code;
 	struct v8_frame own;
-	int64_t type;
+	int64_t type, kind;
 	size_t n;
 
 	if (!max)
@@ -801,14 +893,24 @@ int v8_frame__name(const struct v8_layout *l, struct stacksnap_mem *mem,
 	if (instance_type(l, mem, shared) != l->type_shared)
 		return -ENOENT;
 	name_shared(l, mem, shared, &own, &script);
+	n = 0;
+	/* Optimized code holding pc names the frame (and what it inlined
+	   there) first: a frame replaced on the stack (OSR) keeps its
+	   interpreter slots, the offset of the loop it left. */
+	if (frame_code(l, mem, function, pc, &code, &kind) == 0 &&
+	    kind > l->code_kind_baseline && l->code_kind_baseline >= 0) {
+		n = compiled_positions(l, mem, code, script, pc, out, max - 1,
+				       &own.line);
+		if (own.line) {
+			out[n] = own;
+			return (int)(n + 1);
+		}
+		n = 0;
+	}
 	own.line = interpreted_line(l, mem, fp, shared, script);
 	own.interpreted = own.line != 0;
 	if (!own.line)
 		own.line = baseline_line(l, mem, fp, function, script, pc);
-	n = 0;
-	if (!own.line)
-		n = compiled_positions(l, mem, function, script, pc, out, max - 1,
-				       &own.line);
 	out[n] = own;
 	return (int)(n + 1);
 }

@@ -94,6 +94,9 @@ static const struct {
 	W("DeoptimizationDataInliningPositionsIndex",
 	  deopt_inlining_positions_index),
 	W("DeoptimizationDataLiteralArrayIndex", deopt_literal_array_index),
+	W("type_InstructionStream__INSTRUCTION_STREAM_TYPE", type_istream),
+	W("class_InstructionStream__instruction_start__uintptr_t",
+	  off_istream_body),
 #undef W
 };
 #define NWANTED (sizeof(wanted) / sizeof(wanted[0]))
@@ -112,6 +115,8 @@ static bool optional(const char *name)
 		!strcmp(name, "type_Code__CODE_TYPE") ||
 		!strncmp(name, "CodeKind", 8) ||
 		!strncmp(name, "class_Code__", 12) ||
+		!strncmp(name, "type_InstructionStream", 22) ||
+		!strncmp(name, "class_InstructionStream__", 25) ||
 		!strncmp(name, "DeoptimizationData", 18);
 }
 
@@ -131,6 +136,7 @@ void v8_layout__init(struct v8_layout *l)
 	l->off_code_instruction_start = 40;
 	l->off_code_flags = 48;
 	l->off_code_instruction_size = 56;
+	l->off_istream_code = 8;
 	l->inlining_position_size = 16;
 	l->flag_saved_class_var = 10;
 	l->flag_function_var = 12;

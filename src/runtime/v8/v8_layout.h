@@ -53,6 +53,12 @@ struct v8_layout {
 	int64_t type_code, code_kind_mask, code_kind_shift, code_kind_baseline;
 	int64_t off_code_source_positions, off_code_deopt_data;
 	int64_t deopt_inlining_positions_index, deopt_literal_array_index;
+	/* The InstructionStream holding a Code's instructions (optional):
+	   its instance type and where its instructions start (the header's
+	   size); its Code is the tagged word after the map
+	   (off_istream_code, 8: not in the metadata). What finds the Code
+	   of a pc the function no longer runs (on-stack replacement). */
+	int64_t type_istream, off_istream_body, off_istream_code;
 	/* Not in the metadata; V8 11's layout (node 18-22), checked against
 	   the types found where they are read: */
 	int64_t off_bytecode_source_positions; /* BytecodeArray's
