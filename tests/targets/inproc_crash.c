@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "stacksnap.h"
+#include "glibc_backtrace.h"
 
 #define MAXF 64
 #define PATTERN 0xa5
@@ -184,7 +185,6 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	stack_t ss;
 	uint8_t *m;
-	void *warm[4];
 
 	if (argc != 5) {
 		fprintf(stderr, "usage: inproc_crash null|overflow PREPARE "
@@ -197,14 +197,7 @@ int main(int argc, char **argv)
 	else
 		alt_size = strtoul(argv[3], NULL, 0);
 	want_glibc = atoi(argv[4]);
-	/* glibc's own backtrace(), not a sanitizer's interceptor of it; its
-	 * first call loads libgcc_s (malloc), which a handler must not. */
-	glibc_backtrace = (int (*)(void **, int))dlvsym(
-		dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), "backtrace",
-		"GLIBC_2.2.5");
-	if (!glibc_backtrace)
-		glibc_backtrace = backtrace;
-	glibc_backtrace(warm, 4);
+	glibc_backtrace = glibc_backtrace_warm();
 	if (atoi(argv[2]) && stacksnap_backtrace_prepare() < 0) {
 		perror("stacksnap_backtrace_prepare");
 		return 2;

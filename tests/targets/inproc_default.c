@@ -25,6 +25,8 @@
 
 #include <stacksnap.h>
 
+#include "glibc_backtrace.h"
+
 #include "target.h"
 
 #define MAXF 256
@@ -347,21 +349,14 @@ static void run_all(const char *path, void **lib)
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
-	void *warm[4], *lib = NULL;
+	void *lib = NULL;
 
 	target_init();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGUSR1, &sa, NULL);
-	/* glibc's own backtrace(), not a sanitizer's interceptor of it; its
-	 * first call loads libgcc_s (and allocates): done here. */
-	glibc_backtrace = (int (*)(void **, int))dlvsym(
-		dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), "backtrace",
-		"GLIBC_2.2.5");
-	if (!glibc_backtrace)
-		glibc_backtrace = backtrace;
-	glibc_backtrace(warm, 4);
+	glibc_backtrace = glibc_backtrace_warm();
 
 	/* No stacksnap call before the handler's. Both runs from one call
 	 * site, so that the prepared walks' frames equal the unprepared. */

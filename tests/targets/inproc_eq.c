@@ -23,6 +23,8 @@
 
 #include <stacksnap.h>
 
+#include "glibc_backtrace.h"
+
 #include "target.h"
 
 #ifdef __cplusplus
@@ -305,21 +307,13 @@ int main(int argc, char **argv)
 	STACKSNAP_OPTS(stacksnap_backtrace_stats, st0);
 	STACKSNAP_OPTS(stacksnap_backtrace_stats, st1);
 	void *lib;
-	void *warm[4];
 
 	target_init();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGUSR1, &sa, NULL);
-	/* glibc's own backtrace(), not a sanitizer's interceptor of it. */
-	glibc_backtrace = (int (*)(void **, int))dlvsym(
-		dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD), "backtrace",
-		"GLIBC_2.2.5");
-	if (!glibc_backtrace)
-		glibc_backtrace = backtrace;
-	/* It loads libgcc_s on its first call. */
-	glibc_backtrace(warm, 4);
+	glibc_backtrace = glibc_backtrace_warm();
 	lib = argc > 1 ? dlopen(argv[1], RTLD_NOW) : NULL;
 	if (argc > 1 && !lib)
 		report("dlopen", dlerror());
