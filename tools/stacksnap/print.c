@@ -128,9 +128,8 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 	return 0;
 }
 
-/* A runtime frame as text: `recv_deep (server.py:34)`. */
 /* A runtime frame's mark in text ("[py]") and its JSON "runtime". */
-static const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
+const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 {
 	if (rf->flags & STACKSNAP_RFRAME_VM)
 		return "[jvm]";

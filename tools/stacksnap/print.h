@@ -83,6 +83,8 @@ int unwind_thread(struct thread_result *r, struct stacksnap_unwinder *uw,
 /* Fills r->out from r->frames. Returns 0 or -ENOMEM. */
 int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
+/* A runtime frame's mark in the text output: "[py]", "[java]", "[jvm]"... */
+const char *rframe_tag(const struct stacksnap_runtime_frame *rf);
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n);
 /* One thread as print_text() prints it without groups (first: no blank

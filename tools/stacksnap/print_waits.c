@@ -204,6 +204,21 @@ static void print_wait_frame(FILE *f, const struct thread_result *r)
 			fprintf(f, " (%s:%d)", l->sym.file, l->sym.line);
 		else if (l->sym.module)
 			fprintf(f, " (%s)", l->sym.module);
+		break;
+	}
+	/* The runtime's frame that made the call (a Python function taking
+	 * an RLock): what the reader of a Python or Java program looks for. */
+	for (size_t i = 0; i < r->nrframes; i++) {
+		const struct stacksnap_runtime_frame *rf = &r->rframes[i];
+
+		if ((int)rf->native_index <= k || (rf->flags & STACKSNAP_RFRAME_VM))
+			continue;
+		fprintf(f, "\n        called from %s", rf->function);
+		if (rf->file && rf->line)
+			fprintf(f, " (%s:%u)", rf->file, rf->line);
+		else if (rf->file)
+			fprintf(f, " (%s)", rf->file);
+		fprintf(f, " %s", rframe_tag(rf));
 		return;
 	}
 }
@@ -226,8 +241,11 @@ void print_deadlocks_text(FILE *f, const struct stacksnap_waits *w,
 
 			if (!r || !r->wait)
 				continue;
-			fprintf(f, "  thread %d (%s) waits for ", (int)m[i].tid,
-				r->thread->name);
+			fprintf(f, "  thread %d (%s)", (int)m[i].tid, r->thread->name);
+			if (r->rname)
+				fprintf(f, ", %s thread \"%s\"",
+					r->rname_java ? "Java" : "Python", r->rname);
+			fputs(" waits for ", f);
 			print_what(f, r->wait);
 			print_holders(f, r->wait, res, n);
 			print_wait_frame(f, r);
