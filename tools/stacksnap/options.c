@@ -480,8 +480,8 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (o->core_path) {
-		if (optind != argc || o->pid || o->pgrep || o->save_path || o->ntids || o->ptrace) {
-			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
+		if (optind != argc || o->pid || o->pgrep || o->save_path || o->ptrace) {
+			fputs("stacksnap: --core FILE takes no PID, --save or --ptrace\n", stderr);
 			return EXIT_USAGE;
 		}
 		return 0;
