@@ -503,6 +503,14 @@ struct stacksnap_thread {
 	 * stacksnap_mem__set_more(). */
 	struct stacksnap_stack_range more_stacks[STACKSNAP_MORE_STACKS];
 	unsigned nmore_stacks;
+	/* The system call the thread was in at the capture: orig_rax as the
+	 * kernel saved it (-1: none; a call the kernel restarts shows
+	 * restart_syscall), its return value in regs' rax (-ENOSYS: still
+	 * in it; -EINTR, -ERESTART*: the freeze interrupted it; anything
+	 * else: it had returned). Valid when have_orig_rax: the freeze and
+	 * the non-stop iterator read it, saved captures keep none. */
+	bool have_orig_rax;
+	int64_t orig_rax;
 };
 
 struct stacksnap_snapshot_stats {
