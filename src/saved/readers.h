@@ -46,6 +46,11 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 				 size_t base,
 				 uint16_t ver);
 void runtime_reader__free(struct saved_runtime *rt);
+/* waits_reader.c: the WAITS section (payload in c, at file offset base)
+ * into s->waits. Returns 0, -EINVAL (logged) or -ENOMEM. */
+int waits_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+			       size_t base);
+void waits_reader__free(struct saved_waits *sw);
 /* A core's Python frames, read from its memory (s->mem) when the image at
  * path (mapped at start from offset) holds an interpreter. Returns 0 or
  * -ENOMEM. */

@@ -276,6 +276,7 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	stacksnap_addrspace__free(s->as);
 	runtime_reader__free(s->runtime);
 	named_reader__free(s->named);
+	waits_reader__free(s->waits);
 	free(s->threads);
 	free(s->stacks);
 	free(s->goroutines);

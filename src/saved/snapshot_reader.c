@@ -548,6 +548,9 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 	case SNAPFILE_SEC_JIT_SYMBOLS:
 		err = read_jit_symbols(s, pc, base);
 		break;
+	case SNAPFILE_SEC_WAITS:
+		err = waits_reader__read_section(s, pc, base);
+		break;
 	case SNAPFILE_SEC_EVENT:
 	case SNAPFILE_SEC_ADDRSPACE:
 	case SNAPFILE_SEC_EVENT_KIND:

@@ -460,9 +460,41 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	return 0;
 }
 
+/* The waits a snapshot file kept (opts.kept): each thread's as the dump
+ * that saved it found them, and its deadlocks; nothing read. */
+static int take_kept(struct stacksnap_waits *w, const struct stacksnap_wait_owner *members,
+		     const size_t *start, size_t ncycles)
+{
+	size_t nmembers = ncycles ? start[ncycles] : 0;
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct stacksnap_wait *k = stacksnap_saved__wait(w->o.kept,
+								       w->threads[i].th->tid);
+
+		if (k)
+			w->threads[i].pub = *k;
+	}
+	w->members = malloc((nmembers ? nmembers : 1) * sizeof(*w->members));
+	w->start = malloc((ncycles + 1) * sizeof(*w->start));
+	if (!w->members || !w->start)
+		return -ENOMEM;
+	memcpy(w->members, members, nmembers * sizeof(*members));
+	w->start[0] = 0;
+	if (ncycles)
+		memcpy(w->start, start, (ncycles + 1) * sizeof(*start));
+	w->ncycles = ncycles;
+	return 0;
+}
+
 int stacksnap_waits__resolve(struct stacksnap_waits *w)
 {
+	const struct stacksnap_wait_owner *members;
+	const size_t *start;
+	size_t ncycles;
 	int err;
+
+	if (w->o.kept && !stacksnap_saved__deadlocks(w->o.kept, &members, &start, &ncycles))
+		return (err = take_kept(w, members, start, ncycles)) < 0 ? fail(err) : 0;
 
 	for (size_t i = 0; i < w->n; i++)
 		if ((err = resolve_thread(w, &w->threads[i])) < 0)
