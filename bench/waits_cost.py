@@ -2,16 +2,15 @@
 """waits_cost - what reading who waits for whom adds to the whole command
 (BENCHMARKS.md, "Waits"): `stacksnap PID > /dev/null` on a 64-thread
 target (32 threads in pthread_cond_wait on one condition variable, 31 in
-sleep, the main thread in pause: the non-stop path), by two or more
-stacksnap binaries run alternately (the waits cannot be switched off:
-compare a tree before them, or before a change, with the tree after),
-each with its own warm cache. Medians of wall and CPU (user + system of
-the child, from wait4).
+sleep, the main thread in pause: the non-stop path), with `--no-waits`
+and without, run alternately, each configuration with its own warm
+cache. Medians of wall and CPU (user + system of the child, from wait4).
+--bin LABEL=PATH adds another stacksnap binary (an older tree: its
+waits read as it read them) to the same alternation.
 
-    python3 bench/waits_cost.py --bin before=/tmp/old/build/stacksnap \\
-        --bin after=build/stacksnap [--runs 50]
-
-Without --bin: this tree's build/stacksnap alone."""
+    python3 bench/waits_cost.py [--runs 50] [--bin main=/tmp/old/stacksnap]
+        [--args=--freeze-all]
+"""
 
 import argparse
 import os
@@ -63,11 +62,15 @@ int main(void)
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", action="append", default=[],
-                    help="LABEL=PATH of a stacksnap binary (repeat)")
+                    help="LABEL=PATH of another stacksnap binary (repeat)")
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--args", default="", help="more options for every run")
     a = ap.parse_args()
-    bins = [b.split("=", 1) for b in a.bin] or \
-        [["this tree", os.path.join(ROOT, common.O, "stacksnap")]]
+    this = os.path.join(ROOT, common.O, "stacksnap")
+    extra = a.args.split()
+    cfgs = [("--no-waits", [this, "--no-waits"] + extra), ("waits", [this] + extra)]
+    cfgs += [(label, [path] + extra) for label, path in
+             (b.split("=", 1) for b in a.bin)]
     tmp = tempfile.mkdtemp(prefix="waits-cost-")
     src, target = os.path.join(tmp, "t.c"), os.path.join(tmp, "waits64")
     with open(src, "w") as f:
@@ -78,21 +81,21 @@ def main():
         t.stdout.readline()
         time.sleep(0.3)  # every thread in its wait
         envs = []
-        for i, (label, path) in enumerate(bins):
+        for i, (label, argv) in enumerate(cfgs):
             cache = os.path.join(tmp, "cache%d" % i)
             env = dict(os.environ, STACKSNAP_CACHE_DIR=cache)
             envs.append(env)
             for _ in range(3):  # warm: tables and names cached
-                rc = common.run_tool([path, str(t.pid)], cpu=None,
+                rc = common.run_tool(argv + [str(t.pid)], cpu=None,
                                      keep_output=False, env=env)[0]
                 if rc:
                     sys.exit("%s: exit %d" % (label, rc))
             common.settle_dir(cache)
-        wall = [[] for _ in bins]
-        cpu = [[] for _ in bins]
+        wall = [[] for _ in cfgs]
+        cpu = [[] for _ in cfgs]
         for _ in range(a.runs):
-            for i, (label, path) in enumerate(bins):
-                r = common.run_tool([path, str(t.pid)], cpu=None,
+            for i, (label, argv) in enumerate(cfgs):
+                r = common.run_tool(argv + [str(t.pid)], cpu=None,
                                     keep_output=False, env=envs[i])
                 wall[i].append(r[3] * 1e3)
                 cpu[i].append(r[4] * 1e3)
@@ -100,11 +103,12 @@ def main():
         t.kill()
         t.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    print("== waits_cost: stacksnap PID > /dev/null, 64 threads, %d runs each, "
-          "alternately (load average %s)" % (a.runs, " ".join(common.load())))
+    print("== waits_cost: stacksnap %sPID > /dev/null, 64 threads, %d runs each, "
+          "alternately (load average %s)" % (a.args + " " if a.args else "", a.runs,
+                                             " ".join(common.load())))
     base_w, base_c = common.med(wall[0]), common.med(cpu[0])
     rows = []
-    for i, (label, _) in enumerate(bins):
+    for i, (label, _) in enumerate(cfgs):
         w, c = common.med(wall[i]), common.med(cpu[i])
         rel = lambda x, b: "" if i == 0 else " (%+.1f%%)" % (100 * (x / b - 1))
         rows.append([label, "%.1f ms%s" % (w, rel(w, base_w)),

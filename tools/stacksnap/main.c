@@ -615,7 +615,7 @@ static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
 	if ((rc = dump_symbolize(d)) != DUMP_GO_ON)
 		return rc;
 	/* After the thaw: the holders are read from the running process. */
-	if (!d->o.out.format_set) /* a profile has no place for them */
+	if (!d->o.out.format_set && !d->o.no_waits) /* a profile has no place for them */
 		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false, NULL,
 				       d->rinfo.gil_holder, d->res, d->n);
 	/* --save after the waits, which the file keeps (-q saved before the
