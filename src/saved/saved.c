@@ -317,6 +317,24 @@ char *readers__take_str(struct cursor *c, char nul_as, bool *nomem)
 	return s;
 }
 
+const char *readers__arena_str(struct cursor *c, char *arena, size_t *at)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *d;
+
+	if (!p || !len)
+		return NULL;
+	d = arena + *at;
+	memcpy(d, p, len);
+	d[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!d[i])
+			d[i] = ' ';
+	*at += (size_t)len + 1;
+	return d;
+}
+
 char *readers__take_opt_str(struct cursor *c, bool *nomem)
 {
 	char *s = readers__take_str(c, '?', nomem);

@@ -56,31 +56,27 @@ void waits_reader__free(struct saved_waits *sw)
 	free(sw);
 }
 
-/* A string of the section, copied NUL-terminated into the arena (sized
- * from the section: it has room), NULL when empty. */
 static const char *take_str(struct saved_waits *sw, struct cursor *c)
 {
-	uint32_t len = cursor_u32(c);
-	const uint8_t *p = cursor_take(c, len);
-	char *d;
-
-	if (!p || !len)
-		return NULL;
-	d = sw->arena + sw->arena_at;
-	memcpy(d, p, len);
-	d[len] = 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (!d[i] || d[i] == '\n')
-			d[i] = ' ';
-	sw->arena_at += (size_t)len + 1;
-	return d;
+	return readers__arena_str(c, sw->arena, &sw->arena_at);
 }
 
-static bool take_owner(struct cursor *c, struct stacksnap_wait_owner *o)
+/* n holders or deadlock members (u32 pid, u32 tid each) appended to
+ * *v. 0, -EINVAL (cut, or not a process) or -ENOMEM. */
+static int take_owners(struct cursor *c, uint32_t n, struct stacksnap_wait_owner **v,
+		       size_t *len, size_t *cap)
 {
-	o->pid = (pid_t)cursor_u32(c);
-	o->tid = (pid_t)cursor_u32(c);
-	return !c->bad && o->pid > 0 && o->tid >= 0;
+	for (uint32_t k = 0; k < n; k++) {
+		struct stacksnap_wait_owner *o = VEC_PUSH(*v, *len, *cap);
+
+		if (!o)
+			return -ENOMEM;
+		o->pid = (pid_t)cursor_u32(c);
+		o->tid = (pid_t)cursor_u32(c);
+		if (c->bad || o->pid <= 0 || o->tid < 0)
+			return -EINVAL;
+	}
+	return 0;
 }
 
 /* One thread's record (its length already taken: rc holds just it). */
@@ -88,6 +84,7 @@ static int read_one(struct saved_waits *sw, struct cursor *rc, size_t i)
 {
 	struct stacksnap_wait *w = &sw->w[i];
 	uint32_t kind, nown, nk;
+	int err;
 
 	memset(w, 0, sizeof(*w));
 	sw->tids[i] = (pid_t)cursor_u32(rc);
@@ -115,15 +112,8 @@ static int read_one(struct saved_waits *sw, struct cursor *rc, size_t i)
 		return -EINVAL;
 	sw->owner_at[i] = sw->nowners;
 	w->nowners = nown;
-	for (uint32_t k = 0; k < nown; k++) {
-		struct stacksnap_wait_owner *o = VEC_PUSH(sw->owners, sw->nowners,
-							  sw->owners_cap);
-
-		if (!o)
-			return -ENOMEM;
-		if (!take_owner(rc, o))
-			return -EINVAL;
-	}
+	if ((err = take_owners(rc, nown, &sw->owners, &sw->nowners, &sw->owners_cap)))
+		return err;
 	nk = cursor_u32(rc);
 	if (rc->bad || nk > SNAPFILE_MAX_WAIT_KFRAMES || nk > cursor_left(rc) / 4)
 		return -EINVAL;
@@ -155,18 +145,12 @@ static int read_cycles(struct saved_waits *sw, struct cursor *c)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t m = cursor_u32(c);
+		int err;
 
 		if (c->bad || m < 1 || m > cursor_left(c) / 8)
 			return -EINVAL;
-		for (uint32_t k = 0; k < m; k++) {
-			struct stacksnap_wait_owner *o = VEC_PUSH(sw->members, sw->nmembers,
-								  sw->members_cap);
-
-			if (!o)
-				return -ENOMEM;
-			if (!take_owner(c, o))
-				return -EINVAL;
-		}
+		if ((err = take_owners(c, m, &sw->members, &sw->nmembers, &sw->members_cap)))
+			return err;
 		sw->start[i + 1] = sw->nmembers;
 	}
 	sw->ncycles = n;

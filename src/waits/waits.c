@@ -478,7 +478,8 @@ static int take_kept(struct stacksnap_waits *w, const struct stacksnap_wait_owne
 	w->start = malloc((ncycles + 1) * sizeof(*w->start));
 	if (!w->members || !w->start)
 		return -ENOMEM;
-	memcpy(w->members, members, nmembers * sizeof(*members));
+	if (nmembers)
+		memcpy(w->members, members, nmembers * sizeof(*members));
 	w->start[0] = 0;
 	if (ncycles)
 		memcpy(w->start, start, (ncycles + 1) * sizeof(*start));
