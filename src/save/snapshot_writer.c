@@ -22,6 +22,7 @@
 #include "save/named_writer.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
+#include "save/waits_writer.h"
 #include "snapfile/snapshot_file.h"
 #include "symbolize/jit_symbols.h"
 
@@ -407,6 +408,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 		put_goroutines(&w, snap);
 		put_jit_symbols(&w, snap, as);
 		err = put_runtime(&w, snap);
+		waits_writer__put(&w, &o);
 	}
 	if (!err)
 		err = named_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,

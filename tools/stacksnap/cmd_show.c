@@ -233,9 +233,10 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	/* Locks from the saved memory (a core's; a snapshot file has only
-	 * the stacks); no fds or system calls: the waits say so. */
-	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true,
+	/* The waits the dump that saved the file found (its WAITS section);
+	 * else locks from the saved memory (a core's; an older snapshot file
+	 * has only the stacks), no fds or system calls: the waits say so. */
+	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true, s,
 			    rinfo.gil_holder, res, n);
 	tot.waits = waits;
 	/* A Go program's goroutines, kept by --save (contiguous). */
