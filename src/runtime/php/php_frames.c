@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
+
 #define ZEND_CALL_TOP (1u << 17)
 #define ZEND_INTERNAL_FUNCTION 1
 #define ZEND_USER_FUNCTION 2
@@ -51,15 +53,8 @@ static bool user_ptr(uint64_t v, unsigned align)
 
 int php_capture__reserve(struct php_capture *cap, size_t nframes)
 {
-	if (nframes > cap->cap_frames) {
-		void *p = realloc(cap->frames, nframes * sizeof(*cap->frames));
-
-		if (!p)
-			return -ENOMEM;
-		cap->frames = p;
-		cap->cap_frames = nframes;
-	}
-	return 0;
+	return vec_reserve((void **)&cap->frames, &cap->cap_frames, nframes,
+			   sizeof(*cap->frames));
 }
 
 void php_capture__free(struct php_capture *cap)
@@ -119,8 +114,7 @@ int php_capture__take(const struct php_runtime *rt, struct stacksnap_mem *mem,
 			cap->end = "frame unreadable";
 			break;
 		}
-		if (cap->nframes == cap->cap_frames &&
-		    php_capture__reserve(cap, 2 * cap->cap_frames))
+		if (php_capture__reserve(cap, cap->nframes + 1))
 			return -ENOMEM;
 		f = &cap->frames[cap->nframes++];
 		f->ex = at;
@@ -240,16 +234,8 @@ static const struct php_function_names *function_names(struct php_resolver *r,
 	for (size_t i = 0; i < r->nfns; i++)
 		if (r->fns[i].func == func)
 			return &r->fns[i];
-	if (r->nfns == r->cap_fns) {
-		size_t c = r->cap_fns ? 2 * r->cap_fns : 32;
-		void *p = realloc(r->fns, c * sizeof(*r->fns));
-
-		if (!p)
-			return NULL;
-		r->fns = p;
-		r->cap_fns = c;
-	}
-	fn = &r->fns[r->nfns++];
+	if (!(fn = VEC_PUSH(r->fns, r->nfns, r->cap_fns)))
+		return NULL;
 	memset(fn, 0, sizeof(*fn));
 	fn->func = func;
 	read_function(r, fn);
