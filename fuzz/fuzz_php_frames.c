@@ -45,8 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		php_resolver__init(&res, &rt, mem);
 		if (php_resolve(&res, &cap, &fr, &n) == 0) {
-			m = php_merge(fr, n, native, 4, rt.exec_start, rt.exec_end,
-				      out, 64);
+			const uint64_t exec[1][2] = { { rt.exec_start, rt.exec_end } };
+
+			m = php_merge(fr, n, native, 4, exec, 1, out, 64);
 			if (m > n)
 				abort();
 			for (size_t k = 0; k < m && k < 64; k++)

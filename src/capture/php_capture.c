@@ -139,8 +139,12 @@ static int php_frames(void *p, size_t nthreads, size_t i, struct stacksnap_mem *
 			log_warn(v->log, "pid %d: PHP frames cut after %zu: %s",
 				 (int)v->pid, v->nframes, v->cap.end);
 	}
-	return (int)php_merge(v->frames, v->nframes, native, nnative,
-			      v->rt.exec_start, v->rt.exec_end, out, max);
+	const uint64_t exec[2][2] = {
+		{ v->rt.exec_start, v->rt.exec_end }, { v->rt.cold[0], v->rt.cold[1] },
+	};
+
+	return (int)php_merge(v->frames, v->nframes, native, nnative, exec, 2,
+			      out, max);
 }
 
 static void php_forget(void *p, unsigned what)

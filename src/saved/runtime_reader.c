@@ -421,7 +421,9 @@ int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
 
 		pf->function = strdup(f[k].function);
 		pf->file = f[k].file ? strdup(f[k].file) : NULL;
-		pf->line = f[k].line;
+		/* php_merge's rule: an innermost user frame's line may be
+		   stale in memory. */
+		pf->line = k == 0 && f[k].file ? 0 : f[k].line;
 		pf->entry = f[k].top;
 		if (!pf->function || (f[k].file && !pf->file))
 			err = -ENOMEM;

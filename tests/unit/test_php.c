@@ -160,20 +160,32 @@ static void test_frames(void)
 			{ .pc = 0x10 }, { .pc = 0x1001 }, { .pc = 0x20 },
 			{ .pc = 0x30 }, { .pc = 0x1002 }, { .pc = 0x40 },
 		};
+		/* execute_ex and its cold part */
+		const uint64_t exec[2][2] = { { 0x1000, 0x2000 }, { 0x8000, 0x9000 } };
 		struct stacksnap_runtime_frame out[8];
-		size_t k = php_merge(fr, n, native, 6, 0x1000, 0x2000, out, 8);
+		size_t k = php_merge(fr, n, native, 6, exec, 2, out, 8);
 
 		CHECK(k == 5 && out[0].native_index == 1 && out[1].native_index == 1 &&
 		      out[2].native_index == 4 && out[4].native_index == 4 &&
-		      out[0].runtime == STACKSNAP_RUNTIME_PHP);
+		      out[0].runtime == STACKSNAP_RUNTIME_PHP && out[1].line == 7);
 		/* One execute_ex only (no second in the walk): the rest left
 		   over, at the end. */
 		native[4].pc = 0x50;
-		k = php_merge(fr, n, native, 6, 0x1000, 0x2000, out, 8);
+		k = php_merge(fr, n, native, 6, exec, 2, out, 8);
 		CHECK(k == 5 && out[1].native_index == 1 && out[2].native_index == 6);
+		/* The closure innermost (no callee frame): it runs VM code,
+		   its line unknown (the opline in memory may be stale); the
+		   lines of frames that called out are kept. The VM's cold
+		   part counts as execute_ex. */
+		native[4].pc = 0x8001;
+		k = php_merge(fr + 1, n - 1, native, 6, exec, 2, out, 8);
+		CHECK(k == 4 && !strcmp(out[0].function, "Handler::{closure}") &&
+		      out[0].line == 0 && out[1].line == 0 && out[2].line == 3 &&
+		      out[0].native_index == 1 && out[1].native_index == 4);
+		native[4].pc = 0x50;
 		/* A thread without execute_ex runs no PHP. */
 		native[1].pc = 0x60;
-		CHECK(php_merge(fr, n, native, 6, 0x1000, 0x2000, out, 8) == 0);
+		CHECK(php_merge(fr, n, native, 6, exec, 2, out, 8) == 0);
 		free(fr);
 	}
 	php_resolver__free(&res);

@@ -44,7 +44,10 @@ struct php_runtime {
 	bool found;
 	const struct php_layout *layout;
 	uint64_t eg;			/* executor_globals */
-	uint64_t exec_start, exec_end;	/* execute_ex [start, end) */
+	/* The VM's code: execute_ex [start, end), and the part GCC split
+	   out of it for cold paths ([0] [1] of cold; 0, 0: none found). */
+	uint64_t exec_start, exec_end;
+	uint64_t cold[2];
 	char version[32];		/* "8.2.36" */
 	char path[256];
 	char note[160];
@@ -130,14 +133,17 @@ void php_resolver__free(struct php_resolver *r);
 int php_resolve(struct php_resolver *r, const struct php_capture *cap,
 		struct php_frame **out, size_t *n);
 
-/* Replaces each native frame of execute_ex by the PHP frames its call
- * runs (up to and including the next user frame entered from C, flagged
- * top); frames left over get native_index = nnative. A thread with no
- * native frame in execute_ex runs no PHP: 0. Returns how many (at most
- * max written). */
+/* Replaces each native frame of execute_ex (a pc in one of the nexec
+ * [start, end) ranges of its code) by the PHP frames its call runs (up to
+ * and including the next user frame entered from C, flagged top); frames
+ * left over get native_index = nnative. A thread with no native frame in
+ * execute_ex runs no PHP: 0. An innermost PHP frame of user code gets no
+ * line: it runs VM code, whose current opline the hybrid VM keeps in a
+ * register (stored into the frame only before calls out). Returns how
+ * many (at most max written). */
 size_t php_merge(const struct php_frame *pf, size_t npf,
 		 const struct stacksnap_frame *native, size_t nnative,
-		 uint64_t exec_start, uint64_t exec_end,
+		 const uint64_t (*exec)[2], size_t nexec,
 		 struct stacksnap_runtime_frame *out, size_t max);
 
 #endif

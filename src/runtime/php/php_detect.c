@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/maps_line.h"
+#include "dwarf/cfi.h"
 #include "elf/elf_image.h"
 
 /* PHP 8.2 (x86_64, non-ZTS: Debian 12's php8.2 8.2.x). From 8.2's
@@ -159,6 +160,67 @@ static void find_syms(const struct elf_image *img, struct php_syms *s)
 	}
 }
 
+/* Whether the code [start, end) (link-time) holds a rel32 jmp or jcc into
+ * [lo, hi): read byte by byte, not decoded, so a hit may be an operand's
+ * bytes; one that lands in the range asked for is what is looked for. */
+static bool jumps_into(const struct elf_image *img, uint64_t start, uint64_t end,
+		       uint64_t lo, uint64_t hi)
+{
+	const uint8_t *b;
+
+	if (end <= start || end - start > (1u << 24) ||
+	    elf_image__vaddr_bytes(img, start, end - start, &b) || !b)
+		return false;
+	for (uint64_t i = 0; i + 6 <= end - start; i++) {
+		int32_t rel;
+		uint64_t to;
+
+		if (b[i] == 0xe9) {
+			memcpy(&rel, b + i + 1, 4);
+			to = start + i + 5 + (uint64_t)(int64_t)rel;
+		} else if (b[i] == 0x0f && (b[i + 1] & 0xf0) == 0x80) {
+			memcpy(&rel, b + i + 2, 4);
+			to = start + i + 6 + (uint64_t)(int64_t)rel;
+		} else {
+			continue;
+		}
+		if (to >= lo && to < hi)
+			return true;
+	}
+	return false;
+}
+
+/* The part of execute_ex GCC moved out for cold paths (execute_ex.cold,
+ * named in no table of Debian's binary): its own FDE, the one GCC emits
+ * right after the function's in .eh_frame, outside the function, and
+ * the function jumps into it. *cold (link-time) stays 0, 0 otherwise. */
+static void find_cold(const struct elf_image *img, uint64_t start, uint64_t end,
+		      uint64_t *cold)
+{
+	struct cfi_input in = { img->eh_frame.data, img->eh_frame.size,
+				img->eh_frame.vaddr, 1 };
+	struct cfi_entry e;
+	struct cfi_cie cie;
+	struct cfi_fde fde;
+	bool next = false;
+
+	cold[0] = cold[1] = 0;
+	for (size_t off = 0; in.data && cfi_entry_read(&in, off, &e) == 1; off = e.next) {
+		if (e.is_cie || cfi_fde_at(&in, e.off, &cie, &fde))
+			continue;
+		if (next) {
+			if ((fde.pc_end <= start || fde.pc_begin >= end) &&
+			    fde.pc_end - fde.pc_begin < (1u << 24) &&
+			    jumps_into(img, start, end, fde.pc_begin, fde.pc_end)) {
+				cold[0] = fde.pc_begin;
+				cold[1] = fde.pc_end;
+			}
+			return;
+		}
+		next = fde.pc_begin == start;
+	}
+}
+
 int php_runtime__detect_elf(const struct elf_image *img, const char *path,
 			    uint64_t bias, struct php_runtime *rt)
 {
@@ -195,6 +257,11 @@ int php_runtime__detect_elf(const struct elf_image *img, const char *path,
 	rt->eg = s.eg.value + bias;
 	rt->exec_start = s.exec.value + bias;
 	rt->exec_end = rt->exec_start + s.exec.size;
+	find_cold(img, s.exec.value, s.exec.value + s.exec.size, rt->cold);
+	if (rt->cold[0]) {
+		rt->cold[0] += bias;
+		rt->cold[1] += bias;
+	}
 	rt->layout = l;
 	snprintf(rt->note, sizeof(rt->note), "PHP %s", rt->version);
 	return 0;

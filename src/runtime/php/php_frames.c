@@ -353,24 +353,27 @@ static void put(struct stacksnap_runtime_frame *out, size_t max, size_t *n,
 	(*n)++;
 }
 
-static bool in_exec(uint64_t pc, uint64_t start, uint64_t end)
+static bool in_exec(uint64_t pc, const uint64_t (*exec)[2], size_t nexec)
 {
-	return start && pc > start && pc <= end;
+	for (size_t i = 0; i < nexec; i++)
+		if (exec[i][0] && pc > exec[i][0] && pc <= exec[i][1])
+			return true;
+	return false;
 }
 
 size_t php_merge(const struct php_frame *pf, size_t npf,
 		 const struct stacksnap_frame *native, size_t nnative,
-		 uint64_t exec_start, uint64_t exec_end,
+		 const uint64_t (*exec)[2], size_t nexec,
 		 struct stacksnap_runtime_frame *out, size_t max)
 {
 	size_t p = 0, n = 0, k;
 
-	for (k = 0; k < nnative && !in_exec(native[k].pc, exec_start, exec_end); k++)
+	for (k = 0; k < nnative && !in_exec(native[k].pc, exec, nexec); k++)
 		;
 	if (k == nnative)
 		return 0;
 	for (; k < nnative && p < npf; k++) {
-		if (!in_exec(native[k].pc, exec_start, exec_end))
+		if (!in_exec(native[k].pc, exec, nexec))
 			continue;
 		do
 			put(out, max, &n, &pf[p], k);
@@ -378,5 +381,12 @@ size_t php_merge(const struct php_frame *pf, size_t npf,
 	}
 	for (; p < npf; p++)
 		put(out, max, &n, &pf[p], nnative);
+	/* No callee frame: the thread runs this frame's opcodes (on CPU,
+	   or in a helper of the VM). The hybrid VM keeps the current
+	   opline in a register and stores it into the frame only before
+	   calls out, so the line in memory may be an earlier statement's:
+	   unknown, not wrong. */
+	if (n && max && pf[0].file)
+		out[0].line = 0;
 	return n;
 }

@@ -4,7 +4,8 @@
 // closure, recursion), stdin (fgets(STDIN) in a method three calls deep),
 // select (stream_select in a closure array_map calls: an internal
 // function between PHP frames), include (a file's top-level code, include'd
-// from a function). Used by tests/integration/php_frames.
+// from a function), spin (a loop on CPU, records with no blocker). Used by
+// tests/integration/php_frames.
 require __DIR__ . '/record.php';
 putenv('PHP_FRAMES_RECORD=' . $argv[2]);
 
@@ -54,6 +55,16 @@ function select_all(): void
     }, [$pair[0]]);
 }
 
+// Runs VM code forever (no call after the record): its line is the
+// loop's, two lines below the record's, where the opline in memory still
+// says the record's call.
+function spin_forever(): void
+{
+    snap_record('');
+    $i = 0;
+    while (true) {}
+}
+
 function run(string $kind): void
 {
     switch ($kind) {
@@ -68,6 +79,9 @@ function run(string $kind): void
         break;
     case 'include':
         include __DIR__ . '/included.php';
+        break;
+    case 'spin':
+        spin_forever();
         break;
     }
 }
