@@ -589,6 +589,7 @@ enum stacksnap_runtime {
 	STACKSNAP_RUNTIME_GO,
 	STACKSNAP_RUNTIME_JIT,		/* JIT code named by a perf map or jitdump */
 	STACKSNAP_RUNTIME_RUBY,		/* CRuby (docs/ruby.md) */
+	STACKSNAP_RUNTIME_PHP,		/* the Zend engine (docs/php.md) */
 };
 
 #define STACKSNAP_RFRAME_INLINED 0x1	/* inlined into the frame after it */

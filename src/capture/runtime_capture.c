@@ -196,6 +196,10 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	if (capture__named_detect(&rt->named, &capture__v8_ops, s->pid,
 				  o->addrspace, log))
 		goto named;
+	/* PHP by its image's name too (php*, libphp*): php_capture.c. */
+	if (capture__named_detect(&rt->named, &capture__php_ops, s->pid,
+				  o->addrspace, log))
+		goto named;
 	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
 			  : py_runtime__detect_pid(s->pid, log, &rt->py)) ||
 	    !rt->py.found) {

@@ -24,6 +24,7 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "elf/elf_image.h"
+#include "runtime/php/php.h"
 #include "runtime/v8/v8_layout.h"
 #include "saved/saved.h"
 
@@ -551,6 +552,25 @@ static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn
 	return 0;
 }
 
+/* A PHP engine's core (php, php-fpm, libphp): its frames read from the
+ * core's memory, on the main thread. */
+static int php_of_core(struct stacksnap_saved *s, const struct core_notes *cn,
+		       const char *exe, pid_t tid)
+{
+	for (size_t i = 0; i < cn->nfiles && !s->runtime; i++) {
+		const struct core_file_map *f = &cn->files[i];
+		bool is_exe = cn->entry >= f->start && cn->entry < f->end;
+
+		if (f->offset != 0 || !php_image_candidate(f->path))
+			continue;
+		int err = runtime_reader__php_from_core(s, exe && is_exe ? exe : f->path,
+							f->start, f->offset, tid);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* A JVM's or node's core: their frames are named from a live process
  * only (HotSpot's code cache and metadata, V8's heap objects are read
  * through its own constants, from /proc), so the core's frames in their
@@ -614,7 +634,9 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 	if ((err = add_mappings(s, c, &cn, o->exe)))
 		goto out;
 	point_stacks(s, c, &cn);
-	if ((err = python_of_core(s, &cn, o->exe)))
+	if ((err = python_of_core(s, &cn, o->exe)) ||
+	    (!s->runtime && (err = php_of_core(s, &cn, o->exe,
+					       cn.pid ? cn.pid : s->n ? s->threads[0].tid : 0))))
 		goto out;
 	if (!s->runtime)
 		say_named_runtime(s, &cn, o->exe);

@@ -56,6 +56,11 @@ void waits_reader__free(struct saved_waits *sw);
  * -ENOMEM. */
 int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 			      uint64_t start, uint64_t offset);
+/* A core's PHP frames, read from its memory when the image at path
+ * (mapped at start from offset) is a PHP engine's: thread tid's (a non-ZTS
+ * engine runs one script, on the main thread). Returns 0 or -ENOMEM. */
+int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
+				  uint64_t start, uint64_t offset, pid_t tid);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */

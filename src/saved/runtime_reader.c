@@ -11,12 +11,15 @@
 #include "addrspace/module.h" /* struct stacksnap_ctx: its log */
 #include "base/log.h"
 #include "base/opts.h"
+#include "elf/elf_image.h"
+#include "runtime/php/php.h"
 #include "runtime/python/python.h"
 #include "saved/named_reader.h"
 #include "snapfile/snapshot_file.h"
 
 /* One saved thread's frames. Invariant: frames[0, n) have non-NULL
- * function and file, owned here. */
+ * function, owned here, and file (NULL only for a PHP internal
+ * function's frame). */
 struct saved_rthread {
 	pid_t tid;
 	bool holds_gil;
@@ -243,8 +246,13 @@ int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
 			continue;
 		if (end)
 			*end = t->end;
-		return (int)py_merge(t->frames, t->n, native, nnative,
-				     rt->eval_start, rt->eval_end, out, max);
+		size_t n = py_merge(t->frames, t->n, native, nnative,
+				    rt->eval_start, rt->eval_end, out, max);
+
+		/* A core's PHP frames are kept as Python's are. */
+		for (size_t m = 0; m < n && m < max; m++)
+			out[m].runtime = rt->kind;
+		return (int)n;
 	}
 	return 0;
 }
@@ -358,5 +366,77 @@ out:
 	runtime_reader__free(rt);
 	py_capture__free(&cap);
 	free(py);
+	return err;
+}
+
+int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
+				  uint64_t start, uint64_t offset, pid_t tid)
+{
+	struct php_runtime php;
+	struct php_capture cap = { 0 };
+	struct php_resolver res;
+	struct php_frame *f = NULL;
+	struct saved_runtime *rt = NULL;
+	struct saved_rthread *st;
+	struct elf_image *img;
+	uint64_t bias;
+	size_t n = 0;
+	int err = 0;
+
+	if (s->runtime || !s->mem || elf_image__open(path, &s->ctx->log, &img))
+		return 0;
+	if (elf_image__load_bias(img, start, offset, 0, &bias) ||
+	    php_runtime__detect_elf(img, path, bias, &php) || !php.found) {
+		elf_image__free(img);
+		return 0;
+	}
+	elf_image__free(img);
+	log_info(&s->ctx->log, "%s: %s (%s)", s->path ? s->path : "core", php.note, path);
+	if (!(rt = calloc(1, sizeof(*rt))) || !(rt->description = strdup(php.note)) ||
+	    !(rt->threads = calloc(1, sizeof(*rt->threads)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->kind = STACKSNAP_RUNTIME_PHP;
+	rt->eval_start = php.exec_start;
+	rt->eval_end = php.exec_end;
+	if (!php.layout)
+		goto keep;	/* the description says why: no frames */
+	rt->frames = true;
+	if ((err = php_capture__take(&php, s->mem, &cap)))
+		goto out;
+	if (cap.end && !(rt->end = strdup(cap.end))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	php_resolver__init(&res, &php, s->mem);
+	err = php_resolve(&res, &cap, &f, &n);
+	st = &rt->threads[rt->n++];
+	st->tid = tid;
+	if (!err && n && !(st->frames = calloc(n, sizeof(*st->frames))))
+		err = -ENOMEM;
+	/* The resolver's strings go with it: copies kept. */
+	for (size_t k = 0; k < n && !err; k++) {
+		struct py_frame *pf = &st->frames[st->n++];
+
+		pf->function = strdup(f[k].function);
+		pf->file = f[k].file ? strdup(f[k].file) : NULL;
+		/* php_merge's rule: an innermost user frame's line may be
+		   stale in memory. */
+		pf->line = k == 0 && f[k].file ? 0 : f[k].line;
+		pf->entry = f[k].top;
+		if (!pf->function || (f[k].file && !pf->file))
+			err = -ENOMEM;
+	}
+	free(f);
+	php_resolver__free(&res);
+	if (err)
+		goto out;
+keep:
+	s->runtime = rt;
+	rt = NULL;
+out:
+	runtime_reader__free(rt);
+	php_capture__free(&cap);
 	return err;
 }

@@ -135,7 +135,8 @@ const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 		return "[jvm]";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" :
-		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" : "[py]";
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" :
+		rf->runtime == STACKSNAP_RUNTIME_PHP ? "[php]" : "[py]";
 }
 
 static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
@@ -144,7 +145,8 @@ static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
 		return "jvm";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" :
-		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "python";
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" :
+		rf->runtime == STACKSNAP_RUNTIME_PHP ? "php" : "python";
 }
 
 /* A Java or JavaScript frame with no source file (a stub, an adapter, a
@@ -507,10 +509,12 @@ void print_json(FILE *f, const struct options *o,
 			fprintf(f, "%.1f},", ri->capture_ns / 1e3);
 	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
 			  ri->runtime == STACKSNAP_RUNTIME_JS ||
-			  ri->runtime == STACKSNAP_RUNTIME_RUBY)) {
+			  ri->runtime == STACKSNAP_RUNTIME_RUBY ||
+			  ri->runtime == STACKSNAP_RUNTIME_PHP)) {
 		fprintf(f, "{\"kind\":\"%s\",\"description\":",
 			ri->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
-			ri->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "js");
+			ri->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" :
+			ri->runtime == STACKSNAP_RUNTIME_PHP ? "php" : "js");
 		json_str(f, ri->description);
 		fprintf(f, ",\"frames\":%s},", ri->frames ? "true" : "false");
 	} else {
