@@ -12,6 +12,12 @@
 
 #define VM_FRAME_FLAG_FINISH 0x0020
 #define VM_FRAME_FLAG_CFRAME 0x0080
+#define VM_FRAME_MAGIC_MASK 0x7fff0001
+#define VM_FRAME_MAGIC_CFUNC 0x55550001
+#define T_IMEMO 0x1a
+#define IMEMO_SVAR 2		/* (flags >> 12) & 0xf: imemo_svar */
+#define IMEMO_MENT 6		/* imemo_ment */
+#define RB_QNIL 0x08
 #define RB_MAX_STR 4096		/* longest label or path read */
 #define RB_MAX_ISEQ (1u << 22)	/* instructions of one iseq */
 #define RB_MAX_INSNS (1u << 20)	/* insns_info entries */
@@ -196,16 +202,27 @@ int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 	for (uint64_t i = 0; i < n; i++) {
 		const uint8_t *f = cap->buf + i * l->cfp_size;
 		struct rb_raw_frame *rf = &cap->frames[cap->nframes++];
-		uint64_t ep = u64_at(f, l->cfp_ep), flags = 0;
+		uint64_t ep = u64_at(f, l->cfp_ep), env[3], flags;
 
 		rf->pc = u64_at(f, l->cfp_pc);
 		rf->iseq = u64_at(f, l->cfp_iseq);
 		rf->flags = 0;
-		if (ep && !rd(mem, &cap->reads, ep, &flags, 8)) {
+		/* ep[-2] (the method entry or cref), ep[-1], ep[0] (flags):
+		   one read. */
+		if (ep > l->ep_me_cref && l->ep_me_cref + 8 <= sizeof(env) &&
+		    !rd(mem, &cap->reads, ep - l->ep_me_cref, env, l->ep_me_cref + 8)) {
+			flags = env[l->ep_me_cref / 8];
 			if (flags & VM_FRAME_FLAG_FINISH)
 				rf->flags |= RB_FRAME_FINISH;
 			if (!(flags & VM_FRAME_FLAG_CFRAME) && rf->iseq && rf->pc)
 				rf->flags |= RB_FRAME_RUBY;
+			/* A C method (Ruby's RUBYVM_CFUNC_FRAME_P, no iseq):
+			   named after the thaw from its method entry. */
+			if ((flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC &&
+			    !rf->iseq) {
+				rf->flags |= RB_FRAME_RUBY | RB_FRAME_CFUNC;
+				rf->iseq = env[0];
+			}
 		}
 		t->n++;
 	}
@@ -213,7 +230,8 @@ int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 	   stack's end (backtrace_each): the outermost is a thread's dummy
 	   frame, or the main thread's top-level frame of Init_VM. */
 	if (!t->end && n)
-		cap->frames[t->first + n - 1].flags &= (uint8_t)~RB_FRAME_RUBY;
+		cap->frames[t->first + n - 1].flags &=
+			(uint8_t)~(RB_FRAME_RUBY | RB_FRAME_CFUNC);
 	return 0;
 }
 
@@ -221,7 +239,8 @@ int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 /* Naming */
 
 struct rb_iseq_names {
-	uint64_t iseq;
+	uint64_t iseq;			/* or a C method's method entry */
+	bool cfunc;
 	char *label, *path;
 	uint64_t encoded;
 	unsigned iseq_size, first_line;
@@ -354,12 +373,82 @@ static void read_iseq(struct rb_resolver *r, struct rb_iseq_names *in)
 	}
 }
 
-static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t iseq)
+/* Element idx of Array ary, or false (not an Array, past its end). */
+static bool ary_elt(struct rb_resolver *r, uint64_t ary, uint64_t idx, uint64_t *out)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint8_t b[40];
+	uint64_t flags, len;
+
+	if (!heap_value(ary) || rd(r->mem, &r->reads, ary, b, sizeof(b)))
+		return false;
+	flags = u64_at(b, 0);
+	if ((flags & T_MASK) != T_ARRAY)
+		return false;
+	if (flags & l->ary_embed) {
+		len = (flags >> l->ary_embed_len_shift) & l->ary_embed_len_mask;
+		if (idx >= len || l->ary_embed_ary + (idx + 1) * 8 > sizeof(b))
+			return false;
+		*out = u64_at(b, l->ary_embed_ary + (unsigned)idx * 8);
+		return true;
+	}
+	len = u64_at(b, l->ary_heap_len);
+	return idx < len && idx < (1u << 24) &&
+	       !rd(r->mem, &r->reads, u64_at(b, l->ary_heap_ptr) + idx * 8, out, 8);
+}
+
+/* rb_id2str: an ID's name from ruby_global_symbols (its ids Array of
+ * Arrays of [String, Symbol] pairs, by the ID's serial). NULL: unknown. */
+static char *id_name(struct rb_resolver *r, uint64_t id)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint64_t serial, ids, unit, str;
+	uint32_t last;
+
+	if (!r->rt->symbols || !id ||
+	    rd(r->mem, &r->reads, r->rt->symbols, &last, 4) ||
+	    rd(r->mem, &r->reads, r->rt->symbols + 16, &ids, 8))
+		return NULL;
+	serial = id > l->id_last_op ? id >> l->id_scope_shift : id;
+	if (!serial || serial > last ||
+	    !ary_elt(r, ids, serial / l->id_entry_unit, &unit) ||
+	    !ary_elt(r, unit, (serial % l->id_entry_unit) * 2, &str) || str == RB_QNIL)
+		return NULL;
+	return read_string(r, str);
+}
+
+/* A C method's name: its method entry (an imemo_ment; or an imemo_svar
+ * holding one), the entry's definition, the definition's original_id,
+ * as Ruby's backtrace names it. */
+static void read_cfunc(struct rb_resolver *r, struct rb_iseq_names *in)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint64_t me = in->iseq, b[2], def, id;
+
+	for (int hop = 0; hop < 2; hop++) {
+		if (!heap_value(me) || rd(r->mem, &r->reads, me, b, sizeof(b)) ||
+		    (b[0] & T_MASK) != T_IMEMO)
+			return;
+		if (((b[0] >> 12) & 0xf) == IMEMO_MENT)
+			break;
+		if (((b[0] >> 12) & 0xf) != IMEMO_SVAR || hop)
+			return;
+		me = b[1];		/* vm_svar.cref_or_me */
+	}
+	if (rd(r->mem, &r->reads, me + l->me_def, &def, 8) || !heap_value(def) ||
+	    rd(r->mem, &r->reads, def + l->def_original_id, &id, 8))
+		return;
+	in->label = id_name(r, id);
+	in->ok = in->label != NULL;
+}
+
+static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t iseq,
+					      bool cfunc)
 {
 	struct rb_iseq_names *in;
 
 	for (size_t i = 0; i < r->niseqs; i++)
-		if (r->iseqs[i].iseq == iseq)
+		if (r->iseqs[i].iseq == iseq && r->iseqs[i].cfunc == cfunc)
 			return &r->iseqs[i];
 	if (r->niseqs == r->cap_iseqs) {
 		size_t c = r->cap_iseqs ? 2 * r->cap_iseqs : 32;
@@ -373,7 +462,11 @@ static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t is
 	in = &r->iseqs[r->niseqs++];
 	memset(in, 0, sizeof(*in));
 	in->iseq = iseq;
-	read_iseq(r, in);
+	in->cfunc = cfunc;
+	if (cfunc)
+		read_cfunc(r, in);
+	else
+		read_iseq(r, in);
 	return in;
 }
 
@@ -480,19 +573,24 @@ int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
 		const struct rb_raw_frame *rf = &cap->frames[t->first + i];
 		const struct rb_iseq_names *in;
 
+		bool cfunc = rf->flags & RB_FRAME_CFUNC;
+
 		fr[i].finish = rf->flags & RB_FRAME_FINISH;
 		fr[i].ruby = rf->flags & RB_FRAME_RUBY;
-		fr[i].function = "<unknown iseq>";
+		fr[i].cfunc = cfunc;
+		fr[i].function = cfunc ? "<unknown cfunc>" : "<unknown iseq>";
 		fr[i].file = "?";
 		if (!fr[i].ruby)
 			continue;
-		if (!(in = iseq_names(r, rf->iseq))) {
+		if (!(in = iseq_names(r, rf->iseq, cfunc))) {
 			free(fr);
 			return -ENOMEM;
 		}
 		if (!in->ok)
 			continue;
 		fr[i].function = in->label;
+		if (cfunc)
+			continue;
 		fr[i].file = in->path ? in->path : "?";
 		/* Ruby's calc_pos: the pc points after the instruction
 		   running. */
@@ -504,6 +602,16 @@ int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
 						  r->rt->layout->insn_entry_size,
 						  in->positions, in->succ,
 						  in->succ_len, pos ? pos - 1 : 0);
+		}
+	}
+	/* A C method is at its caller's place, as Ruby's backtrace puts it:
+	   the path and line of the next Ruby frame out. */
+	for (size_t i = t->n, outer = SIZE_MAX; i-- > 0;) {
+		if (fr[i].ruby && !fr[i].cfunc)
+			outer = i;
+		else if (fr[i].cfunc && outer != SIZE_MAX) {
+			fr[i].file = fr[outer].file;
+			fr[i].line = fr[outer].line;
 		}
 	}
 	*out = fr;
