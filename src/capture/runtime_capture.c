@@ -531,3 +531,32 @@ int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 			      rt->cap.threads[i].holds_gil;
 	return 0;
 }
+
+const struct rb_runtime *capture__runtime_rb(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->rb_captured ? &s->runtime->rb : NULL;
+}
+
+int capture__runtime_rb_thread(struct stacksnap_snapshot *s, pid_t tid,
+			       const struct rb_frame **frames, size_t *n,
+			       const char **end)
+{
+	struct snap_runtime *rt = s ? s->runtime : NULL;
+	const struct rb_raw_thread *t;
+	size_t k;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	*end = NULL;
+	if (!rt || !rt->rb_captured ||
+	    !(t = rb_capture__find(&rt->rbcap, (uint64_t)tid)))
+		return 0;
+	k = (size_t)(t - rt->rbcap.threads);
+	if ((err = ruby_frames(rt, k)))
+		return err;
+	*frames = rt->rbframes[k];
+	*n = rt->nrbframes[k];
+	*end = t->end;
+	return 0;
+}

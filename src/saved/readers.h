@@ -51,6 +51,11 @@ void runtime_reader__free(struct saved_runtime *rt);
  * -ENOMEM. */
 int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 			      uint64_t start, uint64_t offset);
+/* The same for a Ruby VM, path libruby's image: the VM's thread list
+ * gives each thread's thread pointer, its control frames are read and
+ * named from the core's memory. */
+int runtime_reader__rb_from_core(struct stacksnap_saved *s, const char *path,
+				 uint64_t start, uint64_t offset);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */
