@@ -195,7 +195,9 @@ static bool named_python(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return !strncmp(base ? base + 1 : path, "python", 6);
+	/* (or ruby: the same eBPF walk reads Ruby's frames) */
+	return !strncmp(base ? base + 1 : path, "python", 6) ||
+	       !strncmp(base ? base + 1 : path, "ruby", 4);
 }
 
 static bool named_env(const char *path)

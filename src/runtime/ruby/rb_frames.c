@@ -239,7 +239,9 @@ int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 /* Naming */
 
 struct rb_iseq_names {
-	uint64_t iseq;			/* or a C method's method entry */
+	uint64_t iseq;			/* or a C method's method entry;
+					   0: stale (kept for its strings) */
+	uint64_t body;			/* iseq->body, or the entry's def */
 	bool cfunc;
 	char *label, *path;
 	uint64_t encoded;
@@ -346,6 +348,7 @@ static void read_iseq(struct rb_resolver *r, struct rb_iseq_names *in)
 	if (rd(r->mem, &r->reads, in->iseq + l->iseq_body, &bp, 8) ||
 	    !heap_value(bp) || rd(r->mem, &r->reads, bp, body, sizeof(body)))
 		return;
+	in->body = bp;
 	in->label = read_string(r, u64_at(body, l->body_label));
 	in->path = read_path(r, u64_at(body, l->body_pathobj));
 	if (!in->label)
@@ -436,6 +439,7 @@ static void read_cfunc(struct rb_resolver *r, struct rb_iseq_names *in)
 		me = b[1];		/* vm_svar.cref_or_me */
 	}
 	if (rd(r->mem, &r->reads, me + l->me_def, &def, 8) || !heap_value(def) ||
+	    !(in->body = def) ||
 	    rd(r->mem, &r->reads, def + l->def_original_id, &id, 8))
 		return;
 	in->label = id_name(r, id);
@@ -447,9 +451,21 @@ static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t is
 {
 	struct rb_iseq_names *in;
 
-	for (size_t i = 0; i < r->niseqs; i++)
-		if (r->iseqs[i].iseq == iseq && r->iseqs[i].cfunc == cfunc)
+	for (size_t i = 0; i < r->niseqs; i++) {
+		uint64_t body;
+
+		if (r->iseqs[i].iseq != iseq || r->iseqs[i].cfunc != cfunc)
+			continue;
+		/* A running process may have freed the object and made
+		   another at its address: its body (definition) tells. */
+		if (!r->recheck ||
+		    (!rd(r->mem, &r->reads, iseq + (cfunc ? r->rt->layout->me_def
+							: r->rt->layout->iseq_body),
+			 &body, 8) && body == r->iseqs[i].body))
 			return &r->iseqs[i];
+		r->iseqs[i].iseq = 0;	/* stale: names handed out stay */
+		break;
+	}
 	if (r->niseqs == r->cap_iseqs) {
 		size_t c = r->cap_iseqs ? 2 * r->cap_iseqs : 32;
 		void *p = realloc(r->iseqs, c * sizeof(*r->iseqs));

@@ -184,6 +184,9 @@ struct rb_resolver {
 	struct rb_iseq_names *iseqs;	/* a cache by iseq address */
 	size_t niseqs, cap_iseqs;
 	unsigned reads;
+	/* A cache kept while the process runs (a trace): each hit checks
+	   the object's body pointer again (one read). */
+	bool recheck;
 };
 
 void rb_resolver__init(struct rb_resolver *r, const struct rb_runtime *rt,
