@@ -331,6 +331,35 @@ static void put_runtime_counts(struct snapfile_writer *w,
 static int put_runtime_rb(struct snapfile_writer *w,
 			  const struct stacksnap_snapshot *snap);
 
+/* The RUNTIME section's start: the runtime, its description, the range
+ * of its evaluation loop's code, the thread count. */
+static void put_runtime_head(struct snapfile_writer *w, enum stacksnap_runtime kind,
+			     const char *note, uint64_t start, uint64_t end, size_t n)
+{
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
+	byte_buf__u8(&w->buf, (uint8_t)kind);
+	put_str(&w->buf, note, strlen(note));
+	byte_buf__u64(&w->buf, start);
+	byte_buf__u64(&w->buf, end);
+	byte_buf__u32(&w->buf, (uint32_t)n);
+}
+
+/* A thread record's start, up to its frame count (its length patched by
+ * the caller, at the offset it read before): the frames it will hold,
+ * nf bounded by SNAPFILE_MAX_RFRAMES. */
+static size_t put_rthread_head(struct byte_buf *b, pid_t tid, bool gil,
+			       const char *end, size_t nf)
+{
+	if (nf > SNAPFILE_MAX_RFRAMES)
+		nf = SNAPFILE_MAX_RFRAMES;
+	byte_buf__u32(b, 0); /* record length */
+	byte_buf__u32(b, (uint32_t)tid);
+	byte_buf__u8(b, gil);
+	put_str(b, end ? end : "", end ? strlen(end) : 0);
+	byte_buf__u32(b, (uint32_t)nf);
+	return nf;
+}
+
 /* One runtime frame of a RUNTIME section's thread record. */
 static void put_rframe(struct byte_buf *b, uint8_t flags, unsigned line,
 		       const char *function, const char *file)
@@ -355,12 +384,8 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 
 	if (!py)
 		return capture__runtime_rb(snap) ? put_runtime_rb(w, snap) : 0;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
-	byte_buf__u8(&w->buf, STACKSNAP_RUNTIME_PYTHON);
-	put_str(&w->buf, py->note, strlen(py->note));
-	byte_buf__u64(&w->buf, py->eval_start);
-	byte_buf__u64(&w->buf, py->eval_end);
-	byte_buf__u32(&w->buf, (uint32_t)n);
+	put_runtime_head(w, STACKSNAP_RUNTIME_PYTHON, py->note, py->eval_start,
+			 py->eval_end, n);
 	for (size_t i = 0; i < n; i++) {
 		pid_t tid = stacksnap_snapshot__thread(snap, i)->tid;
 		const struct py_frame *f;
@@ -371,13 +396,7 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 
 		if (err)
 			return err;
-		if (nf > SNAPFILE_MAX_RFRAMES)
-			nf = SNAPFILE_MAX_RFRAMES;
-		byte_buf__u32(&w->buf, 0); /* record length */
-		byte_buf__u32(&w->buf, (uint32_t)tid);
-		byte_buf__u8(&w->buf, gil);
-		put_str(&w->buf, end ? end : "", end ? strlen(end) : 0);
-		byte_buf__u32(&w->buf, (uint32_t)nf);
+		nf = put_rthread_head(&w->buf, tid, gil, end, nf);
 		for (size_t k = 0; k < nf; k++)
 			put_rframe(&w->buf, f[k].entry ? SNAPFILE_RFRAME_ENTRY : 0,
 				   f[k].line, f[k].function, f[k].file);
@@ -399,12 +418,8 @@ static int put_runtime_rb(struct snapfile_writer *w, const struct stacksnap_snap
 	const struct rb_runtime *rb = capture__runtime_rb(snap);
 	size_t n = stacksnap_snapshot__thread_count(snap);
 
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
-	byte_buf__u8(&w->buf, STACKSNAP_RUNTIME_RUBY);
-	put_str(&w->buf, rb->note, strlen(rb->note));
-	byte_buf__u64(&w->buf, rb->exec_start);
-	byte_buf__u64(&w->buf, rb->exec_end);
-	byte_buf__u32(&w->buf, (uint32_t)n);
+	put_runtime_head(w, STACKSNAP_RUNTIME_RUBY, rb->note, rb->exec_start,
+			 rb->exec_end, n);
 	for (size_t i = 0; i < n; i++) {
 		pid_t tid = stacksnap_snapshot__thread(snap, i)->tid;
 		const struct rb_frame *f;
@@ -414,13 +429,7 @@ static int put_runtime_rb(struct snapfile_writer *w, const struct stacksnap_snap
 
 		if (err)
 			return err;
-		if (nf > SNAPFILE_MAX_RFRAMES)
-			nf = SNAPFILE_MAX_RFRAMES;
-		byte_buf__u32(&w->buf, 0); /* record length */
-		byte_buf__u32(&w->buf, (uint32_t)tid);
-		byte_buf__u8(&w->buf, 0);
-		put_str(&w->buf, end ? end : "", end ? strlen(end) : 0);
-		byte_buf__u32(&w->buf, (uint32_t)nf);
+		nf = put_rthread_head(&w->buf, tid, false, end, nf);
 		for (size_t k = 0; k < nf; k++)
 			put_rframe(&w->buf, (f[k].finish ? SNAPFILE_RFRAME_ENTRY : 0) |
 				   (f[k].ruby ? 0 : SNAPFILE_RFRAME_HIDDEN) |

@@ -200,6 +200,20 @@ static void target_free(struct stacksnap_target *t)
 	free(t);
 }
 
+/* Room for n runtime frames in t->rframes: false when out of memory. */
+static bool grow_rframes(struct stacksnap_target *t, size_t n)
+{
+	void *p;
+
+	if (n <= t->cap_rframes)
+		return true;
+	if (!(p = realloc(t->rframes, n * sizeof(*t->rframes))))
+		return false;
+	t->rframes = p;
+	t->cap_rframes = n;
+	return true;
+}
+
 /* A Ruby VM with a known layout: true (t->rb set), or false. */
 static bool find_ruby(struct stacksnap_target *t)
 {
@@ -238,15 +252,9 @@ static size_t ruby_frames(struct stacksnap_target *t, struct rb_resolver *res,
 	    !(rt = rb_capture__find(&t->rb_cap, (uint64_t)tid)) ||
 	    rb_resolve__thread(res, &t->rb_cap, rt, &f, &nf))
 		return 0;
-	if (nf > t->cap_rframes) {
-		void *p = realloc(t->rframes, nf * sizeof(*t->rframes));
-
-		if (!p) {
-			free(f);
-			return 0;
-		}
-		t->rframes = p;
-		t->cap_rframes = nf;
+	if (!grow_rframes(t, nf)) {
+		free(f);
+		return 0;
 	}
 	nr = rb_merge(f, nf, t->frames, n, t->rb->exec_start, t->rb->exec_end,
 		      t->rframes, t->cap_rframes);
@@ -304,15 +312,9 @@ static size_t python_frames(struct stacksnap_target *t, struct py_resolver *res,
 	if (!t->py || !t->py_ok ||
 	    py_resolve__tid(res, &t->py_cap, (uint64_t)tid, &f, &nf, &end, &gil))
 		return 0;
-	if (nf > t->cap_rframes) {
-		void *p = realloc(t->rframes, nf * sizeof(*t->rframes));
-
-		if (!p) {
-			free(f);
-			return 0;
-		}
-		t->rframes = p;
-		t->cap_rframes = nf;
+	if (!grow_rframes(t, nf)) {
+		free(f);
+		return 0;
 	}
 	nr = py_merge(f, nf, t->frames, n, t->py->eval_start, t->py->eval_end,
 		      t->rframes, t->cap_rframes);
@@ -331,16 +333,8 @@ static size_t named_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
 	if (!t->named.ops || !n)
 		return 0;
 	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n, NULL, 0);
-	if (k <= 0)
+	if (k <= 0 || !grow_rframes(t, (size_t)k))
 		return 0;
-	if ((size_t)k > t->cap_rframes) {
-		void *p = realloc(t->rframes, (size_t)k * sizeof(*t->rframes));
-
-		if (!p)
-			return 0;
-		t->rframes = p;
-		t->cap_rframes = (size_t)k;
-	}
 	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n,
 				  t->rframes, t->cap_rframes);
 	return k > 0 ? (size_t)k : 0;
