@@ -580,7 +580,8 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
 		tot->ctx.symtab_ns / 1e3, tot->ctx.dwarf_ns / 1e3, tot->total_ns / 1e3);
 	cli_print_table_stats(f, "stacksnap", &tot->ctx);
-	if (tot->runtime && tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON)
+	if (tot->runtime && (tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON ||
+			     tot->runtime->runtime == STACKSNAP_RUNTIME_RUBY))
 		fprintf(f, "stacksnap: runtime: %s; frame chains read at the "
 			   "capture's instant: %.1f us, %u reads\n",
 			tot->runtime->description, tot->runtime->capture_ns / 1e3,
