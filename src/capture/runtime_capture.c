@@ -264,13 +264,20 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 				rb_capture__list(&rt->rb, rt->mem, &rt->rbcap);
 				break;
 			}
-		for (size_t i = 0; i < s->n; i++) {
-			uint64_t tid = (uint64_t)s->threads[i].pub.tid;
-			uint64_t tp = s->threads[i].fs_base;
+		/* 64 threads a batch: each level of their reads one
+		   system call. */
+		for (size_t i = 0; i < s->n; i += 64) {
+			struct rb_listed who[64];
+			size_t k = 0;
 
-			if (!tp)
-				tp = rb_capture__listed_tp(&rt->rbcap, tid);
-			if (rb_capture__thread(&rt->rb, rt->mem, tid, tp, &rt->rbcap))
+			for (; k < 64 && i + k < s->n; k++) {
+				who[k].tid = (uint64_t)s->threads[i + k].pub.tid;
+				who[k].tp = s->threads[i + k].fs_base;
+				if (!who[k].tp)
+					who[k].tp = rb_capture__listed_tp(&rt->rbcap,
+									  who[k].tid);
+			}
+			if (rb_capture__threads(&rt->rb, rt->mem, who, k, &rt->rbcap))
 				rt->rb_captured = false;
 		}
 		rt->capture_ns = clock_monotonic_ns() - t0;

@@ -481,10 +481,10 @@ int runtime_reader__rb_from_core(struct stacksnap_saved *s, const char *path,
 	if (rb.layout && !(err = rb_capture__list(&rb, mem, &cap))) {
 		rt->frames = true;
 		for (size_t i = 0; i < s->n && !err; i++) {
-			uint64_t tid = (uint64_t)s->threads[i].tid;
+			struct rb_listed who = { .tid = (uint64_t)s->threads[i].tid };
 
-			err = rb_capture__thread(&rb, mem, tid,
-						 rb_capture__listed_tp(&cap, tid), &cap);
+			who.tp = rb_capture__listed_tp(&cap, who.tid);
+			err = rb_capture__threads(&rb, mem, &who, 1, &cap);
 		}
 		rb_resolver__init(&res, &rb, mem);
 		for (size_t i = 0; i < cap.nthreads && !err; i++)

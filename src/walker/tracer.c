@@ -690,11 +690,17 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 		mem_invalidate(t->rb_mem);
 		rb_capture__clear(&t->rb_cap);
 		t->rb_ok = true;
-		for (size_t k = 0; k < t->ncaps; k++)
-			if (!t->caps[k].error &&
-			    rb_capture__thread(t->rb, t->rb_mem, (uint64_t)t->caps[k].tid,
-					       t->caps[k].fs_base, &t->rb_cap))
+		for (size_t k = 0; k < t->ncaps; k += 64) {
+			struct rb_listed who[64];
+			size_t m = 0;
+
+			for (size_t j = k; j < t->ncaps && j < k + 64; j++)
+				if (!t->caps[j].error)
+					who[m++] = (struct rb_listed){
+						(uint64_t)t->caps[j].tid, t->caps[j].fs_base };
+			if (rb_capture__threads(t->rb, t->rb_mem, who, m, &t->rb_cap))
 				t->rb_ok = false;
+		}
 	}
 	t->capturing = false;
 	for (size_t i = 0; i < t->n; i++) {

@@ -264,6 +264,22 @@ static void test_corrupt(void)
 		rb_capture__free(&cap);
 	}
 
+	/* The method frame's env moved off the VM stack (a block's env a
+	   Proc kept, on the heap): read on its own, the same frame. */
+	build(m);
+	put64(m, 0x1400 - 2 * 64 + 32, BASE + 0x2f00);	/* its ep */
+	put64(m, 0x2f00, 0x20);
+	put64(m, 0x1108, 0);
+	CHECK(capture(m, &rt, &cap, &mem) == 0);
+	rb_resolver__init(&res, &rt, mem);
+	CHECK(rb_resolve__thread(&res, &cap, &cap.threads[0], &fr, &n) == 0);
+	CHECK(n == 3 && fr[1].ruby && fr[1].finish && !strcmp(fr[1].function, "take") &&
+	      !strcmp(fr[0].function, "pop"));
+	free(fr);
+	rb_resolver__free(&res);
+	stacksnap_mem__free(mem);
+	rb_capture__free(&cap);
+
 	/* An unknown version has no layout. */
 	CHECK(!rb_layout__find("3.2.0") && !rb_layout__find("") && rb_layout__find("3.1.4"));
 }

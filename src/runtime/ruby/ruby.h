@@ -129,6 +129,9 @@ struct rb_listed {
 	uint64_t tid, tp;
 };
 
+struct rb_pending;
+struct mem_iov;
+
 struct rb_capture {
 	struct rb_raw_thread *threads;
 	size_t nthreads, cap_threads;
@@ -138,7 +141,17 @@ struct rb_capture {
 	size_t buf_cap;
 	struct rb_listed *listed;	/* rb_capture__list's */
 	size_t nlisted, cap_listed;
-	unsigned reads;
+	unsigned reads;			/* ranges read */
+	/* rb_capture__threads' work: per thread, the batch's ranges, the
+	   frames' env words (3 a frame) */
+	struct rb_pending *pend;
+	size_t cap_pend;
+	struct mem_iov *iov;
+	size_t cap_iov;
+	uint64_t *env;
+	size_t cap_env;
+	uint8_t *sbuf;			/* the VM stacks' values */
+	size_t cap_sbuf;
 };
 
 /* Makes room so that the freeze does not allocate (-ENOMEM). */
@@ -151,6 +164,15 @@ void rb_capture__free(struct rb_capture *cap);
  * that runs no Ruby adds nothing), -ENOMEM. */
 int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap);
+/* The same for n threads (who[i]: tid and thread pointer, 0: unknown, the
+ * thread is skipped), level by level: each level's reads of every thread
+ * in one batch (the DTV, the TLS block, the execution context, its
+ * fields, the control frames, their envs: six system calls for up to 64
+ * threads; a thread's envs on its VM stack are one range). Returns 0,
+ * -ENOMEM. */
+int rb_capture__threads(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+			const struct rb_listed *who, size_t n,
+			struct rb_capture *cap);
 /* The threads of the VM's list (the main ractor's: from
  * vm->ractor.main_thread around the circular list), for native threads
  * whose thread pointer the capture does not know (read without stopping
