@@ -164,6 +164,13 @@ static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_fr
 		rf->flags & STACKSNAP_RFRAME_INLINED ? " [inlined]" : "");
 }
 
+/* Whose frames a thread's runtime frames are, for "[... frames cut]". */
+static const char *rframes_lang(const struct thread_result *r)
+{
+	return r->nrframes && r->rframes[0].runtime == STACKSNAP_RUNTIME_RUBY
+		? "Ruby" : "Python";
+}
+
 /* --runtime=only: the runtime frames alone, as py-spy prints them. */
 static void print_text_rframes(FILE *f, const struct thread_result *r)
 {
@@ -172,7 +179,7 @@ static void print_text_rframes(FILE *f, const struct thread_result *r)
 	if (!r->nrframes)
 		fputs("    [no runtime frames]\n", f);
 	if (r->rend)
-		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
+		fprintf(f, "    [%s frames cut: %s]\n", rframes_lang(r), r->rend);
 }
 
 /* Native frame i of r as text, numbered line (runtime frames before it
@@ -328,7 +335,7 @@ void print_text_frames(FILE *f, const struct options *o,
 	if (r->end != STACKSNAP_END_COMPLETE)
 		fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r->end));
 	if (r->rend)
-		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
+		fprintf(f, "    [%s frames cut: %s]\n", rframes_lang(r), r->rend);
 }
 
 void print_thread_body(FILE *f, const struct options *o,
