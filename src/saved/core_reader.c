@@ -25,6 +25,7 @@
 #include "base/vec.h"
 #include "elf/elf_image.h"
 #include "runtime/php/php.h"
+#include "runtime/ruby/ruby.h"
 #include "runtime/v8/v8_layout.h"
 #include "saved/saved.h"
 
@@ -526,7 +527,7 @@ static void point_stacks(struct stacksnap_saved *s, const struct core *c,
 }
 
 /* The interpreter, when the executable (an embedding) or a libpython
- * holds one: its frames read from the core's memory. */
+ * holds one, or a libruby's VM: its frames read from the core's memory. */
 static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn,
 			  const char *exe)
 {
@@ -542,6 +543,13 @@ static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn
 		base = base ? base + 1 : f->path;
 		bool is_exe = exe_path && !strcmp(f->path, exe_path);
 
+		if (f->offset == 0 && rb_image_candidate(f->path)) {
+			int err = runtime_reader__rb_from_core(s, f->path, f->start,
+							       f->offset);
+			if (err)
+				return err;
+			continue;
+		}
 		if (f->offset != 0 || (!is_exe && strncmp(base, "libpython", 9) != 0))
 			continue;
 		int err = runtime_reader__from_core(s, exe && is_exe ? exe : f->path,

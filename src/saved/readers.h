@@ -61,6 +61,11 @@ int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
  * engine runs one script, on the main thread). Returns 0 or -ENOMEM. */
 int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
 				  uint64_t start, uint64_t offset, pid_t tid);
+/* The same for a Ruby VM, path libruby's image: the VM's thread list
+ * gives each thread's thread pointer, its control frames are read and
+ * named from the core's memory. */
+int runtime_reader__rb_from_core(struct stacksnap_saved *s, const char *path,
+				 uint64_t start, uint64_t offset);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */

@@ -55,6 +55,10 @@ enum snapfile_section {
 /* RUNTIME section: runtime kinds (enum stacksnap_runtime), frame flags,
  * and limits a reader holds a file to. */
 #define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
+#define SNAPFILE_RFRAME_HIDDEN 0x2 /* a Ruby control frame its backtrace
+				      does not show (kept for its flag 1) */
+#define SNAPFILE_RFRAME_CFUNC 0x4 /* a Ruby C method (file and line: its
+				     caller's) */
 /* The RUNTIME section's version that appends, after all the threads, what
  * the capture said of the runtime (frames read, interpreters, the time
  * and reads of the capture, state, end); version 1 has none. */
