@@ -3,7 +3,7 @@
 # stack (caller_locations(0): label, path, line) on the line of its
 # Dir.mkdir; writes one JSON line per mkdir, in order, to OUT. Used by
 # tests/integration/ruby_profile (each mkdir's trace event must carry the
-# record's frames under the C method `mkdir`). Sleeps 1 s before its exit.
+# record's frames under the C method `mkdir`). Sleeps 0.5 s before its first mkdir, 1 s before its exit.
 require 'json'
 
 $recs = []
@@ -26,6 +26,9 @@ class Maker
   end
 end
 
+# The trace finds the VM after the exec by looking again every 20 ms
+# (docs/ruby.md): events before that carry native frames only.
+sleep 0.5
 base = ARGV[0]
 make("#{base}/top")
 m = Maker.new(base)
