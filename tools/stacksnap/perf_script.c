@@ -44,6 +44,26 @@ struct outbuf {
 	char buf[1 << 16];
 };
 
+/* Frame lines formatted once: a direct-mapped cache from what a line
+ * shows (address, name, offset, dso) to its text in an arena. The
+ * strings are compared by address: an entry is good only at the process
+ * table's generation it was made at (the symbol cache's rule,
+ * sample_frames.h), and only while the arena holds it (epoch: bumped when
+ * the arena, full, starts again). Invariant: an entry with len != 0 made
+ * at epoch holds text[at .. at + len) for its key. */
+#define LINE_SLOTS 4096
+#define LINE_ARENA (1u << 20)
+struct line_memo {
+	struct line_slot {
+		uint64_t addr, off, gen;
+		const char *name, *dso;
+		uint32_t epoch, at, len;
+	} slot[LINE_SLOTS];
+	uint32_t epoch;
+	size_t used;
+	char text[LINE_ARENA];
+};
+
 /* Everything one run needs. */
 struct perf_script {
 	struct ps_options o;
@@ -53,6 +73,7 @@ struct perf_script {
 	struct sample_frames sf;
 	struct stacksnap_stacks *stacks;	/* when aggregating */
 	struct outbuf *out;
+	struct line_memo *lines;	/* NULL: formatted each time */
 };
 
 
@@ -113,6 +134,71 @@ static void out_dec(struct outbuf *o, uint64_t v, int width, char pad)
 	out_mem(o, tmp + sizeof(tmp) - n, n);
 }
 
+/* One frame's line of perf script's text layout. */
+static void format_frame(struct outbuf *o, const struct out_frame *f, const char *dso)
+{
+	out_mem(o, "\t", 1);
+	out_hex(o, f->addr, 16);
+	out_mem(o, " ", 1);
+	if (f->name) {
+		out_str(o, f->name);
+		out_mem(o, "+0x", 3);
+		out_hex(o, f->off, 0);
+	} else {
+		out_str(o, "[unknown]");
+	}
+	out_mem(o, " (", 2);
+	out_str(o, dso);
+	out_mem(o, ")\n", 2);
+}
+
+/* The line of frame f, from the memo when it was formatted before. */
+static void frame_line(struct perf_script *ps, const struct out_frame *f)
+{
+	struct outbuf *o = ps->out;
+	struct line_memo *lm = ps->lines;
+	const char *dso = f->kernel ? "[kernel.kallsyms]" : f->inlined ? "inlined"
+			  : f->dso ? f->dso : "[unknown]";
+	struct line_slot *sl;
+	uint64_t gen, h;
+	size_t start;
+
+	if (!lm) {
+		format_frame(o, f, dso);
+		return;
+	}
+	gen = stacksnap_procs__generation(ps->procs);
+	h = (f->addr ^ (uint64_t)(uintptr_t)f->name * 31 ^
+	     (uint64_t)(uintptr_t)dso * 7) * 0x9e3779b97f4a7c15ull;
+	sl = &lm->slot[h >> 52 & (LINE_SLOTS - 1)];
+	if (sl->len && sl->epoch == lm->epoch && sl->gen == gen &&
+	    sl->addr == f->addr && sl->name == f->name && sl->off == f->off &&
+	    sl->dso == dso) {
+		out_mem(o, lm->text + sl->at, sl->len);
+		return;
+	}
+	/* Formatted into the output buffer, then copied to the arena. */
+	if (o->len > sizeof(o->buf) / 2)
+		out_flush(o);
+	start = o->len;
+	format_frame(o, f, dso);
+	if (o->len <= start)
+		return; /* flushed on the way: a very long name */
+	size_t len = o->len - start;
+
+	if (len > LINE_ARENA / 16)
+		return;
+	if (lm->used + len > LINE_ARENA) { /* full: start again */
+		lm->epoch++;
+		lm->used = 0;
+	}
+	memcpy(lm->text + lm->used, o->buf + start, len);
+	*sl = (struct line_slot){ .addr = f->addr, .off = f->off, .gen = gen,
+				  .name = f->name, .dso = dso, .epoch = lm->epoch,
+				  .at = (uint32_t)lm->used, .len = (uint32_t)len };
+	lm->used += len;
+}
+
 static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 		const char *comm, const struct out_frame *fr, size_t n)
 {
@@ -138,22 +224,8 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 	out_mem(o, " ", 1);
 	out_str(o, ev->event_name);
 	out_mem(o, ": \n", 3);
-	for (size_t i = 0; i < n; i++) {
-		out_mem(o, "\t", 1);
-		out_hex(o, fr[i].addr, 16);
-		out_mem(o, " ", 1);
-		if (fr[i].name) {
-			out_str(o, fr[i].name);
-			out_mem(o, "+0x", 3);
-			out_hex(o, fr[i].off, 0);
-		} else {
-			out_str(o, "[unknown]");
-		}
-		out_mem(o, " (", 2);
-		out_str(o, fr[i].kernel ? "[kernel.kallsyms]" : fr[i].inlined ? "inlined"
-			   : fr[i].dso ? fr[i].dso : "[unknown]");
-		out_mem(o, ")\n", 2);
-	}
+	for (size_t i = 0; i < n; i++)
+		frame_line(ps, &fr[i]);
 	out_mem(o, "\n", 1);
 	return 0;
 }
@@ -350,6 +422,7 @@ int perf_script_main(int argc, char **argv)
 	maxfr = ps.o.max_stack + 256; /* + kernel frames */
 	fr = calloc(maxfr, sizeof(*fr));
 	ps.out = malloc(sizeof(*ps.out));
+	ps.lines = ps.o.aggregate ? NULL : calloc(1, sizeof(*ps.lines));
 	if (ps.o.aggregate)
 		ps.stacks = stacksnap_stacks__new(NULL);
 	if (!ps.procs || !ps.uw || !fr || !ps.out || (ps.o.aggregate && !ps.stacks) ||
@@ -445,6 +518,7 @@ out:
 	if (ps.ctx)
 		cli_write_caches_detached(ps.ctx);
 	free(ps.out);
+	free(ps.lines);
 	free(fr);
 	sample_frames_fini(&ps.sf);
 	stacksnap_stacks__free(ps.stacks);
