@@ -64,6 +64,26 @@ struct line_memo {
 	char text[LINE_ARENA];
 };
 
+/* The parts of a sample's header line that repeat from one sample to the
+ * next, kept formatted: "comm tid [cpu] " for the last (comm, tid, cpu),
+ * the seconds of the time, and ": period event: \n" for the last period
+ * and event (its name lives as long as the recording). */
+struct header_memo {
+	char comm[64];
+	int64_t tid;
+	uint32_t cpu;
+	bool has_cpu, valid;
+	char prefix[128];
+	size_t prefix_len;
+	uint64_t sec;
+	char sec_text[24];
+	size_t sec_len;
+	uint64_t period;
+	const char *event;
+	char suffix[160];
+	size_t suffix_len;
+};
+
 /* Everything one run needs. */
 struct perf_script {
 	struct ps_options o;
@@ -74,6 +94,8 @@ struct perf_script {
 	struct stacksnap_stacks *stacks;	/* when aggregating */
 	struct outbuf *out;
 	struct line_memo *lines;	/* NULL: formatted each time */
+	uint64_t gen;			/* the process table's, this sample */
+	struct header_memo hdr;
 };
 
 
@@ -167,7 +189,7 @@ static void frame_line(struct perf_script *ps, const struct out_frame *f)
 		format_frame(o, f, dso);
 		return;
 	}
-	gen = stacksnap_procs__generation(ps->procs);
+	gen = ps->gen;
 	h = (f->addr ^ (uint64_t)(uintptr_t)f->name * 31 ^
 	     (uint64_t)(uintptr_t)dso * 7) * 0x9e3779b97f4a7c15ull;
 	sl = &lm->slot[h >> 52 & (LINE_SLOTS - 1)];
@@ -199,6 +221,119 @@ static void frame_line(struct perf_script *ps, const struct out_frame *f)
 	lm->used += len;
 }
 
+/* Formats into a small buffer through out_* (the same code as the
+ * output's): a scratch outbuf (the command is single-threaded), never
+ * flushed: what is formatted is far below its size (callers check). */
+static size_t format_into(char *dst, size_t cap, void (*fmt)(struct outbuf *, const void *),
+			  const void *arg)
+{
+	static struct outbuf scratch;
+
+	scratch.f = NULL;
+	scratch.len = 0;
+	fmt(&scratch, arg);
+	if (scratch.len > cap)
+		return 0;
+	memcpy(dst, scratch.buf, scratch.len);
+	return scratch.len;
+}
+
+struct header_args {
+	const struct stacksnap_perf_event *ev;
+	const char *comm;
+};
+
+static void fmt_prefix(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_str(o, a->comm);
+	out_mem(o, " ", 1);
+	out_dec(o, (uint64_t)(int64_t)a->ev->tid, 5, ' ');
+	out_mem(o, " ", 1);
+	if (a->ev->sample_type & PERF_SAMPLE_CPU) {
+		out_mem(o, "[", 1);
+		out_dec(o, a->ev->cpu, 3, '0');
+		out_mem(o, "] ", 2);
+	}
+}
+
+static void fmt_sec(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_dec(o, a->ev->time / 1000000000u, 5, ' ');
+	out_mem(o, ".", 1);
+}
+
+static void fmt_suffix(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_mem(o, ": ", 2);
+	out_dec(o, a->ev->period, 10, ' ');
+	out_mem(o, " ", 1);
+	out_str(o, a->ev->event_name);
+	out_mem(o, ": \n", 3);
+}
+
+/* The header line: comm, tid, [cpu], time, period, event; what repeats
+ * from the last sample copied, the microseconds formatted. */
+static void header(struct perf_script *ps, const struct stacksnap_perf_event *ev,
+		   const char *comm)
+{
+	struct outbuf *o = ps->out;
+	struct header_memo *m = &ps->hdr;
+	struct header_args a = { ev, comm };
+	bool has_cpu = ev->sample_type & PERF_SAMPLE_CPU;
+	size_t clen = strlen(comm);
+	uint64_t sec = ev->time / 1000000000u;
+	uint32_t us = (uint32_t)(ev->time % 1000000000u / 1000u);
+	char usbuf[6];
+
+	if (!m->valid || m->tid != (int64_t)ev->tid || m->has_cpu != has_cpu ||
+	    (has_cpu && m->cpu != ev->cpu) || clen >= sizeof(m->comm) ||
+	    memcmp(m->comm, comm, clen + 1)) {
+		m->prefix_len = clen < sizeof(m->comm)
+					? format_into(m->prefix, sizeof(m->prefix), fmt_prefix, &a)
+					: 0;
+		m->valid = m->prefix_len != 0;
+		if (m->valid)
+			memcpy(m->comm, comm, clen + 1);
+		m->tid = ev->tid;
+		m->cpu = ev->cpu;
+		m->has_cpu = has_cpu;
+		m->sec_len = 0;
+		m->suffix_len = 0;
+	}
+	if (m->valid)
+		out_mem(o, m->prefix, m->prefix_len);
+	else
+		fmt_prefix(o, &a);
+	if (!m->sec_len || m->sec != sec) {
+		m->sec = sec;
+		m->sec_len = format_into(m->sec_text, sizeof(m->sec_text), fmt_sec, &a);
+	}
+	if (m->sec_len)
+		out_mem(o, m->sec_text, m->sec_len);
+	else
+		fmt_sec(o, &a);
+	for (int i = 5; i >= 0; i--, us /= 10)
+		usbuf[i] = (char)('0' + us % 10);
+	out_mem(o, usbuf, 6);
+	if (!m->suffix_len || m->period != ev->period || m->event != ev->event_name) {
+		m->period = ev->period;
+		m->event = ev->event_name;
+		m->suffix_len = strlen(ev->event_name) < sizeof(m->suffix) - 40
+					? format_into(m->suffix, sizeof(m->suffix), fmt_suffix, &a)
+					: 0;
+	}
+	if (m->suffix_len)
+		out_mem(o, m->suffix, m->suffix_len);
+	else
+		fmt_suffix(o, &a);
+}
+
 static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 		const char *comm, const struct out_frame *fr, size_t n)
 {
@@ -207,23 +342,8 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 	if (ps->stacks)
 		return sample_frames_add(&ps->sf, ps->stacks, comm, fr, n);
 	/* perf script's header: comm, tid, [cpu], time, period, event. */
-	out_str(o, comm);
-	out_mem(o, " ", 1);
-	out_dec(o, (uint64_t)(int64_t)ev->tid, 5, ' ');
-	out_mem(o, " ", 1);
-	if (ev->sample_type & PERF_SAMPLE_CPU) {
-		out_mem(o, "[", 1);
-		out_dec(o, ev->cpu, 3, '0');
-		out_mem(o, "] ", 2);
-	}
-	out_dec(o, ev->time / 1000000000u, 5, ' ');
-	out_mem(o, ".", 1);
-	out_dec(o, ev->time % 1000000000u / 1000u, 6, '0');
-	out_mem(o, ": ", 2);
-	out_dec(o, ev->period, 10, ' ');
-	out_mem(o, " ", 1);
-	out_str(o, ev->event_name);
-	out_mem(o, ": \n", 3);
+	header(ps, ev, comm);
+	ps->gen = stacksnap_procs__generation(ps->procs);
 	for (size_t i = 0; i < n; i++)
 		frame_line(ps, &fr[i]);
 	out_mem(o, "\n", 1);
