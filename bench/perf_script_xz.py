@@ -15,6 +15,7 @@ usage: O=build bench/perf_script_xz.py [--reps N] [--keep DIR] [--small-only]
 this one, for before/after in the same run.
 """
 import argparse
+import hashlib
 import os
 import shutil
 import sys
@@ -95,8 +96,15 @@ def main():
                 tools += [("base: stacksnap perf-script --no-inline",
                            [a.base, "perf-script", "--no-inline", data]),
                           ("base: stacksnap perf-script", [a.base, "perf-script", data])]
-            for _, argv in tools[1:]:  # fill the cache
-                run_tool(argv, keep_output=False, cpu=None, timeout=600, env=env)
+            outs = {}
+            for tname, argv in tools[1:]:  # fill the cache; keep the text
+                _, out, _, _, _, _ = run_tool(argv, cpu=None, timeout=600, env=env)
+                outs[tname] = hashlib.sha256(out).hexdigest()
+            if a.base:
+                for mode in ("stacksnap perf-script --no-inline", "stacksnap perf-script"):
+                    print("output of `%s`, this build and base: %s" % (
+                        mode[10:], "byte-identical" if outs[mode] == outs["base: " + mode]
+                        else "DIFFERENT"))
             res = {}
             for _ in range(a.reps):
                 for tname, argv in tools:

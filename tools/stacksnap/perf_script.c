@@ -96,6 +96,8 @@ struct perf_script {
 	struct line_memo *lines;	/* NULL: formatted each time */
 	uint64_t gen;			/* the process table's, this sample */
 	struct header_memo hdr;
+	bool no_memo;	/* STACKSNAP_PERF_SCRIPT_NO_MEMO set: every line
+			   formatted whole (the tests' reference) */
 };
 
 
@@ -291,6 +293,14 @@ static void header(struct perf_script *ps, const struct stacksnap_perf_event *ev
 	uint32_t us = (uint32_t)(ev->time % 1000000000u / 1000u);
 	char usbuf[6];
 
+	if (ps->no_memo) {
+		fmt_prefix(o, &a);
+		out_dec(o, sec, 5, ' ');
+		out_mem(o, ".", 1);
+		out_dec(o, us, 6, '0');
+		fmt_suffix(o, &a);
+		return;
+	}
 	if (!m->valid || m->tid != (int64_t)ev->tid || m->has_cpu != has_cpu ||
 	    (has_cpu && m->cpu != ev->cpu) || clen >= sizeof(m->comm) ||
 	    memcmp(m->comm, comm, clen + 1)) {
@@ -542,7 +552,10 @@ int perf_script_main(int argc, char **argv)
 	maxfr = ps.o.max_stack + 256; /* + kernel frames */
 	fr = calloc(maxfr, sizeof(*fr));
 	ps.out = malloc(sizeof(*ps.out));
-	ps.lines = ps.o.aggregate ? NULL : calloc(1, sizeof(*ps.lines));
+	/* The memos' output must be the plain formatting's, byte for byte:
+	 * tests compare the two (tests/integration/perf_compare). */
+	ps.no_memo = getenv("STACKSNAP_PERF_SCRIPT_NO_MEMO") != NULL;
+	ps.lines = ps.o.aggregate || ps.no_memo ? NULL : calloc(1, sizeof(*ps.lines));
 	if (ps.o.aggregate)
 		ps.stacks = stacksnap_stacks__new(NULL);
 	if (!ps.procs || !ps.uw || !fr || !ps.out || (ps.o.aggregate && !ps.stacks) ||
