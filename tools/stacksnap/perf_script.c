@@ -110,15 +110,24 @@ static void out_flush(struct outbuf *o)
 	o->len = 0;
 }
 
-static void out_mem(struct outbuf *o, const char *s, size_t n)
+static void out_mem_slow(struct outbuf *o, const char *s, size_t n)
 {
-	if (n >= sizeof(o->buf) - o->len) {
-		out_flush(o);
-		if (n >= sizeof(o->buf)) {
-			if (fwrite(s, 1, n, o->f) != n && !o->err)
-				o->err = errno ? errno : EIO;
-			return;
-		}
+	out_flush(o);
+	if (n >= sizeof(o->buf)) {
+		if (fwrite(s, 1, n, o->f) != n && !o->err)
+			o->err = errno ? errno : EIO;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* Inline: called a few times for every line. */
+static inline void out_mem(struct outbuf *o, const char *s, size_t n)
+{
+	if (__builtin_expect(n >= sizeof(o->buf) - o->len, 0)) {
+		out_mem_slow(o, s, n);
+		return;
 	}
 	memcpy(o->buf + o->len, s, n);
 	o->len += n;
