@@ -1416,6 +1416,9 @@ struct stacksnap_nonstop_stats {
 	uint64_t check_ns;	/* the final witness checks */
 	unsigned reread;	/* threads read again non-stop before the
 				   freeze, after they ran or were on a CPU */
+	uint64_t load_ns;	/* loading the task iterator and its warm-up
+				   run (0: not tried), also when the capture
+				   then stopped every thread */
 	size_t :0;
 };
 
