@@ -237,14 +237,10 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	if (rt->py.layout && py_capture__all(&rt->py, rt->mem, &rt->cap) == 0) {
 		size_t chunks = 0;
 
-		/* Data-stack chunks hold frames from 3.11 on; before, the
-		   frames are heap objects, read as pages. */
-		if (rt->py.layout->ts_datastack_chunk != PY_OFF_NONE)
-			for (size_t i = 0; i < rt->cap.nthreads; i++)
-				chunks += PY_MAX_CHUNK / 16;
+		for (size_t i = 0; i < rt->cap.nthreads; i++)
+			chunks += PY_MAX_CHUNK / 16;
 		py_capture__reserve(&rt->cap, 2 * rt->cap.nthreads + 8,
 				    2 * rt->cap.nframes + 256, chunks);
-		py_capture__reserve_pages(&rt->cap, 0);
 	}
 	s->runtime = rt;
 	return;

@@ -339,8 +339,8 @@ static int grow(void **items, size_t *cap, size_t need, size_t elem)
 	return vec_reserve(items, cap, need, elem);
 }
 
-int py_capture__reserve(struct py_capture *cap, size_t nthreads,
-			size_t nframes, size_t chunk_bytes)
+static int reserve(struct py_capture *cap, size_t nthreads, size_t nframes,
+		   size_t chunk_bytes)
 {
 	if (grow((void **)&cap->threads, &cap->cap_threads, nthreads,
 		 sizeof(*cap->threads)) ||
@@ -375,16 +375,16 @@ int py_capture__reserve(struct py_capture *cap, size_t nthreads,
 	return 0;
 }
 
-int py_capture__reserve_pages(struct py_capture *cap, size_t min_pages)
+int py_capture__reserve(struct py_capture *cap, size_t nthreads,
+			size_t nframes, size_t chunk_bytes)
 {
 	struct py_pages *p = &cap->pages;
-	size_t need = 2 * p->nhints + 64;
+	size_t pages = 2 * p->nhints + 64;
 
-	if (need < min_pages)
-		need = min_pages;
-	if (need > PY_MAX_PAGES)
-		need = PY_MAX_PAGES;
-	if (pg_grow(p, need) ||
+	if (pages > PY_MAX_PAGES)
+		pages = PY_MAX_PAGES;
+	if (reserve(cap, nthreads, nframes, cap->heap_frames ? 0 : chunk_bytes) ||
+	    pg_grow(p, pages) ||
 	    grow((void **)&p->hints, &p->cap_hints, p->cap, sizeof(*p->hints)) ||
 	    grow((void **)&cap->iov, &cap->cap_iov, p->cap, sizeof(*cap->iov)))
 		return -ENOMEM;
@@ -617,7 +617,7 @@ static int batched_threads(struct reader *r, const struct py_layout *l,
 		if (cap->hints[i].interp == interp)
 			n++;
 	if (!n || n > PY_MAX_THREADS ||
-	    py_capture__reserve(cap, n, 0, 0) || n * span > cap->tsbuf_cap)
+	    reserve(cap, n, 0, 0) || n * span > cap->tsbuf_cap)
 		return n ? -ENOMEM : 0;
 	n = 0;
 	for (size_t i = 0; i < cap->nhints; i++)
@@ -703,7 +703,7 @@ static int batched_threads(struct reader *r, const struct py_layout *l,
 		cap->batched = true;
 		return 1;	/* walk_heap follows the chains */
 	}
-	if (total > cap->chunk_cap && py_capture__reserve(cap, 0, 0, total))
+	if (total > cap->chunk_cap && reserve(cap, 0, 0, total))
 		total = 0;
 	if (total) {
 		size_t k = 0;
@@ -812,7 +812,7 @@ static void read_tids(const struct py_runtime *rt, struct stacksnap_mem *mem,
 {
 	size_t n = 0;
 
-	if (py_capture__reserve(cap, cap->nthreads, 0, 0))
+	if (reserve(cap, cap->nthreads, 0, 0))
 		return;
 	for (size_t i = 0; i < cap->nthreads; i++) {
 		struct py_raw_thread *t = &cap->threads[i];
@@ -887,6 +887,7 @@ int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 	py_capture__clear(cap);
 	if (!l)
 		return -ENOTSUP;
+	cap->heap_frames = l->frame_lasti != PY_OFF_NONE;
 	const int rs_offs[] = { l->rt_initialized, l->rt_finalizing,
 				l->rt_interpreters_head, l->rt_gil_locked,
 				l->rt_gil_holder };

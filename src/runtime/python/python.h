@@ -184,6 +184,8 @@ struct py_capture {
 	uint8_t *tsbuf;
 	size_t tsbuf_cap;
 	bool batched;		/* the last capture used the batch */
+	bool heap_frames;	/* the last capture's frames were heap objects
+				   (3.7-3.10): no chunks */
 	/* Bytes of the target already copied in the same instant (the
 	 * threads' stack copies, which hold 3.11's _PyCFrames): local()
 	 * returns them for [addr, addr + len), or NULL. May be NULL. */
@@ -205,13 +207,12 @@ struct py_capture {
 int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 		    struct py_capture *cap);
 /* Makes room for nthreads threads and nframes frames (and for the batch
- * reads of that many threads, chunk_bytes of data-stack chunks), so a
- * capture inside the freeze does not allocate in the common case. */
+ * reads of that many threads, chunk_bytes of data-stack chunks, and twice
+ * the pages the last capture used), so a capture inside the freeze does
+ * not allocate in the common case. After a capture of 3.7-3.10 (frames on
+ * the heap, no chunks) chunk_bytes is not reserved. */
 int py_capture__reserve(struct py_capture *cap, size_t nthreads,
 			size_t nframes, size_t chunk_bytes);
-/* Makes room (outside the freeze) for the pages the last capture used, with
- * margin, at least min_pages of them. Returns 0 or -ENOMEM. */
-int py_capture__reserve_pages(struct py_capture *cap, size_t min_pages);
 void py_capture__clear(struct py_capture *cap);
 void py_capture__free(struct py_capture *cap);
 /* The thread with kernel tid, or NULL. */
