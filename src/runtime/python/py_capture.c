@@ -559,12 +559,18 @@ static int capture_thread(struct reader *r, const struct py_layout *l,
 	if (l->ts_cframe != PY_OFF_NONE) {
 		uint64_t cframe = u64_at(ts, l->ts_cframe - ts_lo);
 
+		/* On the thread's C stack: read alone (the capture in the
+		   freeze takes it from the stack copies), not as a page to
+		   read first next time. */
 		frame = 0;
-		if (cframe && rd(r, cframe + l->cframe_current_frame, &frame,
-				 sizeof(frame))) {
-			t->end = "cframe unreadable";
-			t->end_addr = cframe;
-			return 0;
+		if (cframe) {
+			r->cap->reads++;
+			if (mem_read(r->mem, cframe + (uint64_t)l->cframe_current_frame,
+				     &frame, sizeof(frame))) {
+				t->end = "cframe unreadable";
+				t->end_addr = cframe;
+				return 0;
+			}
 		}
 	} else {
 		frame = u64_at(ts, l->ts_current_frame - ts_lo);
