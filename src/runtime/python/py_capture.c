@@ -169,6 +169,27 @@ static int pg_want(struct py_pages *p, uint64_t addr, size_t len)
 	return ret;
 }
 
+/* The store's copy of [addr, addr + len) when it lies in one page the
+ * store holds, else NULL. The entry last found is tried first: a thread's
+ * frames follow each other in a page. */
+static const uint8_t *pg_at(struct py_pages *p, uint64_t addr, size_t len)
+{
+	uint64_t pg = addr & ~(uint64_t)(MEM_PAGE - 1);
+	long i;
+
+	if (addr - pg + len > MEM_PAGE)
+		return NULL;
+	if (p->last < p->n && p->addr[p->last] == pg)
+		i = (long)p->last;
+	else if ((i = pg_find(p, pg)) < 0)
+		return NULL;
+	if ((p->state[i] & PG_STATE) != PG_HAVE)
+		return NULL;
+	p->state[i] |= PG_USED;
+	p->last = (size_t)i;
+	return p->data + (size_t)i * MEM_PAGE + (addr - pg);
+}
+
 /* Copies [addr, addr + len) out of the store; pg_want said 1. */
 static void pg_copy(struct py_pages *p, uint64_t addr, void *buf, size_t len)
 {
@@ -254,27 +275,30 @@ static void pg_fetch(struct stacksnap_mem *mem, struct py_capture *cap)
 
 static void pg_reset(struct py_pages *p)
 {
-	p->n = p->nqueue = 0;
+	p->n = p->nqueue = p->last = 0;
 	if (p->slots)
 		memset(p->slots, 0, p->nslots * sizeof(*p->slots));
 }
 
-/* Every read of a capture: from the copy of the thread's data-stack chunk
- * (3.11+), from the page store (the pages fetched if missing), or, where
- * the store cannot say (full, or a page that failed: a smaller range of it
- * may still be readable from a source that is not a live process), read
- * directly. */
-static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
+/* Every read of a capture: the target's bytes [addr, addr + len) from the
+ * copy of the thread's data-stack chunk (3.11+) or the page store (the
+ * pages fetched if missing), in place when they lie in one piece there,
+ * else copied into buf; or, where the store cannot say (full, or a page
+ * that failed: a smaller range of it may still be readable from a source
+ * that is not a live process), read directly into buf. NULL when they
+ * cannot be read. */
+static const uint8_t *rd_at(struct reader *r, uint64_t addr, size_t len,
+			    void *buf)
 {
 	struct py_pages *p = &r->cap->pages;
+	const uint8_t *at;
 
 	if (r->chunk_len && addr >= r->chunk_base &&
 	    addr - r->chunk_base <= r->chunk_len &&
-	    len <= r->chunk_len - (addr - r->chunk_base)) {
-		memcpy(buf, r->cap->chunk + r->chunk_off + (addr - r->chunk_base),
-		       len);
-		return 0;
-	}
+	    len <= r->chunk_len - (addr - r->chunk_base))
+		return r->cap->chunk + r->chunk_off + (addr - r->chunk_base);
+	if ((at = pg_at(p, addr, len)))
+		return at;
 	if (len <= MEM_PAGE) {
 		int w = pg_want(p, addr, len);
 
@@ -284,11 +308,22 @@ static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
 		}
 		if (w == 1) {
 			pg_copy(p, addr, buf, len);
-			return 0;
+			return buf;
 		}
 	}
 	r->cap->reads++;
-	return mem_read(r->mem, addr, buf, len);
+	return mem_read(r->mem, addr, buf, len) ? NULL : buf;
+}
+
+static int rd(struct reader *r, uint64_t addr, void *buf, size_t len)
+{
+	const uint8_t *at = rd_at(r, addr, len, buf);
+
+	if (!at)
+		return -EFAULT;
+	if (at != buf)
+		memcpy(buf, at, len);
+	return 0;
 }
 
 /* Brent's cycle check over a chain of addresses: step() says whether addr
@@ -470,7 +505,8 @@ static int walk_frames(struct reader *r, const struct py_layout *l,
 		       struct py_raw_thread *t, uint64_t frame)
 {
 	struct py_capture *cap = r->cap;
-	uint8_t fb[PY_MAX_FRAME_SIZE];
+	uint8_t buf[PY_MAX_FRAME_SIZE];
+	const uint8_t *fb;
 	struct loop_check lc;
 
 	loop_init(&lc, frame);
@@ -487,7 +523,7 @@ static int walk_frames(struct reader *r, const struct py_layout *l,
 			t->end_addr = frame;
 			break;
 		}
-		if (rd(r, frame, fb, (size_t)l->frame_size)) {
+		if (!(fb = rd_at(r, frame, (size_t)l->frame_size, buf))) {
 			t->end = "frame unreadable";
 			t->end_addr = frame;
 			break;
@@ -776,15 +812,21 @@ static int walk_heap(struct reader *r, const struct py_layout *l, size_t from)
 			while (b->frame && b->steps < PY_MAX_FRAMES &&
 			       !(b->frame & 7)) {
 				uint64_t prev;
-				int w = pg_want(&cap->pages, b->frame, fs);
+				const uint8_t *at = pg_at(&cap->pages, b->frame, fs);
 
-				if (w != 1) {
-					if (w != 0)
-						b->frame = 0; /* the walk says */
-					break;
+				if (at) {
+					memcpy(&prev, at + l->frame_previous, sizeof(prev));
+				} else {
+					int w = pg_want(&cap->pages, b->frame, fs);
+
+					if (w != 1) {
+						if (w != 0)
+							b->frame = 0; /* the walk says */
+						break;
+					}
+					pg_copy(&cap->pages, b->frame + (uint64_t)l->frame_previous,
+						&prev, sizeof(prev));
 				}
-				pg_copy(&cap->pages, b->frame + (uint64_t)l->frame_previous,
-					&prev, sizeof(prev));
 				b->steps++;
 				b->frame = prev && !loop_step(&b->lc, prev) ? prev : 0;
 			}

@@ -149,6 +149,7 @@ struct py_pages {
 	uint8_t *data;
 	uint32_t *queue;	/* entries waiting for their read */
 	size_t n, cap, nqueue;
+	size_t last;		/* the entry last found */
 	uint32_t *slots;
 	size_t nslots;
 	uint64_t *hints;
