@@ -82,21 +82,17 @@ static void pg_slot(struct py_pages *p, size_t i)
 	p->slots[h] = (uint32_t)i + 1;
 }
 
-/* Room for need entries (at most PY_MAX_PAGES); the new data touched now,
+/* Room for cap entries (at most PY_MAX_PAGES); the new data touched now,
  * so that copies into it in the freeze wait for no page fault. Returns 0,
  * -ENOSPC past the bound, or -ENOMEM. */
-static int pg_grow(struct py_pages *p, size_t need)
+static int pg_grow(struct py_pages *p, size_t cap)
 {
-	size_t cap = p->cap ? p->cap : 64, ns = 1;
+	size_t ns = 1;
 
-	while (cap < need)
-		cap *= 2;
-	if (cap > PY_MAX_PAGES)
-		cap = PY_MAX_PAGES;
-	if (cap < need)
-		return -ENOSPC;
-	if (cap == p->cap)
+	if (cap <= p->cap)
 		return 0;
+	if (cap > PY_MAX_PAGES)
+		return -ENOSPC;
 	uint64_t *addr = realloc(p->addr, cap * sizeof(*addr));
 	if (addr)
 		p->addr = addr;
@@ -130,8 +126,14 @@ static int pg_grow(struct py_pages *p, size_t need)
  * store is full. */
 static long pg_add(struct py_pages *p, uint64_t addr)
 {
-	if (p->n == p->cap && pg_grow(p, p->n + 1))
-		return -1;
+	if (p->n == p->cap) {
+		size_t want = p->cap ? 2 * p->cap : 64;
+
+		if (want > PY_MAX_PAGES)
+			want = PY_MAX_PAGES;
+		if (pg_grow(p, want) || p->n == p->cap)
+			return -1;
+	}
 	p->addr[p->n] = addr;
 	p->state[p->n] = PG_PENDING;
 	pg_slot(p, p->n);
