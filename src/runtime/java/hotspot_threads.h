@@ -57,6 +57,9 @@ struct hotspot_threads {
 	   read (carrier false) with compact object headers. */
 	uint64_t jt_vthread, ck_base, ck_shift, klass_name;
 	bool klass_ok, ccp;
+	bool klass_read;	/* an object's class can be read from its header
+				   (compressed class pointers decoded; not
+				   with compact object headers) */
 };
 
 /* Returns 0, or -ENOENT when the tables lack an entry names need. */
@@ -65,6 +68,23 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 /* Every JavaThread's OS thread id and Java name, now (*out malloc'ed;
  * threads whose objects do not read are left out). Returns 0 or -errno
  * (the layout did not read: no names). */
+/* What reading objects needs, read once (the reference decoding, the
+ * field offsets names use): 0 or -errno, the same at every call. */
+int hotspot_threads__prepare(struct hotspot_threads *ht);
+/* The reference field at addr, decoded (compressed oops or not). */
+int hotspot_threads__read_ref(struct hotspot_threads *ht, uint64_t addr, uint64_t *ref);
+/* The Klass* of the object at obj, from its header (prepared first):
+ * 0, -ENOTSUP (compact object headers, or no class pointer layout) or
+ * -EFAULT. */
+int hotspot_threads__klass(struct hotspot_threads *ht, uint64_t obj, uint64_t *klass);
+/* The offset of the instance field (name, signature) declared by the
+ * InstanceKlass ik (not its supers), from its field table: 0, -ENOENT
+ * or -EFAULT / -EPROTO. */
+int hotspot_threads__field_offset(struct hotspot_threads *ht, uint64_t ik,
+				  const char *name, const char *sig, uint64_t *off);
+/* A JVM flag's value's first byte (a bool, a small int flag such as
+ * LockingMode): 0, -ENOENT (no such flag) or -errno. */
+int hotspot_threads__flag(struct hotspot_threads *ht, const char *name, int64_t *out);
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *n);
 
