@@ -3,7 +3,7 @@
 // mon-b), a ReentrantLock deadlock (rl-a, rl-b), a thread waiting for a
 // monitor whose holder sleeps (mon-wait, sleeper), one in Object.wait()
 // (obj-wait), one waiting for a ReentrantLock a sleeping thread holds
-// (rl-wait, rl-sleeper). Prints "ready" once every one is blocked.
+// (rl-wait, rl-sleeper). Prints "ready N" once every one is blocked.
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -76,7 +76,7 @@ public class JavaLocks {
                        t.getState() == Thread.State.WAITING;
         }
         pause(200);
-        System.out.println("ready");
+        System.out.println("ready " + Thread.activeCount());
         System.out.flush();
         pause(600000);
     }
