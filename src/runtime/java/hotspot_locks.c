@@ -343,7 +343,7 @@ int hotspot_locks__each_monitor(struct hotspot_locks *hl,
 				void (*fn)(void *ctx, uint64_t obj, uint64_t owner),
 				void *ctx)
 {
-	uint64_t mon;
+	uint64_t mon, mark = 0;
 
 	if (rd(hl->mem, hl->in_use_head, &mon, 8))
 		return -EFAULT;
@@ -354,6 +354,12 @@ int hotspot_locks__each_monitor(struct hotspot_locks *hl,
 			return -EFAULT;
 		if (!hotspot_locks__monitor(hl, mon, &obj, &owner) && obj && owner)
 			fn(ctx, obj, owner);
+		/* A list that comes back to a monitor (torn, or not a list):
+		   the monitor marked at each power of two seen again. */
+		if (next == mark)
+			return -EPROTO;
+		if (!(i & (i + 1)))
+			mark = mon;
 		mon = next;
 	}
 	return 0;
