@@ -17,7 +17,6 @@
 
 #include "mem/mem.h"
 
-#define HOTSPOT_MAX_THREADS 100000
 /* Klass::_super links followed, at most. */
 #define HOTSPOT_MAX_SUPERS 32
 
@@ -157,32 +156,23 @@ static void read_lock_stack(struct hotspot_locks *hl, struct hotspot_jthread *t)
 int hotspot_locks__threads(struct hotspot_locks *hl, struct hotspot_jthread **out,
 			   size_t *nout)
 {
-	struct hotspot_threads *ht = hl->ht;
 	struct hotspot_jthread *ts;
-	uint64_t list, threads;
+	uint64_t threads;
 	uint32_t n;
 	size_t k = 0;
 	int err;
 
 	*out = NULL;
 	*nout = 0;
-	if ((err = prepare(hl)))
+	if ((err = prepare(hl)) || (err = hotspot_threads__list(hl->ht, &threads, &n)))
 		return err;
-	if (rd(hl->mem, ht->thread_list, &list, 8) || !list ||
-	    rd(hl->mem, list + ht->tl_length, &n, 4) ||
-	    rd(hl->mem, list + ht->tl_threads, &threads, 8))
-		return -EFAULT;
-	if (n > HOTSPOT_MAX_THREADS)
-		return -EPROTO;
 	if (!(ts = calloc(n ? n : 1, sizeof(*ts))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct hotspot_jthread *t = &ts[k];
-		uint64_t os, handle, base, size;
+		uint64_t base, size;
 
-		if (rd(hl->mem, threads + 8 * (uint64_t)i, &t->jt, 8) || !t->jt ||
-		    rd(hl->mem, t->jt + ht->jt_osthread, &os, 8) || !os ||
-		    rd(hl->mem, os + ht->os_thread_id, &t->tid, 4) || t->tid <= 0 ||
+		if (hotspot_threads__thread(hl->ht, threads, i, &t->jt, &t->tid, &t->obj) ||
 		    rd(hl->mem, t->jt + hl->jt_pending, &t->pending, 8) ||
 		    rd(hl->mem, t->jt + hl->jt_waiting, &t->waiting, 8) ||
 		    rd(hl->mem, t->jt + hl->jt_stack_base, &base, 8) ||
@@ -194,9 +184,6 @@ int hotspot_locks__threads(struct hotspot_locks *hl, struct hotspot_jthread **ou
 			t->stack_lo = base - size;
 			t->stack_hi = base;
 		}
-		if (!rd(hl->mem, t->jt + ht->jt_thread_obj + ht->handle_obj, &handle, 8) &&
-		    handle && rd(hl->mem, handle, &t->obj, 8))
-			t->obj = 0;
 		if (hl->jt_owner_id &&
 		    rd(hl->mem, t->jt + hl->jt_owner_id, &t->owner_id, 8))
 			t->owner_id = 0;

@@ -430,38 +430,58 @@ static bool is_carrier(struct hotspot_threads *ht, uint64_t obj)
 	       !strcmp(name, "jdk/internal/misc/CarrierThread");
 }
 
+int hotspot_threads__list(struct hotspot_threads *ht, uint64_t *threads, uint32_t *n)
+{
+	uint64_t list;
+	int err;
+
+	if ((err = hotspot_threads__prepare(ht)))
+		return err;
+	if (rd(ht->mem, ht->thread_list, &list, 8) || !list ||
+	    rd(ht->mem, list + ht->tl_length, n, 4) ||
+	    rd(ht->mem, list + ht->tl_threads, threads, 8))
+		return -EFAULT;
+	return *n > HOTSPOT_MAX_THREADS ? -EPROTO : 0;
+}
+
+int hotspot_threads__thread(struct hotspot_threads *ht, uint64_t threads, uint32_t i,
+			    uint64_t *jt, int32_t *tid, uint64_t *obj)
+{
+	uint64_t os, handle;
+
+	*obj = 0;
+	if (rd(ht->mem, threads + 8 * (uint64_t)i, jt, 8) || !*jt ||
+	    rd(ht->mem, *jt + ht->jt_osthread, &os, 8) || !os ||
+	    rd(ht->mem, os + ht->os_thread_id, tid, 4) || *tid <= 0)
+		return -EFAULT;
+	if (rd(ht->mem, *jt + ht->jt_thread_obj + ht->handle_obj, &handle, 8) || !handle ||
+	    rd(ht->mem, handle, obj, 8))
+		*obj = 0;
+	return 0;
+}
+
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *nout)
 {
 	struct hotspot_thread_name *names;
-	uint64_t list, threads;
+	uint64_t threads;
 	uint32_t n;
 	size_t k = 0;
 	int err;
 
 	*out = NULL;
 	*nout = 0;
-	if ((err = hotspot_threads__prepare(ht)))
+	if ((err = hotspot_threads__list(ht, &threads, &n)))
 		return err;
-	if (rd(ht->mem, ht->thread_list, &list, 8) || !list ||
-	    rd(ht->mem, list + ht->tl_length, &n, 4) ||
-	    rd(ht->mem, list + ht->tl_threads, &threads, 8))
-		return -EFAULT;
-	if (n > HOTSPOT_MAX_THREADS)
-		return -EPROTO;
 	if (!(names = calloc(n ? n : 1, sizeof(*names))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t jt, os, handle, obj, name;
+		uint64_t jt, obj, name;
 		int32_t tid;
 
 		/* A thread that does not read (exiting, no object yet) is
 		   left out; the others still name theirs. */
-		if (rd(ht->mem, threads + 8 * (uint64_t)i, &jt, 8) || !jt ||
-		    rd(ht->mem, jt + ht->jt_osthread, &os, 8) || !os ||
-		    rd(ht->mem, os + ht->os_thread_id, &tid, 4) || tid <= 0 ||
-		    rd(ht->mem, jt + ht->jt_thread_obj + ht->handle_obj, &handle, 8) ||
-		    !handle || rd(ht->mem, handle, &obj, 8) || !obj ||
+		if (hotspot_threads__thread(ht, threads, i, &jt, &tid, &obj) || !obj ||
 		    hotspot_threads__read_ref(ht, obj + ht->thread_name, &name) || !name ||
 		    read_string(ht, name, names[k].name, sizeof(names[k].name)))
 			continue;

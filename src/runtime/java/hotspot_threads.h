@@ -85,6 +85,14 @@ int hotspot_threads__field_offset(struct hotspot_threads *ht, uint64_t ik,
 /* A JVM flag's value's first byte (a bool, a small int flag such as
  * LockingMode): 0, -ENOENT (no such flag) or -errno. */
 int hotspot_threads__flag(struct hotspot_threads *ht, const char *name, int64_t *out);
+/* The VM's list of JavaThreads now: its array and length (prepared
+ * first). 0 or -errno. */
+int hotspot_threads__list(struct hotspot_threads *ht, uint64_t *threads, uint32_t *n);
+/* Entry i of the list: the JavaThread, its OS thread id and its
+ * java.lang.Thread (*obj 0 when it has none yet). 0, or -EFAULT for an
+ * entry that does not read (an exiting thread). */
+int hotspot_threads__thread(struct hotspot_threads *ht, uint64_t threads, uint32_t i,
+			    uint64_t *jt, int32_t *tid, uint64_t *obj);
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *n);
 
