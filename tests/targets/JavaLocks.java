@@ -4,6 +4,10 @@
 // monitor whose holder sleeps (mon-wait, sleeper), one in Object.wait()
 // (obj-wait), one waiting for a ReentrantLock a sleeping thread holds
 // (rl-wait, rl-sleeper). Prints "ready N" once every one is blocked.
+// With the argument "jni" (java_locks_jni.c loaded): instead, jni-a
+// holds a monitor and waits in a JNI call for a pthread mutex that the
+// native thread native-b holds while it waits, attached, to enter that
+// monitor; prints "ready TID", native-b's thread id.
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -12,6 +16,33 @@ public class JavaLocks {
     static final Object held = new Object(), waitOn = new Object();
     static final ReentrantLock rlA = new ReentrantLock(), rlB = new ReentrantLock();
     static final ReentrantLock rlHeld = new ReentrantLock();
+
+    static final Object mixLock = new Object();
+    static native void nativeStart(Object lock);
+    static native void nativeGo();
+    static native void nativeLockMutex();
+    static native int nativeTid();
+
+    static void mixed() throws Exception {
+        System.loadLibrary("java_locks_jni");
+        nativeStart(mixLock);
+        CountDownLatch inside = new CountDownLatch(1);
+        Thread a = new Thread(() -> {
+            synchronized (mixLock) { inside.countDown(); nativeLockMutex(); }
+        }, "jni-a");
+        a.start();
+        inside.await();
+        pause(100);
+        nativeGo();
+        for (boolean blocked = false; !blocked; pause(10))
+            for (Thread t : Thread.getAllStackTraces().keySet())
+                blocked |= t.getName().equals("native-b") &&
+                           t.getState() == Thread.State.BLOCKED;
+        pause(200);
+        System.out.println("ready " + nativeTid());
+        System.out.flush();
+        pause(600000);
+    }
 
     static void pause(long ms) {
         try { Thread.sleep(ms); } catch (InterruptedException e) { }
@@ -43,6 +74,10 @@ public class JavaLocks {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("jni")) {
+            mixed();
+            return;
+        }
         CountDownLatch mon = new CountDownLatch(2), rl = new CountDownLatch(2);
         CountDownLatch holding = new CountDownLatch(2);
         Thread sleeper = new Thread(() -> {
