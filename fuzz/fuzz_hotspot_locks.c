@@ -54,6 +54,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ht.ck_base = BASE + 0x20;
 	ht.ck_shift = BASE + 0x28;
 	ht.klass_name = 0x18;
+	if (data[0] & 4) {
+		/* Compact object headers: the klass in the mark word. */
+		ht.compact = true;
+		ht.monitor_table = data[0] & 8;
+		ht.mark_klass_shift = 42;
+		ht.om_header = 0;
+		ht.om_header_ok = true;
+	}
 	memset(&hl, 0, sizeof(hl));
 	hl.ht = &ht;
 	hl.mem = mem;

@@ -126,6 +126,20 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->oop_shift, "CompressedOops",
 	      hotspot_structs__field(hs, "CompressedOops", "_shift") ? "_shift"
 								    : "_narrow_oop._shift");
+	/* Compact object headers (optional: JDK 24+). */
+	{
+		const struct hotspot_field *h =
+			hotspot_structs__field(hs, "ObjectMonitor", "_metadata");
+
+		if (!h)
+			h = hotspot_structs__field(hs, "ObjectMonitor", "_header");
+		if (hotspot_structs__constant(hs, "markWord::klass_shift",
+					      &ht->mark_klass_shift) &&
+		    h && !h->is_static) {
+			ht->om_header = h->offset;
+			ht->om_header_ok = true;
+		}
+	}
 	FIELD(ht->flags_addr, "JVMFlag", "flags");
 	FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
 	FIELD(ht->flag_addr, "JVMFlag", "_addr");
@@ -305,20 +319,29 @@ int hotspot_threads__prepare(struct hotspot_threads *ht)
 		return ht->prepare_err;
 	ht->narrow_shift = shift;
 	ht->ccp = ccp;
-	/* Compact object headers keep the klass in the mark word: carriers
-	   are then not told (their frames are still shown). */
+	/* Compact object headers (JDK 24+) keep the narrow klass in the
+	   mark word's high bits (markWord::klass_shift): read there, and
+	   from the displaced mark of an inflated monitor without the
+	   ObjectMonitorTable. */
 	{
-		bool compact = false;
+		bool compact = false, table = false;
 
+		if (flag_bool(ht, "UseCompactObjectHeaders", &compact))
+			compact = false;
+		if (flag_bool(ht, "UseObjectMonitorTable", &table))
+			table = false;
+		ht->compact = compact;
+		ht->monitor_table = table;
 		ht->klass_read = ht->ck_base &&
-				 (flag_bool(ht, "UseCompactObjectHeaders", &compact) ||
-				  !compact);
+				 (!compact || (ht->mark_klass_shift > 0 &&
+					       ht->mark_klass_shift < 64 && ht->om_header_ok));
 		ht->klass_ok = ht->jt_vthread && ht->klass_read;
 	}
-	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes), the
-	   length; the elements from the next 8-byte boundary for bytes. */
-	ht->array_length = ccp ? 12 : 16;
-	ht->array_data = ccp ? 16 : 24;
+	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes; none with
+	   compact headers), the length; the elements from the next 8-byte
+	   boundary for bytes (compact headers: right after the length). */
+	ht->array_length = ht->compact ? 8 : ccp ? 12 : 16;
+	ht->array_data = ht->compact ? 12 : ccp ? 16 : 24;
 	if (field_offset(ht, ht->thread_klass, "name", "Ljava/lang/String;",
 			 &ht->thread_name) ||
 	    field_offset(ht, ht->string_klass, "value", "[B", &ht->string_value) ||
@@ -395,6 +418,25 @@ int hotspot_threads__klass(struct hotspot_threads *ht, uint64_t obj, uint64_t *k
 	*klass = 0;
 	if (!ht->klass_read)
 		return -ENOTSUP;
+	if (ht->compact) {
+		uint64_t mark;
+
+		if (rd(ht->mem, obj, &mark, 8))
+			return -EFAULT;
+		/* An inflated monitor's mark points at it (lock bits 10); its
+		   header keeps the object's mark. */
+		if ((mark & 3) == 2 && !ht->monitor_table &&
+		    rd(ht->mem, (mark & ~3ull) + ht->om_header, &mark, 8))
+			return -EFAULT;
+		if ((mark & 3) == 2 && !ht->monitor_table)
+			return -EPROTO;
+		if (rd(ht->mem, ht->ck_base, &base, 8) ||
+		    rd(ht->mem, ht->ck_shift, &shift, 4) || shift < 0 || shift > 32)
+			return -EFAULT;
+		narrow = (uint32_t)(mark >> ht->mark_klass_shift);
+		*klass = narrow ? base + ((uint64_t)narrow << shift) : 0;
+		return *klass ? 0 : -EFAULT;
+	}
 	if (ht->ccp) {
 		if (rd(ht->mem, obj + 8, &narrow, 4) || !narrow ||
 		    rd(ht->mem, ht->ck_base, &base, 8) ||

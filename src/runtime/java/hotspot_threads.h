@@ -58,8 +58,14 @@ struct hotspot_threads {
 	uint64_t jt_vthread, ck_base, ck_shift, klass_name;
 	bool klass_ok, ccp;
 	bool klass_read;	/* an object's class can be read from its header
-				   (compressed class pointers decoded; not
-				   with compact object headers) */
+				   (compressed class pointers decoded, or
+				   the mark word's with compact headers) */
+	/* Compact object headers: the narrow klass is mark >>
+	   mark_klass_shift; an inflated monitor's (without the
+	   ObjectMonitorTable) mark is its ObjectMonitor's at om_header. */
+	bool compact, monitor_table, om_header_ok;
+	int64_t mark_klass_shift;
+	uint64_t om_header;
 };
 
 /* Returns 0, or -ENOENT when the tables lack an entry names need. */
