@@ -21,8 +21,10 @@
 #include "runtime/java/hotspot_structs.h"
 #include "runtime/java/hotspot_threads.h"
 
-/* Object candidates tried per thread's stack (legacy stack locking). */
+/* Object candidates tried per thread's stack (legacy stack locking),
+ * and in all (each costs a read of the process). */
 #define JAVA_SCAN_MAX 8192
+#define JAVA_SCAN_TOTAL 262144
 /* Monitors one thread is said to hold, at most. */
 #define JAVA_HELD_MAX 256
 
@@ -216,23 +218,35 @@ static int java_owners(struct stacksnap_waits *w, struct wait_thread *t)
 	return monitor_owners(w, j, t, jt);
 }
 
+/* The objects one thread holds, at most JAVA_HELD_MAX. */
+struct held_objs {
+	uint64_t *v;
+	size_t n, cap;
+};
+
 /* The monitors each thread holds, gathered: per JVM thread, objects. */
 struct held_set {
 	struct stacksnap_waits *w;
 	struct java_waits *j;
-	uint64_t *objs;		/* per thread i: objs[i * JAVA_HELD_MAX + k] */
-	size_t *n;
+	struct held_objs *t;	/* per thread of j->ts */
+	size_t scanned;		/* stack words read as objects, all threads */
+	bool nomem;
 };
 
 static void held_add(struct held_set *h, size_t i, uint64_t obj)
 {
-	uint64_t *o = h->objs + i * JAVA_HELD_MAX;
+	struct held_objs *o = &h->t[i];
+	uint64_t *slot;
 
-	for (size_t k = 0; k < h->n[i]; k++)
-		if (o[k] == obj)
+	for (size_t k = 0; k < o->n; k++)
+		if (o->v[k] == obj)
 			return;
-	if (h->n[i] < JAVA_HELD_MAX)
-		o[h->n[i]++] = obj;
+	if (o->n >= JAVA_HELD_MAX)
+		return;
+	if (!(slot = VEC_PUSH(o->v, o->n, o->cap)))
+		h->nomem = true;
+	else
+		*slot = obj;
 }
 
 static void held_monitor(void *ctx, uint64_t obj, uint64_t owner)
@@ -256,13 +270,14 @@ static void held_stack_locked(struct held_set *h, size_t i, const struct wait_th
 	if (!th->stack || !h->j->hl.stack_locking)
 		return;
 	for (size_t off = (8 - (th->stack_base & 7)) & 7; off + 8 <= th->stack_len &&
-	     tried < JAVA_SCAN_MAX; off += 8) {
+	     tried < JAVA_SCAN_MAX && h->scanned < JAVA_SCAN_TOTAL; off += 8) {
 		uint64_t v;
 
 		memcpy(&v, th->stack + off, 8);
 		if (!hotspot_locks__in_heap(&h->j->hl, v))
 			continue;
 		tried++;
+		h->scanned++;
 		if (hotspot_locks__stack_locked(&h->j->hl, v, jt->stack_lo, jt->stack_hi))
 			held_add(h, i, v);
 	}
@@ -272,17 +287,13 @@ static void held_stack_locked(struct held_set *h, size_t i, const struct wait_th
 static int java_after(struct stacksnap_waits *w)
 {
 	struct java_waits *j = java_open(w);
-	struct held_set h = { w, j, NULL, NULL };
+	struct held_set h = { w, j, NULL, 0, false };
 	int err = 0;
 
 	if (!j || !j->ok || !j->n)
 		return 0;
-	h.objs = calloc(j->n * JAVA_HELD_MAX, sizeof(*h.objs));
-	h.n = calloc(j->n, sizeof(*h.n));
-	if (!h.objs || !h.n) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!(h.t = calloc(j->n, sizeof(*h.t))))
+		return -ENOMEM;
 	/* Innermost first: the lock stack's top is its newest. */
 	for (size_t i = 0; i < j->n; i++)
 		for (uint32_t k = j->ts[i].nlock_stack; k-- > 0;)
@@ -295,6 +306,10 @@ static int java_after(struct stacksnap_waits *w)
 	}
 	/* A list that does not read leaves the others said. */
 	hotspot_locks__each_monitor(&j->hl, held_monitor, &h);
+	if (h.nomem) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < j->n; i++) {
 		struct wait_thread *t = waits__find(w, j->ts[i].tid);
 		struct stacksnap_wait_held *held;
@@ -303,25 +318,26 @@ static int java_after(struct stacksnap_waits *w)
 		if (!t)
 			continue;
 		t->pub.held_known = true;
-		if (!h.n[i])
+		if (!h.t[i].n)
 			continue;
-		if (!(held = calloc(h.n[i], sizeof(*held))) ||
+		if (!(held = calloc(h.t[i].n, sizeof(*held))) ||
 		    !(keep = VEC_PUSH(w->strs, w->nstrs, w->strs_cap))) {
 			free(held);
 			err = -ENOMEM;
 			goto out;
 		}
 		*keep = (char *)held;
-		for (size_t k = 0; k < h.n[i]; k++) {
-			held[k].object = h.objs[i * JAVA_HELD_MAX + k];
+		for (size_t k = 0; k < h.t[i].n; k++) {
+			held[k].object = h.t[i].v[k];
 			held[k].object_type = class_of(w, j, held[k].object);
 		}
 		t->pub.held = held;
-		t->pub.nheld = h.n[i];
+		t->pub.nheld = h.t[i].n;
 	}
 out:
-	free(h.objs);
-	free(h.n);
+	for (size_t i = 0; i < j->n; i++)
+		free(h.t[i].v);
+	free(h.t);
 	return err;
 }
 
