@@ -149,6 +149,18 @@ static int no_owner(struct stacksnap_waits *w, struct wait_thread *t, const char
 	return t->pub.no_owner ? 0 : -ENOMEM;
 }
 
+/* The JavaThread found holding what t waits for: an edge, unless it is
+ * t itself (a read after the thaw that met the lock changing hands). */
+static int java_owner(struct stacksnap_waits *w, struct wait_thread *t, int32_t tid)
+{
+	if (tid == t->th->tid) {
+		t->pub.stale = true;
+		return no_owner(w, t, "it reads as held by the waiting thread itself "
+				"(it changed hands since the capture)");
+	}
+	return waits__name_owner(w, t, (uint32_t)tid);
+}
+
 static int monitor_owners(struct stacksnap_waits *w, struct java_waits *j,
 			  struct wait_thread *t, const struct hotspot_jthread *jt)
 {
@@ -175,7 +187,7 @@ static int monitor_owners(struct stacksnap_waits *w, struct java_waits *j,
 		t->pub.stale = !owner;
 		return no_owner(w, t, why);
 	}
-	return waits__name_owner(w, t, (uint32_t)j->ts[at].tid);
+	return java_owner(w, t, j->ts[at].tid);
 }
 
 static int lock_owners(struct stacksnap_waits *w, struct java_waits *j,
@@ -189,21 +201,22 @@ static int lock_owners(struct stacksnap_waits *w, struct java_waits *j,
 	err = hotspot_locks__exclusive_owner(&j->hl, blocker, &owner_obj);
 	if (err == -ENOENT) {
 		t->pub.no_owner = "its blocker is no AbstractOwnableSynchronizer: it keeps "
-				  "no owner (a Condition, CountDownLatch, Semaphore...)";
+				  "no owner (a Condition, a FutureTask...)";
 		return 0;
 	}
 	if (err)
 		return no_owner(w, t, "the blocker's class or fields did not read");
 	if (!owner_obj) {
-		t->pub.no_owner = "no exclusive owner (a shared hold such as a read lock, "
-				  "or released since the capture)";
+		t->pub.no_owner = "no exclusive owner: a shared synchronizer (a read lock, "
+				  "CountDownLatch, Semaphore) keeps none, or it was "
+				  "released since the capture";
 		return 0;
 	}
 	if (hotspot_locks__eetop(&j->hl, owner_obj, &owner_jt))
 		return no_owner(w, t, "the owner's java.lang.Thread did not read");
 	for (size_t i = 0; owner_jt && i < j->n; i++)
 		if (j->ts[i].jt == owner_jt)
-			return waits__name_owner(w, t, (uint32_t)j->ts[i].tid);
+			return java_owner(w, t, j->ts[i].tid);
 	return no_owner(w, t, "its owner's java.lang.Thread has no running JavaThread "
 			"(it ended holding the lock)");
 }

@@ -3,7 +3,9 @@
 // mon-b), a ReentrantLock deadlock (rl-a, rl-b), a thread waiting for a
 // monitor whose holder sleeps (mon-wait, sleeper), one in Object.wait()
 // (obj-wait), one waiting for a ReentrantLock a sleeping thread holds
-// (rl-wait, rl-sleeper). Prints "ready N" once every one is blocked.
+// (rl-wait, rl-sleeper), one on a CountDownLatch (latch-wait) and one
+// on a Condition (cond-wait), which keep no owner. Prints "ready N" once
+// every one is blocked.
 // With the argument "jni" (java_locks_jni.c loaded): instead, jni-a
 // holds a monitor and waits in a JNI call for a pthread mutex that the
 // native thread native-b holds while it waits, attached, to enter that
@@ -16,6 +18,9 @@ public class JavaLocks {
     static final Object held = new Object(), waitOn = new Object();
     static final ReentrantLock rlA = new ReentrantLock(), rlB = new ReentrantLock();
     static final ReentrantLock rlHeld = new ReentrantLock();
+    static final ReentrantLock condLock = new ReentrantLock();
+    static final java.util.concurrent.locks.Condition cond = condLock.newCondition();
+    static final CountDownLatch never = new CountDownLatch(1);
 
     static final Object mixLock = new Object();
     static native void nativeStart(Object lock);
@@ -101,6 +106,14 @@ public class JavaLocks {
                 }
             }, "obj-wait"),
             new Thread(() -> { rlHeld.lock(); rlHeld.unlock(); }, "rl-wait"),
+            new Thread(() -> {
+                try { never.await(); } catch (InterruptedException e) { }
+            }, "latch-wait"),
+            new Thread(() -> {
+                condLock.lock();
+                try { cond.await(); } catch (InterruptedException e) { }
+                finally { condLock.unlock(); }
+            }, "cond-wait"),
         };
         for (Thread t : blocked)
             t.start();
