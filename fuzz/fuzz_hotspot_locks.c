@@ -62,38 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ht.om_header = 0;
 		ht.om_header_ok = true;
 	}
-	memset(&hl, 0, sizeof(hl));
-	hl.ht = &ht;
-	hl.mem = mem;
-	hl.jt_pending = 0x308;
-	hl.jt_waiting = 0x318;
-	hl.jt_stack_base = 0x250;
-	hl.jt_stack_size = 0x258;
-	hl.om_object = 8;
-	hl.om_owner = 0x40;
-	hl.om_next = 0x80;
-	hl.in_use_head = BASE + 0x40;
-	hl.klass_super = 0x78;
-	hl.anonymous_owner = -1;
-	hl.deflater_marker = -1;
-	hl.lm_legacy = -1;
-	if (data[1] & 1) {
-		/* JDK 25 */
-		hl.jt_lock_stack = 0x7d0;
-		hl.ls_top = 0;
-		hl.ls_base = 0x10;
-		hl.jt_owner_id = 0x520;
-		hl.om_stack_locker = 0xc0;
-		hl.has_stack_locker = true;
-		hl.anonymous_owner = 1;
-		hl.deflater_marker = 2;
-	}
-	hl.prepared = true;
+	hl = hotspot_jdk17_locks(&ht, BASE, BASE, BASE + size, data[1] & 1);
 	hl.stack_locking = data[1] & 2;
-	hl.heap_lo = BASE;
-	hl.heap_hi = BASE + size;
-	hl.thread_park_blocker = 0x50;
-	hl.thread_eetop = 0x58;
 	if (hotspot_locks__threads(&hl, &ts, &n) == 0) {
 		for (size_t i = 0; i < n; i++) {
 			uint64_t obj, owner, blocker, tobj, jt;
