@@ -88,6 +88,8 @@ static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 	for (int k = 0; k < NONSTOP_NREGS; k++)
 		t->pub.regs.regs[k] = r->regs[k];
 	t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	t->pub.orig_rax = (int64_t)r->orig_ax;
+	t->pub.have_orig_rax = true;
 	t->have_regs = true;
 	t->copy_start = r->copy_start;
 	t->copy_len = r->copy_len;
