@@ -217,6 +217,7 @@ static int python_owners(struct stacksnap_waits *w, struct wait_thread *t)
 
 const struct wait_source_ops wait_python_ops = {
 	.name = "python",
+	.lock = true,
 	.classify = python_classify,
 	.owners = python_owners,
 };

@@ -437,6 +437,8 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	t->pub.syscall = t->nr;
 	t->pub.frame = waiting_frame(t);
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+		if (w->o.locks_only && !sources[i]->lock)
+			continue;
 		if (!sources[i]->classify(w, t))
 			continue;
 		if (sources[i]->owners && (err = sources[i]->owners(w, t)) < 0)
