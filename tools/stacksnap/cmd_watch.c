@@ -274,9 +274,18 @@ static const char *thread_name(struct watch *w, pid_t tid)
 	return w->names[w->nnames++].name;
 }
 
-static const char *waits_name(void *user, pid_t tid)
+/* The thread's names for the waits said at the end (watch_waits.h). */
+static const char *waits_name(void *user, pid_t tid, const char **rname, const char **rkind)
 {
-	return thread_name(user, tid);
+	struct watch *w = user;
+	const char *comm = thread_name(w, tid);
+
+	*rname = NULL;
+	*rkind = w->rkind == STACKSNAP_RUNTIME_PYTHON ? "Python" : "Java";
+	for (size_t i = 0; i < w->nnames; i++)
+		if (w->names[i].tid == tid && w->names[i].label)
+			*rname = w->rnames[w->names[i].label - 1];
+	return comm;
 }
 
 /* The root thread tid's stacks are counted under: its OS name, with its

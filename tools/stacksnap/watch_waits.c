@@ -166,6 +166,7 @@ static char *wait_text(const struct watch_waits *ww, const struct stacksnap_wait
 {
 	char *s = NULL;
 	size_t len = 0;
+	const char *rname, *rkind;
 	FILE *f = open_memstream(&s, &len);
 
 	if (!f)
@@ -178,7 +179,8 @@ static char *wait_text(const struct watch_waits *ww, const struct stacksnap_wait
 		if (i)
 			fputs(", ", f);
 		if (o->tid && o->pid == ww->pid)
-			fprintf(f, "thread %d (%s)", (int)o->tid, ww->name(ww->user, o->tid));
+			fprintf(f, "thread %d (%s)", (int)o->tid,
+				ww->name(ww->user, o->tid, &rname, &rkind));
 		else if (o->tid)
 			fprintf(f, "thread %d of process %d", (int)o->tid, (int)o->pid);
 		else
@@ -305,6 +307,8 @@ static size_t lasting_waits(const struct watch_waits *ww)
 	return n;
 }
 
+static void print_thread(FILE *f, const struct watch_waits *ww, pid_t tid);
+
 void watch_waits__print_text(FILE *f, const struct watch_waits *ww, uint64_t elapsed_ns)
 {
 	if (!ww)
@@ -322,9 +326,9 @@ void watch_waits__print_text(FILE *f, const struct watch_waits *ww, uint64_t ela
 
 		if (t->seen != ww->nsamples)
 			continue;
-		fprintf(f, "thread %d (%s) waited for %s in every sample (%zu of %zu, %.2f s)\n",
-			(int)t->tid, ww->name(ww->user, t->tid), t->text, t->seen,
-			ww->nsamples, (double)elapsed_ns / 1e9);
+		print_thread(f, ww, t->tid);
+		fprintf(f, " waited for %s in every sample (%zu of %zu, %.2f s)\n", t->text,
+			t->seen, ww->nsamples, (double)elapsed_ns / 1e9);
 	}
 	for (size_t k = 0; k < ww->ncy; k++) {
 		const struct cycle *c = &ww->cy[k];
@@ -337,10 +341,23 @@ void watch_waits__print_text(FILE *f, const struct watch_waits *ww, uint64_t ela
 		for (size_t i = 0; i < c->n; i++) {
 			const struct tracked *t = find_tracked(ww, c->m[i].tid);
 
-			fprintf(f, "  thread %d (%s) waits for %s\n", (int)c->m[i].tid,
-				ww->name(ww->user, c->m[i].tid), t ? t->text : "?");
+			fputs("  ", f);
+			print_thread(f, ww, c->m[i].tid);
+			fprintf(f, " waits for %s\n", t ? t->text : "?");
 		}
 	}
+}
+
+/* "thread 905 (worker)", or with its runtime's name "thread 905
+ * (python3.11), Python thread "dl-a"", as the dump names them. */
+static void print_thread(FILE *f, const struct watch_waits *ww, pid_t tid)
+{
+	const char *rname, *rkind;
+	const char *comm = ww->name(ww->user, tid, &rname, &rkind);
+
+	fprintf(f, "thread %d (%s)", (int)tid, comm);
+	if (rname)
+		fprintf(f, ", %s thread \"%s\"", rkind, rname);
 }
 
 static void json_owners(FILE *f, const struct stacksnap_wait_owner *o, size_t n)
@@ -373,8 +390,12 @@ void watch_waits__print_json(FILE *f, const struct watch_waits *ww)
 
 		if (t->seen != ww->nsamples)
 			continue;
+		const char *rname, *rkind;
+
 		fprintf(f, "%s\n  {\"tid\": %d, \"thread\": ", first ? "" : ",", (int)t->tid);
-		json_str(f, ww->name(ww->user, t->tid));
+		json_str(f, ww->name(ww->user, t->tid, &rname, &rkind));
+		fputs(", \"runtime_name\": ", f);
+		json_str(f, rname);
 		fputs(", \"kind\": ", f);
 		json_str(f, stacksnap_wait_kind__str(t->kind));
 		if (t->object)

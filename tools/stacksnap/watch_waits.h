@@ -12,8 +12,10 @@
 
 struct watch_waits;
 
-/* A thread's OS name (comm), as the caller knows it. */
-typedef const char *(*watch_waits_name_fn)(void *user, pid_t tid);
+/* A thread's OS name (comm), as the caller knows it; *rname (not NULL)
+ * gets its runtime's name of it or NULL, *rkind then "Python" or "Java". */
+typedef const char *(*watch_waits_name_fn)(void *user, pid_t tid, const char **rname,
+					   const char **rkind);
 
 /* For process pid, names from name(user, tid). NULL on -ENOMEM. */
 struct watch_waits *watch_waits__new(struct stacksnap_ctx *ctx, pid_t pid,
