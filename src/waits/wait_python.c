@@ -53,6 +53,15 @@ static bool python_classify(struct stacksnap_waits *w, struct wait_thread *t)
 		return false;
 	t->pub.frame = at;
 	if (what == PY_WAIT_GIL) {
+		/* The frame that asked for the GIL: the first outside libc and
+		 * the interpreter (a C extension's, a native thread's in
+		 * PyGILState_Ensure), else take_gil itself. */
+		for (size_t i = (size_t)at + 1; i < t->nfn && t->mod[at]; i++)
+			if (t->mod[i] && strcmp(t->mod[i], t->mod[at]) &&
+			    (!t->mod[0] || strcmp(t->mod[i], t->mod[0]))) {
+				t->pub.frame = (int)i;
+				break;
+			}
 		t->pub.kind = STACKSNAP_WAIT_GIL;
 		t->pub.detail = "CPython's global interpreter lock";
 		return true;
