@@ -2338,9 +2338,14 @@ struct stacksnap_waits_opts {
 	 * deadlocks is 0): each thread's wait and the deadlocks are taken
 	 * from it as the dump that saved it found them, nothing is read. */
 	const struct stacksnap_saved *kept;
+	/* Locks only (glibc's and CPython's futex waits, joins): no fds,
+	 * children, file locks or sleeps read, whose facts cost a look through
+	 * /proc; those waits name their system call only. For a caller that
+	 * reads the waits at every sample (watch). */
+	bool locks_only;
 	size_t :0;
 };
-#define stacksnap_waits_opts__last_field kept
+#define stacksnap_waits_opts__last_field locks_only
 
 struct stacksnap_waits;
 

@@ -395,6 +395,7 @@ static int futex_owners(struct stacksnap_waits *w, struct wait_thread *t)
 
 const struct wait_source_ops wait_futex_ops = {
 	.name = "futex locks",
+	.lock = true,
 	.classify = futex_classify,
 	.owners = futex_owners,
 };

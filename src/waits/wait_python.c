@@ -53,6 +53,15 @@ static bool python_classify(struct stacksnap_waits *w, struct wait_thread *t)
 		return false;
 	t->pub.frame = at;
 	if (what == PY_WAIT_GIL) {
+		/* The frame that asked for the GIL: the first outside libc and
+		 * the interpreter (a C extension's, a native thread's in
+		 * PyGILState_Ensure), else take_gil itself. */
+		for (size_t i = (size_t)at + 1; i < t->nfn && t->mod[at]; i++)
+			if (t->mod[i] && strcmp(t->mod[i], t->mod[at]) &&
+			    (!t->mod[0] || strcmp(t->mod[i], t->mod[0]))) {
+				t->pub.frame = (int)i;
+				break;
+			}
 		t->pub.kind = STACKSNAP_WAIT_GIL;
 		t->pub.detail = "CPython's global interpreter lock";
 		return true;
@@ -111,19 +120,26 @@ static int mem_rd(void *ctx, uint64_t addr, void *buf, size_t len)
 
 /* The words the acquiring frame's self may be in: the callee-saved
  * registers the capture holds, then the stack from frame 0 up to the end
- * of frame at (its CFA), at most PY_SCAN_BYTES. */
-static size_t candidates(const struct wait_thread *t, int at, uint64_t *c, size_t max)
+ * of frame at (its CFA), at most PY_SCAN_BYTES: from the stack the
+ * capture copied, or, where it kept none (watch's walker hands over no
+ * copy), read from the process now (a thread still in the call it was
+ * captured in, as the driver checked, has not changed those frames). */
+static size_t candidates(struct stacksnap_waits *w, const struct wait_thread *t, int at,
+			 uint64_t *c, size_t max)
 {
 	static const int saved[] = { STACKSNAP_REG_RBX, STACKSNAP_REG_RBP,
 				     STACKSNAP_REG_R12, STACKSNAP_REG_R13,
 				     STACKSNAP_REG_R14, STACKSNAP_REG_R15 };
 	const struct stacksnap_thread *th = t->th;
-	size_t n = 0;
+	uint8_t live[PY_SCAN_BYTES];
+	const uint8_t *bytes = th->stack;
+	uint64_t base = th->stack_base;
+	size_t len = th->stack_len, n = 0;
 
 	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]) && n < max; i++)
 		if (th->regs.valid & (1u << saved[i]))
 			c[n++] = th->regs.regs[saved[i]];
-	if (!th->stack || !t->nframes)
+	if (!t->nframes || (!bytes && w->o.saved))
 		return n;
 	uint64_t lo = t->frames[0].sp, hi = t->frames[at].cfa;
 
@@ -131,15 +147,23 @@ static size_t candidates(const struct wait_thread *t, int at, uint64_t *c, size_
 		hi = t->frames[at + 1].sp;
 	if (hi < lo || hi - lo > PY_SCAN_BYTES)
 		hi = lo + PY_SCAN_BYTES;
-	if (lo < th->stack_base)
-		lo = th->stack_base;
-	if (hi > th->stack_base + th->stack_len)
-		hi = th->stack_base + th->stack_len;
+	if (!bytes) {
+		/* Read whole or not at all (bounded by live). */
+		if (waits__read(w, lo, live, hi - lo))
+			return n;
+		bytes = live;
+		base = lo;
+		len = hi - lo;
+	}
+	if (lo < base)
+		lo = base;
+	if (hi > base + len)
+		hi = base + len;
 	for (uint64_t a = (lo + 7) & ~7ull; a + 8 <= hi && n < max; a += 8) {
 		uint64_t v;
 
-		memcpy(&v, th->stack + (a - th->stack_base), 8);
-		if (v >= th->stack_base && v < th->stack_base + th->stack_len)
+		memcpy(&v, bytes + (a - base), 8);
+		if (v >= base && v < base + len)
 			continue; /* a pointer into the stack: no heap object */
 		bool dup = false;
 
@@ -178,7 +202,7 @@ static int python_owners(struct stacksnap_waits *w, struct wait_thread *t)
 		return gil_owner(w, t);
 	if (t->pub.no_owner)
 		return 0;
-	n = candidates(t, t->pub.frame, c, PY_LOCK_MAX_CANDS);
+	n = candidates(w, t, t->pub.frame, c, PY_LOCK_MAX_CANDS);
 	if (!waits_python__find_lock(c, n, t->pub.object, mem_rd, w, &o)) {
 		t->pub.no_owner = waits__strf(
 			w, "the %s object was not found (its layout is known for "
@@ -217,6 +241,7 @@ static int python_owners(struct stacksnap_waits *w, struct wait_thread *t)
 
 const struct wait_source_ops wait_python_ops = {
 	.name = "python",
+	.lock = true,
 	.classify = python_classify,
 	.owners = python_owners,
 };

@@ -262,9 +262,19 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 			break;
 		/* Only "running" is a thread on its way back in; anything
 		 * else (another call, another place) is a thread that moved
-		 * on. */
-		if (tries == 10 || strncmp(buf, "running", 7)) {
+		 * on. One still running after the tries whose registers say
+		 * the capture interrupted its call (rax -EINTR, -ERESTART*)
+		 * has not been given a CPU yet (a loaded machine): its call is
+		 * named from its frames, as a restarted one is. */
+		if (strncmp(buf, "running", 7)) {
 			t->pub.detail = "left the system call it was captured in";
+			return;
+		}
+		if (tries == 10) {
+			int64_t ret = (int64_t)r->regs[STACKSNAP_REG_RAX];
+
+			if (ret != -EINTR && !(ret >= -516 && ret <= -512))
+				t->pub.detail = "left the system call it was captured in";
 			return;
 		}
 		usleep(200);
@@ -440,6 +450,8 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	t->pub.syscall = t->nr;
 	t->pub.frame = waiting_frame(t);
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+		if (w->o.locks_only && !sources[i]->lock)
+			continue;
 		if (!sources[i]->classify(w, t))
 			continue;
 		if (sources[i]->owners && (err = sources[i]->owners(w, t)) < 0)

@@ -58,6 +58,7 @@ struct stacksnap_waits;
  * be NULL (a kind with no holder). */
 struct wait_source_ops {
 	const char *name;
+	bool lock;	/* a lock's source: asked with opts.locks_only too */
 	bool (*classify)(struct stacksnap_waits *w, struct wait_thread *t);
 	int (*owners)(struct stacksnap_waits *w, struct wait_thread *t);
 	/* Once every thread is classified and its holders named: what the

@@ -9,6 +9,8 @@ main holds Lock d, lk-wait waits for it; cond, event and queue wait in
 Condition.wait, Event.wait and Queue.get.
 mixed: gil-a (main) holds the GIL in a native pthread_mutex_lock of a
 mutex native-b holds, and native-b waits for the GIL (a deadlock).
+mixed-native LIB: the same with a thread Python did not make, in LIB
+(waits_py_native.c): it holds a mutex and waits in PyGILState_Ensure.
 gil: hog holds the GIL in a busy loop (switch interval 1000 s: it is never
 asked to drop it), gil-wait waits for it in take_gil."""
 import os
@@ -126,6 +128,17 @@ elif mode == 'mixed':
     role('gil-a')
     publish()
     ctypes.PyDLL(libc_name).pthread_mutex_lock(m)
+elif mode == 'mixed-native':
+    # The same cycle with a thread Python did not make: a native thread
+    # (waits_py_native.c, its path in argv[3]) holds native_lock and
+    # waits for the GIL in PyGILState_Ensure; main (gil-a) holds the GIL
+    # in lock_native() (ctypes.PyDLL keeps it), blocked on native_lock.
+    import ctypes
+    lib = ctypes.CDLL(sys.argv[3])
+    roles['native'] = lib.start_native()
+    role('gil-a')
+    publish()
+    ctypes.PyDLL(sys.argv[3]).lock_native()
 elif mode == 'gil':
     sys.setswitchinterval(1000)
 

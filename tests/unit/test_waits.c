@@ -161,9 +161,10 @@ static void live_deadlock(void)
 	struct stacksnap_waits *w = stacksnap_waits__new(ctx, child, as, NULL);
 	size_t n = snap ? stacksnap_snapshot__thread_count(snap) : 0;
 	struct stacksnap_frame (*frames)[64] = calloc(n ? n : 1, sizeof(*frames));
+	size_t *nfs = calloc(n ? n : 1, sizeof(*nfs));
 
-	CHECK(snap && uw && mem && w && frames);
-	for (size_t i = 0; snap && uw && mem && w && frames && i < n; i++) {
+	CHECK(snap && uw && mem && w && frames && nfs);
+	for (size_t i = 0; snap && uw && mem && w && frames && nfs && i < n; i++) {
 		const struct stacksnap_thread *th = stacksnap_snapshot__thread(snap, i);
 		size_t nf = 0;
 
@@ -172,6 +173,7 @@ static void live_deadlock(void)
 			while (nf < 64 && stacksnap_unwinder__next(uw, &frames[i][nf]) == 1)
 				nf++;
 		CHECK(stacksnap_waits__add_thread(w, th, frames[i], nf) == 0);
+		nfs[i] = nf;
 	}
 	CHECK(w && stacksnap_waits__resolve(w) == 0);
 	/* Each waits for the mutex the other holds. */
@@ -190,8 +192,34 @@ static void live_deadlock(void)
 				? &unit_lock_a : &unit_lock_b));
 	}
 	CHECK_EQ_U64(stacksnap_waits__deadlock_count(w), 1);
+	/* locks_only (watch's samples): the same mutexes and cycle; the main
+	 * thread's pause() is no source's then, only its system call. */
+	STACKSNAP_OPTS(stacksnap_waits_opts, lo, .locks_only = true);
+	struct stacksnap_waits *wl = stacksnap_waits__new(ctx, child, as, &lo);
+
+	CHECK(wl);
+	for (size_t i = 0; wl && snap && frames && nfs && i < n; i++)
+		CHECK(stacksnap_waits__add_thread(wl, stacksnap_snapshot__thread(snap, i),
+						  frames[i], nfs[i]) == 0);
+	CHECK(wl && stacksnap_waits__resolve(wl) == 0);
+	for (int k = 0; wl && k < 2; k++) {
+		const struct stacksnap_wait *wt = stacksnap_waits__thread(wl, tid[k]);
+
+		CHECK(wt && wt->kind == STACKSNAP_WAIT_MUTEX && wt->nowners == 1 &&
+		      wt->owners[0].tid == tid[!k]);
+	}
+	const struct stacksnap_wait *m0 = stacksnap_waits__thread(w, child),
+				    *m1 = stacksnap_waits__thread(wl, child);
+
+	CHECKF(m0 && m0->kind == STACKSNAP_WAIT_SLEEP, "main: kind %d", m0 ? (int)m0->kind : -1);
+	CHECKF(m1 && m1->kind == STACKSNAP_WAIT_OTHER && m1->syscall == 34,
+	       "main, locks only: kind %d syscall %ld", m1 ? (int)m1->kind : -1,
+	       m1 ? m1->syscall : -1);
+	CHECK_EQ_U64(stacksnap_waits__deadlock_count(wl), 1);
+	stacksnap_waits__free(wl);
 	stacksnap_waits__free(w);
 	free(frames);
+	free(nfs);
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(uw);
 	stacksnap_snapshot__free(snap);

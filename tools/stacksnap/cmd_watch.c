@@ -24,6 +24,7 @@
 #include "monotonic.h"
 #include "stop_signal.h"
 #include "subcommands.h"
+#include "watch_waits.h"
 
 enum watch_format { FORMAT_TOP, FORMAT_PROFILE, FORMAT_JSON };
 
@@ -91,6 +92,8 @@ struct watch {
 	bool exited;
 	int exit_status;
 	struct pacer pace;
+	/* The waits that last the run (--top, --json); NULL: not followed. */
+	struct watch_waits *waits;
 };
 
 
@@ -271,6 +274,20 @@ static const char *thread_name(struct watch *w, pid_t tid)
 	return w->names[w->nnames++].name;
 }
 
+/* The thread's names for the waits said at the end (watch_waits.h). */
+static const char *waits_name(void *user, pid_t tid, const char **rname, const char **rkind)
+{
+	struct watch *w = user;
+	const char *comm = thread_name(w, tid);
+
+	*rname = NULL;
+	*rkind = w->rkind == STACKSNAP_RUNTIME_PYTHON ? "Python" : "Java";
+	for (size_t i = 0; i < w->nnames; i++)
+		if (w->names[i].tid == tid && w->names[i].label)
+			*rname = w->rnames[w->names[i].label - 1];
+	return comm;
+}
+
 /* The root thread tid's stacks are counted under: its OS name, with its
  * runtime name's index (--top, --json) when it has one. NULL: no memory. */
 static const char *thread_root(struct watch *w, pid_t tid, const char *rname,
@@ -326,6 +343,8 @@ static int on_thread(void *user, const struct stacksnap_walked_thread *th)
 
 	if (th->error)
 		return 0;
+	if ((err = watch_waits__add(w->waits, th)))
+		return err;
 	w->thread_samples++;
 	if (th->rname)
 		w->rkind = th->rname_runtime;
@@ -725,7 +744,9 @@ static void print_json_profile(FILE *f, struct watch *w, const struct profile_to
 		print_innermost_first(f, e->v[i].text, true);
 		fputs("]}", f);
 	}
-	fputs("\n]}\n", f);
+	fputs("\n]", f);
+	watch_waits__print_json(f, w->waits);
+	fputs("}\n", f);
 }
 
 /* A first walk, not counted, reads the unwind tables and symbols of the
@@ -742,6 +763,7 @@ static void warm_up(const struct watch *w, struct stacksnap_unwinder *uw)
 	warm.nnames = warm.capnames = 0;
 	warm.rnames = NULL;
 	warm.nrnames = warm.caprnames = 0;
+	warm.waits = NULL;
 	stacksnap_target__walk(w->t, NULL, 0, uw, on_thread, &warm, NULL);
 	stacksnap_stacks__free(warm.stacks);
 	free(warm.names);
@@ -859,6 +881,13 @@ int watch_main(int argc, char **argv)
 		rc = EXIT_ERROR;
 		goto out;
 	}
+	/* Who waits for whom at each sample (locks only, after the thaw):
+	   what lasts the whole run is said at the end. */
+	if (!w.gr && w.o.format != FORMAT_PROFILE &&
+	    !(w.waits = watch_waits__new(ctx, w.o.pid, waits_name, &w))) {
+		rc = EXIT_ERROR;
+		goto out;
+	}
 	warm_up(&w, uw);
 	uint64_t start = monotonic_ns(), next = start;
 	uint64_t end = w.o.duration_ns ? start + w.o.duration_ns : UINT64_MAX;
@@ -887,6 +916,8 @@ int watch_main(int argc, char **argv)
 			break; /* exited: its event comes next round */
 		if (n >= 0)
 			w.stopped_ns[w.nsamples++] = st.stopped_ns;
+		if (!w.gr)
+			watch_waits__sample(w.waits, stacksnap_target__addrspace(w.t), n >= 0);
 		next += w.o.interval_ns;
 		now = monotonic_ns();
 		if (next <= now) { /* late (a loaded machine): no burst to catch up */
@@ -921,8 +952,10 @@ int watch_main(int argc, char **argv)
 		goto out;
 	} else if (w.o.format == FORMAT_JSON)
 		print_json_profile(stdout, &w, &e, &c, elapsed);
-	else
+	else {
 		print_top(stdout, &w, &e, &c, elapsed);
+		watch_waits__print_text(stdout, w.waits, elapsed);
+	}
 	print_cost(&w, ctx, &c, elapsed);
 	/* Ctrl-C is how a watch without --duration ends. */
 	rc = stop_signal && stop_signal != SIGINT ? EXIT_SIGNAL_BASE + stop_signal
@@ -930,6 +963,7 @@ int watch_main(int argc, char **argv)
 	rc = cli_close_output(stdout, NULL, rc);
 out:
 	stacksnap_goroutines__free(w.gr);
+	watch_waits__free(w.waits);
 	if (w.t)
 		stacksnap_target__detach(w.t);
 	stacksnap_walker__free(walker);

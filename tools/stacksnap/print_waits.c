@@ -102,8 +102,7 @@ static const struct thread_result *find_thread(const struct thread_result *all,
 	return NULL;
 }
 
-/* "mutex 0x55d0c0a0 (queue_lock), normal mutex" */
-static void print_what(FILE *f, const struct stacksnap_wait *w)
+void print_wait_what(FILE *f, const struct stacksnap_wait *w)
 {
 	fputs(stacksnap_wait_kind__str(w->kind), f);
 	if (w->object)
@@ -154,7 +153,7 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 		return;
 	if (w->kind != STACKSNAP_WAIT_NONE) {
 		fputs("    waits for: ", f);
-		print_what(f, w);
+		print_wait_what(f, w);
 		print_holders(f, w, all, n);
 		fputc('\n', f);
 		for (size_t i = 0; i < w->nkernel_frames; i++)
@@ -317,7 +316,7 @@ void print_deadlocks_text(FILE *f, const struct stacksnap_waits *w,
 				fprintf(f, ", %s thread \"%s\"",
 					r->rname_java ? "Java" : "Python", r->rname);
 			fputs(" waits for ", f);
-			print_what(f, r->wait);
+			print_wait_what(f, r->wait);
 			print_holders(f, r->wait, res, n);
 			print_wait_frame(f, r);
 			fputc('\n', f);
@@ -367,7 +366,7 @@ void waits_write_edges(int fd, pid_t pid, const struct thread_result *res, size_
 
 		if (!w || w->kind == STACKSNAP_WAIT_NONE || !(m = open_memstream(&what, &wlen)))
 			continue;
-		print_what(m, w);
+		print_wait_what(m, w);
 		print_holders(m, w, res, n);
 		fclose(m);
 		one_field(what);

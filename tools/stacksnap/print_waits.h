@@ -35,6 +35,9 @@ struct waits_save {
 int waits_save_opts(const struct stacksnap_waits *w, const struct thread_result *res,
 		    size_t n, struct stacksnap_save_opts *o, struct waits_save *keep);
 void waits_save_free(struct waits_save *keep);
+/* "mutex 0x55d0c0a0 (queue_lock), normal mutex": what w waits for,
+ * without its holders. */
+void print_wait_what(FILE *f, const struct stacksnap_wait *w);
 /* The lines under a thread's header: what it waits for, the kernel
  * frames. */
 void print_wait_text(FILE *f, const struct thread_result *r,
