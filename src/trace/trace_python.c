@@ -12,6 +12,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/vec.h"
 #include "mem/mem.h"
 #include "runtime/python/python.h"
 #include "trace/trace_internal.h"
@@ -255,15 +256,8 @@ const char *trace__py_end_str(unsigned end)
 
 bool trace__grow_rframes(struct stacksnap_trace *tr, size_t n)
 {
-	void *grown;
-
-	if (n <= tr->cap_rframes)
-		return true;
-	if (!(grown = realloc(tr->rframes, n * sizeof(*tr->rframes))))
-		return false;
-	tr->rframes = grown;
-	tr->cap_rframes = n;
-	return true;
+	return vec_reserve((void **)&tr->rframes, &tr->cap_rframes, n,
+			   sizeof(*tr->rframes)) == 0;
 }
 
 void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
