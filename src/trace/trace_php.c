@@ -20,12 +20,14 @@
 
 #include "bpf/trace_php_record.h"
 
-/* One traced process's engine. Invariant: rt.layout != NULL, mem reads
- * the process; res caches names for the whole trace (frames handed out
- * point at them). */
+/* One traced process's engine. Invariant: unread, or rt.layout != NULL,
+ * mem reads the process and res caches names for the whole trace (frames
+ * handed out point at them). */
 struct trace_php {
 	pid_t pid;
 	bool dead;		/* forgotten (an exec): kept for its names */
+	bool unread;		/* an engine whose frames cannot be read (said
+				   once): no layout, no resolver */
 	struct php_runtime rt;
 	struct stacksnap_mem *mem;
 	struct php_resolver res;
@@ -41,7 +43,8 @@ static void php_free(struct trace_php *p)
 {
 	if (!p)
 		return;
-	php_resolver__free(&p->res);
+	if (!p->unread)
+		php_resolver__free(&p->res);
 	stacksnap_mem__free(p->mem);
 	free(p);
 }
@@ -106,11 +109,17 @@ void trace__php_detect(struct stacksnap_trace *tr, pid_t pid)
 		php_free(p);
 		return;
 	}
+	if (!(slot = VEC_PUSH(tr->php_vms->v, tr->php_vms->n, tr->php_vms->cap))) {
+		php_free(p);
+		return;
+	}
 	if (!(l = p->rt.layout) || !php_config_ok(l)) {
+		/* Kept, so that the exec's retries do not say it again. */
 		log_warn(LOG(tr), "pid %d: %s", (int)pid,
 			 l ? "PHP frame layout the in-kernel walk cannot read, "
 			     "native frames only" : p->rt.note);
-		php_free(p);
+		p->unread = true;
+		*slot = p;
 		return;
 	}
 	c = (struct trace_php_proc){
@@ -119,10 +128,6 @@ void trace__php_detect(struct stacksnap_trace *tr, pid_t pid)
 		.ex_call_info = l->ex_call_info, .ex_prev = l->ex_prev,
 		.ex_size = l->ex_size,
 	};
-	if (!(slot = VEC_PUSH(tr->php_vms->v, tr->php_vms->n, tr->php_vms->cap))) {
-		php_free(p);
-		return;
-	}
 	if (bpf_map_update_elem(trace_programs__php_procs_fd(&tr->bpf),
 				&(uint32_t){ (uint32_t)pid }, &c, BPF_ANY)) {
 		log_warn(LOG(tr), "pid %d: cannot pass its PHP layout to the "
@@ -148,6 +153,8 @@ bool trace__php_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 
 	if (!p)
 		return false;
+	if (p->unread)
+		return true;
 	cap = &tr->php_vms->cap_frames;
 	if (!n || php_capture__reserve(cap, n))
 		return true;
