@@ -1416,6 +1416,9 @@ struct stacksnap_nonstop_stats {
 	uint64_t check_ns;	/* the final witness checks */
 	unsigned reread;	/* threads read again non-stop before the
 				   freeze, after they ran or were on a CPU */
+	uint64_t load_ns;	/* loading the task iterator and its warm-up
+				   run (0: not tried), also when the capture
+				   then stopped every thread */
 	size_t :0;
 };
 
@@ -2261,6 +2264,17 @@ enum stacksnap_wait_kind {
 	STACKSNAP_WAIT_PYTHON_LOCK,	/* CPython threading.Lock, RLock (and
 					   Condition, Event, Queue on them) */
 	STACKSNAP_WAIT_GIL,		/* CPython's global interpreter lock */
+	STACKSNAP_WAIT_JAVA_MONITOR,	/* a Java monitor: synchronized, or
+					   Object.wait() */
+	STACKSNAP_WAIT_JAVA_LOCK,	/* a java.util.concurrent park with
+					   a blocker (ReentrantLock...) */
+};
+
+/* A Java monitor a thread holds ("- locked <0x...>" in jstack). */
+struct stacksnap_wait_held {
+	uint64_t object;	/* the object's address */
+	const char *object_type; /* its class ("java.lang.Object"), NULL
+				    not known */
 };
 
 /* One holder of what a thread waits for: a thread (tid), or a process as
@@ -2298,6 +2312,13 @@ struct stacksnap_wait {
 	const char *const *kernel_frames; /* innermost first ("futex_wait_
 					     queue+0x60/0x90"), NULL none */
 	size_t nkernel_frames;
+	const char *object_type; /* the object's class (a Java lock:
+				    "java.lang.Object"), NULL none */
+	/* A Java thread: the monitors it holds (set whatever the kind,
+	   NONE included), held_known when they were read. */
+	const struct stacksnap_wait_held *held;
+	size_t nheld;
+	bool held_known;
 };
 
 struct stacksnap_waits_opts {

@@ -167,6 +167,19 @@ static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
 	return NULL;
 }
 
+/* The stopped thread whose thread pointer (its struct pthread, what
+ * CPython before 3.11 keeps as a thread's id) is pthread: its tid, or 0
+ * (a thread read without stopping it has no thread pointer). */
+static uint64_t tid_of_pthread(void *user, uint64_t pthread)
+{
+	const struct stacksnap_snapshot *s = user;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].fs_base == pthread)
+			return (uint64_t)s->threads[i].pub.tid;
+	return 0;
+}
+
 /* The capture's stack copies as a memory source, for the frame slots a
  * named runtime reads (a running thread's have changed since). */
 static int read_stacks(void *user, uint64_t addr, void *buf, size_t len)
@@ -291,6 +304,7 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
+	rt->cap.tid_of = tid_of_pthread;
 	rt->cap.local_user = s;
 	t0 = clock_monotonic_ns();
 	rt->captured = py_capture__all(&rt->py, rt->mem, &rt->cap) == 0;

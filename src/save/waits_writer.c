@@ -24,7 +24,7 @@ static void put_owner(struct byte_buf *b, const struct stacksnap_wait_owner *o)
 
 static void put_wait(struct byte_buf *b, pid_t tid, const struct stacksnap_wait *w)
 {
-	size_t rec = b->n, nown = w->nowners, nk = w->nkernel_frames;
+	size_t rec = b->n, nown = w->nowners, nk = w->nkernel_frames, nheld = w->nheld;
 
 	if (nown > SNAPFILE_MAX_WAIT_OWNERS)
 		nown = SNAPFILE_MAX_WAIT_OWNERS;
@@ -48,6 +48,16 @@ static void put_wait(struct byte_buf *b, pid_t tid, const struct stacksnap_wait 
 	byte_buf__u32(b, (uint32_t)nk);
 	for (size_t i = 0; i < nk; i++)
 		put_str(b, w->kernel_frames[i]);
+	/* Appended: the object's class, a Java thread's monitors held. */
+	put_str(b, w->object_type);
+	byte_buf__u8(b, w->held_known);
+	if (nheld > SNAPFILE_MAX_WAIT_HELD)
+		nheld = SNAPFILE_MAX_WAIT_HELD;
+	byte_buf__u32(b, (uint32_t)nheld);
+	for (size_t i = 0; i < nheld; i++) {
+		byte_buf__u64(b, w->held[i].object);
+		put_str(b, w->held[i].object_type);
+	}
 	byte_buf__patch_u32(b, rec, (uint32_t)(b->n - rec - 4));
 }
 

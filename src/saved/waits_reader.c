@@ -32,6 +32,10 @@ struct saved_waits {
 	size_t nowners, owners_cap;
 	const char **kframes;
 	size_t nkframes, kframes_cap;
+	/* Java monitors held: thread i's from held_at[i]. */
+	size_t *held_at;
+	struct stacksnap_wait_held *held;
+	size_t nheld, held_cap;
 	char *arena;
 	size_t arena_at;
 	struct stacksnap_wait_owner *members;
@@ -50,6 +54,8 @@ void waits_reader__free(struct saved_waits *sw)
 	free(sw->kframe_at);
 	free(sw->owners);
 	free(sw->kframes);
+	free(sw->held_at);
+	free(sw->held);
 	free(sw->arena);
 	free(sw->members);
 	free(sw->start);
@@ -90,8 +96,8 @@ static int read_one(struct saved_waits *sw, struct cursor *rc, size_t i)
 	sw->tids[i] = (pid_t)cursor_u32(rc);
 	kind = cursor_u32(rc);
 	/* A kind of a newer writer: said as "other". */
-	w->kind = kind <= STACKSNAP_WAIT_GIL ? (enum stacksnap_wait_kind)kind
-					     : STACKSNAP_WAIT_OTHER;
+	w->kind = kind <= STACKSNAP_WAIT_JAVA_LOCK ? (enum stacksnap_wait_kind)kind
+						   : STACKSNAP_WAIT_OTHER;
 	w->syscall = (long)(int64_t)cursor_u64(rc);
 	if (w->syscall < -1)
 		w->syscall = -1;
@@ -127,6 +133,30 @@ static int read_one(struct saved_waits *sw, struct cursor *rc, size_t i)
 		*f = take_str(sw, rc);
 		if (!*f)
 			*f = "?";
+	}
+	if (rc->bad)
+		return -EINVAL;
+	/* Appended by later writers: the object's class, a Java thread's
+	   monitors held (a record without them has none). */
+	sw->held_at[i] = sw->nheld;
+	if (cursor_left(rc)) {
+		uint32_t nh;
+
+		w->object_type = take_str(sw, rc);
+		w->held_known = cursor_u8(rc) != 0;
+		nh = cursor_u32(rc);
+		if (rc->bad || nh > SNAPFILE_MAX_WAIT_HELD || nh > cursor_left(rc) / 12)
+			return -EINVAL;
+		w->nheld = nh;
+		for (uint32_t k = 0; k < nh; k++) {
+			struct stacksnap_wait_held *h =
+				VEC_PUSH(sw->held, sw->nheld, sw->held_cap);
+
+			if (!h)
+				return -ENOMEM;
+			h->object = cursor_u64(rc);
+			h->object_type = take_str(sw, rc);
+		}
 	}
 	/* Fields a newer version appended: skipped with the record. */
 	return rc->bad ? -EINVAL : 0;
@@ -175,7 +205,9 @@ static int parse(struct saved_waits *sw, struct cursor *c, size_t *bad_at)
 	sw->w = calloc(n ? n : 1, sizeof(*sw->w));
 	sw->owner_at = calloc(n ? n : 1, sizeof(*sw->owner_at));
 	sw->kframe_at = calloc(n ? n : 1, sizeof(*sw->kframe_at));
-	if (!sw->arena || !sw->tids || !sw->w || !sw->owner_at || !sw->kframe_at)
+	sw->held_at = calloc(n ? n : 1, sizeof(*sw->held_at));
+	if (!sw->arena || !sw->tids || !sw->w || !sw->owner_at || !sw->kframe_at ||
+	    !sw->held_at)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t len = cursor_u32(c);
@@ -197,6 +229,7 @@ static int parse(struct saved_waits *sw, struct cursor *c, size_t *bad_at)
 		sw->w[i].owners = sw->w[i].nowners ? sw->owners + sw->owner_at[i] : NULL;
 		sw->w[i].kernel_frames = sw->w[i].nkernel_frames
 			? sw->kframes + sw->kframe_at[i] : NULL;
+		sw->w[i].held = sw->w[i].nheld ? sw->held + sw->held_at[i] : NULL;
 	}
 	return 0;
 }

@@ -94,6 +94,7 @@ enum snapfile_map_kind {
 #define SNAPFILE_MAX_WAITS (1u << 20)	      /* threads */
 #define SNAPFILE_MAX_WAIT_OWNERS 65536	      /* per thread */
 #define SNAPFILE_MAX_WAIT_KFRAMES 1024	      /* kernel frames per thread */
+#define SNAPFILE_MAX_WAIT_HELD 4096	      /* Java monitors held per thread */
 
 /* The GOROUTINES section's version that appends each goroutine's
  * profiler labels after all the goroutines (docs/go.md); version 1 has

@@ -20,7 +20,7 @@
 /* In the order they are asked: a runtime's lock before the futex it
  * sleeps on, a lock's futex before the catch-alls. */
 static const struct wait_source_ops *const sources[] = {
-	&wait_python_ops, &wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
+	&wait_java_ops, &wait_python_ops, &wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
 	&wait_sleep_ops,
 };
 
@@ -33,7 +33,8 @@ static const char *const kind_names[] = {
 	[STACKSNAP_WAIT_POLL] = "poll", [STACKSNAP_WAIT_SLEEP] = "sleep",
 	[STACKSNAP_WAIT_DISK] = "disk", [STACKSNAP_WAIT_OTHER] = "other",
 	[STACKSNAP_WAIT_JOIN] = "join", [STACKSNAP_WAIT_PYTHON_LOCK] = "python-lock",
-	[STACKSNAP_WAIT_GIL] = "gil",
+	[STACKSNAP_WAIT_GIL] = "gil", [STACKSNAP_WAIT_JAVA_MONITOR] = "java-monitor",
+	[STACKSNAP_WAIT_JAVA_LOCK] = "java-lock",
 };
 
 const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind)
@@ -404,6 +405,8 @@ static bool wants_kernel_stack(const struct wait_thread *t)
 	case STACKSNAP_WAIT_POLL:
 	case STACKSNAP_WAIT_PYTHON_LOCK:
 	case STACKSNAP_WAIT_GIL:
+	case STACKSNAP_WAIT_JAVA_MONITOR:
+	case STACKSNAP_WAIT_JAVA_LOCK:
 		return t->th->state == 'D';
 	default:
 		return true;
@@ -499,6 +502,9 @@ int stacksnap_waits__resolve(struct stacksnap_waits *w)
 
 	for (size_t i = 0; i < w->n; i++)
 		if ((err = resolve_thread(w, &w->threads[i])) < 0)
+			return fail(err);
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (sources[i]->after && (err = sources[i]->after(w)) < 0)
 			return fail(err);
 	if ((err = waits_graph__cycles(w)) < 0)
 		return fail(err);

@@ -225,7 +225,10 @@ static int dump_open(struct dump *d)
 	d->tot.check_ns = monotonic_ns() - t_check;
 	/* Read before the freeze: during it every thread waits in the
 	 * ptrace stop. */
-	if (proc_about_read(o->pid, &d->about) == 0) {
+	uint64_t t_about = monotonic_ns();
+	int rc_about = proc_about_read(o->pid, &d->about);
+	d->tot.about_ns = monotonic_ns() - t_about;
+	if (rc_about == 0) {
 		d->tot.process_json = proc_about_json;
 		d->tot.process_user = &d->about;
 	}
@@ -615,9 +618,11 @@ static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
 	if ((rc = dump_symbolize(d)) != DUMP_GO_ON)
 		return rc;
 	/* After the thaw: the holders are read from the running process. */
+	uint64_t t_waits = monotonic_ns();
 	if (!d->o.out.format_set && !d->o.no_waits) /* a profile has no place for them */
 		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false, NULL,
 				       d->rinfo.gil_holder, d->res, d->n);
+	d->tot.waits_ns = monotonic_ns() - t_waits;
 	/* --save after the waits, which the file keeps (-q saved before the
 	 * unwind: it keeps none). */
 	if (d->o.save_path && !d->o.quiet && (rc = dump_save(d)) != DUMP_GO_ON)

@@ -595,6 +595,11 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		(tot->addrspace_ns + tot->ctx.module_ns) / 1e3, tot->ctx.modules,
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
 		tot->ctx.symtab_ns / 1e3, tot->ctx.dwarf_ns / 1e3, tot->total_ns / 1e3);
+	if (tot->about_ns || tot->waits_ns || (tot->nonstop && tot->nonstop->load_ns))
+		fprintf(f, "stacksnap: other cold costs: /proc: process header "
+			   "%.1f us, waits %.1f us; BPF task iterator load %.1f "
+			   "us\n", tot->about_ns / 1e3, tot->waits_ns / 1e3,
+			tot->nonstop ? tot->nonstop->load_ns / 1e3 : 0.0);
 	cli_print_table_stats(f, "stacksnap", &tot->ctx);
 	if (tot->runtime && (tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON ||
 			     tot->runtime->runtime == STACKSNAP_RUNTIME_RUBY))

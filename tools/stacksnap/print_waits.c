@@ -150,14 +150,20 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 {
 	const struct stacksnap_wait *w = r->wait;
 
-	if (!w || w->kind == STACKSNAP_WAIT_NONE)
+	if (!w)
 		return;
-	fputs("    waits for: ", f);
-	print_what(f, w);
-	print_holders(f, w, all, n);
-	fputc('\n', f);
-	for (size_t i = 0; i < w->nkernel_frames; i++)
-		fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
+	if (w->kind != STACKSNAP_WAIT_NONE) {
+		fputs("    waits for: ", f);
+		print_what(f, w);
+		print_holders(f, w, all, n);
+		fputc('\n', f);
+		for (size_t i = 0; i < w->nkernel_frames; i++)
+			fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
+	}
+	/* A Java thread's monitors, as jstack -l lists them. */
+	for (size_t i = 0; i < w->nheld; i++)
+		fprintf(f, "    - locked <0x%016" PRIx64 "> (a %s)\n", w->held[i].object,
+			w->held[i].object_type ? w->held[i].object_type : "class not known");
 }
 
 bool print_wait_same(const struct thread_result *a, const struct thread_result *b)
@@ -190,6 +196,17 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 {
 	const struct stacksnap_wait *w = r->wait;
 
+	/* A Java thread's monitors held, whatever it waits for. */
+	if (w && w->held_known) {
+		fputs(",\"locked\":[", f);
+		for (size_t i = 0; i < w->nheld; i++) {
+			fprintf(f, "%s{\"object\":\"0x%" PRIx64 "\",\"object_type\":",
+				i ? "," : "", w->held[i].object);
+			json_str(f, w->held[i].object_type);
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
 	fputs(",\"wait\":", f);
 	if (!w || w->kind == STACKSNAP_WAIT_NONE) {
 		fputs("null", f);
@@ -203,6 +220,8 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 		fputs(",\"object\":null", f);
 	fputs(",\"object_name\":", f);
 	json_str(f, w->object_name);
+	fputs(",\"object_type\":", f);
+	json_str(f, w->object_type);
 	if (w->fd >= 0)
 		fprintf(f, ",\"fd\":%d", w->fd);
 	else
