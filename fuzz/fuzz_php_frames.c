@@ -4,7 +4,8 @@
  * VM stack page, the zend_execute_data chain, functions, class entries,
  * zend_strings and opcodes wherever the input's pointers say). Capture,
  * resolve and merge must stay within their bounds and never read outside
- * the input. Seeds: fuzz/corpus/fuzz_php_frames (the image of
+ * the input; names resolved twice, the second time checking each
+ * cached function again (a trace's resolver). Seeds: fuzz/corpus/fuzz_php_frames (the image of
  * tests/unit/test_php.c, written with PHP_SEED_OUT). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    (!out[k].file && out[k].line))
 					abort();
 			free(fr);
+			/* Again as a trace names them: each cached function
+			   checked again (the process runs on). */
+			res.recheck = true;
+			if (php_resolve(&res, &cap, &fr, &m) == 0) {
+				if (m != n)
+					abort();
+				free(fr);
+			}
 		}
 		php_resolver__free(&res);
 	}

@@ -27,7 +27,8 @@ const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 const volatile bool compact = false;		/* compact stacks in the kernel */
 const volatile bool python = false;		/* walk the Python frames of the
 						   processes in py_procs, and the
-						   Ruby frames of those in rb_procs */
+						   Ruby frames of those in rb_procs
+						   (PHP's: php_procs) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -208,6 +209,8 @@ static __always_inline __u64 py_tstate(const struct trace_py_proc *c, __u32 tid)
 	return 0;
 }
 
+#include "bpf/trace_php.bpf.h"	/* trace_php_walk */
+
 #define RB_FLAG_FINISH 0x20		/* VM_FRAME_FLAG_FINISH */
 #define RB_FLAG_CFRAME 0x80		/* VM_FRAME_FLAG_CFRAME */
 #define RB_MAGIC_MASK 0x7fff0001	/* VM_FRAME_MAGIC_MASK */
@@ -231,7 +234,7 @@ __attribute__((noinline)) int trace_rb_walk(struct ss_scratch *s)
 		return 0;
 	tgid = s->rec.pid;
 	if (!(c = bpf_map_lookup_elem(&rb_procs, &tgid)))
-		return 0;
+		return trace_php_walk(s);	/* or a PHP engine's */
 	task = (struct task_struct *)bpf_get_current_task();
 	fs = BPF_CORE_READ(task, thread.fsbase);
 	s->rec.pyend = TRACE_PY_NO_THREAD;

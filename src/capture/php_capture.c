@@ -153,6 +153,12 @@ static void php_forget(void *p, unsigned what)
 
 	if (what & NAMED_FORGET_FRAMES)
 		drop_names(v);
+	/* The functions named: a process that runs on (watch) may free
+	   one (a request's code, a closure) and reuse its address. */
+	if ((what & NAMED_FORGET_CODE) && v->res_ready) {
+		php_resolver__free(&v->res);
+		v->res_ready = false;
+	}
 }
 
 /* PHP's frames are read in the freeze, not named from native frames'

@@ -107,6 +107,8 @@ struct stacksnap_trace {
 	size_t npypend;
 	/* Ruby VMs (trace_ruby.c), or NULL. */
 	struct trace_rubies *rb_vms;
+	/* PHP engines (trace_php.c), or NULL. */
+	struct trace_phps *php_vms;
 	/* A followed JVM or V8 (trace_named.c), or NULL. */
 	struct trace_named *named;
 	/* The kernel's mmap/comm/fork/exit records (sideband.c); NULL where
@@ -181,6 +183,20 @@ bool trace__ruby_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 /* Whether pid runs a Ruby VM whose layout is known. */
 bool trace__ruby_runs(pid_t pid);
 void trace__ruby_free(struct stacksnap_trace *tr);
+
+/* trace_php.c: PHP frames (of processes without a CPython or Ruby VM),
+ * as trace_ruby.c's. */
+struct trace_phps;
+void trace__php_detect(struct stacksnap_trace *tr, pid_t pid);
+void trace__php_forget(struct stacksnap_trace *tr, pid_t pid);
+bool trace__php_event(struct stacksnap_trace *tr, const struct trace_rec *r,
+		      const uint8_t *pyf, struct stacksnap_trace_event *ev);
+bool trace__php_runs(pid_t pid);
+void trace__php_free(struct stacksnap_trace *tr);
+/* Room for n runtime frames in tr->rframes: false on -ENOMEM. */
+bool trace__grow_rframes(struct stacksnap_trace *tr, size_t n);
+/* What a record's pyend says of frames cut short, or NULL. */
+const char *trace__py_end_str(unsigned end);
 
 /* trace_named.c: Java or JavaScript frames of one followed process's
  * JVM or V8. */

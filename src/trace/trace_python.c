@@ -12,6 +12,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/vec.h"
 #include "mem/mem.h"
 #include "runtime/python/python.h"
 #include "trace/trace_internal.h"
@@ -85,6 +86,7 @@ void trace__python_free(struct stacksnap_trace *tr)
 	tr->py = NULL;
 	tr->npy = 0;
 	trace__ruby_free(tr);
+	trace__php_free(tr);
 }
 
 /* The walk's offsets from the layout: what the BPF side reads. */
@@ -150,6 +152,7 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 	    !(p->mem = stacksnap_mem__new_pid(pid))) {
 		py_free(p);
 		trace__ruby_detect(tr, pid);	/* or a Ruby VM */
+		trace__php_detect(tr, pid);	/* or a PHP engine */
 		return;
 	}
 	py_runtime__read_layout(&p->rt, p->mem);
@@ -207,6 +210,7 @@ void trace__python_exec(struct stacksnap_trace *tr, pid_t pid)
 
 	py_forget(tr, pid);
 	trace__ruby_forget(tr, pid);
+	trace__php_forget(tr, pid);
 	trace__python_detect(tr, pid);
 	for (size_t i = 0; i < tr->npypend; i++)
 		if (tr->pypend[i].pid == pid)
@@ -241,13 +245,19 @@ void trace__python_pending(struct stacksnap_trace *tr)
 	}
 }
 
-static const char *py_end_str(unsigned end)
+const char *trace__py_end_str(unsigned end)
 {
 	switch (end) {
 	case TRACE_PY_FRAME_LIMIT: return "frame limit of the in-kernel walk";
 	case TRACE_PY_BAD_MEMORY: return "unreadable frame";
 	default: return NULL;
 	}
+}
+
+bool trace__grow_rframes(struct stacksnap_trace *tr, size_t n)
+{
+	return vec_reserve((void **)&tr->rframes, &tr->cap_rframes, n,
+			   sizeof(*tr->rframes)) == 0;
 }
 
 void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
@@ -262,7 +272,8 @@ void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	size_t n = r->pyframes, nnamed, nr;
 
 	if (!p) {
-		trace__ruby_event(tr, r, pyf, ev);
+		if (!trace__ruby_event(tr, r, pyf, ev))
+			trace__php_event(tr, r, pyf, ev);
 		return;
 	}
 	if (!n)
@@ -297,22 +308,16 @@ void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	mem_invalidate(p->mem);
 	if (py_resolve__thread(&p->res, &cap, &t, &named, &nnamed, &end))
 		return;
-	if (nnamed > tr->cap_rframes) {
-		void *grown = realloc(tr->rframes, nnamed * sizeof(*tr->rframes));
-
-		if (!grown) {
-			free(named);
-			return;
-		}
-		tr->rframes = grown;
-		tr->cap_rframes = nnamed;
+	if (!trace__grow_rframes(tr, nnamed)) {
+		free(named);
+		return;
 	}
 	nr = py_merge(named, nnamed, ev->frames, ev->nframes > 0 ? (size_t)ev->nframes : 0,
 		      p->rt.eval_start, p->rt.eval_end, tr->rframes, tr->cap_rframes);
 	free(named);
 	ev->rframes = tr->rframes;
 	ev->nrframes = nr < tr->cap_rframes ? nr : tr->cap_rframes;
-	ev->runtime_end = end ? end : py_end_str(r->pyend);
+	ev->runtime_end = end ? end : trace__py_end_str(r->pyend);
 	tr->st.python += ev->nrframes > 0;
 }
 
@@ -329,7 +334,8 @@ int stacksnap_trace__runtime_of(pid_t pid)
 		return err;
 	if (!rt.found)
 		return trace__ruby_runs(pid) ? STACKSNAP_RUNTIME_RUBY
-					     : STACKSNAP_RUNTIME_NATIVE;
+		       : trace__php_runs(pid) ? STACKSNAP_RUNTIME_PHP
+					      : STACKSNAP_RUNTIME_NATIVE;
 	if (!(mem = stacksnap_mem__new_pid(pid)))
 		return -errno;
 	py_runtime__read_layout(&rt, mem);

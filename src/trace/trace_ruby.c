@@ -159,24 +159,16 @@ bool trace__ruby_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	mem_invalidate(p->mem);
 	if (rb_resolve__thread(&p->res, cap, &t, &named, &nnamed))
 		return true;
-	if (nnamed > tr->cap_rframes) {
-		void *grown = realloc(tr->rframes, nnamed * sizeof(*tr->rframes));
-
-		if (!grown) {
-			free(named);
-			return true;
-		}
-		tr->rframes = grown;
-		tr->cap_rframes = nnamed;
+	if (!trace__grow_rframes(tr, nnamed)) {
+		free(named);
+		return true;
 	}
 	nr = rb_merge(named, nnamed, ev->frames, ev->nframes > 0 ? (size_t)ev->nframes : 0,
 		      p->rt.exec_start, p->rt.exec_end, tr->rframes, tr->cap_rframes);
 	free(named);
 	ev->rframes = tr->rframes;
 	ev->nrframes = nr < tr->cap_rframes ? nr : tr->cap_rframes;
-	ev->runtime_end = r->pyend == TRACE_PY_FRAME_LIMIT
-		? "frame limit of the in-kernel walk"
-		: r->pyend == TRACE_PY_BAD_MEMORY ? "unreadable frame" : NULL;
+	ev->runtime_end = trace__py_end_str(r->pyend);
 	return true;
 }
 

@@ -702,6 +702,9 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 				t->rb_ok = false;
 		}
 	}
+	/* Or a named runtime's part of the freeze (PHP's frame chain). */
+	if (t->named.ops && t->named.ops->take)
+		t->named.ops->take(t->named.rt);
 	t->capturing = false;
 	for (size_t i = 0; i < t->n; i++) {
 		struct wthread *th = &t->threads[i];

@@ -262,9 +262,9 @@ static size_t ruby_frames(struct stacksnap_target *t, struct rb_resolver *res,
 	return nr < t->cap_rframes ? nr : t->cap_rframes;
 }
 
-/* Looks once for a runtime: V8, a Python interpreter (a first walk of
- * its frame chains, outside any stop, tells the captures where the
- * thread states are), else a JVM. */
+/* Looks once for a runtime: V8 or PHP (by their images' names), a Python
+ * interpreter (a first walk of its frame chains, outside any stop, tells
+ * the captures where the thread states are), Ruby, else a JVM. */
 static void find_runtime(struct stacksnap_target *t)
 {
 	struct py_runtime *py;
@@ -273,6 +273,8 @@ static void find_runtime(struct stacksnap_target *t)
 	/* V8 first, by its image's name: CPython's symbols are not looked
 	   for in node's large symbol table. */
 	if (capture__named_detect(&t->named, &capture__v8_ops, t->pid, t->as,
+				  t->w->log) ||
+	    capture__named_detect(&t->named, &capture__php_ops, t->pid, t->as,
 				  t->w->log))
 		return;
 	py = calloc(1, sizeof(*py));

@@ -662,13 +662,15 @@ static bool profile_python_wanted(struct prof_options *o)
 	if (!o->cmd && o->pid > 0)
 		rt = stacksnap_trace__runtime_of(o->pid);
 	python = o->cmd ? profile_python_command(o->cmd)
-			: rt == STACKSNAP_RUNTIME_PYTHON || rt == STACKSNAP_RUNTIME_RUBY;
+			: rt == STACKSNAP_RUNTIME_PYTHON || rt == STACKSNAP_RUNTIME_RUBY ||
+			  rt == STACKSNAP_RUNTIME_PHP;
 	if (!python)
 		return false;
 	if (profile_bpf_permitted())
 		return true;
 	char why[320];
-	const char *lang = rt == STACKSNAP_RUNTIME_RUBY ? "Ruby" : "Python";
+	const char *lang = rt == STACKSNAP_RUNTIME_RUBY ? "Ruby"
+			   : rt == STACKSNAP_RUNTIME_PHP ? "PHP" : "Python";
 	fprintf(stderr, "stacksnap profile: %s runs %s; its %s frames need eBPF, "
 		"not permitted here (%s): sampling with perf events, native frames only\n",
 		o->cmd ? o->cmd[0] : "the process", lang, lang,

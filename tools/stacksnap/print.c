@@ -167,10 +167,15 @@ static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_fr
 }
 
 /* Whose frames a thread's runtime frames are, for "[... frames cut]". */
+const char *runtime_lang(int kind)
+{
+	return kind == STACKSNAP_RUNTIME_RUBY ? "Ruby" :
+	       kind == STACKSNAP_RUNTIME_PHP ? "PHP" : "Python";
+}
+
 static const char *rframes_lang(const struct thread_result *r)
 {
-	return r->nrframes && r->rframes[0].runtime == STACKSNAP_RUNTIME_RUBY
-		? "Ruby" : "Python";
+	return runtime_lang(r->nrframes ? (int)r->rframes[0].runtime : 0);
 }
 
 /* --runtime=only: the runtime frames alone, as py-spy prints them. */

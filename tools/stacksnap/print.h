@@ -89,6 +89,9 @@ int symbolize_thread(const struct options *o, struct stacksnap_addrspace *as,
 		     struct thread_result *r);
 /* A runtime frame's mark in the text output: "[py]", "[java]", "[jvm]"... */
 const char *rframe_tag(const struct stacksnap_runtime_frame *rf);
+/* The language of a runtime's frames, as messages name it ("Ruby",
+ * "PHP"; "Python" for any other kind). */
+const char *runtime_lang(int kind);
 void print_text(FILE *f, const struct options *o,
 		const struct thread_result *r, size_t n);
 /* One thread as print_text() prints it without groups (first: no blank

@@ -82,6 +82,7 @@ struct php_raw_frame {
 	uint64_t ex, func, opline;
 	uint32_t call_info;		/* This.u1.type_info: ZEND_CALL_* */
 };
+#define PHP_CALL_TOP (1u << 17)		/* ZEND_CALL_TOP: entered from C */
 
 /* The chain of one capture, innermost first. end (static) says why it
  * was cut, NULL when read whole. */
@@ -122,6 +123,10 @@ struct php_resolver {
 	struct php_function_names *fns;	/* a cache by function address */
 	size_t nfns, cap_fns;
 	unsigned reads;
+	/* A cache kept while the process runs (a trace): each hit checks
+	   the function's head again (one read): one freed and another
+	   made at its address is read anew. */
+	bool recheck;
 };
 
 void php_resolver__init(struct php_resolver *r, const struct php_runtime *rt,

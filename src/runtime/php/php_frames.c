@@ -12,7 +12,6 @@
 
 #include "base/vec.h"
 
-#define ZEND_CALL_TOP (1u << 17)
 #define ZEND_INTERNAL_FUNCTION 1
 #define ZEND_USER_FUNCTION 2
 #define ZEND_EVAL_CODE 4
@@ -137,7 +136,9 @@ int php_capture__take(const struct php_runtime *rt, struct stacksnap_mem *mem,
  * then name (NULL for a file's top-level code) and for user code file
  * and the opcodes' range. */
 struct php_function_names {
-	uint64_t func;
+	uint64_t func;			/* 0: stale (kept for its strings) */
+	uint8_t head[24];		/* type .. scope as read (recheck;
+					   the layout's fields lie within) */
 	bool ok, user;
 	char *name;		/* "Class::method", "function", or NULL */
 	char *file;
@@ -184,6 +185,8 @@ static void read_function(struct php_resolver *r, struct php_function_names *fn)
 	if (l->op_size > sizeof(b) || !user_ptr(fn->func, 8) ||
 	    rd(r->mem, &r->reads, fn->func, b, l->fn_common_size))
 		return;
+	memcpy(fn->head, b, l->fn_common_size < sizeof(fn->head)
+				? l->fn_common_size : sizeof(fn->head));
 	type = b[l->fn_type];
 	if (type != ZEND_INTERNAL_FUNCTION && type != ZEND_USER_FUNCTION &&
 	    type != ZEND_EVAL_CODE)
@@ -226,14 +229,35 @@ static void read_function(struct php_resolver *r, struct php_function_names *fn)
 	fn->ok = true;
 }
 
+/* Whether two reads of a function's head say the same function: its
+ * type, name and scope (its flags may change as it runs). */
+static bool same_function(const struct php_layout *l, const uint8_t *a,
+			  const uint8_t *b)
+{
+	if (l->fn_type >= 24 || l->fn_name > 16 || l->fn_scope > 16)
+		return false;	/* outside the head kept: read anew */
+	return a[l->fn_type] == b[l->fn_type] &&
+	       u64_at(a, l->fn_name) == u64_at(b, l->fn_name) &&
+	       u64_at(a, l->fn_scope) == u64_at(b, l->fn_scope);
+}
+
 static const struct php_function_names *function_names(struct php_resolver *r,
 							 uint64_t func)
 {
 	struct php_function_names *fn;
 
-	for (size_t i = 0; i < r->nfns; i++)
-		if (r->fns[i].func == func)
+	for (size_t i = 0; i < r->nfns; i++) {
+		uint8_t head[sizeof(fn->head)];
+
+		if (r->fns[i].func != func)
+			continue;
+		if (!r->recheck ||
+		    (!rd(r->mem, &r->reads, func, head, sizeof(head)) &&
+		     same_function(r->rt->layout, head, r->fns[i].head)))
 			return &r->fns[i];
+		r->fns[i].func = 0;	/* stale: names handed out stay */
+		break;
+	}
 	if (!(fn = VEC_PUSH(r->fns, r->nfns, r->cap_fns)))
 		return NULL;
 	memset(fn, 0, sizeof(*fn));
@@ -323,7 +347,7 @@ int php_resolve(struct php_resolver *r, const struct php_capture *cap,
 		fr[i].function = "<unknown function>";
 		if (!fn->ok)
 			continue;
-		fr[i].top = fn->user && (rf->call_info & ZEND_CALL_TOP);
+		fr[i].top = fn->user && (rf->call_info & PHP_CALL_TOP);
 		fr[i].function = fn->name ? fn->name : code_name(r, cap, i);
 		if (!fn->user)
 			continue;
