@@ -662,19 +662,28 @@ static int dump_main(int argc, char **argv)
 	cli_verbose = d.o.verbose;
 	if ((rc = cli_json_to_file(&d.o)))
 		return rc;
-	if (d.o.core_path)
-		return core_main(&d.o);
-	if (d.o.follow)
-		return follow_main(&d.o, argc, argv);
+	if (d.o.core_path) {
+		rc = core_main(&d.o);
+		goto out;
+	}
+	if (d.o.follow) {
+		rc = follow_main(&d.o, argc, argv);
+		goto out;
+	}
 	/* Threads are seized, not SIGSTOPped: if we die the kernel detaches
 	 * them and they run on. Ignore SIGPIPE so a closed pager ends the
 	 * output, not the process, mid-capture. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_stop_signals();
-	if (d.o.npids > 1 || d.o.pgrep)
-		return dump_multi(&d.o, dump_one, NULL);
+	if (d.o.npids > 1 || d.o.pgrep) {
+		rc = dump_multi(&d.o, dump_one, NULL);
+		goto out;
+	}
 	rc = dump_steps(&d, start_ns, &printed);
-	if (!printed)
-		return dump_free(&d, rc);
-	dump_exit(&d, rc);
+	if (printed)
+		dump_exit(&d, rc);
+	rc = dump_free(&d, rc);
+out:
+	free(d.o.pids);	/* the PIDs given (dump_one's copies share it) */
+	return rc;
 }
