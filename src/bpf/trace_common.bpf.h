@@ -27,6 +27,19 @@ const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 const volatile bool compact = false;		/* compact stacks in the kernel */
 const volatile bool python = false;		/* walk the Python frames of the
 						   processes in py_procs */
+/* Wakeups of the reader, batched: an event record wakes it only when
+ * wake_bytes are waiting or wake_ns have passed since the last wakeup
+ * (each wakeup is an irq_work self-IPI on the traced CPU: ~1 us in a VM,
+ * more than the rest of the event); 0: the ring buffer's own rule (a
+ * wakeup whenever the reader has caught up). The reader polls with a
+ * timeout, so what waits below the mark is read by then. */
+const volatile __u32 wake_bytes = 0;
+const volatile __u64 wake_ns = 0;
+/* Measurements only (bench/trace.py, SS_TRACE_EXP): 1 returns after the
+ * filter, 2 sends no stack copy, 3 builds the record but sends nothing, 4
+ * wakes the reader at every record as before batching. */
+const volatile __u32 trace_exp = 0;
+__u64 last_wake_ns = 0;	/* (racy between CPUs: at worst a wakeup more) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -105,12 +118,28 @@ struct {
 	__type(value, struct stacksnap_exec_ranges);
 } exec_ranges SEC(".maps");
 
+/* Atomic: a program nested on this CPU (a sample's, in an NMI) may count
+ * in between, and the counts must stay exact. */
 static __always_inline void count(__u32 slot)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &slot);
 
 	if (v)
-		(*v)++;
+		__sync_fetch_and_add(v, 1);
+}
+
+/* The flags of an event record of len bytes made at now (ns): wake the
+ * reader at the mark or after wake_ns, else not. */
+static __always_inline __u64 wake_flags(__u64 now, __u64 len)
+{
+	if (!wake_bytes || trace_exp == 4)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + len >= wake_bytes ||
+	    now - last_wake_ns >= wake_ns) {
+		last_wake_ns = now;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* Whether the current task is one of the traced. */
@@ -444,7 +473,7 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		s->rec.kframes = s->kev.nframes;
 		s->rec.kend = s->kev.end;
 	}
-	if (!(unwind_mode & KU_MODE_COPY)) {
+	if (!(unwind_mode & KU_MODE_COPY) || trace_exp == 2) {
 		n = 0; /* no stack bytes leave the kernel */
 	} else {
 		n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
@@ -539,9 +568,9 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		total += (__u64)s->rec.pyframes * sizeof(struct trace_py_frame);
 	}
 	__stacksnap_opaque(total);
-	if (total > sizeof(*s))
+	if (total > sizeof(*s) || trace_exp == 3)
 		return 0;
-	if (bpf_ringbuf_output(&events, s, total, 0)) {
+	if (bpf_ringbuf_output(&events, s, total, wake_flags(s->rec.time, total))) {
 		count(TRACE_STAT_LOST);
 		return 0;
 	}
