@@ -269,7 +269,7 @@ static __always_inline bool ku_slot_read(__u8 kind, __s16 off, __u64 cfa, __u64 
  * from addr to at most KU_STACK_WIN bytes, never past addr's page (a page
  * readable at addr is readable to its end, the next may not be).
  * Unaligned words and walks without a window are read alone. Non-zero
- * when it cannot be read. Inlined, as ku_cached_row. */
+ * when it cannot be read. A global function: a window miss is rare. */
 __noinline int ku_word(struct ku_cache *c, struct ku_win *w, __u64 addr, __u64 *val)
 {
 	__u64 off, len;
