@@ -451,6 +451,24 @@ static __always_inline __u32 trace_compact(struct stacksnap_capture *cap,
 	return (__u32)n;
 }
 
+/* The bytes of stack worth copying from sp: stack_size, but not past the
+ * thread pointer when it lies above sp within that: x86_64's TLS is
+ * variant II (the TLS blocks below the thread pointer, the thread control
+ * block at it), and a thread's stack ends below both, so the copy to the
+ * end of a glibc thread's stack mapping took its struct pthread along
+ * (~2.3 KiB) for nothing. A stack never holds its own thread's control
+ * block, so no frame is cut. (The main thread's stack is bounded by
+ * argc's place instead: stacksnap_capture_stack.) */
+static __always_inline __u32 copy_want(__u64 sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 tp = BPF_CORE_READ(task, thread.fsbase);
+
+	if (tp > sp && tp - sp < stack_size)
+		return (__u32)(tp - sp);
+	return stack_size;
+}
+
 /* Copies the stack (cap's registers already set), then raw_len bytes of
  * the tracepoint record at raw (may be NULL), and writes the record. */
 static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
@@ -476,7 +494,8 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 	if (!(unwind_mode & KU_MODE_COPY) || trace_exp == 2) {
 		n = 0; /* no stack bytes leave the kernel */
 	} else {
-		n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
+		n = stacksnap_capture_stack(&s->rec.cap, s->area.in,
+					    copy_want(s->rec.cap.stack_start), TRACE_STACK_MAX);
 		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
 			count(TRACE_STAT_SHORT);
 	}
