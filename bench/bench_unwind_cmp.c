@@ -212,6 +212,50 @@ static void bench_stacksnap(struct result *res, int warm_iters)
 	stacksnap_unwinder__free(uw);
 }
 
+/* --warm deep|libs BATCHES [ITERS]: stacksnap's warm walk alone (one cold
+ * walk first, then BATCHES batches of ITERS walks of every thread), for a
+ * profiler and for runs of two builds interleaved: prints the median and
+ * range of wall and thread-CPU ns per frame. */
+static void bench_warm_only(int batches, int iters)
+{
+	STACKSNAP_OPTS(stacksnap_unwind_opts, uo, .max_frames = MAX_FRAMES);
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(&uo);
+	struct stacksnap_mem *mem = stacksnap_mem__new_copy("", 0, 0);
+	struct stacksnap_ctx *ctx = stacksnap_ctx__new(NULL);
+	struct stacksnap_addrspace *as = ctx ? stacksnap_addrspace__from_pid(ctx, target_pid) : NULL;
+	double *wall = calloc((size_t)batches, sizeof(double));
+	double *cpu = calloc((size_t)batches, sizeof(double));
+	int complete = 0;
+	long frames = 0;
+
+	if (!uw || !mem || !as || !wall || !cpu) {
+		fprintf(stderr, "bench_unwind_cmp: --warm: setup failed\n");
+		exit(1);
+	}
+	frames = ss_walk_all(as, uw, mem, &complete);
+	for (int b = 0; b < batches; b++) {
+		uint64_t c0 = cpu_ns(), t0 = now_ns();
+		long f = 0;
+
+		for (int i = 0; i < iters; i++)
+			f += ss_walk_all(as, uw, mem, &complete);
+		wall[b] = (double)(now_ns() - t0) / (f ? f : 1);
+		cpu[b] = (double)(cpu_ns() - c0) / (f ? f : 1);
+	}
+	qsort(wall, (size_t)batches, sizeof(double), cmp_double);
+	qsort(cpu, (size_t)batches, sizeof(double), cmp_double);
+	printf("warm: %ld frames, %d/%d complete, %d batches of %d walks: wall ns/frame "
+	       "median %.2f (%.2f-%.2f), CPU ns/frame median %.2f (%.2f-%.2f)\n",
+	       frames, complete, nthreads, batches, iters, wall[batches / 2], wall[0],
+	       wall[batches - 1], cpu[batches / 2], cpu[0], cpu[batches - 1]);
+	free(wall);
+	free(cpu);
+	stacksnap_addrspace__free(as);
+	stacksnap_ctx__free(ctx);
+	stacksnap_mem__free(mem);
+	stacksnap_unwinder__free(uw);
+}
+
 /* ---- libunwind, remote from the copy ---- */
 
 static long lu_walk_all(unw_addr_space_t as, struct lu_walk *w, int *complete)
@@ -553,6 +597,21 @@ int main(int argc, char **argv)
 			run_case("deep stacks", 4, 400, 0, 1);
 		else
 			run_case("many libraries", 4, 10, 40, 1);
+		return 0;
+	}
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--warm")) {
+		int batches = atoi(argv[3]) > 0 ? atoi(argv[3]) : 1;
+		int iters = argc == 5 && atoi(argv[4]) > 0 ? atoi(argv[4]) : 20;
+		int deep = !strcmp(argv[2], "deep");
+
+		if (start_target(4, deep ? 400 : 10, deep ? 0 : 40))
+			return 1;
+		if (capture()) {
+			stop_target();
+			return 1;
+		}
+		bench_warm_only(batches, iters);
+		stop_target();
 		return 0;
 	}
 	if (access(target_path, X_OK)) {

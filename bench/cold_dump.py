@@ -33,6 +33,8 @@ PHASES = re.compile(r"cold path: check ([\d.]+) us, maps and modules ([\d.]+) us
                     r"\((\d+) modules\), tables ([\d.]+) us, debug files ([\d.]+) us, "
                     r"symbol tables ([\d.]+) us, DWARF ([\d.]+) us; total ([\d.]+) us")
 UNWIND = re.compile(r"unwind ([\d.]+) us \((\d+) frames\), symbolize ([\d.]+) us")
+OTHER = re.compile(r"other cold costs: /proc: process header ([\d.]+) us, waits ([\d.]+) us; "
+                   r"BPF task iterator load ([\d.]+) us")
 
 
 class Idle:
@@ -133,10 +135,13 @@ def main():
                 cpu[key].append(c * 1e3)
                 if key in st:
                     m, u = PHASES.search(err.decode()), UNWIND.search(err.decode())
+                    o = OTHER.search(err.decode())
                     if m and u:
                         st[key].append([float(x) / (1 if i == 2 else 1e3)
                                         for i, x in enumerate(m.groups())] +
-                                       [float(u.group(1)) / 1e3, float(u.group(3)) / 1e3])
+                                       [float(u.group(1)) / 1e3, float(u.group(3)) / 1e3] +
+                                       ([float(x) / 1e3 for x in o.groups()] if o
+                                        else [float("nan")] * 3))
             for d in cold_dirs:
                 shutil.rmtree(d, True)
         for d in warm.values():
@@ -156,14 +161,18 @@ def main():
                 v = [med(c) for c in cols]
                 phases.append([name + " " + " ".join(key), fmt(v[0], 1), fmt(v[1], 1),
                                "%d" % v[2], fmt(v[3], 1), fmt(v[4], 1), fmt(v[5], 1),
-                               fmt(v[6], 1), fmt(v[8], 1), fmt(v[9], 1), fmt(v[7], 1)])
+                               fmt(v[6], 1), fmt(v[8], 1), fmt(v[9], 1), fmt(v[11], 1),
+                               fmt(v[12], 1), fmt(v[7], 1)])
     table(["target", "run", "wall ms", "CPU ms", "wall / eu-stack", "non-zero exits"], rows)
     print()
     print("stacksnap --stats phases (ms, medians): tables include lazy fills (inside "
           "unwind); debug files, symbol tables and DWARF (opening it: inflating a "
-          "compressed debug file) are inside symbolize")
+          "compressed debug file) are inside symbolize; /proc waits (who holds a "
+          "pipe's other end: every process's fds) after it; BPF load: the non-stop "
+          "path's iterator, loaded and run once (- : an older binary)")
     table(["run", "check", "maps+modules", "modules", "tables", "debug files",
-           "symbol tables", "DWARF", "unwind", "symbolize", "total"], phases)
+           "symbol tables", "DWARF", "unwind", "symbolize", "/proc waits",
+           "BPF load", "total"], phases)
     print("load average now %s" % " ".join(load()))
 
 

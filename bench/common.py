@@ -176,6 +176,19 @@ def load():
         return f.read().split()[:3]
 
 
+def _sizes(cache_dir):
+    """(name, size) of every file under cache_dir. The writer makes each
+    file under a temporary name and renames it into place: a name listed
+    by os.walk may be gone by the time its size is asked (then it is left
+    out, and the listing differs from the next one)."""
+    for d, _, fs in os.walk(cache_dir):
+        for f in fs:
+            try:
+                yield f, os.path.getsize(os.path.join(d, f))
+            except FileNotFoundError:
+                pass
+
+
 def settle_dir(cache_dir, tries=600):
     """Waits (up to tries/10 s) until a stacksnap run's detached cache
     writer is done with cache_dir (its files unchanged for a second): a
@@ -183,9 +196,11 @@ def settle_dir(cache_dir, tries=600):
     slow whatever runs next."""
     settled, last = 0, None
     for _ in range(tries):
-        now = sorted((f, os.path.getsize(os.path.join(d, f)))
-                     for d, _, fs in os.walk(cache_dir) for f in fs)
-        settled = settled + 1 if now == last and now else 0
+        now = sorted(_sizes(cache_dir))
+        # A file still under its temporary name (".tmp.PID.N") is being
+        # written: not settled, whatever its size.
+        busy = any(".tmp." in f for f, _ in now)
+        settled = settled + 1 if now == last and now and not busy else 0
         last = now
         if settled >= 10:
             break

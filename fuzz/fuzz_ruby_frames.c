@@ -2,8 +2,10 @@
  * over corrupt memory: the input is the target's memory at BASE, read
  * through a copy source, with the thread pointer at BASE (its DTV pointer
  * at BASE + 8; libruby's TLS module 1, ruby_current_ec at offset 0 of its
- * block; ruby_current_vm_ptr at BASE + 0x20, for the VM's thread list).
- * Capture, resolve (iseqs, strings, insns_info tables) and merge
+ * block; ruby_current_vm_ptr at BASE + 0x20, for the VM's thread list;
+ * ruby_global_symbols at BASE + 0x2b00, for C methods' names).
+ * Capture, resolve (iseqs, strings, insns_info tables, method entries,
+ * the symbol table's Arrays) and merge
  * must stay within their bounds and never read outside the input; the
  * tail of the input also goes to the line lookup directly. Seeds:
  * fuzz/corpus/fuzz_ruby_frames (made by tests/tools/ruby_seed.py). */
@@ -29,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rt.layout = rb_layout__find("3.1.2");
 	rt.tls_modid = 1;
 	rt.vm_ptr_addr = BASE + 0x20;
+	rt.symbols = BASE + 0x2b00;	/* the seed's symbol table */
 	rt.exec_start = 0x1000;
 	rt.exec_end = 0x2000;
 	mem = stacksnap_mem__new_copy(data, size, BASE);
@@ -63,6 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	rb_capture__free(&cap);
 	stacksnap_mem__free(mem);
+	/* The input as libruby's code: the symbol table's decoder. */
+	(void)rb_code_jmp(data, size, BASE);
+	(void)rb_code_symbols(data, size, BASE);
 	if (size >= 16) {
 		size_t ne = data[0] % 64, sl = size - 16;
 		uint8_t *copy = malloc(sl ? sl : 1);

@@ -4,7 +4,8 @@
  * mutations reach events files' records), and unwind every thread and
  * every event read, as `stacksnap show` does (with the Python frames of a
  * RUNTIME section merged in, a JAVA section's frames merged and its steps
- * replayed, and an event's own Python frames read). */
+ * replayed, an event's own Python frames read, and the waits and
+ * deadlocks a WAITS section kept read through). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,32 @@ static void open_and_unwind(struct stacksnap_ctx *ctx, const uint8_t *data,
 		if (sum == SIZE_MAX)
 			abort();
 	}
+	/* The WAITS section: every thread's wait and the deadlocks, each
+	   string, owner and member read through. */
+	const struct stacksnap_wait_owner *members;
+	const size_t *start;
+	size_t ncycles, sum = 0;
+
+	for (size_t i = 0; s && i < stacksnap_saved__thread_count(s); i++) {
+		const struct stacksnap_wait *w =
+			stacksnap_saved__wait(s, stacksnap_saved__thread(s, i)->tid);
+
+		if (!w)
+			continue;
+		sum += (w->object_name ? strlen(w->object_name) : 0) +
+		       (w->file ? strlen(w->file) : 0) + (w->detail ? strlen(w->detail) : 0) +
+		       (w->no_owner ? strlen(w->no_owner) : 0);
+		for (size_t k = 0; k < w->nowners; k++)
+			sum += (size_t)w->owners[k].pid + (size_t)w->owners[k].tid;
+		for (size_t k = 0; k < w->nkernel_frames; k++)
+			sum += strlen(w->kernel_frames[k]);
+	}
+	if (s && !stacksnap_saved__deadlocks(s, &members, &start, &ncycles))
+		for (size_t i = 0; i < ncycles; i++)
+			for (size_t k = start[i]; k < start[i + 1]; k++)
+				sum += (size_t)members[k].tid;
+	if (sum == SIZE_MAX)
+		abort();
 	stacksnap_mem__free(mem);
 	stacksnap_unwinder__free(juw);
 	stacksnap_saved__free(s);

@@ -503,6 +503,14 @@ struct stacksnap_thread {
 	 * stacksnap_mem__set_more(). */
 	struct stacksnap_stack_range more_stacks[STACKSNAP_MORE_STACKS];
 	unsigned nmore_stacks;
+	/* The system call the thread was in at the capture: orig_rax as the
+	 * kernel saved it (-1: none; a call the kernel restarts shows
+	 * restart_syscall), its return value in regs' rax (-ENOSYS: still
+	 * in it; -EINTR, -ERESTART*: the freeze interrupted it; anything
+	 * else: it had returned). Valid when have_orig_rax: the freeze and
+	 * the non-stop iterator read it, saved captures keep none. */
+	bool have_orig_rax;
+	int64_t orig_rax;
 };
 
 struct stacksnap_snapshot_stats {
@@ -581,6 +589,7 @@ enum stacksnap_runtime {
 	STACKSNAP_RUNTIME_GO,
 	STACKSNAP_RUNTIME_JIT,		/* JIT code named by a perf map or jitdump */
 	STACKSNAP_RUNTIME_RUBY,		/* CRuby (docs/ruby.md) */
+	STACKSNAP_RUNTIME_PHP,		/* the Zend engine (docs/php.md) */
 };
 
 #define STACKSNAP_RFRAME_INLINED 0x1	/* inlined into the frame after it */
@@ -1407,6 +1416,9 @@ struct stacksnap_nonstop_stats {
 	uint64_t check_ns;	/* the final witness checks */
 	unsigned reread;	/* threads read again non-stop before the
 				   freeze, after they ran or were on a CPU */
+	uint64_t load_ns;	/* loading the task iterator and its warm-up
+				   run (0: not tried), also when the capture
+				   then stopped every thread */
 	size_t :0;
 };
 
@@ -1452,6 +1464,9 @@ enum stacksnap_stack_encoding {
 	STACKSNAP_ENCODING_FULL = 3,
 };
 
+struct stacksnap_wait;		/* "Waits", below */
+struct stacksnap_wait_owner;
+
 struct stacksnap_save_opts {
 	size_t sz;
 	enum stacksnap_stack_encoding encoding;
@@ -1459,6 +1474,17 @@ struct stacksnap_save_opts {
 	 * the reader will unwind with (stacksnap_unwind_opts' fields). */
 	unsigned max_frames;
 	bool stack_scan;
+	/* What the threads wait for (docs/waits.md), kept in the file's
+	 * WAITS section for `show`: waits[i] is thread wait_tids[i]'s, i <
+	 * nwaits; the deadlocks: cycle i is deadlock_members
+	 * [deadlock_start[i], deadlock_start[i + 1]), i < ndeadlocks. NULL, 0:
+	 * no WAITS section. */
+	const pid_t *wait_tids;
+	const struct stacksnap_wait *const *waits;
+	size_t nwaits;
+	const struct stacksnap_wait_owner *deadlock_members;
+	const size_t *deadlock_start;
+	size_t ndeadlocks;
 	size_t :0;
 };
 
@@ -1542,6 +1568,17 @@ stacksnap_saved__addrspace(const struct stacksnap_saved *s);
  * hold the stacks only). Owned by s. */
 STACKSNAP_API struct stacksnap_mem *
 stacksnap_saved__memory(const struct stacksnap_saved *s);
+/* What thread tid waited for, as a snapshot file's WAITS section kept it
+ * (a dump's --save), or NULL (the file kept none, or not for tid).
+ * Strings and arrays live as long as s. */
+STACKSNAP_API const struct stacksnap_wait *
+stacksnap_saved__wait(const struct stacksnap_saved *s, pid_t tid);
+/* The deadlocks the WAITS section kept: cycle i is
+ * (*members)[(*start)[i], (*start)[i + 1]), i < *n. 0, or -ENOENT when
+ * the file kept no waits (an older file, a core). */
+STACKSNAP_API int stacksnap_saved__deadlocks(const struct stacksnap_saved *s,
+					     const struct stacksnap_wait_owner **members,
+					     const size_t **start, size_t *n);
 STACKSNAP_API void stacksnap_saved__free(struct stacksnap_saved *s);
 /* A snapshot file's language-runtime frames, kept named by --save: as
  * stacksnap_snapshot__runtime and stacksnap_snapshot__runtime_frames do
@@ -2230,6 +2267,17 @@ enum stacksnap_wait_kind {
 	STACKSNAP_WAIT_PYTHON_LOCK,	/* CPython threading.Lock, RLock (and
 					   Condition, Event, Queue on them) */
 	STACKSNAP_WAIT_GIL,		/* CPython's global interpreter lock */
+	STACKSNAP_WAIT_JAVA_MONITOR,	/* a Java monitor: synchronized, or
+					   Object.wait() */
+	STACKSNAP_WAIT_JAVA_LOCK,	/* a java.util.concurrent park with
+					   a blocker (ReentrantLock...) */
+};
+
+/* A Java monitor a thread holds ("- locked <0x...>" in jstack). */
+struct stacksnap_wait_held {
+	uint64_t object;	/* the object's address */
+	const char *object_type; /* its class ("java.lang.Object"), NULL
+				    not known */
 };
 
 /* One holder of what a thread waits for: a thread (tid), or a process as
@@ -2264,10 +2312,16 @@ struct stacksnap_wait {
 	int frame;		/* index into the frames given of the frame
 				   that waits (the caller of the library's
 				   wait), -1 none */
-	uint64_t since_ns;	/* how long it has waited; 0 not known */
 	const char *const *kernel_frames; /* innermost first ("futex_wait_
 					     queue+0x60/0x90"), NULL none */
 	size_t nkernel_frames;
+	const char *object_type; /* the object's class (a Java lock:
+				    "java.lang.Object"), NULL none */
+	/* A Java thread: the monitors it holds (set whatever the kind,
+	   NONE included), held_known when they were read. */
+	const struct stacksnap_wait_held *held;
+	size_t nheld;
+	bool held_known;
 };
 
 struct stacksnap_waits_opts {
@@ -2283,9 +2337,13 @@ struct stacksnap_waits_opts {
 	 * (stacksnap_runtime_info.gil_holder): the holder of the threads
 	 * waiting for it. 0: none or not known. */
 	pid_t gil_holder;
+	/* A saved capture whose file kept the waits (stacksnap_saved__
+	 * deadlocks is 0): each thread's wait and the deadlocks are taken
+	 * from it as the dump that saved it found them, nothing is read. */
+	const struct stacksnap_saved *kept;
 	size_t :0;
 };
-#define stacksnap_waits_opts__last_field gil_holder
+#define stacksnap_waits_opts__last_field kept
 
 struct stacksnap_waits;
 

@@ -50,13 +50,14 @@ void stacksnap_regs__from_perf(struct stacksnap_regs *regs, uint64_t mask,
 	unsigned k = 0;
 
 	memset(regs, 0, sizeof(*regs));
-	for (unsigned bit = 0; bit < 64; bit++) {
-		if (!(mask & (1ull << bit)))
-			continue;
+	/* Only the set bits (a replay converts every sample's registers):
+	 * vals[k] is the value of the k-th bit set. */
+	for (uint64_t m = mask; m; m &= m - 1, k++) {
+		unsigned bit = (unsigned)__builtin_ctzll(m);
+
 		if (bit < 24 && perf_to_dwarf[bit] >= 0) {
 			regs->regs[perf_to_dwarf[bit]] = vals[k];
 			regs->valid |= (1u << perf_to_dwarf[bit]);
 		}
-		k++;
 	}
 }

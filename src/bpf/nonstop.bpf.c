@@ -103,6 +103,7 @@ static void read_regs(struct task_struct *t, struct nonstop_rec *r)
 	r->regs[14] = p->r14;
 	r->regs[15] = p->r15;
 	r->regs[16] = p->ip;
+	r->orig_ax = p->orig_ax;
 }
 
 struct copy_ctx {

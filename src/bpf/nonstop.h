@@ -66,6 +66,7 @@ struct nonstop_rec {
 	__u32 flags;		/* NONSTOP_* */
 	__u32 first_page;	/* index of its first page in the buffer */
 	__u64 regs[NONSTOP_NREGS]; /* user registers from task_pt_regs */
+	__u64 orig_ax;		/* its system call (pt_regs orig_ax; -1 none) */
 	__u64 copy_start;	/* rsp - red zone, clamped to the mapping */
 	__u64 copy_len;		/* bytes copied from copy_start */
 	__u64 want_len;		/* bytes the clamp asked for (>= copy_len) */

@@ -26,7 +26,8 @@ const volatile __u32 unwind_mode = KU_MODE_COPY; /* KU_MODE_*: stack copy,
 						    in-kernel walk, or both */
 const volatile bool compact = false;		/* compact stacks in the kernel */
 const volatile bool python = false;		/* walk the Python frames of the
-						   processes in py_procs */
+						   processes in py_procs, and the
+						   Ruby frames of those in rb_procs */
 /* Wakeups of the reader, batched: an event record wakes it only when
  * wake_bytes are waiting or wake_ns have passed since the last wakeup
  * (each wakeup is an irq_work self-IPI on the traced CPU: ~1 us in a VM,
@@ -74,7 +75,8 @@ struct ss_scratch {
 	struct ku_event kev;	/* the in-kernel walk's result */
 	__u64 kpcs[KU_MAX_FRAMES];
 	struct trace_py_frame py[TRACE_PY_MAX_FRAMES]; /* the Python walk's */
-	__u8 pyf[TRACE_PY_FRAME_SPAN];	/* one _PyInterpreterFrame's head */
+	__u8 pyf[TRACE_PY_FRAME_SPAN];	/* one _PyInterpreterFrame's head, or
+					   a Ruby control frame's and its env */
 	struct stacksnap_capture more;	/* the normal stack's copy (a
 					   handler on the alternate stack) */
 };
@@ -97,6 +99,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct trace_py_proc);
 } py_procs SEC(".maps");
+
+/* The Ruby VMs of the traced processes (key: tgid), for the Ruby walk;
+ * written by the user side. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct trace_rb_proc);
+} rb_procs SEC(".maps");
 
 /* The thread state last found for a thread (key: tid), checked by its
  * native thread id before use: a sample then reads one word instead of
@@ -226,6 +237,93 @@ static __always_inline __u64 py_tstate(const struct trace_py_proc *c, __u32 tid)
 	return 0;
 }
 
+#define RB_FLAG_FINISH 0x20		/* VM_FRAME_FLAG_FINISH */
+#define RB_FLAG_CFRAME 0x80		/* VM_FRAME_FLAG_CFRAME */
+#define RB_MAGIC_MASK 0x7fff0001	/* VM_FRAME_MAGIC_MASK */
+#define RB_MAGIC_CFUNC 0x55550001	/* VM_FRAME_MAGIC_CFUNC */
+
+/* The current thread's Ruby control frames into s->py, innermost first,
+ * bounded by TRACE_PY_MAX_FRAMES, as rb_capture__thread reads them
+ * (src/runtime/ruby/rb_frames.c): the execution context through the
+ * thread pointer's DTV, then per frame its head (pc, iseq, ep) and its
+ * env from ep[-2] (a C method's entry) to ep[0] (flags). Two reads a
+ * frame. */
+__attribute__((noinline)) int trace_rb_walk(struct ss_scratch *s)
+{
+	const struct trace_rb_proc *c;
+	struct task_struct *task;
+	__u32 tgid;
+	__u64 fs, dtv, blk, ec, stack, size, cfp, end;
+	__u16 n = 0;
+
+	if (!s)
+		return 0;
+	tgid = s->rec.pid;
+	if (!(c = bpf_map_lookup_elem(&rb_procs, &tgid)))
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task();
+	fs = BPF_CORE_READ(task, thread.fsbase);
+	s->rec.pyend = TRACE_PY_NO_THREAD;
+	if (!fs || !(dtv = read_u64(fs + 8)) ||
+	    !(blk = read_u64(dtv + 16 * (c->tls_modid & 0xfff))) || blk == ~0ull ||
+	    !(ec = read_u64(blk + c->ec_tls_off)))
+		return 0;
+	stack = read_u64(ec + c->ec_vm_stack);
+	size = read_u64(ec + c->ec_vm_stack_size);
+	cfp = read_u64(ec + c->ec_cfp);
+	end = stack + size * 8;
+	if (!stack || size > (1u << 28) || cfp < stack || cfp >= end) {
+		s->rec.pyend = TRACE_PY_BAD_MEMORY;
+		return 0;
+	}
+	s->rec.pyend = TRACE_PY_FRAME_LIMIT;
+	__u32 step = c->cfp_size & (TRACE_RB_SPAN * 2 - 8);
+	__u32 o_pc = c->cfp_pc & (TRACE_RB_SPAN - 8);
+	__u32 o_iseq = c->cfp_iseq & (TRACE_RB_SPAN - 8);
+	__u32 o_ep = c->cfp_ep & (TRACE_RB_SPAN - 8);
+	__u32 back = c->ep_me_cref & 0x38;	/* 16 in 3.1 */
+
+	if (!step)
+		return 0;
+	for (int i = 0; i < TRACE_PY_MAX_FRAMES; i++) {
+		__u64 pc, iseq, ep, flags = 0, me = 0, f = 0;
+
+		if (cfp >= end) {
+			s->rec.pyend = TRACE_PY_COMPLETE;
+			break;
+		}
+		if (bpf_probe_read_user(s->pyf, TRACE_RB_SPAN, (const void *)cfp)) {
+			s->rec.pyend = TRACE_PY_BAD_MEMORY;
+			break;
+		}
+		pc = *(__u64 *)(s->pyf + o_pc);
+		iseq = *(__u64 *)(s->pyf + o_iseq);
+		ep = *(__u64 *)(s->pyf + o_ep);
+		if (ep > back &&
+		    !bpf_probe_read_user(s->pyf + TRACE_RB_SPAN, back + 8,
+					 (const void *)(ep - back))) {
+			me = *(__u64 *)(s->pyf + TRACE_RB_SPAN);
+			flags = *(__u64 *)(s->pyf + TRACE_RB_SPAN + back);
+			if (flags & RB_FLAG_FINISH)
+				f |= TRACE_RB_FINISH;
+			if (!(flags & RB_FLAG_CFRAME) && iseq && pc)
+				f |= TRACE_RB_SHOWN;
+			if ((flags & RB_MAGIC_MASK) == RB_MAGIC_CFUNC && !iseq) {
+				f |= TRACE_RB_SHOWN | TRACE_RB_CFUNC;
+				iseq = me;
+			}
+		}
+		s->py[i & (TRACE_PY_MAX_FRAMES - 1)] = (struct trace_py_frame){
+			.code = (iseq & ~7ull) | f,
+			.instr = pc,
+		};
+		n++;
+		cfp += step;
+	}
+	s->rec.pyframes = n;
+	return 0;
+}
+
 /* The current thread's Python frame chain into s->py: (code object,
  * instruction pointer, entry flag, owner) per frame, innermost first,
  * bounded by TRACE_PY_MAX_FRAMES; the user side names them. A global
@@ -243,8 +341,10 @@ __attribute__((noinline)) int trace_py_walk(struct ss_scratch *s)
 	tgid = s->rec.pid;
 	s->rec.pyframes = 0;
 	s->rec.pyend = TRACE_PY_NONE;
-	if (!python || !(c = bpf_map_lookup_elem(&py_procs, &tgid)))
+	if (!python)
 		return 0;
+	if (!(c = bpf_map_lookup_elem(&py_procs, &tgid)))
+		return trace_rb_walk(s);	/* or a Ruby VM's */
 	ts = py_tstate(c, s->rec.tid);
 	if (!ts) {
 		s->rec.pyend = TRACE_PY_NO_THREAD;

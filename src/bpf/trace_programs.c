@@ -63,7 +63,8 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 	 bpf_map__reuse_fd((skel)->maps.stats, bpf_map__fd((p)->proc->maps.stats)) ||     \
 	 bpf_map__reuse_fd((skel)->maps.exec_ranges, bpf_map__fd((p)->proc->maps.exec_ranges)) || \
 	 bpf_map__reuse_fd((skel)->maps.py_procs, bpf_map__fd((p)->proc->maps.py_procs)) ||     \
-	 bpf_map__reuse_fd((skel)->maps.py_tstates, bpf_map__fd((p)->proc->maps.py_tstates)))
+	 bpf_map__reuse_fd((skel)->maps.py_tstates, bpf_map__fd((p)->proc->maps.py_tstates)) || \
+	 bpf_map__reuse_fd((skel)->maps.rb_procs, bpf_map__fd((p)->proc->maps.rb_procs)))
 
 /* Opens, configures, shares proc's maps with, and loads the skeleton
  * NAME_bpf into p->FIELD (returning from the caller on failure): how a
@@ -327,4 +328,9 @@ int trace_programs__exec_ranges_fd(const struct trace_programs *p)
 int trace_programs__py_procs_fd(const struct trace_programs *p)
 {
 	return bpf_map__fd(p->proc->maps.py_procs);
+}
+
+int trace_programs__rb_procs_fd(const struct trace_programs *p)
+{
+	return bpf_map__fd(p->proc->maps.rb_procs);
 }

@@ -90,5 +90,7 @@ int trace_programs__stats_fd(const struct trace_programs *p);
 int trace_programs__exec_ranges_fd(const struct trace_programs *p);
 /* The interpreters the Python walk reads (key tgid, struct trace_py_proc). */
 int trace_programs__py_procs_fd(const struct trace_programs *p);
+/* The map of the Ruby VMs the walk reads (key tgid, struct trace_rb_proc). */
+int trace_programs__rb_procs_fd(const struct trace_programs *p);
 
 #endif

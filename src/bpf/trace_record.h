@@ -72,6 +72,28 @@ struct trace_py_proc {
 };
 #define TRACE_PY_FRAME_SPAN 128
 
+/* What the walk needs of one traced process's Ruby VM (key: tgid),
+ * written by the user side (src/trace/trace_ruby.c) from the layout of
+ * src/runtime/ruby/: the thread's execution context is ruby_current_ec
+ * in libruby's TLS block (the thread pointer's DTV, entry tls_modid,
+ * at ec_tls_off), its control frames from ec->cfp up to the end of the
+ * VM stack. Offsets in bytes. */
+struct trace_rb_proc {
+	__u64 tls_modid, ec_tls_off;
+	__u32 ec_vm_stack, ec_vm_stack_size, ec_cfp;
+	__u32 cfp_size, cfp_pc, cfp_iseq, cfp_ep;
+	__u32 ep_me_cref;	/* ep[-2] is at ep - ep_me_cref */
+};
+/* A Ruby VM's control frames go in the records' trace_py_frame slots
+ * (one process runs one runtime): code the iseq (or a C method's method
+ * entry) with its RB_FRAME_* flags (src/runtime/ruby/ruby.h) in bits
+ * 0-2, instr the frame's pc. pyend TRACE_PY_COMPLETE: the walk reached
+ * the VM stack's end. */
+#define TRACE_RB_FINISH 1ull	/* RB_FRAME_FINISH */
+#define TRACE_RB_SHOWN 2ull	/* RB_FRAME_RUBY */
+#define TRACE_RB_CFUNC 4ull	/* RB_FRAME_CFUNC */
+#define TRACE_RB_SPAN 64	/* bytes read of a control frame */
+
 /* One Python frame of a record: the code object's address with the
  * frame's entry flag in bit 0 and its owner (FRAME_OWNED_BY_*, 0-3) in
  * bits 1-2 (code objects are 8-aligned), and its instruction pointer

@@ -245,7 +245,8 @@ struct named_runtime {
 	void *rt;
 };
 
-extern const struct named_runtime_ops capture__java_ops, capture__v8_ops;
+extern const struct named_runtime_ops capture__java_ops, capture__v8_ops,
+	capture__php_ops;
 
 /* Looks for ops' runtime in pid: true (nr set) or false (nr cleared). */
 bool capture__named_detect(struct named_runtime *nr,

@@ -118,6 +118,8 @@ static bool try_regs(struct cap_thread *t)
 	if (ptrace(PTRACE_GETREGSET, t->pub.tid, (void *)NT_PRSTATUS, &iov) != 0)
 		return false;
 	stacksnap_regs__from_user_regs(&t->pub.regs, &u);
+	t->pub.orig_rax = (int64_t)u.orig_rax;
+	t->pub.have_orig_rax = true;
 	t->fs_base = u.fs_base;
 	t->have_regs = true;
 	return true;

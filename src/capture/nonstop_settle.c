@@ -88,6 +88,8 @@ static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 	for (int k = 0; k < NONSTOP_NREGS; k++)
 		t->pub.regs.regs[k] = r->regs[k];
 	t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
+	t->pub.orig_rax = (int64_t)r->orig_ax;
+	t->pub.have_orig_rax = true;
 	t->have_regs = true;
 	t->copy_start = r->copy_start;
 	t->copy_len = r->copy_len;
@@ -450,15 +452,19 @@ void capture__start_nonstop(struct stacksnap_snapshot *s,
 		NONSTOP_PAGE + 2 * s->n + 1;
 	if (pages > (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE)
 		pages = (PREFAULT_MAX + NONSTOP_MAX_PAGES * NONSTOP_PAGE) / NONSTOP_PAGE;
+	t0 = clock_monotonic_ns();
 	err = nonstop__open(&s->ns, s->pid, s->n, o->stack_size, pages, log,
 			    s->ns_reason, sizeof(s->ns_reason));
-	if (err)
+	if (err) {
+		s->ns_stats.load_ns = clock_monotonic_ns() - t0;
 		return;
+	}
 	/* Outside any window: nothing is stopped yet. */
 	err = nonstop__warm(s->ns);
 	if (err)
 		log_debug(log, "pid %d: the warm-up run failed: %s", s->pid,
 			  strerror(-err));
+	s->ns_stats.load_ns = clock_monotonic_ns() - t0;
 	/* Not SCHED_FIFO for the runs (it was tried): the tool may share a
 	 * CPU with the target's threads, and a realtime tool running up to
 	 * SETTLE_NS of runs would keep them from waking on time; nothing of

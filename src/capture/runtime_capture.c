@@ -167,6 +167,19 @@ static const uint8_t *stack_bytes_at(void *user, uint64_t addr, size_t len)
 	return NULL;
 }
 
+/* The stopped thread whose thread pointer (its struct pthread, what
+ * CPython before 3.11 keeps as a thread's id) is pthread: its tid, or 0
+ * (a thread read without stopping it has no thread pointer). */
+static uint64_t tid_of_pthread(void *user, uint64_t pthread)
+{
+	const struct stacksnap_snapshot *s = user;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->threads[i].fs_base == pthread)
+			return (uint64_t)s->threads[i].pub.tid;
+	return 0;
+}
+
 /* The capture's stack copies as a memory source, for the frame slots a
  * named runtime reads (a running thread's have changed since). */
 static int read_stacks(void *user, uint64_t addr, void *buf, size_t len)
@@ -194,6 +207,10 @@ void capture__runtime_detect(struct stacksnap_snapshot *s,
 	   for CPython's symbols in node's large symbol table costs a
 	   dump ~200 ms. */
 	if (capture__named_detect(&rt->named, &capture__v8_ops, s->pid,
+				  o->addrspace, log))
+		goto named;
+	/* PHP by its image's name too (php*, libphp*): php_capture.c. */
+	if (capture__named_detect(&rt->named, &capture__php_ops, s->pid,
 				  o->addrspace, log))
 		goto named;
 	if ((o->addrspace ? detect_in(s->pid, o->addrspace, log, &rt->py)
@@ -264,13 +281,20 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 				rb_capture__list(&rt->rb, rt->mem, &rt->rbcap);
 				break;
 			}
-		for (size_t i = 0; i < s->n; i++) {
-			uint64_t tid = (uint64_t)s->threads[i].pub.tid;
-			uint64_t tp = s->threads[i].fs_base;
+		/* 64 threads a batch: each level of their reads one
+		   system call. */
+		for (size_t i = 0; i < s->n; i += 64) {
+			struct rb_listed who[64];
+			size_t k = 0;
 
-			if (!tp)
-				tp = rb_capture__listed_tp(&rt->rbcap, tid);
-			if (rb_capture__thread(&rt->rb, rt->mem, tid, tp, &rt->rbcap))
+			for (; k < 64 && i + k < s->n; k++) {
+				who[k].tid = (uint64_t)s->threads[i + k].pub.tid;
+				who[k].tp = s->threads[i + k].fs_base;
+				if (!who[k].tp)
+					who[k].tp = rb_capture__listed_tp(&rt->rbcap,
+									  who[k].tid);
+			}
+			if (rb_capture__threads(&rt->rb, rt->mem, who, k, &rt->rbcap))
 				rt->rb_captured = false;
 		}
 		rt->capture_ns = clock_monotonic_ns() - t0;
@@ -280,6 +304,7 @@ void capture__runtime_take(struct stacksnap_snapshot *s)
 	if (!rt || !rt->py.layout)
 		return;
 	rt->cap.local = stack_bytes_at;
+	rt->cap.tid_of = tid_of_pthread;
 	rt->cap.local_user = s;
 	t0 = clock_monotonic_ns();
 	rt->captured = py_capture__all(&rt->py, rt->mem, &rt->cap) == 0;
@@ -529,5 +554,34 @@ int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 	for (size_t i = 0; i < rt->cap.nthreads; i++)
 		*holds_gil |= rt->cap.threads[i].native_tid == (uint64_t)tid &&
 			      rt->cap.threads[i].holds_gil;
+	return 0;
+}
+
+const struct rb_runtime *capture__runtime_rb(const struct stacksnap_snapshot *s)
+{
+	return s && s->runtime && s->runtime->rb_captured ? &s->runtime->rb : NULL;
+}
+
+int capture__runtime_rb_thread(struct stacksnap_snapshot *s, pid_t tid,
+			       const struct rb_frame **frames, size_t *n,
+			       const char **end)
+{
+	struct snap_runtime *rt = s ? s->runtime : NULL;
+	const struct rb_raw_thread *t;
+	size_t k;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	*end = NULL;
+	if (!rt || !rt->rb_captured ||
+	    !(t = rb_capture__find(&rt->rbcap, (uint64_t)tid)))
+		return 0;
+	k = (size_t)(t - rt->rbcap.threads);
+	if ((err = ruby_frames(rt, k)))
+		return err;
+	*frames = rt->rbframes[k];
+	*n = rt->nrbframes[k];
+	*end = t->end;
 	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "runtime/java/hotspot_frames.h"
 #include "runtime/python/python.h"
+#include "runtime/ruby/ruby.h"
 #include "stacksnap.h"
 
 /* The interpreter the capture found and read frames of, or NULL. */
@@ -21,6 +22,16 @@ const struct py_runtime *capture__runtime_py(const struct stacksnap_snapshot *s)
 int capture__runtime_thread(struct stacksnap_snapshot *s, pid_t tid,
 			    const struct py_frame **frames, size_t *n,
 			    const char **end, bool *holds_gil);
+
+/* The Ruby VM the capture read control frames of, or NULL. */
+const struct rb_runtime *capture__runtime_rb(const struct stacksnap_snapshot *s);
+
+/* Thread tid's named Ruby frames, innermost first, all of them (the
+ * merge's finish flags; shown or not), named now if not yet; the strings
+ * live as long as s. Returns 0 (*n = 0: none), or -ENOMEM. */
+int capture__runtime_rb_thread(struct stacksnap_snapshot *s, pid_t tid,
+			       const struct rb_frame **frames, size_t *n,
+			       const char **end);
 
 /* The runtime the capture found whose frames are named from the native
  * frames (a JVM, V8): its description and *kind, or NULL (none). */

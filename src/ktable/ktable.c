@@ -151,12 +151,13 @@ fail:
 
 void ktable__free(struct ktable *kt)
 {
+	if (!kt)
+		return;
+
 	int *fds[] = { &kt->rows_fd, &kt->blocks_fd, &kt->modules_fd,
 		       &kt->ids_fd, &kt->procs_fd, &kt->rows_tmpl_fd,
 		       &kt->blocks_tmpl_fd };
 
-	if (!kt)
-		return;
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (*fds[i] >= 0)
 			close(*fds[i]);

@@ -820,6 +820,16 @@ static int cmp_queued(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* Is q[0..n) in cmp_queued's order already (one thread's records, or
+ * CPUs that took turns): the sort is then for nothing. */
+static bool queued_sorted(const struct queued *q, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (cmp_queued(&q[i - 1], &q[i]) > 0)
+			return false;
+	return true;
+}
+
 /* Moves the due part of pending into ready: everything at the end of the
  * data, else what is not later than the largest time of the rounds before
  * this one (perf's rule: a later round may still hold earlier records). */
@@ -841,7 +851,7 @@ static int refill(struct stacksnap_perf_data *pd)
 		if (!pd->sort) {
 			due = pd->npending;
 		} else {
-			if (pd->npending)
+			if (pd->npending && !queued_sorted(pd->pending, pd->npending))
 				qsort(pd->pending, pd->npending,
 				      sizeof(*pd->pending), cmp_queued);
 			due = 0;
@@ -867,6 +877,8 @@ static int refill(struct stacksnap_perf_data *pd)
 	return 1;
 }
 
+#define PREFETCH_BYTES 2048
+
 int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
 			      struct stacksnap_perf_event *ev)
 {
@@ -880,6 +892,16 @@ int stacksnap_perf_data__next(struct stacksnap_perf_data *pd,
 		r = refill(pd);
 		if (r <= 0)
 			return r;
+	}
+	/* The next record's first lines (header, callchain, registers, the
+	 * top of its stack copy) fetched while this one is unwound and
+	 * printed: a replay reads each record once, from memory the caches
+	 * have not seen. */
+	if (pd->next_ready + 1 < pd->nready) {
+		const uint8_t *nx = pd->data + pd->ready[pd->next_ready + 1].offset;
+
+		for (unsigned i = 0; i < PREFETCH_BYTES; i += 64)
+			__builtin_prefetch(nx + i);
 	}
 	r = decode(pd, pd->ready[pd->next_ready++].offset, ev);
 	return r < 0 ? r : 1;

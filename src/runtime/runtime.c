@@ -12,6 +12,7 @@ const char *runtime_kind__tag(enum runtime_kind kind)
 	case RUNTIME_GO: return "go";
 	case RUNTIME_JIT: return "jit";
 	case RUNTIME_RUBY: return "rb";
+	case RUNTIME_PHP: return "php";
 	case RUNTIME_NATIVE: break;
 	}
 	return NULL;
@@ -26,6 +27,7 @@ const char *runtime_kind__json(enum runtime_kind kind)
 	case RUNTIME_GO: return "go";
 	case RUNTIME_JIT: return "jit";
 	case RUNTIME_RUBY: return "ruby";
+	case RUNTIME_PHP: return "php";
 	case RUNTIME_NATIVE: break;
 	}
 	return NULL;

@@ -22,6 +22,7 @@ enum runtime_kind {
 	RUNTIME_GO = STACKSNAP_RUNTIME_GO,
 	RUNTIME_JIT = STACKSNAP_RUNTIME_JIT,
 	RUNTIME_RUBY = STACKSNAP_RUNTIME_RUBY,
+	RUNTIME_PHP = STACKSNAP_RUNTIME_PHP,
 };
 
 /* The name used in text output ("[py]") and JSON ("python"). */

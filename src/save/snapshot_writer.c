@@ -22,6 +22,7 @@
 #include "save/named_writer.h"
 #include "save/snapfile_writer.h"
 #include "save/stack_words.h"
+#include "save/waits_writer.h"
 #include "snapfile/snapshot_file.h"
 #include "symbolize/jit_symbols.h"
 
@@ -326,6 +327,54 @@ static void put_goroutines(struct snapfile_writer *w,
  * may be shown after the process is gone), with the entry flags that let
  * the reader merge them into the native frames it unwinds, and the eval
  * loop's address range. Nothing when the capture read no runtime. */
+static void put_runtime_counts(struct snapfile_writer *w,
+			       const struct stacksnap_snapshot *snap);
+static int put_runtime_rb(struct snapfile_writer *w,
+			  const struct stacksnap_snapshot *snap);
+
+/* The RUNTIME section's start: the runtime, its description, the range
+ * of its evaluation loop's code, the thread count. */
+static void put_runtime_head(struct snapfile_writer *w, enum stacksnap_runtime kind,
+			     const char *note, uint64_t start, uint64_t end, size_t n)
+{
+	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
+	byte_buf__u8(&w->buf, (uint8_t)kind);
+	put_str(&w->buf, note, strlen(note));
+	byte_buf__u64(&w->buf, start);
+	byte_buf__u64(&w->buf, end);
+	byte_buf__u32(&w->buf, (uint32_t)n);
+}
+
+/* A thread record's start, up to its frame count (its length patched by
+ * the caller, at the offset it read before): the frames it will hold,
+ * nf bounded by SNAPFILE_MAX_RFRAMES. */
+static size_t put_rthread_head(struct byte_buf *b, pid_t tid, bool gil,
+			       const char *end, size_t nf)
+{
+	if (nf > SNAPFILE_MAX_RFRAMES)
+		nf = SNAPFILE_MAX_RFRAMES;
+	byte_buf__u32(b, 0); /* record length */
+	byte_buf__u32(b, (uint32_t)tid);
+	byte_buf__u8(b, gil);
+	put_str(b, end ? end : "", end ? strlen(end) : 0);
+	byte_buf__u32(b, (uint32_t)nf);
+	return nf;
+}
+
+/* One runtime frame of a RUNTIME section's thread record. */
+static void put_rframe(struct byte_buf *b, uint8_t flags, unsigned line,
+		       const char *function, const char *file)
+{
+	size_t frec = b->n;
+
+	byte_buf__u32(b, 0);
+	byte_buf__u8(b, flags);
+	byte_buf__u32(b, line);
+	put_str(b, function, strlen(function));
+	put_str(b, file, strlen(file));
+	byte_buf__patch_u32(b, frec, (uint32_t)(b->n - frec - 4));
+}
+
 static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapshot *snap)
 {
 	/* Naming fills the capture's cache of code objects: logically
@@ -335,13 +384,9 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 	size_t n = stacksnap_snapshot__thread_count(snap);
 
 	if (!py)
-		return 0;
-	snapfile_writer__begin_section(w, SNAPFILE_SEC_RUNTIME, SNAPFILE_RUNTIME_COUNTS, 0);
-	byte_buf__u8(&w->buf, STACKSNAP_RUNTIME_PYTHON);
-	put_str(&w->buf, py->note, strlen(py->note));
-	byte_buf__u64(&w->buf, py->eval_start);
-	byte_buf__u64(&w->buf, py->eval_end);
-	byte_buf__u32(&w->buf, (uint32_t)n);
+		return capture__runtime_rb(snap) ? put_runtime_rb(w, snap) : 0;
+	put_runtime_head(w, STACKSNAP_RUNTIME_PYTHON, py->note, py->eval_start,
+			 py->eval_end, n);
 	for (size_t i = 0; i < n; i++) {
 		pid_t tid = stacksnap_snapshot__thread(snap, i)->tid;
 		const struct py_frame *f;
@@ -352,28 +397,57 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 
 		if (err)
 			return err;
-		if (nf > SNAPFILE_MAX_RFRAMES)
-			nf = SNAPFILE_MAX_RFRAMES;
-		byte_buf__u32(&w->buf, 0); /* record length */
-		byte_buf__u32(&w->buf, (uint32_t)tid);
-		byte_buf__u8(&w->buf, gil);
-		put_str(&w->buf, end ? end : "", end ? strlen(end) : 0);
-		byte_buf__u32(&w->buf, (uint32_t)nf);
-		for (size_t k = 0; k < nf; k++) {
-			size_t frec = w->buf.n;
-
-			byte_buf__u32(&w->buf, 0);
-			byte_buf__u8(&w->buf, f[k].entry ? SNAPFILE_RFRAME_ENTRY : 0);
-			byte_buf__u32(&w->buf, f[k].line);
-			put_str(&w->buf, f[k].function, strlen(f[k].function));
-			put_str(&w->buf, f[k].file, strlen(f[k].file));
-			byte_buf__patch_u32(&w->buf, frec, (uint32_t)(w->buf.n - frec - 4));
-		}
+		nf = put_rthread_head(&w->buf, tid, gil, end, nf);
+		for (size_t k = 0; k < nf; k++)
+			put_rframe(&w->buf, f[k].entry ? SNAPFILE_RFRAME_ENTRY : 0,
+				   f[k].line, f[k].function, f[k].file);
 		const char *name = stacksnap_snapshot__runtime_thread_name(s, i);
 		put_str(&w->buf, name ? name : "", name ? strlen(name) : 0);
 		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
 	}
-	/* Version 2: what the capture said of the runtime. */
+	put_runtime_counts(w, snap);
+	return 0;
+}
+
+/* The RUNTIME section of a Ruby VM's capture: as Python's, each thread's
+ * control frames named now, all of them (the reader's merge needs the
+ * finish flags of the frames Ruby's backtrace does not show), and
+ * rb_vm_exec's address range. */
+static int put_runtime_rb(struct snapfile_writer *w, const struct stacksnap_snapshot *snap)
+{
+	struct stacksnap_snapshot *s = (struct stacksnap_snapshot *)snap;
+	const struct rb_runtime *rb = capture__runtime_rb(snap);
+	size_t n = stacksnap_snapshot__thread_count(snap);
+
+	put_runtime_head(w, STACKSNAP_RUNTIME_RUBY, rb->note, rb->exec_start,
+			 rb->exec_end, n);
+	for (size_t i = 0; i < n; i++) {
+		pid_t tid = stacksnap_snapshot__thread(snap, i)->tid;
+		const struct rb_frame *f;
+		const char *end;
+		size_t nf, rec = w->buf.n;
+		int err = capture__runtime_rb_thread(s, tid, &f, &nf, &end);
+
+		if (err)
+			return err;
+		nf = put_rthread_head(&w->buf, tid, false, end, nf);
+		for (size_t k = 0; k < nf; k++)
+			put_rframe(&w->buf, (f[k].finish ? SNAPFILE_RFRAME_ENTRY : 0) |
+				   (f[k].ruby ? 0 : SNAPFILE_RFRAME_HIDDEN) |
+				   (f[k].cfunc ? SNAPFILE_RFRAME_CFUNC : 0),
+				   f[k].line, f[k].function, f[k].file);
+		put_str(&w->buf, "", 0);	/* no thread names */
+		byte_buf__patch_u32(&w->buf, rec, (uint32_t)(w->buf.n - rec - 4));
+	}
+	put_runtime_counts(w, snap);
+	return 0;
+}
+
+/* Version 2 of the RUNTIME section: what the capture said of the
+ * runtime, after the threads; ends the section. */
+static void put_runtime_counts(struct snapfile_writer *w,
+			       const struct stacksnap_snapshot *snap)
+{
 	struct stacksnap_runtime_info ri = { .sz = sizeof(ri) };
 	stacksnap_snapshot__runtime(snap, &ri);
 	byte_buf__u8(&w->buf, ri.frames);
@@ -383,7 +457,6 @@ static int put_runtime(struct snapfile_writer *w, const struct stacksnap_snapsho
 	put_opt_str(&w->buf, ri.state);
 	put_opt_str(&w->buf, ri.end);
 	snapfile_writer__end_section(w);
-	return 0;
 }
 
 int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
@@ -407,6 +480,7 @@ int stacksnap_snapshot__save(const struct stacksnap_snapshot *snap,
 		put_goroutines(&w, snap);
 		put_jit_symbols(&w, snap, as);
 		err = put_runtime(&w, snap);
+		waits_writer__put(&w, &o);
 	}
 	if (!err)
 		err = named_writer__put(&w, snap, as, o.max_frames ? o.max_frames : 1024,

@@ -24,6 +24,8 @@
 #include "base/opts.h"
 #include "base/vec.h"
 #include "elf/elf_image.h"
+#include "runtime/php/php.h"
+#include "runtime/ruby/ruby.h"
 #include "runtime/v8/v8_layout.h"
 #include "saved/saved.h"
 
@@ -525,7 +527,7 @@ static void point_stacks(struct stacksnap_saved *s, const struct core *c,
 }
 
 /* The interpreter, when the executable (an embedding) or a libpython
- * holds one: its frames read from the core's memory. */
+ * holds one, or a libruby's VM: its frames read from the core's memory. */
 static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn,
 			  const char *exe)
 {
@@ -541,10 +543,36 @@ static int python_of_core(struct stacksnap_saved *s, const struct core_notes *cn
 		base = base ? base + 1 : f->path;
 		bool is_exe = exe_path && !strcmp(f->path, exe_path);
 
+		if (f->offset == 0 && rb_image_candidate(f->path)) {
+			int err = runtime_reader__rb_from_core(s, f->path, f->start,
+							       f->offset);
+			if (err)
+				return err;
+			continue;
+		}
 		if (f->offset != 0 || (!is_exe && strncmp(base, "libpython", 9) != 0))
 			continue;
 		int err = runtime_reader__from_core(s, exe && is_exe ? exe : f->path,
 						    f->start, f->offset);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* A PHP engine's core (php, php-fpm, libphp): its frames read from the
+ * core's memory, on the main thread. */
+static int php_of_core(struct stacksnap_saved *s, const struct core_notes *cn,
+		       const char *exe, pid_t tid)
+{
+	for (size_t i = 0; i < cn->nfiles && !s->runtime; i++) {
+		const struct core_file_map *f = &cn->files[i];
+		bool is_exe = cn->entry >= f->start && cn->entry < f->end;
+
+		if (f->offset != 0 || !php_image_candidate(f->path))
+			continue;
+		int err = runtime_reader__php_from_core(s, exe && is_exe ? exe : f->path,
+							f->start, f->offset, tid);
 		if (err)
 			return err;
 	}
@@ -614,7 +642,9 @@ static int core_parse(struct stacksnap_saved *s, const struct stacksnap_saved_op
 	if ((err = add_mappings(s, c, &cn, o->exe)))
 		goto out;
 	point_stacks(s, c, &cn);
-	if ((err = python_of_core(s, &cn, o->exe)))
+	if ((err = python_of_core(s, &cn, o->exe)) ||
+	    (!s->runtime && (err = php_of_core(s, &cn, o->exe,
+					       cn.pid ? cn.pid : s->n ? s->threads[0].tid : 0))))
 		goto out;
 	if (!s->runtime)
 		say_named_runtime(s, &cn, o->exe);

@@ -35,7 +35,7 @@ struct saved_jthread {
 };
 
 /* Invariant: steps sorted by (sp, pc), unique; kind a runtime that
- * names native frames (JAVA or JS). */
+ * names native frames (JAVA, JS or PHP). */
 struct saved_named {
 	char *description;
 	enum stacksnap_runtime kind;
@@ -138,7 +138,8 @@ int named_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 		return -ENOMEM;
 	/* A thread takes at least its record's length. */
 	if (c->bad || !j->description ||
-	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS) ||
+	    (j->kind != STACKSNAP_RUNTIME_JAVA && j->kind != STACKSNAP_RUNTIME_JS &&
+	     j->kind != STACKSNAP_RUNTIME_PHP) ||
 	    !(j->threads = cursor_list_alloc(c, n, UINT32_MAX, 4, sizeof(*j->threads),
 					     &err))) {
 		if (err == -ENOMEM)

@@ -46,11 +46,26 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 				 size_t base,
 				 uint16_t ver);
 void runtime_reader__free(struct saved_runtime *rt);
+/* waits_reader.c: the WAITS section (payload in c, at file offset base)
+ * into s->waits. Returns 0, -EINVAL (logged) or -ENOMEM. */
+int waits_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
+			       size_t base);
+void waits_reader__free(struct saved_waits *sw);
 /* A core's Python frames, read from its memory (s->mem) when the image at
  * path (mapped at start from offset) holds an interpreter. Returns 0 or
  * -ENOMEM. */
 int runtime_reader__from_core(struct stacksnap_saved *s, const char *path,
 			      uint64_t start, uint64_t offset);
+/* A core's PHP frames, read from its memory when the image at path
+ * (mapped at start from offset) is a PHP engine's: thread tid's (a non-ZTS
+ * engine runs one script, on the main thread). Returns 0 or -ENOMEM. */
+int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
+				  uint64_t start, uint64_t offset, pid_t tid);
+/* The same for a Ruby VM, path libruby's image: the VM's thread list
+ * gives each thread's thread pointer, its control frames are read and
+ * named from the core's memory. */
+int runtime_reader__rb_from_core(struct stacksnap_saved *s, const char *path,
+				 uint64_t start, uint64_t offset);
 
 /* A core dump in memory (borrowed, must outlive the result): the fuzz
  * target's entry to the core reader. */
@@ -64,6 +79,10 @@ char *readers__take_str(struct cursor *c, char nul_as, bool *nomem);
 /* An optional string (written empty when absent): NULL for "", else as
  * readers__take_str with NULs as '?'. */
 char *readers__take_opt_str(struct cursor *c, bool *nomem);
+/* A string field copied NUL-terminated into arena at *at (which has room:
+ * a section's arena is sized from its bytes), NULs in it as spaces; NULL
+ * when empty or cut (c->bad set). */
+const char *readers__arena_str(struct cursor *c, char *arena, size_t *at);
 /* n runtime steps (each five u64s: pc, sp, caller_pc, caller_sp,
  * caller_fp) into steps, as both the NAMED section and an event keep them
  * for runtime_steps__replay. False when cut, or not sorted by

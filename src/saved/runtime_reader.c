@@ -11,18 +11,23 @@
 #include "addrspace/module.h" /* struct stacksnap_ctx: its log */
 #include "base/log.h"
 #include "base/opts.h"
+#include "elf/elf_image.h"
+#include "runtime/php/php.h"
 #include "runtime/python/python.h"
+#include "runtime/ruby/ruby.h"
 #include "saved/named_reader.h"
 #include "snapfile/snapshot_file.h"
 
 /* One saved thread's frames. Invariant: frames[0, n) have non-NULL
- * function and file, owned here. */
+ * function, owned here, and file (NULL only for a PHP internal
+ * function's frame). */
 struct saved_rthread {
 	pid_t tid;
 	bool holds_gil;
 	char *end;		/* NULL: the chain was whole */
 	char *name;		/* the runtime's thread name, or NULL */
 	struct py_frame *frames;
+	struct rb_frame *rb;	/* a Ruby VM's: these instead of frames */
 	size_t n;
 };
 
@@ -49,10 +54,16 @@ void runtime_reader__free(struct saved_runtime *rt)
 		return;
 	for (size_t i = 0; i < rt->n; i++) {
 		for (size_t k = 0; k < rt->threads[i].n; k++) {
+			if (rt->threads[i].rb) {
+				free((char *)rt->threads[i].rb[k].function);
+				free((char *)rt->threads[i].rb[k].file);
+				continue;
+			}
 			free((char *)rt->threads[i].frames[k].function);
 			free((char *)rt->threads[i].frames[k].file);
 		}
 		free(rt->threads[i].frames);
+		free(rt->threads[i].rb);
 		free(rt->threads[i].end);
 		free(rt->threads[i].name);
 	}
@@ -63,7 +74,8 @@ void runtime_reader__free(struct saved_runtime *rt)
 	free(rt);
 }
 
-static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
+static int read_thread(struct saved_rthread *t, struct cursor *c, bool ruby,
+		       bool *nomem)
 {
 	uint32_t nf;
 	int err = 0;
@@ -74,23 +86,40 @@ static int read_thread(struct saved_rthread *t, struct cursor *c, bool *nomem)
 	nf = cursor_u32(c);
 	if (*nomem)
 		return -ENOMEM;
-	t->frames = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 14, sizeof(*t->frames),
-				      &err);
-	if (!t->frames)
+	if (ruby)
+		t->rb = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 14,
+					  sizeof(*t->rb), &err);
+	else
+		t->frames = cursor_list_alloc(c, nf, SNAPFILE_MAX_RFRAMES, 14,
+					      sizeof(*t->frames), &err);
+	if (!t->frames && !t->rb)
 		return err;
 	for (uint32_t k = 0; k < nf; k++) {
-		struct py_frame *f = &t->frames[t->n];
 		struct cursor fc;
+		uint8_t flags;
+		unsigned line;
+		const char *function, *file;
 
 		if (!cursor_record(c, &fc, NULL))
 			return -EINVAL;
-		f->entry = cursor_u8(&fc) & SNAPFILE_RFRAME_ENTRY;
-		f->line = cursor_u32(&fc);
-		f->function = readers__take_str(&fc, '?', nomem);
-		f->file = readers__take_str(&fc, '?', nomem);
-		f->lasti = -2;
+		flags = cursor_u8(&fc);
+		line = cursor_u32(&fc);
+		function = readers__take_str(&fc, '?', nomem);
+		file = readers__take_str(&fc, '?', nomem);
+		if (ruby)
+			t->rb[t->n] = (struct rb_frame){
+				.function = function, .file = file, .line = line,
+				.finish = flags & SNAPFILE_RFRAME_ENTRY,
+				.ruby = !(flags & SNAPFILE_RFRAME_HIDDEN),
+				.cfunc = flags & SNAPFILE_RFRAME_CFUNC,
+			};
+		else
+			t->frames[t->n] = (struct py_frame){
+				.function = function, .file = file, .line = line,
+				.entry = flags & SNAPFILE_RFRAME_ENTRY, .lasti = -2,
+			};
 		t->n++;	/* counted before the checks: freed with the rest */
-		if (!f->function || !f->file)
+		if (!function || !file)
 			return *nomem ? -ENOMEM : -EINVAL;
 	}
 	/* Added fields: the thread name (files of before have none). */
@@ -148,7 +177,8 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 	if (nomem)
 		return -ENOMEM;
 	/* A thread takes at least its record's length. */
-	if (c->bad || rt->kind != STACKSNAP_RUNTIME_PYTHON || !rt->description ||
+	if (c->bad || (rt->kind != STACKSNAP_RUNTIME_PYTHON &&
+		       rt->kind != STACKSNAP_RUNTIME_RUBY) || !rt->description ||
 	    !(rt->threads = cursor_list_alloc(c, n, UINT32_MAX, 4, sizeof(*rt->threads),
 					      &err))) {
 		if (err == -ENOMEM)
@@ -166,7 +196,8 @@ int runtime_reader__read_section(struct stacksnap_saved *s, struct cursor *c,
 			SAVED_BAD(s, base + at, "runtime section: thread %u truncated", i);
 			return -EINVAL;
 		}
-		err = read_thread(&rt->threads[rt->n++], &tc, &nomem);
+		err = read_thread(&rt->threads[rt->n++], &tc,
+				  rt->kind == STACKSNAP_RUNTIME_RUBY, &nomem);
 		if (err == -EINVAL)
 			SAVED_BAD(s, base + at, "runtime section: thread %u: "
 				  "corrupt frame record", i);
@@ -243,8 +274,16 @@ int stacksnap_saved__runtime_frames(const struct stacksnap_saved *s, size_t i,
 			continue;
 		if (end)
 			*end = t->end;
-		return (int)py_merge(t->frames, t->n, native, nnative,
-				     rt->eval_start, rt->eval_end, out, max);
+		if (t->rb)
+			return (int)rb_merge(t->rb, t->n, native, nnative,
+					     rt->eval_start, rt->eval_end, out, max);
+		size_t n = py_merge(t->frames, t->n, native, nnative,
+				    rt->eval_start, rt->eval_end, out, max);
+
+		/* A core's PHP frames are kept as Python's are. */
+		for (size_t m = 0; m < n && m < max; m++)
+			out[m].runtime = rt->kind;
+		return (int)n;
 	}
 	return 0;
 }
@@ -358,5 +397,188 @@ out:
 	runtime_reader__free(rt);
 	py_capture__free(&cap);
 	free(py);
+	return err;
+}
+
+int runtime_reader__php_from_core(struct stacksnap_saved *s, const char *path,
+				  uint64_t start, uint64_t offset, pid_t tid)
+{
+	struct php_runtime php;
+	struct php_capture cap = { 0 };
+	struct php_resolver res;
+	struct php_frame *f = NULL;
+	struct saved_runtime *rt = NULL;
+	struct saved_rthread *st;
+	struct elf_image *img;
+	uint64_t bias;
+	size_t n = 0;
+	int err = 0;
+
+	if (s->runtime || !s->mem || elf_image__open(path, &s->ctx->log, &img))
+		return 0;
+	if (elf_image__load_bias(img, start, offset, 0, &bias) ||
+	    php_runtime__detect_elf(img, path, bias, &php) || !php.found) {
+		elf_image__free(img);
+		return 0;
+	}
+	elf_image__free(img);
+	log_info(&s->ctx->log, "%s: %s (%s)", s->path ? s->path : "core", php.note, path);
+	if (!(rt = calloc(1, sizeof(*rt))) || !(rt->description = strdup(php.note)) ||
+	    !(rt->threads = calloc(1, sizeof(*rt->threads)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->kind = STACKSNAP_RUNTIME_PHP;
+	rt->eval_start = php.exec_start;
+	rt->eval_end = php.exec_end;
+	if (!php.layout)
+		goto keep;	/* the description says why: no frames */
+	rt->frames = true;
+	if ((err = php_capture__take(&php, s->mem, &cap)))
+		goto out;
+	if (cap.end && !(rt->end = strdup(cap.end))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	php_resolver__init(&res, &php, s->mem);
+	err = php_resolve(&res, &cap, &f, &n);
+	st = &rt->threads[rt->n++];
+	st->tid = tid;
+	if (!err && n && !(st->frames = calloc(n, sizeof(*st->frames))))
+		err = -ENOMEM;
+	/* The resolver's strings go with it: copies kept. */
+	for (size_t k = 0; k < n && !err; k++) {
+		struct py_frame *pf = &st->frames[st->n++];
+
+		pf->function = strdup(f[k].function);
+		pf->file = f[k].file ? strdup(f[k].file) : NULL;
+		/* php_merge's rule: an innermost user frame's line may be
+		   stale in memory. */
+		pf->line = k == 0 && f[k].file ? 0 : f[k].line;
+		pf->entry = f[k].top;
+		if (!pf->function || (f[k].file && !pf->file))
+			err = -ENOMEM;
+	}
+	free(f);
+	php_resolver__free(&res);
+	if (err)
+		goto out;
+keep:
+	s->runtime = rt;
+	rt = NULL;
+out:
+	runtime_reader__free(rt);
+	php_capture__free(&cap);
+	return err;
+}
+
+/* The Ruby frames of one thread of a core, named and kept (copies of
+ * the resolver's strings). */
+static int keep_rb_thread(struct saved_rthread *st, struct rb_resolver *res,
+			  const struct rb_capture *cap, const struct rb_raw_thread *t)
+{
+	struct rb_frame *f;
+	size_t n;
+	int err = rb_resolve__thread(res, cap, t, &f, &n);
+
+	if (err)
+		return err;
+	st->tid = (pid_t)t->tid;
+	st->rb = f ? f : calloc(1, sizeof(*f));
+	if (!st->rb || (t->end && !(st->end = strdup(t->end))))
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++) {
+		f[k].function = strdup(f[k].function);
+		f[k].file = strdup(f[k].file);
+		st->n++;
+		if (!f[k].function || !f[k].file)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A core's memory, and where the core has no bytes (a read-only mapping
+ * of a file, which a core leaves out) libruby's image: Ruby's static
+ * Strings ("<main>", method names) point into its .rodata. */
+struct core_and_image {
+	struct stacksnap_mem *core;
+	const struct elf_image *img;
+	uint64_t bias;
+};
+
+static int read_core_or_image(void *user, uint64_t addr, void *buf, size_t len)
+{
+	const struct core_and_image *ci = user;
+	const uint8_t *b;
+
+	if (!stacksnap_mem__read(ci->core, addr, buf, len))
+		return 0;
+	if (addr < ci->bias ||
+	    elf_image__vaddr_bytes(ci->img, addr - ci->bias, len, &b) || !b)
+		return -EFAULT;
+	memcpy(buf, b, len);
+	return 0;
+}
+
+int runtime_reader__rb_from_core(struct stacksnap_saved *s, const char *path,
+				 uint64_t start, uint64_t offset)
+{
+	struct rb_runtime rb;
+	struct rb_capture cap = { 0 };
+	struct rb_resolver res;
+	struct saved_runtime *rt = NULL;
+	struct elf_image *img;
+	struct core_and_image ci = { .core = s->mem };
+	struct stacksnap_mem *mem = NULL;
+	int err;
+
+	if (s->runtime || !s->mem || elf_image__open(path, &s->ctx->log, &img))
+		return 0;
+	ci.img = img;
+	err = elf_image__load_bias(img, start, offset, 0, &ci.bias);
+	if (!err && !(mem = stacksnap_mem__new_callback(read_core_or_image, &ci)))
+		err = -ENOMEM;
+	if (!err)
+		err = rb_runtime__detect_elf(img, path, ci.bias, mem, &rb);
+	if (err || !rb.found) {
+		stacksnap_mem__free(mem);
+		elf_image__free(img);
+		return err == -ENOMEM ? err : 0;
+	}
+	log_info(&s->ctx->log, "%s: %s (%s)", s->path ? s->path : "core",
+		 rb.note, path);
+	if (!(rt = calloc(1, sizeof(*rt))) || !(rt->description = strdup(rb.note)) ||
+	    !(rt->threads = calloc(s->n ? s->n : 1, sizeof(*rt->threads)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	rt->kind = STACKSNAP_RUNTIME_RUBY;
+	rt->eval_start = rb.exec_start;
+	rt->eval_end = rb.exec_end;
+	/* A core has no live thread pointer to ask: the VM's thread list
+	   gives each thread's (as for threads read without stopping). */
+	if (rb.layout && !(err = rb_capture__list(&rb, mem, &cap))) {
+		rt->frames = true;
+		for (size_t i = 0; i < s->n && !err; i++) {
+			struct rb_listed who = { .tid = (uint64_t)s->threads[i].tid };
+
+			who.tp = rb_capture__listed_tp(&cap, who.tid);
+			err = rb_capture__threads(&rb, mem, &who, 1, &cap);
+		}
+		rb_resolver__init(&res, &rb, mem);
+		for (size_t i = 0; i < cap.nthreads && !err; i++)
+			err = keep_rb_thread(&rt->threads[rt->n++], &res, &cap,
+					     &cap.threads[i]);
+		rb_resolver__free(&res);
+	}
+	if (!err) {
+		s->runtime = rt;
+		rt = NULL;
+	}
+out:
+	runtime_reader__free(rt);
+	rb_capture__free(&cap);
+	stacksnap_mem__free(mem);
+	elf_image__free(img);
 	return err;
 }

@@ -276,6 +276,7 @@ void stacksnap_saved__free(struct stacksnap_saved *s)
 	stacksnap_addrspace__free(s->as);
 	runtime_reader__free(s->runtime);
 	named_reader__free(s->named);
+	waits_reader__free(s->waits);
 	free(s->threads);
 	free(s->stacks);
 	free(s->goroutines);
@@ -314,6 +315,24 @@ char *readers__take_str(struct cursor *c, char nul_as, bool *nomem)
 		if (!s[i])
 			s[i] = nul_as;
 	return s;
+}
+
+const char *readers__arena_str(struct cursor *c, char *arena, size_t *at)
+{
+	uint32_t len = cursor_u32(c);
+	const uint8_t *p = cursor_take(c, len);
+	char *d;
+
+	if (!p || !len)
+		return NULL;
+	d = arena + *at;
+	memcpy(d, p, len);
+	d[len] = 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (!d[i])
+			d[i] = ' ';
+	*at += (size_t)len + 1;
+	return d;
 }
 
 char *readers__take_opt_str(struct cursor *c, bool *nomem)

@@ -60,6 +60,8 @@ struct stacksnap_saved {
 	/* A snapshot file's frames of a runtime named at capture (a
 	 * JVM's, V8's: named_reader.c), or NULL. */
 	struct saved_named *named;
+	/* A snapshot file's WAITS section (waits_reader.c), or NULL. */
+	struct saved_waits *waits;
 };
 
 /* Logs an error of a reader of s's file, naming the file and the byte

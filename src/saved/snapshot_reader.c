@@ -27,27 +27,6 @@
 /* Errors name the file and the byte offset in it. */
 #define BAD SAVED_BAD
 
-/* A string of the goroutines section, copied NUL-terminated into the
- * arena at *at (the arena has room: it is sized from the section), NULL
- * when empty. */
-static const char *gstr(struct cursor *c, char *arena, size_t *at)
-{
-	uint32_t len = cursor_u32(c);
-	const uint8_t *p = cursor_take(c, len);
-	char *d;
-
-	if (!p || !len)
-		return NULL;
-	d = arena + *at;
-	memcpy(d, p, len);
-	d[len] = 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (!d[i])
-			d[i] = ' ';
-	*at += (size_t)len + 1;
-	return d;
-}
-
 /* The goroutines section (docs/go.md): counts bounded by the section's
  * size before anything is allocated; a bad section is an error. From
  * version SNAPFILE_GOROUTINES_LABELS each goroutine's labels follow all
@@ -123,14 +102,14 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 
 		g->sz = sizeof(*g);
 		g->goid = (int64_t)cursor_u64(c);
-		g->status = gstr(c, s->gstrings, &at);
-		g->wait_reason = gstr(c, s->gstrings, &at);
+		g->status = readers__arena_str(c, s->gstrings, &at);
+		g->wait_reason = readers__arena_str(c, s->gstrings, &at);
 		g->wait_ns = (int64_t)cursor_u64(c);
 		g->thread = (pid_t)cursor_u32(c);
-		g->created_by = gstr(c, s->gstrings, &at);
-		g->created_file = gstr(c, s->gstrings, &at);
+		g->created_by = readers__arena_str(c, s->gstrings, &at);
+		g->created_file = readers__arena_str(c, s->gstrings, &at);
 		g->created_line = cursor_u32(c);
-		g->end = gstr(c, s->gstrings, &at);
+		g->end = readers__arena_str(c, s->gstrings, &at);
 		nf = cursor_u32(c);
 		g->frames = &s->gframes[k];
 		g->nframes = nf;
@@ -144,8 +123,8 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 			o->pc = cursor_u64(c);
 			o->native_index = cursor_u32(c);
 			o->flags = cursor_u32(c);
-			o->function = gstr(c, s->gstrings, &at);
-			o->file = gstr(c, s->gstrings, &at);
+			o->function = readers__arena_str(c, s->gstrings, &at);
+			o->file = readers__arena_str(c, s->gstrings, &at);
 			o->line = cursor_u32(c);
 			if (!o->function)
 				o->function = "??";
@@ -159,7 +138,7 @@ static int read_goroutines(struct stacksnap_saved *s, struct cursor *c,
 		g->labels = nl ? &s->glabels[k] : NULL;
 		g->nlabels = nl;
 		for (uint32_t j = 0; j < 2 * nl; j++, k++) {
-			const char *v = gstr(c, s->gstrings, &at);
+			const char *v = readers__arena_str(c, s->gstrings, &at);
 
 			s->glabels[k] = v ? v : ""; /* a value may be empty */
 		}
@@ -547,6 +526,9 @@ static int read_section(struct stacksnap_saved *s, uint32_t kind, uint16_t ver,
 		break;
 	case SNAPFILE_SEC_JIT_SYMBOLS:
 		err = read_jit_symbols(s, pc, base);
+		break;
+	case SNAPFILE_SEC_WAITS:
+		err = waits_reader__read_section(s, pc, base);
 		break;
 	case SNAPFILE_SEC_EVENT:
 	case SNAPFILE_SEC_ADDRSPACE:

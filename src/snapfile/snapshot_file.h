@@ -40,6 +40,8 @@ enum snapfile_section {
 	SNAPFILE_SEC_NAMED = 13,   /* a runtime's frames named at capture (a
 				      JVM's, V8's), its kind, and the steps
 				      that walked its frames */
+	SNAPFILE_SEC_WAITS = 14,   /* what each thread waited for, and the
+				      deadlocks (a dump's --save; optional) */
 };
 #define SNAPFILE_SEC_REQUIRED 0x1 /* section flag: refuse if unknown */
 #define SNAPFILE_SEC_CRC 0x2	  /* section flag: the payload's last 4 bytes
@@ -53,6 +55,10 @@ enum snapfile_section {
 /* RUNTIME section: runtime kinds (enum stacksnap_runtime), frame flags,
  * and limits a reader holds a file to. */
 #define SNAPFILE_RFRAME_ENTRY 0x1 /* outermost frame of one eval-loop call */
+#define SNAPFILE_RFRAME_HIDDEN 0x2 /* a Ruby control frame its backtrace
+				      does not show (kept for its flag 1) */
+#define SNAPFILE_RFRAME_CFUNC 0x4 /* a Ruby C method (file and line: its
+				     caller's) */
 /* The RUNTIME section's version that appends, after all the threads, what
  * the capture said of the runtime (frames read, interpreters, the time
  * and reads of the capture, state, end); version 1 has none. */
@@ -80,6 +86,15 @@ enum snapfile_map_kind {
 #define SNAPFILE_MAX_GOROUTINES (1u << 20)
 #define SNAPFILE_MAX_GFRAMES 4096	      /* per goroutine */
 #define SNAPFILE_MAX_GLABELS 64		      /* key-value pairs per goroutine */
+
+/* WAITS section (docs/snapshot-format.md): version 1; each thread's
+ * record is length-prefixed, so a newer version appends fields to it and
+ * older readers skip them. Limits a reader holds a file to. */
+#define SNAPFILE_WAITS_VERSION 1
+#define SNAPFILE_MAX_WAITS (1u << 20)	      /* threads */
+#define SNAPFILE_MAX_WAIT_OWNERS 65536	      /* per thread */
+#define SNAPFILE_MAX_WAIT_KFRAMES 1024	      /* kernel frames per thread */
+#define SNAPFILE_MAX_WAIT_HELD 4096	      /* Java monitors held per thread */
 
 /* The GOROUTINES section's version that appends each goroutine's
  * profiler labels after all the goroutines (docs/go.md); version 1 has

@@ -440,6 +440,14 @@ static bool scope_tag(int tag, bool rust)
 	       (rust && tag == DW_TAG_enumeration_type);
 }
 
+/* C, whose functions are never inside a namespace, class or structure
+ * (C17 and C23 have no constant in every dwarf.h: 0x2c, 0x3e). */
+static bool c_language(int lang)
+{
+	return lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+	       lang == DW_LANG_C11 || lang == 0x2c || lang == 0x3e;
+}
+
 /* "ns::Class::name" for a function DIE without a linkage name (gcc omits
  * it for functions with internal linkage), and for every Rust function:
  * the name of the declaration the DIE refers to, qualified by the
@@ -466,6 +474,11 @@ static char *qualified_name(Dwarf_Die *die, bool rust)
 	name = dwarf_diename(&decl);
 	if (!name || !dwarf_diecu(&decl, &cu, NULL, NULL))
 		return NULL;
+	/* C has no scopes that qualify a function: the name as it is. The
+	 * path down to the DIE skips every DIE before it, children parsed
+	 * (most of a cold dump's lookups in python3's LTO units). */
+	if (c_language(dwarf_srclang(&cu)))
+		return strdup(name);
 	n = die_path(&cu, dwarf_dieoffset(&decl), path, SCOPE_DEPTH_MAX);
 	for (int i = 0; i < n - 1; i++) {
 		const char *sn = dwarf_diename(&path[i]);

@@ -124,6 +124,58 @@ static bool same_name(const struct sym_entry *a, const struct sym_entry *b)
 	return a->name_len == b->name_len && !memcmp(a->name, b->name, a->name_len);
 }
 
+/* What a symbol needs of the section it is defined in: whether it holds
+ * code, and its end (a symbol of size 0 covers up to it). */
+struct sym_section {
+	uint64_t end;
+	bool exec;
+};
+
+/* The section table of img, read once per symbol table rather than per
+ * symbol (elf_getscn and gelf_getshdr for each of libLLVM's 73k symbols
+ * were most of building its table). NULL on failure (*n 0). */
+static struct sym_section *sym_sections(const struct elf_image *img, size_t *n)
+{
+	struct sym_section *v;
+	Elf_Scn *scn = NULL;
+
+	*n = 0;
+	if (elf_getshdrnum(img->elf, n) || !*n || !(v = calloc(*n, sizeof(*v)))) {
+		*n = 0;
+		return NULL;
+	}
+	while ((scn = elf_nextscn(img->elf, scn))) {
+		size_t i = elf_ndxscn(scn);
+		GElf_Shdr sh;
+
+		if (i < *n && gelf_getshdr(scn, &sh)) {
+			v[i].exec = sh.sh_flags & SHF_EXECINSTR;
+			v[i].end = sh.sh_addr + sh.sh_size;
+		}
+	}
+	return v;
+}
+
+/* The string table of a symbol table as one NUL-terminated block, so a
+ * name is strs + st_name after a bounds check (what elf_strptr checks,
+ * without its lock per call); NULL when it is not such a block (then
+ * names go through elf_strptr). */
+static const char *sym_strings(const struct elf_image *img, size_t link,
+			       size_t *len)
+{
+	Elf_Scn *scn = elf_getscn(img->elf, link);
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB ||
+	    (sh.sh_flags & SHF_COMPRESSED) || !(d = elf_getdata(scn, NULL)) ||
+	    !d->d_buf || !d->d_size || d->d_size != sh.sh_size ||
+	    ((const char *)d->d_buf)[d->d_size - 1] != 0)
+		return NULL;
+	*len = d->d_size;
+	return d->d_buf;
+}
+
 /* Adds the code symbols of one SHT_SYMTAB/SHT_DYNSYM section. gdb takes
  * every symbol of an executable section except section and file symbols
  * as a text minimal symbol, whatever its type. */
@@ -131,40 +183,55 @@ static int add_symbols(struct sym_build *t, const struct elf_image *img,
 		       Elf_Scn *scn, const GElf_Shdr *sh)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t count;
+	const Elf64_Sym *raw = NULL;
+	struct sym_section *secs;
+	const char *strs;
+	size_t count, nsecs, strs_len = 0;
+	int err = 0;
 
 	if (!data || !sh->sh_entsize || sh->sh_entsize < sizeof(Elf64_Sym))
 		return 0;
 	count = data->d_size / sizeof(Elf64_Sym);
+	/* libelf hands 64-bit symbols over in memory order, aligned: read
+	 * them in place where it did. */
+	if (gelf_getclass(img->elf) == ELFCLASS64 && data->d_type == ELF_T_SYM &&
+	    sh->sh_entsize == sizeof(Elf64_Sym) && data->d_buf &&
+	    (uintptr_t)data->d_buf % _Alignof(Elf64_Sym) == 0)
+		raw = data->d_buf;
+	if (!(secs = sym_sections(img, &nsecs)))
+		return 0;
+	strs = sym_strings(img, sh->sh_link, &strs_len);
 	for (size_t i = 1; i < count; i++) {
 		GElf_Sym s;
-		GElf_Shdr tsh;
-		Elf_Scn *tscn;
 		const char *name, *at;
 		struct sym_entry *e;
 		int type;
 
-		if (!gelf_getsym(data, (int)i, &s))
+		if (raw)
+			s = raw[i];
+		else if (!gelf_getsym(data, (int)i, &s))
 			continue;
 		type = GELF_ST_TYPE(s.st_info);
 		if (type == STT_SECTION || type == STT_FILE || type == STT_TLS ||
-		    s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE)
+		    s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE ||
+		    s.st_shndx >= nsecs || !secs[s.st_shndx].exec)
 			continue;
-		tscn = elf_getscn(img->elf, s.st_shndx);
-		if (!tscn || !gelf_getshdr(tscn, &tsh) ||
-		    !(tsh.sh_flags & SHF_EXECINSTR))
-			continue;
-		name = elf_strptr(img->elf, sh->sh_link, s.st_name);
+		if (strs)
+			name = s.st_name < strs_len ? strs + s.st_name : NULL;
+		else
+			name = elf_strptr(img->elf, sh->sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
 		e = VEC_PUSH(t->syms, t->n, t->cap);
-		if (!e)
-			return -ENOMEM;
+		if (!e) {
+			err = -ENOMEM;
+			break;
+		}
 		memset(e, 0, sizeof(*e));
 		e->addr = s.st_value;
 		e->flags = s.st_size ? SYM_REC_SIZED : 0;
 		e->limit = s.st_size ? s.st_value + s.st_size
-				     : tsh.sh_addr + tsh.sh_size;
+				     : secs[s.st_shndx].end;
 		/* A zero-sized marker at its section's end (_etext) covers
 		 * nothing: limit == addr. */
 		if (e->limit < e->addr)
@@ -177,7 +244,8 @@ static int add_symbols(struct sym_build *t, const struct elf_image *img,
 		if (GELF_ST_BIND(s.st_info) == STB_LOCAL)
 			e->flags |= SYM_REC_LOCAL;
 	}
-	return 0;
+	free(secs);
+	return err;
 }
 
 static int load_table(struct sym_build *t, const struct elf_image *img,

@@ -398,6 +398,7 @@ int unwind_table__compile(const struct cfi_input *inputs, size_t ninputs,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return fail(-ENOMEM);
+	t->serial = unwind_table__new_serial();
 	if (ninputs) {
 		t->inputs = malloc(sizeof(*inputs) * ninputs);
 		if (!t->inputs) {

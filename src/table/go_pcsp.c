@@ -333,6 +333,7 @@ int go_pcsp__table(const struct go_pcsp_rows *r, struct unwind_table **out)
 		free(frags);
 		return fail(-ENOMEM);
 	}
+	t->serial = unwind_table__new_serial();
 	err = ut_build(t, frags, n);
 	free(frags);
 	if (err < 0) {

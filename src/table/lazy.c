@@ -93,6 +93,7 @@ static struct unwind_table *lazy_new(const struct cfi_input *in,
 	}
 	t->inputs[0] = *in;
 	t->ninputs = 1;
+	t->serial = unwind_table__new_serial();
 	t->lazy = z;
 	z->log = log;
 	z->max_fills = UT_LAZY_MAX_FILLS;

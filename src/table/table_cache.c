@@ -334,6 +334,7 @@ int table_cache__decode(const uint8_t *b, size_t len,
 		return -ENOMEM;
 	}
 	memcpy(t->inputs, key->inputs, key->ninputs * sizeof(*t->inputs));
+	t->serial = unwind_table__new_serial();
 	t->ninputs = key->ninputs;
 	t->lo = g.lo;
 	t->hi = g.hi;

@@ -193,6 +193,20 @@ static const struct unwind_row *fill(const struct unwind_table *ct, uint64_t vad
 	return unwind_table__lookup(t, vaddr);
 }
 
+uint32_t unwind_table__new_serial(void)
+{
+	static uint32_t next = 1;	/* 0: used up */
+	uint32_t s = __atomic_load_n(&next, __ATOMIC_RELAXED);
+
+	do {
+		if (s == 0)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&next, &s, s == UINT32_MAX - 1 ? 0 : s + 1,
+					      false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return s;
+}
+
 void unwind_table__free(struct unwind_table *t)
 {
 	if (!t)

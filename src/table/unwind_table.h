@@ -163,7 +163,15 @@ struct unwind_table {
 	void *map;
 	size_t map_len;
 	uint64_t fill_ns;	/* spent in unwind_table__fill (--stats) */
+	/* Names this table among every table the process made, for the
+	 * unwinder's row cache (a row copied out stays right for as long as
+	 * the table lives: fills and completion only add rows it would have
+	 * had whole). Never reused; 0 when the counter ran out: not cached. */
+	uint32_t serial;
 };
+
+/* A serial for a new table (above). */
+uint32_t unwind_table__new_serial(void);
 
 /* The checks of a table used in place from bytes that are not ours:
  * check(t, c, user, &why) returns 0 when chunk c, the rows of link-time

@@ -105,6 +105,8 @@ struct stacksnap_trace {
 	 * 20 ms, until found or 5 s after the exec. */
 	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
 	size_t npypend;
+	/* Ruby VMs (trace_ruby.c), or NULL. */
+	struct trace_rubies *rb_vms;
 	/* A followed JVM or V8 (trace_named.c), or NULL. */
 	struct trace_named *named;
 	/* The kernel's mmap/comm/fork/exit records (sideband.c); NULL where
@@ -164,6 +166,21 @@ void trace__python_pending(struct stacksnap_trace *tr);
 void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 			 const uint8_t *pyf, struct stacksnap_trace_event *ev);
 void trace__python_free(struct stacksnap_trace *tr);
+
+/* trace_ruby.c: Ruby frames (of processes without a CPython). */
+struct trace_rubies;
+/* Looks for a Ruby VM in pid and, when its layout is known, hands the
+ * programs what their walk needs (a no-op when found already). */
+void trace__ruby_detect(struct stacksnap_trace *tr, pid_t pid);
+/* Forgets pid's VM (it ran execve). */
+void trace__ruby_forget(struct stacksnap_trace *tr, pid_t pid);
+/* Names record r's Ruby control frames (pyf: r->pyframes of them) and
+ * merges them into ev's native frames; false when pid runs no VM found. */
+bool trace__ruby_event(struct stacksnap_trace *tr, const struct trace_rec *r,
+		       const uint8_t *pyf, struct stacksnap_trace_event *ev);
+/* Whether pid runs a Ruby VM whose layout is known. */
+bool trace__ruby_runs(pid_t pid);
+void trace__ruby_free(struct stacksnap_trace *tr);
 
 /* trace_named.c: Java or JavaScript frames of one followed process's
  * JVM or V8. */

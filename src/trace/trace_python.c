@@ -84,6 +84,7 @@ void trace__python_free(struct stacksnap_trace *tr)
 	tr->npypend = 0;
 	tr->py = NULL;
 	tr->npy = 0;
+	trace__ruby_free(tr);
 }
 
 /* The walk's offsets from the layout: what the BPF side reads. */
@@ -148,6 +149,7 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 	if (py_runtime__detect_pid(pid, LOG(tr), &p->rt) || !p->rt.found ||
 	    !(p->mem = stacksnap_mem__new_pid(pid))) {
 		py_free(p);
+		trace__ruby_detect(tr, pid);	/* or a Ruby VM */
 		return;
 	}
 	py_runtime__read_layout(&p->rt, p->mem);
@@ -204,6 +206,7 @@ void trace__python_exec(struct stacksnap_trace *tr, pid_t pid)
 	void *grown;
 
 	py_forget(tr, pid);
+	trace__ruby_forget(tr, pid);
 	trace__python_detect(tr, pid);
 	for (size_t i = 0; i < tr->npypend; i++)
 		if (tr->pypend[i].pid == pid)
@@ -258,7 +261,11 @@ void trace__python_event(struct stacksnap_trace *tr, const struct trace_rec *r,
 	const char *end;
 	size_t n = r->pyframes, nnamed, nr;
 
-	if (!p || !n)
+	if (!p) {
+		trace__ruby_event(tr, r, pyf, ev);
+		return;
+	}
+	if (!n)
 		return;
 	if (n > tr->cap_pyframes) {
 		void *grown = realloc(tr->pyframes, n * sizeof(*tr->pyframes));
@@ -321,7 +328,8 @@ int stacksnap_trace__runtime_of(pid_t pid)
 	if ((err = py_runtime__detect_pid(pid, NULL, &rt)))
 		return err;
 	if (!rt.found)
-		return STACKSNAP_RUNTIME_NATIVE;
+		return trace__ruby_runs(pid) ? STACKSNAP_RUNTIME_RUBY
+					     : STACKSNAP_RUNTIME_NATIVE;
 	if (!(mem = stacksnap_mem__new_pid(pid)))
 		return -errno;
 	py_runtime__read_layout(&rt, mem);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -43,8 +44,10 @@ stacksnap_unwinder__new(const struct stacksnap_unwind_opts *opts)
 
 void stacksnap_unwinder__free(struct stacksnap_unwinder *uw)
 {
-	if (uw)
+	if (uw) {
 		analysis__cache_free(uw->analysis);
+		free(uw->fast_rows);
+	}
 	free(uw);
 }
 
@@ -247,19 +250,87 @@ int stacksnap_unwinder__next(struct stacksnap_unwinder *uw,
  * read from its save slot inside the copy. false: not a common case (the
  * general path takes the frame). */
 static inline __attribute__((always_inline)) bool
-fast_saved(const struct stacksnap_mem *mem, unsigned kind, int16_t off,
-	   uint64_t cfa, uint64_t sp, uint64_t *val, bool *ok)
+fast_saved(const uint8_t *bytes, uint64_t base, uint64_t len, unsigned kind,
+	   int16_t off, uint64_t cfa, uint64_t sp, uint64_t *val, bool *ok)
 {
 	if (kind == UT_RBP_CFA_OFF) {
 		uint64_t at = cfa + off;
 
-		if (at < sp || at - mem->base > mem->len - 8)
+		if (at < sp || at - base > len - 8)
 			return false;
-		memcpy(val, mem->bytes + (at - mem->base), 8);
+		memcpy(val, bytes + (at - base), 8);
 		*ok = true;
 		return true;
 	}
 	return kind == UT_RBP_SAME;
+}
+
+/* The fast path's row cache (unwind_internal.h), made with the first fast
+ * walk; NULL when it cannot be had (the walk looks rows up each time). */
+static struct fast_row *fast_rows(struct stacksnap_unwinder *uw)
+{
+	if (!uw->fast_rows_tried) {
+		uw->fast_rows_tried = true;
+		uw->fast_rows = malloc(FAST_ROWS * sizeof(*uw->fast_rows));
+		if (uw->fast_rows)
+			memset(uw->fast_rows, 0xff, FAST_ROWS * sizeof(*uw->fast_rows));
+	}
+	return uw->fast_rows;
+}
+
+static inline size_t fast_row_slot(uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - FAST_ROWS_BITS));
+}
+
+/* A table's part of the fast path, kept in locals: its range and the
+ * high half of its row cache keys (0: rows not cached). */
+struct fast_table {
+	const struct unwind_table *t;
+	uint64_t lo, span, key_hi;
+};
+
+static inline void fast_table_set(struct fast_table *ft, const struct unwind_table *t,
+				  const struct fast_row *cache)
+{
+	ft->t = t;
+	ft->lo = t->lo;
+	ft->span = t->hi - t->lo;
+	ft->key_hi = cache && t->serial ? (uint64_t)t->serial << 32 : 0;
+}
+
+/* The row for the return address pc - 1 at link-time vaddr of m, when
+ * the fast path can take it: not a signal trampoline, not a Go stack's
+ * bottom, a row of kind RSP or RBP. NULL: the general path takes the
+ * frame. The row is good until the next call. */
+static inline __attribute__((always_inline)) const struct unwind_row *
+fast_row(struct stacksnap_unwinder *uw, struct fast_row *cache,
+	 const struct as_map *m, const struct fast_table *ft, uint64_t pc,
+	 uint64_t vaddr)
+{
+	const struct unwind_row *row;
+	uint64_t off = vaddr - ft->lo, key = ft->key_hi | off;
+	struct fast_row *e = NULL;
+
+	if (off >= ft->span)
+		return NULL; /* no row there */
+	if (ft->key_hi) {
+		e = &cache[fast_row_slot(key)];
+		if (e->key == key)
+			return &e->row;
+	}
+	if (m->mod->sig_check && module__is_sigreturn(m->mod, pc - m->bias))
+		return NULL;
+	if (go_bottom(uw, m, pc - 1))
+		return NULL; /* the general path ends the walk there */
+	row = unwind_table__lookup(ft->t, vaddr);
+	if (!row || (row->cfa_kind != UT_CFA_RSP && row->cfa_kind != UT_CFA_RBP))
+		return NULL;
+	if (!e)
+		return row;
+	e->key = key;
+	e->row = *row;
+	return &e->row;
 }
 
 /* The common case of a walk, kept in locals: a return address whose row
@@ -267,13 +338,20 @@ fast_saved(const struct stacksnap_mem *mem, unsigned kind, int16_t off,
  * caller in a module whose table is ready. Emits frames exactly as
  * stacksnap_unwinder__next would, and stops, leaving uw->cur as the next
  * frame to emit, at the first thing it does not handle; the general
- * stepper takes it from there. */
+ * stepper takes it from there. The copy's bounds, the current mapping's
+ * and its table are kept in locals (the frames written could alias them
+ * for the compiler); a return address into the same mapping needs no
+ * search; rows come from the row cache when it has them. */
 static size_t walk_fast(struct stacksnap_unwinder *uw,
 			struct stacksnap_frame *frames, size_t max)
 {
 	const struct stacksnap_mem *mem = uw->mem;
+	const uint8_t *bytes = mem->bytes;
+	const uint64_t base = mem->base, len = mem->len;
+	struct fast_row *cache = fast_rows(uw);
 	const struct as_map *m = uw->cur_map;
-	const struct unwind_table *t = m->mod->table;
+	struct fast_table ft;
+	uint64_t m_start = m->start, m_span = m->end - m->start, bias = m->bias;
 	struct frame_state *st = &uw->cur;
 	uint64_t pc = st->regs.regs[STACKSNAP_REG_RIP];
 	uint64_t sp = st->regs.regs[STACKSNAP_REG_RSP];
@@ -286,39 +364,40 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 
 	if (max > uw->max_frames - uw->nframes)
 		max = uw->max_frames - uw->nframes;
+	if (len < 8)
+		max = 0; /* no return address can be read */
+	fast_table_set(&ft, m->mod->table, cache);
 	while (n < max) {
 		const struct unwind_row *row;
 		uint64_t cfa, ra;
 
-		if (m->mod->sig_check && module__is_sigreturn(m->mod, pc - m->bias))
-			break;
-		if (go_bottom(uw, m, pc - 1))
-			break; /* the general path ends the walk there */
-		row = unwind_table__lookup(t, pc - 1 - m->bias);
+		row = fast_row(uw, cache, m, &ft, pc, pc - 1 - bias);
 		if (!row)
 			break;
 		if (row->cfa_kind == UT_CFA_RSP)
 			cfa = sp + row->cfa_off;
-		else if (row->cfa_kind == UT_CFA_RBP && rbp_ok)
+		else if (rbp_ok)
 			cfa = rbp + row->cfa_off;
 		else
 			break;
-		if (cfa <= sp || cfa - 8 - mem->base > mem->len - 8 ||
-		    mem->len < 8)
+		if (cfa <= sp || cfa - 8 - base > len - 8)
 			break;
-		memcpy(&ra, mem->bytes + (cfa - 8 - mem->base), 8);
+		memcpy(&ra, bytes + (cfa - 8 - base), 8);
 		if (ra == 0)
 			break; /* the bottom: let the general path end it */
-		const struct as_map *next = addrspace__find(uw->as, ra - 1);
-		if (!next || !(next->prot & PROT_EXEC) || !next->mod ||
-		    !next->mod->table)
-			break;
+		const struct as_map *next = m;
+		if (ra - 1 - m_start >= m_span) {
+			next = addrspace__find(uw->as, ra - 1);
+			if (!next || !(next->prot & PROT_EXEC) || !next->mod ||
+			    !next->mod->table)
+				break;
+		}
 		uint64_t caller_rbp = rbp, caller_rbx = rbx;
 		bool caller_rbp_ok = rbp_ok, caller_rbx_ok = rbx_ok;
-		if (!fast_saved(mem, row->rbp_kind, row->rbp_off, cfa, sp,
-				&caller_rbp, &caller_rbp_ok) ||
-		    !fast_saved(mem, row->rbx_kind, row->rbx_off, cfa, sp,
-				&caller_rbx, &caller_rbx_ok))
+		if (!fast_saved(bytes, base, len, row->rbp_kind, row->rbp_off,
+				cfa, sp, &caller_rbp, &caller_rbp_ok) ||
+		    !fast_saved(bytes, base, len, row->rbx_kind, row->rbx_off,
+				cfa, sp, &caller_rbx, &caller_rbx_ok))
 			break;
 		frames[n++] = (struct stacksnap_frame){ .pc = pc, .sp = sp,
 							.cfa = cfa,
@@ -332,8 +411,13 @@ static size_t walk_fast(struct stacksnap_unwinder *uw,
 		rbx_ok = caller_rbx_ok;
 		stepper = STACKSNAP_STEP_TABLE;
 		trust = STACKSNAP_TRUST_CFI;
-		m = next;
-		t = next->mod->table;
+		if (next != m) {
+			m = next;
+			fast_table_set(&ft, next->mod->table, cache);
+			m_start = m->start;
+			m_span = m->end - m->start;
+			bias = m->bias;
+		}
 	}
 	if (n) {
 		st->regs.regs[STACKSNAP_REG_RIP] = pc;

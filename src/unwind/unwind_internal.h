@@ -15,6 +15,21 @@
 #define BIT(r) (1u << (r))
 #define MAX_USER_STEPPERS 16
 
+/* The fast path's row cache: direct-mapped, FAST_ROWS entries, each a
+ * row copied out of a table with its key, the table's serial above the
+ * row's offset from the table's lo (tables span at most 4 GiB). An entry
+ * is stored only for a return address that the fast path found not a
+ * signal trampoline, not a Go stack's bottom, with a row of kind RSP or
+ * RBP: a hit skips those questions and the table's search. Empty
+ * entries hold FAST_ROW_EMPTY (serial UINT32_MAX is never given). */
+#define FAST_ROWS_BITS 11
+#define FAST_ROWS (1u << FAST_ROWS_BITS)
+#define FAST_ROW_EMPTY UINT64_MAX
+struct fast_row {
+	uint64_t key;
+	struct unwind_row row;
+};
+
 /* One frame's state before it is emitted. */
 struct frame_state {
 	struct stacksnap_regs regs;
@@ -50,6 +65,10 @@ struct stacksnap_unwinder {
 	} users[MAX_USER_STEPPERS];
 	unsigned nusers, nuser_above_cfi;
 	struct analysis_cache *analysis; /* steppers/analysis.c's, lazily */
+	struct fast_row *fast_rows;	/* FAST_ROWS of them, with the first
+					   fast walk; NULL before (or when
+					   out of memory: not cached) */
+	bool fast_rows_tried;
 };
 
 static inline enum stacksnap_end mem_end(int err)

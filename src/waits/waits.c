@@ -20,7 +20,7 @@
 /* In the order they are asked: a runtime's lock before the futex it
  * sleeps on, a lock's futex before the catch-alls. */
 static const struct wait_source_ops *const sources[] = {
-	&wait_python_ops, &wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
+	&wait_java_ops, &wait_python_ops, &wait_futex_ops, &wait_fds_ops, &wait_child_ops, &wait_flock_ops,
 	&wait_sleep_ops,
 };
 
@@ -33,7 +33,8 @@ static const char *const kind_names[] = {
 	[STACKSNAP_WAIT_POLL] = "poll", [STACKSNAP_WAIT_SLEEP] = "sleep",
 	[STACKSNAP_WAIT_DISK] = "disk", [STACKSNAP_WAIT_OTHER] = "other",
 	[STACKSNAP_WAIT_JOIN] = "join", [STACKSNAP_WAIT_PYTHON_LOCK] = "python-lock",
-	[STACKSNAP_WAIT_GIL] = "gil",
+	[STACKSNAP_WAIT_GIL] = "gil", [STACKSNAP_WAIT_JAVA_MONITOR] = "java-monitor",
+	[STACKSNAP_WAIT_JAVA_LOCK] = "java-lock",
 };
 
 const char *stacksnap_wait_kind__str(enum stacksnap_wait_kind kind)
@@ -238,7 +239,8 @@ static void name_frames(struct stacksnap_waits *w, struct wait_thread *t)
 }
 
 /* The system call thread t is in, from /proc/PID/task/TID/syscall after
- * the thaw: kept only when its sp and pc are the captured ones (the thread
+ * the thaw, for threads whose capture kept no orig_rax (one a caller
+ * built): kept only when its sp and pc are the captured ones (the thread
  * has not left the call it was captured in since). */
 static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 {
@@ -268,6 +270,33 @@ static void read_syscall(struct stacksnap_waits *w, struct wait_thread *t)
 		usleep(200);
 	}
 	t->nr = sl.nr;
+}
+
+/* The system call thread t was in at the capture, from the registers the
+ * capture kept (no /proc read): orig_rax, when rax says the call had not
+ * returned — -ENOSYS, asleep in it (the non-stop iterator's saved
+ * registers); -EINTR or -ERESTART* (512-516), the freeze interrupted it.
+ * A call that had returned, or no call outside D state (a thread that
+ * left its wait before the freeze stopped it), waits for nothing; D state
+ * without a call (a page fault) is the disk wait it is. */
+static void captured_syscall(struct stacksnap_waits *w, struct wait_thread *t)
+{
+	const struct stacksnap_thread *th = t->th;
+	int64_t ret = (int64_t)th->regs.regs[STACKSNAP_REG_RAX];
+	bool in_call = ret == -ENOSYS || ret == -EINTR || (ret >= -516 && ret <= -512);
+
+	if (th->orig_rax < 0) {
+		if (th->state != 'D')
+			t->pub.detail = "not in a system call at the capture (it ran since "
+					"its state was read)";
+		return;
+	}
+	if (!in_call) {
+		t->pub.detail = waits__strf(w, "its system call %" PRId64 " had returned "
+					    "at the capture (it was woken)", th->orig_rax);
+		return;
+	}
+	t->nr = (long)th->orig_rax;
 }
 
 /* The wait a saved capture (or a restarted call, whose number the kernel
@@ -376,6 +405,8 @@ static bool wants_kernel_stack(const struct wait_thread *t)
 	case STACKSNAP_WAIT_POLL:
 	case STACKSNAP_WAIT_PYTHON_LOCK:
 	case STACKSNAP_WAIT_GIL:
+	case STACKSNAP_WAIT_JAVA_MONITOR:
+	case STACKSNAP_WAIT_JAVA_LOCK:
 		return t->th->state == 'D';
 	default:
 		return true;
@@ -398,7 +429,9 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	for (int i = 0; i < 6; i++)
 		t->args[i] = r->regs[argreg[i]];
 	name_frames(w, t);
-	if (!w->o.saved)
+	if (th->have_orig_rax)
+		captured_syscall(w, t);
+	else if (!w->o.saved)
 		read_syscall(w, t);
 	if (t->nr < 0 && t->pub.detail)
 		return 0; /* it moved on: nothing it waits for now */
@@ -430,12 +463,48 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	return 0;
 }
 
+/* The waits a snapshot file kept (opts.kept): each thread's as the dump
+ * that saved it found them, and its deadlocks; nothing read. */
+static int take_kept(struct stacksnap_waits *w, const struct stacksnap_wait_owner *members,
+		     const size_t *start, size_t ncycles)
+{
+	size_t nmembers = ncycles ? start[ncycles] : 0;
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct stacksnap_wait *k = stacksnap_saved__wait(w->o.kept,
+								       w->threads[i].th->tid);
+
+		if (k)
+			w->threads[i].pub = *k;
+	}
+	w->members = malloc((nmembers ? nmembers : 1) * sizeof(*w->members));
+	w->start = malloc((ncycles + 1) * sizeof(*w->start));
+	if (!w->members || !w->start)
+		return -ENOMEM;
+	if (nmembers)
+		memcpy(w->members, members, nmembers * sizeof(*members));
+	w->start[0] = 0;
+	if (ncycles)
+		memcpy(w->start, start, (ncycles + 1) * sizeof(*start));
+	w->ncycles = ncycles;
+	return 0;
+}
+
 int stacksnap_waits__resolve(struct stacksnap_waits *w)
 {
+	const struct stacksnap_wait_owner *members;
+	const size_t *start;
+	size_t ncycles;
 	int err;
+
+	if (w->o.kept && !stacksnap_saved__deadlocks(w->o.kept, &members, &start, &ncycles))
+		return (err = take_kept(w, members, start, ncycles)) < 0 ? fail(err) : 0;
 
 	for (size_t i = 0; i < w->n; i++)
 		if ((err = resolve_thread(w, &w->threads[i])) < 0)
+			return fail(err);
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (sources[i]->after && (err = sources[i]->after(w)) < 0)
 			return fail(err);
 	if ((err = waits_graph__cycles(w)) < 0)
 		return fail(err);

@@ -60,10 +60,15 @@ struct wait_source_ops {
 	const char *name;
 	bool (*classify)(struct stacksnap_waits *w, struct wait_thread *t);
 	int (*owners)(struct stacksnap_waits *w, struct wait_thread *t);
+	/* Once every thread is classified and its holders named: what the
+	 * source adds to threads whatever they wait for (a Java thread's
+	 * monitors held). 0 or -ENOMEM. May be NULL. */
+	int (*after)(struct stacksnap_waits *w);
 	/* Frees what the source kept in w (may be NULL). */
 	void (*free)(struct stacksnap_waits *w);
 };
 
+extern const struct wait_source_ops wait_java_ops;	/* wait_java.c */
 extern const struct wait_source_ops wait_python_ops;	/* wait_python.c */
 extern const struct wait_source_ops wait_futex_ops;	/* wait_futex.c */
 extern const struct wait_source_ops wait_fds_ops;	/* wait_fds.c */
@@ -97,6 +102,10 @@ struct stacksnap_waits {
 	/* Every process's pipe and socket fds, read once for all the waits
 	 * on them (wait_fds.c). */
 	struct fd_table *fds;
+	/* The JVM the process runs, read at the first thread asked about
+	 * (wait_java.c); NULL none. */
+	struct java_waits *java;
+	bool java_tried;
 	const char *libc_why;	/* why glibc's layouts are not used, or NULL */
 	int libc_checked;	/* 0 not yet, 1 glibc >= 2.25, -1 not */
 };

@@ -24,6 +24,7 @@
 #include "base/sched_fifo.h"
 #include "base/ucontext_regs.h"
 #include "base/vec.h"
+#include "mem/mem.h"
 #include "walker/walker.h"
 
 /* The doorbell: a tiny child process the tracer thread traces. Every stop
@@ -610,6 +611,7 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 			continue;
 		}
 		stacksnap_regs__from_user_regs(&c->regs, &u);
+		c->fs_base = u.fs_base;
 		uint64_t sp = u.rsp, lo = sp >= RED_ZONE ? sp - RED_ZONE : 0;
 		const struct rwmap *m = rw_for(r, sp);
 		if (!m) {
@@ -681,6 +683,24 @@ static int finish_capture(struct stacksnap_walker *w, struct request *r)
 		t->py_cap.local = stack_copy_at;
 		t->py_cap.local_user = t;
 		t->py_ok = py_capture__all(t->py, t->py_mem, &t->py_cap) == 0;
+	}
+	/* Or Ruby's control frames: each stopped thread's, through its
+	   thread pointer. */
+	if (t->rb) {
+		mem_invalidate(t->rb_mem);
+		rb_capture__clear(&t->rb_cap);
+		t->rb_ok = true;
+		for (size_t k = 0; k < t->ncaps; k += 64) {
+			struct rb_listed who[64];
+			size_t m = 0;
+
+			for (size_t j = k; j < t->ncaps && j < k + 64; j++)
+				if (!t->caps[j].error)
+					who[m++] = (struct rb_listed){
+						(uint64_t)t->caps[j].tid, t->caps[j].fs_base };
+			if (rb_capture__threads(t->rb, t->rb_mem, who, m, &t->rb_cap))
+				t->rb_ok = false;
+		}
 	}
 	t->capturing = false;
 	for (size_t i = 0; i < t->n; i++) {

@@ -190,11 +190,76 @@ static void target_free(struct stacksnap_target *t)
 	free(t->frames);
 	free(t->py);
 	stacksnap_mem__free(t->py_mem);
+	free(t->rb);
+	stacksnap_mem__free(t->rb_mem);
+	rb_capture__free(&t->rb_cap);
 	py_capture__free(&t->py_cap);
 	capture__named_free(&t->named);
 	free(t->rframes);
 	stacksnap_addrspace__free(t->as);
 	free(t);
+}
+
+/* Room for n runtime frames in t->rframes: false when out of memory. */
+static bool grow_rframes(struct stacksnap_target *t, size_t n)
+{
+	void *p;
+
+	if (n <= t->cap_rframes)
+		return true;
+	if (!(p = realloc(t->rframes, n * sizeof(*t->rframes))))
+		return false;
+	t->rframes = p;
+	t->cap_rframes = n;
+	return true;
+}
+
+/* A Ruby VM with a known layout: true (t->rb set), or false. */
+static bool find_ruby(struct stacksnap_target *t)
+{
+	struct rb_runtime *rb = calloc(1, sizeof(*rb));
+
+	if (!rb || !(t->rb_mem = stacksnap_mem__new_pid(t->pid)) ||
+	    rb_runtime__detect_pid(t->pid, t->rb_mem, t->w->log, rb) || !rb->found) {
+		free(rb);
+		stacksnap_mem__free(t->rb_mem);
+		t->rb_mem = NULL;
+		return false;
+	}
+	log_info(t->w->log, "pid %d: %s (%s)", t->pid, rb->note, rb->path);
+	if (!rb->layout) {
+		free(rb);
+		stacksnap_mem__free(t->rb_mem);
+		t->rb_mem = NULL;
+		return true;
+	}
+	/* Room for the captures, so that the stop does not allocate. */
+	rb_capture__reserve(&t->rb_cap, 64, 4096);
+	t->rb = rb;
+	return true;
+}
+
+/* Thread tid's Ruby frames of the last capture, merged into its n native
+ * frames (t->frames): into t->rframes. */
+static size_t ruby_frames(struct stacksnap_target *t, struct rb_resolver *res,
+			  pid_t tid, size_t n)
+{
+	const struct rb_raw_thread *rt;
+	struct rb_frame *f;
+	size_t nf, nr;
+
+	if (!t->rb || !t->rb_ok ||
+	    !(rt = rb_capture__find(&t->rb_cap, (uint64_t)tid)) ||
+	    rb_resolve__thread(res, &t->rb_cap, rt, &f, &nf))
+		return 0;
+	if (!grow_rframes(t, nf)) {
+		free(f);
+		return 0;
+	}
+	nr = rb_merge(f, nf, t->frames, n, t->rb->exec_start, t->rb->exec_end,
+		      t->rframes, t->cap_rframes);
+	free(f);
+	return nr < t->cap_rframes ? nr : t->cap_rframes;
 }
 
 /* Looks once for a runtime: V8, a Python interpreter (a first walk of
@@ -214,7 +279,9 @@ static void find_runtime(struct stacksnap_target *t)
 	if (!py || py_runtime__detect_pid(t->pid, t->w->log, py) || !py->found ||
 	    !(t->py_mem = stacksnap_mem__new_pid(t->pid))) {
 		free(py);
-		/* A process runs Python or a JVM. */
+		if (find_ruby(t))
+			return;
+		/* A process runs Python, Ruby or a JVM. */
 		capture__named_detect(&t->named, &capture__java_ops, t->pid, t->as,
 				      t->w->log);
 		return;
@@ -245,15 +312,9 @@ static size_t python_frames(struct stacksnap_target *t, struct py_resolver *res,
 	if (!t->py || !t->py_ok ||
 	    py_resolve__tid(res, &t->py_cap, (uint64_t)tid, &f, &nf, &end, &gil))
 		return 0;
-	if (nf > t->cap_rframes) {
-		void *p = realloc(t->rframes, nf * sizeof(*t->rframes));
-
-		if (!p) {
-			free(f);
-			return 0;
-		}
-		t->rframes = p;
-		t->cap_rframes = nf;
+	if (!grow_rframes(t, nf)) {
+		free(f);
+		return 0;
 	}
 	nr = py_merge(f, nf, t->frames, n, t->py->eval_start, t->py->eval_end,
 		      t->rframes, t->cap_rframes);
@@ -272,16 +333,8 @@ static size_t named_frames(struct stacksnap_target *t, size_t i, size_t ncaps,
 	if (!t->named.ops || !n)
 		return 0;
 	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n, NULL, 0);
-	if (k <= 0)
+	if (k <= 0 || !grow_rframes(t, (size_t)k))
 		return 0;
-	if ((size_t)k > t->cap_rframes) {
-		void *p = realloc(t->rframes, (size_t)k * sizeof(*t->rframes));
-
-		if (!p)
-			return 0;
-		t->rframes = p;
-		t->cap_rframes = (size_t)k;
-	}
 	k = capture__named_frames(&t->named, ncaps, i, mem, t->frames, n,
 				  t->rframes, t->cap_rframes);
 	return k > 0 ? (size_t)k : 0;
@@ -622,6 +675,10 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	struct py_resolver res;
 	if (t->py)
 		py_resolver__init(&res, t->py, t->py_mem);
+	/* Ruby's iseqs too: one may be freed and its address reused. */
+	struct rb_resolver rbres;
+	if (t->rb)
+		rb_resolver__init(&rbres, t->rb, t->rb_mem);
 	for (size_t i = 0; i < t->ncaps; i++) {
 		const struct wcapture *c = &t->caps[i];
 		struct stacksnap_walked_thread wt = { .tid = c->tid, .error = c->error,
@@ -648,6 +705,8 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 				stacksnap_mem__set_more(mem, &more, c->more_len ? 1 : 0);
 				wt.nrframes = named_frames(t, i, t->ncaps, mem, (size_t)n);
 				stacksnap_mem__set_more(mem, NULL, 0);
+			} else if (t->rb) {
+				wt.nrframes = ruby_frames(t, &rbres, c->tid, (size_t)n);
 			} else {
 				wt.nrframes = python_frames(t, &res, c->tid, (size_t)n);
 			}
@@ -668,6 +727,8 @@ int stacksnap_target__walk(struct stacksnap_target *t, const pid_t *tids,
 	}
 	if (t->py)
 		py_resolver__free(&res);
+	if (t->rb)
+		rb_resolver__free(&rbres);
 out:
 	pthread_mutex_unlock(&t->w->api);
 	free(rw);

@@ -13,6 +13,7 @@
 #include "base/sched_fifo.h"
 #include "capture/capture_internal.h"
 #include "runtime/python/python.h"
+#include "runtime/ruby/ruby.h"
 #include "stacksnap.h"
 
 /* One thread of a target. Invariants: stopped means in a ptrace-stop we
@@ -40,6 +41,7 @@ struct wcapture {
 	struct stacksnap_regs regs;
 	uint64_t base;		/* target address of the copy */
 	size_t off, len;	/* in the target's stack buffer */
+	uint64_t fs_base;	/* its thread pointer (Ruby's TLS) */
 	bool scan_alt;		/* the copy misses its own stack's top: look
 				   for an alternate signal stack's frame */
 	uint64_t more_base;	/* its normal stack below a handler on an */
@@ -91,6 +93,13 @@ struct stacksnap_target {
 	struct stacksnap_mem *py_mem;
 	struct py_capture py_cap;
 	bool py_ok;
+	/* Or a Ruby VM (rb == NULL: none or no layout): each thread's
+	 * control frames copied by the tracer in each capture (rb_cap,
+	 * rb_ok), named and merged per walk. */
+	struct rb_runtime *rb;
+	struct stacksnap_mem *rb_mem;
+	struct rb_capture rb_cap;
+	bool rb_ok;
 	struct stacksnap_runtime_frame *rframes;
 	size_t cap_rframes;
 	/* A JVM or V8 instead (looked for with Python; ops NULL: none):

@@ -215,6 +215,21 @@ def wait_for(cond, timeout=2.0):
         time.sleep(0.01)
 
 
+def wait_attached(pid, timeout=60):
+    """Waits until process pid (a stacksnap trace) holds a perf event:
+    its tracepoint attached. A loaded machine can take longer to load the
+    programs than any fixed delay. Returns whether it did."""
+    def has():
+        try:
+            return any('perf_event' in os.readlink('/proc/%d/fd/%s' % (pid, fd))
+                       for fd in os.listdir('/proc/%d/fd' % pid))
+        except OSError:
+            return False
+    ok = wait_for(has, timeout)
+    time.sleep(0.1)
+    return ok
+
+
 def left_stopped(pid, timeout=2.0):
     """The threads of pid still in a ptrace or group stop after waiting up
     to timeout seconds for none to be: a thread let go leaves its stop a

@@ -1,14 +1,22 @@
 # ruby_frames.rb - a Ruby target for tests/integration/ruby_frames: threads
-# blocked in known call chains, each recording its own stack with
+# blocked in known call chains (one through a C method that yields,
+# Integer#times), each recording its own stack with
 # caller_locations just before it blocks. Prints one JSON line per thread
-# (name, native tid, frames innermost first: label, path, line) and then
-# "READY" once all are blocked; exits when its stdin closes.
+# (name, native tid, frames innermost first: label, path, line), then once
+# all are blocked one line per thread with its Thread#backtrace_locations
+# (name, "blocked": frames with the C method it blocks in, as Ruby's own
+# backtrace shows it, at its caller's path and line), and then "READY";
+# exits when its stdin closes.
 require 'json'
 
 $out = Queue.new
 
+def locs(list)
+  list.map { |l| [l.label, l.path, l.lineno] }
+end
+
 def record(name)
-  locs = caller_locations(1).map { |l| [l.label, l.path, l.lineno] }
+  locs = locs(caller_locations(1))
   tid = File.read("/proc/thread-self/stat").split(" ")[0].to_i
   $out << JSON.generate({ "name" => name, "tid" => tid, "frames" => locs })
 end
@@ -28,7 +36,7 @@ def sleeper_inner
 end
 
 def sleeper
-  sleeper_inner
+  1.times { sleeper_inner }
 end
 
 def pipe_c(r)
@@ -64,7 +72,22 @@ threads << Thread.new {
 until threads.all? { |t| t.status == "sleep" }
   Thread.pass
 end
+%w[sleep queue pipe mutex].zip(threads) do |name, t|
+  puts JSON.generate({ "name" => name, "blocked" => locs(t.backtrace_locations) })
+end
+# The main thread's, once it blocks, from a thread of its own.
+def report_main
+  Thread.new do
+    until Thread.main.status == "sleep"
+      Thread.pass
+    end
+    puts JSON.generate({ "name" => "main",
+                         "blocked" => locs(Thread.main.backtrace_locations) })
+    puts "READY"; $stdout.flush
+    sleep
+  end
+end
 def main_wait
-  record("main"); puts $out.pop; puts "READY"; $stdout.flush; $stdin.read
+  record("main"); puts $out.pop; report_main; $stdin.read
 end
 main_wait

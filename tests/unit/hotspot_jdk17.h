@@ -5,10 +5,12 @@
 #ifndef SS_TESTS_HOTSPOT_JDK17_H
 #define SS_TESTS_HOTSPOT_JDK17_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "runtime/java/hotspot_code.h"
+#include "runtime/java/hotspot_locks.h"
 #include "runtime/java/hotspot_threads.h"
 
 /* hc set to JDK 17's code cache, method and line table offsets over mem,
@@ -70,6 +72,40 @@ static inline struct hotspot_threads hotspot_jdk17_threads(struct hotspot_code *
 		.fi_slots = 6, .fi_name = 1, .fi_sig = 2, .fi_low = 4,
 		.fi_high = 5, .tag_size = 2, .tag_offset = 1,
 	};
+}
+
+/* JDK 17's lock offsets (the JavaThread's pending and waiting monitors
+ * and stack, the ObjectMonitor's object, owner and next) over ht,
+ * prepared: the in-use list's head at base + 0x40, the heap [heap_lo,
+ * heap_hi), java.lang.Thread's parkBlocker @0x50 and eetop @0x58. With
+ * jdk25, JDK 25's: the lock stack, owner ids, the stack locker, the
+ * anonymous owner 1 and DEFLATER_MARKER 2. */
+static inline struct hotspot_locks hotspot_jdk17_locks(struct hotspot_threads *ht,
+							uint64_t base, uint64_t heap_lo,
+							uint64_t heap_hi, bool jdk25)
+{
+	struct hotspot_locks hl = {
+		.ht = ht, .mem = ht->mem,
+		.jt_pending = 0x308, .jt_waiting = 0x318,
+		.jt_stack_base = 0x250, .jt_stack_size = 0x258,
+		.om_object = 8, .om_owner = 0x40, .om_next = 0x80,
+		.in_use_head = base + 0x40, .klass_super = 0x78,
+		.anonymous_owner = -1, .deflater_marker = -1, .lm_legacy = -1,
+		.prepared = true, .heap_lo = heap_lo, .heap_hi = heap_hi,
+		.thread_park_blocker = 0x50, .thread_eetop = 0x58,
+	};
+
+	if (jdk25) {
+		hl.jt_lock_stack = 0x7d0;
+		hl.ls_top = 0;
+		hl.ls_base = 0x10;
+		hl.jt_owner_id = 0x520;
+		hl.om_stack_locker = 0xc0;
+		hl.has_stack_locker = true;
+		hl.anonymous_owner = 1;
+		hl.deflater_marker = 2;
+	}
+	return hl;
 }
 
 #endif

@@ -19,6 +19,7 @@
 #include "hotspot_jdk17.h"
 #include "runtime/java/hotspot_code.h"
 #include "runtime/java/hotspot_frames.h"
+#include "runtime/java/hotspot_locks.h"
 #include "runtime/java/hotspot_threads.h"
 #include "stacksnap.h"
 
@@ -357,5 +358,105 @@ static void thread_names(void)
 	stacksnap_mem__free(mem);
 }
 
+static void count_monitors(void *ctx, uint64_t obj, uint64_t owner)
+{
+	(void)obj;
+	(void)owner;
+	++*(size_t *)ctx;
+}
+
+/* Java's locks (hotspot_locks.c) over a JDK 17 memory image: two
+ * JavaThreads (tids 100, 101); 100 waits to enter a monitor of an
+ * Object, whose owner is a BasicLock on 101's stack (a stack lock a
+ * contender inflated); the in-use list holds that monitor, linked to
+ * itself (a list that comes back: the walk stops). Then JDK 25's owners:
+ * an id, anonymous with the object on 101's lock stack, the deflater. */
+#define LBASE 0x100000ull
+static uint8_t limg[0x6000];
+
+static void lq(size_t off, uint64_t v) { memcpy(limg + off, &v, 8); }
+static void ld(size_t off, uint32_t v) { memcpy(limg + off, &v, 4); }
+
+static void monitor_owners(void)
+{
+	struct stacksnap_mem *mem;
+	struct hotspot_code hc;
+	struct hotspot_threads ht;
+	struct hotspot_locks hl;
+	struct hotspot_jthread *ts = NULL;
+	uint64_t obj = 0, owner = 0, stack1 = LBASE + 0x5800;
+	size_t n = 0, seen = 0;
+	const char *why = NULL;
+	char name[64];
+
+	memset(limg, 0, sizeof(limg));
+	lq(0x08, LBASE + 0x100);			/* the ThreadsList */
+	ld(0x100 + 4, 2);
+	lq(0x100 + 0x10, LBASE + 0x200);
+	lq(0x200, LBASE + 0x1000);
+	lq(0x208, LBASE + 0x2000);
+	lq(0x40, LBASE + 0x4000);			/* the in-use list */
+	for (int i = 0; i < 2; i++) {
+		size_t jt = i ? 0x2000 : 0x1000;
+
+		lq(jt + 0x230, LBASE + 0x3000 + 0x100 * (uint64_t)i);	/* OSThread */
+		ld(0x3000 + 0x100 * (size_t)i + 0xd0, 100 + (uint32_t)i);
+		lq(jt + 0x250, i ? stack1 + 0x800 : LBASE + 0x5000);	/* stack */
+		lq(jt + 0x258, 0x800);
+	}
+	lq(0x1000 + 0x308, LBASE + 0x4000);		/* 100 waits to enter */
+	lq(0x4000 + 8, LBASE + 0x4100);			/* _object: a slot */
+	lq(0x4100, LBASE + 0x4800);			/* the Object */
+	lq(0x4000 + 0x40, stack1 + 0x100);		/* a BasicLock of 101 */
+	lq(0x4000 + 0x80, LBASE + 0x4000);		/* _next_om: itself */
+	lq(0x4800, 2);					/* mark: inflated */
+	lq(0x4808, LBASE + 0x4a00);			/* its Klass* */
+	lq(0x4a00 + 0x18, LBASE + 0x4b00);		/* Klass::_name */
+	memcpy(limg + 0x4b04, "\x10\x00java/lang/Object", 18);
+	mem = stacksnap_mem__new_copy(limg, sizeof(limg), LBASE);
+	CHECK(mem != NULL);
+	if (!mem)
+		return;
+	hotspot_jdk17_code(&hc, mem, LBASE);
+	ht = hotspot_jdk17_threads(&hc, LBASE);
+	ht.prepared = true;
+	ht.klass_read = true;
+	ht.ck_base = LBASE + 0x20;	/* uncompressed: the Klass* itself */
+	ht.klass_name = 0x18;
+	ht.ck_shift = LBASE + 0x28;
+	hl = hotspot_jdk17_locks(&ht, LBASE, LBASE + 0x4800, LBASE + 0x4900, false);
+	CHECK(hotspot_locks__threads(&hl, &ts, &n) == 0 && n == 2);
+	if (n == 2) {
+		CHECK(ts[0].tid == 100 && ts[0].pending == LBASE + 0x4000 && !ts[0].waiting);
+		CHECK(ts[1].tid == 101 && ts[1].stack_lo == stack1 &&
+		      ts[1].stack_hi == stack1 + 0x800);
+		CHECK(hotspot_locks__monitor(&hl, ts[0].pending, &obj, &owner) == 0);
+		CHECK_EQ_U64(obj, LBASE + 0x4800);
+		CHECK(hotspot_locks__owner(&hl, owner, obj, ts, n, &why) == 1);
+		CHECK(hotspot_locks__owner(&hl, 0, obj, ts, n, &why) == -1 &&
+		      strstr(why, "released"));
+		CHECK(hotspot_locks__owner(&hl, LBASE + 0x100, obj, ts, n, &why) == -1 &&
+		      strstr(why, "no thread"));
+		CHECK(hotspot_locks__class_name(&hl, obj, name, sizeof(name)) == 0 &&
+		      !strcmp(name, "java.lang.Object"));
+		CHECK(hotspot_locks__each_monitor(&hl, count_monitors, &seen) == -EPROTO &&
+		      seen >= 1 && seen <= 2);
+		/* JDK 25: owners are ids; anonymous is on a lock stack. */
+		hl = hotspot_jdk17_locks(&ht, LBASE, LBASE + 0x4800, LBASE + 0x4900, true);
+		ts[0].owner_id = 7;
+		ts[1].owner_id = 8;
+		CHECK(hotspot_locks__owner(&hl, 8, obj, ts, n, &why) == 1);
+		CHECK(hotspot_locks__owner(&hl, 1, obj, ts, n, &why) == -1 &&
+		      strstr(why, "anonymous"));
+		ts[1].lock_stack[0] = obj;
+		ts[1].nlock_stack = 1;
+		CHECK(hotspot_locks__owner(&hl, 1, obj, ts, n, &why) == 1);
+		CHECK(hotspot_locks__owner(&hl, 2, obj, ts, n, &why) == -1 &&
+		      strstr(why, "deflated"));
+	}
+	free(ts);
+	stacksnap_mem__free(mem);
+}
+
 TEST_MAIN("jit_hotspot", TEST(names), TEST(corrupt), TEST(method_state),
-	  TEST(thread_names))
+	  TEST(thread_names), TEST(monitor_owners))

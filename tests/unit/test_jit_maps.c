@@ -414,7 +414,7 @@ static void nested_ranges(void)
 				"10000 10000 big\n");
 	put_load(&w, 0x10000, 0x10000, 1, "big");
 	for (int i = 0; i < 40; i++) {
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "small%d", i);
 		len += (size_t)snprintf(text + len, sizeof(text) - len,

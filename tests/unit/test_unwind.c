@@ -418,6 +418,41 @@ static void caller_supplied_mappings(void)
 	CHECK(ctx->nmodules == before);
 }
 
+/* The unwinder's row cache (rows copied out of tables, keyed by each
+ * table's serial): one unwinder walks the same copy through its own
+ * context's tables, then through a second context's (other tables of the
+ * same files: same offsets, other serials), then the first's again after
+ * the second's tables are freed; every walk, cached or not, gives
+ * glibc's backtrace(). */
+static void row_cache_across_tables(void)
+{
+	struct stacksnap_unwinder *uw = stacksnap_unwinder__new(NULL);
+	struct stacksnap_ctx *ctx2;
+	struct stacksnap_addrspace *as2;
+	struct stacksnap_mem *mem;
+
+	keep_copy = 1;
+	recurse(15, NULL, 1);
+	keep_copy = 0;
+	mem = stacksnap_mem__new_copy(cap.stack_copy, cap.copy_len,
+				      cap.regs.regs[STACKSNAP_REG_RSP]);
+	for (int round = 0; round < 3; round++) {
+		ctx2 = round == 1 ? stacksnap_ctx__new(NULL) : NULL;
+		as2 = ctx2 ? stacksnap_addrspace__from_pid(ctx2, getpid()) : NULL;
+		CHECK(round != 1 || as2);
+		for (int walk = 0; walk < 2; walk++) {
+			cap.nframes = stacksnap_unwind(uw, as2 ? as2 : self_as, &cap.regs,
+						       mem, cap.frames, MAXF, &cap.end);
+			check_matches_backtrace(round == 1 ? "second context" : "own context");
+		}
+		stacksnap_addrspace__free(as2);
+		stacksnap_ctx__free(ctx2);
+	}
+	stacksnap_mem__free(mem);
+	free(cap.stack_copy);
+	stacksnap_unwinder__free(uw);
+}
+
 /* A signal trampoline of our own that the code scan does not know
  * (`xor %eax,%eax; mov $15,%al; syscall`), described only by its CFI, the
  * way glibc describes __restore_rt: an 'S' CIE, CFA = the interrupted rsp
@@ -700,6 +735,7 @@ TEST_MAIN("unwind", TEST(setup), TEST(self_live_memory), TEST(self_copied_stack)
 	  TEST(self_pid_memory), TEST(deep_recursion), TEST(frame_limit),
 	  TEST(stack_copy_too_small), TEST(symbolize_self), TEST(pc_outside_mappings),
 	  TEST(frame_pointer_chain), TEST(caller_supplied_mappings),
+	  TEST(row_cache_across_tables),
 	  TEST(signal_frame_from_cfi), TEST(batch_equals_stepwise),
 	  TEST(no_allocation_when_warm),
 	  TEST(memory_sources), TEST(perf_register_layout),

@@ -653,21 +653,25 @@ static int profile_goroutines(struct profiler *p)
 static bool profile_python_wanted(struct prof_options *o)
 {
 	bool python;
+	int rt = 0;
 
 	if (o->all_cpus || o->off_cpu || o->runtime == RUNTIME_OFF)
 		return false;
 	if (o->runtime_set)
 		return true;
+	if (!o->cmd && o->pid > 0)
+		rt = stacksnap_trace__runtime_of(o->pid);
 	python = o->cmd ? profile_python_command(o->cmd)
-			: o->pid > 0 && stacksnap_trace__runtime_of(o->pid) == STACKSNAP_RUNTIME_PYTHON;
+			: rt == STACKSNAP_RUNTIME_PYTHON || rt == STACKSNAP_RUNTIME_RUBY;
 	if (!python)
 		return false;
 	if (profile_bpf_permitted())
 		return true;
 	char why[320];
-	fprintf(stderr, "stacksnap profile: %s runs Python; its Python frames need eBPF, "
+	const char *lang = rt == STACKSNAP_RUNTIME_RUBY ? "Ruby" : "Python";
+	fprintf(stderr, "stacksnap profile: %s runs %s; its %s frames need eBPF, "
 		"not permitted here (%s): sampling with perf events, native frames only\n",
-		o->cmd ? o->cmd[0] : "the process",
+		o->cmd ? o->cmd[0] : "the process", lang, lang,
 		stacksnap_why_not_permitted(STACKSNAP_REFUSED_BPF, 0, why, sizeof(why)));
 	o->python_said = true;
 	return false;

@@ -136,7 +136,7 @@ static void print_saved_json(FILE *f, const void *user)
  * with -t TID... those asked for (one not in the file is named). Returns
  * how many. */
 static size_t wanted_threads(const struct options *o, struct stacksnap_saved *s,
-			     size_t *at, const char *file)
+			     size_t *at, const char *file, bool core)
 {
 	size_t n = stacksnap_saved__thread_count(s), k = 0;
 
@@ -149,8 +149,8 @@ static size_t wanted_threads(const struct options *o, struct stacksnap_saved *s,
 			if (stacksnap_saved__thread(s, i)->tid == o->tids[t])
 				break;
 		if (i == n)
-			fprintf(stderr, "stacksnap show: %s: no thread %d in it\n",
-				file, (int)o->tids[t]);
+			fprintf(stderr, "stacksnap%s: %s: no thread %d in it\n",
+				core ? "" : " show", file, (int)o->tids[t]);
 		else
 			at[k++] = i;
 	}
@@ -198,7 +198,7 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 		rc = EXIT_ERROR;
 		goto out;
 	}
-	if ((n = wanted_threads(o, s, at, file)) == 0 && o->ntids) {
+	if ((n = wanted_threads(o, s, at, file, core)) == 0 && o->ntids) {
 		rc = EXIT_ERROR;
 		goto out;
 	}
@@ -233,9 +233,10 @@ static int print_saved(const struct options *o, struct stacksnap_saved *s,
 			goto out;
 		}
 	qsort(res, n, sizeof(*res), thread_result_cmp_tid);
-	/* Locks from the saved memory (a core's; a snapshot file has only
-	 * the stacks); no fds or system calls: the waits say so. */
-	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true,
+	/* The waits the dump that saved the file found (its WAITS section);
+	 * else locks from the saved memory (a core's; an older snapshot file
+	 * has only the stacks), no fds or system calls: the waits say so. */
+	waits = waits_build(NULL, info.pid, as, stacksnap_saved__memory(s), true, s,
 			    rinfo.gil_holder, res, n);
 	tot.waits = waits;
 	/* A Go program's goroutines, kept by --save (contiguous). */

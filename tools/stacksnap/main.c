@@ -225,7 +225,10 @@ static int dump_open(struct dump *d)
 	d->tot.check_ns = monotonic_ns() - t_check;
 	/* Read before the freeze: during it every thread waits in the
 	 * ptrace stop. */
-	if (proc_about_read(o->pid, &d->about) == 0) {
+	uint64_t t_about = monotonic_ns();
+	int rc_about = proc_about_read(o->pid, &d->about);
+	d->tot.about_ns = monotonic_ns() - t_about;
+	if (rc_about == 0) {
 		d->tot.process_json = proc_about_json;
 		d->tot.process_user = &d->about;
 	}
@@ -332,7 +335,14 @@ static int dump_save(struct dump *d)
 	STACKSNAP_OPTS(stacksnap_save_opts, vopts, .encoding = o->encoding,
 		       .max_frames = o->max_frames ? o->max_frames : DEFAULT_MAX_FRAMES,
 		       .stack_scan = o->stack_scan);
-	if (stacksnap_snapshot__save(d->snap, d->as, o->save_path, &vopts))
+	struct waits_save keep;
+	int err;
+
+	if (waits_save_opts(d->waits, d->res, d->n, &vopts, &keep))
+		fprintf(stderr, "stacksnap: out of memory: the waits are not saved\n");
+	err = stacksnap_snapshot__save(d->snap, d->as, o->save_path, &vopts);
+	waits_save_free(&keep);
+	if (err)
 		return EXIT_ERROR; /* the library said why */
 	if (!o->quiet)
 		return DUMP_GO_ON;
@@ -598,7 +608,7 @@ static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
 	d->tot.nonstop = &d->nst;
 	if ((rc = dump_open(d)) != DUMP_GO_ON ||
 	    (rc = dump_capture(d)) != DUMP_GO_ON ||
-	    (d->o.save_path && (rc = dump_save(d)) != DUMP_GO_ON) ||
+	    (d->o.save_path && d->o.quiet && (rc = dump_save(d)) != DUMP_GO_ON) ||
 	    (rc = dump_unwind_setup(d)) != DUMP_GO_ON ||
 	    (rc = dump_unwind(d)) != DUMP_GO_ON)
 		return rc;
@@ -608,9 +618,15 @@ static int dump_steps(struct dump *d, uint64_t start_ns, bool *printed)
 	if ((rc = dump_symbolize(d)) != DUMP_GO_ON)
 		return rc;
 	/* After the thaw: the holders are read from the running process. */
-	if (!d->o.out.format_set) /* a profile has no place for them */
-		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false,
+	uint64_t t_waits = monotonic_ns();
+	if (!d->o.out.format_set && !d->o.no_waits) /* a profile has no place for them */
+		d->waits = waits_build(d->ctx, d->o.pid, d->as, NULL, false, NULL,
 				       d->rinfo.gil_holder, d->res, d->n);
+	d->tot.waits_ns = monotonic_ns() - t_waits;
+	/* --save after the waits, which the file keeps (-q saved before the
+	 * unwind: it keeps none). */
+	if (d->o.save_path && !d->o.quiet && (rc = dump_save(d)) != DUMP_GO_ON)
+		return rc;
 	if (d->o.waits_fd)
 		waits_write_edges(d->o.waits_fd, d->o.pid, d->res, d->n);
 	*printed = true;

@@ -249,7 +249,7 @@ enum { OPT_RAW = 256, OPT_JSON, OPT_STACK, OPT_TMO, OPT_PROCMEM, OPT_SCAN,
        OPT_STATS, OPT_PTRACE, OPT_IGNDEL, OPT_NOCACHE, OPT_FREEZEALL, OPT_NORT,
        OPT_SAVE, OPT_ENC, OPT_CORE, OPT_EXE, OPT_NONSTOP, OPT_GOROUTINES,
        OPT_THREADS, OPT_DDIR, OPT_NODI, OPT_COUNT, OPT_FOLDED, OPT_FOLLOW,
-       OPT_WAITS_FD, OPT_WAITS_PID, OPT_NOGROUP, OPT_PGREP };
+       OPT_WAITS_FD, OPT_WAITS_PID, OPT_NOGROUP, OPT_PGREP, OPT_NOWAITS };
 
 /* The options the dump and show share (one table, one parser). */
 #define DUMP_SHOW_LONGOPTS						\
@@ -396,6 +396,7 @@ static int parse_option(struct options *o, int c, char *arg, const char *help)
 	case OPT_SAVE: o->save_path = arg; break;
 	case OPT_FOLLOW: o->follow = true; break;
 	case OPT_WAITS_FD: o->waits_fd = atoi(arg); break;
+	case OPT_NOWAITS: o->no_waits = true; break;
 	case OPT_WAITS_PID: o->pid_override = (pid_t)atoi(arg); break;
 	case OPT_ENC:
 		if ((o->encoding = options_parse_encoding(arg)) < 0) {
@@ -480,8 +481,8 @@ static int parse_operands(struct options *o, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (o->core_path) {
-		if (optind != argc || o->pid || o->pgrep || o->save_path || o->ntids || o->ptrace) {
-			fputs("stacksnap: --core FILE takes no PID, --thread, --save or --ptrace\n", stderr);
+		if (optind != argc || o->pid || o->pgrep || o->save_path || o->ptrace) {
+			fputs("stacksnap: --core FILE takes no PID, --save or --ptrace\n", stderr);
 			return EXIT_USAGE;
 		}
 		return 0;
@@ -535,6 +536,7 @@ int options_parse(struct options *o, int argc, char **argv)
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		/* --follow's own dumps of the processes it follows. */
 		{ "waits-fd", required_argument, NULL, OPT_WAITS_FD },
+		{ "no-waits", no_argument, NULL, OPT_NOWAITS },
 		{ "waits-pid", required_argument, NULL, OPT_WAITS_PID },
 		{ "pgrep", required_argument, NULL, OPT_PGREP },
 		{ "version", no_argument, NULL, 'V' },

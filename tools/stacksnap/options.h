@@ -57,6 +57,7 @@ struct options {
 	bool follow;
 	int waits_fd;
 	pid_t pid_override;
+	bool no_waits;		/* --no-waits: who waits for whom not read */
 	bool no_group;		/* --no-group: every thread printed, not one
 				   block per distinct stack */
 	/* Several processes (dump_multi.c): every PID operand and -p, in

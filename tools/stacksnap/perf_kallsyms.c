@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdbool.h>
 #include <unistd.h>
@@ -19,11 +20,18 @@
 #include "stacksnap.h"
 
 /* Invariant: syms sorted by addr; names point into text (a copy of
- * /proc/kallsyms or of the cache file's string table). */
+ * /proc/kallsyms). Or, for a table from the cache file, syms NULL and the
+ * file mapped: addrs[] sorted, offs[] each below strsize, strs ending in
+ * a NUL (checked at load), all inside map. */
 struct kallsyms {
 	struct ksym { uint64_t addr; const char *name; } *syms;
 	size_t n;
 	char *text;
+	const uint64_t *addrs;
+	const uint32_t *offs;
+	const char *strs;
+	void *map;
+	size_t map_len;
 };
 
 static char *slurp(const char *path, size_t *len);
@@ -63,12 +71,14 @@ static int cache_path(const char *dir, char *buf, size_t size)
  * exactly well-formed. */
 static struct kallsyms *cache_load(const char *path)
 {
-	size_t len = 0, n, strsize;
+	size_t len, n, strsize;
 	struct kallsyms *ks;
 	const char *why = NULL;
 	int fd = stacksnap_cache__open(path, &why);
-	char *b;
+	struct stat st;
 	uint64_t hdr[2];
+	const char *b;
+	void *map;
 
 	if (fd < 0) {
 		if (why && cli_verbose)
@@ -76,10 +86,21 @@ static struct kallsyms *cache_load(const char *path)
 				path, why);
 		return NULL;
 	}
-	close(fd); /* the directory is ours (0700): the file stays the one checked */
-	b = slurp(path, &len);
-
-	if (!b || len < 24 || memcmp(b, cache_magic, 8))
+	/* Mapped, used in place: a copy and a parse of its ~100,000
+	 * symbols at every replay cost more than the samples of a small
+	 * recording (the directory is ours, 0700: the file stays the one
+	 * checked). */
+	if (fstat(fd, &st) || st.st_size < 24 || (uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return NULL;
+	}
+	len = (size_t)st.st_size;
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return NULL;
+	b = map;
+	if (memcmp(b, cache_magic, 8))
 		goto bad;
 	memcpy(hdr, b + 8, sizeof(hdr));
 	n = hdr[0];
@@ -87,30 +108,31 @@ static struct kallsyms *cache_load(const char *path)
 	if (n > len / 12 || strsize > len || 24 + n * 12 + strsize != len ||
 	    !strsize || b[len - 1])
 		goto bad;
-	ks = calloc(1, sizeof(*ks));
-	if (!ks || !(ks->syms = malloc((n ? n : 1) * sizeof(*ks->syms)))) {
-		free(ks);
-		goto bad;
-	}
-	const char *strs = b + 24 + n * 12;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t addr;
-		uint32_t off;
+	const uint64_t *addrs = (const uint64_t *)(const void *)(b + 24);
+	const uint32_t *offs = (const uint32_t *)(const void *)(b + 24 + n * 8);
+	uint32_t bad_off = 0;
+	uint64_t unsorted = 0;
 
-		memcpy(&addr, b + 24 + i * 8, 8);
-		memcpy(&off, b + 24 + n * 8 + i * 4, 4);
-		if (off >= strsize || (i && addr < ks->syms[i - 1].addr)) {
-			free(ks->syms);
-			free(ks);
-			goto bad;
-		}
-		ks->syms[i] = (struct ksym){ addr, strs + off };
+	/* Every offset inside the strings, the addresses in order: one
+	 * pass without branches to mispredict. */
+	for (size_t i = 0; i < n; i++) {
+		bad_off |= offs[i] >= strsize;
+		unsorted |= i && addrs[i] < addrs[i - 1];
 	}
+	if (bad_off || unsorted)
+		goto bad;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		goto bad;
 	ks->n = n;
-	ks->text = b;
+	ks->addrs = addrs;
+	ks->offs = offs;
+	ks->strs = b + 24 + n * 12;
+	ks->map = map;
+	ks->map_len = len;
 	return ks;
 bad:
-	free(b);
+	munmap(map, len);
 	return NULL;
 }
 
@@ -327,6 +349,21 @@ const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off)
 {
 	size_t lo = 0, hi = ks ? ks->n : 0;
 
+	if (ks && ks->addrs) { /* from the cache file, in place */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (ks->addrs[mid] <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo)
+			return NULL;
+		*off = addr - ks->addrs[lo - 1];
+		return ks->strs + ks->offs[lo - 1];
+	}
+
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -347,5 +384,7 @@ void kallsyms_free(struct kallsyms *ks)
 		return;
 	free(ks->syms);
 	free(ks->text);
+	if (ks->map)
+		munmap(ks->map, ks->map_len);
 	free(ks);
 }

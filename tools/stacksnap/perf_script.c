@@ -44,6 +44,46 @@ struct outbuf {
 	char buf[1 << 16];
 };
 
+/* Frame lines formatted once: a direct-mapped cache from what a line
+ * shows (address, name, offset, dso) to its text in an arena. The
+ * strings are compared by address: an entry is good only at the process
+ * table's generation it was made at (the symbol cache's rule,
+ * sample_frames.h), and only while the arena holds it (epoch: bumped when
+ * the arena, full, starts again). Invariant: an entry with len != 0 made
+ * at epoch holds text[at .. at + len) for its key. */
+#define LINE_SLOTS 4096
+#define LINE_ARENA (1u << 20)
+struct line_memo {
+	struct line_slot {
+		uint64_t addr, off, gen;
+		const char *name, *dso;
+		uint32_t epoch, at, len;
+	} slot[LINE_SLOTS];
+	uint32_t epoch;
+	size_t used;
+	char text[LINE_ARENA];
+};
+
+/* The parts of a sample's header line that repeat from one sample to the
+ * next, kept formatted: "comm tid [cpu] " for the last (comm, tid, cpu),
+ * the seconds of the time, and ": period event: \n" for the last period
+ * and event (its name lives as long as the recording). */
+struct header_memo {
+	char comm[64];
+	int64_t tid;
+	uint32_t cpu;
+	bool has_cpu, valid;
+	char prefix[128];
+	size_t prefix_len;
+	uint64_t sec;
+	char sec_text[24];
+	size_t sec_len;
+	uint64_t period;
+	const char *event;
+	char suffix[160];
+	size_t suffix_len;
+};
+
 /* Everything one run needs. */
 struct perf_script {
 	struct ps_options o;
@@ -53,6 +93,11 @@ struct perf_script {
 	struct sample_frames sf;
 	struct stacksnap_stacks *stacks;	/* when aggregating */
 	struct outbuf *out;
+	struct line_memo *lines;	/* NULL: formatted each time */
+	uint64_t gen;			/* the process table's, this sample */
+	struct header_memo hdr;
+	bool no_memo;	/* STACKSNAP_PERF_SCRIPT_NO_MEMO set: every line
+			   formatted whole (the tests' reference) */
 };
 
 
@@ -65,15 +110,24 @@ static void out_flush(struct outbuf *o)
 	o->len = 0;
 }
 
-static void out_mem(struct outbuf *o, const char *s, size_t n)
+static void out_mem_slow(struct outbuf *o, const char *s, size_t n)
 {
-	if (n >= sizeof(o->buf) - o->len) {
-		out_flush(o);
-		if (n >= sizeof(o->buf)) {
-			if (fwrite(s, 1, n, o->f) != n && !o->err)
-				o->err = errno ? errno : EIO;
-			return;
-		}
+	out_flush(o);
+	if (n >= sizeof(o->buf)) {
+		if (fwrite(s, 1, n, o->f) != n && !o->err)
+			o->err = errno ? errno : EIO;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* Inline: called a few times for every line. */
+static inline void out_mem(struct outbuf *o, const char *s, size_t n)
+{
+	if (__builtin_expect(n >= sizeof(o->buf) - o->len, 0)) {
+		out_mem_slow(o, s, n);
+		return;
 	}
 	memcpy(o->buf + o->len, s, n);
 	o->len += n;
@@ -113,6 +167,192 @@ static void out_dec(struct outbuf *o, uint64_t v, int width, char pad)
 	out_mem(o, tmp + sizeof(tmp) - n, n);
 }
 
+/* One frame's line of perf script's text layout. */
+static void format_frame(struct outbuf *o, const struct out_frame *f, const char *dso)
+{
+	out_mem(o, "\t", 1);
+	out_hex(o, f->addr, 16);
+	out_mem(o, " ", 1);
+	if (f->name) {
+		out_str(o, f->name);
+		out_mem(o, "+0x", 3);
+		out_hex(o, f->off, 0);
+	} else {
+		out_str(o, "[unknown]");
+	}
+	out_mem(o, " (", 2);
+	out_str(o, dso);
+	out_mem(o, ")\n", 2);
+}
+
+/* The line of frame f, from the memo when it was formatted before. */
+static void frame_line(struct perf_script *ps, const struct out_frame *f)
+{
+	struct outbuf *o = ps->out;
+	struct line_memo *lm = ps->lines;
+	const char *dso = f->kernel ? "[kernel.kallsyms]" : f->inlined ? "inlined"
+			  : f->dso ? f->dso : "[unknown]";
+	struct line_slot *sl;
+	uint64_t gen, h;
+	size_t start;
+
+	if (!lm) {
+		format_frame(o, f, dso);
+		return;
+	}
+	gen = ps->gen;
+	h = (f->addr ^ (uint64_t)(uintptr_t)f->name * 31 ^
+	     (uint64_t)(uintptr_t)dso * 7) * 0x9e3779b97f4a7c15ull;
+	sl = &lm->slot[h >> 52 & (LINE_SLOTS - 1)];
+	if (sl->len && sl->epoch == lm->epoch && sl->gen == gen &&
+	    sl->addr == f->addr && sl->name == f->name && sl->off == f->off &&
+	    sl->dso == dso) {
+		out_mem(o, lm->text + sl->at, sl->len);
+		return;
+	}
+	/* Formatted into the output buffer, then copied to the arena. */
+	if (o->len > sizeof(o->buf) / 2)
+		out_flush(o);
+	start = o->len;
+	format_frame(o, f, dso);
+	if (o->len <= start)
+		return; /* flushed on the way: a very long name */
+	size_t len = o->len - start;
+
+	if (len > LINE_ARENA / 16)
+		return;
+	if (lm->used + len > LINE_ARENA) { /* full: start again */
+		lm->epoch++;
+		lm->used = 0;
+	}
+	memcpy(lm->text + lm->used, o->buf + start, len);
+	*sl = (struct line_slot){ .addr = f->addr, .off = f->off, .gen = gen,
+				  .name = f->name, .dso = dso, .epoch = lm->epoch,
+				  .at = (uint32_t)lm->used, .len = (uint32_t)len };
+	lm->used += len;
+}
+
+/* Formats into a small buffer through out_* (the same code as the
+ * output's): a scratch outbuf (the command is single-threaded), never
+ * flushed: what is formatted is far below its size (callers check). */
+static size_t format_into(char *dst, size_t cap, void (*fmt)(struct outbuf *, const void *),
+			  const void *arg)
+{
+	static struct outbuf scratch;
+
+	scratch.f = NULL;
+	scratch.len = 0;
+	fmt(&scratch, arg);
+	if (scratch.len > cap)
+		return 0;
+	memcpy(dst, scratch.buf, scratch.len);
+	return scratch.len;
+}
+
+struct header_args {
+	const struct stacksnap_perf_event *ev;
+	const char *comm;
+};
+
+static void fmt_prefix(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_str(o, a->comm);
+	out_mem(o, " ", 1);
+	out_dec(o, (uint64_t)(int64_t)a->ev->tid, 5, ' ');
+	out_mem(o, " ", 1);
+	if (a->ev->sample_type & PERF_SAMPLE_CPU) {
+		out_mem(o, "[", 1);
+		out_dec(o, a->ev->cpu, 3, '0');
+		out_mem(o, "] ", 2);
+	}
+}
+
+static void fmt_sec(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_dec(o, a->ev->time / 1000000000u, 5, ' ');
+	out_mem(o, ".", 1);
+}
+
+static void fmt_suffix(struct outbuf *o, const void *arg)
+{
+	const struct header_args *a = arg;
+
+	out_mem(o, ": ", 2);
+	out_dec(o, a->ev->period, 10, ' ');
+	out_mem(o, " ", 1);
+	out_str(o, a->ev->event_name);
+	out_mem(o, ": \n", 3);
+}
+
+/* The header line: comm, tid, [cpu], time, period, event; what repeats
+ * from the last sample copied, the microseconds formatted. */
+static void header(struct perf_script *ps, const struct stacksnap_perf_event *ev,
+		   const char *comm)
+{
+	struct outbuf *o = ps->out;
+	struct header_memo *m = &ps->hdr;
+	struct header_args a = { ev, comm };
+	bool has_cpu = ev->sample_type & PERF_SAMPLE_CPU;
+	size_t clen = strlen(comm);
+	uint64_t sec = ev->time / 1000000000u;
+	uint32_t us = (uint32_t)(ev->time % 1000000000u / 1000u);
+	char usbuf[6];
+
+	if (ps->no_memo) {
+		fmt_prefix(o, &a);
+		out_dec(o, sec, 5, ' ');
+		out_mem(o, ".", 1);
+		out_dec(o, us, 6, '0');
+		fmt_suffix(o, &a);
+		return;
+	}
+	if (!m->valid || m->tid != (int64_t)ev->tid || m->has_cpu != has_cpu ||
+	    (has_cpu && m->cpu != ev->cpu) || clen >= sizeof(m->comm) ||
+	    memcmp(m->comm, comm, clen + 1)) {
+		m->prefix_len = clen < sizeof(m->comm)
+					? format_into(m->prefix, sizeof(m->prefix), fmt_prefix, &a)
+					: 0;
+		m->valid = m->prefix_len != 0;
+		if (m->valid)
+			memcpy(m->comm, comm, clen + 1);
+		m->tid = ev->tid;
+		m->cpu = ev->cpu;
+		m->has_cpu = has_cpu;
+		m->sec_len = 0;
+		m->suffix_len = 0;
+	}
+	if (m->valid)
+		out_mem(o, m->prefix, m->prefix_len);
+	else
+		fmt_prefix(o, &a);
+	if (!m->sec_len || m->sec != sec) {
+		m->sec = sec;
+		m->sec_len = format_into(m->sec_text, sizeof(m->sec_text), fmt_sec, &a);
+	}
+	if (m->sec_len)
+		out_mem(o, m->sec_text, m->sec_len);
+	else
+		fmt_sec(o, &a);
+	for (int i = 5; i >= 0; i--, us /= 10)
+		usbuf[i] = (char)('0' + us % 10);
+	out_mem(o, usbuf, 6);
+	if (!m->suffix_len || m->period != ev->period || m->event != ev->event_name) {
+		m->period = ev->period;
+		m->event = ev->event_name;
+		m->suffix_len = strlen(ev->event_name) < sizeof(m->suffix) - 40
+					? format_into(m->suffix, sizeof(m->suffix), fmt_suffix, &a)
+					: 0;
+	}
+	if (m->suffix_len)
+		out_mem(o, m->suffix, m->suffix_len);
+	else
+		fmt_suffix(o, &a);
+}
+
 static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 		const char *comm, const struct out_frame *fr, size_t n)
 {
@@ -121,39 +361,10 @@ static int emit(struct perf_script *ps, const struct stacksnap_perf_event *ev,
 	if (ps->stacks)
 		return sample_frames_add(&ps->sf, ps->stacks, comm, fr, n);
 	/* perf script's header: comm, tid, [cpu], time, period, event. */
-	out_str(o, comm);
-	out_mem(o, " ", 1);
-	out_dec(o, (uint64_t)(int64_t)ev->tid, 5, ' ');
-	out_mem(o, " ", 1);
-	if (ev->sample_type & PERF_SAMPLE_CPU) {
-		out_mem(o, "[", 1);
-		out_dec(o, ev->cpu, 3, '0');
-		out_mem(o, "] ", 2);
-	}
-	out_dec(o, ev->time / 1000000000u, 5, ' ');
-	out_mem(o, ".", 1);
-	out_dec(o, ev->time % 1000000000u / 1000u, 6, '0');
-	out_mem(o, ": ", 2);
-	out_dec(o, ev->period, 10, ' ');
-	out_mem(o, " ", 1);
-	out_str(o, ev->event_name);
-	out_mem(o, ": \n", 3);
-	for (size_t i = 0; i < n; i++) {
-		out_mem(o, "\t", 1);
-		out_hex(o, fr[i].addr, 16);
-		out_mem(o, " ", 1);
-		if (fr[i].name) {
-			out_str(o, fr[i].name);
-			out_mem(o, "+0x", 3);
-			out_hex(o, fr[i].off, 0);
-		} else {
-			out_str(o, "[unknown]");
-		}
-		out_mem(o, " (", 2);
-		out_str(o, fr[i].kernel ? "[kernel.kallsyms]" : fr[i].inlined ? "inlined"
-			   : fr[i].dso ? fr[i].dso : "[unknown]");
-		out_mem(o, ")\n", 2);
-	}
+	header(ps, ev, comm);
+	ps->gen = stacksnap_procs__generation(ps->procs);
+	for (size_t i = 0; i < n; i++)
+		frame_line(ps, &fr[i]);
 	out_mem(o, "\n", 1);
 	return 0;
 }
@@ -350,6 +561,10 @@ int perf_script_main(int argc, char **argv)
 	maxfr = ps.o.max_stack + 256; /* + kernel frames */
 	fr = calloc(maxfr, sizeof(*fr));
 	ps.out = malloc(sizeof(*ps.out));
+	/* The memos' output must be the plain formatting's, byte for byte:
+	 * tests compare the two (tests/integration/perf_compare). */
+	ps.no_memo = getenv("STACKSNAP_PERF_SCRIPT_NO_MEMO") != NULL;
+	ps.lines = ps.o.aggregate || ps.no_memo ? NULL : calloc(1, sizeof(*ps.lines));
 	if (ps.o.aggregate)
 		ps.stacks = stacksnap_stacks__new(NULL);
 	if (!ps.procs || !ps.uw || !fr || !ps.out || (ps.o.aggregate && !ps.stacks) ||
@@ -445,6 +660,7 @@ out:
 	if (ps.ctx)
 		cli_write_caches_detached(ps.ctx);
 	free(ps.out);
+	free(ps.lines);
 	free(fr);
 	sample_frames_fini(&ps.sf);
 	stacksnap_stacks__free(ps.stacks);

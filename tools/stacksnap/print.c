@@ -135,7 +135,8 @@ const char *rframe_tag(const struct stacksnap_runtime_frame *rf)
 		return "[jvm]";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "[java]" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "[js]" :
-		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" : "[py]";
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "[rb]" :
+		rf->runtime == STACKSNAP_RUNTIME_PHP ? "[php]" : "[py]";
 }
 
 static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
@@ -144,7 +145,8 @@ static const char *rframe_json(const struct stacksnap_runtime_frame *rf)
 		return "jvm";
 	return rf->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
 		rf->runtime == STACKSNAP_RUNTIME_JS ? "js" :
-		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "python";
+		rf->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" :
+		rf->runtime == STACKSNAP_RUNTIME_PHP ? "php" : "python";
 }
 
 /* A Java or JavaScript frame with no source file (a stub, an adapter, a
@@ -164,6 +166,13 @@ static void print_rframe(FILE *f, size_t line, const struct stacksnap_runtime_fr
 		rf->flags & STACKSNAP_RFRAME_INLINED ? " [inlined]" : "");
 }
 
+/* Whose frames a thread's runtime frames are, for "[... frames cut]". */
+static const char *rframes_lang(const struct thread_result *r)
+{
+	return r->nrframes && r->rframes[0].runtime == STACKSNAP_RUNTIME_RUBY
+		? "Ruby" : "Python";
+}
+
 /* --runtime=only: the runtime frames alone, as py-spy prints them. */
 static void print_text_rframes(FILE *f, const struct thread_result *r)
 {
@@ -172,7 +181,7 @@ static void print_text_rframes(FILE *f, const struct thread_result *r)
 	if (!r->nrframes)
 		fputs("    [no runtime frames]\n", f);
 	if (r->rend)
-		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
+		fprintf(f, "    [%s frames cut: %s]\n", rframes_lang(r), r->rend);
 }
 
 /* Native frame i of r as text, numbered line (runtime frames before it
@@ -328,7 +337,7 @@ void print_text_frames(FILE *f, const struct options *o,
 	if (r->end != STACKSNAP_END_COMPLETE)
 		fprintf(f, "    [truncated: %s]\n", stacksnap_end__str(r->end));
 	if (r->rend)
-		fprintf(f, "    [Python frames cut: %s]\n", r->rend);
+		fprintf(f, "    [%s frames cut: %s]\n", rframes_lang(r), r->rend);
 }
 
 void print_thread_body(FILE *f, const struct options *o,
@@ -507,10 +516,12 @@ void print_json(FILE *f, const struct options *o,
 			fprintf(f, "%.1f},", ri->capture_ns / 1e3);
 	} else if (ri && (ri->runtime == STACKSNAP_RUNTIME_JAVA ||
 			  ri->runtime == STACKSNAP_RUNTIME_JS ||
-			  ri->runtime == STACKSNAP_RUNTIME_RUBY)) {
+			  ri->runtime == STACKSNAP_RUNTIME_RUBY ||
+			  ri->runtime == STACKSNAP_RUNTIME_PHP)) {
 		fprintf(f, "{\"kind\":\"%s\",\"description\":",
 			ri->runtime == STACKSNAP_RUNTIME_JAVA ? "java" :
-			ri->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" : "js");
+			ri->runtime == STACKSNAP_RUNTIME_RUBY ? "ruby" :
+			ri->runtime == STACKSNAP_RUNTIME_PHP ? "php" : "js");
 		json_str(f, ri->description);
 		fprintf(f, ",\"frames\":%s},", ri->frames ? "true" : "false");
 	} else {
@@ -579,8 +590,14 @@ void print_stats(FILE *f, const struct dump_totals *tot)
 		(tot->addrspace_ns + tot->ctx.module_ns) / 1e3, tot->ctx.modules,
 		tot->ctx.table_ns / 1e3, tot->ctx.debug_ns / 1e3,
 		tot->ctx.symtab_ns / 1e3, tot->ctx.dwarf_ns / 1e3, tot->total_ns / 1e3);
+	if (tot->about_ns || tot->waits_ns || (tot->nonstop && tot->nonstop->load_ns))
+		fprintf(f, "stacksnap: other cold costs: /proc: process header "
+			   "%.1f us, waits %.1f us; BPF task iterator load %.1f "
+			   "us\n", tot->about_ns / 1e3, tot->waits_ns / 1e3,
+			tot->nonstop ? tot->nonstop->load_ns / 1e3 : 0.0);
 	cli_print_table_stats(f, "stacksnap", &tot->ctx);
-	if (tot->runtime && tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON)
+	if (tot->runtime && (tot->runtime->runtime == STACKSNAP_RUNTIME_PYTHON ||
+			     tot->runtime->runtime == STACKSNAP_RUNTIME_RUBY))
 		fprintf(f, "stacksnap: runtime: %s; frame chains read at the "
 			   "capture's instant: %.1f us, %u reads\n",
 			tot->runtime->description, tot->runtime->capture_ns / 1e3,

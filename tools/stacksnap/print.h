@@ -51,6 +51,10 @@ struct dump_totals {
 	/* The cold path's phases: checking the target, reading its maps and
 	 * opening its modules, then what the module cache made. */
 	uint64_t check_ns, addrspace_ns, total_ns;
+	/* What the dump reads of /proc besides maps: the process header
+	 * (status, cmdline, wait channels) and who waits for whom (every
+	 * process's fds for a pipe's or socket's holders). */
+	uint64_t about_ns, waits_ns;
 	struct stacksnap_ctx_stats ctx;
 	/* A Go program's goroutines, for the JSON's "goroutines" (NULL: no
 	 * such key). */

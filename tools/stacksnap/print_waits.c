@@ -12,11 +12,12 @@
 struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
 				    struct stacksnap_addrspace *as,
 				    struct stacksnap_mem *mem, bool saved,
+				    const struct stacksnap_saved *kept,
 				    pid_t gil_holder,
 				    struct thread_result *res, size_t n)
 {
 	STACKSNAP_OPTS(stacksnap_waits_opts, wopts, .mem = mem, .saved = saved,
-		       .gil_holder = gil_holder);
+		       .gil_holder = gil_holder, .kept = kept);
 	struct stacksnap_waits *w = stacksnap_waits__new(ctx, pid, as, &wopts);
 
 	if (!w)
@@ -35,6 +36,61 @@ fail:
 		(int)pid, strerror(errno));
 	stacksnap_waits__free(w);
 	return NULL;
+}
+
+int waits_save_opts(const struct stacksnap_waits *w, const struct thread_result *res,
+		    size_t n, struct stacksnap_save_opts *o, struct waits_save *keep)
+{
+	size_t nc = stacksnap_waits__deadlock_count(w), nm = 0, k = 0;
+
+	memset(keep, 0, sizeof(*keep));
+	if (!w)
+		return 0;
+	for (size_t i = 0; i < nc; i++) {
+		const struct stacksnap_wait_owner *m;
+		size_t len;
+
+		if (!stacksnap_waits__deadlock(w, i, &m, &len))
+			nm += len;
+	}
+	keep->tids = calloc(n ? n : 1, sizeof(*keep->tids));
+	keep->waits = calloc(n ? n : 1, sizeof(*keep->waits));
+	keep->members = calloc(nm ? nm : 1, sizeof(*keep->members));
+	keep->start = calloc(nc + 1, sizeof(*keep->start));
+	if (!keep->tids || !keep->waits || !keep->members || !keep->start) {
+		waits_save_free(keep);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		keep->tids[i] = res[i].thread->tid;
+		keep->waits[i] = res[i].wait;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		const struct stacksnap_wait_owner *m;
+		size_t len;
+
+		if (!stacksnap_waits__deadlock(w, i, &m, &len) && k + len <= nm) {
+			memcpy(keep->members + k, m, len * sizeof(*m));
+			k += len;
+		}
+		keep->start[i + 1] = k;
+	}
+	o->wait_tids = keep->tids;
+	o->waits = keep->waits;
+	o->nwaits = n;
+	o->deadlock_members = keep->members;
+	o->deadlock_start = keep->start;
+	o->ndeadlocks = nc;
+	return 0;
+}
+
+void waits_save_free(struct waits_save *keep)
+{
+	free(keep->tids);
+	free(keep->waits);
+	free(keep->members);
+	free(keep->start);
+	memset(keep, 0, sizeof(*keep));
 }
 
 static const struct thread_result *find_thread(const struct thread_result *all,
@@ -94,14 +150,20 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 {
 	const struct stacksnap_wait *w = r->wait;
 
-	if (!w || w->kind == STACKSNAP_WAIT_NONE)
+	if (!w)
 		return;
-	fputs("    waits for: ", f);
-	print_what(f, w);
-	print_holders(f, w, all, n);
-	fputc('\n', f);
-	for (size_t i = 0; i < w->nkernel_frames; i++)
-		fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
+	if (w->kind != STACKSNAP_WAIT_NONE) {
+		fputs("    waits for: ", f);
+		print_what(f, w);
+		print_holders(f, w, all, n);
+		fputc('\n', f);
+		for (size_t i = 0; i < w->nkernel_frames; i++)
+			fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
+	}
+	/* A Java thread's monitors, as jstack -l lists them. */
+	for (size_t i = 0; i < w->nheld; i++)
+		fprintf(f, "    - locked <0x%016" PRIx64 "> (a %s)\n", w->held[i].object,
+			w->held[i].object_type ? w->held[i].object_type : "class not known");
 }
 
 bool print_wait_same(const struct thread_result *a, const struct thread_result *b)
@@ -134,6 +196,17 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 {
 	const struct stacksnap_wait *w = r->wait;
 
+	/* A Java thread's monitors held, whatever it waits for. */
+	if (w && w->held_known) {
+		fputs(",\"locked\":[", f);
+		for (size_t i = 0; i < w->nheld; i++) {
+			fprintf(f, "%s{\"object\":\"0x%" PRIx64 "\",\"object_type\":",
+				i ? "," : "", w->held[i].object);
+			json_str(f, w->held[i].object_type);
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
 	fputs(",\"wait\":", f);
 	if (!w || w->kind == STACKSNAP_WAIT_NONE) {
 		fputs("null", f);
@@ -147,6 +220,8 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 		fputs(",\"object\":null", f);
 	fputs(",\"object_name\":", f);
 	json_str(f, w->object_name);
+	fputs(",\"object_type\":", f);
+	json_str(f, w->object_type);
 	if (w->fd >= 0)
 		fprintf(f, ",\"fd\":%d", w->fd);
 	else
@@ -174,10 +249,6 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 		fprintf(f, "%d", w->frame);
 	else
 		fputs("null", f);
-	if (w->since_ns)
-		fprintf(f, ",\"since_ns\":%" PRIu64, w->since_ns);
-	else
-		fputs(",\"since_ns\":null", f);
 	fputs(",\"kernel_frames\":[", f);
 	for (size_t i = 0; i < w->nkernel_frames; i++) {
 		if (i)

@@ -11,13 +11,30 @@
 
 /* The wait-for graph of res[0..n) (unwound, after the thaw): each
  * res[i].wait set. mem: the memory to read locks from, NULL for the live
- * process; saved: a saved capture (no /proc). NULL when it could not be
- * made (said on stderr); the dump goes on without it. */
+ * process; saved: a saved capture (no /proc); kept: the saved capture,
+ * whose file may have kept the waits its dump found (taken as they are),
+ * or NULL. NULL when it could not be made (said on stderr); the dump goes
+ * on without it. */
 struct stacksnap_waits *waits_build(struct stacksnap_ctx *ctx, pid_t pid,
 				    struct stacksnap_addrspace *as,
 				    struct stacksnap_mem *mem, bool saved,
+				    const struct stacksnap_saved *kept,
 				    pid_t gil_holder,
 				    struct thread_result *res, size_t n);
+
+/* What --save keeps of the dump's waits (w may be NULL: nothing): the
+ * arrays stacksnap_save_opts points at, freed by waits_save_free. */
+struct waits_save {
+	pid_t *tids;
+	const struct stacksnap_wait **waits;
+	struct stacksnap_wait_owner *members;
+	size_t *start;
+};
+/* Fills o's waits fields from w and res[0..n). 0, or -ENOMEM (o then
+ * keeps none). */
+int waits_save_opts(const struct stacksnap_waits *w, const struct thread_result *res,
+		    size_t n, struct stacksnap_save_opts *o, struct waits_save *keep);
+void waits_save_free(struct waits_save *keep);
 /* The lines under a thread's header: what it waits for, the kernel
  * frames. */
 void print_wait_text(FILE *f, const struct thread_result *r,

@@ -32,7 +32,8 @@ struct sampler {
 	const struct sampled_args *a;
 	struct options print;		/* what symbolize_thread reads */
 	struct stacksnap_stacks *stacks;
-	uint64_t samples, python_samples;
+	uint64_t samples, python_samples;	/* (or Ruby's) */
+	bool ruby;			/* the runtime frames are Ruby's */
 	int error;
 };
 
@@ -49,6 +50,8 @@ static int on_sample(const struct stacksnap_trace_event *ev, void *user)
 
 	s->samples++;
 	s->python_samples += ev->nrframes > 0;
+	if (ev->nrframes)
+		s->ruby = ev->rframes[0].runtime == STACKSNAP_RUNTIME_RUBY;
 	if (symbolize_thread(&s->print, ev->as, &r))
 		goto nomem;
 	if (s->a->runtime == RUNTIME_ONLY && r.nrframes) {
@@ -166,9 +169,10 @@ int profile_python_run(const struct sampled_args *a)
 	stacksnap_trace__stats(tr, &st);
 	if (a->stats) {
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
-		fprintf(stderr, "profile: %" PRIu64 " samples (eBPF), %" PRIu64 " with Python "
+		fprintf(stderr, "profile: %" PRIu64 " samples (eBPF), %" PRIu64 " with %s "
 			"frames, %" PRIu64 " lost, %zu distinct stacks, %.3f s CPU\n",
-			s.samples, s.python_samples, st.lost, stacksnap_stacks__distinct(s.stacks),
+			s.samples, s.python_samples, s.ruby ? "Ruby" : "Python", st.lost,
+			stacksnap_stacks__distinct(s.stacks),
 			(double)(cpu1.tv_sec - cpu0.tv_sec) + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e9);
 	}
 	if (st.lost)
@@ -195,7 +199,9 @@ static bool named_python(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return !strncmp(base ? base + 1 : path, "python", 6);
+	/* (or ruby: the same eBPF walk reads Ruby's frames) */
+	return !strncmp(base ? base + 1 : path, "python", 6) ||
+	       !strncmp(base ? base + 1 : path, "ruby", 4);
 }
 
 static bool named_env(const char *path)

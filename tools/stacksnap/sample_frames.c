@@ -35,8 +35,11 @@ int sample_frames_init(struct sample_frames *sf, struct stacksnap_procs *procs,
 
 void sample_frames_fini(struct sample_frames *sf)
 {
-	for (size_t i = 0; sf->cache && i < SYM_CACHE; i++)
-		free(sf->cache[i].inl);
+	for (size_t i = 0; sf->cache && i < sf->ninl_slots; i++) {
+		free(sf->cache[sf->inl_slots[i]].inl);
+		sf->cache[sf->inl_slots[i]].inl = NULL;
+	}
+	free(sf->inl_slots);
 	free(sf->frames);
 	free(sf->cache);
 	free(sf->agg);
@@ -44,6 +47,32 @@ void sample_frames_fini(struct sample_frames *sf)
 	stacksnap_vm__free(sf->jvm);
 	free(sf->rframes);
 	memset(sf, 0, sizeof(*sf));
+}
+
+/* Allocates slot s's inl for k entries, listed for fini. NULL when out of
+ * memory (the frame is then printed without its chain). */
+static const char **slot_inl(struct sample_frames *sf, struct sym_slot *s, int k)
+{
+	if (sf->ninl_slots >= 2 * SYM_CACHE) {
+		/* A long profile's evictions: list the live ones anew. */
+		sf->ninl_slots = 0;
+		for (uint32_t i = 0; i < SYM_CACHE; i++)
+			if (sf->cache[i].inl)
+				sf->inl_slots[sf->ninl_slots++] = i;
+	}
+	if (sf->ninl_slots == sf->capinl_slots) {
+		size_t cap = sf->capinl_slots ? sf->capinl_slots * 2 : 256;
+		uint32_t *v = realloc(sf->inl_slots, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		sf->inl_slots = v;
+		sf->capinl_slots = cap;
+	}
+	s->inl = malloc((size_t)k * sizeof(*s->inl));
+	if (s->inl)
+		sf->inl_slots[sf->ninl_slots++] = (uint32_t)(s - sf->cache);
+	return s->inl;
 }
 
 static const struct sym_slot *symbolize(struct sample_frames *sf,
@@ -83,8 +112,7 @@ static const struct sym_slot *symbolize(struct sample_frames *sf,
 	sym = k > 0 ? syms[k - 1] : (struct stacksnap_sym){ 0 };
 	/* A chain without --lines is a Go program's inlined calls (its
 	 * pclntab names them at no cost): frames in every output. */
-	if (k > 1 && sym.function &&
-	    (s->inl = malloc((size_t)k * sizeof(*s->inl)))) {
+	if (k > 1 && sym.function && slot_inl(sf, s, k)) {
 		for (int i = 0; i < k; i++)
 			s->inl[i] = syms[i].function ? syms[i].function : "??";
 		s->ninl = (uint16_t)k;
@@ -142,8 +170,7 @@ static size_t add_frame_inline(struct sample_frames *sf, struct stacksnap_addrsp
 		sl->inl_done = true;
 		/* A chain from DWARF ends with a subprogram; a lone entry
 		 * without line info is the symbol table's answer. */
-		if (k > 0 && (k > 1 || syms[0].file) &&
-		    (sl->inl = malloc((size_t)k * sizeof(*sl->inl)))) {
+		if (k > 0 && (k > 1 || syms[0].file) && slot_inl(sf, sl, k)) {
 			for (int i = 0; i < k; i++)
 				sl->inl[i] = syms[i].function ? syms[i].function : "??";
 			sl->ninl = (uint16_t)k;

@@ -49,6 +49,11 @@ struct sample_frames {
 	struct stacksnap_unwinder *uw;
 	struct stacksnap_frame *frames;	/* max_stack */
 	struct sym_slot *cache;
+	/* Slots whose inl was allocated (some freed since, or listed
+	 * twice): what fini frees, without a walk over every slot of the
+	 * cache, which would touch all its pages. */
+	uint32_t *inl_slots;
+	size_t ninl_slots, capinl_slots;
 	struct kallsyms *ksyms;
 	bool ksyms_tried, no_cache;
 	bool inline_frames;	/* inlined functions as frames (--inline) */

@@ -32,8 +32,9 @@ static int rd(struct stacksnap_mem *mem, uint64_t addr, void *v, size_t n)
 	return mem_read(mem, addr, v, n) ? -EFAULT : 0;
 }
 
-/* A bool JVM flag's value (JVMFlag::flags, by name). */
-static int flag_bool(struct hotspot_threads *ht, const char *name, bool *out)
+/* The first byte of a JVM flag's value (JVMFlag::flags, by name): a
+ * bool, or an int flag's low byte. */
+static int flag_byte(struct hotspot_threads *ht, const char *name, uint8_t *out)
 {
 	uint64_t flags, nflags;
 	size_t want = strlen(name) + 1;
@@ -55,10 +56,21 @@ static int flag_bool(struct hotspot_threads *ht, const char *name, bool *out)
 			continue;
 		if (rd(ht->mem, e + ht->flag_addr, &addr, 8) || rd(ht->mem, addr, &v, 1))
 			return -EFAULT;
-		*out = v != 0;
+		*out = v;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* A bool JVM flag's value. */
+static int flag_bool(struct hotspot_threads *ht, const char *name, bool *out)
+{
+	uint8_t v;
+	int err = flag_byte(ht, name, &v);
+
+	if (!err)
+		*out = v != 0;
+	return err;
 }
 
 int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_structs *hs,
@@ -93,10 +105,18 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 		const struct hotspot_field *sh =
 			hotspot_structs__field(hs, "CompressedKlassPointers", "_shift");
 
-		if (vt && !vt->is_static && b && b->is_static && sh && sh->is_static) {
-			ht->jt_vthread = vt->offset;
+		/* JDK 17: CompressedKlassPointers::_narrow_klass._base. */
+		if (!b)
+			b = hotspot_structs__field(hs, "CompressedKlassPointers",
+						   "_narrow_klass._base");
+		if (!sh)
+			sh = hotspot_structs__field(hs, "CompressedKlassPointers",
+						    "_narrow_klass._shift");
+		if (b && b->is_static && sh && sh->is_static) {
 			ht->ck_base = b->address;
 			ht->ck_shift = sh->address;
+			if (vt && !vt->is_static)
+				ht->jt_vthread = vt->offset;
 		}
 	}
 	/* CompressedOops::_base (JDK 25), _narrow_oop._base (17). */
@@ -106,6 +126,20 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 	FIELD(ht->oop_shift, "CompressedOops",
 	      hotspot_structs__field(hs, "CompressedOops", "_shift") ? "_shift"
 								    : "_narrow_oop._shift");
+	/* Compact object headers (optional: JDK 24+). */
+	{
+		const struct hotspot_field *h =
+			hotspot_structs__field(hs, "ObjectMonitor", "_metadata");
+
+		if (!h)
+			h = hotspot_structs__field(hs, "ObjectMonitor", "_header");
+		if (hotspot_structs__constant(hs, "markWord::klass_shift",
+					      &ht->mark_klass_shift) &&
+		    h && !h->is_static) {
+			ht->om_header = h->offset;
+			ht->om_header_ok = true;
+		}
+	}
 	FIELD(ht->flags_addr, "JVMFlag", "flags");
 	FIELD(ht->nflags_addr, "JVMFlag", "numFlags");
 	FIELD(ht->flag_addr, "JVMFlag", "_addr");
@@ -204,25 +238,23 @@ static int field_offset_stream(struct hotspot_threads *ht, uint64_t ik,
 	return -ENOENT;
 }
 
-/* The offset of an instance field (name, signature) of the class at
- * *klass_addr (a vmClasses static), from its field table. */
-static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
-			const char *name, const char *sig, uint64_t *off)
+int hotspot_threads__field_offset(struct hotspot_threads *ht, uint64_t ik,
+				  const char *name, const char *sig, uint64_t *off)
 {
 	struct hotspot_code *hc = ht->hc;
-	uint64_t ik, fields, cp;
+	uint64_t fields, cp;
 	uint16_t n;
 	int32_t len, cp_len;
 
+	if (!ik)
+		return -EFAULT;
 	if (ht->ik_fieldinfo_stream) {
-		if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
-		    rd(ht->mem, ik + ht->ik_constants, &cp, 8) ||
+		if (rd(ht->mem, ik + ht->ik_constants, &cp, 8) ||
 		    rd(ht->mem, cp + hc->cp_length, &cp_len, 4))
 			return -EFAULT;
 		return field_offset_stream(ht, ik, cp, cp_len, name, sig, off);
 	}
-	if (rd(ht->mem, klass_addr, &ik, 8) || !ik ||
-	    rd(ht->mem, ik + ht->ik_fields, &fields, 8) ||
+	if (rd(ht->mem, ik + ht->ik_fields, &fields, 8) ||
 	    rd(ht->mem, ik + ht->ik_java_fields, &n, 2) ||
 	    rd(ht->mem, ik + ht->ik_constants, &cp, 8) ||
 	    rd(ht->mem, fields, &len, 4) ||
@@ -257,9 +289,21 @@ static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
 	return -ENOENT;
 }
 
+/* The offset of an instance field (name, signature) of the class at
+ * *klass_addr (a vmClasses static). */
+static int field_offset(struct hotspot_threads *ht, uint64_t klass_addr,
+			const char *name, const char *sig, uint64_t *off)
+{
+	uint64_t ik;
+
+	if (rd(ht->mem, klass_addr, &ik, 8) || !ik)
+		return -EFAULT;
+	return hotspot_threads__field_offset(ht, ik, name, sig, off);
+}
+
 /* What reading names needs once per JVM: the reference width and
  * decoding, the array header, the field offsets. */
-static int prepare(struct hotspot_threads *ht)
+int hotspot_threads__prepare(struct hotspot_threads *ht)
 {
 	bool ccp = false;
 	int32_t shift = 0;
@@ -275,19 +319,29 @@ static int prepare(struct hotspot_threads *ht)
 		return ht->prepare_err;
 	ht->narrow_shift = shift;
 	ht->ccp = ccp;
-	/* Compact object headers keep the klass in the mark word: carriers
-	   are then not told (their frames are still shown). */
+	/* Compact object headers (JDK 24+) keep the narrow klass in the
+	   mark word's high bits (markWord::klass_shift): read there, and
+	   from the displaced mark of an inflated monitor without the
+	   ObjectMonitorTable. */
 	{
-		bool compact = false;
+		bool compact = false, table = false;
 
-		ht->klass_ok = ht->jt_vthread &&
-			       (flag_bool(ht, "UseCompactObjectHeaders", &compact) ||
-				!compact);
+		if (flag_bool(ht, "UseCompactObjectHeaders", &compact))
+			compact = false;
+		if (flag_bool(ht, "UseObjectMonitorTable", &table))
+			table = false;
+		ht->compact = compact;
+		ht->monitor_table = table;
+		ht->klass_read = ht->ck_base &&
+				 (!compact || (ht->mark_klass_shift > 0 &&
+					       ht->mark_klass_shift < 64 && ht->om_header_ok));
+		ht->klass_ok = ht->jt_vthread && ht->klass_read;
 	}
-	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes), the
-	   length; the elements from the next 8-byte boundary for bytes. */
-	ht->array_length = ccp ? 12 : 16;
-	ht->array_data = ccp ? 16 : 24;
+	/* arrayOopDesc: the mark word, the klass (narrow: 4 bytes; none with
+	   compact headers), the length; the elements from the next 8-byte
+	   boundary for bytes (compact headers: right after the length). */
+	ht->array_length = ht->compact ? 8 : ccp ? 12 : 16;
+	ht->array_data = ht->compact ? 12 : ccp ? 16 : 24;
 	if (field_offset(ht, ht->thread_klass, "name", "Ljava/lang/String;",
 			 &ht->thread_name) ||
 	    field_offset(ht, ht->string_klass, "value", "[B", &ht->string_value) ||
@@ -297,8 +351,7 @@ static int prepare(struct hotspot_threads *ht)
 	return 0;
 }
 
-/* The reference field at addr, decoded. */
-static int read_ref(struct hotspot_threads *ht, uint64_t addr, uint64_t *ref)
+int hotspot_threads__read_ref(struct hotspot_threads *ht, uint64_t addr, uint64_t *ref)
 {
 	uint32_t narrow;
 
@@ -336,7 +389,7 @@ static int read_string(struct hotspot_threads *ht, uint64_t str, char *out,
 	uint8_t coder, bytes[HOTSPOT_MAX_THREAD_NAME * 2];
 	size_t at = 0, n;
 
-	if (read_ref(ht, str + ht->string_value, &value) || !value ||
+	if (hotspot_threads__read_ref(ht, str + ht->string_value, &value) || !value ||
 	    rd(ht->mem, str + ht->string_coder, &coder, 1) ||
 	    rd(ht->mem, value + ht->array_length, &len, 4))
 		return -EFAULT;
@@ -356,63 +409,122 @@ static int read_string(struct hotspot_threads *ht, uint64_t str, char *out,
 	return 0;
 }
 
-/* Whether the object at obj is a jdk.internal.misc.CarrierThread. */
-static bool is_carrier(struct hotspot_threads *ht, uint64_t obj)
+int hotspot_threads__klass(struct hotspot_threads *ht, uint64_t obj, uint64_t *klass)
 {
-	uint64_t klass = 0, base, sym;
+	uint64_t base;
 	uint32_t narrow;
 	int32_t shift;
-	char name[64];
 
-	if (!ht->klass_ok)
-		return false;
+	*klass = 0;
+	if (!ht->klass_read)
+		return -ENOTSUP;
+	if (ht->compact) {
+		uint64_t mark;
+
+		if (rd(ht->mem, obj, &mark, 8))
+			return -EFAULT;
+		/* An inflated monitor's mark points at it (lock bits 10); its
+		   header keeps the object's mark. */
+		if ((mark & 3) == 2 && !ht->monitor_table &&
+		    rd(ht->mem, (mark & ~3ull) + ht->om_header, &mark, 8))
+			return -EFAULT;
+		if ((mark & 3) == 2 && !ht->monitor_table)
+			return -EPROTO;
+		if (rd(ht->mem, ht->ck_base, &base, 8) ||
+		    rd(ht->mem, ht->ck_shift, &shift, 4) || shift < 0 || shift > 32)
+			return -EFAULT;
+		narrow = (uint32_t)(mark >> ht->mark_klass_shift);
+		*klass = narrow ? base + ((uint64_t)narrow << shift) : 0;
+		return *klass ? 0 : -EFAULT;
+	}
 	if (ht->ccp) {
 		if (rd(ht->mem, obj + 8, &narrow, 4) || !narrow ||
 		    rd(ht->mem, ht->ck_base, &base, 8) ||
 		    rd(ht->mem, ht->ck_shift, &shift, 4) || shift < 0 || shift > 32)
-			return false;
-		klass = base + ((uint64_t)narrow << shift);
-	} else if (rd(ht->mem, obj + 8, &klass, 8)) {
-		return false;
+			return -EFAULT;
+		*klass = base + ((uint64_t)narrow << shift);
+	} else if (rd(ht->mem, obj + 8, klass, 8)) {
+		return -EFAULT;
 	}
+	return *klass ? 0 : -EFAULT;
+}
+
+int hotspot_threads__flag(struct hotspot_threads *ht, const char *name, int64_t *out)
+{
+	uint8_t v;
+	int err = flag_byte(ht, name, &v);
+
+	if (!err)
+		*out = v;
+	return err;
+}
+
+/* Whether the object at obj is a jdk.internal.misc.CarrierThread. */
+static bool is_carrier(struct hotspot_threads *ht, uint64_t obj)
+{
+	uint64_t klass = 0, sym;
+	char name[64];
+
+	if (!ht->klass_ok || hotspot_threads__klass(ht, obj, &klass))
+		return false;
 	return klass && !rd(ht->mem, klass + ht->klass_name, &sym, 8) &&
 	       !hotspot_code__symbol(ht->hc, sym, name, sizeof(name)) &&
 	       !strcmp(name, "jdk/internal/misc/CarrierThread");
+}
+
+int hotspot_threads__list(struct hotspot_threads *ht, uint64_t *threads, uint32_t *n)
+{
+	uint64_t list;
+	int err;
+
+	if ((err = hotspot_threads__prepare(ht)))
+		return err;
+	if (rd(ht->mem, ht->thread_list, &list, 8) || !list ||
+	    rd(ht->mem, list + ht->tl_length, n, 4) ||
+	    rd(ht->mem, list + ht->tl_threads, threads, 8))
+		return -EFAULT;
+	return *n > HOTSPOT_MAX_THREADS ? -EPROTO : 0;
+}
+
+int hotspot_threads__thread(struct hotspot_threads *ht, uint64_t threads, uint32_t i,
+			    uint64_t *jt, int32_t *tid, uint64_t *obj)
+{
+	uint64_t os, handle;
+
+	*obj = 0;
+	if (rd(ht->mem, threads + 8 * (uint64_t)i, jt, 8) || !*jt ||
+	    rd(ht->mem, *jt + ht->jt_osthread, &os, 8) || !os ||
+	    rd(ht->mem, os + ht->os_thread_id, tid, 4) || *tid <= 0)
+		return -EFAULT;
+	if (rd(ht->mem, *jt + ht->jt_thread_obj + ht->handle_obj, &handle, 8) || !handle ||
+	    rd(ht->mem, handle, obj, 8))
+		*obj = 0;
+	return 0;
 }
 
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *nout)
 {
 	struct hotspot_thread_name *names;
-	uint64_t list, threads;
+	uint64_t threads;
 	uint32_t n;
 	size_t k = 0;
 	int err;
 
 	*out = NULL;
 	*nout = 0;
-	if ((err = prepare(ht)))
+	if ((err = hotspot_threads__list(ht, &threads, &n)))
 		return err;
-	if (rd(ht->mem, ht->thread_list, &list, 8) || !list ||
-	    rd(ht->mem, list + ht->tl_length, &n, 4) ||
-	    rd(ht->mem, list + ht->tl_threads, &threads, 8))
-		return -EFAULT;
-	if (n > HOTSPOT_MAX_THREADS)
-		return -EPROTO;
 	if (!(names = calloc(n ? n : 1, sizeof(*names))))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t jt, os, handle, obj, name;
+		uint64_t jt, obj, name;
 		int32_t tid;
 
 		/* A thread that does not read (exiting, no object yet) is
 		   left out; the others still name theirs. */
-		if (rd(ht->mem, threads + 8 * (uint64_t)i, &jt, 8) || !jt ||
-		    rd(ht->mem, jt + ht->jt_osthread, &os, 8) || !os ||
-		    rd(ht->mem, os + ht->os_thread_id, &tid, 4) || tid <= 0 ||
-		    rd(ht->mem, jt + ht->jt_thread_obj + ht->handle_obj, &handle, 8) ||
-		    !handle || rd(ht->mem, handle, &obj, 8) || !obj ||
-		    read_ref(ht, obj + ht->thread_name, &name) || !name ||
+		if (hotspot_threads__thread(ht, threads, i, &jt, &tid, &obj) || !obj ||
+		    hotspot_threads__read_ref(ht, obj + ht->thread_name, &name) || !name ||
 		    read_string(ht, name, names[k].name, sizeof(names[k].name)))
 			continue;
 		if (ht->jt_vthread) {

@@ -57,6 +57,15 @@ struct hotspot_threads {
 	   read (carrier false) with compact object headers. */
 	uint64_t jt_vthread, ck_base, ck_shift, klass_name;
 	bool klass_ok, ccp;
+	bool klass_read;	/* an object's class can be read from its header
+				   (compressed class pointers decoded, or
+				   the mark word's with compact headers) */
+	/* Compact object headers: the narrow klass is mark >>
+	   mark_klass_shift; an inflated monitor's (without the
+	   ObjectMonitorTable) mark is its ObjectMonitor's at om_header. */
+	bool compact, monitor_table, om_header_ok;
+	int64_t mark_klass_shift;
+	uint64_t om_header;
 };
 
 /* Returns 0, or -ENOENT when the tables lack an entry names need. */
@@ -65,6 +74,31 @@ int hotspot_threads__init(struct hotspot_threads *ht, const struct hotspot_struc
 /* Every JavaThread's OS thread id and Java name, now (*out malloc'ed;
  * threads whose objects do not read are left out). Returns 0 or -errno
  * (the layout did not read: no names). */
+/* What reading objects needs, read once (the reference decoding, the
+ * field offsets names use): 0 or -errno, the same at every call. */
+int hotspot_threads__prepare(struct hotspot_threads *ht);
+/* The reference field at addr, decoded (compressed oops or not). */
+int hotspot_threads__read_ref(struct hotspot_threads *ht, uint64_t addr, uint64_t *ref);
+/* The Klass* of the object at obj, from its header (prepared first):
+ * 0, -ENOTSUP (compact object headers, or no class pointer layout) or
+ * -EFAULT. */
+int hotspot_threads__klass(struct hotspot_threads *ht, uint64_t obj, uint64_t *klass);
+/* The offset of the instance field (name, signature) declared by the
+ * InstanceKlass ik (not its supers), from its field table: 0, -ENOENT
+ * or -EFAULT / -EPROTO. */
+int hotspot_threads__field_offset(struct hotspot_threads *ht, uint64_t ik,
+				  const char *name, const char *sig, uint64_t *off);
+/* A JVM flag's value's first byte (a bool, a small int flag such as
+ * LockingMode): 0, -ENOENT (no such flag) or -errno. */
+int hotspot_threads__flag(struct hotspot_threads *ht, const char *name, int64_t *out);
+/* The VM's list of JavaThreads now: its array and length (prepared
+ * first). 0 or -errno. */
+int hotspot_threads__list(struct hotspot_threads *ht, uint64_t *threads, uint32_t *n);
+/* Entry i of the list: the JavaThread, its OS thread id and its
+ * java.lang.Thread (*obj 0 when it has none yet). 0, or -EFAULT for an
+ * entry that does not read (an exiting thread). */
+int hotspot_threads__thread(struct hotspot_threads *ht, uint64_t threads, uint32_t i,
+			    uint64_t *jt, int32_t *tid, uint64_t *obj);
 int hotspot_threads__names(struct hotspot_threads *ht,
 			   struct hotspot_thread_name **out, size_t *n);
 

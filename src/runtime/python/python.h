@@ -1,6 +1,7 @@
 /* python.h - CPython's frames in another process: find the interpreter
  * (py_detect.c), copy each thread's frame chain during the freeze
- * (py_capture.c: pointers and instruction positions only, few bulk reads),
+ * (py_capture.c: pointers and instruction positions only, read as whole
+ * pages and chunks in few bulk reads),
  * and after the thaw name the frames from the immutable code objects
  * (py_resolve.c, with the line table decoder of py_linetable.c). */
 #ifndef SS_RUNTIME_PYTHON_PYTHON_H
@@ -102,6 +103,8 @@ int py_runtime__read_layout(struct py_runtime *rt, struct stacksnap_mem *mem);
 #define PY_MAX_CHUNK (256 * 1024) /* largest data-stack chunk read whole */
 #define PY_MAX_FRAME_SIZE 512	/* bytes of one frame read (PyFrameObject
 				   up to f_localsplus[0]: 368) */
+#define PY_MAX_PAGES 4096	/* pages a capture keeps copies of (16 MiB);
+				   past that, reads go one at a time */
 
 /* One _PyInterpreterFrame as copied: what can change while the process
  * runs. */
@@ -128,7 +131,29 @@ struct py_raw_thread {
 	size_t first, nframes;
 	const char *end;	/* static string */
 	uint64_t end_addr;	/* the address the chain was cut at */
+	uint64_t top_frame;	/* the frame the chain starts at */
 	bool holds_gil;
+};
+
+/* The target's pages one capture copied, whole (a page costs a remote
+ * read about what a few bytes of it do): the structures a capture reads
+ * (runtime, interpreter and thread states, 3.7-3.10's heap frames) come
+ * from these copies, each page read once. Invariant: slots is an open
+ * addressing table of nslots (a power of two, >= 2 * cap) holding index + 1
+ * of each entry of addr/state, 0 for empty; data holds cap pages, entry
+ * i's at i * 4096 when its state is "have". hints are the pages the last
+ * capture used, read first by the next one in a few system calls. */
+struct py_pages {
+	uint64_t *addr;
+	uint8_t *state;		/* enum in py_capture.c */
+	uint8_t *data;
+	uint32_t *queue;	/* entries waiting for their read */
+	size_t n, cap, nqueue;
+	size_t last;		/* the entry last found */
+	uint32_t *slots;
+	size_t nslots;
+	uint64_t *hints;
+	size_t nhints, cap_hints;
 };
 
 /* Everything read in one capture. state is NULL for a running
@@ -160,11 +185,19 @@ struct py_capture {
 	uint8_t *tsbuf;
 	size_t tsbuf_cap;
 	bool batched;		/* the last capture used the batch */
+	bool heap_frames;	/* the last capture's frames were heap objects
+				   (3.7-3.10): no chunks */
 	/* Bytes of the target already copied in the same instant (the
 	 * threads' stack copies, which hold 3.11's _PyCFrames): local()
 	 * returns them for [addr, addr + len), or NULL. May be NULL. */
 	const uint8_t *(*local)(void *user, uint64_t addr, size_t len);
 	void *local_user;
+	/* The kernel tid of the stopped thread whose thread pointer (glibc's
+	 * struct pthread, pthread_self()) is pthread, or 0: before 3.11 the
+	 * thread states have only that. May be NULL (then the tid is read
+	 * from the struct pthread). Called with local_user. */
+	uint64_t (*tid_of)(void *user, uint64_t pthread);
+	struct py_pages pages;
 };
 
 /* Reads every thread state of every interpreter, and each one's frame
@@ -175,8 +208,10 @@ struct py_capture {
 int py_capture__all(const struct py_runtime *rt, struct stacksnap_mem *mem,
 		    struct py_capture *cap);
 /* Makes room for nthreads threads and nframes frames (and for the batch
- * reads of that many threads, chunk_bytes of data-stack chunks), so a
- * capture inside the freeze does not allocate in the common case. */
+ * reads of that many threads, chunk_bytes of data-stack chunks, and twice
+ * the pages the last capture used), so a capture inside the freeze does
+ * not allocate in the common case. After a capture of 3.7-3.10 (frames on
+ * the heap, no chunks) chunk_bytes is not reserved. */
 int py_capture__reserve(struct py_capture *cap, size_t nthreads,
 			size_t nframes, size_t chunk_bytes);
 void py_capture__clear(struct py_capture *cap);

@@ -43,6 +43,15 @@ static const struct rb_layout layout_31 = {
 	.vm_main_thread = 40, .th_vm = 32, .th_thread_id = 80,
 	/* glibc 2.36 x86_64 (its _thread_db_pthread_tid: {32, 1, 720}) */
 	.pthread_tid = 0x2d0,
+	/* rb_control_frame_t.ep[-2] (VM_ENV_DATA_INDEX_ME_CREF);
+	   rb_method_entry_t: flags, defined_class, def, called_id, owner;
+	   rb_method_definition_t: type..complemented_count (8 bytes),
+	   body (a union of 24: cfunc {func, invoker, argc}), original_id */
+	.ep_me_cref = 16, .me_def = 16, .def_original_id = 32,
+	/* symbol.c: tLAST_OP_ID, ID_SCOPE_SHIFT, ID_ENTRY_UNIT, and each
+	   entry [str, sym]; RArray's heap length and embedded length */
+	.id_last_op = 0xa9, .id_scope_shift = 4, .id_entry_unit = 512,
+	.ary_heap_len = 16, .ary_embed_len_shift = 15, .ary_embed_len_mask = 3,
 };
 
 const struct rb_layout *rb_layout__find(const char *version)
@@ -59,8 +68,8 @@ bool rb_image_candidate(const char *path)
 }
 
 struct rb_syms {
-	struct elf_symbol version, vm_ptr, exec, ec;
-	bool has_version, has_vm_ptr, has_exec, has_ec;
+	struct elf_symbol version, vm_ptr, exec, ec, id2str;
+	bool has_version, has_vm_ptr, has_exec, has_ec, has_id2str;
 	size_t ec_index;		/* ruby_current_ec's symbol index */
 };
 
@@ -89,6 +98,9 @@ static void find_syms(const struct elf_image *img, struct rb_syms *s)
 		} else if (!strcmp(name, "rb_vm_exec")) {
 			s->exec = sym;
 			s->has_exec = true;
+		} else if (!strcmp(name, "rb_id2str")) {
+			s->id2str = sym;
+			s->has_id2str = true;
 		}
 	}
 }
@@ -119,6 +131,60 @@ static uint64_t dtpmod_slot(Elf *elf, size_t ec_index)
 		}
 	}
 	return 0;
+}
+
+static int32_t s32_at(const uint8_t *b)
+{
+	int32_t v;
+
+	memcpy(&v, b, 4);
+	return v;
+}
+
+uint64_t rb_code_jmp(const uint8_t *code, size_t len, uint64_t vaddr)
+{
+	/* rb_id2str: the ID's serial, then a tail call (jmp rel32) of
+	   get_id_serial_entry. */
+	for (size_t i = 0; i + 5 <= len && i < 32; i++)
+		if (code[i] == 0xe9)
+			return vaddr + i + 5 + (uint64_t)(int64_t)s32_at(code + i + 1);
+	return 0;
+}
+
+uint64_t rb_code_symbols(const uint8_t *code, size_t len, uint64_t vaddr)
+{
+	/* get_id_serial_entry: `cmp %edi, last_id(%rip)` (39 3d d32), then
+	   within a few instructions `mov ids(%rip), %rdi` (48 8b 3d d32),
+	   ids 16 bytes after last_id (rb_symbols_t: last_id, str_sym,
+	   ids). */
+	for (size_t i = 0; i + 6 <= len; i++) {
+		uint64_t last;
+
+		if (code[i] != 0x39 || code[i + 1] != 0x3d)
+			continue;
+		last = vaddr + i + 6 + (uint64_t)(int64_t)s32_at(code + i + 2);
+		for (size_t j = i + 6; j + 7 <= len && j < i + 32; j++)
+			if (code[j] == 0x48 && code[j + 1] == 0x8b && code[j + 2] == 0x3d &&
+			    vaddr + j + 7 + (uint64_t)(int64_t)s32_at(code + j + 3) == last + 16)
+				return last;
+	}
+	return 0;
+}
+
+/* Where Ruby's symbol table (rb_symbols_t ruby_global_symbols, not
+ * exported) is: read from the code of rb_id2str, which is. Link-time; 0
+ * when the code is not as expected (C methods then stay unnamed). */
+static uint64_t find_symbol_table(const struct elf_image *img, const struct rb_syms *s)
+{
+	const uint8_t *code;
+	uint64_t to;
+
+	if (!s->has_id2str || s->id2str.size < 5 || s->id2str.size > 256 ||
+	    elf_image__vaddr_bytes(img, s->id2str.value, s->id2str.size, &code) || !code ||
+	    !(to = rb_code_jmp(code, s->id2str.size, s->id2str.value)) ||
+	    elf_image__vaddr_bytes(img, to, 128, &code) || !code)
+		return 0;
+	return rb_code_symbols(code, 128, to);
 }
 
 int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
@@ -161,6 +227,8 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 		return 0;
 	}
 	rt->ec_tls_off = s.ec.value;
+	if ((rt->symbols = find_symbol_table(img, &s)))
+		rt->symbols += bias;
 	if (stacksnap_mem__read(mem, rt->vm_ptr_addr, &vm, 8) || !vm) {
 		snprintf(rt->note, sizeof(rt->note),
 			 "Ruby %s: VM not started, native frames only", rt->version);

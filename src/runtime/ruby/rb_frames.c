@@ -10,9 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/mem.h"
+
 #define VM_FRAME_FLAG_FINISH 0x0020
 #define VM_FRAME_FLAG_CFRAME 0x0080
+#define VM_FRAME_MAGIC_MASK 0x7fff0001
+#define VM_FRAME_MAGIC_CFUNC 0x55550001
+#define T_IMEMO 0x1a
+#define IMEMO_SVAR 2		/* (flags >> 12) & 0xf: imemo_svar */
+#define IMEMO_MENT 6		/* imemo_ment */
+#define RB_QNIL 0x08
 #define RB_MAX_STR 4096		/* longest label or path read */
+#define RB_MAX_VALUES (1u << 20)	/* bytes of a thread's VM stack values
+				   read in one range for its envs */
 #define RB_MAX_ISEQ (1u << 22)	/* instructions of one iseq */
 #define RB_MAX_INSNS (1u << 20)	/* insns_info entries */
 #define T_MASK 0x1f
@@ -68,6 +78,10 @@ void rb_capture__free(struct rb_capture *cap)
 	free(cap->frames);
 	free(cap->buf);
 	free(cap->listed);
+	free(cap->pend);
+	free(cap->iov);
+	free(cap->env);
+	free(cap->sbuf);
 	memset(cap, 0, sizeof(*cap));
 }
 
@@ -128,100 +142,273 @@ const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,
 	return NULL;
 }
 
-/* The execution context native thread fs_base runs: ruby_current_ec in
- * libruby's TLS block, found through the thread's DTV (tcbhead_t.dtv at
- * fs_base + 8; entry modid of 16 bytes: {val, to_free}). 0: none. */
-static uint64_t current_ec(const struct rb_runtime *rt, struct stacksnap_mem *mem,
-			   uint64_t fs_base, unsigned *reads)
-{
-	uint64_t dtv, blk, ec;
+/* One thread in rb_capture__threads: what each level read. */
+struct rb_pending {
+	uint64_t tid, tp;
+	uint64_t a;		/* the DTV, then the TLS block */
+	uint64_t ec;
+	uint64_t ecb[3];	/* ec's vm_stack, vm_stack_size, cfp */
+	size_t t;		/* its index in cap->threads */
+	size_t n, off;		/* its control frames, at off in cap->buf */
+	uint64_t lo, hi;	/* the VM stack's values its envs lie in, */
+	size_t soff;		/* read at soff in cap->sbuf */
+};
 
-	if (!fs_base || rd(mem, reads, fs_base + 8, &dtv, 8) || !dtv ||
-	    rd(mem, reads, dtv + 16 * rt->tls_modid, &blk, 8) || !blk ||
-	    blk == UINT64_MAX || rd(mem, reads, blk + rt->ec_tls_off, &ec, 8))
+/* Whether the env at ep (from ep - back to ep + 8) lies in the range of
+ * p's VM stack values read in one. */
+static bool env_in(const struct rb_pending *p, uint64_t ep, unsigned back)
+{
+	return p->hi && ep > back && ep - back >= p->lo && ep < p->hi &&
+	       p->hi - ep >= 8;
+}
+
+static int grow(void **p, size_t *cap, size_t want, size_t size)
+{
+	void *q;
+
+	if (want <= *cap)
 		return 0;
-	return ec;
+	if (!(q = realloc(*p, want * size)))
+		return -ENOMEM;
+	*p = q;
+	*cap = want;
+	return 0;
+}
+
+/* Reads the k ranges of cap->iov; a range that fails reads as zeros. */
+static void batch(struct stacksnap_mem *mem, struct rb_capture *cap, size_t k)
+{
+	if (!k)
+		return;
+	cap->reads += (unsigned)k;
+	if (!mem_read_many(mem, cap->iov, k))
+		return;
+	for (size_t i = 0; i < k; i++)
+		if (cap->iov[i].err)
+			memset(cap->iov[i].buf, 0, cap->iov[i].len);
+}
+
+static void want(struct rb_capture *cap, size_t *k, uint64_t addr, void *buf,
+		 size_t len)
+{
+	cap->iov[(*k)++] = (struct mem_iov){ .addr = addr, .buf = buf, .len = len };
+}
+
+int rb_capture__threads(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+			const struct rb_listed *who, size_t n,
+			struct rb_capture *cap)
+{
+	const struct rb_layout *l = rt->layout;
+	struct rb_pending *p;
+	size_t k, np = 0, bytes = 0, nf = 0;
+
+	if (!l || !n)
+		return 0;
+	if (l->ep_me_cref + 8 > 24 || l->ec_vm_stack > 16 || l->ec_vm_stack_size > 16 ||
+	    l->ec_cfp > 16 || l->cfp_size < l->cfp_ep + 8)
+		return 0;
+	if (grow((void **)&cap->pend, &cap->cap_pend, n, sizeof(*cap->pend)) ||
+	    grow((void **)&cap->iov, &cap->cap_iov, n, sizeof(*cap->iov)))
+		return -ENOMEM;
+	p = cap->pend;
+	/* The execution context each thread runs: ruby_current_ec in
+	   libruby's TLS block, through the thread's DTV (tcbhead_t.dtv at
+	   the thread pointer + 8; entry modid of 16 bytes: {val, to_free}). */
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		p[i] = (struct rb_pending){ .tid = who[i].tid, .tp = who[i].tp };
+		if (p[i].tp)
+			want(cap, &k, p[i].tp + 8, &p[i].a, 8);
+	}
+	batch(mem, cap, k);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].a)
+			want(cap, &k, p[i].a + 16 * rt->tls_modid, &p[i].a, 8);
+		else
+			p[i].tp = 0;
+	batch(mem, cap, k);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i].tp && p[i].a && p[i].a != UINT64_MAX)
+			want(cap, &k, p[i].a + rt->ec_tls_off, &p[i].ec, 8);
+	batch(mem, cap, k);
+	/* Each Ruby thread (0: the thread runs no Ruby, e.g. the timer
+	   thread): its execution context's stack and frame pointer. */
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rb_raw_thread *t;
+
+		if (!p[i].tp || !p[i].ec)
+			continue;
+		if (cap->nthreads >= RB_MAX_THREADS ||
+		    rb_capture__reserve(cap, cap->nthreads + 1, cap->nframes))
+			return -ENOMEM;
+		p[i].t = cap->nthreads;
+		t = &cap->threads[cap->nthreads++];
+		memset(t, 0, sizeof(*t));
+		t->tid = p[i].tid;
+		t->ec = p[i].ec;
+		t->end = "execution context unreadable";
+		want(cap, &k, p[i].ec, p[i].ecb, sizeof(p[i].ecb));
+		p[np++] = p[i];		/* only these go on */
+	}
+	batch(mem, cap, k);
+	/* Their control frames lie from cfp up to the VM stack's end: one
+	   range each. */
+	for (size_t i = 0; i < np; i++) {
+		struct rb_raw_thread *t = &cap->threads[p[i].t];
+		uint64_t stack = p[i].ecb[l->ec_vm_stack / 8];
+		uint64_t size = p[i].ecb[l->ec_vm_stack_size / 8];
+		uint64_t cfp = p[i].ecb[l->ec_cfp / 8], end = stack + size * 8;
+
+		p[i].n = 0;
+		if (!stack && !size && !cfp)
+			continue;	/* unreadable, said so */
+		t->end = NULL;
+		if (!stack || size > (1u << 28) || end < stack || cfp < stack ||
+		    cfp >= end || (end - cfp) % l->cfp_size) {
+			t->end = "control frame pointer outside the VM stack";
+			continue;
+		}
+		p[i].n = (end - cfp) / l->cfp_size;
+		if (p[i].n > RB_MAX_FRAMES) {
+			p[i].n = RB_MAX_FRAMES;
+			t->end = "too many frames";
+		}
+		p[i].off = bytes;
+		bytes += p[i].n * l->cfp_size;
+		nf += p[i].n;
+	}
+	if (grow((void **)&cap->buf, &cap->buf_cap, bytes, 1) ||
+	    grow((void **)&cap->iov, &cap->cap_iov, nf > np ? nf : np, sizeof(*cap->iov)) ||
+	    grow((void **)&cap->env, &cap->cap_env, 3 * nf, sizeof(*cap->env)) ||
+	    rb_capture__reserve(cap, cap->nthreads, cap->nframes + nf))
+		return -ENOMEM;
+	k = 0;
+	for (size_t i = 0; i < np; i++)
+		if (p[i].n)
+			want(cap, &k, p[i].ecb[l->ec_cfp / 8], cap->buf + p[i].off,
+			     p[i].n * l->cfp_size);
+	batch(mem, cap, k);
+	/* Each frame's env, ep[-2] (the method entry or cref) to ep[0]
+	   (flags): the envs on the VM stack (below the control frames) in
+	   one range a thread, from the lowest to the highest; an env moved
+	   to the heap (a block's, kept by a Proc) a range of its own. */
+	size_t sbytes = 0;
+
+	for (size_t i = 0; i < np; i++) {
+		uint64_t stack = p[i].ecb[l->ec_vm_stack / 8];
+		uint64_t cfp = p[i].ecb[l->ec_cfp / 8];
+
+		p[i].lo = UINT64_MAX;
+		p[i].hi = 0;
+		for (size_t f = 0; f < p[i].n; f++) {
+			uint64_t ep = u64_at(cap->buf + p[i].off + f * l->cfp_size, l->cfp_ep);
+
+			if (ep >= stack && ep - stack >= l->ep_me_cref && ep < cfp &&
+			    cfp - ep >= 8) {
+				if (ep - l->ep_me_cref < p[i].lo)
+					p[i].lo = ep - l->ep_me_cref;
+				if (ep + 8 > p[i].hi)
+					p[i].hi = ep + 8;
+			}
+		}
+		if (p[i].hi <= p[i].lo || p[i].hi - p[i].lo > RB_MAX_VALUES) {
+			p[i].lo = p[i].hi = 0;
+			continue;
+		}
+		p[i].soff = sbytes;
+		sbytes += p[i].hi - p[i].lo;
+	}
+	if (grow((void **)&cap->sbuf, &cap->cap_sbuf, sbytes, 1) ||
+	    grow((void **)&cap->iov, &cap->cap_iov, nf + np, sizeof(*cap->iov)))
+		return -ENOMEM;
+	k = 0;
+	for (size_t i = 0, j = 0; i < np; i++) {
+		if (p[i].hi)
+			want(cap, &k, p[i].lo, cap->sbuf + p[i].soff, p[i].hi - p[i].lo);
+		for (size_t f = 0; f < p[i].n; f++, j++) {
+			uint64_t ep = u64_at(cap->buf + p[i].off + f * l->cfp_size, l->cfp_ep);
+
+			memset(&cap->env[3 * j], 0, 24);
+			if (ep > l->ep_me_cref && !env_in(&p[i], ep, l->ep_me_cref))
+				want(cap, &k, ep - l->ep_me_cref, &cap->env[3 * j],
+				     l->ep_me_cref + 8);
+		}
+	}
+	batch(mem, cap, k);
+	for (size_t i = 0, j = 0; i < np; i++)
+		for (size_t f = 0; f < p[i].n; f++, j++) {
+			uint64_t ep = u64_at(cap->buf + p[i].off + f * l->cfp_size, l->cfp_ep);
+
+			if (env_in(&p[i], ep, l->ep_me_cref))
+				memcpy(&cap->env[3 * j],
+				       cap->sbuf + p[i].soff + (ep - l->ep_me_cref - p[i].lo),
+				       l->ep_me_cref + 8);
+		}
+	for (size_t i = 0, j = 0; i < np; i++) {
+		struct rb_raw_thread *t = &cap->threads[p[i].t];
+		bool zero = true;
+
+		t->first = cap->nframes;
+		/* All-zero frames: the range's read failed. */
+		for (size_t b = 0; b < p[i].n * l->cfp_size && zero; b += 8)
+			zero = !u64_at(cap->buf + p[i].off, (unsigned)b);
+		if (p[i].n && zero) {
+			t->end = "control frames unreadable";
+			j += p[i].n;
+			continue;
+		}
+		for (size_t f = 0; f < p[i].n; f++, j++) {
+			const uint8_t *fb = cap->buf + p[i].off + f * l->cfp_size;
+			struct rb_raw_frame *rf = &cap->frames[cap->nframes++];
+			const uint64_t *env = &cap->env[3 * j];
+			uint64_t flags = env[l->ep_me_cref / 8];
+
+			rf->pc = u64_at(fb, l->cfp_pc);
+			rf->iseq = u64_at(fb, l->cfp_iseq);
+			rf->flags = 0;
+			if (flags & VM_FRAME_FLAG_FINISH)
+				rf->flags |= RB_FRAME_FINISH;
+			if (flags && !(flags & VM_FRAME_FLAG_CFRAME) && rf->iseq && rf->pc)
+				rf->flags |= RB_FRAME_RUBY;
+			/* A C method (Ruby's RUBYVM_CFUNC_FRAME_P, no iseq):
+			   named after the thaw from its method entry. */
+			if ((flags & VM_FRAME_MAGIC_MASK) == VM_FRAME_MAGIC_CFUNC &&
+			    !rf->iseq) {
+				rf->flags |= RB_FRAME_RUBY | RB_FRAME_CFUNC;
+				rf->iseq = env[0];
+			}
+			t->n++;
+		}
+		/* Ruby's backtrace starts at the second control frame from
+		   the stack's end (backtrace_each): the outermost is a
+		   thread's dummy frame, or the main thread's top-level frame
+		   of Init_VM. */
+		if (!t->end && t->n)
+			cap->frames[t->first + t->n - 1].flags &=
+				(uint8_t)~(RB_FRAME_RUBY | RB_FRAME_CFUNC);
+	}
+	return 0;
 }
 
 int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap)
 {
-	const struct rb_layout *l = rt->layout;
-	struct rb_raw_thread *t;
-	uint8_t ecb[24];
-	uint64_t ec, stack, size, cfp, end, n;
+	struct rb_listed who = { .tid = tid, .tp = fs_base };
 
-	if (!l || !(ec = current_ec(rt, mem, fs_base, &cap->reads)))
-		return 0;
-	if (rb_capture__reserve(cap, cap->nthreads + 1, cap->nframes) ||
-	    cap->nthreads >= RB_MAX_THREADS)
-		return -ENOMEM;
-	t = &cap->threads[cap->nthreads++];
-	memset(t, 0, sizeof(*t));
-	t->tid = tid;
-	t->ec = ec;
-	t->first = cap->nframes;
-	if (rd(mem, &cap->reads, ec, ecb, sizeof(ecb))) {
-		t->end = "execution context unreadable";
-		return 0;
-	}
-	stack = u64_at(ecb, l->ec_vm_stack);
-	size = u64_at(ecb, l->ec_vm_stack_size);
-	cfp = u64_at(ecb, l->ec_cfp);
-	end = stack + size * 8;
-	if (!stack || size > (1u << 28) || end < stack || cfp < stack ||
-	    cfp >= end || (end - cfp) % l->cfp_size) {
-		t->end = "control frame pointer outside the VM stack";
-		return 0;
-	}
-	n = (end - cfp) / l->cfp_size;
-	if (n > RB_MAX_FRAMES) {
-		n = RB_MAX_FRAMES;
-		t->end = "too many frames";
-	}
-	if (n * l->cfp_size > cap->buf_cap) {
-		void *p = realloc(cap->buf, n * l->cfp_size);
-
-		if (!p)
-			return -ENOMEM;
-		cap->buf = p;
-		cap->buf_cap = n * l->cfp_size;
-	}
-	if (rb_capture__reserve(cap, cap->nthreads, cap->nframes + n))
-		return -ENOMEM;
-	if (rd(mem, &cap->reads, cfp, cap->buf, n * l->cfp_size)) {
-		t->end = "control frames unreadable";
-		return 0;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const uint8_t *f = cap->buf + i * l->cfp_size;
-		struct rb_raw_frame *rf = &cap->frames[cap->nframes++];
-		uint64_t ep = u64_at(f, l->cfp_ep), flags = 0;
-
-		rf->pc = u64_at(f, l->cfp_pc);
-		rf->iseq = u64_at(f, l->cfp_iseq);
-		rf->flags = 0;
-		if (ep && !rd(mem, &cap->reads, ep, &flags, 8)) {
-			if (flags & VM_FRAME_FLAG_FINISH)
-				rf->flags |= RB_FRAME_FINISH;
-			if (!(flags & VM_FRAME_FLAG_CFRAME) && rf->iseq && rf->pc)
-				rf->flags |= RB_FRAME_RUBY;
-		}
-		t->n++;
-	}
-	/* Ruby's backtrace starts at the second control frame from the
-	   stack's end (backtrace_each): the outermost is a thread's dummy
-	   frame, or the main thread's top-level frame of Init_VM. */
-	if (!t->end && n)
-		cap->frames[t->first + n - 1].flags &= (uint8_t)~RB_FRAME_RUBY;
-	return 0;
+	return rb_capture__threads(rt, mem, &who, 1, cap);
 }
 
 /* ------------------------------------------------------------------ */
 /* Naming */
 
 struct rb_iseq_names {
-	uint64_t iseq;
+	uint64_t iseq;			/* or a C method's method entry;
+					   0: stale (kept for its strings) */
+	uint64_t body;			/* iseq->body, or the entry's def */
+	bool cfunc;
 	char *label, *path;
 	uint64_t encoded;
 	unsigned iseq_size, first_line;
@@ -327,6 +514,7 @@ static void read_iseq(struct rb_resolver *r, struct rb_iseq_names *in)
 	if (rd(r->mem, &r->reads, in->iseq + l->iseq_body, &bp, 8) ||
 	    !heap_value(bp) || rd(r->mem, &r->reads, bp, body, sizeof(body)))
 		return;
+	in->body = bp;
 	in->label = read_string(r, u64_at(body, l->body_label));
 	in->path = read_path(r, u64_at(body, l->body_pathobj));
 	if (!in->label)
@@ -354,13 +542,96 @@ static void read_iseq(struct rb_resolver *r, struct rb_iseq_names *in)
 	}
 }
 
-static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t iseq)
+/* Element idx of Array ary, or false (not an Array, past its end). */
+static bool ary_elt(struct rb_resolver *r, uint64_t ary, uint64_t idx, uint64_t *out)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint8_t b[40];
+	uint64_t flags, len;
+
+	if (!heap_value(ary) || rd(r->mem, &r->reads, ary, b, sizeof(b)))
+		return false;
+	flags = u64_at(b, 0);
+	if ((flags & T_MASK) != T_ARRAY)
+		return false;
+	if (flags & l->ary_embed) {
+		len = (flags >> l->ary_embed_len_shift) & l->ary_embed_len_mask;
+		if (idx >= len || l->ary_embed_ary + (idx + 1) * 8 > sizeof(b))
+			return false;
+		*out = u64_at(b, l->ary_embed_ary + (unsigned)idx * 8);
+		return true;
+	}
+	len = u64_at(b, l->ary_heap_len);
+	return idx < len && idx < (1u << 24) &&
+	       !rd(r->mem, &r->reads, u64_at(b, l->ary_heap_ptr) + idx * 8, out, 8);
+}
+
+/* rb_id2str: an ID's name from ruby_global_symbols (its ids Array of
+ * Arrays of [String, Symbol] pairs, by the ID's serial). NULL: unknown. */
+static char *id_name(struct rb_resolver *r, uint64_t id)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint64_t serial, ids, unit, str;
+	uint32_t last;
+
+	if (!r->rt->symbols || !id ||
+	    rd(r->mem, &r->reads, r->rt->symbols, &last, 4) ||
+	    rd(r->mem, &r->reads, r->rt->symbols + 16, &ids, 8))
+		return NULL;
+	serial = id > l->id_last_op ? id >> l->id_scope_shift : id;
+	if (!serial || serial > last ||
+	    !ary_elt(r, ids, serial / l->id_entry_unit, &unit) ||
+	    !ary_elt(r, unit, (serial % l->id_entry_unit) * 2, &str) || str == RB_QNIL)
+		return NULL;
+	return read_string(r, str);
+}
+
+/* A C method's name: its method entry (an imemo_ment; or an imemo_svar
+ * holding one), the entry's definition, the definition's original_id,
+ * as Ruby's backtrace names it. */
+static void read_cfunc(struct rb_resolver *r, struct rb_iseq_names *in)
+{
+	const struct rb_layout *l = r->rt->layout;
+	uint64_t me = in->iseq, b[2], def, id;
+
+	for (int hop = 0; hop < 2; hop++) {
+		if (!heap_value(me) || rd(r->mem, &r->reads, me, b, sizeof(b)) ||
+		    (b[0] & T_MASK) != T_IMEMO)
+			return;
+		if (((b[0] >> 12) & 0xf) == IMEMO_MENT)
+			break;
+		if (((b[0] >> 12) & 0xf) != IMEMO_SVAR || hop)
+			return;
+		me = b[1];		/* vm_svar.cref_or_me */
+	}
+	if (rd(r->mem, &r->reads, me + l->me_def, &def, 8) || !heap_value(def) ||
+	    !(in->body = def) ||
+	    rd(r->mem, &r->reads, def + l->def_original_id, &id, 8))
+		return;
+	in->label = id_name(r, id);
+	in->ok = in->label != NULL;
+}
+
+static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t iseq,
+					      bool cfunc)
 {
 	struct rb_iseq_names *in;
 
-	for (size_t i = 0; i < r->niseqs; i++)
-		if (r->iseqs[i].iseq == iseq)
+	for (size_t i = 0; i < r->niseqs; i++) {
+		uint64_t body;
+
+		if (r->iseqs[i].iseq != iseq || r->iseqs[i].cfunc != cfunc)
+			continue;
+		/* A running process may have freed the object and made
+		   another at its address: its body (definition) tells. */
+		if (!r->recheck ||
+		    (!rd(r->mem, &r->reads, iseq + (cfunc ? r->rt->layout->me_def
+							: r->rt->layout->iseq_body),
+			 &body, 8) && body == r->iseqs[i].body))
 			return &r->iseqs[i];
+		r->iseqs[i].iseq = 0;	/* stale: names handed out stay */
+		break;
+	}
 	if (r->niseqs == r->cap_iseqs) {
 		size_t c = r->cap_iseqs ? 2 * r->cap_iseqs : 32;
 		void *p = realloc(r->iseqs, c * sizeof(*r->iseqs));
@@ -373,7 +644,11 @@ static const struct rb_iseq_names *iseq_names(struct rb_resolver *r, uint64_t is
 	in = &r->iseqs[r->niseqs++];
 	memset(in, 0, sizeof(*in));
 	in->iseq = iseq;
-	read_iseq(r, in);
+	in->cfunc = cfunc;
+	if (cfunc)
+		read_cfunc(r, in);
+	else
+		read_iseq(r, in);
 	return in;
 }
 
@@ -480,19 +755,24 @@ int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
 		const struct rb_raw_frame *rf = &cap->frames[t->first + i];
 		const struct rb_iseq_names *in;
 
+		bool cfunc = rf->flags & RB_FRAME_CFUNC;
+
 		fr[i].finish = rf->flags & RB_FRAME_FINISH;
 		fr[i].ruby = rf->flags & RB_FRAME_RUBY;
-		fr[i].function = "<unknown iseq>";
+		fr[i].cfunc = cfunc;
+		fr[i].function = cfunc ? "<unknown cfunc>" : "<unknown iseq>";
 		fr[i].file = "?";
 		if (!fr[i].ruby)
 			continue;
-		if (!(in = iseq_names(r, rf->iseq))) {
+		if (!(in = iseq_names(r, rf->iseq, cfunc))) {
 			free(fr);
 			return -ENOMEM;
 		}
 		if (!in->ok)
 			continue;
 		fr[i].function = in->label;
+		if (cfunc)
+			continue;
 		fr[i].file = in->path ? in->path : "?";
 		/* Ruby's calc_pos: the pc points after the instruction
 		   running. */
@@ -504,6 +784,16 @@ int rb_resolve__thread(struct rb_resolver *r, const struct rb_capture *cap,
 						  r->rt->layout->insn_entry_size,
 						  in->positions, in->succ,
 						  in->succ_len, pos ? pos - 1 : 0);
+		}
+	}
+	/* A C method is at its caller's place, as Ruby's backtrace puts it:
+	   the path and line of the next Ruby frame out. */
+	for (size_t i = t->n, outer = SIZE_MAX; i-- > 0;) {
+		if (fr[i].ruby && !fr[i].cfunc)
+			outer = i;
+		else if (fr[i].cfunc && outer != SIZE_MAX) {
+			fr[i].file = fr[outer].file;
+			fr[i].line = fr[outer].line;
 		}
 	}
 	*out = fr;

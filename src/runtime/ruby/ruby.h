@@ -40,6 +40,14 @@ struct rb_layout {
 	unsigned vm_main_thread;	/* vm->ractor.main_thread */
 	unsigned th_vm, th_thread_id;	/* thread->vm, ->thread_id */
 	unsigned pthread_tid;		/* glibc's struct pthread: tid */
+	/* C methods: the method entry at ep - ep_me_cref, its definition,
+	   the definition's original_id (the name Ruby's backtrace gives) */
+	unsigned ep_me_cref, me_def, def_original_id;
+	/* IDs to names: ruby_global_symbols.ids, an Array of Arrays of
+	   id_entry_unit [String, Symbol] pairs, by the ID's serial */
+	unsigned id_last_op, id_scope_shift, id_entry_unit;
+	unsigned ary_heap_len, ary_embed_len_shift;
+	uint64_t ary_embed_len_mask;
 };
 
 /* One VM found in a process. Invariant: found implies layout, or note
@@ -52,6 +60,8 @@ struct rb_runtime {
 	uint64_t tls_modid;		/* libruby's TLS module id */
 	uint64_t ec_tls_off;		/* ruby_current_ec in its TLS block */
 	uint64_t exec_start, exec_end;	/* rb_vm_exec [start, end) */
+	uint64_t symbols;		/* ruby_global_symbols (last_id; ids
+					   at +16), 0: unknown */
 	char version[16];
 	char path[256];
 	char note[160];
@@ -72,6 +82,13 @@ int rb_runtime__detect_elf(const struct elf_image *img, const char *path,
 			   uint64_t bias, struct stacksnap_mem *mem,
 			   struct rb_runtime *rt);
 
+/* Decoding libruby's code for the unexported symbol table: the target of
+ * the first jmp rel32 in rb_id2str's code (0: none), and the address of
+ * ruby_global_symbols from get_id_serial_entry's code (0: not found).
+ * Bounded by len; addresses are the code's (vaddr its first byte's). */
+uint64_t rb_code_jmp(const uint8_t *code, size_t len, uint64_t vaddr);
+uint64_t rb_code_symbols(const uint8_t *code, size_t len, uint64_t vaddr);
+
 struct log_sink;
 /* The same for a live process: the first libruby of /proc/PID/maps.
  * Returns 0 (rt->found), -ENOENT (none) or -errno. */
@@ -86,8 +103,10 @@ int rb_runtime__detect_pid(pid_t pid, struct stacksnap_mem *mem,
 
 #define RB_FRAME_FINISH 0x1	/* VM_FRAME_FLAG_FINISH: the outermost
 				   frame of one rb_vm_exec call */
-#define RB_FRAME_RUBY 0x2	/* an iseq frame with a pc (Ruby's
-				   backtrace shows it) */
+#define RB_FRAME_RUBY 0x2	/* an iseq frame with a pc, or a C
+				   method's (Ruby's backtrace shows it) */
+#define RB_FRAME_CFUNC 0x4	/* a C method's frame: iseq holds its
+				   method entry */
 
 struct rb_raw_frame {
 	uint64_t pc, iseq;
@@ -110,6 +129,9 @@ struct rb_listed {
 	uint64_t tid, tp;
 };
 
+struct rb_pending;
+struct mem_iov;
+
 struct rb_capture {
 	struct rb_raw_thread *threads;
 	size_t nthreads, cap_threads;
@@ -119,7 +141,17 @@ struct rb_capture {
 	size_t buf_cap;
 	struct rb_listed *listed;	/* rb_capture__list's */
 	size_t nlisted, cap_listed;
-	unsigned reads;
+	unsigned reads;			/* ranges read */
+	/* rb_capture__threads' work: per thread, the batch's ranges, the
+	   frames' env words (3 a frame) */
+	struct rb_pending *pend;
+	size_t cap_pend;
+	struct mem_iov *iov;
+	size_t cap_iov;
+	uint64_t *env;
+	size_t cap_env;
+	uint8_t *sbuf;			/* the VM stacks' values */
+	size_t cap_sbuf;
 };
 
 /* Makes room so that the freeze does not allocate (-ENOMEM). */
@@ -132,6 +164,15 @@ void rb_capture__free(struct rb_capture *cap);
  * that runs no Ruby adds nothing), -ENOMEM. */
 int rb_capture__thread(const struct rb_runtime *rt, struct stacksnap_mem *mem,
 		       uint64_t tid, uint64_t fs_base, struct rb_capture *cap);
+/* The same for n threads (who[i]: tid and thread pointer, 0: unknown, the
+ * thread is skipped), level by level: each level's reads of every thread
+ * in one batch (the DTV, the TLS block, the execution context, its
+ * fields, the control frames, their envs: six system calls for up to 64
+ * threads; a thread's envs on its VM stack are one range). Returns 0,
+ * -ENOMEM. */
+int rb_capture__threads(const struct rb_runtime *rt, struct stacksnap_mem *mem,
+			const struct rb_listed *who, size_t n,
+			struct rb_capture *cap);
 /* The threads of the VM's list (the main ractor's: from
  * vm->ractor.main_thread around the circular list), for native threads
  * whose thread pointer the capture does not know (read without stopping
@@ -147,12 +188,15 @@ const struct rb_raw_thread *rb_capture__find(const struct rb_capture *cap,
 /* Resolve after the thaw, and merge. */
 
 /* One named frame: function is the iseq's label ("take", "block in
- * <main>"), file its path; both owned by the resolver. */
+ * <main>"), or a C method's name ("sleep"), file its path (a C method's:
+ * its caller's); both owned by the resolver. */
 struct rb_frame {
 	const char *function, *file;
 	unsigned line;
 	bool finish;
 	bool ruby;			/* shown (RB_FRAME_RUBY) */
+	bool cfunc;			/* a C method: file and line are its
+					   caller's */
 };
 
 struct rb_iseq_names;
@@ -162,6 +206,9 @@ struct rb_resolver {
 	struct rb_iseq_names *iseqs;	/* a cache by iseq address */
 	size_t niseqs, cap_iseqs;
 	unsigned reads;
+	/* A cache kept while the process runs (a trace): each hit checks
+	   the object's body pointer again (one read). */
+	bool recheck;
 };
 
 void rb_resolver__init(struct rb_resolver *r, const struct rb_runtime *rt,
