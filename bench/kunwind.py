@@ -14,7 +14,9 @@ memory and load time for the target and for a large program (clangd-14,
 when installed). BENCH_KUNWIND_N sets N (default 100,000); BENCH_KUNWIND_MODES a comma list
 of the modes to run (default plain,kernel,copy,both,perf), BENCH_KUNWIND_DEPTHS
 of the frame counts (default 10,40,200); BENCH_KUNWIND_CLANGD=0 skips
-the large program's tables."""
+the large program's tables; BENCH_KUNWIND_BASE another build directory,
+whose driver's kernel walk runs as "before". Modes are interleaved: each
+round runs every mode once."""
 import os
 import re
 import select
@@ -37,6 +39,10 @@ DEPTHS = [(10, 3), (40, 33), (200, 193)]  # (frames, recursion depth)
 DEPTHS = [d for d in DEPTHS if str(d[0]) in
           os.environ.get("BENCH_KUNWIND_DEPTHS", "10,40,200").split(",")]
 MODES = os.environ.get("BENCH_KUNWIND_MODES", "plain,kernel,copy,both,perf").split(",")
+# BENCH_KUNWIND_BASE: another build directory, whose driver runs the kernel
+# walk as mode "before" in the same rounds.
+if os.environ.get("BENCH_KUNWIND_BASE") and "before" not in MODES:
+    MODES.insert(MODES.index("kernel") + 1 if "kernel" in MODES else 1, "before")
 
 
 def start_target(depth):
@@ -61,9 +67,9 @@ def plain(depth):
     return go(start_target(depth)), None
 
 
-def driver(depth, mode):
+def driver(depth, mode, drv=None):
     p = start_target(depth)
-    d = subprocess.Popen([DRIVER, "--mode", mode, "--quiet", "--tp", TP,
+    d = subprocess.Popen([drv or DRIVER, "--mode", mode, "--quiet", "--tp", TP,
                           "-p", str(p.pid)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     buf = ""
@@ -128,20 +134,21 @@ def main():
             f.write("1")
         mem = None
         for frames, depth in DEPTHS:
-            runs = {}
-            for mode in MODES:
-                res = []
-                for _ in range(REPS):
+            runs = {m: [] for m in MODES}
+            for _ in range(REPS):  # interleaved: every mode once a round
+                for mode in MODES:
                     try:
                         if mode == "plain":
-                            res.append(plain(depth))
+                            runs[mode].append(plain(depth))
                         elif mode == "perf":
-                            res.append(perf(depth))
+                            runs[mode].append(perf(depth))
+                        elif mode == "before":
+                            runs[mode].append(driver(depth, "kernel", os.path.join(
+                                os.environ["BENCH_KUNWIND_BASE"], "tests", "ss_kunwind")))
                         else:
-                            res.append(driver(depth, mode))
+                            runs[mode].append(driver(depth, mode))
                     except Exception as e:  # noqa: BLE001 - report and go on
                         print("(%s at %d frames failed: %s)" % (mode, frames, e))
-                runs[mode] = res
             base = median([r[0] for r in runs.get("plain", [])]) or 0
             for mode, res in runs.items():
                 if not res:
@@ -153,7 +160,8 @@ def main():
                 per = median([s["bytes"] / max(1, s["events"]) for s in st])
                 lost = median([s.get("lost") for s in st])
                 complete = median([s.get("kernel_complete", 0) / max(1, s["events"])
-                                   for s in st]) if mode in ("kernel", "both") else None
+                                   for s in st]) if mode in ("kernel", "both", "before") \
+                    else None
                 print("%-7d %-8s %10.0f %10s %10s %12s %8s %9s" % (
                     frames, mode, ns, "-" if mode == "plain" else "%.0f" % (ns - base),
                     "-" if bpf is None else "%.0f" % bpf,

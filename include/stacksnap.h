@@ -1819,7 +1819,10 @@ typedef int (*stacksnap_trace_fn)(const struct stacksnap_trace_event *ev,
 /* Waits up to timeout_ms for events and hands each to fn (process
  * events are applied to the address spaces in order). Returns the number
  * of events handled, or -errno (-EINTR when a signal interrupted the
- * wait: call again or stop). */
+ * wait: call again or stop). The kernel wakes the wait only when an
+ * eighth of the ring buffer is waiting or 2 ms after its last wakeup
+ * (a wakeup per event would cost the traced thread more than the event):
+ * give a timeout (100 ms) rather than -1, and 0 drains what is there. */
 STACKSNAP_API int stacksnap_trace__poll(struct stacksnap_trace *tr,
 					int timeout_ms, stacksnap_trace_fn fn,
 					void *user);

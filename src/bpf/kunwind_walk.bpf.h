@@ -114,11 +114,16 @@ struct ku_walk_state {
 	struct ku_win win;	/* what cache->win holds */
 };
 
-/* Index of the mapping holding addr, or -1. */
-static __always_inline int ku_find_map(const struct ku_proc *p, __u64 addr)
+/* Index of the mapping holding addr, or -1. A global function: called
+ * only when a frame leaves its caller's mapping, and out of the step's
+ * paths the verifier walks. */
+__noinline int ku_find_map(const struct ku_proc *p, __u64 addr)
 {
-	__u32 lo = 0, n = p->n;
+	__u32 lo = 0, n;
 
+	if (!p)
+		return -1;
+	n = p->n;
 	if (n == 0 || n > KU_MAX_MAPS)
 		return -1;
 	/* Last mapping with start <= addr. */
@@ -219,9 +224,10 @@ __noinline int ku_lookup_row(__u32 id, const struct ku_module *mod, __u64 vaddr,
 	return 0;
 }
 
-/* ku_lookup_row through this CPU's cache. A global function (verified
- * once). */
-__noinline int ku_cached_row(struct ku_cache *cache, __u32 id,
+/* ku_lookup_row through this CPU's cache. Inlined into the step: a
+ * BPF-to-BPF call's return costs more than the lookup itself where
+ * returns go through a mitigation thunk (SRSO's safe RET). */
+static __always_inline int ku_cached_row(struct ku_cache *cache, __u32 id,
 			     const struct ku_module *mod, __u64 vaddr, struct ku_row *out)
 {
 	__u64 tag = vaddr ^ ((__u64)(id + 1) << 48);
@@ -263,7 +269,7 @@ static __always_inline bool ku_slot_read(__u8 kind, __s16 off, __u64 cfa, __u64 
  * from addr to at most KU_STACK_WIN bytes, never past addr's page (a page
  * readable at addr is readable to its end, the next may not be).
  * Unaligned words and walks without a window are read alone. Non-zero
- * when it cannot be read. A global function: verified once. */
+ * when it cannot be read. A global function: a window miss is rare. */
 __noinline int ku_word(struct ku_cache *c, struct ku_win *w, __u64 addr, __u64 *val)
 {
 	__u64 off, len;
@@ -290,6 +296,20 @@ __noinline int ku_word(struct ku_cache *c, struct ku_win *w, __u64 addr, __u64 *
 	return 0;
 }
 
+/* ku_word with its common case inlined: a word the window holds is a
+ * load, no call (a call's return is dear behind SRSO's safe RET). */
+static __always_inline int ku_read(struct ku_walk_state *st, __u64 addr, __u64 *val)
+{
+	struct ku_cache *c = KU_WIN(st);
+	__u64 off = addr - st->win.lo;
+
+	if (c && !(addr & 7) && addr >= st->win.lo && off + 8 <= st->win.len) {
+		*val = *(__u64 *)(c->win + (off & (KU_STACK_WIN - 8)));
+		return 0;
+	}
+	return ku_word(c, &st->win, addr, val);
+}
+
 /* A callee-saved register's value in the caller by its row rule (the
  * user-space unwinder's saved_value()): unchanged, or read from its save
  * slot, or unknown. Non-zero when the slot cannot be read. */
@@ -299,7 +319,7 @@ static __always_inline int ku_saved(struct ku_walk_state *st, __u8 kind, __s16 o
 {
 	if (ku_slot_read(kind, off, cfa, sp)) {
 		*valid |= bit;
-		return ku_word(KU_WIN(st), &st->win, cfa + off, val);
+		return ku_read(st, cfa + off, val);
 	}
 	if (kind == KU_REG_SAME || kind == KU_REG_CFA_OFF) {
 		*val = cur;
@@ -322,9 +342,48 @@ static __always_inline int ku_find_map_hint(const struct ku_proc *p, __u64 addr,
 	return ku_find_map(p, addr);
 }
 
+/* The registers of the frame a signal interrupted (ku_sigreturn). */
+struct ku_sig {
+	__u64 pc, sp, rbp, rbx;
+	__s32 idx;		/* its mapping */
+	__u32 end;		/* enum ku_end; KU_END_NONE: go on */
+};
+
+/* A frame at a signal trampoline: the interrupted frame's registers from
+ * the ucontext the kernel pushed (rsp points at it: gregs from offset 40;
+ * REG_RBP (10), REG_RBX, REG_RDX, REG_RAX, REG_RCX, REG_RSP (15),
+ * REG_RIP) into out. A global function (rare; out of the step's paths):
+ * its memory arguments are not the walk state, whose pointers the
+ * verifier would forget after the call. */
+__noinline int ku_sigreturn(const struct ku_proc *p, __u64 pc, __u64 sp,
+			    struct ku_sig *out)
+{
+	__u64 g[7];
+
+	if (!out)
+		return 0;
+	out->end = KU_END_NONE;
+	if (bpf_probe_read_user(g, sizeof(g), (const void *)(sp + 40 + 10 * 8))) {
+		out->end = KU_END_BAD_MEMORY;
+		return 0;
+	}
+	if (g[5] == sp && g[6] == pc) {
+		out->end = KU_END_LOOP;
+		return 0;
+	}
+	out->rbp = g[0];
+	out->rbx = g[1];
+	out->sp = g[5];
+	out->pc = g[6];
+	out->idx = ku_find_map(p, out->pc);
+	if (out->idx < 0)
+		out->end = KU_END_BAD_PC;
+	return 0;
+}
+
 /* One frame: emit st->pc, then step to the caller. Returns 1 to stop the
  * loop (st->end says why), 0 to go on. */
-static long ku_step(__u32 i, struct ku_walk_state *st)
+static __always_inline long ku_step1(struct ku_walk_state *st)
 {
 	struct ku_proc *p = st->proc;
 	const struct ku_module *mod = 0;
@@ -361,33 +420,24 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 				break;
 			if (mod->sigreturn[k] != pc - m->bias)
 				continue;
-			/* rsp points at the ucontext the kernel pushed:
-			 * gregs from offset 40; REG_RBP (10), REG_RBX,
-			 * REG_RDX, REG_RAX, REG_RCX, REG_RSP (15), REG_RIP. */
-			__u64 g[7];
+			struct ku_sig sig;
 
-			if (bpf_probe_read_user(g, sizeof(g),
-						(const void *)(sp + 40 + 10 * 8))) {
-				st->end = KU_END_BAD_MEMORY;
-				return 1;
-			}
-			if (++st->nsignals > KU_MAX_SIGNALS ||
-			    (g[5] == sp && g[6] == pc)) {
+			if (++st->nsignals > KU_MAX_SIGNALS) {
 				st->end = KU_END_LOOP;
 				return 1;
 			}
-			st->rbp = g[0];
-			st->rbx = g[1];
-			st->sp = g[5];
-			st->pc = g[6];
-			st->valid = KU_VALID_RBP | KU_VALID_RBX;
-			st->exact = 1;
-			idx = ku_find_map(p, st->pc);
-			if (idx < 0) {
-				st->end = KU_END_BAD_PC;
+			ku_sigreturn(p, pc, sp, &sig);
+			if (sig.end != KU_END_NONE) {
+				st->end = sig.end;
 				return 1;
 			}
-			st->map_idx = idx;
+			st->rbp = sig.rbp;
+			st->rbx = sig.rbx;
+			st->sp = sig.sp;
+			st->pc = sig.pc;
+			st->valid = KU_VALID_RBP | KU_VALID_RBX;
+			st->exact = 1;
+			st->map_idx = (__u32)sig.idx;
 			st->map_ok = 1;
 			return 0;
 		}
@@ -426,8 +476,8 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			low = cfa + row.rbp_off;
 		if (ku_slot_read(xk, row.rbx_off, cfa, sp) && cfa + row.rbx_off < low)
 			low = cfa + row.rbx_off;
-		if ((low != cfa - 8 && ku_word(KU_WIN(st), &st->win, low, &ra)) ||
-		    ku_word(KU_WIN(st), &st->win, cfa - 8, &ra) ||
+		if ((low != cfa - 8 && ku_read(st, low, &ra)) ||
+		    ku_read(st, cfa - 8, &ra) ||
 		    ku_saved(st, rk, row.rbp_off, cfa, sp, st->rbp, st->valid,
 			     KU_VALID_RBP, &rbp, &valid) ||
 		    ku_saved(st, xk, row.rbx_off, cfa, sp, st->rbx, st->valid,
@@ -442,8 +492,8 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 			st->end = KU_END_NO_CFI;
 			return 1;
 		}
-		if (ku_word(KU_WIN(st), &st->win, st->rbp, &rbp) ||
-		    ku_word(KU_WIN(st), &st->win, st->rbp + 8, &ra)) {
+		if (ku_read(st, st->rbp, &rbp) ||
+		    ku_read(st, st->rbp + 8, &ra)) {
 			st->end = KU_END_BAD_MEMORY;
 			return 1;
 		}
@@ -473,6 +523,13 @@ static long ku_step(__u32 i, struct ku_walk_state *st)
 	st->map_idx = idx;
 	st->map_ok = 1;
 	return 0;
+}
+
+/* bpf_loop's callback: one frame. (Two frames an iteration saved ~5% of
+ * the walk and doubled the verifier's work.) */
+static long ku_step(__u32 i, struct ku_walk_state *st)
+{
+	return ku_step1(st);
 }
 
 /* Walks the user stack of the current task from regs into pcs (per-CPU

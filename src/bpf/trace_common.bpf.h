@@ -29,6 +29,19 @@ const volatile bool python = false;		/* walk the Python frames of the
 						   processes in py_procs, and the
 						   Ruby frames of those in rb_procs
 						   (PHP's: php_procs) */
+/* Wakeups of the reader, batched: an event record wakes it only when
+ * wake_bytes are waiting or wake_ns have passed since the last wakeup
+ * (each wakeup is an irq_work self-IPI on the traced CPU: ~1 us in a VM,
+ * more than the rest of the event); 0: the ring buffer's own rule (a
+ * wakeup whenever the reader has caught up). The reader polls with a
+ * timeout, so what waits below the mark is read by then. */
+const volatile __u32 wake_bytes = 0;
+const volatile __u64 wake_ns = 0;
+/* Measurements only (bench/trace.py, SS_TRACE_EXP): 1 returns after the
+ * filter, 2 sends no stack copy, 3 builds the record but sends nothing, 4
+ * wakes the reader at every record as before batching. */
+const volatile __u32 trace_exp = 0;
+__u64 last_wake_ns = 0;	/* (racy between CPUs: at worst a wakeup more) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -117,12 +130,28 @@ struct {
 	__type(value, struct stacksnap_exec_ranges);
 } exec_ranges SEC(".maps");
 
+/* Atomic: a program nested on this CPU (a sample's, in an NMI) may count
+ * in between, and the counts must stay exact. */
 static __always_inline void count(__u32 slot)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &slot);
 
 	if (v)
-		(*v)++;
+		__sync_fetch_and_add(v, 1);
+}
+
+/* The flags of an event record of len bytes made at now (ns): wake the
+ * reader at the mark or after wake_ns, else not. */
+static __always_inline __u64 wake_flags(__u64 now, __u64 len)
+{
+	if (!wake_bytes || trace_exp == 4)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) + len >= wake_bytes ||
+	    now - last_wake_ns >= wake_ns) {
+		last_wake_ns = now;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
 }
 
 /* Whether the current task is one of the traced. */
@@ -525,6 +554,24 @@ static __always_inline __u32 trace_compact(struct stacksnap_capture *cap,
 	return (__u32)n;
 }
 
+/* The bytes of stack worth copying from sp: stack_size, but not past the
+ * thread pointer when it lies above sp within that: x86_64's TLS is
+ * variant II (the TLS blocks below the thread pointer, the thread control
+ * block at it), and a thread's stack ends below both, so the copy to the
+ * end of a glibc thread's stack mapping took its struct pthread along
+ * (~2.3 KiB) for nothing. A stack never holds its own thread's control
+ * block, so no frame is cut. (The main thread's stack is bounded by
+ * argc's place instead: stacksnap_capture_stack.) */
+static __always_inline __u32 copy_want(__u64 sp)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 tp = BPF_CORE_READ(task, thread.fsbase);
+
+	if (tp > sp && tp - sp < stack_size)
+		return (__u32)(tp - sp);
+	return stack_size;
+}
+
 /* Copies the stack (cap's registers already set), then raw_len bytes of
  * the tracepoint record at raw (may be NULL), and writes the record. */
 static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
@@ -547,10 +594,11 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		s->rec.kframes = s->kev.nframes;
 		s->rec.kend = s->kev.end;
 	}
-	if (!(unwind_mode & KU_MODE_COPY)) {
+	if (!(unwind_mode & KU_MODE_COPY) || trace_exp == 2) {
 		n = 0; /* no stack bytes leave the kernel */
 	} else {
-		n = stacksnap_capture_stack(&s->rec.cap, s->area.in, stack_size, TRACE_STACK_MAX);
+		n = stacksnap_capture_stack(&s->rec.cap, s->area.in,
+					    copy_want(s->rec.cap.stack_start), TRACE_STACK_MAX);
 		if (s->rec.cap.flags & STACKSNAP_CAPTURE_SHORT)
 			count(TRACE_STAT_SHORT);
 	}
@@ -642,9 +690,9 @@ static __always_inline int emit_event(struct ss_scratch *s, __u64 cookie,
 		total += (__u64)s->rec.pyframes * sizeof(struct trace_py_frame);
 	}
 	__stacksnap_opaque(total);
-	if (total > sizeof(*s))
+	if (total > sizeof(*s) || trace_exp == 3)
 		return 0;
-	if (bpf_ringbuf_output(&events, s, total, 0)) {
+	if (bpf_ringbuf_output(&events, s, total, wake_flags(s->rec.time, total))) {
 		count(TRACE_STAT_LOST);
 		return 0;
 	}

@@ -50,6 +50,10 @@ static int link_add(struct trace_programs *p, struct bpf_link *l)
 		(skel)->rodata->unwind_mode = (c)->unwind_mode;                \
 		(skel)->rodata->compact = (c)->compact;                        \
 		(skel)->rodata->python = (c)->python;                          \
+		(skel)->rodata->wake_bytes = (c)->ring_size / 8;               \
+		(skel)->rodata->wake_ns = 2000000;                             \
+		(skel)->rodata->trace_exp = getenv("SS_TRACE_EXP") ?           \
+			(uint32_t)atoi(getenv("SS_TRACE_EXP")) : 0;            \
 		bpf_map__set_max_entries((skel)->maps.scratch, (uint32_t)(c)->ncpu); \
 	} while (0)
 #define SHARE(p, kt, skel)                                                     \

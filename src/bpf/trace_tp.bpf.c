@@ -9,7 +9,7 @@ int trace_tp(void *ctx)
 {
 	struct ss_scratch *s;
 
-	if (!current_traced() || !(s = scratch_get()))
+	if (!current_traced() || trace_exp == 1 || !(s = scratch_get()))
 		return 0;
 	rec_header(&s->rec, TRACE_REC_EVENT);
 	if (stacksnap_capture_task_regs(&s->rec.cap))
