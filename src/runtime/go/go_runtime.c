@@ -21,6 +21,12 @@ static const struct go_layout layout_go119 = {
 	.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176,
 	.g_lockedm = 232, .g_gopc = 296, .g_startpc = 312, .g_labels = 360,
 	.m_procid = 72, .m_curg = 192,
+	.waits = true, .g_waiting = 328,
+	.sudog_size = 88, .sudog_g = 0, .sudog_next = 8, .sudog_prev = 16,
+	.sudog_elem = 24, .sudog_waitlink = 64, .sudog_c = 80,
+	.hchan_size = 96, .hchan_qcount = 0, .hchan_dataqsiz = 8,
+	.hchan_closed = 28, .hchan_recvq = 56, .hchan_sendq = 72,
+	.semroot_treap = 8,
 	.source = "go1.19 table",
 };
 
@@ -106,6 +112,60 @@ static void read_members(Dwarf_Die *st, struct dw_struct *s)
 	} while (dwarf_siblingof(&m, &m) == 0);
 }
 
+/* The wait layout (g.waiting, sudog, hchan, semaRoot) from the members
+ * the DWARF gave (offs[i] -1: missing): false when one is missing or out
+ * of its struct. */
+static bool wait_layout(struct go_layout *out, const struct dw_struct *w)
+{
+	struct go_layout t = *out, *l = &t;
+	/* w: g.waiting, sudog, hchan, hchan.recvq's waitq, semaRoot */
+	const int64_t *so = w[1].offs, *ho = w[2].offs;
+
+	if (!w[0].found || !w[1].found || !w[2].found || !w[3].found ||
+	    !w[4].found || w[1].size <= 0 || w[1].size > 4096 ||
+	    w[2].size <= 0 || w[2].size > 4096)
+		return false;
+	for (size_t i = 0; i < 5; i++)
+		for (size_t k = 0; k < w[i].nmembers; k++)
+			if (w[i].offs[k] < 0 || w[i].offs[k] > 4096)
+				return false;
+	l->g_waiting = (uint32_t)w[0].offs[0];
+	l->sudog_size = (uint32_t)w[1].size;
+	l->sudog_g = (uint32_t)so[0];
+	l->sudog_next = (uint32_t)so[1];
+	l->sudog_prev = (uint32_t)so[2];
+	l->sudog_elem = (uint32_t)so[3];
+	l->sudog_waitlink = (uint32_t)so[4];
+	l->sudog_c = (uint32_t)so[5];
+	l->hchan_size = (uint32_t)w[2].size;
+	l->hchan_qcount = (uint32_t)ho[0];
+	l->hchan_dataqsiz = (uint32_t)ho[1];
+	l->hchan_closed = (uint32_t)ho[2];
+	/* waitq.first: the list's head */
+	l->hchan_recvq = (uint32_t)(ho[3] + w[3].offs[0]);
+	l->hchan_sendq = (uint32_t)(ho[4] + w[3].offs[0]);
+	l->semroot_treap = (uint32_t)w[4].offs[0];
+	{
+		uint32_t sf[] = { l->sudog_g, l->sudog_next, l->sudog_prev,
+			l->sudog_elem, l->sudog_waitlink, l->sudog_c };
+		uint32_t hf[] = { l->hchan_qcount, l->hchan_dataqsiz,
+			l->hchan_recvq, l->hchan_sendq };
+
+		if (l->g_waiting + 8 > l->g_size ||
+		    l->hchan_closed + 4 > l->hchan_size)
+			return false;
+		for (size_t i = 0; i < sizeof(sf) / sizeof(sf[0]); i++)
+			if (sf[i] + 8 > l->sudog_size)
+				return false;
+		for (size_t i = 0; i < sizeof(hf) / sizeof(hf[0]); i++)
+			if (hf[i] + 8 > l->hchan_size)
+				return false;
+	}
+	l->waits = true;
+	*out = t;
+	return true;
+}
+
 int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 			  const struct log_sink *log)
 {
@@ -115,14 +175,29 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 	static const char *const m_m[] = { "procid", "curg" };
 	static const char *const buf_m[] = { "sp", "pc", "bp" };
 	static const char *const stack_m[] = { "lo", "hi" };
-	int64_t go[13], mo[2], bo[3], so[2];
+	static const char *const gw_m[] = { "waiting" };
+	static const char *const sudog_m[] = { "g", "next", "prev", "elem",
+		"waitlink", "c" };
+	static const char *const hchan_m[] = { "qcount", "dataqsiz", "closed",
+		"recvq", "sendq" };
+	static const char *const waitq_m[] = { "first" };
+	static const char *const semroot_m[] = { "treap" };
+	int64_t go[13], mo[2], bo[3], so[2], gwo[1], sgo[6], ho[5], wqo[1],
+		sro[1];
+	/* The first four are needed; the rest (what goroutines wait on)
+	 * only for the wait objects. */
 	struct dw_struct want[] = {
 		{ "runtime.g", -1, g_m, go, 13, false },
 		{ "runtime.m", -1, m_m, mo, 2, false },
 		{ "runtime.gobuf", -1, buf_m, bo, 3, false },
 		{ "runtime.stack", -1, stack_m, so, 2, false },
+		{ "runtime.g", -1, gw_m, gwo, 1, false },
+		{ "runtime.sudog", -1, sudog_m, sgo, 6, false },
+		{ "runtime.hchan", -1, hchan_m, ho, 5, false },
+		{ "runtime.waitq", -1, waitq_m, wqo, 1, false },
+		{ "runtime.semaRoot", -1, semroot_m, sro, 1, false },
 	};
-	size_t nwant = sizeof(want) / sizeof(want[0]), found = 0;
+	size_t nwant = sizeof(want) / sizeof(want[0]), nneed = 4, found = 0;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	Dwarf *dw;
@@ -162,9 +237,10 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 		off = next;
 	}
 	dwarf_end(dw);
-	if (found < nwant)
-		return -ENOENT;
-	for (size_t i = 0; i < nwant; i++)
+	for (size_t i = 0; i < nneed; i++)
+		if (!want[i].found)
+			return -ENOENT;
+	for (size_t i = 0; i < nneed; i++)
 		for (size_t k = 0; k < want[i].nmembers; k++)
 			if (want[i].offs[k] < 0 || want[i].offs[k] > 65536) {
 				log_info(log, "go: %s.%s not in the DWARF",
@@ -210,12 +286,18 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 		if (l->m_procid + 8 > l->m_size || l->m_curg + 8 > l->m_size)
 			return -EINVAL;
 	}
+	l->waits = wait_layout(l, want + nneed);
+	if (!l->waits)
+		log_info(log, "go: the wait structures (runtime.sudog, hchan, "
+			 "semaRoot) are not all in the DWARF: wait objects are "
+			 "not read");
 	return 0;
 }
 
 /* ---- where runtime.allgs is ------------------------------------------- */
 
-static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
+static uint64_t symtab_lookup(const struct elf_image *img, const char *want,
+			      uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 
@@ -235,8 +317,11 @@ static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
 
 			if (gelf_getsym(d, (int)i, &s) &&
 			    (n = elf_strptr(img->elf, sh.sh_link, s.st_name)) &&
-			    strcmp(n, want) == 0)
+			    strcmp(n, want) == 0) {
+				if (size)
+					*size = s.st_size;
 				return s.st_value;
+			}
 		}
 	}
 	return 0;
@@ -319,7 +404,9 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 		log_warn(log, "go: no structure layout for %s without DWARF: "
 			 "goroutines are not listed",
 			 rt->version[0] ? rt->version : "an unknown version");
-	rt->allgs = symtab_lookup(img, "runtime.allgs");
+	rt->allgs = symtab_lookup(img, "runtime.allgs", NULL);
+	rt->semtable = symtab_lookup(img, "runtime.semtable",
+				     &rt->semtable_size);
 	rt->allgs_source = "symtab";
 	if (!rt->allgs) {
 		rt->allgs = go_runtime__allgs_from_code(rt);
