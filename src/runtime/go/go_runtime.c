@@ -366,6 +366,59 @@ uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
 	return 0;
 }
 
+/* The targets of the RIP-relative LEAs (REX.W 8D, ModRM mod 00 r/m
+ * 101) in function name's code, at most max; how many. */
+static size_t lea_targets(const struct go_runtime *rt, const char *name,
+			  uint64_t *out, size_t max)
+{
+	const struct gopclntab *t = &rt->pcln;
+
+	for (uint64_t i = 0; i < t->nfunc; i++) {
+		struct go_func f;
+		const char *n;
+		const uint8_t *code;
+		size_t nl = 0;
+
+		if (gopclntab__func_at(t, i, &f) < 0 ||
+		    !(n = gopclntab__func_name(t, &f)) || strcmp(n, name) != 0)
+			continue;
+		if (f.end - f.entry > 16384 ||
+		    !(code = gopclntab__bytes_at(t, f.entry, f.end - f.entry)))
+			return 0;
+		for (uint64_t k = 0; k + 7 <= f.end - f.entry && nl < max; k++) {
+			int32_t disp;
+
+			if ((code[k] != 0x48 && code[k] != 0x4c) ||
+			    code[k + 1] != 0x8d || (code[k + 2] & 0xc7) != 0x05)
+				continue;
+			memcpy(&disp, code + k + 3, 4);
+			out[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
+		}
+		return nl;
+	}
+	return 0;
+}
+
+/* Without symbols: the semaphore table is the one address both
+ * runtime.semacquire1 and runtime.semrelease1 take (semroot, inlined in
+ * each, LEAs it); 0 when not exactly one is shared. */
+uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt)
+{
+	uint64_t a[64], r[64], found = 0;
+	size_t na = lea_targets(rt, "runtime.semacquire1", a, 64),
+	       nr = lea_targets(rt, "runtime.semrelease1", r, 64);
+
+	for (size_t i = 0; i < na; i++)
+		for (size_t k = 0; k < nr; k++) {
+			if (a[i] != r[k] || a[i] == found)
+				continue;
+			if (found)
+				return 0;
+			found = a[i];
+		}
+	return found;
+}
+
 int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 		     const struct log_sink *log)
 {
@@ -407,6 +460,10 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 	rt->allgs = symtab_lookup(img, "runtime.allgs", NULL);
 	rt->semtable = symtab_lookup(img, "runtime.semtable",
 				     &rt->semtable_size);
+	if (!rt->semtable && (rt->semtable = go_runtime__semtable_from_code(rt)))
+		/* semTabSize roots, each padded to a cache line (64 bytes
+		 * on x86-64), in every version */
+		rt->semtable_size = 251 * 64;
 	rt->allgs_source = "symtab";
 	if (!rt->allgs) {
 		rt->allgs = go_runtime__allgs_from_code(rt);

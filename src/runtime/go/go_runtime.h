@@ -59,7 +59,8 @@ struct go_runtime {
 	uint64_t allgs;
 	const char *allgs_source;	/* "symtab" or "runtime.forEachG" */
 	/* runtime.semtable's link-time address and size (the symbol
-	 * table's; 0: not found, sync objects are not known). */
+	 * table's, else go_runtime__semtable_from_code and 251 cache
+	 * lines; 0: not found, sync objects are not known). */
 	uint64_t semtable, semtable_size;
 	/* funcID_wrapper, the last funcID of every Go version (its value
 	 * moves as special functions come and go): the largest funcID of
@@ -79,6 +80,11 @@ void go_runtime__close(struct go_runtime *rt);
  * RIP-relative loads 8 bytes apart: the slice's pointer and length), or
  * 0. */
 uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt);
+
+/* runtime.semtable found without symbols: the one address both
+ * runtime.semacquire1 and runtime.semrelease1 load with a RIP-relative
+ * LEA, or 0. */
+uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt);
 
 /* The layout of the runtime's structures from DWARF (img or its debug
  * image) or from the version's table. 0, -ENOENT or -ENOTSUP (a version

@@ -240,7 +240,7 @@ static const char *walk_semtable(const struct go_runtime *rt,
 
 	if (!rt->semtable)
 		return "object not known: runtime.semtable is not in the symbol "
-		       "table (a binary built with -s)";
+		       "table nor found in runtime.semacquire1's code";
 	if (rt->semtable_size > SEMTAB_MAX_BYTES || stride < l->semroot_treap + 8 ||
 	    l->sudog_size > sizeof(sbuf))
 		return "object not known: runtime.semtable's size makes no sense";
