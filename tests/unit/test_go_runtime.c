@@ -53,6 +53,10 @@ static void test_layout_table_vs_dwarf(void)
 	F(g_waitreason); F(g_lockedm); F(g_gopc); F(g_startpc); F(g_labels);
 	F(m_procid);
 	F(m_curg);
+	F(g_waiting); F(sudog_size); F(sudog_g); F(sudog_next); F(sudog_prev);
+	F(sudog_elem); F(sudog_waitlink); F(sudog_c); F(hchan_size);
+	F(hchan_qcount); F(hchan_dataqsiz); F(hchan_closed); F(hchan_recvq);
+	F(hchan_sendq); F(semroot_treap); F(waits);
 #undef F
 	CHECK(go_layout__for_version("go1.18", &t) == -ENOTSUP);
 	CHECK(go_layout__for_version("go1.190", &t) == -ENOTSUP);
@@ -80,6 +84,14 @@ static void test_allgs_from_code(void)
 	       (unsigned long long)go_runtime__allgs_from_code(&rt));
 	CHECK(srt.allgs != 0);
 	CHECK(srt.have_layout && strcmp(srt.layout.source, "go1.19 table") == 0);
+	/* runtime.semtable (sync objects): the symbol, and without symbols
+	 * the address semacquire1 and semrelease1 share, the same. */
+	CHECK(rt.semtable != 0 && rt.semtable_size == 251 * 64);
+	CHECKF(go_runtime__semtable_from_code(&rt) == rt.semtable, "%#llx vs %#llx",
+	       (unsigned long long)go_runtime__semtable_from_code(&rt),
+	       (unsigned long long)rt.semtable);
+	CHECK(srt.semtable != 0 && srt.semtable_size == 251 * 64);
+	CHECK(rt.layout.waits && srt.layout.waits);
 	go_runtime__close(&rt);
 	go_runtime__close(&srt);
 	elf_image__free(img);

@@ -161,7 +161,7 @@ static bool wait_layout(struct go_layout *out, const struct dw_struct *w)
 			if (hf[i] + 8 > l->hchan_size)
 				return false;
 	}
-	l->waits = true;
+	l->waits = 1;
 	*out = t;
 	return true;
 }
