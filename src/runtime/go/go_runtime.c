@@ -327,49 +327,11 @@ static uint64_t symtab_lookup(const struct elf_image *img, const char *want,
 	return 0;
 }
 
-/* Without symbols: runtime.forEachG loads allgs' pointer and length with
- * two RIP-relative MOVQs (REX.W 8B, ModRM mod 00 r/m 101) from addresses
- * 8 apart; the first such pair in the function is the slice. */
-uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
-{
-	const struct gopclntab *t = &rt->pcln;
-
-	for (uint64_t i = 0; i < t->nfunc; i++) {
-		struct go_func f;
-		const char *n;
-		const uint8_t *code;
-		uint64_t loads[16];
-		size_t nl = 0;
-
-		if (gopclntab__func_at(t, i, &f) < 0 ||
-		    !(n = gopclntab__func_name(t, &f)) ||
-		    strcmp(n, "runtime.forEachG") != 0)
-			continue;
-		if (f.end - f.entry > 4096 ||
-		    !(code = gopclntab__bytes_at(t, f.entry, f.end - f.entry)))
-			return 0;
-		for (uint64_t k = 0; k + 7 <= f.end - f.entry && nl < 16; k++) {
-			int32_t disp;
-
-			if ((code[k] != 0x48 && code[k] != 0x4c) ||
-			    code[k + 1] != 0x8b || (code[k + 2] & 0xc7) != 0x05)
-				continue;
-			memcpy(&disp, code + k + 3, 4);
-			loads[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
-		}
-		for (size_t a = 0; a < nl; a++)
-			for (size_t b = a + 1; b < nl; b++)
-				if (loads[b] == loads[a] + 8)
-					return loads[a];
-		return 0;
-	}
-	return 0;
-}
-
-/* The targets of the RIP-relative LEAs (REX.W 8D, ModRM mod 00 r/m
- * 101) in function name's code, at most max; how many. */
-static size_t lea_targets(const struct go_runtime *rt, const char *name,
-			  uint64_t *out, size_t max)
+/* The targets of the RIP-relative operands (REX.W, opcode op, ModRM
+ * mod 00 r/m 101: 0x8b a MOVQ load, 0x8d a LEAQ) in function name's
+ * code, at most max, in order; how many. */
+static size_t rip_targets(const struct go_runtime *rt, const char *name,
+			  uint8_t op, uint64_t *out, size_t max)
 {
 	const struct gopclntab *t = &rt->pcln;
 
@@ -389,7 +351,7 @@ static size_t lea_targets(const struct go_runtime *rt, const char *name,
 			int32_t disp;
 
 			if ((code[k] != 0x48 && code[k] != 0x4c) ||
-			    code[k + 1] != 0x8d || (code[k + 2] & 0xc7) != 0x05)
+			    code[k + 1] != op || (code[k + 2] & 0xc7) != 0x05)
 				continue;
 			memcpy(&disp, code + k + 3, 4);
 			out[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
@@ -399,14 +361,29 @@ static size_t lea_targets(const struct go_runtime *rt, const char *name,
 	return 0;
 }
 
+/* Without symbols: runtime.forEachG loads allgs' pointer and length with
+ * two RIP-relative MOVQs from addresses 8 apart; the first such pair in
+ * the function is the slice. */
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
+{
+	uint64_t loads[16];
+	size_t nl = rip_targets(rt, "runtime.forEachG", 0x8b, loads, 16);
+
+	for (size_t a = 0; a < nl; a++)
+		for (size_t b = a + 1; b < nl; b++)
+			if (loads[b] == loads[a] + 8)
+				return loads[a];
+	return 0;
+}
+
 /* Without symbols: the semaphore table is the one address both
  * runtime.semacquire1 and runtime.semrelease1 take (semroot, inlined in
  * each, LEAs it); 0 when not exactly one is shared. */
 uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt)
 {
 	uint64_t a[64], r[64], found = 0;
-	size_t na = lea_targets(rt, "runtime.semacquire1", a, 64),
-	       nr = lea_targets(rt, "runtime.semrelease1", r, 64);
+	size_t na = rip_targets(rt, "runtime.semacquire1", 0x8d, a, 64),
+	       nr = rip_targets(rt, "runtime.semrelease1", 0x8d, r, 64);
 
 	for (size_t i = 0; i < na; i++)
 		for (size_t k = 0; k < nr; k++) {
