@@ -1,7 +1,8 @@
 /* test_go_runtime.c - the Go runtime's static facts: the Go 1.19 layout
  * table equals the layout read from the DWARF of a program built here,
  * runtime.allgs found in the stripped binary's code equals the symbol, the
- * wait-reason names equal the installed runtime's source, and a binary
+ * wait-reason names equal the installed runtime's source, wait objects
+ * are read from memory laid out as Go 1.19's (and fail soft), and a binary
  * without section headers still has its pclntab found by magic. */
 #include <errno.h>
 #include <stdint.h>
@@ -473,6 +474,92 @@ static void test_capture_goroutines(void)
 	pclose(p);
 }
 
+/* Wait objects (go_waits.c) from memory laid out as Go 1.19's: a
+ * receive on a channel with two receivers queued, a select over two
+ * channels, a semaphore found in runtime.semtable (a sync.Mutex by its
+ * frame); then what makes no sense or cannot be read says "object not
+ * known", boundedly. */
+#define WBASE 0x200000u
+static void test_wait_objects(void)
+{
+	static uint8_t m[32768];
+	struct go_runtime rt;
+	struct goroutine g[4];
+	struct go_gframe fr = { .function = "sync.(*Mutex).lockSlow" };
+	const uint32_t tab = 16384, s0 = 0, s1 = 128, s2 = 256, s3 = 384,
+		       c1 = 1024, c2 = 1280, sem = 2048;
+	struct stacksnap_mem *mem;
+
+	memset(&rt, 0, sizeof(rt));
+	memset(m, 0, sizeof(m));
+	memset(g, 0, sizeof(g));
+	CHECK(go_layout__for_version("go1.19.8", &rt.layout) == 0);
+	rt.have_layout = true;
+	rt.semtable = WBASE + tab;
+	rt.semtable_size = 251 * 64;
+	/* g[0] receives on c1 (sudog s0), s1 queued behind it */
+	set_u64(m, s0 + 80, WBASE + c1);
+	set_u64(m, s0 + 8, WBASE + s1);
+	set_u64(m, c1 + 8, 0);			/* unbuffered */
+	set_u64(m, c1 + 56, WBASE + s0);	/* recvq.first */
+	/* g[1] selects on c1 and c2 (s2 -> waitlink s3) */
+	set_u64(m, s2 + 80, WBASE + c1);
+	set_u64(m, s2 + 64, WBASE + s3);
+	set_u64(m, s3 + 80, WBASE + c2);
+	set_u64(m, c2 + 0, 2);			/* 2 queued of 4, closed */
+	set_u64(m, c2 + 8, 4);
+	set_u32(m, c2 + 28, 1);
+	/* g[2] on a semaphore: root 7's treap, its sudog at 512 */
+	set_u64(m, tab + 7 * 64 + 8, WBASE + 512);
+	set_u64(m, 512 + 0, WBASE + 0x8000);	/* its g */
+	set_u64(m, 512 + 24, WBASE + sem + 4);	/* elem: &mutex.sema */
+	for (int i = 0; i < 4; i++)
+		g[i].status = GO_GWAITING;
+	g[0].waitreason = 14, g[0].waiting = WBASE + s0;
+	g[1].waitreason = 9, g[1].waiting = WBASE + s2;
+	g[2].waitreason = 18, g[2].g = WBASE + 0x8000;
+	g[2].frames = &fr, g[2].nframes = 1;
+	g[3].waitreason = 18, g[3].g = WBASE + 0x9000;	/* in no treap */
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	CHECK(g[0].nobjs == 1 && g[0].objs[0].addr == WBASE + c1 &&
+	      g[0].objs[0].capacity == 0 && g[0].objs[0].receivers == 2 &&
+	      g[0].objs[0].senders == 0 && !g[0].obj_unknown);
+	CHECK(g[1].nobjs == 2 && g[1].objs[0].addr == WBASE + c1 &&
+	      g[1].objs[1].addr == WBASE + c2 && g[1].objs[1].capacity == 4 &&
+	      g[1].objs[1].queued == 2 && g[1].objs[1].closed);
+	CHECK(g[2].nobjs == 1 && g[2].objs[0].addr == WBASE + sem &&
+	      strcmp(g[2].objs[0].type, "sync.Mutex") == 0);
+	CHECK(g[3].nobjs == 0 && g[3].obj_unknown &&
+	      strstr(g[3].obj_unknown, "object not known"));
+	/* A queue beyond its capacity; a queue looping on itself (counted
+	 * up to the cap); no semtable; no wait layout. */
+	set_u64(m, c1 + 0, 3);
+	set_u64(m, s1 + 8, WBASE + s0);
+	set_u64(m, c2 + 72, WBASE + s1);	/* sendq: s1 -> s0 -> s1... */
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	rt.semtable = 0;
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	CHECKF(g[0].nobjs == 0 && g[0].obj_unknown &&
+	       strstr(g[0].obj_unknown, "makes no sense"), "%s",
+	       g[0].obj_unknown ? g[0].obj_unknown : "(none)");
+	CHECK(g[2].nobjs == 0 && g[2].obj_unknown &&
+	      strstr(g[2].obj_unknown, "runtime.semtable"));
+	set_u64(m, c1 + 0, 0);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 2) == 0);
+	CHECK(g[1].nobjs == 2 && g[1].objs[1].counts_cut &&
+	      g[1].objs[1].senders == GO_MAX_WAITQ);
+	rt.layout.waits = 0;
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(g[i].nobjs == 0 && g[i].obj_unknown &&
+		      strstr(g[i].obj_unknown, "no layout"));
+	stacksnap_mem__free(mem);
+}
+
 static void test_zz_cleanup(void)
 {
 	go_build_cleanup(dir);
@@ -481,4 +568,5 @@ static void test_zz_cleanup(void)
 TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
 	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
 	  TEST(test_no_section_headers), TEST(test_bad_lists), TEST(test_labels),
-	  TEST(test_capture_goroutines), TEST(test_zz_cleanup))
+	  TEST(test_capture_goroutines), TEST(test_wait_objects),
+	  TEST(test_zz_cleanup))
