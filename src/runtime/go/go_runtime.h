@@ -203,7 +203,8 @@ int go_goroutines__read_waits(const struct go_runtime *rt,
 /* After a read made while some threads ran (a non-stop capture): reads
  * each goroutine of gs[0..n) again (mem invalidated first) and drops the
  * frames of those whose id, status, saved context or system-call state
- * changed since, their end saying so (GO_END_CHANGED). Bounded: one read
+ * changed since, their end saying so (GO_END_CHANGED), and their wait
+ * objects (read before the recheck) too. Bounded: one read
  * of each g. Returns how many changed. */
 #define GO_END_CHANGED "changed during the non-stop read (its stack is not shown)"
 size_t go_goroutines__recheck(const struct go_runtime *rt,

@@ -173,6 +173,11 @@ size_t go_goroutines__recheck(const struct go_runtime *rt,
 		g->frames = NULL;
 		g->nframes = 0;
 		g->end = GO_END_CHANGED;
+		if (g->nobjs || g->obj_unknown) {
+			g->nobjs = 0;
+			g->obj_unknown = "object not known: the goroutine changed "
+					 "during the non-stop read";
+		}
 		changed++;
 	}
 	return changed;
