@@ -2,7 +2,8 @@
  * memory at FUZZ_BASE, read as what goroutines wait on by
  * go_goroutines__read_waits (go1.19 layout): a goroutine in a channel
  * receive whose g.waiting is FUZZ_BASE (sudogs, a select's waitlink
- * chain, hchans and their wait queues, all pointing back into the input)
+ * chain, hchans, their wait queues and element types' names, all
+ * pointing back into the input)
  * and one in a semacquire whose sudog is looked up in a runtime.semtable
  * at FUZZ_BASE (its treaps and waitlink chains). */
 #include <stddef.h>
@@ -28,6 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&rt, 0, sizeof(rt));
 	rt.have_layout = go_layout__for_version("go1.19", &rt.layout) == 0;
 	rt.semtable = FUZZ_BASE;
+	/* element types and their names inside the input */
+	rt.types = FUZZ_BASE;
+	rt.etypes = FUZZ_BASE + size;
 	/* 251 roots of at least 16 bytes each, at most a cache line */
 	rt.semtable_size = size / 251 >= 64 ? 251 * 64 : (size / 251) * 251;
 	memset(g, 0, sizeof(g));
@@ -46,6 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 			if (g[i].obj_unknown)
 				(void)strlen(g[i].obj_unknown);
+			for (size_t k = 0; k < g[i].nobjs; k++)
+				if (strlen(g[i].objs[k].elem_type) >=
+				    sizeof(g[i].objs[k].elem_type))
+					__builtin_trap();
 		}
 	stacksnap_mem__free(mem);
 	return 0;

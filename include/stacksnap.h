@@ -635,6 +635,8 @@ struct stacksnap_go_object {
 	uint32_t receivers;	/* goroutines waiting to receive from it */
 	uint32_t senders;	/* and to send to it */
 	int counts_cut;		/* a queue longer than stacksnap counts */
+	const char *elem_type;	/* a channel's element type ("int"), or
+				   NULL: not named */
 };
 
 struct stacksnap_goroutine {

@@ -6,8 +6,8 @@
 // asleep - deadlock!". With "busy", one more goroutine spins: not asleep.
 // Three more goroutines receive on one channel (a group), one sends to a
 // full buffered channel. With $GO_ASLEEP_OBJECTS set, writes "NAME %p" of
-// every channel, the Mutex and the WaitGroup there before they block (the
-// waits_go test's truth). Prints "ready PID".
+// every channel (and its %T), the Mutex and the WaitGroup there before
+// they block (the waits_go test's truth). Prints "ready PID".
 package main
 
 import (
@@ -36,10 +36,10 @@ func recvWait(c chan int) { sink += <-c }
 func sendWait(c chan int) { c <- 1 }
 
 //go:noinline
-func groupRecv(c chan int) { sink += <-c }
+func groupRecv(c chan string) { sink += len(<-c) }
 
 //go:noinline
-func fullSend(c chan int) { c <- 2 }
+func fullSend(c chan *int) { c <- &sink }
 
 //go:noinline
 func selectWait(a, b chan int) {
@@ -62,15 +62,17 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGUSR1)
 	a, b, c, d := make(chan int), make(chan int), make(chan int), make(chan int)
-	e, f, m := make(chan int), make(chan int, 1), make(chan int)
-	f <- 1
+	e, f, m := make(chan string), make(chan *int, 1), make(chan int)
+	f <- &sink
 	if path := os.Getenv("GO_ASLEEP_OBJECTS"); path != "" {
 		out, err := os.Create(path)
 		if err != nil {
 			panic(err)
 		}
-		fmt.Fprintf(out, "mu %p\nwg %p\na %p\nb %p\nc %p\nd %p\ne %p\nf %p\nm %p\n",
-			&mu, &wg, a, b, c, d, e, f, m)
+		fmt.Fprintf(out, "mu %p\nwg %p\n", &mu, &wg)
+		for i, ch := range []interface{}{a, b, c, d, e, f, m} {
+			fmt.Fprintf(out, "%c %p %T\n", "abcdefm"[i], ch, ch)
+		}
 		out.Close()
 	}
 	mu.Lock()

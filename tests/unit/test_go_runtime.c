@@ -57,7 +57,8 @@ static void test_layout_table_vs_dwarf(void)
 	F(g_waiting); F(sudog_size); F(sudog_g); F(sudog_next); F(sudog_prev);
 	F(sudog_elem); F(sudog_waitlink); F(sudog_c); F(hchan_size);
 	F(hchan_qcount); F(hchan_dataqsiz); F(hchan_closed); F(hchan_recvq);
-	F(hchan_sendq); F(semroot_treap); F(waits);
+	F(hchan_sendq); F(semroot_treap); F(waits); F(hchan_elemtype);
+	F(type_tflag); F(type_str);
 #undef F
 	CHECK(go_layout__for_version("go1.18", &t) == -ENOTSUP);
 	CHECK(go_layout__for_version("go1.190", &t) == -ENOTSUP);
@@ -513,6 +514,15 @@ static void test_wait_objects(void)
 	set_u64(m, tab + 7 * 64 + 8, WBASE + 512);
 	set_u64(m, 512 + 0, WBASE + 0x8000);	/* its g */
 	set_u64(m, 512 + 24, WBASE + sem + 4);	/* elem: &mutex.sema */
+	/* c1's element type at 3072 (tflagExtraStar, its name "*string" at
+	 * 4096); c2's outside the types: not named */
+	rt.types = WBASE + 3072;
+	rt.etypes = WBASE + 8192;
+	set_u64(m, c1 + 32, WBASE + 3072);
+	m[3072 + 20] = 2;			/* tflagExtraStar */
+	set_u32(m, 3072 + 40, 1024);		/* its name at 4096 */
+	memcpy(m + 4096, "\x01\x07*string", 10);
+	set_u64(m, c2 + 32, WBASE + 0x7000);	/* outside the types */
 	for (int i = 0; i < 4; i++)
 		g[i].status = GO_GWAITING;
 	g[0].waitreason = 14, g[0].waiting = WBASE + s0;
@@ -525,9 +535,12 @@ static void test_wait_objects(void)
 	CHECK(g[0].nobjs == 1 && g[0].objs[0].addr == WBASE + c1 &&
 	      g[0].objs[0].capacity == 0 && g[0].objs[0].receivers == 2 &&
 	      g[0].objs[0].senders == 0 && !g[0].obj_unknown);
+	CHECKF(strcmp(g[0].objs[0].elem_type, "string") == 0, "%s",
+	       g[0].objs[0].elem_type);
 	CHECK(g[1].nobjs == 2 && g[1].objs[0].addr == WBASE + c1 &&
 	      g[1].objs[1].addr == WBASE + c2 && g[1].objs[1].capacity == 4 &&
-	      g[1].objs[1].queued == 2 && g[1].objs[1].closed);
+	      g[1].objs[1].queued == 2 && g[1].objs[1].closed &&
+	      !g[1].objs[1].elem_type[0]);
 	CHECK(g[2].nobjs == 1 && g[2].objs[0].addr == WBASE + sem &&
 	      strcmp(g[2].objs[0].type, "sync.Mutex") == 0);
 	CHECK(g[3].nobjs == 0 && g[3].obj_unknown &&

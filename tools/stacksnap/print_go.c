@@ -18,8 +18,8 @@ static void print_wait(FILE *f, int64_t ns)
 		fprintf(f, ", %.1f s", ns / 1e9);
 }
 
-/* A wait object's words: "0xc000020060 (capacity 0, 0 queued, 3
- * receivers waiting)", "0xc000012345 (sync.Mutex)". */
+/* A wait object's words: "0xc000020060 (chan int, capacity 0, 0 queued,
+ * 3 receivers waiting)", "0xc000012345 (sync.Mutex)". */
 static void print_object_text(FILE *f, const struct stacksnap_go_object *o)
 {
 	fprintf(f, "0x%" PRIx64 " (", o->addr);
@@ -27,6 +27,8 @@ static void print_object_text(FILE *f, const struct stacksnap_go_object *o)
 		fprintf(f, "%s)", o->type);
 		return;
 	}
+	if (o->elem_type)
+		fprintf(f, "chan %s, ", o->elem_type);
 	fprintf(f, "capacity %" PRId64 ", %" PRId64 " queued", o->capacity,
 		o->queued);
 	if (o->closed)
@@ -142,6 +144,10 @@ void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 						o->closed ? "true" : "false",
 						o->receivers, o->senders,
 						o->counts_cut ? "true" : "false");
+				if (o->capacity >= 0) {
+					fputs(",\"elem_type\":", f);
+					json_str(f, o->elem_type);
+				}
 				fputc('}', f);
 			}
 			fputs("]}", f);

@@ -26,7 +26,8 @@ static const struct go_layout layout_go119 = {
 	.sudog_elem = 24, .sudog_waitlink = 64, .sudog_c = 80,
 	.hchan_size = 96, .hchan_qcount = 0, .hchan_dataqsiz = 8,
 	.hchan_closed = 28, .hchan_recvq = 56, .hchan_sendq = 72,
-	.semroot_treap = 8,
+	.hchan_elemtype = 32,
+	.semroot_treap = 8, .type_tflag = 20, .type_str = 40,
 	.source = "go1.19 table",
 };
 
@@ -144,12 +145,13 @@ static bool wait_layout(struct go_layout *out, const struct dw_struct *w)
 	/* waitq.first: the list's head */
 	l->hchan_recvq = (uint32_t)(ho[3] + w[3].offs[0]);
 	l->hchan_sendq = (uint32_t)(ho[4] + w[3].offs[0]);
+	l->hchan_elemtype = (uint32_t)ho[5];
 	l->semroot_treap = (uint32_t)w[4].offs[0];
 	{
 		uint32_t sf[] = { l->sudog_g, l->sudog_next, l->sudog_prev,
 			l->sudog_elem, l->sudog_waitlink, l->sudog_c };
 		uint32_t hf[] = { l->hchan_qcount, l->hchan_dataqsiz,
-			l->hchan_recvq, l->hchan_sendq };
+			l->hchan_recvq, l->hchan_sendq, l->hchan_elemtype };
 
 		if (l->g_waiting + 8 > l->g_size ||
 		    l->hchan_closed + 4 > l->hchan_size)
@@ -179,11 +181,12 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 	static const char *const sudog_m[] = { "g", "next", "prev", "elem",
 		"waitlink", "c" };
 	static const char *const hchan_m[] = { "qcount", "dataqsiz", "closed",
-		"recvq", "sendq" };
+		"recvq", "sendq", "elemtype" };
 	static const char *const waitq_m[] = { "first" };
 	static const char *const semroot_m[] = { "treap" };
-	int64_t go[13], mo[2], bo[3], so[2], gwo[1], sgo[6], ho[5], wqo[1],
-		sro[1];
+	static const char *const type_m[] = { "tflag", "str" };
+	int64_t go[13], mo[2], bo[3], so[2], gwo[1], sgo[6], ho[6], wqo[1],
+		sro[1], to[2];
 	/* The first four are needed; the rest (what goroutines wait on)
 	 * only for the wait objects. */
 	struct dw_struct want[] = {
@@ -193,9 +196,10 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 		{ "runtime.stack", -1, stack_m, so, 2, false },
 		{ "runtime.g", -1, gw_m, gwo, 1, false },
 		{ "runtime.sudog", -1, sudog_m, sgo, 6, false },
-		{ "runtime.hchan", -1, hchan_m, ho, 5, false },
+		{ "runtime.hchan", -1, hchan_m, ho, 6, false },
 		{ "runtime.waitq", -1, waitq_m, wqo, 1, false },
 		{ "runtime.semaRoot", -1, semroot_m, sro, 1, false },
+		{ "runtime._type", -1, type_m, to, 2, false },
 	};
 	size_t nwant = sizeof(want) / sizeof(want[0]), nneed = 4, found = 0;
 	Dwarf_Off off = 0, next;
@@ -287,6 +291,13 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 			return -EINVAL;
 	}
 	l->waits = wait_layout(l, want + nneed);
+	/* A channel's element type: named only when _type has both. */
+	if (l->waits && want[nneed + 5].found && to[0] >= 0 && to[1] >= 0 &&
+	    want[nneed + 5].size > 0 && to[0] + 1 <= want[nneed + 5].size &&
+	    to[1] + 4 <= want[nneed + 5].size && to[1] > 0) {
+		l->type_tflag = (uint32_t)to[0];
+		l->type_str = (uint32_t)to[1];
+	}
 	if (!l->waits)
 		log_info(log, "go: the wait structures (runtime.sudog, hchan, "
 			 "semaRoot) are not all in the DWARF: wait objects are "
@@ -396,6 +407,42 @@ uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt)
 	return found;
 }
 
+/* The module's type data: runtime.types..runtime.etypes, else the
+ * section the linker starts it at (.data.rel.ro in a PIE, else
+ * .rodata), whole. */
+static void types_range(struct go_runtime *rt)
+{
+	const struct elf_image *img = rt->img;
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+	uint64_t lo = 0, hi = 0;
+
+	rt->types = symtab_lookup(img, "runtime.types", NULL);
+	rt->etypes = symtab_lookup(img, "runtime.etypes", NULL);
+	if (rt->types && rt->etypes > rt->types)
+		return;
+	rt->types = rt->etypes = 0;
+	if (!img->elf || elf_getshdrstrndx(img->elf, &shstr) != 0)
+		return;
+	while ((scn = elf_nextscn(img->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(n = elf_strptr(img->elf, shstr, sh.sh_name)))
+			continue;
+		if ((!strcmp(n, ".data.rel.ro") && img->e_type == 3 /* PIE */) ||
+		    (!strcmp(n, ".rodata") && !lo)) {
+			lo = sh.sh_addr;
+			hi = sh.sh_addr + sh.sh_size;
+		}
+	}
+	if (lo && hi > lo) {
+		rt->types = lo;
+		rt->etypes = hi;
+	}
+}
+
 int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 		     const struct log_sink *log)
 {
@@ -437,6 +484,7 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 	rt->allgs = symtab_lookup(img, "runtime.allgs", NULL);
 	rt->semtable = symtab_lookup(img, "runtime.semtable",
 				     &rt->semtable_size);
+	types_range(rt);
 	if (!rt->semtable && (rt->semtable = go_runtime__semtable_from_code(rt)))
 		/* semTabSize roots, each padded to a cache line (64 bytes
 		 * on x86-64), in every version */

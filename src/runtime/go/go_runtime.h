@@ -35,8 +35,12 @@ struct go_layout {
 	uint32_t sudog_size, sudog_g, sudog_next, sudog_prev, sudog_elem,
 		sudog_waitlink, sudog_c;
 	uint32_t hchan_size, hchan_qcount, hchan_dataqsiz, hchan_closed,
-		hchan_recvq, hchan_sendq;
+		hchan_recvq, hchan_sendq, hchan_elemtype;
 	uint32_t semroot_treap;
+	/* runtime._type's tflag and str (its name's offset from the
+	 * module's types): a channel's element type; type_str 0 unknown
+	 * (no name read). */
+	uint32_t type_tflag, type_str;
 	const char *source;	/* "DWARF" or "go1.19 table" */
 };
 
@@ -62,6 +66,10 @@ struct go_runtime {
 	 * table's, else go_runtime__semtable_from_code and 251 cache
 	 * lines; 0: not found, sync objects are not known). */
 	uint64_t semtable, semtable_size;
+	/* The module's type data [types, etypes), link-time (runtime.types,
+	 * else the section holding it: .data.rel.ro in a PIE, .rodata);
+	 * 0: element types are not named. */
+	uint64_t types, etypes;
 	/* funcID_wrapper, the last funcID of every Go version (its value
 	 * moves as special functions come and go): the largest funcID of
 	 * the table; 0 unknown (no wrapper is then marked). */
@@ -112,6 +120,7 @@ struct go_wait_object {
 	bool closed;
 	uint32_t receivers, senders; /* goroutines in recvq / sendq */
 	bool counts_cut;	/* a queue longer than GO_MAX_WAITQ */
+	char elem_type[64];	/* a channel's element type ("int"), "" */
 };
 #define GO_MAX_WAIT_OBJECTS 16	/* channels of one select read */
 #define GO_MAX_WAITQ 4096	/* sudogs of one channel queue counted */

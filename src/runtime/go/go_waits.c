@@ -49,11 +49,63 @@ static bool count_queue(const struct go_layout *l, struct stacksnap_mem *mem,
 	return true;
 }
 
-/* Reads the channel at c into o: NULL, or why it cannot be. */
-static const char *read_chan(const struct go_layout *l,
-			     struct stacksnap_mem *mem, uint64_t c,
-			     struct go_wait_object *o)
+/* The name of the _type at t (a channel's element type) into out, as
+ * Go's reflect prints it, or "": t inside the module's type data, its
+ * str a name there (a flags byte, a varint length, the bytes), printable.
+ * Two bounded reads. */
+static void type_name(const struct go_runtime *rt, struct stacksnap_mem *mem,
+		      uint64_t bias, uint64_t t, char *out, size_t cap)
 {
+	const struct go_layout *l = &rt->layout;
+	uint8_t tflag, hdr[3];
+	int32_t off;
+	uint64_t at, len;
+	size_t skip;
+
+	out[0] = 0;
+	if (!l->type_str || !rt->types || t < rt->types + bias ||
+	    t >= rt->etypes + bias ||
+	    mem_read(mem, t + l->type_tflag, &tflag, 1) < 0 ||
+	    mem_read(mem, t + l->type_str, &off, 4) < 0 || off < 0)
+		return;
+	at = rt->types + bias + (uint64_t)off;
+	if (at + 3 > rt->etypes + bias || mem_read(mem, at, hdr, 3) < 0)
+		return;
+	/* the length, a varint of at most two bytes here */
+	len = hdr[1] & 0x7f;
+	skip = 2;
+	if (hdr[1] & 0x80) {
+		len |= (uint64_t)(hdr[2] & 0x7f) << 7;
+		skip = 3;
+		if (hdr[2] & 0x80)
+			return;
+	}
+	/* tflagExtraStar: the name is "*T", T's name wanted */
+	if (tflag & 2) {
+		if (!len)
+			return;
+		skip++;
+		len--;
+	}
+	if (!len || len >= cap || at + skip + len > rt->etypes + bias ||
+	    mem_read(mem, at + skip, out, len) < 0) {
+		out[0] = 0;
+		return;
+	}
+	out[len] = 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] > 0x7e) {
+			out[0] = 0;
+			return;
+		}
+}
+
+/* Reads the channel at c into o: NULL, or why it cannot be. */
+static const char *read_chan(const struct go_runtime *rt,
+			     struct stacksnap_mem *mem, uint64_t bias,
+			     uint64_t c, struct go_wait_object *o)
+{
+	const struct go_layout *l = &rt->layout;
 	uint8_t buf[4096];
 	uint32_t closed;
 
@@ -80,6 +132,8 @@ static const char *read_chan(const struct go_layout *l,
 	    !count_queue(l, mem, u64_at(buf, l->hchan_sendq), &o->senders,
 			 &o->counts_cut))
 		return "object not known: its channel's wait queue could not be read";
+	type_name(rt, mem, bias, u64_at(buf, l->hchan_elemtype), o->elem_type,
+		  sizeof(o->elem_type));
 	return NULL;
 }
 
@@ -87,7 +141,8 @@ struct chan_cache {
 	struct go_wait_object *slot;	/* CHAN_CACHE, addr 0: empty */
 };
 
-static const char *chan_at(const struct go_layout *l, struct stacksnap_mem *mem,
+static const char *chan_at(const struct go_runtime *rt,
+			   struct stacksnap_mem *mem, uint64_t bias,
 			   struct chan_cache *cc, uint64_t c,
 			   struct go_wait_object *o)
 {
@@ -104,7 +159,7 @@ static const char *chan_at(const struct go_layout *l, struct stacksnap_mem *mem,
 		if (!e->addr)
 			break;
 	}
-	why = read_chan(l, mem, c, o);
+	why = read_chan(rt, mem, bias, c, o);
 	for (size_t k = 0; !why && cc->slot && k < 8; k++) {
 		struct go_wait_object *e = &cc->slot[(h + k) % CHAN_CACHE];
 
@@ -118,9 +173,10 @@ static const char *chan_at(const struct go_layout *l, struct stacksnap_mem *mem,
 
 /* A channel wait: the channels of g.waiting's sudogs (one, or a
  * select's, chained by waitlink). */
-static void chan_wait(const struct go_layout *l, struct stacksnap_mem *mem,
-		      struct chan_cache *cc, struct goroutine *g)
+static void chan_wait(const struct go_runtime *rt, struct stacksnap_mem *mem,
+		      uint64_t bias, struct chan_cache *cc, struct goroutine *g)
 {
+	const struct go_layout *l = &rt->layout;
 	uint64_t s = g->waiting;
 	uint8_t buf[4096];
 
@@ -138,7 +194,7 @@ static void chan_wait(const struct go_layout *l, struct stacksnap_mem *mem,
 					 "be read";
 			return;
 		}
-		why = chan_at(l, mem, cc, u64_at(buf, l->sudog_c),
+		why = chan_at(rt, mem, bias, cc, u64_at(buf, l->sudog_c),
 			      &g->objs[g->nobjs]);
 		if (why) {
 			g->obj_unknown = why;
@@ -321,7 +377,7 @@ int go_goroutines__read_waits(const struct go_runtime *rt,
 			continue;
 		}
 		if (is_reason(r, chan_reasons, 3)) {
-			chan_wait(l, mem, &cc, g);
+			chan_wait(rt, mem, bias, &cc, g);
 			continue;
 		}
 		g->obj_unknown = "object not known: its sudog is not in "

@@ -469,13 +469,15 @@ int go_goroutines__publish(const struct go_runtime *rt,
 	for (size_t i = 0; i < n; i++) {
 		total += gs[i].nframes;
 		nobjs += gs[i].nobjs;
+		for (size_t j = 0; j < gs[i].nobjs; j++)
+			label_bytes += strlen(gs[i].objs[j].elem_type) + 1;
 		nlabels += 2 * gs[i].nlabels;
 		for (size_t j = 0; j < 2 * gs[i].nlabels; j++)
 			label_bytes += strlen(gs[i].labels[j]) + 1;
 	}
 	pub = calloc(n ? n : 1, sizeof(*pub));
-	/* The wait objects, the labels' pointers and text after the
-	 * frames, in the one block (*framesp) the caller frees: they
+	/* The wait objects, the labels' pointers and text (and the
+	 * objects' element types) after the frames, in the one block (*framesp) the caller frees: they
 	 * outlive gs (a core's). */
 	frames = calloc(1, (total ? total : 1) * sizeof(*frames) +
 			   nobjs * sizeof(*objs) +
@@ -507,6 +509,13 @@ int go_goroutines__publish(const struct go_runtime *rt,
 			objs->receivers = o->receivers;
 			objs->senders = o->senders;
 			objs->counts_cut = o->counts_cut;
+			if (o->elem_type[0]) {
+				size_t len = strlen(o->elem_type) + 1;
+
+				memcpy(label_text, o->elem_type, len);
+				objs->elem_type = label_text;
+				label_text += len;
+			}
 		}
 		if (gr->nlabels) {
 			p->labels = label_ptrs;
