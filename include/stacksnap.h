@@ -623,6 +623,22 @@ struct stacksnap_runtime_frame {
  * STACKSNAP_RUNTIME_GO; inlined calls carry STACKSNAP_RFRAME_INLINED and
  * native_index counts the physical frames (the inlined ones share the
  * index of the frame they are inlined into). */
+/* What a waiting goroutine waits on (docs/waits.md): a channel (its
+ * runtime hchan), or the sync object around the semaphore it sleeps on. */
+struct stacksnap_go_object {
+	uint64_t addr;		/* as the program's fmt.Printf("%p") */
+	const char *type;	/* "chan", "sync.Mutex", "sync.RWMutex",
+				   "sync.WaitGroup", "semaphore" */
+	int64_t capacity;	/* a channel's buffer; -1: not a channel */
+	int64_t queued;		/* values in a channel's buffer */
+	int closed;		/* a closed channel */
+	uint32_t receivers;	/* goroutines waiting to receive from it */
+	uint32_t senders;	/* and to send to it */
+	int counts_cut;		/* a queue longer than stacksnap counts */
+	const char *elem_type;	/* a channel's element type ("int"), or
+				   NULL: not named */
+};
+
 struct stacksnap_goroutine {
 	size_t sz;
 	int64_t goid;
@@ -643,6 +659,13 @@ struct stacksnap_goroutine {
 	 * none). */
 	const char *const *labels;
 	size_t nlabels;
+	/* What it waits on, read live (snapshot files and cores keep
+	 * none): its channel, every channel of its select, or its sync
+	 * object; none with object_unknown saying why ("object not
+	 * known: ...") when it waits on one that could not be read. */
+	const struct stacksnap_go_object *objects;
+	size_t nobjects;
+	const char *object_unknown;
 	size_t :0;
 };
 

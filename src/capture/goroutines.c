@@ -215,6 +215,10 @@ static int read_list(struct stacksnap_goroutines *g,
 						    g->bias, &g->gs[i], thr, nthr)
 			: go_goroutine__unwind(&g->rt, mem, g->bias, &g->gs[i],
 					       thr, nthr);
+	/* What each waits on, once its frames tell a sync object apart. */
+	if (!err)
+		err = go_goroutines__read_waits(&g->rt, mem, g->bias, g->gs,
+						g->n);
 	if (!err && running) {
 		/* What changed under the read is said, never shown wrong. */
 		size_t changed = go_goroutines__recheck(&g->rt, mem, g->gs,

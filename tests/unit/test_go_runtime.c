@@ -1,7 +1,8 @@
 /* test_go_runtime.c - the Go runtime's static facts: the Go 1.19 layout
  * table equals the layout read from the DWARF of a program built here,
  * runtime.allgs found in the stripped binary's code equals the symbol, the
- * wait-reason names equal the installed runtime's source, and a binary
+ * wait-reason names equal the installed runtime's source, wait objects
+ * are read from memory laid out as Go 1.19's (and fail soft), and a binary
  * without section headers still has its pclntab found by magic. */
 #include <errno.h>
 #include <stdint.h>
@@ -53,6 +54,11 @@ static void test_layout_table_vs_dwarf(void)
 	F(g_waitreason); F(g_lockedm); F(g_gopc); F(g_startpc); F(g_labels);
 	F(m_procid);
 	F(m_curg);
+	F(g_waiting); F(sudog_size); F(sudog_g); F(sudog_next); F(sudog_prev);
+	F(sudog_elem); F(sudog_waitlink); F(sudog_c); F(hchan_size);
+	F(hchan_qcount); F(hchan_dataqsiz); F(hchan_closed); F(hchan_recvq);
+	F(hchan_sendq); F(semroot_treap); F(waits); F(hchan_elemtype);
+	F(type_tflag); F(type_str);
 #undef F
 	CHECK(go_layout__for_version("go1.18", &t) == -ENOTSUP);
 	CHECK(go_layout__for_version("go1.190", &t) == -ENOTSUP);
@@ -80,6 +86,14 @@ static void test_allgs_from_code(void)
 	       (unsigned long long)go_runtime__allgs_from_code(&rt));
 	CHECK(srt.allgs != 0);
 	CHECK(srt.have_layout && strcmp(srt.layout.source, "go1.19 table") == 0);
+	/* runtime.semtable (sync objects): the symbol, and without symbols
+	 * the address semacquire1 and semrelease1 share, the same. */
+	CHECK(rt.semtable != 0 && rt.semtable_size == 251 * 64);
+	CHECKF(go_runtime__semtable_from_code(&rt) == rt.semtable, "%#llx vs %#llx",
+	       (unsigned long long)go_runtime__semtable_from_code(&rt),
+	       (unsigned long long)rt.semtable);
+	CHECK(srt.semtable != 0 && srt.semtable_size == 251 * 64);
+	CHECK(rt.layout.waits && srt.layout.waits);
 	go_runtime__close(&rt);
 	go_runtime__close(&srt);
 	elf_image__free(img);
@@ -461,6 +475,104 @@ static void test_capture_goroutines(void)
 	pclose(p);
 }
 
+/* Wait objects (go_waits.c) from memory laid out as Go 1.19's: a
+ * receive on a channel with two receivers queued, a select over two
+ * channels, a semaphore found in runtime.semtable (a sync.Mutex by its
+ * frame); then what makes no sense or cannot be read says "object not
+ * known", boundedly. */
+#define WBASE 0x200000u
+static void test_wait_objects(void)
+{
+	static uint8_t m[32768];
+	struct go_runtime rt;
+	struct goroutine g[4];
+	struct go_gframe fr = { .function = "sync.(*Mutex).lockSlow" };
+	const uint32_t tab = 16384, s0 = 0, s1 = 128, s2 = 256, s3 = 384,
+		       c1 = 1024, c2 = 1280, sem = 2048;
+	struct stacksnap_mem *mem;
+
+	memset(&rt, 0, sizeof(rt));
+	memset(m, 0, sizeof(m));
+	memset(g, 0, sizeof(g));
+	CHECK(go_layout__for_version("go1.19.8", &rt.layout) == 0);
+	rt.have_layout = true;
+	rt.semtable = WBASE + tab;
+	rt.semtable_size = 251 * 64;
+	/* g[0] receives on c1 (sudog s0), s1 queued behind it */
+	set_u64(m, s0 + 80, WBASE + c1);
+	set_u64(m, s0 + 8, WBASE + s1);
+	set_u64(m, c1 + 8, 0);			/* unbuffered */
+	set_u64(m, c1 + 56, WBASE + s0);	/* recvq.first */
+	/* g[1] selects on c1 and c2 (s2 -> waitlink s3) */
+	set_u64(m, s2 + 80, WBASE + c1);
+	set_u64(m, s2 + 64, WBASE + s3);
+	set_u64(m, s3 + 80, WBASE + c2);
+	set_u64(m, c2 + 0, 2);			/* 2 queued of 4, closed */
+	set_u64(m, c2 + 8, 4);
+	set_u32(m, c2 + 28, 1);
+	/* g[2] on a semaphore: root 7's treap, its sudog at 512 */
+	set_u64(m, tab + 7 * 64 + 8, WBASE + 512);
+	set_u64(m, 512 + 0, WBASE + 0x8000);	/* its g */
+	set_u64(m, 512 + 24, WBASE + sem + 4);	/* elem: &mutex.sema */
+	/* c1's element type at 3072 (tflagExtraStar, its name "*string" at
+	 * 4096); c2's outside the types: not named */
+	rt.types = WBASE + 3072;
+	rt.etypes = WBASE + 8192;
+	set_u64(m, c1 + 32, WBASE + 3072);
+	m[3072 + 20] = 2;			/* tflagExtraStar */
+	set_u32(m, 3072 + 40, 1024);		/* its name at 4096 */
+	memcpy(m + 4096, "\x01\x07*string", 10);
+	set_u64(m, c2 + 32, WBASE + 0x7000);	/* outside the types */
+	for (int i = 0; i < 4; i++)
+		g[i].status = GO_GWAITING;
+	g[0].waitreason = 14, g[0].waiting = WBASE + s0;
+	g[1].waitreason = 9, g[1].waiting = WBASE + s2;
+	g[2].waitreason = 18, g[2].g = WBASE + 0x8000;
+	g[2].frames = &fr, g[2].nframes = 1;
+	g[3].waitreason = 18, g[3].g = WBASE + 0x9000;	/* in no treap */
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	CHECK(g[0].nobjs == 1 && g[0].objs[0].addr == WBASE + c1 &&
+	      g[0].objs[0].capacity == 0 && g[0].objs[0].receivers == 2 &&
+	      g[0].objs[0].senders == 0 && !g[0].obj_unknown);
+	CHECKF(strcmp(g[0].objs[0].elem_type, "string") == 0, "%s",
+	       g[0].objs[0].elem_type);
+	CHECK(g[1].nobjs == 2 && g[1].objs[0].addr == WBASE + c1 &&
+	      g[1].objs[1].addr == WBASE + c2 && g[1].objs[1].capacity == 4 &&
+	      g[1].objs[1].queued == 2 && g[1].objs[1].closed &&
+	      !g[1].objs[1].elem_type[0]);
+	CHECK(g[2].nobjs == 1 && g[2].objs[0].addr == WBASE + sem &&
+	      strcmp(g[2].objs[0].type, "sync.Mutex") == 0);
+	CHECK(g[3].nobjs == 0 && g[3].obj_unknown &&
+	      strstr(g[3].obj_unknown, "object not known"));
+	/* A queue beyond its capacity; a queue looping on itself (counted
+	 * up to the cap); no semtable; no wait layout. */
+	set_u64(m, c1 + 0, 3);
+	set_u64(m, s1 + 8, WBASE + s0);
+	set_u64(m, c2 + 72, WBASE + s1);	/* sendq: s1 -> s0 -> s1... */
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	rt.semtable = 0;
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	CHECKF(g[0].nobjs == 0 && g[0].obj_unknown &&
+	       strstr(g[0].obj_unknown, "makes no sense"), "%s",
+	       g[0].obj_unknown ? g[0].obj_unknown : "(none)");
+	CHECK(g[2].nobjs == 0 && g[2].obj_unknown &&
+	      strstr(g[2].obj_unknown, "runtime.semtable"));
+	set_u64(m, c1 + 0, 0);
+	stacksnap_mem__free(mem);
+	mem = stacksnap_mem__new_copy(m, sizeof(m), WBASE);
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 2) == 0);
+	CHECK(g[1].nobjs == 2 && g[1].objs[1].counts_cut &&
+	      g[1].objs[1].senders == GO_MAX_WAITQ);
+	rt.layout.waits = 0;
+	CHECK(go_goroutines__read_waits(&rt, mem, 0, g, 4) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(g[i].nobjs == 0 && g[i].obj_unknown &&
+		      strstr(g[i].obj_unknown, "no layout"));
+	stacksnap_mem__free(mem);
+}
+
 static void test_zz_cleanup(void)
 {
 	go_build_cleanup(dir);
@@ -469,4 +581,5 @@ static void test_zz_cleanup(void)
 TEST_MAIN("go_runtime", TEST(test_layout_table_vs_dwarf),
 	  TEST(test_allgs_from_code), TEST(test_wait_reasons_vs_source),
 	  TEST(test_no_section_headers), TEST(test_bad_lists), TEST(test_labels),
-	  TEST(test_capture_goroutines), TEST(test_zz_cleanup))
+	  TEST(test_capture_goroutines), TEST(test_wait_objects),
+	  TEST(test_zz_cleanup))

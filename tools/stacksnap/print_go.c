@@ -18,6 +18,30 @@ static void print_wait(FILE *f, int64_t ns)
 		fprintf(f, ", %.1f s", ns / 1e9);
 }
 
+/* A wait object's words: "0xc000020060 (chan int, capacity 0, 0 queued,
+ * 3 receivers waiting)", "0xc000012345 (sync.Mutex)". */
+static void print_object_text(FILE *f, const struct stacksnap_go_object *o)
+{
+	fprintf(f, "0x%" PRIx64 " (", o->addr);
+	if (o->capacity < 0) {
+		fprintf(f, "%s)", o->type);
+		return;
+	}
+	if (o->elem_type)
+		fprintf(f, "chan %s, ", o->elem_type);
+	fprintf(f, "capacity %" PRId64 ", %" PRId64 " queued", o->capacity,
+		o->queued);
+	if (o->closed)
+		fputs(", closed", f);
+	if (o->receivers)
+		fprintf(f, ", %u%s receiver%s waiting", o->receivers,
+			o->counts_cut ? "+" : "", o->receivers == 1 ? "" : "s");
+	if (o->senders)
+		fprintf(f, ", %u%s sender%s waiting", o->senders,
+			o->counts_cut ? "+" : "", o->senders == 1 ? "" : "s");
+	fputc(')', f);
+}
+
 void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
 			   size_t n, bool first)
 {
@@ -33,8 +57,16 @@ void print_goroutines_text(FILE *f, const struct stacksnap_goroutine *gs,
 		fputs(":\n", f);
 		const char *why, *kind = stacksnap_goroutine__wait_kind(g, &why);
 
-		if (kind && strcmp(kind, "go-runtime"))
-			fprintf(f, "    waits for: %s; %s\n", kind, why);
+		if (kind && strcmp(kind, "go-runtime")) {
+			fprintf(f, "    waits for: %s", kind);
+			for (size_t k = 0; k < g->nobjects; k++) {
+				fputs(k ? ", " : " ", f);
+				print_object_text(f, &g->objects[k]);
+			}
+			if (!g->nobjects && g->object_unknown)
+				fprintf(f, " (%s)", g->object_unknown);
+			fprintf(f, "; %s\n", why);
+		}
 		for (size_t k = 0; k < g->nframes; k++) {
 			const struct stacksnap_runtime_frame *fr = &g->frames[k];
 
@@ -87,7 +119,38 @@ void print_goroutines_json(FILE *f, const struct stacksnap_goroutine *gs,
 			json_str(f, kind);
 			fputs(",\"no_owner\":", f);
 			json_str(f, why);
-			fputc('}', f);
+			/* The object waited on (the first; a select's every
+			 * channel in "objects"), or why it is not known. */
+			if (g->nobjects)
+				fprintf(f, ",\"object\":\"0x%" PRIx64 "\"",
+					g->objects[0].addr);
+			else
+				fputs(",\"object\":null", f);
+			fputs(",\"object_unknown\":", f);
+			json_str(f, g->nobjects ? NULL : g->object_unknown);
+			fputs(",\"objects\":[", f);
+			for (size_t k = 0; k < g->nobjects; k++) {
+				const struct stacksnap_go_object *o = &g->objects[k];
+
+				fprintf(f, "%s{\"addr\":\"0x%" PRIx64 "\",\"type\":",
+					k ? "," : "", o->addr);
+				json_str(f, o->type);
+				if (o->capacity >= 0)
+					fprintf(f, ",\"capacity\":%" PRId64
+						",\"queued\":%" PRId64
+						",\"closed\":%s,\"receivers\":%u"
+						",\"senders\":%u,\"counts_cut\":%s",
+						o->capacity, o->queued,
+						o->closed ? "true" : "false",
+						o->receivers, o->senders,
+						o->counts_cut ? "true" : "false");
+				if (o->capacity >= 0) {
+					fputs(",\"elem_type\":", f);
+					json_str(f, o->elem_type);
+				}
+				fputc('}', f);
+			}
+			fputs("]}", f);
 		} else {
 			fputs("null", f);
 		}

@@ -21,6 +21,13 @@ static const struct go_layout layout_go119 = {
 	.g_goid = 152, .g_waitsince = 168, .g_waitreason = 176,
 	.g_lockedm = 232, .g_gopc = 296, .g_startpc = 312, .g_labels = 360,
 	.m_procid = 72, .m_curg = 192,
+	.waits = true, .g_waiting = 328,
+	.sudog_size = 88, .sudog_g = 0, .sudog_next = 8, .sudog_prev = 16,
+	.sudog_elem = 24, .sudog_waitlink = 64, .sudog_c = 80,
+	.hchan_size = 96, .hchan_qcount = 0, .hchan_dataqsiz = 8,
+	.hchan_closed = 28, .hchan_recvq = 56, .hchan_sendq = 72,
+	.hchan_elemtype = 32,
+	.semroot_treap = 8, .type_tflag = 20, .type_str = 40,
 	.source = "go1.19 table",
 };
 
@@ -106,6 +113,61 @@ static void read_members(Dwarf_Die *st, struct dw_struct *s)
 	} while (dwarf_siblingof(&m, &m) == 0);
 }
 
+/* The wait layout (g.waiting, sudog, hchan, semaRoot) from the members
+ * the DWARF gave (offs[i] -1: missing): false when one is missing or out
+ * of its struct. */
+static bool wait_layout(struct go_layout *out, const struct dw_struct *w)
+{
+	struct go_layout t = *out, *l = &t;
+	/* w: g.waiting, sudog, hchan, hchan.recvq's waitq, semaRoot */
+	const int64_t *so = w[1].offs, *ho = w[2].offs;
+
+	if (!w[0].found || !w[1].found || !w[2].found || !w[3].found ||
+	    !w[4].found || w[1].size <= 0 || w[1].size > 4096 ||
+	    w[2].size <= 0 || w[2].size > 4096)
+		return false;
+	for (size_t i = 0; i < 5; i++)
+		for (size_t k = 0; k < w[i].nmembers; k++)
+			if (w[i].offs[k] < 0 || w[i].offs[k] > 4096)
+				return false;
+	l->g_waiting = (uint32_t)w[0].offs[0];
+	l->sudog_size = (uint32_t)w[1].size;
+	l->sudog_g = (uint32_t)so[0];
+	l->sudog_next = (uint32_t)so[1];
+	l->sudog_prev = (uint32_t)so[2];
+	l->sudog_elem = (uint32_t)so[3];
+	l->sudog_waitlink = (uint32_t)so[4];
+	l->sudog_c = (uint32_t)so[5];
+	l->hchan_size = (uint32_t)w[2].size;
+	l->hchan_qcount = (uint32_t)ho[0];
+	l->hchan_dataqsiz = (uint32_t)ho[1];
+	l->hchan_closed = (uint32_t)ho[2];
+	/* waitq.first: the list's head */
+	l->hchan_recvq = (uint32_t)(ho[3] + w[3].offs[0]);
+	l->hchan_sendq = (uint32_t)(ho[4] + w[3].offs[0]);
+	l->hchan_elemtype = (uint32_t)ho[5];
+	l->semroot_treap = (uint32_t)w[4].offs[0];
+	{
+		uint32_t sf[] = { l->sudog_g, l->sudog_next, l->sudog_prev,
+			l->sudog_elem, l->sudog_waitlink, l->sudog_c };
+		uint32_t hf[] = { l->hchan_qcount, l->hchan_dataqsiz,
+			l->hchan_recvq, l->hchan_sendq, l->hchan_elemtype };
+
+		if (l->g_waiting + 8 > l->g_size ||
+		    l->hchan_closed + 4 > l->hchan_size)
+			return false;
+		for (size_t i = 0; i < sizeof(sf) / sizeof(sf[0]); i++)
+			if (sf[i] + 8 > l->sudog_size)
+				return false;
+		for (size_t i = 0; i < sizeof(hf) / sizeof(hf[0]); i++)
+			if (hf[i] + 8 > l->hchan_size)
+				return false;
+	}
+	l->waits = 1;
+	*out = t;
+	return true;
+}
+
 int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 			  const struct log_sink *log)
 {
@@ -115,14 +177,31 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 	static const char *const m_m[] = { "procid", "curg" };
 	static const char *const buf_m[] = { "sp", "pc", "bp" };
 	static const char *const stack_m[] = { "lo", "hi" };
-	int64_t go[13], mo[2], bo[3], so[2];
+	static const char *const gw_m[] = { "waiting" };
+	static const char *const sudog_m[] = { "g", "next", "prev", "elem",
+		"waitlink", "c" };
+	static const char *const hchan_m[] = { "qcount", "dataqsiz", "closed",
+		"recvq", "sendq", "elemtype" };
+	static const char *const waitq_m[] = { "first" };
+	static const char *const semroot_m[] = { "treap" };
+	static const char *const type_m[] = { "tflag", "str" };
+	int64_t go[13], mo[2], bo[3], so[2], gwo[1], sgo[6], ho[6], wqo[1],
+		sro[1], to[2];
+	/* The first four are needed; the rest (what goroutines wait on)
+	 * only for the wait objects. */
 	struct dw_struct want[] = {
 		{ "runtime.g", -1, g_m, go, 13, false },
 		{ "runtime.m", -1, m_m, mo, 2, false },
 		{ "runtime.gobuf", -1, buf_m, bo, 3, false },
 		{ "runtime.stack", -1, stack_m, so, 2, false },
+		{ "runtime.g", -1, gw_m, gwo, 1, false },
+		{ "runtime.sudog", -1, sudog_m, sgo, 6, false },
+		{ "runtime.hchan", -1, hchan_m, ho, 6, false },
+		{ "runtime.waitq", -1, waitq_m, wqo, 1, false },
+		{ "runtime.semaRoot", -1, semroot_m, sro, 1, false },
+		{ "runtime._type", -1, type_m, to, 2, false },
 	};
-	size_t nwant = sizeof(want) / sizeof(want[0]), found = 0;
+	size_t nwant = sizeof(want) / sizeof(want[0]), nneed = 4, found = 0;
 	Dwarf_Off off = 0, next;
 	size_t hsize;
 	Dwarf *dw;
@@ -162,9 +241,10 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 		off = next;
 	}
 	dwarf_end(dw);
-	if (found < nwant)
-		return -ENOENT;
-	for (size_t i = 0; i < nwant; i++)
+	for (size_t i = 0; i < nneed; i++)
+		if (!want[i].found)
+			return -ENOENT;
+	for (size_t i = 0; i < nneed; i++)
 		for (size_t k = 0; k < want[i].nmembers; k++)
 			if (want[i].offs[k] < 0 || want[i].offs[k] > 65536) {
 				log_info(log, "go: %s.%s not in the DWARF",
@@ -210,12 +290,25 @@ int go_layout__from_dwarf(const struct elf_image *img, struct go_layout *l,
 		if (l->m_procid + 8 > l->m_size || l->m_curg + 8 > l->m_size)
 			return -EINVAL;
 	}
+	l->waits = wait_layout(l, want + nneed);
+	/* A channel's element type: named only when _type has both. */
+	if (l->waits && want[nneed + 5].found && to[0] >= 0 && to[1] >= 0 &&
+	    want[nneed + 5].size > 0 && to[0] + 1 <= want[nneed + 5].size &&
+	    to[1] + 4 <= want[nneed + 5].size && to[1] > 0) {
+		l->type_tflag = (uint32_t)to[0];
+		l->type_str = (uint32_t)to[1];
+	}
+	if (!l->waits)
+		log_info(log, "go: the wait structures (runtime.sudog, hchan, "
+			 "semaRoot) are not all in the DWARF: wait objects are "
+			 "not read");
 	return 0;
 }
 
 /* ---- where runtime.allgs is ------------------------------------------- */
 
-static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
+static uint64_t symtab_lookup(const struct elf_image *img, const char *want,
+			      uint64_t *size)
 {
 	Elf_Scn *scn = NULL;
 
@@ -235,17 +328,21 @@ static uint64_t symtab_lookup(const struct elf_image *img, const char *want)
 
 			if (gelf_getsym(d, (int)i, &s) &&
 			    (n = elf_strptr(img->elf, sh.sh_link, s.st_name)) &&
-			    strcmp(n, want) == 0)
+			    strcmp(n, want) == 0) {
+				if (size)
+					*size = s.st_size;
 				return s.st_value;
+			}
 		}
 	}
 	return 0;
 }
 
-/* Without symbols: runtime.forEachG loads allgs' pointer and length with
- * two RIP-relative MOVQs (REX.W 8B, ModRM mod 00 r/m 101) from addresses
- * 8 apart; the first such pair in the function is the slice. */
-uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
+/* The targets of the RIP-relative operands (REX.W, opcode op, ModRM
+ * mod 00 r/m 101: 0x8b a MOVQ load, 0x8d a LEAQ) in function name's
+ * code, at most max, in order; how many. */
+static size_t rip_targets(const struct go_runtime *rt, const char *name,
+			  uint8_t op, uint64_t *out, size_t max)
 {
 	const struct gopclntab *t = &rt->pcln;
 
@@ -253,32 +350,97 @@ uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
 		struct go_func f;
 		const char *n;
 		const uint8_t *code;
-		uint64_t loads[16];
 		size_t nl = 0;
 
 		if (gopclntab__func_at(t, i, &f) < 0 ||
-		    !(n = gopclntab__func_name(t, &f)) ||
-		    strcmp(n, "runtime.forEachG") != 0)
+		    !(n = gopclntab__func_name(t, &f)) || strcmp(n, name) != 0)
 			continue;
-		if (f.end - f.entry > 4096 ||
+		if (f.end - f.entry > 16384 ||
 		    !(code = gopclntab__bytes_at(t, f.entry, f.end - f.entry)))
 			return 0;
-		for (uint64_t k = 0; k + 7 <= f.end - f.entry && nl < 16; k++) {
+		for (uint64_t k = 0; k + 7 <= f.end - f.entry && nl < max; k++) {
 			int32_t disp;
 
 			if ((code[k] != 0x48 && code[k] != 0x4c) ||
-			    code[k + 1] != 0x8b || (code[k + 2] & 0xc7) != 0x05)
+			    code[k + 1] != op || (code[k + 2] & 0xc7) != 0x05)
 				continue;
 			memcpy(&disp, code + k + 3, 4);
-			loads[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
+			out[nl++] = f.entry + k + 7 + (uint64_t)(int64_t)disp;
 		}
-		for (size_t a = 0; a < nl; a++)
-			for (size_t b = a + 1; b < nl; b++)
-				if (loads[b] == loads[a] + 8)
-					return loads[a];
-		return 0;
+		return nl;
 	}
 	return 0;
+}
+
+/* Without symbols: runtime.forEachG loads allgs' pointer and length with
+ * two RIP-relative MOVQs from addresses 8 apart; the first such pair in
+ * the function is the slice. */
+uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt)
+{
+	uint64_t loads[16];
+	size_t nl = rip_targets(rt, "runtime.forEachG", 0x8b, loads, 16);
+
+	for (size_t a = 0; a < nl; a++)
+		for (size_t b = a + 1; b < nl; b++)
+			if (loads[b] == loads[a] + 8)
+				return loads[a];
+	return 0;
+}
+
+/* Without symbols: the semaphore table is the one address both
+ * runtime.semacquire1 and runtime.semrelease1 take (semroot, inlined in
+ * each, LEAs it); 0 when not exactly one is shared. */
+uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt)
+{
+	uint64_t a[64], r[64], found = 0;
+	size_t na = rip_targets(rt, "runtime.semacquire1", 0x8d, a, 64),
+	       nr = rip_targets(rt, "runtime.semrelease1", 0x8d, r, 64);
+
+	for (size_t i = 0; i < na; i++)
+		for (size_t k = 0; k < nr; k++) {
+			if (a[i] != r[k] || a[i] == found)
+				continue;
+			if (found)
+				return 0;
+			found = a[i];
+		}
+	return found;
+}
+
+/* The module's type data: runtime.types..runtime.etypes, else the
+ * section the linker starts it at (.data.rel.ro in a PIE, else
+ * .rodata), whole. */
+static void types_range(struct go_runtime *rt)
+{
+	const struct elf_image *img = rt->img;
+	Elf_Scn *scn = NULL;
+	size_t shstr;
+	uint64_t lo = 0, hi = 0;
+
+	rt->types = symtab_lookup(img, "runtime.types", NULL);
+	rt->etypes = symtab_lookup(img, "runtime.etypes", NULL);
+	if (rt->types && rt->etypes > rt->types)
+		return;
+	rt->types = rt->etypes = 0;
+	if (!img->elf || elf_getshdrstrndx(img->elf, &shstr) != 0)
+		return;
+	while ((scn = elf_nextscn(img->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(n = elf_strptr(img->elf, shstr, sh.sh_name)))
+			continue;
+		if ((!strcmp(n, ".data.rel.ro") && img->e_type == 3 /* PIE */) ||
+		    (!strcmp(n, ".rodata") && !lo)) {
+			lo = sh.sh_addr;
+			hi = sh.sh_addr + sh.sh_size;
+		}
+	}
+	if (lo && hi > lo) {
+		rt->types = lo;
+		rt->etypes = hi;
+	}
 }
 
 int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
@@ -319,7 +481,14 @@ int go_runtime__open(struct go_runtime *rt, const struct elf_image *img,
 		log_warn(log, "go: no structure layout for %s without DWARF: "
 			 "goroutines are not listed",
 			 rt->version[0] ? rt->version : "an unknown version");
-	rt->allgs = symtab_lookup(img, "runtime.allgs");
+	rt->allgs = symtab_lookup(img, "runtime.allgs", NULL);
+	rt->semtable = symtab_lookup(img, "runtime.semtable",
+				     &rt->semtable_size);
+	types_range(rt);
+	if (!rt->semtable && (rt->semtable = go_runtime__semtable_from_code(rt)))
+		/* semTabSize roots, each padded to a cache line (64 bytes
+		 * on x86-64), in every version */
+		rt->semtable_size = 251 * 64;
 	rt->allgs_source = "symtab";
 	if (!rt->allgs) {
 		rt->allgs = go_runtime__allgs_from_code(rt);

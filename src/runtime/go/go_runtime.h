@@ -26,6 +26,21 @@ struct go_layout {
 		g_waitsince, g_waitreason, g_lockedm, g_gopc, g_startpc,
 		g_labels;
 	uint32_t m_procid, m_curg;
+	/* What a goroutine waits on (go_waits.c): g.waiting (its sudog
+	 * list), runtime.sudog, runtime.hchan, runtime.semaRoot. waits
+	 * false: none of these are known (objects not read). Invariant:
+	 * each offset + its field size <= its struct's size. */
+	uint32_t waits;	/* 0 or 1 (no padding: tests memcmp layouts) */
+	uint32_t g_waiting;
+	uint32_t sudog_size, sudog_g, sudog_next, sudog_prev, sudog_elem,
+		sudog_waitlink, sudog_c;
+	uint32_t hchan_size, hchan_qcount, hchan_dataqsiz, hchan_closed,
+		hchan_recvq, hchan_sendq, hchan_elemtype;
+	uint32_t semroot_treap;
+	/* runtime._type's tflag and str (its name's offset from the
+	 * module's types): a channel's element type; type_str 0 unknown
+	 * (no name read). */
+	uint32_t type_tflag, type_str;
 	const char *source;	/* "DWARF" or "go1.19 table" */
 };
 
@@ -47,6 +62,14 @@ struct go_runtime {
 	bool have_layout;
 	uint64_t allgs;
 	const char *allgs_source;	/* "symtab" or "runtime.forEachG" */
+	/* runtime.semtable's link-time address and size (the symbol
+	 * table's, else go_runtime__semtable_from_code and 251 cache
+	 * lines; 0: not found, sync objects are not known). */
+	uint64_t semtable, semtable_size;
+	/* The module's type data [types, etypes), link-time (runtime.types,
+	 * else the section holding it: .data.rel.ro in a PIE, .rodata);
+	 * 0: element types are not named. */
+	uint64_t types, etypes;
 	/* funcID_wrapper, the last funcID of every Go version (its value
 	 * moves as special functions come and go): the largest funcID of
 	 * the table; 0 unknown (no wrapper is then marked). */
@@ -66,6 +89,11 @@ void go_runtime__close(struct go_runtime *rt);
  * 0. */
 uint64_t go_runtime__allgs_from_code(const struct go_runtime *rt);
 
+/* runtime.semtable found without symbols: the one address both
+ * runtime.semacquire1 and runtime.semrelease1 load with a RIP-relative
+ * LEA, or 0. */
+uint64_t go_runtime__semtable_from_code(const struct go_runtime *rt);
+
 /* The layout of the runtime's structures from DWARF (img or its debug
  * image) or from the version's table. 0, -ENOENT or -ENOTSUP (a version
  * without a table). */
@@ -78,6 +106,25 @@ const char *go_wait_reason(uint8_t reason);
 /* The status as the runtime's dump prints it: the wait reason of a
  * waiting goroutine, else the state's name. */
 const char *go_status_name(uint32_t status, uint8_t reason);
+
+/* What a waiting goroutine waits on (go_waits.c): a channel (its
+ * hchan), each channel of a select, or a sync object (from the
+ * semaphore the runtime parks it on). */
+struct go_wait_object {
+	uint64_t addr;
+	const char *type;	/* "chan", "sync.Mutex", "sync.RWMutex",
+				   "sync.WaitGroup", "semaphore" */
+	int64_t capacity;	/* a channel's buffer (hchan.dataqsiz); -1
+				   not a channel */
+	int64_t queued;		/* hchan.qcount */
+	bool closed;
+	uint32_t receivers, senders; /* goroutines in recvq / sendq */
+	bool counts_cut;	/* a queue longer than GO_MAX_WAITQ */
+	char elem_type[64];	/* a channel's element type ("int"), "" */
+};
+#define GO_MAX_WAIT_OBJECTS 16	/* channels of one select read */
+#define GO_MAX_WAITQ 4096	/* sudogs of one channel queue counted */
+#define GO_MAX_SEMA_NODES 65536	/* sudogs of runtime.semtable walked */
 
 struct go_gframe {
 	uint64_t pc;		/* the frame's pc (a return address but for
@@ -117,6 +164,13 @@ struct goroutine {
 	 * recovered from a callee's slot, and of those how many did not
 	 * hold the caller's own CFA - 16 (Go's frame-pointer chain). */
 	unsigned fp_checked, fp_mismatch;
+	/* What it waits on (go_goroutines__read_waits): g.waiting as read,
+	 * then objs; obj_unknown says why none is known when it waits for
+	 * another goroutine but no object was read. */
+	uint64_t waiting;
+	struct go_wait_object objs[GO_MAX_WAIT_OBJECTS];
+	size_t nobjs;
+	const char *obj_unknown;
 };
 
 /* Caps on what a corrupt or racing list can make us read. */
@@ -144,10 +198,22 @@ int go_goroutine__read_labels(const struct go_runtime *rt,
 			      struct stacksnap_mem *mem, struct goroutine *g);
 void go_goroutine__free_labels(struct goroutine *g);
 
+/* Reads what each waiting goroutine of gs[0..n) waits on, after its
+ * frames are unwound (a sync object is told apart by its sync frame):
+ * the channels of g.waiting's sudogs and, when any goroutine waits on a
+ * semaphore, runtime.semtable (its treaps walked, at most
+ * GO_MAX_SEMA_NODES sudogs). Every read bounded; a read that fails or
+ * a structure that makes no sense leaves that goroutine's obj_unknown
+ * saying so. 0 or -ENOMEM. */
+int go_goroutines__read_waits(const struct go_runtime *rt,
+			      struct stacksnap_mem *mem, uint64_t bias,
+			      struct goroutine *gs, size_t n);
+
 /* After a read made while some threads ran (a non-stop capture): reads
  * each goroutine of gs[0..n) again (mem invalidated first) and drops the
  * frames of those whose id, status, saved context or system-call state
- * changed since, their end saying so (GO_END_CHANGED). Bounded: one read
+ * changed since, their end saying so (GO_END_CHANGED), and their wait
+ * objects (read before the recheck) too. Bounded: one read
  * of each g. Returns how many changed. */
 #define GO_END_CHANGED "changed during the non-stop read (its stack is not shown)"
 size_t go_goroutines__recheck(const struct go_runtime *rt,

@@ -53,6 +53,8 @@ static int read_g(const struct go_runtime *rt, struct stacksnap_mem *mem,
 	g->m = u64_at(buf, l->g_m);
 	g->locked = u64_at(buf, l->g_lockedm) != 0;
 	g->labels_ptr = u64_at(buf, l->g_labels);
+	if (l->waits)
+		g->waiting = u64_at(buf, l->g_waiting);
 	if (g->m) {
 		uint64_t procid;
 
@@ -171,6 +173,11 @@ size_t go_goroutines__recheck(const struct go_runtime *rt,
 		g->frames = NULL;
 		g->nframes = 0;
 		g->end = GO_END_CHANGED;
+		if (g->nobjs || g->obj_unknown) {
+			g->nobjs = 0;
+			g->obj_unknown = "object not known: the goroutine changed "
+					 "during the non-stop read";
+		}
 		changed++;
 	}
 	return changed;
@@ -454,32 +461,62 @@ int go_goroutines__publish(const struct go_runtime *rt,
 {
 	struct stacksnap_goroutine *pub;
 	struct stacksnap_runtime_frame *frames;
-	size_t total = 0, k = 0, nlabels = 0, label_bytes = 0;
+	size_t total = 0, k = 0, nlabels = 0, label_bytes = 0, nobjs = 0;
+	struct stacksnap_go_object *objs;
 	const char **label_ptrs;
 	char *label_text;
 
 	for (size_t i = 0; i < n; i++) {
 		total += gs[i].nframes;
+		nobjs += gs[i].nobjs;
+		for (size_t j = 0; j < gs[i].nobjs; j++)
+			label_bytes += strlen(gs[i].objs[j].elem_type) + 1;
 		nlabels += 2 * gs[i].nlabels;
 		for (size_t j = 0; j < 2 * gs[i].nlabels; j++)
 			label_bytes += strlen(gs[i].labels[j]) + 1;
 	}
 	pub = calloc(n ? n : 1, sizeof(*pub));
-	/* The labels' pointers and text after the frames, in the one block
-	 * (*framesp) the caller frees: they outlive gs (a core's). */
+	/* The wait objects, the labels' pointers and text (and the
+	 * objects' element types) after the frames, in the one block (*framesp) the caller frees: they
+	 * outlive gs (a core's). */
 	frames = calloc(1, (total ? total : 1) * sizeof(*frames) +
+			   nobjs * sizeof(*objs) +
 			   nlabels * sizeof(char *) + label_bytes);
 	if (!pub || !frames) {
 		free(pub);
 		free(frames);
 		return fail(-ENOMEM);
 	}
-	label_ptrs = (const char **)(frames + (total ? total : 1));
+	objs = (struct stacksnap_go_object *)(frames + (total ? total : 1));
+	label_ptrs = (const char **)(objs + nobjs);
 	label_text = (char *)(label_ptrs + nlabels);
 	for (size_t i = 0; i < n; i++) {
 		const struct goroutine *gr = &gs[i];
 		struct stacksnap_goroutine *p = &pub[i];
 
+		p->object_unknown = gr->obj_unknown;
+		if (gr->nobjs)
+			p->objects = objs;
+		p->nobjects = gr->nobjs;
+		for (size_t j = 0; j < gr->nobjs; j++, objs++) {
+			const struct go_wait_object *o = &gr->objs[j];
+
+			objs->addr = o->addr;
+			objs->type = o->type;
+			objs->capacity = o->capacity;
+			objs->queued = o->queued;
+			objs->closed = o->closed;
+			objs->receivers = o->receivers;
+			objs->senders = o->senders;
+			objs->counts_cut = o->counts_cut;
+			if (o->elem_type[0]) {
+				size_t len = strlen(o->elem_type) + 1;
+
+				memcpy(label_text, o->elem_type, len);
+				objs->elem_type = label_text;
+				label_text += len;
+			}
+		}
 		if (gr->nlabels) {
 			p->labels = label_ptrs;
 			p->nlabels = gr->nlabels;
