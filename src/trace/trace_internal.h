@@ -105,6 +105,10 @@ struct stacksnap_trace {
 	 * 20 ms, until found or 5 s after the exec. */
 	struct trace_py_pending { pid_t pid; uint64_t since_ns, last_ns; } *pypend;
 	size_t npypend;
+	/* Processes whose runtime was said to be unreadable (trace_python.c:
+	 * trace__runtime_said): the exec's retries do not say it again. */
+	pid_t *rt_said;
+	size_t nrt_said, cap_rt_said;
 	/* Ruby VMs (trace_ruby.c), or NULL. */
 	struct trace_rubies *rb_vms;
 	/* PHP engines (trace_php.c), or NULL. */
@@ -174,6 +178,10 @@ struct trace_rubies;
 /* Looks for a Ruby VM in pid and, when its layout is known, hands the
  * programs what their walk needs (a no-op when found already). */
 void trace__ruby_detect(struct stacksnap_trace *tr, pid_t pid);
+/* Whether pid's runtime was already said to be unreadable; if not, it is
+ * now recorded as said (the caller says it). An exec forgets it. */
+bool trace__runtime_said(struct stacksnap_trace *tr, pid_t pid);
+void trace__runtime_unsay(struct stacksnap_trace *tr, pid_t pid);
 /* Forgets pid's VM (it ran execve). */
 void trace__ruby_forget(struct stacksnap_trace *tr, pid_t pid);
 /* Names record r's Ruby control frames (pyf: r->pyframes of them) and

@@ -85,8 +85,30 @@ void trace__python_free(struct stacksnap_trace *tr)
 	tr->npypend = 0;
 	tr->py = NULL;
 	tr->npy = 0;
+	free(tr->rt_said);
+	tr->rt_said = NULL;
+	tr->nrt_said = tr->cap_rt_said = 0;
 	trace__ruby_free(tr);
 	trace__php_free(tr);
+}
+
+bool trace__runtime_said(struct stacksnap_trace *tr, pid_t pid)
+{
+	pid_t *slot;
+
+	for (size_t i = 0; i < tr->nrt_said; i++)
+		if (tr->rt_said[i] == pid)
+			return true;
+	if ((slot = VEC_PUSH(tr->rt_said, tr->nrt_said, tr->cap_rt_said)))
+		*slot = pid;
+	return false;
+}
+
+void trace__runtime_unsay(struct stacksnap_trace *tr, pid_t pid)
+{
+	for (size_t i = 0; i < tr->nrt_said; i++)
+		if (tr->rt_said[i] == pid)
+			tr->rt_said[i--] = tr->rt_said[--tr->nrt_said];
 }
 
 /* The walk's offsets from the layout: what the BPF side reads. */
@@ -157,7 +179,8 @@ void trace__python_detect(struct stacksnap_trace *tr, pid_t pid)
 	}
 	py_runtime__read_layout(&p->rt, p->mem);
 	if (!p->rt.layout) {
-		log_warn(LOG(tr), "pid %d: %s", (int)pid, p->rt.note);
+		if (!trace__runtime_said(tr, pid))
+			log_warn(LOG(tr), "pid %d: %s", (int)pid, p->rt.note);
 		py_free(p);
 		return;
 	}
@@ -209,6 +232,7 @@ void trace__python_exec(struct stacksnap_trace *tr, pid_t pid)
 	void *grown;
 
 	py_forget(tr, pid);
+	trace__runtime_unsay(tr, pid);
 	trace__ruby_forget(tr, pid);
 	trace__php_forget(tr, pid);
 	trace__python_detect(tr, pid);

@@ -94,7 +94,8 @@ void trace__ruby_detect(struct stacksnap_trace *tr, pid_t pid)
 		return;
 	}
 	if (!(l = p->rt.layout)) {
-		log_warn(LOG(tr), "pid %d: %s", (int)pid, p->rt.note);
+		if (!trace__runtime_said(tr, pid))
+			log_warn(LOG(tr), "pid %d: %s", (int)pid, p->rt.note);
 		rb_free(p);
 		return;
 	}

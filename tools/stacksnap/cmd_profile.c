@@ -593,7 +593,7 @@ static int parse(struct prof_options *o, int argc, char **argv)
 static int profile_init(struct profiler *p)
 {
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
-		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_WARN,
 		       .cache_dir = default_cache_dir());
 	p->ctx = stacksnap_ctx__new(&copts);
 	p->procs = p->ctx ? stacksnap_procs__new(p->ctx, NULL) : NULL;
@@ -893,6 +893,7 @@ int profile_main(int argc, char **argv)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p.cpu0);
 	cli_verbose = p.o.verbose;
+	cli_warnings = true;
 	if ((rc = profile_init(&p)))
 		return profile_free(&p, rc);
 	if (p.o.off_cpu)

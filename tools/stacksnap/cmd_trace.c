@@ -815,8 +815,9 @@ int trace_main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? EXIT_OK : cli_usage_error();
 	cli_verbose = o.print.verbose;
+	cli_warnings = true;
 	STACKSNAP_OPTS(stacksnap_ctx_opts, copts, .log = cli_log,
-		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_ERROR,
+		       .log_level = cli_verbose ? STACKSNAP_LOG_INFO : STACKSNAP_LOG_WARN,
 		       .cache_dir = default_cache_dir());
 	t.ctx = stacksnap_ctx__new(&copts);
 	if (!t.ctx) {

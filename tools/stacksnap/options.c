@@ -98,6 +98,7 @@ int parse_uint(const char *s, unsigned long max, unsigned long *out)
 }
 
 bool cli_verbose;
+bool cli_warnings;
 const char *cli_name = "stacksnap";
 char cli_last_error[256];
 
@@ -119,6 +120,8 @@ void cli_log(enum stacksnap_log_level level, const char *msg, void *user)
 		fprintf(stderr, "%s: %s\n", cli_name, msg);
 		snprintf(cli_last_error, sizeof(cli_last_error), "%s", msg);
 	}
+	else if (level == STACKSNAP_LOG_WARN && cli_warnings && !cli_verbose)
+		fprintf(stderr, "%s: %s\n", cli_name, msg);
 	else if (cli_verbose)
 		fprintf(stderr, "%s: %s: %s\n", cli_name, names[level], msg);
 }

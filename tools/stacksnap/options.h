@@ -95,6 +95,9 @@ enum exit_code {
 /* The library's messages on stderr: errors always, the rest with
  * cli_verbose (the -v of the command that runs). A stacksnap_log_fn. */
 extern bool cli_verbose;
+/* Warnings printed without -v (trace, profile: a runtime whose frames
+ * cannot be read, mmap records the kernel dropped: frames go missing). */
+extern bool cli_warnings;
 /* What every message starts with: "stacksnap", or "stacksnap SUBCOMMAND"
  * (set by main before the subcommand runs; getopt's own messages use it
  * too). Messages read "NAME: what: why (fix)". */
