@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem/mem.h"
@@ -55,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				    sizeof(g[i].objs[k].elem_type))
 					__builtin_trap();
 		}
+	for (int i = 0; i < 3; i++)
+		free(g[i].objs);
 	stacksnap_mem__free(mem);
 	return 0;
 }

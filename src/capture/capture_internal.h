@@ -155,6 +155,9 @@ void capture_prefault_kernel(uint8_t *buf, size_t len);
  * to the capture. */
 void capture__go_prepare(struct stacksnap_snapshot *s, struct stacksnap_ctx *ctx);
 void capture__go_read(struct stacksnap_snapshot *s, const struct log_sink *log);
+/* The goroutines' wait objects, read once the threads run again (a list
+ * read with every thread stopped; nothing otherwise). */
+void capture__go_after_thaw(struct stacksnap_snapshot *s);
 void capture__go_free(struct stacksnap_snapshot *s);
 /* During the freeze, a Go program's thread t (registers read): the top
  * (g.stack.hi) of the runtime's own bounds of the stack its sp is on (its

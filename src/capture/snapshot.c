@@ -355,6 +355,7 @@ stacksnap_snapshot__capture(struct stacksnap_ctx *ctx, pid_t pid,
 	if (s->go)
 		capture__go_read(s, log); /* every thread stopped, or non-stop */
 	finish(s, &o, t0);
+	capture__go_after_thaw(s);	/* (held: still stopped, read now) */
 	if (!all_gone(s))
 		return s;
 	err = -ESRCH;

@@ -570,6 +570,8 @@ static void test_wait_objects(void)
 	for (int i = 0; i < 4; i++)
 		CHECK(g[i].nobjs == 0 && g[i].obj_unknown &&
 		      strstr(g[i].obj_unknown, "no layout"));
+	for (int i = 0; i < 4; i++)
+		free(g[i].objs);
 	stacksnap_mem__free(mem);
 }
 

@@ -168,7 +168,9 @@ struct goroutine {
 	 * then objs; obj_unknown says why none is known when it waits for
 	 * another goroutine but no object was read. */
 	uint64_t waiting;
-	struct go_wait_object objs[GO_MAX_WAIT_OBJECTS];
+	struct go_wait_object *objs;	/* GO_MAX_WAIT_OBJECTS of them, malloc'ed
+					   by read_waits for a goroutine that
+					   waits on one (go_goroutines__free) */
 	size_t nobjs;
 	const char *obj_unknown;
 };
@@ -219,6 +221,12 @@ int go_goroutines__read_waits(const struct go_runtime *rt,
 size_t go_goroutines__recheck(const struct go_runtime *rt,
 			      struct stacksnap_mem *mem,
 			      struct goroutine *gs, size_t n);
+/* The same for wait objects read after the thaw (the frames were read
+ * with every thread stopped): only the objects of goroutines that ran
+ * since are dropped, said so; their frames are the freeze's. */
+size_t go_goroutines__recheck_objects(const struct go_runtime *rt,
+				      struct stacksnap_mem *mem,
+				      struct goroutine *gs, size_t n);
 /* The length of runtime.allgs now (it only grows: dead goroutines stay
  * for reuse), or 0 when unreadable: read before and after a non-stop
  * read, how many goroutines started meanwhile (not listed). */

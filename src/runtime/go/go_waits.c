@@ -16,6 +16,17 @@
 #define SEMTAB_MAX_BYTES (1u << 16)
 #define CHAN_CACHE 1024		/* channels remembered in one pass */
 
+
+/* g's room for its objects, made on first use: most goroutines wait on
+ * none, and a list of 20,000 keeps them out of line. False (said in
+ * obj_unknown) when out of memory. */
+static bool objs_ready(struct goroutine *g)
+{
+	if (!g->objs && !(g->objs = calloc(GO_MAX_WAIT_OBJECTS, sizeof(*g->objs))))
+		g->obj_unknown = "object not known: out of memory";
+	return g->objs != NULL;
+}
+
 static uint64_t u64_at(const uint8_t *b, uint32_t off)
 {
 	uint64_t v;
@@ -185,6 +196,8 @@ static void chan_wait(const struct go_runtime *rt, struct stacksnap_mem *mem,
 				 "is empty (it is being woken)";
 		return;
 	}
+	if (!objs_ready(g))
+		return;
 	while (s && g->nobjs < GO_MAX_WAIT_OBJECTS) {
 		const char *why;
 
@@ -273,7 +286,8 @@ static void sema_found(struct goroutine *gs, const struct sema_want *want,
 	struct sema_want key = { g, 0 }, *w;
 
 	w = bsearch(&key, want, nwant, sizeof(*want), cmp_want);
-	if (!w || gs[w->index].nobjs || bad_ptr(elem & ~7ull))
+	if (!w || gs[w->index].nobjs || bad_ptr(elem & ~7ull) ||
+	    !objs_ready(&gs[w->index]))
 		return;
 	sync_object(&gs[w->index], elem, &gs[w->index].objs[0]);
 	gs[w->index].nobjs = 1;

@@ -153,6 +153,39 @@ uint64_t go_goroutines__list_len(const struct go_runtime *rt,
 	return slice[1];
 }
 
+/* Whether goroutine g reads the same now (id, status, saved context,
+ * system-call state). */
+static bool g_unchanged(const struct go_runtime *rt, struct stacksnap_mem *mem,
+			const struct goroutine *g)
+{
+	struct goroutine now;
+
+	return read_g(rt, mem, g->g, &now) == 0 && now.goid == g->goid &&
+	       now.status == g->status && now.sched_pc == g->sched_pc &&
+	       now.sched_sp == g->sched_sp && now.syscallpc == g->syscallpc &&
+	       now.syscallsp == g->syscallsp;
+}
+
+size_t go_goroutines__recheck_objects(const struct go_runtime *rt,
+				      struct stacksnap_mem *mem,
+				      struct goroutine *gs, size_t n)
+{
+	size_t changed = 0;
+
+	mem_invalidate(mem);
+	for (size_t i = 0; i < n; i++) {
+		struct goroutine *g = &gs[i];
+
+		if (!(g->nobjs || g->obj_unknown) || g_unchanged(rt, mem, g))
+			continue;
+		g->nobjs = 0;
+		g->obj_unknown = "object not known: the goroutine ran after "
+				 "the capture, before its object was read";
+		changed++;
+	}
+	return changed;
+}
+
 size_t go_goroutines__recheck(const struct go_runtime *rt,
 			      struct stacksnap_mem *mem,
 			      struct goroutine *gs, size_t n)
@@ -161,13 +194,9 @@ size_t go_goroutines__recheck(const struct go_runtime *rt,
 
 	mem_invalidate(mem);
 	for (size_t i = 0; i < n; i++) {
-		struct goroutine *g = &gs[i], now;
+		struct goroutine *g = &gs[i];
 
-		if (read_g(rt, mem, g->g, &now) == 0 && now.goid == g->goid &&
-		    now.status == g->status && now.sched_pc == g->sched_pc &&
-		    now.sched_sp == g->sched_sp &&
-		    now.syscallpc == g->syscallpc &&
-		    now.syscallsp == g->syscallsp)
+		if (g_unchanged(rt, mem, g))
 			continue;
 		free(g->frames);
 		g->frames = NULL;
@@ -434,6 +463,7 @@ void go_goroutines__free(struct goroutine *g, size_t n)
 {
 	for (size_t i = 0; g && i < n; i++) {
 		free(g[i].frames);
+		free(g[i].objs);
 		go_goroutine__free_labels(&g[i]);
 	}
 	free(g);
