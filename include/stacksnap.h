@@ -2347,6 +2347,22 @@ struct stacksnap_wait {
 	bool held_known;
 };
 
+/* Kernel symbols, for kernel frames (perf samples, the waits' kernel
+ * stacks): those of the kernel whose build-id (hex) a recording gives,
+ * from perf's build-id cache ($PERF_BUILDID_DIR or ~/.debug), else
+ * /proc/kallsyms through a per-boot cache file in cache_dir (NULL: none;
+ * the kernel takes ~20 ms to format /proc/kallsyms); NULL when the
+ * recording names another kernel than the running one and no copy is
+ * kept; log (may be NULL) gets the cache's troubles at info level. lookup gives NULL when unknown (addresses hidden by
+ * kptr_restrict), else the name and *off from its start. */
+struct stacksnap_kallsyms;
+STACKSNAP_API struct stacksnap_kallsyms *
+stacksnap_kallsyms__load(const char *cache_dir, const char *kernel_build_id,
+			 stacksnap_log_fn log, void *user);
+STACKSNAP_API const char *stacksnap_kallsyms__lookup(struct stacksnap_kallsyms *ks,
+						      uint64_t addr, uint64_t *off);
+STACKSNAP_API void stacksnap_kallsyms__free(struct stacksnap_kallsyms *ks);
+
 struct stacksnap_waits_opts {
 	size_t sz;
 	/* The target's memory; NULL: the live process (pid). */

@@ -8,15 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Kernel symbols, loaded on first use: those of the kernel whose build-id
- * (hex) the recording gives, from perf's build-id cache
- * ($PERF_BUILDID_DIR or ~/.debug), else /proc/kallsyms through a
- * per-boot cache file in cache_dir (NULL: none); none when the recording
- * names another kernel than the running one and no copy is kept. NULL
- * name when unknown (addresses hidden by kptr_restrict). */
-struct kallsyms;
-struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_id);
-const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off);
-void kallsyms_free(struct kallsyms *ks);
+/* Kernel symbols: stacksnap_kallsyms__load() (include/stacksnap.h). */
 
 #endif

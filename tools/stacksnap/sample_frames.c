@@ -43,7 +43,7 @@ void sample_frames_fini(struct sample_frames *sf)
 	free(sf->frames);
 	free(sf->cache);
 	free(sf->agg);
-	kallsyms_free(sf->ksyms);
+	stacksnap_kallsyms__free(sf->ksyms);
 	stacksnap_vm__free(sf->jvm);
 	free(sf->rframes);
 	memset(sf, 0, sizeof(*sf));
@@ -312,12 +312,12 @@ size_t sample_frames_resolve(struct sample_frames *sf,
 			continue;
 		if (!sf->ksyms_tried) {
 			sf->ksyms_tried = true;
-			sf->ksyms = kallsyms_load(sf->no_cache ? NULL : default_cache_dir(),
-						  sf->kernel_build_id);
+			sf->ksyms = stacksnap_kallsyms__load(sf->no_cache ? NULL : default_cache_dir(),
+						  sf->kernel_build_id, cli_log, NULL);
 		}
 		fr[n] = (struct out_frame){ .addr = ip, .pc = ip, .kernel = true,
 					    .dso = "[kernel.kallsyms]" };
-		fr[n].name = kallsyms_lookup(sf->ksyms, ip, &fr[n].off);
+		fr[n].name = stacksnap_kallsyms__lookup(sf->ksyms, ip, &fr[n].off);
 		n++;
 	}
 	if (ev->regs_abi && ev->regs) {

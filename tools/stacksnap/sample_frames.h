@@ -54,7 +54,7 @@ struct sample_frames {
 	 * cache, which would touch all its pages. */
 	uint32_t *inl_slots;
 	size_t ninl_slots, capinl_slots;
-	struct kallsyms *ksyms;
+	struct stacksnap_kallsyms *ksyms;
 	bool ksyms_tried, no_cache;
 	bool inline_frames;	/* inlined functions as frames (--inline) */
 	char kernel_build_id[64]; /* hex, from the recording; "" unknown */

@@ -1,6 +1,7 @@
-/* perf_kallsyms.c - kernel symbols for the kernel frames of perf samples,
- * from /proc/kallsyms of the machine running the command (what perf
- * script uses too when the recording has no kallsyms copy), kept parsed
+/* kallsyms.c - kernel symbols: for the kernel frames of perf samples and
+ * the kernel stacks of the waits (src/waits/), from /proc/kallsyms of the
+ * machine running the command (what perf script uses too when the
+ * recording has no kallsyms copy), kept parsed
  * in the cache directory for the rest of the boot: the kernel spends
  * ~20 ms formatting /proc/kallsyms at every read. */
 #define _GNU_SOURCE
@@ -15,15 +16,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
-#include "perf_script.h"
 #include "stacksnap.h"
+#include "base/log.h"
 
 /* Invariant: syms sorted by addr; names point into text (a copy of
  * /proc/kallsyms). Or, for a table from the cache file, syms NULL and the
  * file mapped: addrs[] sorted, offs[] each below strsize, strs ending in
  * a NUL (checked at load), all inside map. */
-struct kallsyms {
+struct stacksnap_kallsyms {
 	struct ksym { uint64_t addr; const char *name; } *syms;
 	size_t n;
 	char *text;
@@ -69,10 +69,10 @@ static int cache_path(const char *dir, char *buf, size_t size)
 
 /* Loads the cache file, checking every offset; NULL when absent or not
  * exactly well-formed. */
-static struct kallsyms *cache_load(const char *path)
+static struct stacksnap_kallsyms *cache_load(const char *path, const struct log_sink *log)
 {
 	size_t len, n, strsize;
-	struct kallsyms *ks;
+	struct stacksnap_kallsyms *ks;
 	const char *why = NULL;
 	int fd = stacksnap_cache__open(path, &why);
 	struct stat st;
@@ -81,9 +81,8 @@ static struct kallsyms *cache_load(const char *path)
 	void *map;
 
 	if (fd < 0) {
-		if (why && cli_verbose)
-			fprintf(stderr, "stacksnap: %s: cache file %s; ignored\n",
-				path, why);
+		if (why)
+			log_info(log, "%s: cache file %s; ignored", path, why);
 		return NULL;
 	}
 	/* Mapped, used in place: a copy and a parse of its ~100,000
@@ -138,7 +137,8 @@ bad:
 
 /* Writes ks to the cache (to a temporary name, then renamed: readers see
  * a whole file or none). Failure only costs the next run the slow path. */
-static void cache_store(const struct kallsyms *ks, const char *path)
+static void cache_store(const struct stacksnap_kallsyms *ks, const char *path,
+			const struct log_sink *log)
 {
 	uint64_t hdr[2] = { ks->n, 0 };
 	size_t len, at;
@@ -167,9 +167,9 @@ static void cache_store(const struct kallsyms *ks, const char *path)
 		memcpy(b + at, ks->syms[i].name, l);
 		at += l;
 	}
-	if (stacksnap_cache__write(path, b, len) && cli_verbose)
-		fprintf(stderr, "stacksnap: %s: cannot write the cache file: %s\n",
-			path, strerror(errno));
+	if (stacksnap_cache__write(path, b, len))
+		log_info(log, "%s: cannot write the cache file: %s", path,
+			 strerror(errno));
 	free(b);
 }
 
@@ -212,9 +212,9 @@ static char *slurp(const char *path, size_t *len)
 
 /* Lines are "ADDR TYPE NAME[\t[module]]": parsed in place (sscanf would
  * cost more than the rest of a perf-script run). Only text symbols. */
-static struct kallsyms *proc_load(const char *path)
+static struct stacksnap_kallsyms *proc_load(const char *path)
 {
-	struct kallsyms *ks = calloc(1, sizeof(*ks));
+	struct stacksnap_kallsyms *ks = calloc(1, sizeof(*ks));
 	size_t len = 0, ncap = 0;
 	bool sorted = true;
 
@@ -285,10 +285,12 @@ static bool running_kernel_build_id(char *hex, size_t size)
 	return found;
 }
 
-struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_id)
+STACKSNAP_API struct stacksnap_kallsyms *stacksnap_kallsyms__load(const char *cache_dir, const char *kernel_build_id,
+			 stacksnap_log_fn log_fn, void *log_user)
 {
+	struct log_sink log = { log_fn, log_user, STACKSNAP_LOG_DEBUG };
 	char path[4096], running[128];
-	struct kallsyms *ks = NULL;
+	struct stacksnap_kallsyms *ks = NULL;
 	bool cacheable;
 
 	/* The recording names its kernel: perf record keeps a copy of
@@ -318,15 +320,15 @@ struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_i
 					 (unsigned long long)st.st_size,
 					 (unsigned long long)st.st_mtime) < (int)sizeof(cpath);
 
-			if (cache_it && (ks = cache_load(cpath)))
+			if (cache_it && (ks = cache_load(cpath, &log)))
 				return ks;
 			if ((ks = proc_load(path)) && ks->n) {
 				if (cache_it)
-					cache_store(ks, cpath);
+					cache_store(ks, cpath, &log);
 				return ks;
 			}
 		}
-		kallsyms_free(ks);
+		stacksnap_kallsyms__free(ks);
 		ks = NULL;
 		/* Another kernel than the one running, and no copy of its
 		 * symbols: none (perf prints [unknown] too). */
@@ -335,17 +337,17 @@ struct kallsyms *kallsyms_load(const char *cache_dir, const char *kernel_build_i
 			return NULL;
 	}
 	cacheable = cache_path(cache_dir, path, sizeof(path)) == 0;
-	if (cacheable && (ks = cache_load(path)))
+	if (cacheable && (ks = cache_load(path, &log)))
 		return ks;
 	ks = proc_load("/proc/kallsyms");
 	/* Addresses hidden by kptr_restrict read as 0 and are left out:
 	 * an empty table is not worth keeping. */
 	if (cacheable && ks && ks->n)
-		cache_store(ks, path);
+		cache_store(ks, path, &log);
 	return ks;
 }
 
-const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off)
+STACKSNAP_API const char *stacksnap_kallsyms__lookup(struct stacksnap_kallsyms *ks, uint64_t addr, uint64_t *off)
 {
 	size_t lo = 0, hi = ks ? ks->n : 0;
 
@@ -378,7 +380,7 @@ const char *kallsyms_lookup(struct kallsyms *ks, uint64_t addr, uint64_t *off)
 	return ks->syms[lo - 1].name;
 }
 
-void kallsyms_free(struct kallsyms *ks)
+STACKSNAP_API void stacksnap_kallsyms__free(struct stacksnap_kallsyms *ks)
 {
 	if (!ks)
 		return;
