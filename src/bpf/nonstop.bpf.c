@@ -158,6 +158,7 @@ int capture(struct bpf_iter__task *ctx)
 	struct vma_bounds vb = {};
 	__u64 sp, lo, hi, fsbase;
 	__u32 npages;
+	long kn;
 
 	if (!t)
 		return 0;
@@ -202,6 +203,10 @@ int capture(struct bpf_iter__task *ctx)
 		goto out;
 	r->flags |= NONSTOP_CANDIDATE;
 	read_regs(t, r);
+	/* Its kernel stack, for the waits (docs/waits.md): asleep and off
+	 * CPU, so it holds still as its user registers do. */
+	kn = bpf_get_task_stack(t, r->kstack, sizeof(r->kstack), 0);
+	r->nkstack = kn > 0 ? (__u32)kn / 8 : 0;
 	sp = r->regs[7];
 	if (bpf_find_vma(t, sp, vma_cb, &vb, 0) || !vb.writable) {
 		r->flags |= NONSTOP_NO_VMA;

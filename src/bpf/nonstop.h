@@ -17,6 +17,7 @@
 				      bound the verifier can see; the rest of
 				      a deeper range is read after the thaw */
 #define NONSTOP_NREGS 17	   /* DWARF order, as enum stacksnap_reg */
+#define NONSTOP_KSTACK 24	   /* kernel frames kept of a thread read */
 
 /* rec.flags */
 #define NONSTOP_CANDIDATE 0x1	/* asleep and off CPU at the first read:
@@ -73,6 +74,11 @@ struct nonstop_rec {
 	__u64 map_end;		/* top of the stack: the end of the mapping
 				   holding rsp, or the thread pointer */
 	struct nonstop_witness w1, w2; /* before and after the copy */
+	/* A candidate's kernel stack (bpf_get_task_stack, innermost first):
+	 * nkstack return addresses, 0 when it could not be read. */
+	__u64 kstack[NONSTOP_KSTACK];
+	__u32 nkstack;
+	__u32 pad;
 };
 
 #ifndef __bpf__
