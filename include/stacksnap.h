@@ -482,6 +482,9 @@ enum stacksnap_thread_error {
 					 while the others run on) */
 };
 
+/* Kernel frames kept of a thread read non-stop (kernel_ips). */
+#define STACKSNAP_KERNEL_IPS 24
+
 /* Copied stacks of a thread besides the one holding rsp. */
 #define STACKSNAP_MORE_STACKS 2
 
@@ -511,6 +514,11 @@ struct stacksnap_thread {
 	 * the non-stop iterator read it, saved captures keep none. */
 	bool have_orig_rax;
 	int64_t orig_rax;
+	/* Read non-stop (nonstop): its kernel stack at the read, return
+	 * addresses innermost first, by the iterator (bpf_get_task_stack);
+	 * 0 frames otherwise. Names: stacksnap_kallsyms__lookup. */
+	unsigned nkernel_ips;
+	uint64_t kernel_ips[STACKSNAP_KERNEL_IPS];
 };
 
 struct stacksnap_snapshot_stats {

@@ -57,6 +57,7 @@ void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t, bool ra
 	t->pub.stack_len = 0;
 	t->pub.stack_base = 0;
 	t->pub.nmore_stacks = 0;
+	t->pub.nkernel_ips = 0;
 	t->copy_start = t->copy_len = t->want_len = 0;
 	s->ns_stats.read_nonstop--;
 	if (ran) {
@@ -90,6 +91,10 @@ static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 	t->pub.regs.valid = (1u << STACKSNAP_REG_COUNT) - 1;
 	t->pub.orig_rax = (int64_t)r->orig_ax;
 	t->pub.have_orig_rax = true;
+	t->pub.nkernel_ips = r->nkstack < STACKSNAP_KERNEL_IPS ? r->nkstack
+							       : STACKSNAP_KERNEL_IPS;
+	for (unsigned k = 0; k < t->pub.nkernel_ips; k++)
+		t->pub.kernel_ips[k] = r->kstack[k];
 	t->have_regs = true;
 	t->copy_start = r->copy_start;
 	t->copy_len = r->copy_len;

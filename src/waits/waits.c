@@ -345,6 +345,27 @@ static int waiting_frame(const struct wait_thread *t)
 	return t->nframes ? 0 : -1;
 }
 
+/* Keeps frames[0, n) (strings kept by w) as t's kernel frames. */
+static int keep_kernel_frames(struct stacksnap_waits *w, struct wait_thread *t,
+			      const char **frames, size_t n)
+{
+	char **keep;
+
+	if (!n) {
+		free(frames);
+		return 0;
+	}
+	/* The array itself is kept with the strings. */
+	if (!(keep = VEC_PUSH(w->strs, w->nstrs, w->strs_cap))) {
+		free(frames);
+		return -ENOMEM;
+	}
+	*keep = (char *)frames;
+	t->pub.kernel_frames = frames;
+	t->pub.nkernel_frames = n;
+	return 0;
+}
+
 /* /proc/PID/task/TID/stack (root only): the kernel's frames, named by the
  * kernel ("futex_wait_queue+0x60/0x90"). */
 static int kernel_stack(struct stacksnap_waits *w, struct wait_thread *t)
@@ -381,19 +402,42 @@ static int kernel_stack(struct stacksnap_waits *w, struct wait_thread *t)
 			return -ENOMEM;
 		}
 	}
-	/* The array itself is kept with the strings. */
-	if (n) {
-		char **keep = VEC_PUSH(w->strs, w->nstrs, w->strs_cap);
+	return keep_kernel_frames(w, t, frames, n);
+}
 
-		if (!keep) {
+/* The kernel stack the non-stop iterator read with the thread's user
+ * registers (stacksnap_thread.kernel_ips: the same walk as
+ * /proc/PID/task/TID/stack, at the capture's instant, at no cost), named
+ * from kallsyms ("futex_wait_queue+0x60"; an address kallsyms does not
+ * name as "0x..."). 1 when taken, 0 when there are no symbols (then
+ * /proc is read), or -ENOMEM. */
+static int kernel_stack_ips(struct stacksnap_waits *w, struct wait_thread *t)
+{
+	const struct stacksnap_thread *th = t->th;
+	const char **frames;
+
+	if (!w->ksyms_tried) {
+		w->ksyms_tried = true;
+		w->ksyms = stacksnap_kallsyms__load(w->ctx ? w->ctx->cache_dir : NULL,
+						    NULL, w->ctx ? w->ctx->log.fn : NULL,
+						    w->ctx ? w->ctx->log.user : NULL);
+	}
+	if (!w->ksyms)
+		return 0;
+	if (!(frames = calloc(th->nkernel_ips, sizeof(*frames))))
+		return -ENOMEM;
+	for (unsigned i = 0; i < th->nkernel_ips; i++) {
+		uint64_t off = 0;
+		const char *name = stacksnap_kallsyms__lookup(w->ksyms, th->kernel_ips[i], &off);
+
+		frames[i] = name ? waits__strf(w, "%s+0x%" PRIx64, name, off)
+				 : waits__strf(w, "0x%" PRIx64, th->kernel_ips[i]);
+		if (!frames[i]) {
 			free(frames);
 			return -ENOMEM;
 		}
-		*keep = (char *)frames;
-		t->pub.kernel_frames = frames;
-		t->pub.nkernel_frames = n;
 	}
-	return 0;
+	return keep_kernel_frames(w, t, frames, th->nkernel_ips) < 0 ? -ENOMEM : 1;
 }
 
 /* Whether the kernel's frames say more than the wait does: a thread in
@@ -469,8 +513,12 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	}
 	if (t->pub.kind == STACKSNAP_WAIT_OTHER && !t->pub.detail)
 		t->pub.detail = waits__strf(w, "in system call %ld", t->nr);
-	if (wants_kernel_stack(t) && !w->o.saved && !w->o.no_kernel_stacks &&
-	    (err = kernel_stack(w, t)) < 0)
+	if (w->o.saved || w->o.no_kernel_stacks)
+		return 0;
+	/* Read non-stop: the iterator's copy, for every thread asleep. */
+	if (th->nonstop && th->nkernel_ips && (err = kernel_stack_ips(w, t)) != 0)
+		return err < 0 ? err : 0;
+	if (wants_kernel_stack(t) && (err = kernel_stack(w, t)) < 0)
 		return err;
 	return 0;
 }
@@ -561,6 +609,7 @@ void stacksnap_waits__free(struct stacksnap_waits *w)
 	free(w->start);
 	if (w->own_mem)
 		stacksnap_mem__free(w->mem);
+	stacksnap_kallsyms__free(w->ksyms);
 	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
 		if (sources[i]->free)
 			sources[i]->free(w);

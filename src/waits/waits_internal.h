@@ -109,6 +109,10 @@ struct stacksnap_waits {
 	bool java_tried;
 	const char *libc_why;	/* why glibc's layouts are not used, or NULL */
 	int libc_checked;	/* 0 not yet, 1 glibc >= 2.25, -1 not */
+	/* Kernel symbols for the kernel stacks the non-stop iterator read,
+	 * loaded at the first (NULL: none, or not yet if !ksyms_tried). */
+	struct stacksnap_kallsyms *ksyms;
+	bool ksyms_tried;
 };
 
 /* Frees what data_symbol.c keeps. */
