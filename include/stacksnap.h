@@ -519,6 +519,10 @@ struct stacksnap_thread {
 	 * 0 frames otherwise. Names: stacksnap_kallsyms__lookup. */
 	unsigned nkernel_ips;
 	uint64_t kernel_ips[STACKSNAP_KERNEL_IPS];
+	/* Read non-stop: how long it had been asleep at the read, in ns
+	 * (the scheduler's clock: when it last left its CPU, to the
+	 * runqueue's clock at the read; docs/waits.md). 0: not known. */
+	uint64_t waited_ns;
 };
 
 struct stacksnap_snapshot_stats {
@@ -2353,6 +2357,9 @@ struct stacksnap_wait {
 	const struct stacksnap_wait_held *held;
 	size_t nheld;
 	bool held_known;
+	/* How long it had waited at the capture, in ns (a thread read
+	 * non-stop: stacksnap_thread.waited_ns); 0 not known. */
+	uint64_t waited_ns;
 };
 
 /* Kernel symbols, for kernel frames (perf samples, the waits' kernel

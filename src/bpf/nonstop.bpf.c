@@ -80,6 +80,28 @@ static void witness(struct task_struct *t, struct nonstop_witness *w, __u32 *fla
 		*flags |= NONSTOP_ON_CPU;
 }
 
+/* How long t, asleep and off CPU, has been (struct nonstop_rec.waited_ns):
+ * all in the runqueues' clock (sched_clock, one clock for every CPU with a
+ * stable TSC), which the switch that put t on its CPU read at once
+ * (update_rq_clock before the pick). "Now" is a runqueue's clock too, as
+ * its last update left it: the tick updates a busy CPU's (this one runs
+ * us) every 1/HZ, so it is at most a tick behind. The runqueues are
+ * reached through the tasks' cfs_rq (the `runqueues` per-CPU symbol is
+ * not in kallsyms without CONFIG_KALLSYMS_ALL, and the load fails on it);
+ * probe reads: 0 where a pointer is missing. */
+static __u64 waited(struct task_struct *t)
+{
+	struct task_struct *me = bpf_get_current_task_btf();
+	__u64 now = BPF_CORE_READ(me, se.cfs_rq, rq, clock);
+	__u64 there = BPF_CORE_READ(t, se.cfs_rq, rq, clock);
+	__u64 arrival = BPF_CORE_READ(t, sched_info.last_arrival), left;
+
+	if (there > now)
+		now = there;
+	left = arrival + (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime);
+	return arrival && now > left ? now - left : 0;
+}
+
 static void read_regs(struct task_struct *t, struct nonstop_rec *r)
 {
 	struct pt_regs *p = (struct pt_regs *)bpf_task_pt_regs(t);
@@ -207,6 +229,7 @@ int capture(struct bpf_iter__task *ctx)
 	 * CPU, so it holds still as its user registers do. */
 	kn = bpf_get_task_stack(t, r->kstack, sizeof(r->kstack), 0);
 	r->nkstack = kn > 0 ? (__u32)kn / 8 : 0;
+	r->waited_ns = waited(t);
 	sp = r->regs[7];
 	if (bpf_find_vma(t, sp, vma_cb, &vb, 0) || !vb.writable) {
 		r->flags |= NONSTOP_NO_VMA;

@@ -79,6 +79,12 @@ struct nonstop_rec {
 	__u64 kstack[NONSTOP_KSTACK];
 	__u32 nkstack;
 	__u32 pad;
+	/* A candidate's time asleep, in the scheduler's clock (rq->clock):
+	 * now (the freshest of this CPU's and its CPU's runqueue clocks)
+	 * minus the moment it left its CPU (sched_info.last_arrival, when it
+	 * was last switched in, plus the run time of that last slice,
+	 * se.sum_exec_runtime - se.prev_sum_exec_runtime). 0: not known. */
+	__u64 waited_ns;
 };
 
 #ifndef __bpf__

@@ -58,6 +58,7 @@ void capture__demote(struct stacksnap_snapshot *s, struct cap_thread *t, bool ra
 	t->pub.stack_base = 0;
 	t->pub.nmore_stacks = 0;
 	t->pub.nkernel_ips = 0;
+	t->pub.waited_ns = 0;
 	t->copy_start = t->copy_len = t->want_len = 0;
 	s->ns_stats.read_nonstop--;
 	if (ran) {
@@ -95,6 +96,7 @@ static bool take_one(struct stacksnap_snapshot *s, struct cap_thread *t,
 							       : STACKSNAP_KERNEL_IPS;
 	for (unsigned k = 0; k < t->pub.nkernel_ips; k++)
 		t->pub.kernel_ips[k] = r->kstack[k];
+	t->pub.waited_ns = r->waited_ns;
 	t->have_regs = true;
 	t->copy_start = r->copy_start;
 	t->copy_len = r->copy_len;

@@ -513,6 +513,8 @@ static int resolve_thread(struct stacksnap_waits *w, struct wait_thread *t)
 	}
 	if (t->pub.kind == STACKSNAP_WAIT_OTHER && !t->pub.detail)
 		t->pub.detail = waits__strf(w, "in system call %ld", t->nr);
+	if (th->nonstop)
+		t->pub.waited_ns = th->waited_ns;
 	if (w->o.saved || w->o.no_kernel_stacks)
 		return 0;
 	/* Read non-stop: the iterator's copy, for every thread asleep. */

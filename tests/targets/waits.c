@@ -5,7 +5,8 @@
  * deadlocked on two mutexes of KIND: normal, recursive, errorcheck,
  * adaptive, robust, pi), mutex3 (three threads in a cycle), rwlock (a
  * writer and a mutex holder deadlocked), sleeper (a thread waits for a
- * mutex whose holder sleeps), condvar, pipe (reads a pipe whose writer is
+ * mutex whose holder sleeps; "waiter_since NS" is CLOCK_MONOTONIC just
+ * before it locks), condvar, pipe (reads a pipe whose writer is
  * a child), waitpid, flock (an flock held by a child), flock2 (the
  * main thread and a child deadlocked on two flocks), tcp (reads a local
  * TCP connection whose other end is a child), orphan (a thread exits
@@ -30,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 pthread_mutex_t lock_1, lock_2, lock_3;
@@ -116,8 +118,14 @@ static void *sleeper(void *arg)
 
 static void *waiter(void *arg)
 {
+	struct timespec ts;
+
 	role("waiter", gettid_());
 	pthread_barrier_wait(&barrier);
+	/* When it starts to wait: the truth of its "waited_ns". */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(roles, "waiter_since %lld\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	fflush(roles);
 	pthread_mutex_lock(&lock_1);
 	return arg;
 }

@@ -155,6 +155,8 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 		fputs("    waits for: ", f);
 		print_wait_what(f, w);
 		print_holders(f, w, all, n);
+		if (w->waited_ns)
+			fprintf(f, " (for %.1f s)", w->waited_ns / 1e9);
 		fputc('\n', f);
 		for (size_t i = 0; i < w->nkernel_frames; i++)
 			fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
@@ -254,7 +256,12 @@ void print_wait_json(FILE *f, const struct thread_result *r)
 			fputc(',', f);
 		json_str(f, w->kernel_frames[i]);
 	}
-	fputs("]}", f);
+	fputs("],\"waited_ns\":", f);
+	if (w->waited_ns)
+		fprintf(f, "%" PRIu64, w->waited_ns);
+	else
+		fputs("null", f);
+	fputc('}', f);
 }
 
 /* The frame that waits, as "#3 worker_a (deadlock.c:30)". */
