@@ -13,6 +13,9 @@
 #define RED_ZONE 128
 #define VM_WRITE_ 0x2ull
 #define PF_EXITING_ 0x4u
+#define SCHED_NORMAL_ 0
+#define SCHED_BATCH_ 3
+#define SCHED_IDLE_ 5
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -96,6 +99,11 @@ static __u64 waited(struct task_struct *t)
 	__u64 there = BPF_CORE_READ(t, se.cfs_rq, rq, clock);
 	__u64 arrival = BPF_CORE_READ(t, sched_info.last_arrival), left;
 
+	/* prev_sum_exec_runtime is set by the fair class's pick only: a
+	 * real-time or deadline thread's last slice is not known. */
+	if (t->policy != SCHED_NORMAL_ && t->policy != SCHED_BATCH_ &&
+	    t->policy != SCHED_IDLE_)
+		return 0;
 	if (there > now)
 		now = there;
 	left = arrival + (t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime);
