@@ -1857,7 +1857,8 @@ typedef int (*stacksnap_trace_fn)(const struct stacksnap_trace_event *ev,
  * wait: call again or stop). The kernel wakes the wait only when an
  * eighth of the ring buffer is waiting or 2 ms after its last wakeup
  * (a wakeup per event would cost the traced thread more than the event):
- * give a timeout (100 ms) rather than -1, and 0 drains what is there. */
+ * give a timeout (100 ms) rather than -1; each call then reads whatever
+ * is waiting, woken or not, and 0 drains what is there without waiting. */
 STACKSNAP_API int stacksnap_trace__poll(struct stacksnap_trace *tr,
 					int timeout_ms, stacksnap_trace_fn fn,
 					void *user);

@@ -155,7 +155,16 @@ int stacksnap_trace__poll(struct stacksnap_trace *tr, int timeout_ms,
 	tr->fn_user = user;
 	tr->fn_rc = 0;
 	drain_ns = clock_monotonic_ns();
-	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : ring_buffer__consume(tr->rb);
+	/* The programs wake the reader in batches (an eighth of the ring, or
+	 * 2 ms after the last wakeup): the events a quiet spell left below
+	 * the mark woke nobody, and libbpf's poll reads only the rings its
+	 * epoll woke for. So every poll that waited reads what is there. */
+	r = timeout_ms ? ring_buffer__poll(tr->rb, timeout_ms) : 0;
+	if (r >= 0 && !tr->fn_rc) {
+		int r2 = ring_buffer__consume(tr->rb);
+
+		r = r2 < 0 ? r2 : r + r2;
+	}
 	tr->fn = NULL;
 	/* Not when the callback stopped the drain (older events wait), nor
 	 * when the poll failed (interrupted: the ring was not read). */
