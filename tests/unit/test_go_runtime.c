@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,8 +46,10 @@ static void test_layout_table_vs_dwarf(void)
 	CHECK(go_runtime__open(&rt, img, NULL) == 0);
 	CHECK(go_layout__from_dwarf(img, &d, NULL) == 0);
 	CHECKF(go_layout__for_version(rt.version, &t) == 0, "%s", rt.version);
-	t.source = d.source = NULL;
-	CHECK(memcmp(&d, &t, sizeof(d)) == 0);
+	/* Every offset, not the padding before source (a struct copy
+	   leaves it as it was: the sanitizer build's differs). */
+	CHECK(memcmp(&d, &t, offsetof(struct go_layout, type_str) +
+			     sizeof(t.type_str)) == 0);
 #define F(x) CHECKF(d.x == t.x, #x ": DWARF %u, table %u", d.x, t.x)
 	F(g_size); F(m_size); F(g_stack_lo); F(g_stack_hi); F(g_m);
 	F(g_sched_sp); F(g_sched_pc); F(g_sched_bp); F(g_syscallsp);

@@ -347,12 +347,13 @@ void print_text_frames(FILE *f, const struct options *o,
 
 void print_thread_body(FILE *f, const struct options *o,
 		       const struct thread_result *r,
-		       const struct thread_result *all, size_t n)
+		       const struct thread_result *all, size_t n,
+		       uint64_t waited_lo, uint64_t waited_hi)
 {
 	if (r->thread->error) {
 		fprintf(f, "    [no stack: %s]\n", thread_error_str(r->thread->error));
 	} else {
-		print_wait_text(f, r, all, n);
+		print_wait_text_waited(f, r, all, n, waited_lo, waited_hi);
 		print_text_frames(f, o, r);
 	}
 	if (r->exception)
@@ -378,7 +379,9 @@ void print_thread_text(FILE *f, const struct options *o,
 		fprintf(f, ", %s thread \"%s\"",
 			r->rname_java ? "Java" : "Python", r->rname);
 	fprintf(f, "%s:\n", r->holds_gil ? " [holds the GIL]" : "");
-	print_thread_body(f, o, r, all, n);
+	uint64_t ns = r->wait ? r->wait->waited_ns : 0;
+
+	print_thread_body(f, o, r, all, n, ns, ns);
 }
 
 void print_text(FILE *f, const struct options *o,

@@ -102,7 +102,8 @@ void print_thread_text(FILE *f, const struct options *o,
 		       const struct thread_result *all, size_t n);
 void print_thread_body(FILE *f, const struct options *o,
 		       const struct thread_result *r,
-		       const struct thread_result *all, size_t n);
+		       const struct thread_result *all, size_t n,
+		       uint64_t waited_lo, uint64_t waited_hi);
 /* The frame lines of one stack (and its [truncated: ...] line), and the
  * frames as JSON objects (comma-separated, no brackets): shared by the
  * dump and `stacksnap trace`. */

@@ -206,7 +206,21 @@ int print_text_grouped(FILE *f, const struct options *o,
 		if (a->wchan)
 			fprintf(f, " (%s)", a->wchan);
 		fprintf(f, "%s:\n", a->holds_gil ? " [holds the GIL]" : "");
-		print_thread_body(f, o, a, r, n);
+		/* How long its threads have waited: the range. */
+		uint64_t lo = 0, hi = 0;
+
+		for (size_t k = 0; k < g.groups[j].n; k++) {
+			const struct stacksnap_wait *w = r[m[k]].wait;
+			uint64_t ns = w ? w->waited_ns : 0;
+
+			if (!ns) {
+				lo = hi = 0;	/* one not known: none said */
+				break;
+			}
+			lo = !lo || ns < lo ? ns : lo;
+			hi = ns > hi ? ns : hi;
+		}
+		print_thread_body(f, o, a, r, n, lo, hi);
 	}
 	thread_grouping_free(&g);
 	return 0;

@@ -144,8 +144,24 @@ static void print_holders(FILE *f, const struct stacksnap_wait *w,
 		fputs(" (read after the capture: it may have changed hands)", f);
 }
 
-void print_wait_text(FILE *f, const struct thread_result *r,
-		     const struct thread_result *all, size_t n)
+/* How long: lo..hi ns (a group's threads), 0 not known: not said. */
+static void print_waited(FILE *f, uint64_t lo, uint64_t hi)
+{
+	char a[32], b[32];
+
+	if (!lo || !hi)
+		return;
+	snprintf(a, sizeof(a), "%.1f", lo / 1e9);
+	snprintf(b, sizeof(b), "%.1f", hi / 1e9);
+	if (strcmp(a, b))
+		fprintf(f, " (for %s-%s s)", a, b);
+	else
+		fprintf(f, " (for %s s)", a);
+}
+
+void print_wait_text_waited(FILE *f, const struct thread_result *r,
+			    const struct thread_result *all, size_t n,
+			    uint64_t waited_lo, uint64_t waited_hi)
 {
 	const struct stacksnap_wait *w = r->wait;
 
@@ -155,8 +171,7 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 		fputs("    waits for: ", f);
 		print_wait_what(f, w);
 		print_holders(f, w, all, n);
-		if (w->waited_ns)
-			fprintf(f, " (for %.1f s)", w->waited_ns / 1e9);
+		print_waited(f, waited_lo, waited_hi);
 		fputc('\n', f);
 		for (size_t i = 0; i < w->nkernel_frames; i++)
 			fprintf(f, "    [kernel] %s\n", w->kernel_frames[i]);
@@ -165,6 +180,14 @@ void print_wait_text(FILE *f, const struct thread_result *r,
 	for (size_t i = 0; i < w->nheld; i++)
 		fprintf(f, "    - locked <0x%016" PRIx64 "> (a %s)\n", w->held[i].object,
 			w->held[i].object_type ? w->held[i].object_type : "class not known");
+}
+
+void print_wait_text(FILE *f, const struct thread_result *r,
+		     const struct thread_result *all, size_t n)
+{
+	uint64_t ns = r->wait ? r->wait->waited_ns : 0;
+
+	print_wait_text_waited(f, r, all, n, ns, ns);
 }
 
 bool print_wait_same(const struct thread_result *a, const struct thread_result *b)
@@ -178,10 +201,12 @@ bool print_wait_same(const struct thread_result *a, const struct thread_result *
 		return true;
 	fa = open_memstream(&ta, &la);
 	fb = open_memstream(&tb, &lb);
+	/* How long each has waited is no difference: a group says the
+	   range (print_text_grouped). */
 	if (fa)
-		print_wait_text(fa, a, NULL, 0);
+		print_wait_text_waited(fa, a, NULL, 0, 0, 0);
 	if (fb)
-		print_wait_text(fb, b, NULL, 0);
+		print_wait_text_waited(fb, b, NULL, 0, 0, 0);
 	if (fa)
 		fclose(fa);
 	if (fb)

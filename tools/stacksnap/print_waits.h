@@ -42,6 +42,11 @@ void print_wait_what(FILE *f, const struct stacksnap_wait *w);
  * frames. */
 void print_wait_text(FILE *f, const struct thread_result *r,
 		     const struct thread_result *all, size_t n);
+/* The same, saying how long as waited_lo..waited_hi ns (a group's
+ * threads; 0: not said). */
+void print_wait_text_waited(FILE *f, const struct thread_result *r,
+			    const struct thread_result *all, size_t n,
+			    uint64_t waited_lo, uint64_t waited_hi);
 /* Whether a and b wait for the same thing (their "waits for" lines are
  * equal): a group of identical stacks never hides a difference. */
 bool print_wait_same(const struct thread_result *a, const struct thread_result *b);

@@ -30,7 +30,7 @@ struct go_layout {
 	 * list), runtime.sudog, runtime.hchan, runtime.semaRoot. waits
 	 * false: none of these are known (objects not read). Invariant:
 	 * each offset + its field size <= its struct's size. */
-	uint32_t waits;	/* 0 or 1 (no padding: tests memcmp layouts) */
+	uint32_t waits;	/* 0 or 1 (a uint32_t: tests memcmp the offsets) */
 	uint32_t g_waiting;
 	uint32_t sudog_size, sudog_g, sudog_next, sudog_prev, sudog_elem,
 		sudog_waitlink, sudog_c;
