@@ -176,6 +176,22 @@ static bool stack_range(struct stacksnap_snapshot *s, uint64_t sp,
 	return true;
 }
 
+/* Whether thread t's thread pointer is a glibc thread descriptor (its
+ * first word points at itself), not a Go runtime thread's m.tls in the
+ * heap: then a copy that stopped below it stopped at the top of the
+ * thread's own pthread stack. The main thread's is told by startstack. */
+static bool glibc_tcb(const struct stacksnap_snapshot *s,
+		      const struct cap_thread *t)
+{
+	uint64_t self = 0;
+	struct iovec l = { &self, 8 }, r = { (void *)(uintptr_t)t->fs_base, 8 };
+
+	if (t->pub.tid == s->pid)
+		return true;
+	return process_vm_readv(s->pid, &l, 1, &r, 1, 0) == 8 &&
+	       self == t->fs_base;
+}
+
 /* Where thread t's copy starts and how long it is (t->copy_start,
  * copy_len). False, with the thread's error set, when rsp is in no
  * writable mapping. */
@@ -203,7 +219,7 @@ static bool copy_range(struct stacksnap_snapshot *s, struct cap_thread *t)
 	 * stack of a few KiB). A stack the copy reaches the top of (a cgo
 	 * thread's pthread stack, the main thread's OS stack, whose runtime
 	 * bounds are only approximate) is left as it is. */
-	if (s->go && !t->below_tp) {
+	if (s->go && (!t->below_tp || !glibc_tcb(s, t))) {
 		uint64_t top = capture__go_stack_top(s, t);
 
 		if (top > t->copy_start && top - t->copy_start < t->copy_len)
